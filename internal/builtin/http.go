@@ -1,0 +1,91 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+func init() { register("http.request", httpRequest) }
+
+const maxHTTPBody = 4 << 20
+
+func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) {
+	method := strings.ToUpper(str(in, "method"))
+	if method == "" {
+		method = http.MethodGet
+	}
+	timeout := time.Duration(integer(in, "timeout_ms", 30000)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	ctype := ""
+	if j, ok := in["json"]; ok {
+		b, err := json.Marshal(j)
+		if err != nil {
+			return nil, caperr.Wrap(caperr.InvalidInput, err, "json body")
+		}
+		body, ctype = bytes.NewReader(b), "application/json"
+	} else if s := str(in, "body"); s != "" {
+		body = strings.NewReader(s)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, str(in, "url"), body)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "request")
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if h, ok := in["headers"].(map[string]any); ok {
+		for k, v := range h {
+			req.Header.Set(k, fmt.Sprint(v))
+		}
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, caperr.Wrap(caperr.TaskTimeout, err, "%s %s", method, str(in, "url"))
+		}
+		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "%s %s", method, str(in, "url"))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody+1))
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ToolFailure, err, "read response")
+	}
+	truncated := len(b) > maxHTTPBody
+	if truncated {
+		b = b[:maxHTTPBody]
+	}
+	env.Feedback.AddTimed("request", "info", fmt.Sprintf("%s %s -> %d", method, str(in, "url"), resp.StatusCode), time.Since(start))
+	headers := map[string]any{}
+	for k := range resp.Header {
+		headers[strings.ToLower(k)] = resp.Header.Get(k)
+	}
+	out := map[string]any{"status": resp.StatusCode, "headers": headers, "body": string(b), "truncated": truncated}
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		var j any
+		if json.Unmarshal(b, &j) == nil {
+			out["json"] = j
+		}
+	}
+	if want := integer(in, "expect_status", 0); want != 0 && int64(resp.StatusCode) != want {
+		return out, caperr.New(caperr.ToolFailure, "%s %s returned %d, expected %d", method, str(in, "url"), resp.StatusCode, want)
+	}
+	if in["expect_status"] == nil && resp.StatusCode >= 400 {
+		code := caperr.ToolFailure
+		if resp.StatusCode >= 500 {
+			code = caperr.DependencyUnavailable
+		}
+		return out, caperr.New(code, "%s %s returned %d", method, str(in, "url"), resp.StatusCode)
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package caperr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Error is capflow's typed error: a contract code, a message, and where
+// the problem is (file, line, column, field path) when there is a where.
+type Error struct {
+	Code    Code
+	Message string
+	File    string
+	Line    int
+	Column  int
+	Field   string
+	Err     error
+}
+
+// New returns an Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error that wraps err; its message is prefixed to err's.
+func Wrap(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// At sets the position and returns e, for chaining.
+func (e *Error) At(file string, line, col int, field string) *Error {
+	e.File, e.Line, e.Column, e.Field = file, line, col, field
+	return e
+}
+
+// Location renders "file:line:col" with whatever parts are known.
+func (e *Error) Location() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	return b.String()
+}
+
+func (e *Error) Error() string {
+	var parts []string
+	if loc := e.Location(); loc != "" {
+		parts = append(parts, loc)
+	}
+	if e.Field != "" {
+		parts = append(parts, e.Field)
+	}
+	msg := e.Message
+	if e.Err != nil {
+		if msg == "" {
+			msg = e.Err.Error()
+		} else {
+			msg += ": " + e.Err.Error()
+		}
+	}
+	parts = append(parts, msg)
+	return strings.Join(parts, ": ")
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the code carried by err (or anything it wraps), and
+// INTERNAL_ERROR for errors that carry none.
+func CodeOf(err error) Code {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return InternalError
+}

@@ -1,0 +1,55 @@
+package caperr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestErrorRendering(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"full", New(InvalidInput, "bad name").At("a/tool.yaml", 3, 7, "name"), "a/tool.yaml:3:7: name: bad name"},
+		{"no position", New(ConfigError, "missing"), "missing"},
+		{"file only", New(ConfigError, "broken").At("x.yaml", 0, 0, ""), "x.yaml: broken"},
+		{"wrapped", Wrap(ToolFailure, errors.New("exit 3"), "tool died"), "tool died: exit 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Fatalf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCodeOf(t *testing.T) {
+	t.Parallel()
+	wrapped := fmt.Errorf("context: %w", New(PolicyBlocked, "no"))
+	if got := CodeOf(wrapped); got != PolicyBlocked {
+		t.Fatalf("CodeOf(wrapped) = %s", got)
+	}
+	if got := CodeOf(errors.New("plain")); got != InternalError {
+		t.Fatalf("CodeOf(plain) = %s", got)
+	}
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	if len(All()) != 17 {
+		t.Fatalf("contract lists 17 codes, table has %d", len(All()))
+	}
+	if Lookup(PolicyBlocked).ExitCode != 4 || Lookup(Cancelled).ExitCode != 5 || Lookup(InvalidInput).ExitCode != 2 {
+		t.Fatal("exit codes do not follow contracts section 9")
+	}
+	if Lookup("NOPE").Retryable {
+		t.Fatal("unknown codes must not be retryable")
+	}
+	if Lookup(ToolFailure).Retryable != true || Lookup(SchemaViolation).Retryable {
+		t.Fatal("retryable flags wrong")
+	}
+}

@@ -1,0 +1,146 @@
+// Package envelope implements the uniform result envelope (contracts
+// section 4) that every tool and every CLI command returns.
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// Feedback levels.
+const (
+	LevelInfo    = "info"
+	LevelWarning = "warning"
+	LevelError   = "error"
+)
+
+// Feedback is one event of a tool's or command's progress.
+type Feedback struct {
+	Phase      string `json:"phase"`
+	Level      string `json:"level"`
+	Message    string `json:"message"`
+	Timestamp  string `json:"timestamp"`
+	Detail     string `json:"detail,omitempty"`
+	DurationMS *int64 `json:"duration_ms,omitempty"`
+}
+
+// ErrorInfo is present only on failure.
+type ErrorInfo struct {
+	Code      caperr.Code     `json:"code"`
+	Severity  caperr.Severity `json:"severity"`
+	Retryable bool            `json:"retryable"`
+}
+
+// Envelope is the result of one tool run or one CLI command.
+type Envelope struct {
+	ToolID     string     `json:"toolId"`
+	ExitCode   int        `json:"exitCode"`
+	Success    bool       `json:"success"`
+	Timestamp  string     `json:"timestamp"`
+	Message    string     `json:"message"`
+	Feedback   []Feedback `json:"feedback"`
+	Data       any        `json:"data,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+}
+
+// Now is the clock used for timestamps; tests replace it.
+var Now = func() time.Time { return time.Now().UTC() }
+
+// Timestamp formats t as RFC 3339 UTC with milliseconds.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// ErrorFor returns the ErrorInfo of a code from the table.
+func ErrorFor(code caperr.Code) *ErrorInfo {
+	i := caperr.Lookup(code)
+	return &ErrorInfo{Code: code, Severity: i.Severity, Retryable: i.Retryable}
+}
+
+// Validate checks the contract's rules and returns every violation.
+func (e *Envelope) Validate() []string {
+	var errs []string
+	if e.ToolID == "" {
+		errs = append(errs, "toolId is empty")
+	}
+	if (e.ExitCode == 0) != e.Success {
+		errs = append(errs, fmt.Sprintf("exitCode %d contradicts success=%v (exitCode is 0 exactly when success)", e.ExitCode, e.Success))
+	}
+	if _, err := time.Parse(time.RFC3339, e.Timestamp); err != nil {
+		errs = append(errs, fmt.Sprintf("timestamp %q is not RFC 3339", e.Timestamp))
+	}
+	if e.Success && e.Error != nil {
+		errs = append(errs, "error is present on success")
+	}
+	if !e.Success {
+		hasErr := false
+		for _, f := range e.Feedback {
+			if f.Level == LevelError {
+				hasErr = true
+			}
+		}
+		if !hasErr {
+			errs = append(errs, "a failure has no feedback entry with level error")
+		}
+	}
+	var prev time.Time
+	for i, f := range e.Feedback {
+		switch f.Level {
+		case LevelInfo, LevelWarning, LevelError:
+		default:
+			errs = append(errs, fmt.Sprintf("feedback[%d].level %q is not info, warning or error", i, f.Level))
+		}
+		t, err := time.Parse(time.RFC3339, f.Timestamp)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %q is not RFC 3339", i, f.Timestamp))
+			continue
+		}
+		if t.Before(prev) {
+			errs = append(errs, fmt.Sprintf("feedback[%d] is earlier than the entry before it", i))
+		}
+		prev = t
+	}
+	return errs
+}
+
+// Parse decodes an envelope strictly: unknown top-level fields are
+// tolerated (tools may add their own), but types must match and the
+// contract's rules must hold. Numbers in data keep their precision.
+func Parse(b []byte) (*Envelope, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	for _, k := range []string{"toolId", "exitCode", "success", "timestamp", "message", "feedback"} {
+		if _, ok := raw[k]; !ok {
+			return nil, fmt.Errorf("required field %q is missing", k)
+		}
+	}
+	var env Envelope
+	dec = json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&env); err != nil {
+		return nil, fmt.Errorf("field types do not match the envelope: %w", err)
+	}
+	if errs := env.Validate(); len(errs) > 0 {
+		return nil, errors.New(joinErrs(errs))
+	}
+	return &env, nil
+}
+
+func joinErrs(errs []string) string {
+	var b bytes.Buffer
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e)
+	}
+	return b.String()
+}

@@ -1,0 +1,142 @@
+// Package manifest parses and validates tool manifests (tool.yaml) and kit
+// descriptors (kit.yaml), contracts section 2. Every problem of a file is
+// reported at once, each with file, line, column and field path.
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Entrypoint types.
+const (
+	EntryCommand = "command"
+	EntryHTTP    = "http"
+	EntryBuiltin = "builtin"
+)
+
+// Result modes of a command tool.
+const (
+	ResultEnvelope = "envelope"
+	ResultExitCode = "exit_code"
+)
+
+// Manifest is a validated tool.yaml.
+type Manifest struct {
+	Name         string         `json:"name"`
+	Version      string         `json:"version"`
+	Description  string         `json:"description"`
+	Capabilities []string       `json:"capabilities"`
+	InputSchema  map[string]any `json:"input_schema,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
+	Entrypoint   Entrypoint     `json:"entrypoint"`
+	Dependencies []Dependency   `json:"dependencies,omitempty"`
+	Secrets      []string       `json:"secrets,omitempty"`
+	Idempotent   bool           `json:"idempotent"`
+	Stability    string         `json:"stability"`
+	Priority     int            `json:"priority"`
+	Timeouts     Timeouts       `json:"timeouts"`
+	Retry        Retry          `json:"retry"`
+	TaskQueue    string         `json:"task_queue,omitempty"`
+
+	// Where it came from, filled by the loader.
+	Dir    string `json:"dir"`            // folder holding tool.yaml (command paths resolve here)
+	File   string `json:"file"`           // display path of tool.yaml
+	Digest string `json:"digest"`         // sha256 of the manifest bytes
+	Source string `json:"source"`         // "project" or "kit:<id>"
+	Kit    string `json:"kit,omitempty"`  // kit id, when from a kit
+	Line   int    `json:"line,omitempty"` // line of "name:" for messages
+}
+
+// Entrypoint says how to run the tool.
+type Entrypoint struct {
+	Type    string            `json:"type"`
+	Command []string          `json:"command,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Name    string            `json:"name,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Result  string            `json:"result,omitempty"`
+}
+
+// Dependency kinds.
+const (
+	DepBinary  = "binary"
+	DepEnv     = "env"
+	DepService = "service"
+)
+
+// Dependency is something the tool needs on the worker.
+type Dependency struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+}
+
+// Timeouts of one run of the tool.
+type Timeouts struct {
+	StartToClose Duration `json:"start_to_close,omitempty"`
+	Heartbeat    Duration `json:"heartbeat,omitempty"`
+}
+
+// Retry policy of the tool; zero fields fall back to the plan's defaults.
+type Retry struct {
+	MaxAttempts     int      `json:"max_attempts,omitempty"`
+	InitialInterval Duration `json:"initial_interval,omitempty"`
+	Backoff         float64  `json:"backoff,omitempty"`
+	MaxInterval     Duration `json:"max_interval,omitempty"`
+}
+
+// ID is name@version.
+func (m *Manifest) ID() string { return m.Name + "@" + m.Version }
+
+// Provides reports whether the tool declares capability c.
+func (m *Manifest) Provides(c string) bool {
+	for _, x := range m.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration written as "5m" in YAML and JSON.
+type Duration time.Duration
+
+// D returns the standard library duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	if d == 0 {
+		return []byte(`""`), nil
+	}
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like 30s or 5m")
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// CapabilityPattern is the contract's `domain.action` form.
+var CapabilityPattern = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
+
+// ValidCapability reports whether c is `domain.action`.
+func ValidCapability(c string) bool { return CapabilityPattern.MatchString(c) }

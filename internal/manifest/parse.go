@@ -1,0 +1,177 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/schemas"
+)
+
+// Problems is every problem found in one or more files.
+type Problems []*caperr.Error
+
+func (p Problems) Error() string {
+	var b strings.Builder
+	for i, e := range p {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Sort orders problems by file, line, column.
+func (p Problems) Sort() {
+	sort.SliceStable(p, func(i, j int) bool {
+		a, b := p[i], p[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+}
+
+// Digest is the content address recorded for a manifest.
+func Digest(data []byte) string {
+	s := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// problemsFromViolations maps schema violations (paths relative to base)
+// to positioned problems.
+func problemsFromViolations(doc *yamldoc.Doc, base []string, vs []schema.Violation, prefix string) Problems {
+	var out Problems
+	for _, v := range vs {
+		full := append(append([]string(nil), base...), v.Path...)
+		p := doc.Root.PosOf(full)
+		out = append(out, caperr.New(caperr.InvalidInput, "%s%s", prefix, v.Message).At(doc.File, p.Line, p.Column, yamldoc.FieldPath(full)))
+	}
+	return out
+}
+
+// Parse validates one tool.yaml. file is the path shown in messages; dir
+// is the tool's folder. On any problem the manifest is nil.
+func Parse(file, dir string, data []byte) (*Manifest, Problems) {
+	doc, err := yamldoc.Parse(file, data)
+	if err != nil {
+		return nil, Problems{err.(*caperr.Error)}
+	}
+	if doc.Root.Kind != yamldoc.Map {
+		return nil, Problems{caperr.New(caperr.InvalidInput, "a tool manifest must be a YAML mapping").At(file, doc.Root.Pos.Line, doc.Root.Pos.Column, "")}
+	}
+	raw := doc.Root.Interface()
+	sch := schema.Embedded("tool-manifest.schema.json", schemas.Must("tool-manifest.schema.json"))
+	probs := problemsFromViolations(doc, nil, sch.Validate(raw), "")
+	probs = append(probs, semanticChecks(doc, raw.(map[string]any))...)
+	if len(probs) > 0 {
+		probs.Sort()
+		return nil, probs
+	}
+	b, _ := json.Marshal(raw)
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		// The schema admitted something the struct cannot hold: report it
+		// rather than crash, at the top of the file.
+		return nil, Problems{caperr.New(caperr.InvalidInput, "cannot read manifest: %v", err).At(file, 1, 1, "")}
+	}
+	if m.Stability == "" {
+		m.Stability = "stable"
+	}
+	if m.Entrypoint.Type == EntryCommand && m.Entrypoint.Result == "" {
+		m.Entrypoint.Result = ResultEnvelope
+	}
+	if m.Entrypoint.Type == EntryHTTP && m.Entrypoint.Method == "" {
+		m.Entrypoint.Method = "POST"
+	}
+	m.Dir, m.File, m.Digest = dir, file, Digest(data)
+	m.Line = doc.Root.KeyPos("name").Line
+	return &m, nil
+}
+
+func semanticChecks(doc *yamldoc.Doc, raw map[string]any) Problems {
+	var probs Problems
+	at := func(path []string, format string, args ...any) {
+		p := doc.Root.PosOf(path)
+		probs = append(probs, caperr.New(caperr.InvalidInput, format, args...).At(doc.File, p.Line, p.Column, yamldoc.FieldPath(path)))
+	}
+	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {
+		at([]string{"version"}, "version %q is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0)", v)
+	}
+	if caps, ok := raw["capabilities"].([]any); ok {
+		seen := map[string]bool{}
+		for i, c := range caps {
+			s, ok := c.(string)
+			if !ok {
+				continue
+			}
+			idx := fmt.Sprint(i)
+			if seen[s] {
+				at([]string{"capabilities", idx}, "capability %q is listed twice", s)
+			}
+			seen[s] = true
+		}
+	}
+	for _, key := range []string{"input_schema", "output_schema"} {
+		s, ok := raw[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, vs := schema.Compile(s); len(vs) > 0 {
+			probs = append(probs, problemsFromViolations(doc, []string{key}, vs, "not a valid JSON Schema 2020-12: ")...)
+		}
+	}
+	if ep, ok := raw["entrypoint"].(map[string]any); ok {
+		typ, _ := ep["type"].(string)
+		need := map[string]string{EntryCommand: "command", EntryHTTP: "url", EntryBuiltin: "name"}
+		if f, ok := need[typ]; ok {
+			if _, has := ep[f]; !has {
+				at([]string{"entrypoint"}, "entrypoint of type %s needs %q", typ, f)
+			}
+			for other, of := range need {
+				if other != typ {
+					if _, has := ep[of]; has {
+						at([]string{"entrypoint", of}, "%q belongs to entrypoint type %s, not %s", of, other, typ)
+					}
+				}
+			}
+		}
+		if cmd, ok := ep["command"].([]any); ok && len(cmd) > 0 {
+			if s, ok := cmd[0].(string); ok && strings.ContainsAny(s, " \t|;&$`") && !strings.Contains(s, "/") {
+				at([]string{"entrypoint", "command", "0"}, "command is an argv list and never runs through a shell; split %q into separate items", s)
+			}
+			if s, ok := cmd[0].(string); ok && path.IsAbs(s) == false && strings.HasPrefix(s, "../") {
+				at([]string{"entrypoint", "command", "0"}, "command %q leaves the tool's folder", s)
+			}
+		}
+		if _, has := ep["result"]; has && typ != EntryCommand {
+			at([]string{"entrypoint", "result"}, "result applies to command tools only")
+		}
+	}
+	if deps, ok := raw["dependencies"].([]any); ok {
+		for i, d := range deps {
+			dm, _ := d.(map[string]any)
+			if dm == nil {
+				continue
+			}
+			if dm["kind"] == DepService && dm["url"] == nil {
+				at([]string{"dependencies", fmt.Sprint(i)}, "a service dependency needs a url to check")
+			}
+			if dm["kind"] != DepService && dm["url"] != nil {
+				at([]string{"dependencies", fmt.Sprint(i), "url"}, "url applies to service dependencies only")
+			}
+		}
+	}
+	return probs
+}

@@ -1,0 +1,144 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/suggest"
+)
+
+// Candidate is one tool considered for a capability, with why it won or lost.
+type Candidate struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Source  string `json:"source"`
+	Rank    int    `json:"rank"`
+	Chosen  bool   `json:"chosen"`
+	Reason  string `json:"reason"`
+
+	Manifest *manifest.Manifest `json:"-"`
+}
+
+// Resolution is the outcome of resolving one capability.
+type Resolution struct {
+	Capability string      `json:"capability"`
+	Pin        string      `json:"pin,omitempty"`
+	Chosen     *Candidate  `json:"chosen"`
+	Candidates []Candidate `json:"candidates"`
+}
+
+// SplitPin splits "name@version" into its parts.
+func SplitPin(pin string) (name, version string) {
+	name, version, _ = strings.Cut(pin, "@")
+	return name, version
+}
+
+// Resolve picks the tool for capability c. pin ("name" or
+// "name@version-prefix") restricts the candidates. A failure is a
+// *caperr.Error with TOOL_NOT_FOUND whose message suggests alternatives.
+func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
+	res := &Resolution{Capability: c, Pin: pin}
+	all := r.byCap[c]
+	if len(all) == 0 {
+		msg := fmt.Sprintf("no tool provides %s", c)
+		if s := r.Similar(c); len(s) > 0 {
+			msg += fmt.Sprintf(" (similar: %s)", strings.Join(s, ", "))
+		}
+		return res, caperr.New(caperr.ToolNotFound, "%s", msg)
+	}
+	pname, pver := SplitPin(pin)
+	var winner *manifest.Manifest
+	for _, m := range all {
+		if pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))) {
+			continue
+		}
+		winner = m
+		break
+	}
+	rank := 0
+	for _, m := range all {
+		rank++
+		cand := Candidate{Name: m.Name, Version: m.Version, Source: m.Source, Rank: rank, Manifest: m}
+		switch {
+		case m == winner:
+			cand.Chosen = true
+			cand.Reason = r.winReason(m, all, pin)
+		case pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))):
+			cand.Reason = fmt.Sprintf("not the pinned tool %s", pin)
+		case winner != nil:
+			cand.Reason = r.loseReason(m, winner)
+		}
+		res.Candidates = append(res.Candidates, cand)
+		if cand.Chosen {
+			c := cand
+			res.Chosen = &c
+		}
+	}
+	if winner == nil {
+		var names []string
+		for _, m := range all {
+			names = append(names, m.ID())
+		}
+		return res, caperr.New(caperr.ToolNotFound, "pinned tool %s does not provide %s (providers: %s)", pin, c, strings.Join(names, ", "))
+	}
+	return res, nil
+}
+
+func (r *Registry) winReason(m *manifest.Manifest, all []*manifest.Manifest, pin string) string {
+	if pin != "" {
+		return "pinned by the plan (" + pin + ")"
+	}
+	if len(all) == 1 {
+		return "only provider"
+	}
+	return fmt.Sprintf("best ranked: %s first in tool_resolution_order, %s, priority %d, version %s", groupName(m), m.Stability, m.Priority, m.Version)
+}
+
+func groupName(m *manifest.Manifest) string {
+	if m.Source == "project" {
+		return ProjectTools
+	}
+	return ActiveKits
+}
+
+func (r *Registry) loseReason(m, w *manifest.Manifest) string {
+	switch {
+	case r.group(m) != r.group(w):
+		return fmt.Sprintf("%s has a candidate and comes first in tool_resolution_order (this one is from %s)", groupName(w), groupName(m))
+	case m.Stability != w.Stability:
+		return fmt.Sprintf("%s loses to stable %s", m.Stability, w.ID())
+	case m.Priority != w.Priority:
+		return fmt.Sprintf("priority %d is lower than %s's %d", m.Priority, w.ID(), w.Priority)
+	case manifest.CompareVersions(m.Version, w.Version) != 0:
+		return fmt.Sprintf("version %s is older than %s", m.Version, w.ID())
+	case m.Name != w.Name:
+		return fmt.Sprintf("tie on stability, priority and version; %q sorts after %q", m.Name, w.Name)
+	}
+	return fmt.Sprintf("same tool in kit %s, which comes after kit %s in active_kits", m.Kit, w.Kit)
+}
+
+// Similar lists known capabilities close to c: same domain, same action,
+// or a near spelling.
+func (r *Registry) Similar(c string) []string {
+	dom, act, _ := strings.Cut(c, ".")
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range r.Capabilities() {
+		kd, ka, _ := strings.Cut(k, ".")
+		if (kd == dom || ka == act) && k != c {
+			out = append(out, k)
+			seen[k] = true
+		}
+	}
+	for _, k := range suggest.Closest(c, r.Capabilities(), 3) {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
+}

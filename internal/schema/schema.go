@@ -1,0 +1,255 @@
+// Package schema compiles JSON Schema 2020-12 documents and turns
+// validation failures into violations that carry a field path, so callers
+// can map them back to file positions.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/capflow/capflow/internal/suggest"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// Violation is one problem, at a path inside the validated value.
+type Violation struct {
+	Path    []string
+	Message string
+}
+
+// Schema is a compiled schema plus its source document, which is used to
+// suggest field names.
+type Schema struct {
+	compiled *jsonschema.Schema
+	doc      any
+	url      string
+}
+
+const userURL = "mem:///schema.json"
+
+// Compile compiles a user-supplied schema document (e.g. a tool's
+// input_schema). Violations point inside the schema document itself.
+func Compile(doc any) (*Schema, []Violation) {
+	return compile(userURL, doc)
+}
+
+func compile(url string, doc any) (*Schema, []Violation) {
+	doc = Normalize(doc)
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	// Never reach out to the network or disk for $ref: a schema must be
+	// self-contained, or the check would depend on where it runs.
+	c.UseLoader(denyLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, []Violation{{Message: err.Error()}}
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+			return nil, flatten(ve, doc, metaDoc)
+		}
+		msg := err.Error()
+		msg = strings.ReplaceAll(msg, userURL, "schema")
+		return nil, []Violation{{Message: msg}}
+	}
+	return &Schema{compiled: sch, doc: doc, url: url}, nil
+}
+
+type denyLoader struct{}
+
+func (denyLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed: schemas must be self-contained", url)
+}
+
+var embedded sync.Map
+
+// Embedded compiles one of capflow's own schemas (cached). It panics on
+// failure: a broken built-in schema is a build defect caught by tests.
+func Embedded(name string, src []byte) *Schema {
+	if s, ok := embedded.Load(name); ok {
+		return s.(*Schema)
+	}
+	var doc any
+	if err := json.Unmarshal(src, &doc); err != nil {
+		panic(fmt.Sprintf("schema %s: %v", name, err))
+	}
+	s, v := compile("mem:///"+name, doc)
+	if len(v) > 0 {
+		panic(fmt.Sprintf("schema %s: %v", name, v))
+	}
+	embedded.Store(name, s)
+	return s
+}
+
+// Doc returns the schema document as plain values.
+func (s *Schema) Doc() any { return s.doc }
+
+// Validate checks v and returns every violation, sorted by path.
+func (s *Schema) Validate(v any) []Violation {
+	err := s.compiled.Validate(Normalize(v))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []Violation{{Message: err.Error()}}
+	}
+	return flatten(ve, s.doc, s.doc)
+}
+
+// metaDoc is a placeholder: suggestions inside user schemas are not
+// offered (the metaschema allows any keyword).
+var metaDoc any
+
+func flatten(ve *jsonschema.ValidationError, _ any, schemaDoc any) []Violation {
+	var out []Violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		out = append(out, leaf(e, schemaDoc)...)
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	// The same leaf can be reached through several keyword paths.
+	var dedup []Violation
+	seen := map[string]bool{}
+	for _, v := range out {
+		k := strings.Join(v.Path, "/") + "\x00" + v.Message
+		if !seen[k] {
+			seen[k] = true
+			dedup = append(dedup, v)
+		}
+	}
+	return dedup
+}
+
+func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {
+	loc := append([]string(nil), e.InstanceLocation...)
+	switch k := e.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		allowed := propertyNames(schemaDoc, e.SchemaURL)
+		var out []Violation
+		for _, p := range k.Properties {
+			out = append(out, Violation{Path: append(append([]string(nil), loc...), p),
+				Message: fmt.Sprintf("unknown field %q%s", p, suggest.Phrase(p, allowed))})
+		}
+		return out
+	case *kind.Required:
+		var out []Violation
+		for _, m := range k.Missing {
+			out = append(out, Violation{Path: append(append([]string(nil), loc...), m), Message: fmt.Sprintf("missing required field %q", m)})
+		}
+		return out
+	case *kind.Type:
+		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)}}
+	case *kind.Enum:
+		var want []string
+		for _, w := range k.Want {
+			want = append(want, fmt.Sprint(w))
+		}
+		got := fmt.Sprint(k.Got)
+		return []Violation{{Path: loc, Message: fmt.Sprintf("must be one of %s, not %q%s", strings.Join(want, ", "), got, suggest.Phrase(got, want))}}
+	case *kind.Pattern:
+		if msg, ok := schemaAt(schemaDoc, e.SchemaURL)["patternMessage"].(string); ok {
+			return []Violation{{Path: loc, Message: fmt.Sprintf("%q %s", k.Got, msg)}}
+		}
+		return []Violation{{Path: loc, Message: fmt.Sprintf("%q does not match %s", k.Got, k.Want)}}
+	case *kind.FalseSchema:
+		return []Violation{{Path: loc, Message: "is not allowed here"}}
+	}
+	return []Violation{{Path: loc, Message: e.ErrorKind.LocalizedString(printer)}}
+}
+
+// propertyNames reads the "properties" keys of the schema object that
+// url's fragment points at.
+func propertyNames(doc any, url string) []string {
+	props, _ := schemaAt(doc, url)["properties"].(map[string]any)
+	var names []string
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// schemaAt returns the schema object that url's fragment points at.
+func schemaAt(doc any, url string) map[string]any {
+	i := strings.IndexByte(url, '#')
+	if i < 0 || doc == nil {
+		return nil
+	}
+	cur := doc
+	for _, seg := range strings.Split(strings.TrimPrefix(url[i+1:], "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[seg]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+// Normalize converts any JSON-like value (structs, typed maps, json.Number)
+// into the plain form the validator needs, via a JSON round trip when the
+// value is not already plain.
+func Normalize(v any) any {
+	if isPlain(v) {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if dec.Decode(&out) != nil {
+		return v
+	}
+	return out
+}
+
+func isPlain(v any) bool {
+	switch t := v.(type) {
+	case nil, string, bool, float64, int64, uint64, int, json.Number:
+		return true
+	case map[string]any:
+		for _, x := range t {
+			if !isPlain(x) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, x := range t {
+			if !isPlain(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

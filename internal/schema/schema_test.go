@@ -1,0 +1,50 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/capflow/capflow/schemas"
+)
+
+func TestManifestSchemaViolations(t *testing.T) {
+	s := Embedded("tool-manifest.schema.json", schemas.Must("tool-manifest.schema.json"))
+	inst := map[string]any{
+		"name": "Bad Name", "version": "1.0.0", "description": "d",
+		"capabilites":  []any{"x.y"},
+		"entrypoint":   map[string]any{"type": "shell", "comand": []any{"a"}},
+		"capabilities": []any{"Video.Convert"},
+		"priority":     "high",
+	}
+	got := s.Validate(inst)
+	joined := ""
+	for _, v := range got {
+		joined += strings.Join(v.Path, "/") + ": " + v.Message + "\n"
+	}
+	for _, want := range []string{
+		`capabilites: unknown field "capabilites" (did you mean "capabilities"?)`,
+		`entrypoint/comand: unknown field "comand" (did you mean "command"?)`,
+		`entrypoint/type: must be one of command, http, builtin, not "shell"`,
+		`priority: must be integer, not string`,
+		`capabilities/0: `,
+		`name: `,
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("missing violation %q in:\n%s", want, joined)
+		}
+	}
+}
+
+func TestCompileUserSchema(t *testing.T) {
+	if _, v := Compile(map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}); len(v) > 0 {
+		t.Fatalf("valid schema rejected: %v", v)
+	}
+	_, v := Compile(map[string]any{"type": "objekt", "properties": map[string]any{"a": map[string]any{"minLength": -1}}})
+	if len(v) < 2 {
+		t.Fatalf("want violations for type and minLength, got %v", v)
+	}
+	_, v = Compile(map[string]any{"$ref": "http://example.com/x.json"})
+	if len(v) != 1 || !strings.Contains(v[0].Message, "not allowed") {
+		t.Fatalf("external ref: %v", v)
+	}
+}

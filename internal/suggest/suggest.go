@@ -1,0 +1,82 @@
+// Package suggest finds "did you mean" candidates for misspelled names.
+package suggest
+
+import (
+	"sort"
+	"strings"
+)
+
+// Closest returns up to max candidates near word, nearest first. A
+// candidate is near when its edit distance is at most a third of the
+// word's length (at least 1), or when one contains the other.
+func Closest(word string, candidates []string, max int) []string {
+	type scored struct {
+		s string
+		d int
+	}
+	w := strings.ToLower(word)
+	limit := len(w) / 3
+	if limit < 1 {
+		limit = 1
+	}
+	var out []scored
+	seen := map[string]bool{}
+	for _, c := range candidates {
+		if seen[c] || c == word {
+			continue
+		}
+		seen[c] = true
+		lc := strings.ToLower(c)
+		d := Distance(w, lc)
+		if d <= limit || (len(w) >= 3 && (strings.Contains(lc, w) || strings.Contains(w, lc))) {
+			out = append(out, scored{c, d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].d != out[j].d {
+			return out[i].d < out[j].d
+		}
+		return out[i].s < out[j].s
+	})
+	var res []string
+	for i := 0; i < len(out) && i < max; i++ {
+		res = append(res, out[i].s)
+	}
+	return res
+}
+
+// Phrase renders ` (did you mean "x"?)` or "" when nothing is close.
+func Phrase(word string, candidates []string) string {
+	c := Closest(word, candidates, 1)
+	if len(c) == 0 {
+		return ""
+	}
+	return ` (did you mean "` + c[0] + `"?)`
+}
+
+// Distance is the optimal-string-alignment edit distance between a and
+// b: insertions, deletions, substitutions and adjacent transpositions.
+func Distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}

@@ -1,0 +1,405 @@
+package toolrun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// Files a command tool's step folder holds.
+const (
+	InputFile  = "input.json"
+	OutputFile = "output.json"
+	StdoutLog  = "stdout.log"
+	StderrLog  = "stderr.log"
+)
+
+// baseEnv are the worker variables a tool inherits; everything else
+// (tokens, credentials) must be declared as a secret or env dependency.
+var baseEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "GOCACHE", "GOPATH"}
+
+const stderrTail = 4 << 10
+
+// resolveArgv makes relative paths in argv absolute against the tool's
+// folder: argv[0] when it contains a slash, and any later element that
+// names an existing file there. Bare program names go through PATH.
+func resolveArgv(m *manifest.Manifest) []string {
+	argv := append([]string(nil), m.Entrypoint.Command...)
+	for i, a := range argv {
+		if filepath.IsAbs(a) || m.Dir == "" {
+			continue
+		}
+		cand := filepath.Join(m.Dir, a)
+		if i == 0 && strings.Contains(a, "/") {
+			argv[i] = cand
+			continue
+		}
+		if i > 0 {
+			if st, err := os.Stat(cand); err == nil && !st.IsDir() {
+				argv[i] = cand
+			}
+		}
+	}
+	return argv
+}
+
+func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builder, log hclog.Logger) envelope.Envelope {
+	m := req.Manifest
+	wd := req.Workdir
+	if wd == "" {
+		tmp, err := os.MkdirTemp("", "capflow-step-")
+		if err != nil {
+			return b.Fail(caperr.ObservabilityError, "cannot create a step folder: "+err.Error(), nil)
+		}
+		defer os.RemoveAll(tmp)
+		wd = tmp
+	}
+	inJSON, _ := json.Marshal(req.Inputs)
+	inPath, outPath := filepath.Join(wd, InputFile), filepath.Join(wd, OutputFile)
+	_ = os.Remove(outPath) // a previous attempt's result must not count for this one
+	if err := os.WriteFile(inPath, inJSON, 0o600); err != nil {
+		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
+	}
+	argv := resolveArgv(m)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = req.Root
+	if cmd.Dir == "" {
+		cmd.Dir = wd
+	}
+	cmd.Env = toolEnv(req, inPath, outPath, wd)
+	cmd.Stdin = bytes.NewReader(inJSON)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	maxOut := r.MaxStdout
+	if maxOut <= 0 {
+		maxOut = 8 << 20
+	}
+	stdoutLog, _ := os.Create(filepath.Join(wd, StdoutLog))
+	stderrLog, _ := os.Create(filepath.Join(wd, StderrLog))
+	defer closeQuiet(stdoutLog)
+	defer closeQuiet(stderrLog)
+	stdout := &capped{max: maxOut, file: stdoutLog}
+	cmd.Stdout = stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return b.Fail(caperr.StartupError, err.Error(), nil)
+	}
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Error("start", "cannot start "+argv[0], err.Error())
+		return b.Fail(caperr.StartupError, fmt.Sprintf("cannot start %s: %v", m.Name, err), nil)
+	}
+	b.Info("start", fmt.Sprintf("started %s (pid %d)", filepath.Base(argv[0]), cmd.Process.Pid))
+
+	// Stop the whole process group on cancellation: SIGTERM, then SIGKILL
+	// after the grace period.
+	done := make(chan struct{})
+	var stopReason sync.Once
+	stopped := false
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		stopReason.Do(func() { stopped = true })
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		grace := r.Grace
+		if grace <= 0 {
+			grace = 5 * time.Second
+		}
+		select {
+		case <-done:
+		case <-time.After(grace):
+			log.Warn("tool ignored SIGTERM; killing its process group", "pid", pgid)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}()
+
+	var events []envelope.Feedback
+	tail := &tailBuffer{max: stderrTail}
+	readStderr(errPipe, stderrLog, tail, func(f envelope.Feedback) {
+		events = append(events, f)
+		if req.OnFeedback != nil {
+			req.OnFeedback(f)
+		}
+	}, log)
+	waitErr := cmd.Wait()
+	close(done)
+	elapsed := time.Since(start)
+	exit := cmd.ProcessState.ExitCode()
+	detail := tail.String()
+
+	if stopped || ctx.Err() != nil {
+		code := ctxCode(ctx)
+		b.Append(events...)
+		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, elapsed.Round(time.Millisecond), strings.ToLower(string(code))), detail)
+		return b.Fail(code, fmt.Sprintf("%s was stopped: %s", m.Name, ctxMessage(code)), nil)
+	}
+	if stdout.dropped > 0 {
+		events = append(events, envelope.Feedback{Phase: "output", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+			Message: fmt.Sprintf("stdout exceeded %d bytes; %d bytes dropped", maxOut, stdout.dropped)})
+	}
+
+	if m.Entrypoint.Result == manifest.ResultExitCode {
+		b.Append(events...)
+		data := map[string]any{"exit_code": exit, "stdout": lastBytes(stdout.buf.Bytes(), 64<<10)}
+		if exit == 0 {
+			return b.Succeed(fmt.Sprintf("%s exited 0", m.Name), data)
+		}
+		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), detail)
+		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
+	}
+
+	raw, source := readResult(outPath, stdout.buf.Bytes())
+	if raw == nil {
+		b.Append(events...)
+		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)
+		if waitErr != nil && exit < 0 {
+			why = fmt.Sprintf("%s died (%v) without a result envelope", m.Name, waitErr)
+		}
+		b.Error("result", why, detail)
+		return b.FailWithExit(caperr.ToolFailure, nonzero(exit), why, nil)
+	}
+	env, perr := decodeEnvelope(raw)
+	if perr != nil {
+		b.Append(events...)
+		why := fmt.Sprintf("%s wrote an invalid envelope to %s: %v", m.Name, source, perr)
+		b.Error("result", why, detail)
+		return b.FailWithExit(caperr.ToolFailure, nonzero(exit), why, nil)
+	}
+	if env.Success && exit != 0 {
+		b.Append(env.Feedback...)
+		why := fmt.Sprintf("%s exited %d but its envelope says success", m.Name, exit)
+		b.Error("result", why, detail)
+		return b.FailWithExit(caperr.ToolFailure, exit, why, env.Data)
+	}
+	if len(env.Feedback) == 0 {
+		env.Feedback = events
+	}
+	if !env.Success {
+		if env.Error == nil {
+			env.Error = envelope.ErrorFor(caperr.ToolFailure)
+		} else if !caperr.Known(env.Error.Code) {
+			env.Error = envelope.ErrorFor(caperr.ToolFailure)
+		}
+		if detail != "" {
+			env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: detail, Timestamp: envelope.Timestamp(envelope.Now())})
+		}
+	}
+	if env.DurationMS == 0 {
+		env.DurationMS = elapsed.Milliseconds()
+	}
+	return *env
+}
+
+func ctxMessage(c caperr.Code) string {
+	if c == caperr.TaskTimeout {
+		return "timed out"
+	}
+	return "cancelled"
+}
+
+func nonzero(exit int) int {
+	if exit == 0 {
+		return 1
+	}
+	if exit < 0 {
+		return 137
+	}
+	return exit
+}
+
+func toolEnv(req Request, inPath, outPath, wd string) []string {
+	m := req.Manifest
+	var env []string
+	for _, k := range baseEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, d := range m.Dependencies {
+		if d.Kind == manifest.DepEnv {
+			if v, ok := os.LookupEnv(d.Name); ok {
+				env = append(env, d.Name+"="+v)
+			}
+		}
+	}
+	for k, v := range m.Entrypoint.Env {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range req.Secrets {
+		env = append(env, k+"="+v)
+	}
+	attempt := req.Attempt
+	if attempt == 0 {
+		attempt = 1
+	}
+	env = append(env,
+		"CAPFLOW_INPUT_PATH="+inPath,
+		"CAPFLOW_OUTPUT_PATH="+outPath,
+		"CAPFLOW_RUN_ID="+req.RunID,
+		"CAPFLOW_STEP_ID="+req.StepID,
+		"CAPFLOW_ATTEMPT="+strconv.Itoa(attempt),
+		"CAPFLOW_WORKDIR="+wd,
+		"CAPFLOW_TOOL_DIR="+m.Dir,
+		"TOOLS_OUTPUT_JSON=1",
+	)
+	return env
+}
+
+// readResult prefers the output file, then the last JSON object on stdout.
+func readResult(outPath string, stdout []byte) ([]byte, string) {
+	if b, err := os.ReadFile(outPath); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return b, OutputFile
+	}
+	if doc := lastJSONObject(stdout); doc != nil {
+		return doc, "stdout"
+	}
+	return nil, ""
+}
+
+// lastJSONObject finds the last complete top-level JSON object in b:
+// tools may print logs before their envelope.
+func lastJSONObject(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	for end := len(b); end > 0; {
+		i := bytes.LastIndexByte(b[:end], '{')
+		if i < 0 {
+			return nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(b[i:]))
+		var v map[string]json.RawMessage
+		if err := dec.Decode(&v); err == nil && int(dec.InputOffset()) == len(b)-i {
+			if _, ok := v["toolId"]; ok {
+				return b[i:]
+			}
+		}
+		end = i
+	}
+	return nil
+}
+
+func lastBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// readStderr splits stderr into feedback events (JSON objects with phase,
+// level and message) and plain log lines; lines are bounded so a tool
+// printing megabytes without a newline cannot exhaust memory.
+func readStderr(r io.Reader, logFile *os.File, tail *tailBuffer, onEvent func(envelope.Feedback), log hclog.Logger) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 || (err == nil && !isPrefix) {
+			text := append([]byte(nil), line...)
+			for isPrefix && err == nil {
+				// Drop the rest of an over-long line, keep a marker.
+				_, isPrefix, err = br.ReadLine()
+				text = append(text[:min(len(text), 64<<10)], " …[line truncated]"...)
+			}
+			if f, ok := parseEvent(text); ok {
+				onEvent(f)
+			} else {
+				if logFile != nil {
+					logFile.Write(text)
+					logFile.Write([]byte{'\n'})
+				}
+				tail.Write(text)
+				tail.Write([]byte{'\n'})
+				log.Trace("tool stderr", "line", string(text))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func parseEvent(line []byte) (envelope.Feedback, bool) {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || t[0] != '{' {
+		return envelope.Feedback{}, false
+	}
+	var f envelope.Feedback
+	if json.Unmarshal(t, &f) != nil || f.Phase == "" || f.Message == "" {
+		return envelope.Feedback{}, false
+	}
+	switch f.Level {
+	case envelope.LevelInfo, envelope.LevelWarning, envelope.LevelError:
+	default:
+		return envelope.Feedback{}, false
+	}
+	if f.Timestamp == "" {
+		f.Timestamp = envelope.Timestamp(envelope.Now())
+	}
+	return f, true
+}
+
+// capped keeps up to max bytes in memory and in the log file.
+type capped struct {
+	max     int64
+	buf     bytes.Buffer
+	file    *os.File
+	dropped int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - int64(c.buf.Len())
+	keep := p
+	if int64(len(p)) > room {
+		if room < 0 {
+			room = 0
+		}
+		keep = p[:room]
+		c.dropped += int64(len(p)) - room
+	}
+	c.buf.Write(keep)
+	if c.file != nil {
+		c.file.Write(keep)
+	}
+	return len(p), nil
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+}
+
+func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
+
+func closeQuiet(f *os.File) {
+	if f != nil {
+		_ = f.Close()
+	}
+}

@@ -1,0 +1,195 @@
+// Package toolrun runs one tool once: command tools per the tool protocol
+// (contracts section 3), http tools and builtin tools. Whatever happens,
+// the result is an envelope; the runner never returns a Go error.
+package toolrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/schema"
+)
+
+// Request is one run of one tool.
+type Request struct {
+	Manifest *manifest.Manifest
+	Inputs   map[string]any
+	RunID    string
+	StepID   string
+	Attempt  int
+	// Root is the project root: the working directory of command tools
+	// and the base of relative paths in inputs.
+	Root string
+	// RunDir is the run's folder; Workdir the step's (created if missing).
+	RunDir  string
+	Workdir string
+	// Secrets maps the manifest's secret names to values (from the
+	// worker's environment); they are handed to the tool and redacted
+	// from everything it returns.
+	Secrets map[string]string
+	// OnFeedback receives live feedback events (heartbeats).
+	OnFeedback func(envelope.Feedback)
+}
+
+// Runner holds what every run needs.
+type Runner struct {
+	Logger hclog.Logger
+	// Grace is the time between SIGTERM and SIGKILL; 0 means 5s.
+	Grace time.Duration
+	// MaxStdout bounds the stdout kept for the envelope and the log
+	// file; 0 means 8 MiB. More output is dropped and noted.
+	MaxStdout int64
+}
+
+func (r *Runner) logger() hclog.Logger {
+	if r.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return r.Logger
+}
+
+// SecretsFromEnv picks the manifest's secrets from an environment lookup.
+func SecretsFromEnv(m *manifest.Manifest, lookup func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	for _, s := range m.Secrets {
+		if v, ok := lookup(s); ok {
+			out[s] = v
+		}
+	}
+	return out
+}
+
+// Run runs the tool and returns its envelope.
+func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
+	m := req.Manifest
+	var secretVals []string
+	for _, v := range req.Secrets {
+		secretVals = append(secretVals, v)
+	}
+	red := envelope.NewRedactor(secretVals...)
+	b := envelope.NewBuilder(m.Name).WithRedactor(red)
+	log := r.logger().With("tool", m.ID(), "step", req.StepID)
+
+	if req.Inputs == nil {
+		req.Inputs = map[string]any{}
+	}
+	if vs := validate(m.InputSchema, req.Inputs); len(vs) > 0 {
+		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
+		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
+	}
+	if req.Workdir != "" {
+		if err := os.MkdirAll(req.Workdir, 0o755); err != nil {
+			return b.Fail(caperr.ObservabilityError, "cannot create step folder: "+err.Error(), nil)
+		}
+	}
+	var env envelope.Envelope
+	switch m.Entrypoint.Type {
+	case manifest.EntryCommand:
+		env = r.runCommand(ctx, req, b, log)
+	case manifest.EntryHTTP:
+		env = r.runHTTP(ctx, req, b)
+	case manifest.EntryBuiltin:
+		env = runBuiltin(ctx, req, b)
+	default:
+		env = b.Fail(caperr.InvalidInput, "unknown entrypoint type "+m.Entrypoint.Type, nil)
+	}
+	if env.Success {
+		if vs := validate(m.OutputSchema, env.Data); len(vs) > 0 {
+			b2 := envelope.NewBuilder(m.Name).WithRedactor(red)
+			b2.Append(env.Feedback...)
+			b2.Error("validate", "data does not match the tool's output_schema", joinViolations(vs))
+			env = b2.Fail(caperr.SchemaViolation, fmt.Sprintf("output of %s: %s", m.Name, joinViolations(vs)), env.Data)
+		}
+	}
+	red.Envelope(&env)
+	env.ToolID = m.Name
+	log.Debug("tool finished", "success", env.Success, "exit_code", env.ExitCode, "duration_ms", env.DurationMS)
+	return env
+}
+
+func validate(sch map[string]any, v any) []schema.Violation {
+	if len(sch) == 0 {
+		return nil
+	}
+	s, vs := schema.Compile(sch)
+	if len(vs) > 0 {
+		return vs
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	return s.Validate(v)
+}
+
+func joinViolations(vs []schema.Violation) string {
+	var parts []string
+	for _, v := range vs {
+		p := strings.Join(v.Path, ".")
+		if p == "" {
+			parts = append(parts, v.Message)
+		} else {
+			parts = append(parts, p+": "+v.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.Envelope {
+	f, ok := builtin.Lookup(req.Manifest.Entrypoint.Name)
+	if !ok {
+		return b.Fail(caperr.ToolNotFound, fmt.Sprintf("no builtin named %q in this worker", req.Manifest.Entrypoint.Name), nil)
+	}
+	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b}
+	data, err := func() (data any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = caperr.New(caperr.InternalError, "builtin %s panicked: %v", req.Manifest.Entrypoint.Name, p)
+			}
+		}()
+		return f(ctx, req.Inputs, env)
+	}()
+	if err != nil {
+		code := caperr.CodeOf(err)
+		if ctx.Err() != nil {
+			code = ctxCode(ctx)
+		}
+		return b.Fail(code, err.Error(), data)
+	}
+	return b.Succeed(fmt.Sprintf("%s done", req.Manifest.Name), data)
+}
+
+func ctxCode(ctx context.Context) caperr.Code {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return caperr.TaskTimeout
+	}
+	return caperr.Cancelled
+}
+
+// decodeEnvelope parses a tool-produced envelope and adapts it to the
+// manifest's tool id.
+func decodeEnvelope(b []byte) (*envelope.Envelope, error) {
+	env, err := envelope.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if env.Data != nil {
+		// Normalise json.Number into plain JSON values so data travels
+		// through Temporal and schema checks the same way.
+		var v any
+		raw, _ := json.Marshal(env.Data)
+		_ = json.Unmarshal(raw, &v)
+		env.Data = schema.Normalize(v)
+	}
+	return env, nil
+}

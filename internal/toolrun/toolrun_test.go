@@ -1,0 +1,148 @@
+package toolrun
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// script writes an executable shell tool into a fresh folder and returns
+// its manifest. The scripts are real subprocesses, as in production.
+func script(t *testing.T, body string, mutate ...func(*manifest.Manifest)) *manifest.Manifest {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := &manifest.Manifest{Name: "t", Version: "1.0.0", Dir: dir,
+		Entrypoint:   manifest.Entrypoint{Type: manifest.EntryCommand, Command: []string{"./run.sh"}, Result: manifest.ResultEnvelope},
+		InputSchema:  map[string]any{"type": "object"},
+		OutputSchema: map[string]any{"type": "object", "required": []any{"n"}, "properties": map[string]any{"n": map[string]any{"type": "integer"}}}}
+	for _, f := range mutate {
+		f(m)
+	}
+	return m
+}
+
+const okEnvelope = `{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"ok","feedback":[],"data":{"n":1}}`
+
+func run(t *testing.T, m *manifest.Manifest, in map[string]any, ctxTimeout time.Duration) envelope.Envelope {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
+	defer cancel()
+	r := &Runner{Grace: 300 * time.Millisecond, MaxStdout: 64 << 10}
+	wd := filepath.Join(t.TempDir(), "step")
+	env := r.Run(ctx, Request{Manifest: m, Inputs: in, RunID: "run1", StepID: "s1", Root: t.TempDir(), Workdir: wd,
+		Secrets: map[string]string{"TOKEN": "hunter2-secret"}})
+	if errs := env.Validate(); len(errs) > 0 {
+		t.Fatalf("runner produced an invalid envelope %+v: %v", env, errs)
+	}
+	return env
+}
+
+func TestCommandProtocol(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		body     string
+		mutate   func(*manifest.Manifest)
+		timeout  time.Duration
+		success  bool
+		code     caperr.Code
+		exit     int
+		contains string // in message or feedback
+	}{
+		{"envelope to output file", `cat > /dev/null; echo '` + okEnvelope + `' > "$CAPFLOW_OUTPUT_PATH"`, nil, 5 * time.Second, true, "", 0, "ok"},
+		{"envelope as last stdout JSON", `echo "log line {not json"; echo '` + okEnvelope + `'`, nil, 5 * time.Second, true, "", 0, "ok"},
+		{"inputs on stdin and in a file", `read -r line; test "$line" = '{"n":5}' && test "$(cat $CAPFLOW_INPUT_PATH)" = '{"n":5}' && test "$CAPFLOW_STEP_ID" = s1 && test "$TOOLS_OUTPUT_JSON" = 1 && echo '` + okEnvelope + `'`, nil, 5 * time.Second, true, "", 0, "ok"},
+		{"garbage output", `echo 'garbage \x00 ]]'; echo 'oops' >&2; exit 0`, nil, 5 * time.Second, false, caperr.ToolFailure, 1, "without a result envelope"},
+		{"crash with stderr tail", `echo 'panic: boom' >&2; exit 3`, nil, 5 * time.Second, false, caperr.ToolFailure, 3, "panic: boom"},
+		{"exit 0 with success=false", `echo '{"toolId":"t","exitCode":4,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"disk full","feedback":[{"phase":"w","level":"error","message":"disk full","timestamp":"2026-11-21T10:00:00Z"}],"error":{"code":"TEST_FAILURE","severity":"HIGH","retryable":false}}'`, nil, 5 * time.Second, false, caperr.TestFailure, 4, "disk full"},
+		{"invalid envelope", `echo '{"toolId":"t","exitCode":1,"success":true,"timestamp":"x","message":"","feedback":[]}'`, nil, 5 * time.Second, false, caperr.ToolFailure, 1, "invalid envelope"},
+		{"output schema violation", `echo '{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"ok","feedback":[],"data":{"n":"x"}}'`, nil, 5 * time.Second, false, caperr.SchemaViolation, 2, "n: must be integer"},
+		{"hang is stopped", `sleep 30`, nil, 500 * time.Millisecond, false, caperr.TaskTimeout, 1, "timed out"},
+		{"SIGTERM ignored, SIGKILL follows", `trap '' TERM; sleep 30 & wait; sleep 30`, nil, 500 * time.Millisecond, false, caperr.TaskTimeout, 1, "timed out"},
+		{"exit_code mode success", `echo hi`, func(m *manifest.Manifest) { m.Entrypoint.Result = manifest.ResultExitCode; m.OutputSchema = nil }, 5 * time.Second, true, "", 0, "exited 0"},
+		{"exit_code mode failure", `exit 7`, func(m *manifest.Manifest) { m.Entrypoint.Result = manifest.ResultExitCode; m.OutputSchema = nil }, 5 * time.Second, false, caperr.ToolFailure, 7, "exited 7"},
+		{"huge stdout is capped", `head -c 3000000 /dev/zero | tr '\0' 'x'; echo '` + okEnvelope + `' > "$CAPFLOW_OUTPUT_PATH"`, nil, 10 * time.Second, true, "", 0, "bytes dropped"},
+		{"secret is redacted", `echo '{"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"bad token '$TOKEN'","feedback":[{"phase":"a","level":"error","message":"'$TOKEN'","timestamp":"2026-11-21T10:00:00Z"}]}'`, func(m *manifest.Manifest) { m.Secrets = []string{"TOKEN"} }, 5 * time.Second, false, caperr.ToolFailure, 1, envelope.Mask},
+		{"missing binary", ``, func(m *manifest.Manifest) { m.Entrypoint.Command = []string{"capflow-no-such-binary"} }, 5 * time.Second, false, caperr.StartupError, 1, "cannot start"},
+		{"input schema violation", ``, func(m *manifest.Manifest) {
+			m.InputSchema = map[string]any{"type": "object", "required": []any{"path"}}
+		}, 5 * time.Second, false, caperr.SchemaViolation, 2, "missing required field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var mut []func(*manifest.Manifest)
+			if tt.mutate != nil {
+				mut = append(mut, tt.mutate)
+			}
+			start := time.Now()
+			env := run(t, script(t, tt.body, mut...), map[string]any{"n": 5}, tt.timeout)
+			if env.Success != tt.success {
+				t.Fatalf("success = %v, want %v: %+v", env.Success, tt.success, env)
+			}
+			if !tt.success && (env.Error == nil || env.Error.Code != tt.code) {
+				t.Fatalf("error = %+v, want %s (%s)", env.Error, tt.code, env.Message)
+			}
+			if env.ExitCode != tt.exit {
+				t.Fatalf("exitCode = %d, want %d", env.ExitCode, tt.exit)
+			}
+			all, _ := json.Marshal(env)
+			if !strings.Contains(string(all), tt.contains) {
+				t.Fatalf("envelope does not mention %q: %s", tt.contains, all)
+			}
+			if strings.Contains(string(all), "hunter2-secret") {
+				t.Fatalf("secret leaked: %s", all)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("took %s: the process group was not stopped", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestStderrEventsBecomeFeedback(t *testing.T) {
+	t.Parallel()
+	m := script(t, `echo '{"phase":"download","level":"info","message":"50%"}' >&2; echo 'plain log' >&2; echo '`+okEnvelope+`'`)
+	var live []envelope.Feedback
+	r := &Runner{}
+	wd := filepath.Join(t.TempDir(), "s")
+	env := r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{}, Workdir: wd, Root: t.TempDir(),
+		OnFeedback: func(f envelope.Feedback) { live = append(live, f) }})
+	if !env.Success || len(live) != 1 || live[0].Message != "50%" {
+		t.Fatalf("live events = %+v, env = %+v", live, env)
+	}
+	if len(env.Feedback) != 1 || env.Feedback[0].Phase != "download" {
+		t.Fatalf("envelope without feedback should take the live events: %+v", env.Feedback)
+	}
+	log, _ := os.ReadFile(filepath.Join(wd, StderrLog))
+	if strings.TrimSpace(string(log)) != "plain log" {
+		t.Fatalf("stderr log = %q", log)
+	}
+}
+
+func TestBuiltinThroughRunner(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644)
+	m := &manifest.Manifest{Name: "file-checksum", Version: "1.0.0", Entrypoint: manifest.Entrypoint{Type: manifest.EntryBuiltin, Name: "file.checksum"},
+		OutputSchema: map[string]any{"type": "object", "required": []any{"sha256"}}}
+	env := (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"path": "a.txt"}, Root: root})
+	if !env.Success || env.Data.(map[string]any)["sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("%+v", env)
+	}
+	env = (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"path": "/etc/passwd"}, Root: root})
+	if env.Success || env.Error.Code != caperr.InvalidInput || !strings.Contains(env.Message, "outside the project root") {
+		t.Fatalf("path escape not refused: %+v", env)
+	}
+}

@@ -1,0 +1,366 @@
+// Package yamldoc parses YAML (and JSON, a subset of it) into a tree that
+// remembers the line and column of every key and value, so that manifest,
+// plan and config errors can name the exact place in the file.
+package yamldoc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// Kind of a node.
+type Kind int
+
+// Node kinds.
+const (
+	Null Kind = iota
+	Scalar
+	Map
+	Seq
+)
+
+// Pos is a 1-based position in a file.
+type Pos struct{ Line, Column int }
+
+// Node is one value of the document.
+type Node struct {
+	Kind  Kind
+	Pos   Pos
+	Value any // Scalar: string, bool, int64, uint64, float64
+	Keys  []Key
+	Items []*Node
+}
+
+// Key is one entry of a mapping, in file order.
+type Key struct {
+	Name  string
+	Pos   Pos
+	Value *Node
+}
+
+// Doc is a parsed file.
+type Doc struct {
+	File string
+	Root *Node
+}
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 200
+
+// Parse reads one YAML document. Syntax errors come back as a
+// *caperr.Error with code INVALID_INPUT and the position of the fault.
+func Parse(file string, data []byte) (doc *Doc, err error) {
+	defer func() {
+		// The parser is third-party code fed arbitrary bytes; a panic
+		// there must become an error that names the file, never a crash.
+		if r := recover(); r != nil {
+			doc, err = nil, caperr.New(caperr.InvalidInput, "cannot parse YAML: %v", r).At(file, 0, 0, "")
+		}
+	}()
+	f, perr := parser.ParseBytes(data, 0)
+	if perr != nil {
+		return nil, syntaxError(file, perr)
+	}
+	d := &Doc{File: file, Root: &Node{Kind: Null, Pos: Pos{1, 1}}}
+	var bodies []ast.Node
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			if _, isComment := doc.Body.(*ast.CommentGroupNode); !isComment {
+				bodies = append(bodies, doc.Body)
+			}
+		}
+	}
+	if len(bodies) > 1 {
+		return nil, caperr.New(caperr.InvalidInput, "expected one YAML document, found %d", len(bodies)).At(file, pos(bodies[1].GetToken()).Line, 0, "")
+	}
+	if len(bodies) == 1 {
+		c := &converter{file: file, anchors: map[string]*Node{}}
+		n, cerr := c.convert(bodies[0], 0)
+		if cerr != nil {
+			return nil, cerr
+		}
+		d.Root = n
+	}
+	return d, nil
+}
+
+func syntaxError(file string, err error) error {
+	msg := err.Error()
+	line, col := 0, 0
+	var se interface{ GetToken() *token.Token }
+	if errors.As(err, &se) && se.GetToken() != nil {
+		p := se.GetToken().Position
+		line, col = p.Line, p.Column
+	}
+	// goccy's message starts with "[line:col] "; keep only the text.
+	if i := strings.Index(msg, "] "); strings.HasPrefix(msg, "[") && i > 0 {
+		if line == 0 {
+			fmt.Sscanf(msg, "[%d:%d]", &line, &col)
+		}
+		msg = msg[i+2:]
+	}
+	if j := strings.IndexByte(msg, '\n'); j > 0 {
+		msg = msg[:j]
+	}
+	return caperr.New(caperr.InvalidInput, "invalid YAML: %s", strings.TrimSpace(msg)).At(file, line, col, "")
+}
+
+func pos(t *token.Token) Pos {
+	if t == nil || t.Position == nil {
+		return Pos{}
+	}
+	return Pos{t.Position.Line, t.Position.Column}
+}
+
+type converter struct {
+	file    string
+	anchors map[string]*Node
+}
+
+func (c *converter) errAt(p Pos, format string, args ...any) error {
+	return caperr.New(caperr.InvalidInput, format, args...).At(c.file, p.Line, p.Column, "")
+}
+
+func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
+	if depth > maxDepth {
+		return nil, c.errAt(pos(n.GetToken()), "nesting deeper than %d levels", maxDepth)
+	}
+	p := pos(n.GetToken())
+	switch t := n.(type) {
+	case *ast.NullNode:
+		return &Node{Kind: Null, Pos: p}, nil
+	case *ast.MappingNode:
+		out := &Node{Kind: Map, Pos: p}
+		for _, mv := range t.Values {
+			if err := c.addPair(out, mv, depth); err != nil {
+				return nil, err
+			}
+		}
+		if len(t.Values) > 0 {
+			out.Pos = pos(t.Values[0].Key.GetToken())
+		}
+		return out, nil
+	case *ast.MappingValueNode:
+		out := &Node{Kind: Map, Pos: pos(t.Key.GetToken())}
+		return out, c.addPair(out, t, depth)
+	case *ast.SequenceNode:
+		out := &Node{Kind: Seq, Pos: p}
+		for _, v := range t.Values {
+			item, err := c.convert(v, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out.Items = append(out.Items, item)
+		}
+		return out, nil
+	case *ast.AnchorNode:
+		v, err := c.convert(t.Value, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		c.anchors[t.Name.String()] = v
+		return v, nil
+	case *ast.AliasNode:
+		name := t.Value.String()
+		v, ok := c.anchors[name]
+		if !ok {
+			return nil, c.errAt(p, "unknown alias *%s", name)
+		}
+		return v, nil
+	case *ast.TagNode:
+		return c.convert(t.Value, depth+1)
+	case *ast.CommentGroupNode:
+		return &Node{Kind: Null, Pos: p}, nil
+	case ast.ScalarNode:
+		return c.scalar(t, p)
+	}
+	return nil, c.errAt(p, "unsupported YAML construct %s", n.Type())
+}
+
+func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error {
+	kp := pos(mv.Key.GetToken())
+	if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+		v, err := c.convert(mv.Value, depth+1)
+		if err != nil {
+			return err
+		}
+		if v.Kind != Map {
+			return c.errAt(kp, "merge key << needs a mapping")
+		}
+		for _, k := range v.Keys {
+			if m.Get(k.Name) == nil {
+				m.Keys = append(m.Keys, k)
+			}
+		}
+		return nil
+	}
+	key, ok := mv.Key.(ast.ScalarNode)
+	if !ok {
+		return c.errAt(kp, "mapping keys must be plain scalars")
+	}
+	name := fmt.Sprint(key.GetValue())
+	if key.GetValue() == nil {
+		name = "null"
+	}
+	for _, k := range m.Keys {
+		if k.Name == name {
+			return c.errAt(kp, "duplicate key %q (first at line %d)", name, k.Pos.Line)
+		}
+	}
+	var v *Node
+	if mv.Value == nil {
+		v = &Node{Kind: Null, Pos: kp}
+	} else {
+		var err error
+		if v, err = c.convert(mv.Value, depth+1); err != nil {
+			return err
+		}
+	}
+	m.Keys = append(m.Keys, Key{Name: name, Pos: kp, Value: v})
+	return nil
+}
+
+func (c *converter) scalar(s ast.ScalarNode, p Pos) (*Node, error) {
+	v := s.GetValue()
+	switch x := v.(type) {
+	case nil:
+		return &Node{Kind: Null, Pos: p}, nil
+	case string, bool, int64, uint64:
+		return &Node{Kind: Scalar, Pos: p, Value: x}, nil
+	case int:
+		return &Node{Kind: Scalar, Pos: p, Value: int64(x)}, nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, c.errAt(p, "%v is not a JSON number", x)
+		}
+		return &Node{Kind: Scalar, Pos: p, Value: x}, nil
+	default:
+		// Timestamps and other typed scalars: keep their text.
+		return &Node{Kind: Scalar, Pos: p, Value: strconv.Quote(fmt.Sprint(x))[1 : len(strconv.Quote(fmt.Sprint(x)))-1]}, nil
+	}
+}
+
+// Get returns the value of key name in a mapping, or nil.
+func (n *Node) Get(name string) *Node {
+	if n == nil || n.Kind != Map {
+		return nil
+	}
+	for _, k := range n.Keys {
+		if k.Name == name {
+			return k.Value
+		}
+	}
+	return nil
+}
+
+// KeyPos returns the position of key name in a mapping, or the node's own.
+func (n *Node) KeyPos(name string) Pos {
+	if n != nil {
+		for _, k := range n.Keys {
+			if k.Name == name {
+				return k.Pos
+			}
+		}
+		return n.Pos
+	}
+	return Pos{}
+}
+
+// Interface converts the tree to plain Go values: map[string]any, []any,
+// string, bool, int64, uint64, float64, nil; what JSON Schema validators
+// and encoding/json expect.
+func (n *Node) Interface() any {
+	if n == nil {
+		return nil
+	}
+	switch n.Kind {
+	case Map:
+		m := make(map[string]any, len(n.Keys))
+		for _, k := range n.Keys {
+			m[k.Name] = k.Value.Interface()
+		}
+		return m
+	case Seq:
+		s := make([]any, len(n.Items))
+		for i, it := range n.Items {
+			s[i] = it.Interface()
+		}
+		return s
+	case Scalar:
+		return n.Value
+	}
+	return nil
+}
+
+// Lookup follows a JSON-pointer-like path of keys and indexes and returns
+// the deepest node reached and whether the whole path was found. Errors
+// about a missing field can then point at its parent.
+func (n *Node) Lookup(path []string) (*Node, bool) {
+	cur := n
+	for _, seg := range path {
+		var next *Node
+		switch cur.Kind {
+		case Map:
+			next = cur.Get(seg)
+		case Seq:
+			if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(cur.Items) {
+				next = cur.Items[i]
+			}
+		}
+		if next == nil {
+			return cur, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// PosOf returns the best position for a path: a key's own position when
+// the path ends in a mapping key, else the value's.
+func (n *Node) PosOf(path []string) Pos {
+	if len(path) == 0 {
+		return n.Pos
+	}
+	parent, ok := n.Lookup(path[:len(path)-1])
+	if !ok {
+		return parent.Pos
+	}
+	last := path[len(path)-1]
+	if parent.Kind == Map {
+		for _, k := range parent.Keys {
+			if k.Name == last {
+				return k.Pos
+			}
+		}
+		return parent.Pos
+	}
+	if v, ok := parent.Lookup([]string{last}); ok {
+		return v.Pos
+	}
+	return parent.Pos
+}
+
+// FieldPath renders a path as a readable field name: steps[2].with.url.
+func FieldPath(path []string) string {
+	var b strings.Builder
+	for _, seg := range path {
+		if _, err := strconv.Atoi(seg); err == nil {
+			fmt.Fprintf(&b, "[%s]", seg)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}

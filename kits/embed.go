@@ -1,0 +1,14 @@
+// Package kits embeds the kits that ship inside the capflow binaries
+// (today: core). Kits on disk (like media) are found through kits_dirs.
+package kits
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed core
+var builtin embed.FS
+
+// Builtin returns the embedded kits: <id>/kit.yaml and <id>/<tool>/tool.yaml.
+func Builtin() fs.FS { return builtin }
