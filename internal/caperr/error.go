@@ -3,6 +3,7 @@ package caperr
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -77,4 +78,32 @@ func CodeOf(err error) Code {
 		return ce.Code
 	}
 	return InternalError
+}
+
+// Problems is every problem found in one or more files.
+type Problems []*Error
+
+func (p Problems) Error() string {
+	var b strings.Builder
+	for i, e := range p {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Sort orders problems by file, line, column.
+func (p Problems) Sort() {
+	sort.SliceStable(p, func(i, j int) bool {
+		a, b := p[i], p[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
 }

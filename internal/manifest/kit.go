@@ -22,13 +22,13 @@ type Kit struct {
 }
 
 // ParseKit validates one kit.yaml.
-func ParseKit(file string, data []byte) (*Kit, Problems) {
+func ParseKit(file string, data []byte) (*Kit, caperr.Problems) {
 	doc, err := yamldoc.Parse(file, data)
 	if err != nil {
-		return nil, Problems{err.(*caperr.Error)}
+		return nil, caperr.Problems{err.(*caperr.Error)}
 	}
 	if doc.Root.Kind != yamldoc.Map {
-		return nil, Problems{caperr.New(caperr.InvalidInput, "kit.yaml must be a YAML mapping").At(file, doc.Root.Pos.Line, 0, "")}
+		return nil, caperr.Problems{caperr.New(caperr.InvalidInput, "kit.yaml must be a YAML mapping").At(file, doc.Root.Pos.Line, 0, "")}
 	}
 	raw := doc.Root.Interface()
 	sch := schema.Embedded("kit.schema.json", schemas.Must("kit.schema.json"))

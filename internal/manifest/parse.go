@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -14,34 +13,6 @@ import (
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
 )
-
-// Problems is every problem found in one or more files.
-type Problems []*caperr.Error
-
-func (p Problems) Error() string {
-	var b strings.Builder
-	for i, e := range p {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
-
-// Sort orders problems by file, line, column.
-func (p Problems) Sort() {
-	sort.SliceStable(p, func(i, j int) bool {
-		a, b := p[i], p[j]
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
-}
 
 // Digest is the content address recorded for a manifest.
 func Digest(data []byte) string {
@@ -51,8 +22,8 @@ func Digest(data []byte) string {
 
 // problemsFromViolations maps schema violations (paths relative to base)
 // to positioned problems.
-func problemsFromViolations(doc *yamldoc.Doc, base []string, vs []schema.Violation, prefix string) Problems {
-	var out Problems
+func problemsFromViolations(doc *yamldoc.Doc, base []string, vs []schema.Violation, prefix string) caperr.Problems {
+	var out caperr.Problems
 	for _, v := range vs {
 		full := append(append([]string(nil), base...), v.Path...)
 		p := doc.Root.PosOf(full)
@@ -63,13 +34,13 @@ func problemsFromViolations(doc *yamldoc.Doc, base []string, vs []schema.Violati
 
 // Parse validates one tool.yaml. file is the path shown in messages; dir
 // is the tool's folder. On any problem the manifest is nil.
-func Parse(file, dir string, data []byte) (*Manifest, Problems) {
+func Parse(file, dir string, data []byte) (*Manifest, caperr.Problems) {
 	doc, err := yamldoc.Parse(file, data)
 	if err != nil {
-		return nil, Problems{err.(*caperr.Error)}
+		return nil, caperr.Problems{err.(*caperr.Error)}
 	}
 	if doc.Root.Kind != yamldoc.Map {
-		return nil, Problems{caperr.New(caperr.InvalidInput, "a tool manifest must be a YAML mapping").At(file, doc.Root.Pos.Line, doc.Root.Pos.Column, "")}
+		return nil, caperr.Problems{caperr.New(caperr.InvalidInput, "a tool manifest must be a YAML mapping").At(file, doc.Root.Pos.Line, doc.Root.Pos.Column, "")}
 	}
 	raw := doc.Root.Interface()
 	sch := schema.Embedded("tool-manifest.schema.json", schemas.Must("tool-manifest.schema.json"))
@@ -84,7 +55,7 @@ func Parse(file, dir string, data []byte) (*Manifest, Problems) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		// The schema admitted something the struct cannot hold: report it
 		// rather than crash, at the top of the file.
-		return nil, Problems{caperr.New(caperr.InvalidInput, "cannot read manifest: %v", err).At(file, 1, 1, "")}
+		return nil, caperr.Problems{caperr.New(caperr.InvalidInput, "cannot read manifest: %v", err).At(file, 1, 1, "")}
 	}
 	if m.Stability == "" {
 		m.Stability = "stable"
@@ -100,8 +71,8 @@ func Parse(file, dir string, data []byte) (*Manifest, Problems) {
 	return &m, nil
 }
 
-func semanticChecks(doc *yamldoc.Doc, raw map[string]any) Problems {
-	var probs Problems
+func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
+	var probs caperr.Problems
 	at := func(path []string, format string, args ...any) {
 		p := doc.Root.PosOf(path)
 		probs = append(probs, caperr.New(caperr.InvalidInput, format, args...).At(doc.File, p.Line, p.Column, yamldoc.FieldPath(path)))

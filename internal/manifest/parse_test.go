@@ -96,7 +96,6 @@ func TestParseProblems(t *testing.T) {
 	}
 }
 
-
 func TestVersions(t *testing.T) {
 	for v, ok := range map[string]bool{"1.2.0": true, "v1.2.0": true, "1.2": false, "1.2.0-rc.1": true, "x": false} {
 		if ValidVersion(v) != ok {

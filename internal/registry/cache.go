@@ -41,7 +41,7 @@ type cache struct {
 // change to a manifest invalidates the cache.
 func fingerprint(opts Options, files []found) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d|%v|%v|%v|%v|%v\n", cacheFormat, opts.Root, opts.KitsDirs, opts.ToolsDirs, opts.ActiveKits, opts.Order)
+	fmt.Fprintf(h, "%d|%s|%v|%v|%v|%v|%v\n", cacheFormat, buildID, opts.Root, opts.KitsDirs, opts.ToolsDirs, opts.ActiveKits, opts.Order)
 	for _, f := range files {
 		fmt.Fprintf(h, "%s|%s|%s|%d|%d\n", f.kind, f.source, f.name, f.size, f.mtime)
 		if f.fsys != nil {
@@ -51,6 +51,20 @@ func fingerprint(opts Options, files []found) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// buildID identifies the running binary, so a new capflow (whose
+// validation may differ) never trusts a cache written by an old one.
+var buildID = func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "unknown"
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		return exe
+	}
+	return fmt.Sprintf("%s|%d|%d", exe, st.Size(), st.ModTime().UnixNano())
+}()
 
 func readCache(opts Options, fp string) (*Registry, string) {
 	p := filepath.Join(abs(opts.Root, opts.StateDir), CacheFile)

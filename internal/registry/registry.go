@@ -45,7 +45,7 @@ type Options struct {
 type Registry struct {
 	Tools    []*manifest.Manifest `json:"tools"`
 	Kits     []*manifest.Kit      `json:"kits"`
-	Problems manifest.Problems    `json:"-"`
+	Problems caperr.Problems      `json:"-"`
 	// Warnings are things the user should know that broke nothing (e.g. a
 	// corrupt cache that was rebuilt).
 	Warnings []string `json:"-"`

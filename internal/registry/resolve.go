@@ -58,6 +58,7 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 		break
 	}
 	rank := 0
+	var prev *manifest.Manifest
 	for _, m := range all {
 		rank++
 		cand := Candidate{Name: m.Name, Version: m.Version, Source: m.Source, Rank: rank, Manifest: m}
@@ -67,8 +68,11 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 			cand.Reason = r.winReason(m, all, pin)
 		case pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))):
 			cand.Reason = fmt.Sprintf("not the pinned tool %s", pin)
-		case winner != nil:
-			cand.Reason = r.loseReason(m, winner)
+		case winner != nil && prev != nil:
+			cand.Reason = r.loseReason(m, prev)
+		}
+		if pin == "" || cand.Chosen {
+			prev = m
 		}
 		res.Candidates = append(res.Candidates, cand)
 		if cand.Chosen {
@@ -93,7 +97,7 @@ func (r *Registry) winReason(m *manifest.Manifest, all []*manifest.Manifest, pin
 	if len(all) == 1 {
 		return "only provider"
 	}
-	return fmt.Sprintf("best ranked: %s first in tool_resolution_order, %s, priority %d, version %s", groupName(m), m.Stability, m.Priority, m.Version)
+	return fmt.Sprintf("ranked first: from %s, %s, priority %d, version %s", groupName(m), m.Stability, m.Priority, m.Version)
 }
 
 func groupName(m *manifest.Manifest) string {
@@ -108,7 +112,7 @@ func (r *Registry) loseReason(m, w *manifest.Manifest) string {
 	case r.group(m) != r.group(w):
 		return fmt.Sprintf("%s has a candidate and comes first in tool_resolution_order (this one is from %s)", groupName(w), groupName(m))
 	case m.Stability != w.Stability:
-		return fmt.Sprintf("%s loses to stable %s", m.Stability, w.ID())
+		return fmt.Sprintf("%s ranks below stable %s", m.Stability, w.ID())
 	case m.Priority != w.Priority:
 		return fmt.Sprintf("priority %d is lower than %s's %d", m.Priority, w.ID(), w.Priority)
 	case manifest.CompareVersions(m.Version, w.Version) != 0:

@@ -119,7 +119,7 @@ func flatten(ve *jsonschema.ValidationError, _ any, schemaDoc any) []Violation {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
+			for _, c := range prune(e) {
 				walk(c)
 			}
 			return
@@ -139,6 +139,35 @@ func flatten(ve *jsonschema.ValidationError, _ any, schemaDoc any) []Violation {
 		}
 	}
 	return dedup
+}
+
+// prune drops the branches of an anyOf/oneOf that failed only because the
+// value has another type, when some branch accepted the type and failed
+// on something more specific: that branch is the one the author meant.
+func prune(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	switch e.ErrorKind.(type) {
+	case *kind.AnyOf, *kind.OneOf:
+	default:
+		return e.Causes
+	}
+	var specific []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		if !onlyTypeError(c) {
+			specific = append(specific, c)
+		}
+	}
+	if len(specific) == 0 {
+		return e.Causes
+	}
+	return specific
+}
+
+func onlyTypeError(e *jsonschema.ValidationError) bool {
+	for len(e.Causes) == 1 {
+		e = e.Causes[0]
+	}
+	_, ok := e.ErrorKind.(*kind.Type)
+	return ok && len(e.Causes) == 0
 }
 
 func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {

@@ -1,0 +1,218 @@
+// Package cli implements the capflow command line (contracts section 9).
+// Every command produces one envelope: printed as JSON with --output json,
+// rendered for people otherwise; the exit code follows the contract table.
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/kits"
+)
+
+// Version is set at build time with -ldflags.
+var Version = "dev"
+
+// App is one invocation of the CLI.
+type App struct {
+	Stdout io.Writer
+	Stderr io.Writer
+
+	project    string
+	configFile string
+	output     string
+	outputPath string
+	flags      map[string]*pflag.Flag
+
+	log    hclog.Logger
+	result *result
+}
+
+// result is what a command hands back for printing.
+type result struct {
+	env    envelope.Envelope
+	pretty func(w io.Writer)
+}
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	a := &App{Stdout: stdout, Stderr: stderr}
+	a.log = logging.New("capflow", stderr, hclog.Warn)
+	defer func() {
+		// Never a Go stack trace for any input: a panic is a bug, reported
+		// as INTERNAL_ERROR in the envelope.
+		if p := recover(); p != nil {
+			a.log.Error("internal error", "panic", fmt.Sprint(p))
+			env := envelope.NewBuilder("capflow").Fail(caperr.InternalError, fmt.Sprintf("internal error: %v", p), nil)
+			code = a.emit(&result{env: env})
+		}
+	}()
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err != nil {
+		// Flag and argument errors from cobra: invalid input.
+		b := envelope.NewBuilder(commandID(root, args))
+		b.Error("args", err.Error(), "")
+		env := b.Fail(caperr.InvalidInput, err.Error()+" (see --help)", nil)
+		return a.emit(&result{env: env})
+	}
+	if a.result == nil {
+		return 0 // help or version printed by cobra
+	}
+	return a.emit(a.result)
+}
+
+func commandID(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c != nil {
+		return strings.ReplaceAll(c.CommandPath(), " ", ".")
+	}
+	return "capflow"
+}
+
+func (a *App) jsonOutput() bool {
+	return a.output == "json" || (a.output == "" && os.Getenv("TOOLS_OUTPUT_JSON") == "1")
+}
+
+// emit prints the result and returns the exit code (the envelope's).
+func (a *App) emit(r *result) int {
+	if a.outputPath != "" {
+		b, _ := json.MarshalIndent(r.env, "", "  ")
+		if err := os.WriteFile(a.outputPath, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintf(a.Stderr, "capflow: cannot write --output-path %s: %v\n", a.outputPath, err)
+		}
+	}
+	if a.jsonOutput() {
+		b, _ := json.Marshal(r.env)
+		fmt.Fprintln(a.Stdout, string(b))
+	} else if r.pretty != nil {
+		r.pretty(a.Stdout)
+	} else {
+		prettyEnvelope(a.Stdout, r.env)
+	}
+	return r.env.ExitCode
+}
+
+func (a *App) set(env envelope.Envelope, pretty func(io.Writer)) {
+	a.result = &result{env: env, pretty: pretty}
+}
+
+func (a *App) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "capflow",
+		Short:         "Run capability plans durably on Temporal",
+		Long:          "capflow resolves capability plans to tools, checks gaps and policy before anything runs,\nand runs ready plans as durable Temporal workflows.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       Version,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.project, "project", "", "project folder (default: current directory)")
+	pf.StringVar(&a.configFile, "config", "", "config file (default: <project>/capflow.yaml)")
+	pf.StringVar(&a.output, "output", "", "output format: pretty or json (TOOLS_OUTPUT_JSON=1 means json)")
+	pf.StringVar(&a.outputPath, "output-path", "", "also write the result envelope to this file")
+	pf.String("address", "", "Temporal frontend address (temporal.address)")
+	pf.String("namespace", "", "Temporal namespace (temporal.namespace)")
+	pf.String("task-queue", "", "Temporal task queue (temporal.task_queue)")
+	a.flags = map[string]*pflag.Flag{
+		"temporal.address":    pf.Lookup("address"),
+		"temporal.namespace":  pf.Lookup("namespace"),
+		"temporal.task_queue": pf.Lookup("task-queue"),
+	}
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if a.output != "" && a.output != "json" && a.output != "pretty" {
+			return fmt.Errorf("--output must be pretty or json, not %q", a.output)
+		}
+		return nil
+	}
+	root.AddCommand(a.toolsCommand(), a.versionCommand())
+	for _, c := range a.extraCommands() {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// groupRun makes a command group reject unknown subcommands (cobra would
+// print help and exit 0) and print its help when called bare.
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return cmd.Help()
+}
+
+func (a *App) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := envelope.NewBuilder("capflow.version").Succeed("capflow "+Version, map[string]any{"version": Version})
+			a.set(env, func(w io.Writer) { fmt.Fprintln(w, "capflow", Version) })
+			return nil
+		},
+	}
+}
+
+// loadConfig reads the effective configuration.
+func (a *App) loadConfig() (*config.Config, error) {
+	return config.Load(config.Options{Project: a.project, File: a.configFile, Flags: a.flags})
+}
+
+// loadRegistry loads config and registry; config problems come back as
+// an error, manifest problems inside the registry.
+func (a *App) loadRegistry() (*config.Config, *registry.Registry, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry.Load(RegistryOptions(cfg, a.log.Named("registry")))
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, reg, nil
+}
+
+// RegistryOptions maps a configuration to registry options; the worker
+// uses it too, so both see the same tools.
+func RegistryOptions(cfg *config.Config, log hclog.Logger) registry.Options {
+	return registry.Options{
+		Root: cfg.Root, KitsDirs: cfg.KitsDirs, ToolsDirs: cfg.ToolsDirs, ActiveKits: cfg.ActiveKits,
+		Order: cfg.ToolResolutionOrder, StateDir: cfg.StateDir, Builtin: kits.Builtin(),
+		ConfigFile: displayConfig(cfg), Logger: log,
+	}
+}
+
+func displayConfig(cfg *config.Config) string {
+	if cfg.File == "" {
+		return config.FileName
+	}
+	return relTo(cfg.Root, cfg.File)
+}
+
+// failEnv turns an error into a failure envelope for command id.
+func failEnv(id string, err error, data any) envelope.Envelope {
+	b := envelope.NewBuilder(id)
+	var probs caperr.Problems
+	if asProblems(err, &probs) {
+		for _, p := range probs {
+			b.Error("validate", p.Error(), string(p.Code))
+		}
+		return b.Fail(probs[0].Code, fmt.Sprintf("%d problem(s) in %s", len(probs), probs[0].File), problemsData(probs))
+	}
+	return b.FailErr(err, data)
+}

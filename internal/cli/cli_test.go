@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capflow/capflow/internal/envelope"
+)
+
+// capflow runs the CLI in-process and returns exit code, stdout, stderr.
+func capflow(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// envelopeOf parses stdout, which must hold exactly one envelope.
+func envelopeOf(t *testing.T, stdout string) envelope.Envelope {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var env envelope.Envelope
+	if err := dec.Decode(&env); err != nil {
+		t.Fatalf("stdout is not an envelope: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON document:\n%s", stdout)
+	}
+	if errs := env.Validate(); len(errs) > 0 {
+		t.Fatalf("invalid envelope %v:\n%s", errs, stdout)
+	}
+	return env
+}
+
+func repoRoot(t *testing.T) string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+func TestValidateRepoIsClean(t *testing.T) {
+	code, out, _ := capflow(t, "tools", "validate", "--project", repoRoot(t), "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 0 || !env.Success {
+		t.Fatalf("repo manifests invalid (exit %d): %s", code, out)
+	}
+	tools := env.Data.(map[string]any)["tools"].([]any)
+	if len(tools) < 11 {
+		t.Fatalf("want core (9) + media (2) tools, got %d", len(tools))
+	}
+}
+
+func TestValidateBrokenManifests(t *testing.T) {
+	code, out, _ := capflow(t, "tools", "validate", "--project", filepath.Join(repoRoot(t), "testdata", "broken"), "--output", "json")
+	if code != 2 {
+		t.Fatalf("exit = %d, want 2", code)
+	}
+	env := envelopeOf(t, out)
+	if env.Success || env.Error.Code != "INVALID_INPUT" {
+		t.Fatalf("%+v", env)
+	}
+	var probs []string
+	for _, p := range env.Data.(map[string]any)["problems"].([]any) {
+		m := p.(map[string]any)
+		probs = append(probs, strings.Join([]string{m["file"].(string), itoa(m["line"]), m["field"].(string), m["message"].(string)}, "|"))
+	}
+	all := strings.Join(probs, "\n")
+	for _, want := range []string{
+		"tools/a/tool.yaml|4||invalid YAML",
+		"tools/b/tool.yaml|1|description|missing required field",
+		"tools/b/tool.yaml|2|version|must be string",
+		"tools/b/tool.yaml|3|capabilities[0]|is not domain.action",
+		"tools/b/tool.yaml|4|entrypoint.type|must be one of command, http, builtin",
+		"tools/c/tool.yaml|4|capabilites|did you mean \"capabilities\"",
+		"tools/c/tool.yaml|7|input_schema.type|not a valid JSON Schema",
+		"tools/c/tool.yaml|8|priority|must be integer",
+		"tools/e/tool.yaml|1|name|duplicate tool name \"d\"",
+	} {
+		parts := strings.SplitN(want, "|", 4)
+		found := false
+		for _, p := range probs {
+			if strings.HasPrefix(p, strings.Join(parts[:3], "|")+"|") && strings.Contains(p, parts[3]) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing problem %q in:\n%s", want, all)
+		}
+	}
+	// Pretty output quotes the line and never shows a Go stack trace.
+	code, pretty, stderr := capflow(t, "tools", "validate", "--project", filepath.Join(repoRoot(t), "testdata", "broken"))
+	if code != 2 || !strings.Contains(pretty, "4 | capabilites: [a.b]") || strings.Contains(pretty+stderr, "goroutine") {
+		t.Fatalf("pretty output:\n%s\n%s", pretty, stderr)
+	}
+}
+
+func itoa(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestResolveExplains(t *testing.T) {
+	code, out, _ := capflow(t, "tools", "resolve", "file.checksum", "--project", repoRoot(t), "--output", "json")
+	env := envelopeOf(t, out)
+	d := env.Data.(map[string]any)
+	if code != 0 || d["chosen"].(map[string]any)["name"] != "file-checksum" || d["candidates"].([]any)[0].(map[string]any)["reason"] == "" {
+		t.Fatalf("%s", out)
+	}
+	code, out, _ = capflow(t, "tools", "resolve", "video.convrt", "--project", repoRoot(t), "--output", "json")
+	env = envelopeOf(t, out)
+	if code != 3 || env.Error.Code != "TOOL_NOT_FOUND" || !strings.Contains(env.Message, "similar: video.convert") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func TestScaffoldValidatesAndRuns(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir, "--output", "json")
+	if code != 0 {
+		t.Fatalf("scaffold: %s", out)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "tools/pdf-merge/run.sh")); err != nil || st.Mode()&0o100 == 0 {
+		t.Fatal("run.sh missing or not executable")
+	}
+	if code, out, _ = capflow(t, "tools", "validate", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("scaffolded tool does not validate: %s", out)
+	}
+	code, out, _ = capflow(t, "tools", "run", "pdf-merge", "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 0 || env.ToolID != "pdf-merge" || !env.Success {
+		t.Fatalf("scaffolded tool does not run: %s", out)
+	}
+	// A second scaffold refuses to overwrite.
+	if code, _, _ = capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir); code != 2 {
+		t.Fatalf("overwrite not refused: exit %d", code)
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	for _, args := range [][]string{
+		{"tools", "bogus"}, {"nope"}, {"tools", "resolve"}, {"tools", "list", "--output", "yaml"},
+		{"tools", "scaffold", "Bad_Name", "--capability", "a.b"}, {"tools", "run", "x", "--input", "novalue"},
+	} {
+		code, out, stderr := capflow(t, append(args, "--output", "json", "--project", t.TempDir())...)
+		if args[len(args)-1] == "yaml" {
+			code, out, stderr = capflow(t, args...)
+		}
+		if code != 2 && !(args[1] == "run" && code == 3) {
+			t.Errorf("%v: exit %d, want 2\n%s%s", args, code, out, stderr)
+		}
+		if strings.Contains(out+stderr, "goroutine ") {
+			t.Errorf("%v: stack trace", args)
+		}
+	}
+}
+
+func TestOutputPathAndEnvJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "env.json")
+	t.Setenv("TOOLS_OUTPUT_JSON", "1")
+	code, out, _ := capflow(t, "tools", "list", "--project", repoRoot(t), "--output-path", p)
+	env := envelopeOf(t, out)
+	b, err := os.ReadFile(p)
+	if code != 0 || err != nil || !strings.Contains(string(b), `"toolId": "capflow.tools.list"`) || env.ToolID != "capflow.tools.list" {
+		t.Fatalf("exit %d, err %v, file %s", code, err, b)
+	}
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/kits"
+)
+
+// Problem is the JSON form of one problem (contracts section 9).
+type Problem struct {
+	File    string      `json:"file"`
+	Line    int         `json:"line"`
+	Column  int         `json:"column"`
+	Field   string      `json:"field"`
+	Message string      `json:"message"`
+	Code    caperr.Code `json:"code"`
+}
+
+func problemsData(ps caperr.Problems) map[string]any {
+	return map[string]any{"problems": problemList(ps)}
+}
+
+func problemList(ps caperr.Problems) []Problem {
+	out := []Problem{}
+	for _, p := range ps {
+		out = append(out, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: p.Code})
+	}
+	return out
+}
+
+func asProblems(err error, out *caperr.Problems) bool {
+	if errors.As(err, out) {
+		return len(*out) > 0
+	}
+	var ce *caperr.Error
+	if errors.As(err, &ce) && ce.File != "" {
+		*out = caperr.Problems{ce}
+		return true
+	}
+	return false
+}
+
+func relTo(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+// sourceLine returns line n of a problem's file, for quoting.
+func sourceLine(root, file string, n int) (string, bool) {
+	if n <= 0 || file == "" {
+		return "", false
+	}
+	var b []byte
+	var err error
+	if rest, ok := strings.CutPrefix(file, "builtin:"); ok {
+		b, err = fs.ReadFile(kits.Builtin(), rest)
+	} else {
+		p := file
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		b, err = os.ReadFile(p)
+	}
+	if err != nil {
+		return "", false
+	}
+	lines := strings.Split(string(b), "\n")
+	if n > len(lines) {
+		return "", false
+	}
+	return strings.TrimRight(lines[n-1], "\r"), true
+}
+
+// printProblems renders problems with the offending line quoted and a
+// caret under the column, like a compiler.
+func printProblems(w io.Writer, root string, ps []Problem) {
+	for _, p := range ps {
+		loc := p.File
+		if p.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", p.File, p.Line)
+			if p.Column > 0 {
+				loc += fmt.Sprintf(":%d", p.Column)
+			}
+		}
+		field := ""
+		if p.Field != "" {
+			field = p.Field + ": "
+		}
+		fmt.Fprintf(w, "  ✗ %s: %s%s\n", loc, field, p.Message)
+		if src, ok := sourceLine(root, p.File, p.Line); ok {
+			fmt.Fprintf(w, "      %4d | %s\n", p.Line, src)
+			if p.Column > 0 && p.Column <= len(src)+1 {
+				fmt.Fprintf(w, "           | %s^\n", strings.Repeat(" ", p.Column-1))
+			}
+		}
+	}
+}
+
+func table(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// prettyEnvelope is the default rendering: message, then feedback.
+func prettyEnvelope(w io.Writer, env envelope.Envelope) {
+	mark := "✓"
+	if !env.Success {
+		mark = "✗"
+	}
+	fmt.Fprintf(w, "%s %s\n", mark, env.Message)
+	for _, f := range env.Feedback {
+		if f.Level == envelope.LevelInfo && env.Success {
+			continue
+		}
+		fmt.Fprintf(w, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)
+		if f.Detail != "" && !caperr.Known(caperr.Code(f.Detail)) {
+			for _, l := range strings.Split(f.Detail, "\n") {
+				fmt.Fprintf(w, "      %s\n", l)
+			}
+		}
+	}
+	if env.Error != nil {
+		fmt.Fprintf(w, "  error: %s (severity %s)\n", env.Error.Code, env.Error.Severity)
+	}
+}

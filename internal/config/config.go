@@ -1,0 +1,275 @@
+// Package config loads a project's configuration (contracts section 1):
+// defaults < capflow.yaml < environment (TEMPORAL_*, then CAPFLOW_*) < flags.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/schemas"
+)
+
+// FileName is the project configuration file.
+const FileName = "capflow.yaml"
+
+// Config is the effective configuration. Relative paths are relative to Root.
+type Config struct {
+	Root                string   `mapstructure:"-" json:"root"`
+	File                string   `mapstructure:"-" json:"file,omitempty"`
+	KitsDirs            []string `mapstructure:"kits_dirs" json:"kits_dirs"`
+	ToolsDirs           []string `mapstructure:"tools_dirs" json:"tools_dirs"`
+	ActiveKits          []string `mapstructure:"active_kits" json:"active_kits"`
+	ToolResolutionOrder []string `mapstructure:"tool_resolution_order" json:"tool_resolution_order"`
+	Policy              string   `mapstructure:"policy" json:"policy"`
+	StateDir            string   `mapstructure:"state_dir" json:"state_dir"`
+	RunsDir             string   `mapstructure:"runs_dir" json:"runs_dir"`
+	Temporal            Temporal `mapstructure:"temporal" json:"temporal"`
+	Router              Router   `mapstructure:"router" json:"router"`
+}
+
+// Temporal says how to reach the server.
+type Temporal struct {
+	Address   string `mapstructure:"address" json:"address"`
+	Namespace string `mapstructure:"namespace" json:"namespace"`
+	TaskQueue string `mapstructure:"task_queue" json:"task_queue"`
+	TLS       TLS    `mapstructure:"tls" json:"tls"`
+	// APIKey comes from the environment only and is never printed.
+	APIKey string `mapstructure:"api_key" json:"-"`
+}
+
+// TLS client settings.
+type TLS struct {
+	Enabled    bool   `mapstructure:"enabled" json:"enabled"`
+	Cert       string `mapstructure:"cert" json:"cert,omitempty"`
+	Key        string `mapstructure:"key" json:"key,omitempty"`
+	CA         string `mapstructure:"ca" json:"ca,omitempty"`
+	ServerName string `mapstructure:"server_name" json:"server_name,omitempty"`
+}
+
+// Router settings (request text to plan).
+type Router struct {
+	Rules         string  `mapstructure:"rules" json:"rules"`
+	MinConfidence float64 `mapstructure:"min_confidence" json:"min_confidence"`
+	LLM           LLM     `mapstructure:"llm" json:"llm"`
+}
+
+// LLM is the optional OpenAI-compatible fallback.
+type LLM struct {
+	BaseURL   string `mapstructure:"base_url" json:"base_url"`
+	Model     string `mapstructure:"model" json:"model"`
+	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
+	Timeout   string `mapstructure:"timeout" json:"timeout"`
+}
+
+var defaults = map[string]any{
+	"kits_dirs":                []string{"kits"},
+	"tools_dirs":               []string{"tools"},
+	"active_kits":              []string{"core"},
+	"tool_resolution_order":    []string{"project_tools", "active_kits"},
+	"policy":                   "policy.yaml",
+	"state_dir":                ".capflow/state",
+	"runs_dir":                 ".capflow/runs",
+	"temporal.address":         "localhost:7233",
+	"temporal.namespace":       "default",
+	"temporal.task_queue":      "capflow",
+	"temporal.tls.enabled":     false,
+	"temporal.tls.cert":        "",
+	"temporal.tls.key":         "",
+	"temporal.tls.ca":          "",
+	"temporal.tls.server_name": "",
+	"temporal.api_key":         "",
+	"router.rules":             "router.yaml",
+	"router.min_confidence":    0.7,
+	"router.llm.base_url":      "",
+	"router.llm.model":         "",
+	"router.llm.api_key_env":   "",
+	"router.llm.timeout":       "60s",
+}
+
+// standardEnv are Temporal's own variables, read after CAPFLOW_*.
+var standardEnv = map[string]string{
+	"temporal.address":         "TEMPORAL_ADDRESS",
+	"temporal.namespace":       "TEMPORAL_NAMESPACE",
+	"temporal.api_key":         "TEMPORAL_API_KEY",
+	"temporal.tls.cert":        "TEMPORAL_TLS_CERT",
+	"temporal.tls.key":         "TEMPORAL_TLS_KEY",
+	"temporal.tls.ca":          "TEMPORAL_TLS_CA",
+	"temporal.tls.server_name": "TEMPORAL_TLS_SERVER_NAME",
+	"temporal.tls.enabled":     "TEMPORAL_TLS",
+}
+
+// Options of Load.
+type Options struct {
+	// Project is the project folder; "" means the current directory.
+	Project string
+	// File is an explicit config file; "" means <project>/capflow.yaml if present.
+	File string
+	// Flags maps config keys ("temporal.address") to flags that override them.
+	Flags map[string]*pflag.Flag
+}
+
+// EnvName is the CAPFLOW_* variable of a key.
+func EnvName(key string) string {
+	return "CAPFLOW_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
+}
+
+// Load builds the effective configuration.
+func Load(opts Options) (*Config, error) {
+	root := opts.Project
+	if root == "" {
+		root = "."
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "project folder")
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return nil, caperr.New(caperr.ConfigError, "project folder %s does not exist", root)
+	}
+	v := viper.New()
+	for k, d := range defaults {
+		v.SetDefault(k, d)
+		names := []string{EnvName(k)}
+		if std, ok := standardEnv[k]; ok {
+			names = append(names, std)
+		}
+		_ = v.BindEnv(append([]string{k}, names...)...)
+	}
+	file := opts.File
+	explicit := file != ""
+	if !explicit {
+		file = filepath.Join(root, FileName)
+	} else if !filepath.IsAbs(file) {
+		file, _ = filepath.Abs(file)
+	}
+	cfg := &Config{Root: root}
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		raw, err := parseFile(displayPath(root, file), data)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.MergeConfigMap(raw); err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "merge %s", file)
+		}
+		cfg.File = file
+	case explicit || !errors.Is(err, os.ErrNotExist):
+		return nil, caperr.Wrap(caperr.ConfigError, err, "cannot read config file")
+	}
+	for key, f := range opts.Flags {
+		if f != nil && f.Changed {
+			_ = v.BindPFlag(key, f)
+		}
+	}
+	if err := v.Unmarshal(cfg); err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "configuration")
+	}
+	cfg.Root = root
+	if cfg.File == "" && !explicit {
+		cfg.File = ""
+	}
+	// Lists from the environment arrive as one comma-separated string.
+	for _, l := range []*[]string{&cfg.KitsDirs, &cfg.ToolsDirs, &cfg.ActiveKits, &cfg.ToolResolutionOrder} {
+		*l = splitList(*l)
+	}
+	return cfg, cfg.validate()
+}
+
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	for _, o := range c.ToolResolutionOrder {
+		if o != "project_tools" && o != "active_kits" {
+			return caperr.New(caperr.ConfigError, "tool_resolution_order: %q is not project_tools or active_kits", o).At(c.fileOrEnv(), 0, 0, "tool_resolution_order")
+		}
+	}
+	if c.Router.MinConfidence < 0 || c.Router.MinConfidence > 1 {
+		return caperr.New(caperr.ConfigError, "router.min_confidence %v is not between 0 and 1", c.Router.MinConfidence).At(c.fileOrEnv(), 0, 0, "router.min_confidence")
+	}
+	if c.Temporal.TaskQueue == "" || c.Temporal.Namespace == "" || c.Temporal.Address == "" {
+		return caperr.New(caperr.ConfigError, "temporal.address, namespace and task_queue must not be empty").At(c.fileOrEnv(), 0, 0, "temporal")
+	}
+	return nil
+}
+
+func (c *Config) fileOrEnv() string {
+	if c.File != "" {
+		return displayPath(c.Root, c.File)
+	}
+	return "environment"
+}
+
+func displayPath(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+// parseFile validates capflow.yaml with positions: unknown keys are named
+// with their line and a suggestion.
+func parseFile(display string, data []byte) (map[string]any, error) {
+	doc, err := yamldoc.Parse(display, data)
+	if err != nil {
+		return nil, withCode(err, caperr.ConfigError)
+	}
+	if doc.Root.Kind == yamldoc.Null {
+		return map[string]any{}, nil
+	}
+	if doc.Root.Kind != yamldoc.Map {
+		return nil, caperr.New(caperr.ConfigError, "capflow.yaml must be a mapping").At(display, doc.Root.Pos.Line, doc.Root.Pos.Column, "")
+	}
+	raw := doc.Root.Interface().(map[string]any)
+	sch := schema.Embedded("capflow-config.schema.json", schemas.Must("capflow-config.schema.json"))
+	var probs caperr.Problems
+	for _, vi := range sch.Validate(raw) {
+		p := doc.Root.PosOf(vi.Path)
+		probs = append(probs, caperr.New(caperr.ConfigError, "%s", vi.Message).At(display, p.Line, p.Column, yamldoc.FieldPath(vi.Path)))
+	}
+	if len(probs) > 0 {
+		probs.Sort()
+		return nil, probs
+	}
+	return raw, nil
+}
+
+func withCode(err error, code caperr.Code) error {
+	var ce *caperr.Error
+	if errors.As(err, &ce) {
+		c := *ce
+		c.Code = code
+		return &c
+	}
+	return caperr.Wrap(code, err, "")
+}
+
+// Abs resolves a configured path against the project root.
+func (c *Config) Abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Root, p)
+}
+
+// String renders the config for logs, with no secret in it.
+func (c *Config) String() string {
+	return fmt.Sprintf("root=%s file=%s temporal=%s/%s queue=%s kits=%v", c.Root, c.File, c.Temporal.Address, c.Temporal.Namespace, c.Temporal.TaskQueue, c.ActiveKits)
+}

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+func project(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if yaml != "" {
+		if err := os.WriteFile(filepath.Join(dir, FileName), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(Options{Project: project(t, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Temporal.Address != "localhost:7233" || c.Temporal.TaskQueue != "capflow" || c.Router.MinConfidence != 0.7 ||
+		strings.Join(c.ToolResolutionOrder, ",") != "project_tools,active_kits" || c.StateDir != ".capflow/state" || c.File != "" {
+		t.Fatalf("defaults wrong: %+v", c)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	dir := project(t, "temporal: {address: file:1, namespace: filens}\nactive_kits: [core, media]\n")
+	c, err := Load(Options{Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Temporal.Address != "file:1" || c.Temporal.Namespace != "filens" || len(c.ActiveKits) != 2 {
+		t.Fatalf("file not applied: %+v", c)
+	}
+	t.Setenv("TEMPORAL_ADDRESS", "std:2")
+	c, _ = Load(Options{Project: dir})
+	if c.Temporal.Address != "std:2" {
+		t.Fatalf("TEMPORAL_ADDRESS should beat the file: %s", c.Temporal.Address)
+	}
+	t.Setenv("CAPFLOW_TEMPORAL_ADDRESS", "env:3")
+	t.Setenv("CAPFLOW_ACTIVE_KITS", "core,x")
+	c, _ = Load(Options{Project: dir})
+	if c.Temporal.Address != "env:3" || strings.Join(c.ActiveKits, ",") != "core,x" {
+		t.Fatalf("CAPFLOW_* should beat TEMPORAL_* and the file: %+v", c)
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.String("address", "", "")
+	_ = fs.Parse([]string{"--address", "flag:4"})
+	c, _ = Load(Options{Project: dir, Flags: map[string]*pflag.Flag{"temporal.address": fs.Lookup("address")}})
+	if c.Temporal.Address != "flag:4" {
+		t.Fatalf("flag should win: %s", c.Temporal.Address)
+	}
+}
+
+func TestUnknownKeyNamesLine(t *testing.T) {
+	_, err := Load(Options{Project: project(t, "kits_dirs: [kits]\ntemporal:\n  adress: x\nactiv_kits: [core]\n")})
+	var probs caperr.Problems
+	if !errors.As(err, &probs) || len(probs) != 2 {
+		t.Fatalf("want 2 problems, got %v", err)
+	}
+	if probs[0].Line != 3 || !strings.Contains(probs[0].Message, `did you mean "address"`) || probs[0].Code != caperr.ConfigError {
+		t.Fatalf("first problem: %v", probs[0])
+	}
+	if probs[1].Line != 4 || !strings.Contains(probs[1].Message, `did you mean "active_kits"`) {
+		t.Fatalf("second problem: %v", probs[1])
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	for _, src := range []string{"a: [\n", "- x\n", "router: {min_confidence: 2}\n", "tool_resolution_order: [kits]\n"} {
+		_, err := Load(Options{Project: project(t, src)})
+		if caperr.CodeOf(err) != caperr.ConfigError && !isProblems(err) {
+			t.Errorf("%q: want CONFIG_ERROR, got %v", src, err)
+		}
+	}
+	if _, err := Load(Options{Project: project(t, ""), File: "/nonexistent/capflow.yaml"}); caperr.CodeOf(err) != caperr.ConfigError {
+		t.Errorf("missing explicit file: %v", err)
+	}
+}
+
+func isProblems(err error) bool {
+	var p caperr.Problems
+	return errors.As(err, &p) && p[0].Code == caperr.ConfigError
+}

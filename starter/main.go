@@ -1,0 +1,12 @@
+// Command capflow is the capflow CLI. Wiring only: commands live in internal/cli.
+package main
+
+import (
+	"os"
+
+	"github.com/capflow/capflow/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
+}
