@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/registry"
+)
+
+func (a *App) planCommand() *cobra.Command {
+	c := &cobra.Command{Use: "plan", Short: "Check plans and draw them; nothing runs", RunE: groupRun}
+	c.AddCommand(a.planCheck(), a.planGraph())
+	return c
+}
+
+// checked is a plan with its preflight report.
+type checked struct {
+	cfg    *config.Config
+	reg    *registry.Registry
+	plan   *plan.Plan
+	report *preflight.Report
+}
+
+// StatusExit maps a plan or run status to its envelope code and exit.
+func StatusExit(status string) (caperr.Code, int) {
+	switch status {
+	case preflight.Ready, "passed":
+		return "", 0
+	case preflight.Invalid:
+		return caperr.InvalidInput, 2
+	case preflight.PartialComplete:
+		return caperr.ToolNotFound, 3
+	case preflight.BlockedByPolicy:
+		return caperr.PolicyBlocked, 4
+	case "cancelled":
+		return caperr.Cancelled, 5
+	}
+	return caperr.ToolFailure, 1
+}
+
+// LoadPolicy reads the project's policy file (absent = allow all).
+func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
+	return policy.Load(cfg.Abs(cfg.Policy), relTo(cfg.Root, cfg.Abs(cfg.Policy)))
+}
+
+// check parses a plan file and runs the preflight checks. A non-nil error
+// means capflow could not check at all (config, policy).
+func (a *App) check(file string, inputs []string, inputsFile string, optionalInputs bool) (*checked, error) {
+	cfg, reg, err := a.loadRegistry()
+	if err != nil {
+		return nil, err
+	}
+	pol, err := LoadPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read plan")
+	}
+	p, probs := plan.Parse(file, data)
+	if len(probs) > 0 {
+		return &checked{cfg: cfg, reg: reg, report: preflight.InvalidReport(file, probs)}, nil
+	}
+	var props map[string]any
+	if len(p.Inputs) > 0 {
+		props = map[string]any{}
+		for k, v := range p.Inputs {
+			props[k] = v
+		}
+	}
+	given, err := parseInputs(inputs, inputsFile, props)
+	if err != nil {
+		return nil, err
+	}
+	rep := preflight.Check(preflight.Request{Plan: p, Inputs: given, Registry: reg, Policy: pol,
+		MinConfidence: cfg.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs && len(inputs) == 0 && inputsFile == ""})
+	return &checked{cfg: cfg, reg: reg, plan: p, report: rep}, nil
+}
+
+// reportEnvelope wraps a preflight report in an envelope whose exit code
+// follows the status.
+func reportEnvelope(id string, rep *preflight.Report, warnings []string) envelope.Envelope {
+	b := envelope.NewBuilder(id)
+	for _, w := range warnings {
+		b.Warn("registry", w)
+	}
+	code, exit := StatusExit(rep.Status)
+	if exit == 0 {
+		b.Info("check", rep.Message)
+		return b.Succeed(rep.Message, rep)
+	}
+	for _, g := range rep.Gaps {
+		b.Error("gap", fmt.Sprintf("%s: %s", g.StepID, g.ReasonMessage), g.Reason)
+	}
+	for _, v := range rep.Policy.Violations {
+		b.Error("policy", v.Message, v.Rule)
+	}
+	for _, p := range rep.Problems {
+		b.Error("validate", formatProblem(p), string(p.Code))
+	}
+	return b.FailWithExit(code, exit, rep.Message, rep)
+}
+
+func formatProblem(p preflight.Problem) string {
+	e := caperr.New(p.Code, "%s", p.Message).At(p.File, p.Line, p.Column, p.Field)
+	return e.Error()
+}
+
+func (a *App) planCheck() *cobra.Command {
+	var inputs []string
+	var inputsFile string
+	c := &cobra.Command{
+		Use:   "check PLAN",
+		Short: "Parse, validate, resolve, gap-check and policy-check a plan; nothing runs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ck, err := a.check(args[0], inputs, inputsFile, true)
+			if err != nil {
+				a.set(failEnv("capflow.plan.check", err, nil), nil)
+				return nil
+			}
+			env := reportEnvelope("capflow.plan.check", ck.report, ck.reg.Warnings)
+			a.set(env, func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+			return nil
+		},
+	}
+	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
+	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
+	return c
+}
+
+func prettyReport(w io.Writer, root string, rep *preflight.Report) {
+	mark := map[string]string{preflight.Ready: "✓", preflight.PartialComplete: "✗", preflight.BlockedByPolicy: "⛔", preflight.Invalid: "✗"}[rep.Status]
+	fmt.Fprintf(w, "%s %s: %s\n", mark, rep.Plan, rep.Status)
+	fmt.Fprintf(w, "  %s\n", rep.Message)
+	if len(rep.Problems) > 0 {
+		var ps []Problem
+		for _, p := range rep.Problems {
+			ps = append(ps, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: p.Code})
+		}
+		printProblems(w, root, ps)
+		return
+	}
+	gaps := map[string]string{}
+	for _, g := range rep.Gaps {
+		gaps[g.StepID] = g.Reason
+	}
+	var rows [][]string
+	for _, r := range rep.Resolution {
+		rows = append(rows, []string{r.StepID, r.Capability, r.Tool + "@" + r.Version, "ok"})
+	}
+	for _, g := range rep.Gaps {
+		rows = append(rows, []string{g.StepID, g.MissingCapability, "—", "gap: " + g.Reason})
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w)
+		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS"}, indent(rows))
+	}
+	if len(rep.Gaps) > 0 {
+		fmt.Fprintln(w, "\ngaps:")
+		for _, g := range rep.Gaps {
+			fmt.Fprintf(w, "  ✗ %s [%s, priority %s]: %s\n", g.StepID, g.Reason, g.Priority, g.ReasonMessage)
+			if g.Reason == "no_capability_match" || g.Reason == "schema_incompatible" {
+				fmt.Fprintf(w, "      proposed tool: %s (capflow tools scaffold --from-gaps REPORT.json)\n", g.ProposedToolName)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\npolicy: ")
+	if rep.Policy.Allowed {
+		fmt.Fprintf(w, "allowed (max_parallel %d)\n", rep.Policy.MaxParallel)
+	} else {
+		fmt.Fprintln(w, "blocked")
+		for _, v := range rep.Policy.Violations {
+			step := ""
+			if v.StepID != "" {
+				step = " [step " + v.StepID + "]"
+			}
+			fmt.Fprintf(w, "  ⛔ %s%s: %s\n", v.Rule, step, v.Message)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, n := range rep.Policy.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func indent(rows [][]string) [][]string {
+	for _, r := range rows {
+		r[0] = "  " + r[0]
+	}
+	return rows
+}
+
+// GraphNodes labels each step with its tool or its gap.
+func GraphNodes(rep *preflight.Report) map[string]plan.Node {
+	nodes := map[string]plan.Node{}
+	for _, r := range rep.Resolution {
+		nodes[r.StepID] = plan.Node{Detail: "→ " + r.Tool + "@" + r.Version, Class: "ready"}
+	}
+	for _, g := range rep.Gaps {
+		nodes[g.StepID] = plan.Node{Detail: "⚠ gap: " + g.Reason, Class: "gap"}
+	}
+	for _, v := range rep.Policy.Violations {
+		if v.StepID != "" {
+			nodes[v.StepID] = plan.Node{Detail: "⛔ " + v.Rule, Class: "blocked"}
+		}
+	}
+	return nodes
+}
+
+func (a *App) planGraph() *cobra.Command {
+	var format string
+	var inputs []string
+	c := &cobra.Command{
+		Use:   "graph PLAN",
+		Short: "Print the plan's DAG as mermaid or dot, steps labelled with their tool or gap",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "mermaid" && format != "dot" {
+				return fmt.Errorf("--format must be mermaid or dot, not %q", format)
+			}
+			ck, err := a.check(args[0], inputs, "", true)
+			if err != nil {
+				a.set(failEnv("capflow.plan.graph", err, nil), nil)
+				return nil
+			}
+			if ck.plan == nil {
+				a.set(reportEnvelope("capflow.plan.graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+				return nil
+			}
+			nodes := GraphNodes(ck.report)
+			var g string
+			if format == "dot" {
+				g = plan.Dot(ck.plan, nodes)
+			} else {
+				g = plan.Mermaid(ck.plan, nodes)
+			}
+			env := envelope.NewBuilder("capflow.plan.graph").Succeed(fmt.Sprintf("%s graph of %s (%s)", format, ck.plan.Name, ck.report.Status),
+				map[string]any{"format": format, "graph": g, "status": ck.report.Status, "plan": ck.plan.Name})
+			a.set(env, func(w io.Writer) { fmt.Fprint(w, strings.TrimRight(g, "\n")+"\n") })
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
+	return c
+}

@@ -1,0 +1,81 @@
+// Package depcheck verifies a tool's declared dependencies on this
+// machine: a binary on PATH, an environment variable, a service answering.
+package depcheck
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// Checker checks dependencies, remembering answers for its lifetime (one
+// plan check), so a binary shared by many steps is looked up once.
+type Checker struct {
+	LookPath  func(string) (string, error)
+	LookupEnv func(string) (string, bool)
+	Client    *http.Client
+	Timeout   time.Duration
+
+	mu    sync.Mutex
+	cache map[manifest.Dependency]error
+}
+
+// New returns a checker for this machine.
+func New() *Checker {
+	return &Checker{LookPath: exec.LookPath, LookupEnv: os.LookupEnv, Client: http.DefaultClient, Timeout: 2 * time.Second}
+}
+
+// Check returns nil when d is available, else why not.
+func (c *Checker) Check(d manifest.Dependency) error {
+	c.mu.Lock()
+	if c.cache == nil {
+		c.cache = map[manifest.Dependency]error{}
+	}
+	if err, ok := c.cache[d]; ok {
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Unlock()
+	err := c.check(d)
+	c.mu.Lock()
+	c.cache[d] = err
+	c.mu.Unlock()
+	return err
+}
+
+func (c *Checker) check(d manifest.Dependency) error {
+	switch d.Kind {
+	case manifest.DepBinary:
+		if _, err := c.LookPath(d.Name); err != nil {
+			return fmt.Errorf("binary %q is not on PATH", d.Name)
+		}
+	case manifest.DepEnv:
+		if v, ok := c.LookupEnv(d.Name); !ok || v == "" {
+			return fmt.Errorf("environment variable %s is not set", d.Name)
+		}
+	case manifest.DepService:
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL, nil)
+		if err != nil {
+			return fmt.Errorf("service %s: %v", d.Name, err)
+		}
+		resp, err := c.Client.Do(req)
+		if err != nil {
+			return fmt.Errorf("service %s does not answer at %s", d.Name, d.URL)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			return fmt.Errorf("service %s answered HTTP %d at %s", d.Name, resp.StatusCode, d.URL)
+		}
+	default:
+		return fmt.Errorf("unknown dependency kind %q", d.Kind)
+	}
+	return nil
+}

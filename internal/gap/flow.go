@@ -1,0 +1,236 @@
+package gap
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/schema"
+)
+
+// schemaIssues checks the step's capability contract against the tool,
+// then the data flowing into each of the tool's inputs.
+func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issue {
+	var out []schema.Issue
+	if cc := s.CapabilityContract; cc != nil {
+		if cc.InputSchema != nil {
+			for _, is := range schema.Compat(cc.InputSchema, m.InputSchema) {
+				is.Path = prefix("capability_contract.input_schema", is.Path)
+				out = append(out, is)
+			}
+		}
+		if cc.OutputSchema != nil {
+			for _, is := range schema.Compat(m.OutputSchema, cc.OutputSchema) {
+				is.Path = prefix("capability_contract.output_schema", is.Path)
+				out = append(out, is)
+			}
+		}
+	}
+	in := m.InputSchema
+	props, _ := in["properties"].(map[string]any)
+	for _, r := range requiredOf(in) {
+		if _, ok := s.With[r]; !ok {
+			out = append(out, schema.Issue{Path: "with." + r, Message: fmt.Sprintf("%s requires input %q and the step does not supply it", m.Name, r)})
+		}
+	}
+	keys := make([]string, 0, len(s.With))
+	for k := range s.With {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ps, declared := props[k].(map[string]any)
+		if !declared {
+			if ap, ok := in["additionalProperties"].(bool); ok && !ap {
+				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(sortedKeys(props), ", "))})
+			} else if apm, ok := in["additionalProperties"].(map[string]any); ok {
+				out = append(out, c.flow(s.With[k], apm, "with."+k)...)
+			}
+			continue
+		}
+		out = append(out, c.flow(s.With[k], ps, "with."+k)...)
+	}
+	return out
+}
+
+func prefix(p, rest string) string {
+	if rest == "" {
+		return p
+	}
+	return p + "." + rest
+}
+
+func requiredOf(s map[string]any) []string {
+	var out []string
+	if l, ok := s["required"].([]any); ok {
+		for _, x := range l {
+			if str, ok := x.(string); ok {
+				out = append(out, str)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hasRefs reports whether a with-value contains any reference.
+func hasRefs(v any) bool {
+	found := false
+	plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
+		if err == nil && len(tpl.Refs()) > 0 {
+			found = true
+		}
+	})
+	return found
+}
+
+// flow checks one with-value against the consumer's schema.
+func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
+	if !hasRefs(v) {
+		return literal(v, cons, at)
+	}
+	switch t := v.(type) {
+	case string:
+		tpl, _ := plan.ParseTemplate(t)
+		if !tpl.IsSingleRef() {
+			return prefixed(at, schema.Compat(map[string]any{"type": "string"}, cons))
+		}
+		prod, issue, skip := c.refSchema(*tpl[0].Ref)
+		if skip {
+			return nil
+		}
+		if issue != "" {
+			return []schema.Issue{{Path: at, Message: fmt.Sprintf("%s: %s", tpl[0].Ref, issue)}}
+		}
+		var out []schema.Issue
+		for _, is := range schema.Compat(prod, cons) {
+			is.Message = fmt.Sprintf("%s: %s", tpl[0].Ref, is.Message)
+			is.Path = prefix(at, is.Path)
+			out = append(out, is)
+		}
+		return out
+	case map[string]any:
+		var out []schema.Issue
+		props, _ := cons["properties"].(map[string]any)
+		for _, r := range requiredOf(cons) {
+			if _, ok := t[r]; !ok {
+				out = append(out, schema.Issue{Path: at + "." + r, Message: "required field missing"})
+			}
+		}
+		for _, k := range sortedKeys(t) {
+			if ps, ok := props[k].(map[string]any); ok {
+				out = append(out, c.flow(t[k], ps, at+"."+k)...)
+			}
+		}
+		return out
+	case []any:
+		var out []schema.Issue
+		items, _ := cons["items"].(map[string]any)
+		for i, x := range t {
+			out = append(out, c.flow(x, items, fmt.Sprintf("%s.%d", at, i))...)
+		}
+		return out
+	}
+	return nil
+}
+
+func prefixed(at string, issues []schema.Issue) []schema.Issue {
+	for i := range issues {
+		issues[i].Path = prefix(at, issues[i].Path)
+	}
+	return issues
+}
+
+// literal validates a constant value with the real validator.
+func literal(v any, cons map[string]any, at string) []schema.Issue {
+	if len(cons) == 0 {
+		return nil
+	}
+	s, vs := schema.Compile(cons)
+	if len(vs) > 0 {
+		return nil // the tool's own schema problem is reported by validate
+	}
+	var out []schema.Issue
+	for _, viol := range s.Validate(v) {
+		out = append(out, schema.Issue{Path: prefix(at, strings.Join(viol.Path, ".")), Message: "literal value: " + viol.Message})
+	}
+	return out
+}
+
+// refSchema returns the schema of what a reference yields. skip is true
+// when the producer is itself a gap (reported on its own).
+func (c *checker) refSchema(r plan.Ref) (sch map[string]any, issue string, skip bool) {
+	var base map[string]any
+	var path []string
+	for _, p := range r.Path {
+		path = append(path, p.String())
+	}
+	switch r.Kind {
+	case "inputs":
+		base = c.p.Inputs[r.Name]
+	case "steps":
+		if r.Field == "success" {
+			return map[string]any{"type": "boolean"}, "", false
+		}
+		m := c.tools[r.Name]
+		if m == nil {
+			return nil, "", true
+		}
+		base = m.OutputSchema
+		if base == nil {
+			return nil, fmt.Sprintf("%s declares no output_schema, so nothing is known of its data", m.ID()), false
+		}
+	}
+	sub, guaranteed, issue := schema.Navigate(base, path)
+	if issue != "" {
+		return nil, issue, false
+	}
+	if !guaranteed {
+		return nil, fmt.Sprintf("%q may be absent (the producer's schema does not require it)", strings.Join(path, ".")), false
+	}
+	if sub == nil {
+		sub = map[string]any{}
+	}
+	return sub, "", false
+}
+
+// valueSchema infers a schema for a with-value (for proposed contracts).
+func (c *checker) valueSchema(v any) map[string]any {
+	switch t := v.(type) {
+	case string:
+		tpl, err := plan.ParseTemplate(t)
+		if err == nil && tpl.IsSingleRef() {
+			if s, issue, skip := c.refSchema(*tpl[0].Ref); !skip && issue == "" && s != nil {
+				return copyTypeOnly(s)
+			}
+			return map[string]any{}
+		}
+		return map[string]any{"type": "string"}
+	case bool:
+		return map[string]any{"type": "boolean"}
+	case int64, uint64, int:
+		return map[string]any{"type": "integer"}
+	case float64:
+		if t == math.Trunc(t) {
+			return map[string]any{"type": "integer"}
+		}
+		return map[string]any{"type": "number"}
+	case []any:
+		return map[string]any{"type": "array"}
+	case map[string]any:
+		return map[string]any{"type": "object"}
+	}
+	return map[string]any{}
+}

@@ -1,0 +1,283 @@
+// Package gap decides, before anything runs, whether every step of a
+// plan is covered by a tool (contracts section 7). Per step, in order:
+// capability name valid → a tool provides it (or the pinned tool exists)
+// → schema compatibility (contract and data flow) → confidence
+// (fail-closed) → the chosen tool's dependencies are available.
+package gap
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/registry"
+)
+
+// Reasons.
+const (
+	InvalidCapability     = "invalid_capability"
+	NoCapabilityMatch     = "no_capability_match"
+	SchemaIncompatible    = "schema_incompatible"
+	LowConfidence         = "low_confidence"
+	DependencyUnavailable = "dependency_unavailable"
+)
+
+// Gap is one uncovered step.
+type Gap struct {
+	StepID               string         `json:"step_id"`
+	MissingCapability    string         `json:"missing_capability"`
+	Reason               string         `json:"reason"`
+	ReasonMessage        string         `json:"reason_message"`
+	ReasonDetails        map[string]any `json:"reason_details"`
+	ProposedToolName     string         `json:"proposed_tool_name"`
+	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
+	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`
+	Priority             string         `json:"priority"`
+}
+
+// StepResolution records the tool chosen for a step.
+type StepResolution struct {
+	StepID     string `json:"step_id"`
+	Capability string `json:"capability"`
+	Tool       string `json:"tool"`
+	Version    string `json:"version"`
+	Digest     string `json:"digest"`
+	Source     string `json:"source"`
+	Reason     string `json:"reason,omitempty"`
+
+	Manifest *manifest.Manifest `json:"-"`
+}
+
+// DepChecker checks one dependency (internal/depcheck in production).
+type DepChecker interface {
+	Check(manifest.Dependency) error
+}
+
+// Options of Check.
+type Options struct {
+	// MinConfidence: steps with coverage_confidence below it are gaps.
+	MinConfidence float64
+	// Deps checks dependencies; nil skips that stage.
+	Deps DepChecker
+}
+
+// Result is the resolution of every covered step and the gaps.
+type Result struct {
+	Resolution []StepResolution `json:"resolution"`
+	Gaps       []Gap            `json:"gaps"`
+}
+
+type checker struct {
+	p        *plan.Plan
+	reg      *registry.Registry
+	opts     Options
+	tools    map[string]*manifest.Manifest // step id -> chosen tool
+	gaps     map[string]*Gap
+	dependts map[string][]string
+}
+
+// Check analyses every step.
+func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
+	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents()}
+	res := Result{Resolution: []StepResolution{}, Gaps: []Gap{}}
+	resolutions := map[string]StepResolution{}
+	// Pass 1: names and providers, so data flow can see every producer.
+	for _, s := range p.Steps {
+		if !manifest.ValidCapability(s.Capability) {
+			c.addGap(s, InvalidCapability, fmt.Sprintf("%q is not a capability: want domain.action (lowercase [a-z0-9_]+ on each side of one dot)", s.Capability),
+				map[string]any{"similar": reg.Similar(strings.ToLower(s.Capability))})
+			continue
+		}
+		r, err := reg.Resolve(s.Capability, s.Tool)
+		if err != nil {
+			details := map[string]any{"similar": nonNil(reg.Similar(s.Capability))}
+			if s.Tool != "" {
+				details["pinned"] = s.Tool
+				var providers []string
+				for _, cand := range r.Candidates {
+					providers = append(providers, cand.Name+"@"+cand.Version)
+				}
+				details["providers"] = nonNil(providers)
+			}
+			c.addGap(s, NoCapabilityMatch, err.Error(), details)
+			continue
+		}
+		m := r.Chosen.Manifest
+		c.tools[s.ID] = m
+		resolutions[s.ID] = StepResolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version, Digest: m.Digest, Source: m.Source, Reason: r.Chosen.Reason, Manifest: m}
+	}
+	// Pass 2: schemas, confidence, dependencies, in that order per step.
+	for _, s := range p.Steps {
+		m := c.tools[s.ID]
+		if m == nil {
+			continue
+		}
+		if issues := c.schemaIssues(s, m); len(issues) > 0 {
+			msgs := make([]string, len(issues))
+			for i, is := range issues {
+				msgs[i] = is.String()
+			}
+			c.addGap(s, SchemaIncompatible, fmt.Sprintf("%s cannot take this step's inputs: %s", m.ID(), msgs[0]),
+				map[string]any{"tool": m.ID(), "issues": issues})
+			continue
+		}
+		if s.CoverageConfidence != nil && *s.CoverageConfidence < c.opts.MinConfidence {
+			c.addGap(s, LowConfidence, fmt.Sprintf("coverage confidence %.2f is below router.min_confidence %.2f", *s.CoverageConfidence, c.opts.MinConfidence),
+				map[string]any{"confidence": *s.CoverageConfidence, "min_confidence": c.opts.MinConfidence, "rationale": s.CoverageRationale, "tool": m.ID()})
+			continue
+		}
+		if c.opts.Deps != nil {
+			var missing []string
+			for _, d := range m.Dependencies {
+				if err := c.opts.Deps.Check(d); err != nil {
+					missing = append(missing, err.Error())
+				}
+			}
+			if len(missing) > 0 {
+				c.addGap(s, DependencyUnavailable, fmt.Sprintf("%s needs what this machine lacks: %s", m.ID(), strings.Join(missing, "; ")),
+					map[string]any{"tool": m.ID(), "missing": missing})
+				continue
+			}
+		}
+		res.Resolution = append(res.Resolution, resolutions[s.ID])
+	}
+	for _, s := range p.Steps {
+		if g := c.gaps[s.ID]; g != nil {
+			res.Gaps = append(res.Gaps, *g)
+		}
+	}
+	return res
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (c *checker) addGap(s *plan.Step, reason, msg string, details map[string]any) {
+	priority := "medium"
+	if len(c.dependts[s.ID]) > 0 || s.Critical {
+		priority = "high"
+	}
+	if reason == LowConfidence {
+		priority = "low"
+		if len(c.dependts[s.ID]) > 0 {
+			priority = "medium"
+		}
+	}
+	if deps := c.dependts[s.ID]; len(deps) > 0 {
+		details["blocks"] = deps
+	}
+	name := proposedName(s.Capability)
+	in, out := c.proposeSchemas(s)
+	c.gaps[s.ID] = &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
+		ProposedToolName: name, ProposedInputSchema: in, ProposedOutputSchema: out, Priority: priority}
+}
+
+// proposedName turns youtube.download into youtube-download.
+func proposedName(capability string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(capability) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	n := strings.Trim(b.String(), "-")
+	if n == "" {
+		n = "new-tool"
+	}
+	return n
+}
+
+// proposeSchemas derives a tool contract from how the plan uses the step:
+// inputs from its `with`, outputs from what later steps reference.
+func (c *checker) proposeSchemas(s *plan.Step) (map[string]any, map[string]any) {
+	if cc := s.CapabilityContract; cc != nil && cc.InputSchema != nil && cc.OutputSchema != nil {
+		return cc.InputSchema, cc.OutputSchema
+	}
+	inProps := map[string]any{}
+	var req []any
+	keys := make([]string, 0, len(s.With))
+	for k := range s.With {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		inProps[k] = c.valueSchema(s.With[k])
+		req = append(req, k)
+	}
+	in := map[string]any{"type": "object", "properties": inProps}
+	if len(req) > 0 {
+		in["required"] = req
+	}
+	out := map[string]any{"type": "object", "properties": map[string]any{}}
+	var outReq []any
+	seen := map[string]bool{}
+	for _, other := range c.p.Steps {
+		plan.CollectRefs(other.With, nil, func(path []string, tpl plan.Template, err error) {
+			if err != nil {
+				return
+			}
+			for _, r := range tpl.Refs() {
+				if r.Kind != "steps" || r.Name != s.ID || r.Field != "data" || len(r.Path) == 0 || r.Path[0].IsIndex {
+					continue
+				}
+				field := r.Path[0].Key
+				if seen[field] {
+					continue
+				}
+				seen[field] = true
+				fs := map[string]any{}
+				if len(r.Path) == 1 && tpl.IsSingleRef() {
+					if cm := c.tools[other.ID]; cm != nil && len(path) == 1 {
+						if props, ok := cm.InputSchema["properties"].(map[string]any); ok {
+							if ps, ok := props[path[0]].(map[string]any); ok {
+								fs = copyTypeOnly(ps)
+							}
+						}
+					}
+				} else if len(r.Path) > 1 {
+					if r.Path[1].IsIndex {
+						fs = map[string]any{"type": "array"}
+					} else {
+						fs = map[string]any{"type": "object"}
+					}
+				}
+				out["properties"].(map[string]any)[field] = fs
+				outReq = append(outReq, field)
+			}
+		})
+	}
+	if len(outReq) > 0 {
+		sort.Slice(outReq, func(i, j int) bool { return outReq[i].(string) < outReq[j].(string) })
+		out["required"] = outReq
+	}
+	if s.CapabilityContract != nil {
+		if s.CapabilityContract.InputSchema != nil {
+			in = s.CapabilityContract.InputSchema
+		}
+		if s.CapabilityContract.OutputSchema != nil {
+			out = s.CapabilityContract.OutputSchema
+		}
+	}
+	return in, out
+}
+
+func copyTypeOnly(s map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"type", "enum", "items"} {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}

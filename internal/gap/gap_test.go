@@ -1,0 +1,178 @@
+package gap
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/kits"
+)
+
+// fakeDeps reports every binary named "missing-*" as absent.
+type fakeDeps struct{}
+
+func (fakeDeps) Check(d manifest.Dependency) error {
+	if strings.HasPrefix(d.Name, "missing-") {
+		return errors.New("binary " + d.Name + " is not on PATH")
+	}
+	return nil
+}
+
+func testRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	root := t.TempDir()
+	tool := func(name, body string) {
+		d := filepath.Join(root, "tools", name)
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, "tool.yaml"), []byte("name: "+name+"\nversion: 1.0.0\ndescription: t\nentrypoint: {type: builtin, name: x}\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool("counter", `capabilities: [text.count]
+input_schema: {type: object, required: [text], additionalProperties: false, properties: {text: {type: string}, limit: {type: integer, minimum: 1}}}
+output_schema: {type: object, required: [count, words], properties: {count: {type: integer}, words: {type: array, items: {type: string}}, note: {type: string}}}
+`)
+	tool("converter", `capabilities: [video.convert]
+input_schema: {type: object, required: [input], properties: {input: {type: string}}}
+output_schema: {type: object, required: [output], properties: {output: {type: string}}}
+dependencies: [{kind: binary, name: missing-ffmpeg}]
+`)
+	r, err := registry.Load(registry.Options{Root: root, ToolsDirs: []string{"tools"}, ActiveKits: []string{"core"}, Builtin: kits.Builtin()})
+	if err != nil || len(r.Problems) > 0 {
+		t.Fatalf("%v %v", err, r.Problems)
+	}
+	return r
+}
+
+func mustPlan(t *testing.T, src string) *plan.Plan {
+	t.Helper()
+	p, probs := plan.Parse("p.yaml", []byte(src))
+	if len(probs) > 0 {
+		t.Fatalf("%v", probs)
+	}
+	return p
+}
+
+func TestReasons(t *testing.T) {
+	reg := testRegistry(t)
+	tests := []struct {
+		name    string
+		steps   string
+		reason  string // "" = no gap for step "s"
+		message string
+	}{
+		{"covered", `- {id: s, capability: file.checksum, with: {path: a.txt}}`, "", ""},
+		{"invalid capability", `- {id: s, capability: Checksum}`, InvalidCapability, "is not a capability"},
+		{"no match", `- {id: s, capability: file.checksums, with: {path: a}}`, NoCapabilityMatch, "similar: file.checksum"},
+		{"bad pin", `- {id: s, capability: file.checksum, tool: other-tool}`, NoCapabilityMatch, "pinned tool other-tool"},
+		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, SchemaIncompatible, `requires input "text"`},
+		{"unknown input", `- {id: s, capability: text.count, with: {text: a, txt: b}}`, SchemaIncompatible, `takes no input "txt"`},
+		{"literal of wrong type", `- {id: s, capability: text.count, with: {text: a, limit: 0}}`, SchemaIncompatible, "literal value"},
+		{"low confidence", `- {id: s, capability: file.checksum, with: {path: a}, coverage_confidence: 0.4, coverage_rationale: guess}`, LowConfidence, "0.40 is below"},
+		{"dependency", `- {id: s, capability: video.convert, with: {input: a.webm}}`, DependencyUnavailable, "missing-ffmpeg"},
+		{"contract mismatch", `- {id: s, capability: text.count, with: {text: a}, capability_contract: {output_schema: {type: object, required: [total], properties: {total: {type: integer}}}}}`, SchemaIncompatible, "total"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustPlan(t, "name: t\nsteps:\n  "+tt.steps+"\n")
+			res := Check(p, reg, Options{MinConfidence: 0.7, Deps: fakeDeps{}})
+			if tt.reason == "" {
+				if len(res.Gaps) > 0 || len(res.Resolution) != 1 || res.Resolution[0].Digest == "" {
+					t.Fatalf("want covered: %+v", res)
+				}
+				return
+			}
+			if len(res.Gaps) != 1 || res.Gaps[0].Reason != tt.reason || !strings.Contains(res.Gaps[0].ReasonMessage, tt.message) {
+				t.Fatalf("want %s (%q), got %+v", tt.reason, tt.message, res.Gaps)
+			}
+		})
+	}
+}
+
+func TestDataFlow(t *testing.T) {
+	reg := testRegistry(t)
+	tests := []struct {
+		name    string
+		with    string // the consumer step's with, fed from step "src" (text.count) or inputs
+		reason  string
+		message string
+	}{
+		{"string output into string", `{path: "${steps.sum.data.sha256}"}`, "", ""},
+		{"integer output into string input", `{path: "${steps.src.data.count}"}`, SchemaIncompatible, "type mismatch: the producer gives integer, the consumer needs string"},
+		{"optional output field", `{path: "${steps.src.data.note}"}`, SchemaIncompatible, `"note" may be absent`},
+		{"undeclared output field", `{path: "${steps.src.data.nope}"}`, SchemaIncompatible, `does not declare "nope"`},
+		{"list element not guaranteed", `{path: "${steps.src.data.words.0}"}`, SchemaIncompatible, `"words.0" may be absent`},
+		{"interpolation is a string", `{path: "out/${steps.src.data.count}.txt"}`, "", ""},
+		{"plan input of the right type", `{path: "${inputs.file}"}`, "", ""},
+		{"plan input of the wrong type", `{path: "${inputs.n}"}`, SchemaIncompatible, "type mismatch"},
+		{"success flag into string", `{path: "${steps.src.success}"}`, SchemaIncompatible, "the producer gives boolean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `name: flow
+inputs: {file: {type: string}, n: {type: integer, default: 1}}
+steps:
+  - {id: src, capability: text.count, with: {text: hello}}
+  - {id: sum, capability: file.checksum, with: {path: x}}
+  - {id: use, capability: file.checksum, with: ` + tt.with + `}
+`
+			res := Check(mustPlan(t, src), reg, Options{})
+			var got *Gap
+			for i := range res.Gaps {
+				if res.Gaps[i].StepID == "use" {
+					got = &res.Gaps[i]
+				}
+			}
+			if tt.reason == "" {
+				if got != nil {
+					t.Fatalf("want no gap, got %+v", got)
+				}
+				return
+			}
+			if got == nil || got.Reason != tt.reason || !strings.Contains(got.ReasonMessage, tt.message) {
+				t.Fatalf("want %s %q, got %+v", tt.reason, tt.message, got)
+			}
+		})
+	}
+}
+
+func TestProposalAndPriority(t *testing.T) {
+	reg := testRegistry(t)
+	p := mustPlan(t, `name: media-to-drive
+inputs: {url: {type: string}, folder: {type: string, default: /videos}}
+steps:
+  - id: download
+    capability: youtube.download
+    with: {url: "${inputs.url}", retries: 2}
+  - id: upload
+    capability: drive.upload
+    with: {file: "${steps.download.data.path}", folder: "${inputs.folder}"}
+`)
+	res := Check(p, reg, Options{})
+	if len(res.Gaps) != 2 {
+		t.Fatalf("%+v", res.Gaps)
+	}
+	d := res.Gaps[0]
+	if d.StepID != "download" || d.ProposedToolName != "youtube-download" || d.Priority != "high" || d.Reason != NoCapabilityMatch {
+		t.Fatalf("download gap: %+v", d)
+	}
+	inProps := d.ProposedInputSchema["properties"].(map[string]any)
+	if inProps["url"].(map[string]any)["type"] != "string" || inProps["retries"].(map[string]any)["type"] != "integer" {
+		t.Fatalf("proposed input schema: %v", d.ProposedInputSchema)
+	}
+	outReq := d.ProposedOutputSchema["required"].([]any)
+	if len(outReq) != 1 || outReq[0] != "path" {
+		t.Fatalf("proposed output schema should require what upload reads: %v", d.ProposedOutputSchema)
+	}
+	if res.Gaps[1].Priority != "medium" || res.Gaps[1].ProposedToolName != "drive-upload" {
+		t.Fatalf("upload gap: %+v", res.Gaps[1])
+	}
+	if blocks := d.ReasonDetails["blocks"].([]string); len(blocks) != 1 || blocks[0] != "upload" {
+		t.Fatalf("details: %v", d.ReasonDetails)
+	}
+}

@@ -1,0 +1,304 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/schemas"
+)
+
+// Parse reads and validates a plan file (YAML or JSON). All problems are
+// returned at once, each with file, line, column and field.
+func Parse(file string, data []byte) (*Plan, caperr.Problems) {
+	doc, err := yamldoc.Parse(file, data)
+	if err != nil {
+		return nil, caperr.Problems{err.(*caperr.Error)}
+	}
+	return fromDoc(doc)
+}
+
+// FromValue validates a plan given as a JSON-like value (the workflow's
+// input); positions are then JSON-path fields only.
+func FromValue(name string, v any) (*Plan, caperr.Problems) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, caperr.Problems{caperr.Wrap(caperr.InvalidInput, err, "plan is not JSON").At(name, 0, 0, "")}
+	}
+	return Parse(name, b)
+}
+
+type checker struct {
+	doc   *yamldoc.Doc
+	probs caperr.Problems
+}
+
+func (c *checker) at(path []string, format string, args ...any) {
+	p := c.doc.Root.PosOf(path)
+	c.probs = append(c.probs, caperr.New(caperr.InvalidInput, format, args...).At(c.doc.File, p.Line, p.Column, yamldoc.FieldPath(path)))
+}
+
+func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
+	c := &checker{doc: doc}
+	if doc.Root.Kind != yamldoc.Map {
+		c.at(nil, "a plan must be a YAML or JSON mapping")
+		return nil, c.probs
+	}
+	raw := doc.Root.Interface().(map[string]any)
+	sch := schema.Embedded("plan.schema.json", schemas.Must("plan.schema.json"))
+	for _, v := range sch.Validate(raw) {
+		c.at(v.Path, "%s", v.Message)
+	}
+	if len(c.probs) > 0 {
+		c.probs.Sort()
+		return nil, c.probs
+	}
+	b, _ := json.Marshal(raw)
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		c.at(nil, "cannot read plan: %v", err)
+		return nil, c.probs
+	}
+	p.File = doc.File
+	if p.FailurePolicy == "" {
+		p.FailurePolicy = FailFast
+	}
+	stepsNode := doc.Root.Get("steps")
+	for i, s := range p.Steps {
+		if stepsNode != nil && i < len(stepsNode.Items) {
+			s.Line = stepsNode.Items[i].Pos.Line
+		}
+		if s.Join.Policy == "" {
+			s.Join.Policy = JoinAll
+		}
+		if s.OnFailure == "" {
+			s.OnFailure = OnFailureRetry
+		}
+	}
+	c.validate(&p)
+	if len(c.probs) > 0 {
+		c.probs.Sort()
+		return nil, c.probs
+	}
+	return &p, nil
+}
+
+func stepPath(i int, field ...string) []string {
+	return append([]string{"steps", strconv.Itoa(i)}, field...)
+}
+
+func (c *checker) validate(p *Plan) {
+	ids := map[string]int{}
+	var allIDs []string
+	for i, s := range p.Steps {
+		if first, dup := ids[s.ID]; dup {
+			c.at(stepPath(i, "id"), "duplicate step id %q (first used by steps[%d])", s.ID, first)
+			continue
+		}
+		ids[s.ID] = i
+		allIDs = append(allIDs, s.ID)
+	}
+	for name, s := range p.Inputs {
+		if _, vs := schema.Compile(s); len(vs) > 0 {
+			c.at([]string{"inputs", name}, "input %q is not a valid JSON Schema: %s", name, vs[0].Message)
+		}
+	}
+	for i, s := range p.Steps {
+		deps := map[string]bool{}
+		for j, n := range s.Needs {
+			switch _, ok := ids[n]; {
+			case n == s.ID:
+				c.at(stepPath(i, "needs", strconv.Itoa(j)), "step %q cannot need itself", s.ID)
+			case !ok:
+				c.at(stepPath(i, "needs", strconv.Itoa(j)), "needs unknown step %q%s", n, suggest.Phrase(n, allIDs))
+			default:
+				deps[n] = true
+			}
+		}
+		CollectRefs(s.With, nil, func(path []string, tpl Template, err error) {
+			fp := stepPath(i, append([]string{"with"}, path...)...)
+			if err != nil {
+				c.at(fp, "%v", err)
+				return
+			}
+			for _, r := range tpl.Refs() {
+				switch r.Kind {
+				case "inputs":
+					if _, ok := p.Inputs[r.Name]; !ok {
+						c.at(fp, "%s: the plan has no input %q%s", r, r.Name, suggest.Phrase(r.Name, p.InputNames()))
+					}
+				case "steps":
+					switch _, ok := ids[r.Name]; {
+					case r.Name == s.ID:
+						c.at(fp, "%s: a step cannot reference its own result", r)
+					case !ok:
+						c.at(fp, "%s: no step %q%s", r, r.Name, suggest.Phrase(r.Name, allIDs))
+					default:
+						deps[r.Name] = true
+					}
+				}
+			}
+		})
+		for d := range deps {
+			s.Deps = append(s.Deps, d)
+		}
+		sort.Strings(s.Deps)
+		c.validateJoin(i, s)
+		if s.CapabilityContract != nil {
+			for k, sch := range map[string]map[string]any{"input_schema": s.CapabilityContract.InputSchema, "output_schema": s.CapabilityContract.OutputSchema} {
+				if sch == nil {
+					continue
+				}
+				if _, vs := schema.Compile(sch); len(vs) > 0 {
+					c.at(stepPath(i, "capability_contract", k), "not a valid JSON Schema: %s", vs[0].Message)
+				}
+			}
+		}
+	}
+	if len(c.probs) == 0 {
+		if cycle := findCycle(p); cycle != nil {
+			i := ids[cycle[0]]
+			c.at(stepPath(i, "id"), "dependency cycle: %s", strings.Join(cycle, " → "))
+		}
+	}
+}
+
+func (c *checker) validateJoin(i int, s *Step) {
+	n := len(s.Deps)
+	j := s.Join
+	switch j.Policy {
+	case JoinAll:
+		if j.Min != 0 || j.Threshold != 0 {
+			c.at(stepPath(i, "join"), "min and threshold apply to quorum joins only")
+		}
+	case JoinAny, JoinQuorum:
+		if n == 0 {
+			c.at(stepPath(i, "join"), "a %s join needs dependencies, and step %q has none", j.Policy, s.ID)
+			return
+		}
+		if j.Policy == JoinAny {
+			if j.Min != 0 || j.Threshold != 0 {
+				c.at(stepPath(i, "join"), "min and threshold apply to quorum joins only")
+			}
+			return
+		}
+		switch {
+		case j.Min == 0 && j.Threshold == 0:
+			c.at(stepPath(i, "join"), "a quorum join needs min (a count) or threshold (0..1)")
+		case j.Min != 0 && j.Threshold != 0:
+			c.at(stepPath(i, "join"), "give min or threshold, not both")
+		case j.Min > n:
+			c.at(stepPath(i, "join", "min"), "quorum min %d exceeds the %d dependencies of step %q (%s)", j.Min, n, s.ID, strings.Join(s.Deps, ", "))
+		}
+	}
+}
+
+// findCycle returns one cycle as ids, first id repeated at the end.
+func findCycle(p *Plan) []string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var found []string
+	var visit func(id string) bool
+	visit = func(id string) bool {
+		color[id] = grey
+		stack = append(stack, id)
+		s := p.Step(id)
+		for _, d := range s.Deps {
+			switch color[d] {
+			case grey:
+				for k, x := range stack {
+					if x == d {
+						// Report in execution order: the dependency first.
+						cyc := append([]string(nil), stack[k:]...)
+						rev := make([]string, 0, len(cyc)+1)
+						for m := len(cyc) - 1; m >= 0; m-- {
+							rev = append(rev, cyc[m])
+						}
+						// Start at the smallest id so the message is stable.
+						m0 := 0
+						for m := range rev {
+							if rev[m] < rev[m0] {
+								m0 = m
+							}
+						}
+						rev = append(rev[m0:], rev[:m0]...)
+						found = append(rev, rev[0])
+						return true
+					}
+				}
+			case white:
+				if visit(d) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+		return false
+	}
+	ids := make([]string, 0, len(p.Steps))
+	for _, s := range p.Steps {
+		ids = append(ids, s.ID)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if color[id] == white && visit(id) {
+			return found
+		}
+	}
+	return nil
+}
+
+// ResolveInputs applies defaults and validates request inputs against the
+// plan's input schemas. An input without a default is required; unknown
+// inputs are errors.
+func (p *Plan) ResolveInputs(given map[string]any) (map[string]any, caperr.Problems) {
+	var probs caperr.Problems
+	out := map[string]any{}
+	for k, v := range given {
+		if _, ok := p.Inputs[k]; !ok {
+			probs = append(probs, caperr.New(caperr.InvalidInput, "unknown input %q%s (the plan takes: %s)", k, suggest.Phrase(k, p.InputNames()), strings.Join(p.InputNames(), ", ")).At("inputs", 0, 0, k))
+			continue
+		}
+		out[k] = v
+	}
+	for _, name := range p.InputNames() {
+		s := p.Inputs[name]
+		v, ok := out[name]
+		if !ok {
+			d, has := s["default"]
+			if !has {
+				probs = append(probs, caperr.New(caperr.InvalidInput, "missing required input %q", name).At("inputs", 0, 0, name))
+				continue
+			}
+			v = d
+			out[name] = v
+		}
+		compiled, vs := schema.Compile(s)
+		if len(vs) > 0 {
+			continue // reported by Parse
+		}
+		for _, viol := range compiled.Validate(v) {
+			field := strings.Join(append([]string{name}, viol.Path...), ".")
+			probs = append(probs, caperr.New(caperr.SchemaViolation, "input %s: %s", field, viol.Message).At("inputs", 0, 0, field))
+		}
+	}
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Field < probs[j].Field })
+	return out, probs
+}
+
+// Summary is a one-line description for messages.
+func (p *Plan) Summary() string {
+	return fmt.Sprintf("plan %s: %d steps, failure_policy %s", p.Name, len(p.Steps), p.FailurePolicy)
+}

@@ -1,0 +1,187 @@
+// Package plan parses and validates capability plans (contracts section
+// 6): steps, references between them, joins and failure policies. It has
+// no Temporal import: the CLI and the workflow's activities share it.
+package plan
+
+import (
+	"sort"
+
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// Failure policies.
+const (
+	FailFast     = "fail_fast"
+	ContinueAll  = "continue_all"
+	CriticalPath = "critical_path"
+)
+
+// Join policies.
+const (
+	JoinAll    = "all"
+	JoinAny    = "any"
+	JoinQuorum = "quorum"
+)
+
+// on_failure values.
+const (
+	OnFailureRetry = "retry"
+	OnFailureSkip  = "skip"
+	OnFailureFail  = "fail"
+)
+
+// Plan is a validated plan.
+type Plan struct {
+	Name          string                    `json:"name"`
+	Version       int                       `json:"version,omitempty"`
+	Description   string                    `json:"description,omitempty"`
+	Inputs        map[string]map[string]any `json:"inputs,omitempty"`
+	Defaults      Defaults                  `json:"defaults"`
+	FailurePolicy string                    `json:"failure_policy"`
+	MaxParallel   int                       `json:"max_parallel,omitempty"`
+	Policy        *PolicySpec               `json:"policy,omitempty"`
+	Steps         []*Step                   `json:"steps"`
+
+	// File is where the plan came from, for messages.
+	File string `json:"-"`
+}
+
+// Defaults apply to every step that does not set its own.
+type Defaults struct {
+	Timeout   manifest.Duration `json:"timeout,omitempty"`
+	Heartbeat manifest.Duration `json:"heartbeat,omitempty"`
+	Retry     manifest.Retry    `json:"retry,omitempty"`
+}
+
+// PolicySpec is a plan's own narrowing of the project policy.
+type PolicySpec struct {
+	Allow  []string       `json:"allow,omitempty"`
+	Deny   []string       `json:"deny,omitempty"`
+	Limits map[string]int `json:"limits,omitempty"`
+}
+
+// Step is one node of the DAG.
+type Step struct {
+	ID                 string            `json:"id"`
+	Capability         string            `json:"capability"`
+	Tool               string            `json:"tool,omitempty"`
+	Description        string            `json:"description,omitempty"`
+	With               map[string]any    `json:"with,omitempty"`
+	Needs              []string          `json:"needs,omitempty"`
+	OnFailure          string            `json:"on_failure,omitempty"`
+	Critical           bool              `json:"critical,omitempty"`
+	Join               Join              `json:"join"`
+	Timeout            manifest.Duration `json:"timeout,omitempty"`
+	Heartbeat          manifest.Duration `json:"heartbeat,omitempty"`
+	Retry              *manifest.Retry   `json:"retry,omitempty"`
+	CapabilityContract *Contract         `json:"capability_contract,omitempty"`
+	CoverageConfidence *float64          `json:"coverage_confidence,omitempty"`
+	CoverageRationale  string            `json:"coverage_rationale,omitempty"`
+
+	// Deps is Needs plus the steps referenced in With, sorted.
+	Deps []string `json:"deps,omitempty"`
+	// Line is where the step starts in its file (0 when unknown).
+	Line int `json:"-"`
+}
+
+// Join says how a step's dependencies must end for it to run.
+type Join struct {
+	Policy    string  `json:"policy"`
+	Min       int     `json:"min,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"`
+}
+
+// Contract is the capability contract a step expects of its tool.
+type Contract struct {
+	InputSchema  map[string]any `json:"input_schema,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
+}
+
+// Required returns how many dependencies must succeed for the join.
+func (s *Step) Required() int {
+	n := len(s.Deps)
+	switch s.Join.Policy {
+	case JoinAny:
+		if n == 0 {
+			return 0
+		}
+		return 1
+	case JoinQuorum:
+		if s.Join.Min > 0 {
+			return s.Join.Min
+		}
+		r := int(s.Join.Threshold*float64(n) + 0.999999)
+		if r < 1 && n > 0 {
+			r = 1
+		}
+		return r
+	}
+	return n
+}
+
+// Step returns the step with id, or nil.
+func (p *Plan) Step(id string) *Step {
+	for _, s := range p.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Dependents maps each step id to the steps that depend on it, sorted.
+func (p *Plan) Dependents() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range p.Steps {
+		for _, d := range s.Deps {
+			out[d] = append(out[d], s.ID)
+		}
+	}
+	for k := range out {
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+// InputNames lists the plan's inputs, sorted.
+func (p *Plan) InputNames() []string {
+	var out []string
+	for k := range p.Inputs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Order returns the steps in a deterministic topological order (ready
+// steps by id). The plan must be acyclic (Parse guarantees it).
+func (p *Plan) Order() []*Step {
+	indeg := map[string]int{}
+	for _, s := range p.Steps {
+		indeg[s.ID] = len(s.Deps)
+	}
+	deps := p.Dependents()
+	var ready []string
+	for _, s := range p.Steps {
+		if indeg[s.ID] == 0 {
+			ready = append(ready, s.ID)
+		}
+	}
+	sort.Strings(ready)
+	var out []*Step
+	for len(ready) > 0 {
+		id := ready[0]
+		ready = ready[1:]
+		out = append(out, p.Step(id))
+		var next []string
+		for _, d := range deps[id] {
+			indeg[d]--
+			if indeg[d] == 0 {
+				next = append(next, d)
+			}
+		}
+		ready = append(ready, next...)
+		sort.Strings(ready)
+	}
+	return out
+}

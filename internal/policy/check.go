@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Violation is one broken rule.
+type Violation struct {
+	Rule    string `json:"rule"`
+	StepID  string `json:"step_id,omitempty"`
+	Message string `json:"message"`
+}
+
+// StepFacts is what the policy needs to know about one step.
+type StepFacts struct {
+	ID          string
+	Capability  string
+	MaxAttempts int   // effective retry attempts (0 = unknown)
+	TimeoutSecs int64 // effective start-to-close timeout
+}
+
+// Check returns every violation of the plan against p.
+func (p *Policy) Check(steps []StepFacts, maxParallel int) []Violation {
+	var out []Violation
+	if n, lim := len(steps), p.Limits[MaxSteps]; lim > 0 && n > lim {
+		out = append(out, Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d", n, lim)})
+	}
+	for _, s := range steps {
+		if d := p.Capability(s.Capability); !d.Allowed {
+			out = append(out, Violation{Rule: d.Rule, StepID: s.ID, Message: fmt.Sprintf("step %s uses %s, which the policy forbids (%s)", s.ID, s.Capability, d.Rule)})
+		}
+		if lim, ok := p.Limits[MaxToolRetries]; ok && s.MaxAttempts-1 > lim {
+			out = append(out, Violation{Rule: fmt.Sprintf("limits.max_tool_retries: %d", lim), StepID: s.ID,
+				Message: fmt.Sprintf("step %s may retry %d times; the policy allows %d", s.ID, s.MaxAttempts-1, lim)})
+		}
+		if lim, ok := p.Limits[MaxRunSeconds]; ok && lim > 0 && s.TimeoutSecs > int64(lim) {
+			out = append(out, Violation{Rule: fmt.Sprintf("limits.max_run_seconds: %d", lim), StepID: s.ID,
+				Message: fmt.Sprintf("step %s may run %ds, longer than the whole run may (%ds)", s.ID, s.TimeoutSecs, lim)})
+		}
+	}
+	_ = maxParallel // parallelism is clamped to the limit, never a violation
+	return out
+}
+
+// EffectiveParallel clamps a plan's max_parallel to the policy.
+func (p *Policy) EffectiveParallel(planMax int) int {
+	lim := p.Limits[MaxParallel]
+	if planMax <= 0 || (lim > 0 && planMax > lim) {
+		return lim
+	}
+	return planMax
+}
+
+func schemaDecode(v any, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

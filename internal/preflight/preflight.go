@@ -1,0 +1,167 @@
+// Package preflight decides whether a plan may run: it validates the
+// plan and its inputs, resolves every step to a tool, detects gaps and
+// applies policy. The CLI's `plan check` and the workflow's Resolve
+// activity both call Check, so a service with only a Temporal client gets
+// exactly the checks a person gets.
+package preflight
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/registry"
+)
+
+// Plan statuses (contracts section 7).
+const (
+	Ready           = "ready"
+	PartialComplete = "partial-complete"
+	BlockedByPolicy = "blocked_by_policy"
+	Invalid         = "invalid"
+)
+
+// Request is one check.
+type Request struct {
+	Plan     *plan.Plan
+	Inputs   map[string]any
+	Registry *registry.Registry
+	// Policy is the project policy; nil means allow all, default limits.
+	Policy        *policy.Policy
+	MinConfidence float64
+	Deps          gap.DepChecker
+	// InputsOptional lets a plan be checked before its inputs are known
+	// (`plan check` without --input): missing required inputs become notes
+	// instead of making the plan invalid. Wrong values are still invalid.
+	InputsOptional bool
+}
+
+// Problem is a plan or input problem in JSON form.
+type Problem struct {
+	File    string      `json:"file,omitempty"`
+	Line    int         `json:"line,omitempty"`
+	Column  int         `json:"column,omitempty"`
+	Field   string      `json:"field,omitempty"`
+	Message string      `json:"message"`
+	Code    caperr.Code `json:"code"`
+}
+
+// PolicyReport is the policy part of the report.
+type PolicyReport struct {
+	Source      string             `json:"source,omitempty"`
+	Allowed     bool               `json:"allowed"`
+	Violations  []policy.Violation `json:"violations"`
+	Limits      map[string]int     `json:"limits"`
+	MaxParallel int                `json:"max_parallel"`
+	Notes       []string           `json:"notes,omitempty"`
+}
+
+// Report is the outcome of a check.
+type Report struct {
+	Plan       string               `json:"plan"`
+	Status     string               `json:"status"`
+	Message    string               `json:"message"`
+	Inputs     map[string]any       `json:"inputs,omitempty"`
+	Resolution []gap.StepResolution `json:"resolution"`
+	Gaps       []gap.Gap            `json:"gaps"`
+	Policy     PolicyReport         `json:"policy"`
+	Problems   []Problem            `json:"problems,omitempty"`
+	Notes      []string             `json:"notes,omitempty"`
+
+	// Effective policy, for the executor.
+	EffectivePolicy *policy.Policy `json:"-"`
+}
+
+// ProblemsOf converts problems to their JSON form.
+func ProblemsOf(ps caperr.Problems) []Problem {
+	out := []Problem{}
+	for _, p := range ps {
+		out = append(out, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: p.Code})
+	}
+	return out
+}
+
+// InvalidReport is the report of a plan that did not parse.
+func InvalidReport(name string, probs caperr.Problems) *Report {
+	return &Report{Plan: name, Status: Invalid, Message: fmt.Sprintf("the plan is invalid: %d problem(s)", len(probs)),
+		Resolution: []gap.StepResolution{}, Gaps: []gap.Gap{}, Problems: ProblemsOf(probs),
+		Policy: PolicyReport{Allowed: true, Violations: []policy.Violation{}}}
+}
+
+// Check runs every stage and returns the report. Gaps and policy are both
+// evaluated even when one fails, so the report is complete.
+func Check(req Request) *Report {
+	p := req.Plan
+	r := &Report{Plan: p.Name, Resolution: []gap.StepResolution{}, Gaps: []gap.Gap{}}
+	inputs, probs := p.ResolveInputs(req.Inputs)
+	if req.InputsOptional {
+		var keep caperr.Problems
+		for _, pr := range probs {
+			if strings.HasPrefix(pr.Message, "missing required input") {
+				r.Notes = append(r.Notes, pr.Message+" (not checked: no inputs given)")
+				continue
+			}
+			keep = append(keep, pr)
+		}
+		probs = keep
+	}
+	r.Inputs = inputs
+	base := req.Policy
+	if base == nil {
+		base = policy.Default()
+	}
+	eff := base
+	if p.Policy != nil {
+		eff = base.Narrow(policy.Spec{Allow: p.Policy.Allow, Deny: p.Policy.Deny, Limits: p.Policy.Limits}, "plan "+p.Name)
+	}
+	r.EffectivePolicy = eff
+	gr := gap.Check(p, req.Registry, gap.Options{MinConfidence: req.MinConfidence, Deps: req.Deps})
+	r.Resolution, r.Gaps = gr.Resolution, gr.Gaps
+	tools := map[string]*manifest.Manifest{}
+	for _, res := range gr.Resolution {
+		tools[res.StepID] = res.Manifest
+	}
+	var facts []policy.StepFacts
+	for _, s := range p.Steps {
+		st := Settings(p, s, tools[s.ID])
+		f := policy.StepFacts{ID: s.ID, Capability: s.Capability, TimeoutSecs: int64(st.Timeout.Seconds())}
+		// Only retries the plan asks for can break the policy; built-in
+		// and tool defaults are clamped to it when the step runs.
+		if s.Retry != nil || p.Defaults.Retry.MaxAttempts > 0 {
+			f.MaxAttempts = st.MaxAttempts
+		}
+		facts = append(facts, f)
+	}
+	viol := eff.Check(facts, p.MaxParallel)
+	if viol == nil {
+		viol = []policy.Violation{}
+	}
+	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
+		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes}
+	switch {
+	case len(probs) > 0:
+		r.Status = Invalid
+		r.Problems = ProblemsOf(probs)
+		r.Message = fmt.Sprintf("the request inputs are invalid: %s", probs[0].Message)
+	case len(viol) > 0:
+		r.Status = BlockedByPolicy
+		r.Message = fmt.Sprintf("blocked by policy: %s", viol[0].Message)
+	case len(r.Gaps) > 0:
+		r.Status = PartialComplete
+		var caps []string
+		for _, g := range r.Gaps {
+			caps = append(caps, g.StepID+" ("+g.MissingCapability+": "+g.Reason+")")
+		}
+		sort.Strings(caps)
+		r.Message = fmt.Sprintf("%d of %d steps are not covered: %v", len(r.Gaps), len(p.Steps), caps)
+	default:
+		r.Status = Ready
+		r.Message = fmt.Sprintf("ready: %d steps resolved", len(p.Steps))
+	}
+	return r
+}
