@@ -44,6 +44,8 @@ type Plan struct {
 
 	// File is where the plan came from, for messages.
 	File string `json:"-"`
+
+	byID map[string]*Step
 }
 
 // Defaults apply to every step that does not set its own.
@@ -121,12 +123,15 @@ func (s *Step) Required() int {
 
 // Step returns the step with id, or nil.
 func (p *Plan) Step(id string) *Step {
-	for _, s := range p.Steps {
-		if s.ID == id {
-			return s
+	if p.byID == nil || len(p.byID) != len(p.Steps) {
+		p.byID = make(map[string]*Step, len(p.Steps))
+		for _, s := range p.Steps {
+			if _, dup := p.byID[s.ID]; !dup {
+				p.byID[s.ID] = s
+			}
 		}
 	}
-	return nil
+	return p.byID[id]
 }
 
 // Dependents maps each step id to the steps that depend on it, sorted.

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// expectation reads the "# expect: check=STATUS" line of an example.
+func expectation(t *testing.T, file string) string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "# expect: check="); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("%s has no '# expect: check=' line", file)
+	return ""
+}
+
+func TestExamplesGiveTheirPromisedStatus(t *testing.T) {
+	root := repoRoot(t)
+	files, _ := filepath.Glob(filepath.Join(root, "plans/examples/*.yaml"))
+	if len(files) < 6 {
+		t.Fatalf("want at least 6 examples, have %d", len(files))
+	}
+	exits := map[string]int{"ready": 0, "invalid": 2, "partial-complete": 3, "blocked_by_policy": 4}
+	seen := map[string]bool{}
+	for _, f := range files {
+		want := expectation(t, f)
+		if filepath.Base(f) == "webm-to-mp4.yaml" {
+			if _, err := exec.LookPath("ffmpeg"); err == nil {
+				want = "ready"
+			}
+		}
+		seen[want] = true
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			code, out, _ := capflow(t, "plan", "check", f, "--project", root, "--output", "json")
+			env := envelopeOf(t, out)
+			status := env.Data.(map[string]any)["status"]
+			if status != want || code != exits[want] {
+				t.Fatalf("status %v exit %d, want %s exit %d: %s", status, code, want, exits[want], env.Message)
+			}
+		})
+	}
+	for _, s := range []string{"ready", "partial-complete", "blocked_by_policy"} {
+		if !seen[s] {
+			t.Errorf("no example shows %s", s)
+		}
+	}
+}
+
+func TestPlanCheckData(t *testing.T) {
+	root := repoRoot(t)
+	code, out, _ := capflow(t, "plan", "check", filepath.Join(root, "plans/examples/file-pipeline.yaml"), "--project", root, "--output", "json")
+	env := envelopeOf(t, out)
+	d := env.Data.(map[string]any)
+	res := d["resolution"].([]any)
+	first := res[0].(map[string]any)
+	if code != 0 || len(res) != 4 || first["step_id"] != "list" || first["tool"] != "file-list" || !strings.HasPrefix(first["digest"].(string), "sha256:") || first["version"] != "1.0.0" {
+		t.Fatalf("resolution: %v", res)
+	}
+	if d["policy"].(map[string]any)["allowed"] != true || len(d["gaps"].([]any)) != 0 {
+		t.Fatalf("policy/gaps: %v", d)
+	}
+
+	code, out, _ = capflow(t, "plan", "check", filepath.Join(root, "plans/examples/media-to-drive.yaml"), "--project", root, "--output", "json", "--input", "url=https://youtu.be/x")
+	env = envelopeOf(t, out)
+	gaps := env.Data.(map[string]any)["gaps"].([]any)
+	g := gaps[0].(map[string]any)
+	if code != 3 || env.Error.Code != "TOOL_NOT_FOUND" || len(gaps) != 2 || g["reason"] != "no_capability_match" || g["proposed_tool_name"] != "youtube-download" || g["priority"] != "high" {
+		t.Fatalf("gaps: %s", out)
+	}
+	// Inputs are checked when given.
+	code, out, _ = capflow(t, "plan", "check", filepath.Join(root, "plans/examples/media-to-drive.yaml"), "--project", root, "--output", "json", "--input", "ulr=x")
+	if env = envelopeOf(t, out); code != 2 || !strings.Contains(env.Message, `unknown input "ulr"`) {
+		t.Fatalf("bad inputs: exit %d %s", code, env.Message)
+	}
+}
+
+func TestBrokenPlans(t *testing.T) {
+	root := repoRoot(t)
+	tests := map[string]string{
+		"cycle.yaml":     "dependency cycle: a → b → c → a",
+		"dangling.yaml":  `no step "nope"`,
+		"duplicate.yaml": `duplicate step id "a"`,
+		"types.yaml":     "must be integer, not string",
+		"badyaml.yaml":   "invalid YAML",
+	}
+	for file, want := range tests {
+		t.Run(file, func(t *testing.T) {
+			code, out, _ := capflow(t, "plan", "check", filepath.Join(root, "testdata/plans", file), "--project", root, "--output", "json")
+			env := envelopeOf(t, out)
+			if code != 2 || env.Data.(map[string]any)["status"] != "invalid" {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			found := false
+			for _, p := range env.Data.(map[string]any)["problems"].([]any) {
+				pm := p.(map[string]any)
+				line, _ := pm["line"].(float64)
+				if strings.Contains(pm["message"].(string), want) && line > 0 && strings.HasSuffix(pm["file"].(string), file) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no problem %q with file and line: %s", want, out)
+			}
+		})
+	}
+}
+
+func TestGapsToScaffoldToReady(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	plan := filepath.Join(root, "plans/examples/media-to-drive.yaml")
+	report := filepath.Join(dir, "gaps.json")
+	if code, _, _ := capflow(t, "plan", "check", plan, "--project", dir, "--output-path", report); code != 3 {
+		t.Fatalf("want partial-complete first, exit %d", code)
+	}
+	if code, out, _ := capflow(t, "tools", "scaffold", "--from-gaps", report, "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("scaffold: %s", out)
+	}
+	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir, "--input", "url=https://youtu.be/x", "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || env.Data.(map[string]any)["status"] != "ready" {
+		t.Fatalf("after scaffolding: exit %d %s", code, env.Message)
+	}
+}
+
+func TestPlanGraph(t *testing.T) {
+	root := repoRoot(t)
+	code, out, _ := capflow(t, "plan", "graph", filepath.Join(root, "plans/examples/quorum-checksums.yaml"), "--project", root)
+	if code != 0 || !strings.HasPrefix(out, "flowchart TD\n") || !strings.Contains(out, "join: quorum ≥2/3") || !strings.Contains(out, "→ file-checksum@1.0.0") {
+		t.Fatalf("mermaid:\n%s", out)
+	}
+	code, out, _ = capflow(t, "plan", "graph", filepath.Join(root, "plans/examples/media-to-drive.yaml"), "--project", root, "--format", "dot")
+	if code != 0 || !strings.Contains(out, `"download" -> "upload";`) || !strings.Contains(out, "gap: no_capability_match") {
+		t.Fatalf("dot:\n%s", out)
+	}
+	if code, _, _ = capflow(t, "plan", "graph", "x.yaml", "--format", "png"); code != 2 {
+		t.Fatalf("bad format: exit %d", code)
+	}
+}
