@@ -1,0 +1,114 @@
+// Package activities holds capflow's Temporal activities: Resolve (the
+// same checks as `plan check`), RunTool (one step), Finalize (reports).
+// They are the only code of a run that touches the outside world.
+package activities
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/toolrun"
+)
+
+// Activities holds the dependencies of every activity.
+type Activities struct {
+	Config *config.Config
+	// RegistryOptions says how to load the registry (shared with the CLI).
+	RegistryOptions registry.Options
+	Runner          *toolrun.Runner
+	Logger          hclog.Logger
+	// SearchAttributes is true when the server knows CapflowPlan and
+	// CapflowStatus (the worker checks at start-up).
+	SearchAttributes bool
+	// Router turns request text into a plan (nil: routing unavailable).
+	Router Router
+
+	mu    sync.Mutex
+	tools map[string]*manifest.Manifest // digest -> manifest
+}
+
+// Router is what the Route activity needs of the request router.
+type Router interface {
+	Route(ctx context.Context, request string, inputs map[string]any) (plan any, kind, id, message string, err error)
+}
+
+// registry loads the registry (cheap: the cache in state_dir) and
+// remembers every manifest by digest for RunTool.
+func (a *Activities) registry() (*registry.Registry, error) {
+	reg, err := registry.Load(a.RegistryOptions)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tools == nil {
+		a.tools = map[string]*manifest.Manifest{}
+	}
+	for _, m := range reg.Tools {
+		a.tools[m.Digest] = m
+	}
+	return reg, nil
+}
+
+// manifest returns the exact manifest a step was resolved to. A tool
+// whose manifest changed since resolution is refused: the run executes
+// what its history recorded, or nothing.
+func (a *Activities) manifest(name, version, digest string) (*manifest.Manifest, error) {
+	a.mu.Lock()
+	m := a.tools[digest]
+	a.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	m = a.tools[digest]
+	a.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	if cur := reg.Tool(name, version); cur != nil {
+		return nil, caperr.New(caperr.ConfigError, "tool %s@%s changed since the plan was resolved (digest %s, now %s)", name, version, short(digest), short(cur.Digest))
+	}
+	return nil, caperr.New(caperr.ToolNotFound, "tool %s@%s is not available on this worker", name, version)
+}
+
+func short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+// RunDir is the folder of one run.
+func (a *Activities) RunDir(workflowID string) string {
+	return filepath.Join(a.Config.Abs(a.Config.RunsDir), safeName(workflowID))
+}
+
+// safeName keeps workflow ids from escaping runs_dir.
+func safeName(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			out = append(out, r)
+		default:
+			out = append(out, '_')
+		}
+	}
+	if len(out) == 0 || string(out) == "." || string(out) == ".." {
+		return fmt.Sprintf("run-%x", s)
+	}
+	return string(out)
+}

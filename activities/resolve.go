@@ -1,0 +1,89 @@
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Resolve validates the plan and its inputs, resolves every step, finds
+// gaps and applies policy: exactly `capflow plan check`. The result (tool
+// names, versions, digests, settings) is recorded in the run's history.
+func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
+	runDir := a.RunDir(in.WorkflowID)
+	p, probs := plan.FromValue("plan", in.Plan)
+	if len(probs) > 0 {
+		rep := preflight.InvalidReport(planName(in.Plan), probs)
+		return &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
+			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes, PlanValue: in.Plan}, nil
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.CodeOf(err)), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(caperr.CodeOf(err)).Retryable})
+	}
+	pol, err := policy.Load(a.Config.Abs(a.Config.Policy), a.Config.Policy)
+	if err != nil {
+		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ConfigError), temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	rep := preflight.Check(preflight.Request{Plan: p, Inputs: in.Inputs, Registry: reg, Policy: pol,
+		MinConfidence: a.Config.Router.MinConfidence, Deps: depcheck.New()})
+	rr := Resolved(p, rep)
+	rr.RunDir, rr.SearchAttributes, rr.PlanValue = runDir, a.SearchAttributes, in.Plan
+	return rr, nil
+}
+
+func planName(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		if n, ok := m["name"].(string); ok {
+			return n
+		}
+	}
+	return "plan"
+}
+
+// Resolved turns a plan and its preflight report into what the workflow
+// executes: per-step tools and effective settings (clamped to policy).
+func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
+	rr := &wfapi.ResolveResult{
+		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
+		Inputs: rep.Inputs, Resolution: rep.Resolution, Gaps: rep.Gaps, Problems: rep.Problems, Notes: rep.Notes,
+	}
+	pr := rep.Policy
+	rr.Policy = &pr
+	rr.MaxParallel = pr.MaxParallel
+	rr.MaxRunSeconds = pr.Limits[policy.MaxRunSeconds]
+	maxRetries := -1
+	if v, ok := pr.Limits[policy.MaxToolRetries]; ok {
+		maxRetries = v
+	}
+	tools := map[string]*manifest.Manifest{}
+	byStep := map[string]gap.StepResolution{}
+	for _, r := range rep.Resolution {
+		tools[r.StepID] = r.Manifest
+		byStep[r.StepID] = r
+	}
+	for _, s := range p.Steps {
+		m := tools[s.ID]
+		st := preflight.Settings(p, s, m)
+		rs := wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With}
+		if m != nil {
+			st = st.Clamp(maxRetries, m.Idempotent)
+			r := byStep[s.ID]
+			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
+		}
+		rs.Timeout, rs.Heartbeat, rs.MaxAttempts = st.Timeout, st.Heartbeat, st.MaxAttempts
+		rs.InitialInterval, rs.Backoff, rs.MaxInterval = st.InitialInterval, st.Backoff, st.MaxInterval
+		rs.Summary = wfapi.StepSummary(s.ID, s.Capability, rs.Tool, rs.Version)
+		rr.Steps = append(rr.Steps, rs)
+	}
+	return rr
+}

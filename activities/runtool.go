@@ -1,0 +1,127 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/toolrun"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// MaxInlineData is the largest envelope data carried in history; larger
+// data is written to <run>/<step>/data.json and passed by reference, so no
+// payload nears Temporal's limits (2 MB hard, 512 KB warning).
+const MaxInlineData = 256 << 10
+
+// RunTool runs one step. A failed tool becomes an ApplicationError whose
+// type is the contract code (non-retryable codes are final) and whose
+// details carry the envelope.
+func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	info := activity.GetInfo(ctx)
+	attempt := info.Attempt
+	step := in.Step
+	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
+	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
+		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+		code := caperr.ToolFailure
+		if env.Error != nil {
+			code = env.Error.Code
+		}
+		retryable := caperr.Lookup(code).Retryable && step.Idempotent
+		log.Info("step failed", "code", code, "retryable", retryable, "message", env.Message)
+		return nil, temporal.NewApplicationErrorWithOptions(env.Message, string(code), temporal.ApplicationErrorOptions{
+			NonRetryable: !retryable, Details: []any{res}})
+	}
+	b := envelope.NewBuilder(step.Tool)
+
+	m, err := a.manifest(step.Tool, step.Version, step.Digest)
+	if err != nil {
+		return fail(b.FailErr(err, nil))
+	}
+	// Evaluate references here, not in the workflow: large outputs of
+	// earlier steps live in files, which workflow code may not read.
+	scope := plan.Scope{Inputs: in.Inputs, Steps: map[string]plan.StepOutcome{}}
+	for id, o := range in.Deps {
+		data := o.Data
+		if o.DataFile != "" {
+			raw, err := os.ReadFile(o.DataFile)
+			if err != nil {
+				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("cannot read %s's stored output: %v", id, err), nil))
+			}
+			if err := json.Unmarshal(raw, &data); err != nil {
+				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("%s's stored output is corrupt: %v", id, err), nil))
+			}
+		}
+		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: data}
+	}
+	inputs, err := scope.Eval(step.With)
+	if err != nil {
+		return fail(b.Fail(caperr.InvalidInput, "cannot evaluate the step's inputs: "+err.Error(), nil))
+	}
+	inMap, _ := inputs.(map[string]any)
+
+	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
+	var latest atomic.Pointer[envelope.Feedback]
+	heartbeat := func() { activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load()}) }
+	heartbeat()
+	// Heartbeats carry the latest feedback event (the Web UI shows it) and
+	// are how a cancellation reaches a running tool.
+	stopBeat := make(chan struct{})
+	go func() {
+		period := info.HeartbeatTimeout / 3
+		if period <= 0 || period > 10*time.Second {
+			period = 10 * time.Second
+		}
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopBeat:
+				return
+			case <-t.C:
+				heartbeat()
+			}
+		}
+	}()
+	env := a.Runner.Run(ctx, toolrun.Request{
+		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: step.ID, Attempt: int(attempt),
+		Root: a.Config.Root, RunDir: in.RunDir, Workdir: stepDir,
+		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
+		OnFeedback: func(f envelope.Feedback) {
+			latest.Store(&f)
+			heartbeat()
+		},
+	})
+	close(stopBeat)
+	if !env.Success {
+		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
+			return nil, temporal.NewCanceledError(env.Message)
+		}
+		return fail(env)
+	}
+	res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
+		if err := os.MkdirAll(stepDir, 0o755); err == nil {
+			p := filepath.Join(stepDir, "data.json")
+			if err := os.WriteFile(p, raw, 0o644); err == nil {
+				res.DataFile = p
+				res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
+				res.Envelope.Feedback = append(res.Envelope.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelInfo,
+					Message: fmt.Sprintf("data (%d bytes) stored in %s and passed by reference", len(raw), p), Timestamp: envelope.Timestamp(envelope.Now())})
+			}
+		}
+	}
+	log.Debug("step succeeded", "duration_ms", env.DurationMS)
+	return res, nil
+}

@@ -1,0 +1,427 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/temporalx"
+	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/yamldoc"
+)
+
+// NewWorkflowID is capflow-<plan>-<8 hex>.
+func NewWorkflowID(planName string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 32
+		}
+		return '-'
+	}, planName)
+	return "capflow-" + name + "-" + hex.EncodeToString(b)
+}
+
+// loadPlanFile parses a plan and returns it with its raw value (sent to
+// the workflow as the user wrote it).
+func loadPlanFile(file string) (*plan.Plan, any, caperr.Problems, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read plan")
+	}
+	p, probs := plan.Parse(file, data)
+	if len(probs) > 0 {
+		return nil, nil, probs, nil
+	}
+	doc, _ := yamldoc.Parse(file, data)
+	return p, doc.Root.Interface(), nil, nil
+}
+
+func planProps(p *plan.Plan) map[string]any {
+	out := map[string]any{}
+	for k, v := range p.Inputs {
+		out[k] = v
+	}
+	return out
+}
+
+// staticDetails is the run's description in the Web UI.
+func staticDetails(p *plan.Plan) string {
+	var b strings.Builder
+	if p.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", p.Description)
+	}
+	fmt.Fprintf(&b, "failure policy: %s\n\n", p.FailurePolicy)
+	for _, s := range p.Order() {
+		deps := ""
+		if len(s.Deps) > 0 {
+			deps = " ← " + strings.Join(s.Deps, ", ")
+		}
+		fmt.Fprintf(&b, "- **%s** · %s%s\n", s.ID, s.Capability, deps)
+	}
+	return b.String()
+}
+
+func (a *App) dial(ctx context.Context) (*config.Config, client.Client, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := temporalx.Dial(ctx, cfg, a.log.Named("temporal"))
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, c, nil
+}
+
+func (a *App) runCommand() *cobra.Command {
+	var inputs []string
+	var inputsFile, id string
+	var detach bool
+	c := &cobra.Command{
+		Use:   "run PLAN",
+		Short: "Start a plan on Temporal and wait for it with live progress (--detach: print the ID and return)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			const cid = "capflow.run"
+			p, value, probs, err := loadPlanFile(args[0])
+			if err != nil {
+				a.set(failEnv(cid, err, nil), nil)
+				return nil
+			}
+			if len(probs) > 0 {
+				rep := preflight.InvalidReport(args[0], probs)
+				cfg, _ := a.loadConfig()
+				root := "."
+				if cfg != nil {
+					root = cfg.Root
+				}
+				a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep) })
+				return nil
+			}
+			given, err := parseInputs(inputs, inputsFile, planProps(p))
+			if err != nil {
+				a.set(failEnv(cid, err, nil), nil)
+				return nil
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg, tc, err := a.dial(ctx)
+			if err != nil {
+				a.set(failEnv(cid, err, nil), nil)
+				return nil
+			}
+			defer tc.Close()
+			if id == "" {
+				id = NewWorkflowID(p.Name)
+			}
+			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: id, TaskQueue: cfg.Temporal.TaskQueue,
+				StaticSummary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)),
+				StaticDetails: staticDetails(p),
+			}, wfapi.WorkflowType, wfapi.Input{Plan: value, Inputs: given})
+			if err != nil {
+				a.set(failEnv(cid, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run"), nil), nil)
+				return nil
+			}
+			url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID())
+			if detach {
+				env := envelope.NewBuilder(cid).Succeed("started "+run.GetID(), map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url, "status": wfapi.StatusRunning})
+				a.set(env, func(w io.Writer) {
+					fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.GetID(), url, run.GetID())
+				})
+				return nil
+			}
+			fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.GetID(), url)
+			res, err := a.follow(ctx, tc, run)
+			if err != nil {
+				a.set(failEnv(cid, err, map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url}), nil)
+				return nil
+			}
+			a.setResult(cid, res, url)
+			return nil
+		},
+	}
+	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
+	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
+	c.Flags().StringVar(&id, "id", "", "workflow ID (default capflow-<plan>-<random>)")
+	c.Flags().BoolVar(&detach, "detach", false, "print the workflow ID and return without waiting")
+	return c
+}
+
+// follow waits for the run, printing step transitions to stderr.
+func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowRun) (*wfapi.Result, error) {
+	done := make(chan error, 1)
+	var res wfapi.Result
+	go func() { done <- run.Get(context.Background(), &res) }()
+	seen := map[string]string{}
+	phase := ""
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, caperr.Wrap(caperr.ToolFailure, err, "the run ended with an error")
+			}
+			a.printTransitions(&res, seen, &phase)
+			return &res, nil
+		case <-ctx.Done():
+			fmt.Fprintf(a.Stderr, "\nstopped waiting; the run goes on. Follow it: capflow status %s · stop it: capflow cancel %s\n", run.GetID(), run.GetID())
+			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.GetID())
+		case <-tick.C:
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			v, err := tc.QueryWorkflow(qctx, run.GetID(), run.GetRunID(), wfapi.ProgressQuery)
+			cancel()
+			if err != nil {
+				continue
+			}
+			var p wfapi.Result
+			if v.Get(&p) == nil {
+				a.printTransitions(&p, seen, &phase)
+			}
+		}
+	}
+}
+
+var stepMarks = map[string]string{
+	wfapi.StepRunning: "…", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
+}
+
+func (a *App) printTransitions(p *wfapi.Result, seen map[string]string, phase *string) {
+	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+		return
+	}
+	if p.Status != *phase && p.Status != "" {
+		*phase = p.Status
+		fmt.Fprintf(a.Stderr, "  [%s]\n", p.Status)
+	}
+	for _, s := range p.Steps {
+		if seen[s.ID] == s.Status || s.Status == wfapi.StepPending {
+			continue
+		}
+		seen[s.ID] = s.Status
+		line := fmt.Sprintf("  %s %s · %s", stepMarks[s.Status], s.ID, s.Capability)
+		if s.Tool != "" {
+			line += " → " + s.Tool + "@" + s.Version
+		}
+		line += "  " + s.Status
+		if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
+			line += ": " + s.Reason
+		}
+		fmt.Fprintln(a.Stderr, line)
+	}
+}
+
+// setResult turns a workflow result into the command's envelope.
+func (a *App) setResult(id string, res *wfapi.Result, url string) {
+	b := envelope.NewBuilder(id)
+	code, exit := StatusExit(res.Status)
+	msg := fmt.Sprintf("%s %s: %s", res.Plan, res.Status, res.Message)
+	data := map[string]any{"status": res.Status, "plan": res.Plan, "message": res.Message, "workflow_id": res.WorkflowID, "run_id": res.RunID,
+		"steps": res.Steps, "gaps": res.Gaps, "report": res.Report, "duration_ms": res.DurationMS, "resolution": res.Resolution, "url": url}
+	if res.Policy != nil {
+		data["policy"] = res.Policy
+	}
+	if res.Route != nil {
+		data["route"] = res.Route
+	}
+	if len(res.Problems) > 0 {
+		data["problems"] = res.Problems
+	}
+	var env envelope.Envelope
+	if res.Status == wfapi.StatusRunning {
+		env = b.Succeed(fmt.Sprintf("%s is running", res.WorkflowID), data)
+	} else if exit == 0 {
+		env = b.Succeed(msg, data)
+	} else {
+		for _, s := range res.Steps {
+			if s.Status == wfapi.StepFailed {
+				b.Error("step", fmt.Sprintf("%s: %s", s.ID, s.Reason), "")
+			}
+		}
+		for _, g := range res.Gaps {
+			b.Error("gap", fmt.Sprintf("%s: %s", g.StepID, g.ReasonMessage), g.Reason)
+		}
+		env = b.FailWithExit(code, exit, msg, data)
+	}
+	a.set(env, func(w io.Writer) { prettyResult(w, res, url) })
+}
+
+func prettyResult(w io.Writer, res *wfapi.Result, url string) {
+	mark := map[string]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
+	if mark == "" {
+		mark = "✗"
+	}
+	fmt.Fprintf(w, "%s %s %s: %s\n", mark, res.Plan, res.Status, res.Message)
+	if len(res.Steps) > 0 {
+		var rows [][]string
+		for _, s := range res.Steps {
+			tool := "—"
+			if s.Tool != "" {
+				tool = s.Tool + "@" + s.Version
+			}
+			note := s.Reason
+			if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
+				note = s.Envelope.Message
+			}
+			rows = append(rows, []string{"  " + s.ID, s.Capability, tool, s.Status, fmt.Sprint(s.Attempts), note})
+		}
+		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
+	}
+	for _, g := range res.Gaps {
+		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
+	}
+	if res.Report.Markdown != "" {
+		fmt.Fprintf(w, "report: %s\n", res.Report.Markdown)
+	}
+	if url != "" {
+		fmt.Fprintf(w, "Web UI: %s\n", url)
+	}
+}
+
+func notFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+func (a *App) statusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "A run's progress (every step's state), or its result when it has ended",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			cfg, tc, err := a.dial(ctx)
+			if err != nil {
+				a.set(failEnv("capflow.status", err, nil), nil)
+				return nil
+			}
+			defer tc.Close()
+			res, err := a.fetch(ctx, tc, args[0], false)
+			if err != nil {
+				a.set(failEnv("capflow.status", err, nil), nil)
+				return nil
+			}
+			a.setResult("capflow.status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+			return nil
+		},
+	}
+}
+
+// fetch returns a run's result when it has ended, else its progress.
+func (a *App) fetch(ctx context.Context, tc client.Client, id string, wait bool) (*wfapi.Result, error) {
+	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		if notFound(err) {
+			return nil, caperr.New(caperr.InvalidInput, "no run with ID %q", id)
+		}
+		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", id)
+	}
+	runID := desc.WorkflowExecutionInfo.Execution.RunId
+	if desc.WorkflowExecutionInfo.CloseTime == nil && !wait {
+		v, err := tc.QueryWorkflow(ctx, id, runID, wfapi.ProgressQuery)
+		if err != nil {
+			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
+		}
+		var p wfapi.Result
+		if err := v.Get(&p); err != nil {
+			return nil, caperr.Wrap(caperr.InternalError, err, "decode progress")
+		}
+		p.Status = wfapi.StatusRunning
+		return &p, nil
+	}
+	var res wfapi.Result
+	if err := tc.GetWorkflow(ctx, id, runID).Get(ctx, &res); err != nil {
+		return nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
+	}
+	return &res, nil
+}
+
+func (a *App) cancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a run: running tools are stopped, the report is still written",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			cfg, tc, err := a.dial(ctx)
+			if err != nil {
+				a.set(failEnv("capflow.cancel", err, nil), nil)
+				return nil
+			}
+			defer tc.Close()
+			if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
+				if notFound(err) {
+					err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
+				}
+				a.set(failEnv("capflow.cancel", err, nil), nil)
+				return nil
+			}
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			res, err := a.fetch(wctx, tc, args[0], true)
+			if err != nil {
+				a.set(failEnv("capflow.cancel", err, nil), nil)
+				return nil
+			}
+			a.setResult("capflow.cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+			return nil
+		},
+	}
+}
+
+func (a *App) reportCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report ID",
+		Short: "A finished run's result and its markdown report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			cfg, tc, err := a.dial(ctx)
+			if err != nil {
+				a.set(failEnv("capflow.report", err, nil), nil)
+				return nil
+			}
+			defer tc.Close()
+			desc, err := tc.DescribeWorkflowExecution(ctx, args[0], "")
+			if err == nil && desc.WorkflowExecutionInfo.CloseTime == nil {
+				a.set(envelope.NewBuilder("capflow.report").Fail(caperr.InvalidInput, fmt.Sprintf("%s is still running; see capflow status %s", args[0], args[0]), nil), nil)
+				return nil
+			}
+			res, err := a.fetch(ctx, tc, args[0], true)
+			if err != nil {
+				a.set(failEnv("capflow.report", err, nil), nil)
+				return nil
+			}
+			url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID)
+			a.setResult("capflow.report", res, url)
+			md, rerr := os.ReadFile(res.Report.Markdown)
+			if rerr == nil {
+				a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
+			}
+			return nil
+		},
+	}
+}

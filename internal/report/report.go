@@ -1,0 +1,181 @@
+// Package report renders a run's final report: report.json (the whole
+// result and resolution) and report.md (for people, with a mermaid graph
+// coloured by step status). Pure functions: the Finalize activity writes.
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Document is report.json.
+type Document struct {
+	Result   wfapi.Result         `json:"result"`
+	Resolved *wfapi.ResolveResult `json:"resolved,omitempty"`
+}
+
+var statusMark = map[string]string{
+	wfapi.StatusPassed: "✅", wfapi.StatusFailed: "❌", wfapi.StatusCancelled: "⏹", wfapi.StatusPartialComplete: "🧩",
+	wfapi.StatusBlockedByPolicy: "⛔", wfapi.StatusInvalid: "⚠️",
+}
+
+// Graph renders the run's DAG coloured by step status.
+func Graph(d Document) string {
+	if d.Resolved == nil || len(d.Resolved.Steps) == 0 {
+		return ""
+	}
+	p := &plan.Plan{Name: d.Resolved.Plan}
+	for _, s := range d.Resolved.Steps {
+		p.Steps = append(p.Steps, &plan.Step{ID: s.ID, Capability: s.Capability, Deps: s.Deps, Join: s.Join, Critical: s.Critical})
+	}
+	nodes := map[string]plan.Node{}
+	for _, s := range d.Result.Steps {
+		detail := s.Status
+		if s.Tool != "" {
+			detail = s.Tool + "@" + s.Version + " · " + s.Status
+		}
+		nodes[s.ID] = plan.Node{Detail: detail, Class: s.Status}
+	}
+	for _, g := range d.Result.Gaps {
+		nodes[g.StepID] = plan.Node{Detail: "gap: " + g.Reason, Class: "gap"}
+	}
+	return plan.Mermaid(p, nodes)
+}
+
+// Markdown renders report.md.
+func Markdown(d Document) string {
+	r := d.Result
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s %s: %s\n\n", statusMark[r.Status], r.Plan, r.Status)
+	if r.Message != "" {
+		fmt.Fprintf(&b, "%s\n\n", r.Message)
+	}
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| workflow | `%s` |\n| run | `%s` |\n| started | %s |\n| ended | %s |\n| duration | %s |\n",
+		r.WorkflowID, r.RunID, r.StartedAt, r.EndedAt, ms(r.DurationMS))
+	if d.Resolved != nil {
+		fmt.Fprintf(&b, "| failure policy | %s |\n| max parallel | %d |\n", d.Resolved.FailurePolicy, d.Resolved.MaxParallel)
+	}
+	if r.Route != nil {
+		fmt.Fprintf(&b, "| routed by | %s `%s` |\n", r.Route.Kind, r.Route.ID)
+	}
+	if g := Graph(d); g != "" {
+		fmt.Fprintf(&b, "\n## Graph\n\n```mermaid\n%s```\n", g)
+	}
+	if len(r.Steps) > 0 {
+		b.WriteString("\n## Steps\n\n| step | capability | tool | status | attempts | duration | note |\n|---|---|---|---|---|---|---|\n")
+		for _, s := range r.Steps {
+			tool := "—"
+			if s.Tool != "" {
+				tool = s.Tool + "@" + s.Version
+			}
+			note := s.Reason
+			if s.Envelope != nil && s.Status == wfapi.StepSucceeded {
+				note = s.Envelope.Message
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, s.Capability, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
+		}
+	}
+	if len(r.Gaps) > 0 {
+		b.WriteString("\n## Gaps\n\nNothing ran: these steps have no usable tool.\n\n| step | capability | reason | priority | proposed tool | message |\n|---|---|---|---|---|---|\n")
+		for _, g := range r.Gaps {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` | %s |\n", g.StepID, g.MissingCapability, g.Reason, g.Priority, g.ProposedToolName, cell(g.ReasonMessage))
+		}
+	}
+	if r.Policy != nil && len(r.Policy.Violations) > 0 {
+		b.WriteString("\n## Policy\n\n")
+		for _, v := range r.Policy.Violations {
+			fmt.Fprintf(&b, "- ⛔ `%s` %s\n", v.Rule, v.Message)
+		}
+	}
+	if len(r.Problems) > 0 {
+		b.WriteString("\n## Problems\n\n")
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "- %s:%d %s: %s\n", p.File, p.Line, p.Field, p.Message)
+		}
+	}
+	if errs := errorsBySeverity(r); errs != "" {
+		b.WriteString("\n## Errors by severity\n\n" + errs)
+	}
+	var withFeedback []wfapi.StepResult
+	for _, s := range r.Steps {
+		if s.Envelope != nil && len(s.Envelope.Feedback) > 0 {
+			withFeedback = append(withFeedback, s)
+		}
+	}
+	if len(withFeedback) > 0 {
+		b.WriteString("\n## Feedback\n")
+		for _, s := range withFeedback {
+			fmt.Fprintf(&b, "\n### %s\n\n", s.ID)
+			for _, f := range s.Envelope.Feedback {
+				fmt.Fprintf(&b, "- `%s` **%s** %s: %s\n", f.Timestamp, f.Level, f.Phase, oneLine(f.Message))
+				if f.Detail != "" && f.Level != envelope.LevelInfo {
+					fmt.Fprintf(&b, "  ```\n  %s\n  ```\n", strings.ReplaceAll(strings.TrimSpace(f.Detail), "\n", "\n  "))
+				}
+			}
+		}
+	}
+	if d.Resolved != nil && len(d.Resolved.Resolution) > 0 {
+		b.WriteString("\n## Resolution\n\n| step | tool | source | digest |\n|---|---|---|---|\n")
+		for _, res := range d.Resolved.Resolution {
+			fmt.Fprintf(&b, "| %s | %s@%s | %s | `%s` |\n", res.StepID, res.Tool, res.Version, res.Source, res.Digest)
+		}
+	}
+	return b.String()
+}
+
+// errorsBySeverity aggregates step errors (seed 003's error report).
+func errorsBySeverity(r wfapi.Result) string {
+	by := map[string][]string{}
+	for _, s := range r.Steps {
+		if s.Envelope != nil && s.Envelope.Error != nil && s.Status != wfapi.StepSucceeded {
+			sev := string(s.Envelope.Error.Severity)
+			by[sev] = append(by[sev], fmt.Sprintf("%s (`%s`)", s.ID, s.Envelope.Error.Code))
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	order := []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"}
+	var keys []string
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return indexOf(order, keys[i]) < indexOf(order, keys[j]) })
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "- **%s**: %s\n", k, strings.Join(by[k], ", "))
+	}
+	return b.String()
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return len(xs)
+}
+
+func ms(n int64) string {
+	if n >= 1000 {
+		return fmt.Sprintf("%.2fs", float64(n)/1000)
+	}
+	return fmt.Sprintf("%dms", n)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+func cell(s string) string {
+	s = oneLine(s)
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}

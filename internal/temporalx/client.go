@@ -1,0 +1,137 @@
+// Package temporalx dials Temporal from capflow's configuration (address,
+// namespace, TLS, API key) and makes sure the search attributes exist.
+package temporalx
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// DialTimeout bounds how long capflow waits for an unreachable server.
+const DialTimeout = 5 * time.Second
+
+// Dial connects, failing fast with a clear message when the server is
+// not there.
+func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger) (client.Client, error) {
+	opts := client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}
+	if cfg.Temporal.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey)
+	}
+	if t := cfg.Temporal.TLS; t.Enabled || t.Cert != "" || t.CA != "" {
+		tc, err := tlsConfig(t)
+		if err != nil {
+			return nil, err
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	// A quick TCP probe gives a clear error at once instead of a gRPC
+	// retry loop.
+	if host := cfg.Temporal.Address; !strings.Contains(host, "://") {
+		conn, err := net.DialTimeout("tcp", host, DialTimeout)
+		if err != nil {
+			return nil, caperr.New(caperr.DependencyUnavailable, "cannot reach the Temporal server at %s (%v); start it with `make dev` or set temporal.address / TEMPORAL_ADDRESS", host, err)
+		}
+		conn.Close()
+	}
+	dctx, cancel := context.WithTimeout(ctx, DialTimeout+5*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot connect to Temporal at %s (namespace %s)", cfg.Temporal.Address, cfg.Temporal.Namespace)
+	}
+	return c, nil
+}
+
+func tlsConfig(t config.TLS) (*tls.Config, error) {
+	tc := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
+	if t.Cert != "" || t.Key != "" {
+		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "temporal.tls cert/key")
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "temporal.tls.ca")
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, caperr.New(caperr.ConfigError, "temporal.tls.ca %s holds no PEM certificate", t.CA)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// EnsureSearchAttributes registers CapflowPlan and CapflowStatus when
+// missing. It returns false (and logs why) when they are not usable, in
+// which case workflows do not upsert them.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, log hclog.Logger) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	op := c.OperatorService()
+	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		log.Warn("cannot list search attributes; runs will not set them", "error", err)
+		return false
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, name := range []string{wfapi.SearchAttrPlan, wfapi.SearchAttrStatus} {
+		if _, ok := have.CustomAttributes[name]; !ok {
+			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	if err != nil {
+		log.Warn("cannot register search attributes; runs will not set them", "missing", fmt.Sprint(keys(missing)), "error", err)
+		return false
+	}
+	log.Info("registered search attributes", "names", fmt.Sprint(keys(missing)))
+	return true
+}
+
+func keys(m map[string]enumspb.IndexedValueType) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// UIBase is the Web UI for a frontend address: the dev server serves it
+// on port 8233 of the same host, unless CAPFLOW_UI_URL says otherwise.
+func UIBase(address string) string {
+	if u := os.Getenv("CAPFLOW_UI_URL"); u != "" {
+		return strings.TrimRight(u, "/")
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, "8233")
+}
+
+// RunURL links to a run in the Web UI.
+func RunURL(address, namespace, workflowID, runID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", UIBase(address), namespace, workflowID, runID)
+}

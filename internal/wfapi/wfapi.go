@@ -1,0 +1,226 @@
+// Package wfapi holds the types that cross the workflow boundary: the
+// PlanWorkflow's input and result (contracts section 10), the activities'
+// inputs and outputs, and the progress query. Plain JSON, no Temporal
+// import, so any client (Go, Python, TypeScript) can use the same shapes.
+package wfapi
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/preflight"
+)
+
+// Names registered with Temporal.
+const (
+	WorkflowType     = "PlanWorkflow"
+	ResolveActivity  = "Resolve"
+	RouteActivity    = "Route"
+	RunToolActivity  = "RunTool"
+	FinalizeActivity = "Finalize"
+	ProgressQuery    = "progress"
+
+	SearchAttrPlan   = "CapflowPlan"
+	SearchAttrStatus = "CapflowStatus"
+)
+
+// Run statuses.
+const (
+	StatusResolving       = "resolving"
+	StatusRunning         = "running"
+	StatusPassed          = "passed"
+	StatusFailed          = "failed"
+	StatusPartialComplete = preflight.PartialComplete
+	StatusBlockedByPolicy = preflight.BlockedByPolicy
+	StatusInvalid         = preflight.Invalid
+	StatusCancelled       = "cancelled"
+)
+
+// Step states.
+const (
+	StepPending   = "pending"
+	StepRunning   = "running"
+	StepSucceeded = "succeeded"
+	StepFailed    = "failed"
+	StepSkipped   = "skipped"
+	StepCancelled = "cancelled"
+	StepBlocked   = "blocked"
+)
+
+// Input starts a PlanWorkflow: a plan object, or request text to route.
+type Input struct {
+	Plan    any            `json:"plan,omitempty"`
+	Request string         `json:"request,omitempty"`
+	Inputs  map[string]any `json:"inputs,omitempty"`
+}
+
+// ResolvedStep is a step with everything the scheduler needs, fixed at
+// resolution time and recorded in history.
+type ResolvedStep struct {
+	ID              string         `json:"id"`
+	Capability      string         `json:"capability"`
+	Tool            string         `json:"tool"`
+	Version         string         `json:"version"`
+	Digest          string         `json:"digest"`
+	Source          string         `json:"source"`
+	Summary         string         `json:"summary"`
+	TaskQueue       string         `json:"task_queue,omitempty"`
+	Timeout         time.Duration  `json:"timeout"`
+	Heartbeat       time.Duration  `json:"heartbeat"`
+	MaxAttempts     int            `json:"max_attempts"`
+	InitialInterval time.Duration  `json:"initial_interval"`
+	Backoff         float64        `json:"backoff"`
+	MaxInterval     time.Duration  `json:"max_interval"`
+	Idempotent      bool           `json:"idempotent"`
+	Deps            []string       `json:"deps,omitempty"`
+	Join            plan.Join      `json:"join"`
+	OnFailure       string         `json:"on_failure"`
+	Critical        bool           `json:"critical,omitempty"`
+	With            map[string]any `json:"with,omitempty"`
+}
+
+// StepSummary is the activity summary the Web UI shows.
+func StepSummary(id, capability, tool, version string) string {
+	if tool == "" {
+		return fmt.Sprintf("%s · %s", id, capability)
+	}
+	return fmt.Sprintf("%s · %s → %s@%s", id, capability, tool, version)
+}
+
+// RouteInfo says how a request text became a plan.
+type RouteInfo struct {
+	Kind string `json:"kind"` // "rule" or "llm"
+	ID   string `json:"id"`
+}
+
+// ResolveInput is the Resolve activity's input.
+type ResolveInput struct {
+	Plan       any            `json:"plan"`
+	Inputs     map[string]any `json:"inputs,omitempty"`
+	WorkflowID string         `json:"workflow_id"`
+	RunID      string         `json:"run_id"`
+}
+
+// ResolveResult is the Resolve activity's result: the preflight report
+// plus the resolved steps.
+type ResolveResult struct {
+	Status        string                  `json:"status"`
+	Message       string                  `json:"message"`
+	Plan          string                  `json:"plan"`
+	Description   string                  `json:"description,omitempty"`
+	FailurePolicy string                  `json:"failure_policy"`
+	MaxParallel   int                     `json:"max_parallel"`
+	MaxRunSeconds int                     `json:"max_run_seconds"`
+	Inputs        map[string]any          `json:"inputs,omitempty"`
+	Steps         []ResolvedStep          `json:"steps"`
+	Resolution    []gap.StepResolution    `json:"resolution"`
+	Gaps          []gap.Gap               `json:"gaps"`
+	Policy        *preflight.PolicyReport `json:"policy,omitempty"`
+	Problems      []preflight.Problem     `json:"problems,omitempty"`
+	Notes         []string                `json:"notes,omitempty"`
+	RunDir        string                  `json:"run_dir"`
+	Route         *RouteInfo              `json:"route,omitempty"`
+	PlanValue     any                     `json:"plan_value,omitempty"`
+	// SearchAttributes is true when the server has CapflowPlan and
+	// CapflowStatus registered (checked by the worker at start-up).
+	SearchAttributes bool `json:"search_attributes"`
+}
+
+// StepOutcome is what a later step can reference of a finished one. Large
+// data lives in DataFile instead of Data.
+type StepOutcome struct {
+	Success  bool   `json:"success"`
+	Data     any    `json:"data,omitempty"`
+	DataFile string `json:"data_file,omitempty"`
+}
+
+// RunToolInput is the RunTool activity's input. References in Step.With
+// are evaluated inside the activity, so large outputs can travel as files.
+type RunToolInput struct {
+	WorkflowID string                 `json:"workflow_id"`
+	RunID      string                 `json:"run_id"`
+	RunDir     string                 `json:"run_dir"`
+	Step       ResolvedStep           `json:"step"`
+	Inputs     map[string]any         `json:"inputs,omitempty"`
+	Deps       map[string]StepOutcome `json:"deps,omitempty"`
+}
+
+// RunToolResult is the RunTool activity's result (also the details of
+// its failures).
+type RunToolResult struct {
+	Envelope envelope.Envelope `json:"envelope"`
+	DataFile string            `json:"data_file,omitempty"`
+	Attempt  int32             `json:"attempt"`
+}
+
+// Heartbeat is the detail of RunTool's heartbeats: the Web UI shows it as
+// the pending activity's details.
+type Heartbeat struct {
+	Attempt int32              `json:"attempt"`
+	Latest  *envelope.Feedback `json:"latest,omitempty"`
+}
+
+// StepResult is one step in the workflow result and the progress query.
+type StepResult struct {
+	ID         string             `json:"id"`
+	Capability string             `json:"capability"`
+	Status     string             `json:"status"`
+	Tool       string             `json:"tool,omitempty"`
+	Version    string             `json:"version,omitempty"`
+	Attempts   int                `json:"attempts"`
+	Reason     string             `json:"reason,omitempty"`
+	Critical   bool               `json:"critical,omitempty"`
+	StartedAt  string             `json:"started_at,omitempty"`
+	EndedAt    string             `json:"ended_at,omitempty"`
+	DurationMS int64              `json:"duration_ms,omitempty"`
+	DataFile   string             `json:"data_file,omitempty"`
+	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
+}
+
+// ReportPaths are the files Finalize writes.
+type ReportPaths struct {
+	JSON     string `json:"json"`
+	Markdown string `json:"markdown"`
+}
+
+// Result is the PlanWorkflow's result.
+type Result struct {
+	Status     string                  `json:"status"`
+	Plan       string                  `json:"plan"`
+	Message    string                  `json:"message"`
+	WorkflowID string                  `json:"workflow_id"`
+	RunID      string                  `json:"run_id"`
+	Steps      []StepResult            `json:"steps"`
+	Gaps       []gap.Gap               `json:"gaps"`
+	Resolution []gap.StepResolution    `json:"resolution"`
+	Policy     *preflight.PolicyReport `json:"policy,omitempty"`
+	Problems   []preflight.Problem     `json:"problems,omitempty"`
+	Route      *RouteInfo              `json:"route,omitempty"`
+	Report     ReportPaths             `json:"report"`
+	StartedAt  string                  `json:"started_at"`
+	EndedAt    string                  `json:"ended_at,omitempty"`
+	DurationMS int64                   `json:"duration_ms"`
+}
+
+// FinalizeInput is the Finalize activity's input.
+type FinalizeInput struct {
+	Result   Result         `json:"result"`
+	Resolved *ResolveResult `json:"resolved,omitempty"`
+}
+
+// RouteInput is the Route activity's input.
+type RouteInput struct {
+	Request string         `json:"request"`
+	Inputs  map[string]any `json:"inputs,omitempty"`
+}
+
+// RouteResult is the Route activity's result: a plan, or why none.
+type RouteResult struct {
+	Plan    any        `json:"plan,omitempty"`
+	Route   *RouteInfo `json:"route,omitempty"`
+	Message string     `json:"message,omitempty"`
+	Gaps    []gap.Gap  `json:"gaps,omitempty"`
+}

@@ -1,0 +1,105 @@
+// Package workerapp wires the capflow worker: configuration, logger,
+// Temporal client, search attributes, registrations, graceful shutdown.
+package workerapp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/cli"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/temporalx"
+	"github.com/capflow/capflow/internal/toolrun"
+	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/workflows"
+)
+
+// Register registers the workflow and activities on a worker (or any
+// registry, e.g. a test environment).
+func Register(w worker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
+	w.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+}
+
+// Main runs the worker until SIGINT/SIGTERM and returns the exit code.
+func Main(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("capflow-worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	project := fs.String("project", "", "project folder (default: current directory)")
+	cfgFile := fs.String("config", "", "config file (default: <project>/capflow.yaml)")
+	queue := fs.String("task-queue", "", "task queue to poll (default: temporal.task_queue)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := logging.New("capflow-worker", stderr, hclog.Info)
+	cfg, err := config.Load(config.Options{Project: *project, File: *cfgFile})
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		return 2
+	}
+	if *queue != "" {
+		cfg.Temporal.TaskQueue = *queue
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"))
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		return 1
+	}
+	defer c.Close()
+	acts := &activities.Activities{
+		Config: cfg, RegistryOptions: cli.RegistryOptions(cfg, log.Named("registry")),
+		Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
+		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
+		Router:           NewRouter(cfg, log),
+	}
+	// Warm the registry now so manifest problems show at start-up.
+	if reg, err := registryCheck(acts); err != nil {
+		log.Error("registry", "error", err.Error())
+		return 2
+	} else {
+		log.Info("registry loaded", "summary", reg)
+	}
+	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
+		// Give running tools time to stop (SIGTERM, grace, SIGKILL) on shutdown.
+		WorkerStopTimeout: 10 * time.Second,
+	})
+	Register(w, acts)
+	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	if err := w.Start(); err != nil {
+		log.Error("worker failed to start", "error", err)
+		return 1
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	w.Stop()
+	return 0
+}
+
+func registryCheck(a *activities.Activities) (string, error) {
+	reg, err := registryLoad(a)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range reg.Problems {
+		a.Logger.Warn("manifest problem", "problem", p.Error())
+	}
+	return fmt.Sprint(reg.Summary()), nil
+}

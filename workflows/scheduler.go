@@ -1,0 +1,449 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// defaultHeartbeat bounds how long a dead worker goes unnoticed when
+// neither tool nor plan sets a heartbeat timeout.
+const defaultHeartbeat = 30 * time.Second
+
+type stepState struct {
+	step     wfapi.ResolvedStep
+	status   string
+	attempts int
+	reason   string
+	env      *envelope.Envelope
+	dataFile string
+	started  time.Time
+	ended    time.Time
+	cancel   workflow.CancelFunc
+	future   workflow.Future
+}
+
+type scheduler struct {
+	ctx        workflow.Context
+	rr         *wfapi.ResolveResult
+	res        *wfapi.Result
+	ids        []string // sorted
+	steps      map[string]*stepState
+	dependents map[string][]string
+	running    int
+	stopped    bool
+	stopReason string
+	cancelled  bool
+	timedOut   bool
+	err        error // an invalid transition: a bug, surfaced loudly
+}
+
+func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
+	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{}}
+	for _, st := range rr.Steps {
+		s.steps[st.ID] = &stepState{step: st, status: wfapi.StepPending}
+		s.ids = append(s.ids, st.ID)
+		for _, d := range st.Deps {
+			s.dependents[d] = append(s.dependents[d], st.ID)
+		}
+	}
+	sort.Strings(s.ids)
+	for _, d := range s.dependents {
+		sort.Strings(d)
+	}
+	return s
+}
+
+func (s *scheduler) move(st *stepState, to, reason string) {
+	if err := checkTransition(st.step.ID, st.status, to); err != nil {
+		workflow.GetLogger(s.ctx).Error("scheduler bug", "error", err)
+		if s.err == nil {
+			s.err = err
+		}
+		return
+	}
+	st.status = to
+	if reason != "" {
+		st.reason = reason
+	}
+	if terminal(to) {
+		st.ended = workflow.Now(s.ctx)
+	}
+}
+
+// run drives the DAG until nothing runs and nothing can start.
+func (s *scheduler) run() {
+	var deadline workflow.Future
+	var stopTimer workflow.CancelFunc
+	if s.rr.MaxRunSeconds > 0 {
+		tctx, cancel := workflow.WithCancel(s.ctx)
+		stopTimer = cancel
+		deadline = workflow.NewTimerWithOptions(tctx, time.Duration(s.rr.MaxRunSeconds)*time.Second,
+			workflow.TimerOptions{Summary: fmt.Sprintf("max_run_seconds %d", s.rr.MaxRunSeconds)})
+	}
+	s.details()
+	for {
+		if !s.stopped {
+			s.startReady()
+		}
+		if s.running == 0 {
+			break
+		}
+		sel := workflow.NewSelector(s.ctx)
+		for _, id := range s.ids {
+			st := s.steps[id]
+			if st.status == wfapi.StepRunning && st.future != nil {
+				id := id
+				sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
+			}
+		}
+		if !s.cancelled {
+			sel.AddReceive(s.ctx.Done(), func(workflow.ReceiveChannel, bool) {
+				s.cancelled = true
+				s.stop("the run was cancelled")
+			})
+		}
+		if deadline != nil && !s.timedOut {
+			sel.AddFuture(deadline, func(f workflow.Future) {
+				if f.Get(s.ctx, nil) == nil {
+					s.timedOut = true
+					s.stop(fmt.Sprintf("max_run_seconds (%ds) exceeded", s.rr.MaxRunSeconds))
+				}
+			})
+		}
+		sel.Select(s.ctx)
+		s.details()
+	}
+	if stopTimer != nil {
+		stopTimer()
+	}
+}
+
+// counts returns how many of a step's dependencies succeeded, ended
+// otherwise, and are not finished.
+func (s *scheduler) counts(st *stepState) (succ, bad, open int) {
+	for _, d := range st.step.Deps {
+		switch s.steps[d].status {
+		case wfapi.StepSucceeded:
+			succ++
+		case wfapi.StepPending, wfapi.StepRunning:
+			open++
+		default:
+			bad++
+		}
+	}
+	return
+}
+
+func required(st wfapi.ResolvedStep) int {
+	p := plan.Step{Join: st.Join, Deps: st.Deps}
+	return p.Required()
+}
+
+// startReady skips steps whose join can no longer be satisfied and starts
+// those whose dependencies have all ended with the join satisfied, in id
+// order, up to max_parallel.
+func (s *scheduler) startReady() {
+	for changed := true; changed; {
+		changed = false
+		for _, id := range s.ids {
+			st := s.steps[id]
+			if st.status != wfapi.StepPending {
+				continue
+			}
+			succ, bad, open := s.counts(st)
+			need := required(st.step)
+			switch {
+			case succ+open < need:
+				s.move(st, wfapi.StepSkipped, s.skipReason(st, need))
+				changed = true
+				s.checkStop()
+			case open == 0 && succ >= need:
+				if s.running >= s.rr.MaxParallel && s.rr.MaxParallel > 0 {
+					continue
+				}
+				_ = bad
+				s.start(st)
+			}
+			if s.stopped {
+				return
+			}
+		}
+	}
+}
+
+func (s *scheduler) skipReason(st *stepState, need int) string {
+	var bad []string
+	for _, d := range st.step.Deps {
+		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning {
+			bad = append(bad, d+" "+ds)
+		}
+	}
+	return fmt.Sprintf("join %s needs %d of %d dependencies to succeed; %s", st.step.Join.Policy, need, len(st.step.Deps), strings.Join(bad, ", "))
+}
+
+func (s *scheduler) start(st *stepState) {
+	step := st.step
+	hb := step.Heartbeat
+	if hb <= 0 {
+		hb = defaultHeartbeat
+	}
+	if hb > step.Timeout && step.Timeout > 0 {
+		hb = step.Timeout
+	}
+	opts := workflow.ActivityOptions{
+		ActivityID:          "step-" + step.ID,
+		TaskQueue:           step.TaskQueue,
+		StartToCloseTimeout: step.Timeout,
+		HeartbeatTimeout:    hb,
+		WaitForCancellation: true,
+		Summary:             step.Summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: step.InitialInterval, BackoffCoefficient: step.Backoff, MaximumInterval: step.MaxInterval,
+			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
+		},
+	}
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
+	deps := map[string]wfapi.StepOutcome{}
+	for _, d := range step.Deps {
+		ds := s.steps[d]
+		o := wfapi.StepOutcome{Success: ds.status == wfapi.StepSucceeded, DataFile: ds.dataFile}
+		if ds.env != nil && o.Success {
+			o.Data = ds.env.Data
+		}
+		deps[d] = o
+	}
+	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunID: s.res.RunID, RunDir: s.rr.RunDir, Step: step, Inputs: s.rr.Inputs, Deps: deps}
+	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
+	st.cancel = cancel
+	st.started = workflow.Now(s.ctx)
+	s.move(st, wfapi.StepRunning, "")
+	s.running++
+}
+
+// complete records a finished activity.
+func (s *scheduler) complete(id string, f workflow.Future) {
+	st := s.steps[id]
+	s.running--
+	var out wfapi.RunToolResult
+	err := f.Get(s.ctx, &out)
+	if err == nil {
+		env := out.Envelope
+		st.env, st.dataFile, st.attempts = &env, out.DataFile, int(out.Attempt)
+		s.move(st, wfapi.StepSucceeded, "")
+		return
+	}
+	st.attempts = st.step.MaxAttempts
+	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &canceled):
+		st.env = synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+		s.move(st, wfapi.StepCancelled, s.stopReason)
+		return
+	case errors.As(err, &app):
+		var details wfapi.RunToolResult
+		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
+			env := details.Envelope
+			st.env, st.attempts = &env, int(details.Attempt)
+		} else {
+			st.env = synthEnvelope(st.step.Tool, caperr.Code(app.Type()), app.Message())
+		}
+	case errors.As(err, &timeout):
+		var hb wfapi.Heartbeat
+		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
+			st.attempts = int(hb.Attempt)
+		}
+		st.env = synthEnvelope(st.step.Tool, caperr.TaskTimeout, fmt.Sprintf("%s timed out (%s)", st.step.ID, strings.ToLower(timeout.TimeoutType().String())))
+	default:
+		st.env = synthEnvelope(st.step.Tool, caperr.ToolFailure, err.Error())
+	}
+	if st.step.MaxAttempts > 1 && st.attempts >= st.step.MaxAttempts && st.env.Error != nil && st.env.Error.Retryable {
+		st.env.Feedback = append(st.env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelError,
+			Message: fmt.Sprintf("retry exhausted after %d attempts", st.attempts), Detail: string(caperr.RetryExhausted), Timestamp: envelope.Timestamp(workflow.Now(s.ctx))})
+	}
+	if s.cancelled || (s.stopped && st.env.Error != nil && st.env.Error.Code == caperr.Cancelled) {
+		s.move(st, wfapi.StepCancelled, s.stopReason)
+		return
+	}
+	if st.step.OnFailure == plan.OnFailureSkip {
+		s.move(st, wfapi.StepSkipped, "failed ("+st.env.Message+"); on_failure: skip")
+		s.checkStop()
+		return
+	}
+	s.move(st, wfapi.StepFailed, st.env.Message)
+	s.checkStop()
+}
+
+func synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
+	if tool == "" {
+		tool = "capflow"
+	}
+	ts := envelope.Timestamp(time.Unix(0, 0))
+	info := caperr.Lookup(code)
+	return &envelope.Envelope{ToolID: tool, ExitCode: max(info.ExitCode, 1), Success: false, Timestamp: ts, Message: msg,
+		Feedback: []envelope.Feedback{{Phase: "run", Level: envelope.LevelError, Message: msg, Detail: string(code), Timestamp: ts}},
+		Error:    envelope.ErrorFor(code)}
+}
+
+// absorbed reports whether a failed (or skipped) step's failure is
+// tolerated: under critical_path when it is not critical; otherwise when
+// every step that needs it has an any/quorum join that can still be, or
+// was, satisfied.
+func (s *scheduler) absorbed(st *stepState) bool {
+	if st.status == wfapi.StepSkipped && st.step.OnFailure == plan.OnFailureSkip {
+		return true
+	}
+	if s.rr.FailurePolicy == plan.CriticalPath && !st.step.Critical {
+		return true
+	}
+	deps := s.dependents[st.step.ID]
+	if len(deps) == 0 {
+		return false
+	}
+	for _, d := range deps {
+		ds := s.steps[d]
+		if ds.step.Join.Policy != plan.JoinAny && ds.step.Join.Policy != plan.JoinQuorum {
+			return false
+		}
+		if ds.status == wfapi.StepSkipped {
+			return false
+		}
+		succ, _, open := s.counts(ds)
+		if ds.status == wfapi.StepPending && succ+open < required(ds.step) {
+			return false
+		}
+	}
+	return true
+}
+
+// unabsorbed lists the failures that decide the run.
+func (s *scheduler) unabsorbed() []string {
+	var out []string
+	for _, id := range s.ids {
+		st := s.steps[id]
+		switch {
+		case st.status == wfapi.StepFailed && !s.absorbed(st):
+			out = append(out, id)
+		case s.rr.FailurePolicy == plan.CriticalPath && st.step.Critical && st.status == wfapi.StepSkipped:
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// checkStop applies fail_fast and critical_path after each failure.
+func (s *scheduler) checkStop() {
+	if s.stopped || s.rr.FailurePolicy == plan.ContinueAll {
+		return
+	}
+	if bad := s.unabsorbed(); len(bad) > 0 {
+		what := "failed"
+		if st := s.steps[bad[0]]; st.status == wfapi.StepSkipped {
+			what = "was skipped"
+		}
+		s.stop(fmt.Sprintf("%s: step %s %s", s.rr.FailurePolicy, bad[0], what))
+	}
+}
+
+// stop cancels running steps and skips the pending ones.
+func (s *scheduler) stop(reason string) {
+	if s.stopped {
+		return
+	}
+	s.stopped, s.stopReason = true, reason
+	for _, id := range s.ids {
+		st := s.steps[id]
+		switch st.status {
+		case wfapi.StepRunning:
+			st.cancel()
+		case wfapi.StepPending:
+			to := wfapi.StepSkipped
+			if s.cancelled {
+				to = wfapi.StepCancelled
+			}
+			s.move(st, to, "not started: "+reason)
+		}
+	}
+}
+
+// outcome is the run's status and message.
+func (s *scheduler) outcome() (string, string) {
+	if s.err != nil {
+		return wfapi.StatusFailed, "internal error: " + s.err.Error()
+	}
+	if s.cancelled {
+		return wfapi.StatusCancelled, "the run was cancelled"
+	}
+	done := 0
+	for _, id := range s.ids {
+		if s.steps[id].status == wfapi.StepSucceeded {
+			done++
+		}
+	}
+	if s.timedOut {
+		return wfapi.StatusFailed, fmt.Sprintf("max_run_seconds (%ds) exceeded; %d of %d steps succeeded", s.rr.MaxRunSeconds, done, len(s.ids))
+	}
+	if bad := s.unabsorbed(); len(bad) > 0 {
+		st := s.steps[bad[0]]
+		why := st.reason
+		return wfapi.StatusFailed, fmt.Sprintf("step %s %s: %s (%d of %d steps succeeded)", bad[0], st.status, why, done, len(s.ids))
+	}
+	if done == len(s.ids) {
+		return wfapi.StatusPassed, fmt.Sprintf("all %d steps succeeded", done)
+	}
+	return wfapi.StatusPassed, fmt.Sprintf("%d of %d steps succeeded; every failure was absorbed", done, len(s.ids))
+}
+
+// results renders the steps in plan order.
+func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
+	out := make([]wfapi.StepResult, 0, len(s.rr.Steps))
+	for _, rs := range s.rr.Steps {
+		st := s.steps[rs.ID]
+		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
+			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile}
+		if !st.started.IsZero() {
+			r.StartedAt = envelope.Timestamp(st.started)
+			if !st.ended.IsZero() {
+				r.EndedAt = envelope.Timestamp(st.ended)
+				r.DurationMS = st.ended.Sub(st.started).Milliseconds()
+			}
+		}
+		if withEnvelopes {
+			r.Envelope = st.env
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// details keeps the Web UI's "current details" in step with the run.
+func (s *scheduler) details() {
+	counts := map[string]int{}
+	var running []string
+	for _, id := range s.ids {
+		st := s.steps[id]
+		counts[st.status]++
+		if st.status == wfapi.StepRunning {
+			running = append(running, st.step.Summary)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**: %d/%d steps done (%d failed, %d skipped)", s.rr.Plan,
+		counts[wfapi.StepSucceeded]+counts[wfapi.StepFailed]+counts[wfapi.StepSkipped]+counts[wfapi.StepCancelled], len(s.ids), counts[wfapi.StepFailed], counts[wfapi.StepSkipped])
+	for _, r := range running {
+		fmt.Fprintf(&b, "\n- running: %s", r)
+	}
+	workflow.SetCurrentDetails(s.ctx, b.String())
+}
