@@ -16,9 +16,10 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// defaultHeartbeat bounds how long a dead worker goes unnoticed when
-// neither tool nor plan sets a heartbeat timeout.
-const defaultHeartbeat = 30 * time.Second
+// defaultHeartbeat bounds how long a dead worker goes unnoticed, and how
+// long a cancellation takes to reach a running tool (the SDK sends
+// heartbeats at most every 0.8 × this), when neither tool nor plan sets one.
+const defaultHeartbeat = 10 * time.Second
 
 type stepState struct {
 	step     wfapi.ResolvedStep
@@ -85,6 +86,7 @@ func (s *scheduler) move(st *stepState, to, reason string) {
 func (s *scheduler) run() {
 	var deadline workflow.Future
 	var stopTimer workflow.CancelFunc
+	deadlineDone := false
 	if s.rr.MaxRunSeconds > 0 {
 		tctx, cancel := workflow.WithCancel(s.ctx)
 		stopTimer = cancel
@@ -113,8 +115,11 @@ func (s *scheduler) run() {
 				s.stop("the run was cancelled")
 			})
 		}
-		if deadline != nil && !s.timedOut {
+		if deadline != nil && !deadlineDone {
 			sel.AddFuture(deadline, func(f workflow.Future) {
+				// Fired or cancelled, a timer resolves once: never add it
+				// again, or the loop would spin without yielding.
+				deadlineDone = true
 				if f.Get(s.ctx, nil) == nil {
 					s.timedOut = true
 					s.stop(fmt.Sprintf("max_run_seconds (%ds) exceeded", s.rr.MaxRunSeconds))

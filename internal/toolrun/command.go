@@ -60,7 +60,7 @@ func resolveArgv(m *manifest.Manifest) []string {
 	return argv
 }
 
-func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builder, log hclog.Logger) envelope.Envelope {
+func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builder, red *envelope.Redactor, log hclog.Logger) envelope.Envelope {
 	m := req.Manifest
 	wd := req.Workdir
 	if wd == "" {
@@ -85,7 +85,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	}
 	cmd.Env = toolEnv(req, inPath, outPath, wd)
 	cmd.Stdin = bytes.NewReader(inJSON)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 
 	maxOut := r.MaxStdout
 	if maxOut <= 0 {
@@ -95,7 +95,14 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	stderrLog, _ := os.Create(filepath.Join(wd, StderrLog))
 	defer closeQuiet(stdoutLog)
 	defer closeQuiet(stderrLog)
-	stdout := &capped{max: maxOut, file: stdoutLog}
+	// stdout is kept in memory (capped) and logged redacted at the end, so
+	// a secret split across two writes is still masked.
+	stdout := &capped{max: maxOut}
+	defer func() {
+		if stdoutLog != nil {
+			_, _ = stdoutLog.Write(red.Bytes(stdout.buf.Bytes()))
+		}
+	}()
 	cmd.Stdout = stdout
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -137,7 +144,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 
 	var events []envelope.Feedback
 	tail := &tailBuffer{max: stderrTail}
-	readStderr(errPipe, stderrLog, tail, func(f envelope.Feedback) {
+	readStderr(errPipe, stderrLog, red, tail, func(f envelope.Feedback) {
 		events = append(events, f)
 		if req.OnFeedback != nil {
 			req.OnFeedback(f)
@@ -171,6 +178,11 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	}
 
 	raw, source := readResult(outPath, stdout.buf.Bytes())
+	if source == OutputFile && !red.Empty() {
+		// The tool's own file stays in the step folder for debugging:
+		// masked, like everything else capflow keeps.
+		_ = os.WriteFile(outPath, red.Bytes(raw), 0o600)
+	}
 	if raw == nil {
 		b.Append(events...)
 		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)
@@ -309,7 +321,7 @@ func lastBytes(b []byte, n int) string {
 // readStderr splits stderr into feedback events (JSON objects with phase,
 // level and message) and plain log lines; lines are bounded so a tool
 // printing megabytes without a newline cannot exhaust memory.
-func readStderr(r io.Reader, logFile *os.File, tail *tailBuffer, onEvent func(envelope.Feedback), log hclog.Logger) {
+func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), log hclog.Logger) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, isPrefix, err := br.ReadLine()
@@ -320,6 +332,7 @@ func readStderr(r io.Reader, logFile *os.File, tail *tailBuffer, onEvent func(en
 				_, isPrefix, err = br.ReadLine()
 				text = append(text[:min(len(text), 64<<10)], " …[line truncated]"...)
 			}
+			text = red.Bytes(text)
 			if f, ok := parseEvent(text); ok {
 				onEvent(f)
 			} else {
@@ -358,11 +371,10 @@ func parseEvent(line []byte) (envelope.Feedback, bool) {
 	return f, true
 }
 
-// capped keeps up to max bytes in memory and in the log file.
+// capped keeps up to max bytes in memory and counts the rest.
 type capped struct {
 	max     int64
 	buf     bytes.Buffer
-	file    *os.File
 	dropped int64
 }
 
@@ -377,9 +389,6 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.dropped += int64(len(p)) - room
 	}
 	c.buf.Write(keep)
-	if c.file != nil {
-		c.file.Write(keep)
-	}
 	return len(p), nil
 }
 

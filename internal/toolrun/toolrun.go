@@ -96,7 +96,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	var env envelope.Envelope
 	switch m.Entrypoint.Type {
 	case manifest.EntryCommand:
-		env = r.runCommand(ctx, req, b, log)
+		env = r.runCommand(ctx, req, b, red, log)
 	case manifest.EntryHTTP:
 		env = r.runHTTP(ctx, req, b)
 	case manifest.EntryBuiltin:

@@ -146,3 +146,24 @@ func TestBuiltinThroughRunner(t *testing.T) {
 		t.Fatalf("path escape not refused: %+v", env)
 	}
 }
+
+func TestSecretsStayOutOfStepFiles(t *testing.T) {
+	t.Parallel()
+	m := script(t, `echo "stdout $TOKEN"; echo "stderr $TOKEN" >&2; printf '{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"m","feedback":[],"data":{"n":1,"s":"%s"}}' "$TOKEN" > "$CAPFLOW_OUTPUT_PATH"`,
+		func(m *manifest.Manifest) { m.Secrets = []string{"TOKEN"} })
+	wd := filepath.Join(t.TempDir(), "step")
+	env := (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{}, Root: t.TempDir(), Workdir: wd,
+		Secrets: map[string]string{"TOKEN": "hunter2-secret"}})
+	if !env.Success {
+		t.Fatalf("%+v", env)
+	}
+	for _, f := range []string{StdoutLog, StderrLog, OutputFile} {
+		b, err := os.ReadFile(filepath.Join(wd, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "hunter2-secret") || !strings.Contains(string(b), envelope.Mask) {
+			t.Errorf("%s: %q", f, b)
+		}
+	}
+}

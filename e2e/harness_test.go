@@ -1,0 +1,283 @@
+// Package e2e tests capflow end to end: a real Temporal dev server, the
+// real capflow-worker and capflow binaries, real tool subprocesses and
+// real files. Under `make test` a missing Temporal binary is a failure,
+// never a skip; `go test -short` (make test-unit) leaves these tests out.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/capflow/capflow/internal/envelope"
+)
+
+var h *harness
+
+type harness struct {
+	repo    string
+	bin     string // folder with capflow and capflow-worker
+	project string
+	server  *testsuite.DevServer
+	address string
+	client  client.Client
+	tmp     string
+
+	mu      sync.Mutex
+	workers []*exec.Cmd
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped with -short (make test runs them)")
+		os.Exit(0)
+	}
+	code := 1
+	func() {
+		var err error
+		h, err = setup()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e setup failed: %v\n", err)
+			return
+		}
+		defer h.teardown()
+		code = m.Run()
+	}()
+	os.Exit(code)
+}
+
+func temporalBinary(repo string) (string, error) {
+	if p := os.Getenv("CAPFLOW_TEMPORAL_BIN"); p != "" {
+		return p, nil
+	}
+	if p := filepath.Join(repo, "bin", "temporal"); fileExists(p) {
+		return p, nil
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("no Temporal CLI: run `make test` (it builds bin/temporal) or set CAPFLOW_TEMPORAL_BIN")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func freePort() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:17233"
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func setup() (*harness, error) {
+	wd, _ := os.Getwd()
+	repo := filepath.Dir(wd)
+	tmp, err := os.MkdirTemp("", "capflow-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{repo: repo, tmp: tmp, bin: filepath.Join(tmp, "bin"), project: filepath.Join(tmp, "project")}
+	for _, b := range [][2]string{{"capflow", "./starter"}, {"capflow-worker", "./worker"}} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(h.bin, b[0]), b[1])
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", b[0], err, out)
+		}
+	}
+	if err := copyTree(filepath.Join(wd, "testdata", "project"), h.project); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(filepath.Join(repo, "kits"), filepath.Join(h.project, "kits")); err != nil {
+		return nil, err
+	}
+	tbin, err := temporalBinary(repo)
+	if err != nil {
+		return nil, err
+	}
+	// The dev server binds more ports than the frontend; a port that was
+	// free when picked can be taken by then, so try a few.
+	serverLog, err := os.Create(filepath.Join(tmp, "devserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		h.address = freePort()
+		h.server, err = testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
+			ExistingPath:  tbin,
+			ClientOptions: &client.Options{HostPort: h.address, Namespace: "default"},
+			LogLevel:      "error",
+			Stdout:        serverLog, Stderr: serverLog,
+			DBFilename: filepath.Join(tmp, "temporal.db"),
+		})
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			b, _ := os.ReadFile(serverLog.Name())
+			return nil, fmt.Errorf("start dev server: %w\n%s", err, b)
+		}
+	}
+	h.client = h.server.Client()
+	if err := h.startWorker(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *harness) teardown() {
+	h.mu.Lock()
+	for _, w := range h.workers {
+		if w.Process != nil {
+			_ = w.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	h.mu.Unlock()
+	for _, w := range h.workers {
+		done := make(chan struct{})
+		go func() { _ = w.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = w.Process.Kill()
+		}
+	}
+	if h.server != nil {
+		_ = h.server.Stop()
+	}
+	_ = os.RemoveAll(h.tmp)
+}
+
+func (h *harness) env() []string {
+	return append(os.Environ(), "CAPFLOW_TEMPORAL_ADDRESS="+h.address, "E2E_TOKEN=e2e-super-secret-value", "CAPFLOW_LOG_LEVEL=info")
+}
+
+// startWorker starts a capflow-worker subprocess and waits until it polls.
+func (h *harness) startWorker() error {
+	logf, err := os.OpenFile(filepath.Join(h.tmp, "worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", h.project)
+	cmd.Env = h.env()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.workers = append(h.workers, cmd)
+	h.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(h.tmp, "worker.log"))
+		if bytes.Count(b, []byte("worker started")) >= h.workerCount() {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("worker did not start; log:\n%s", h.workerLog())
+}
+
+func (h *harness) workerCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.workers)
+}
+
+func (h *harness) workerLog() string {
+	b, _ := os.ReadFile(filepath.Join(h.tmp, "worker.log"))
+	return string(b)
+}
+
+// killWorker SIGKILLs the most recent worker.
+func (h *harness) killWorker() {
+	h.mu.Lock()
+	w := h.workers[len(h.workers)-1]
+	h.mu.Unlock()
+	_ = w.Process.Kill()
+	_ = w.Wait()
+}
+
+// capflow runs the CLI binary against the test project.
+func (h *harness) capflow(t *testing.T, args ...string) (int, envelope.Envelope, string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", h.project, "--output", "json")...)
+	cmd.Env = h.env()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("capflow %v: %v", args, err)
+	}
+	var env envelope.Envelope
+	dec := json.NewDecoder(&out)
+	if err := dec.Decode(&env); err != nil {
+		t.Fatalf("capflow %v: stdout is not an envelope (%v)\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
+	}
+	if dec.More() {
+		t.Fatalf("capflow %v printed more than one JSON document", args)
+	}
+	if errs := env.Validate(); len(errs) > 0 {
+		t.Fatalf("capflow %v: invalid envelope %v", args, errs)
+	}
+	if strings.Contains(errb.String(), "goroutine ") {
+		t.Fatalf("capflow %v printed a Go stack trace:\n%s", args, errb.String())
+	}
+	return code, env, errb.String()
+}
+
+// writePlan writes a plan into the project and returns its path.
+func (h *harness) writePlan(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(h.project, "plans", name+".yaml")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode())
+	})
+}
+
+// data decodes an envelope's data into v.
+func data(t *testing.T, env envelope.Envelope, v any) {
+	t.Helper()
+	b, _ := json.Marshal(env.Data)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode data: %v", err)
+	}
+}

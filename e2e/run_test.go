@@ -1,0 +1,475 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// runResult is the data of `capflow run --output json`.
+type runResult struct {
+	Status     string             `json:"status"`
+	Message    string             `json:"message"`
+	WorkflowID string             `json:"workflow_id"`
+	RunID      string             `json:"run_id"`
+	Steps      []wfapi.StepResult `json:"steps"`
+	Gaps       []map[string]any   `json:"gaps"`
+	Report     wfapi.ReportPaths  `json:"report"`
+}
+
+func (r runResult) step(t *testing.T, id string) wfapi.StepResult {
+	t.Helper()
+	for _, s := range r.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no step %s in %+v", id, r.Steps)
+	return wfapi.StepResult{}
+}
+
+func (h *harness) run(t *testing.T, plan string, args ...string) (int, runResult) {
+	t.Helper()
+	code, env, stderr := h.capflow(t, append([]string{"run", plan}, args...)...)
+	var r runResult
+	data(t, env, &r)
+	if r.Status == "" {
+		t.Fatalf("no status (exit %d): %s\n%s", code, env.Message, stderr)
+	}
+	return code, r
+}
+
+// examplesExpect reads "# expect: check=X run=Y" from an example.
+func examplesExpect(t *testing.T, file string) (check, run string) {
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "# expect: "); ok {
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "check":
+					check = v
+				case "run":
+					run = v
+				}
+			}
+		}
+	}
+	return check, run
+}
+
+func TestExamplesRunAsPromised(t *testing.T) {
+	if err := os.Symlink(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	exit := map[string]int{"passed": 0, "failed": 1, "partial-complete": 3, "blocked_by_policy": 4}
+	files, _ := filepath.Glob(filepath.Join(h.repo, "plans/examples/*.yaml"))
+	for _, f := range files {
+		if filepath.Base(f) == "webm-to-mp4.yaml" {
+			continue // depends on ffmpeg being installed; covered by plan check tests
+		}
+		check, want := examplesExpect(t, f)
+		if want == "" {
+			want = check // plans that cannot run end with their check status
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var args []string
+			if filepath.Base(f) == "media-to-drive.yaml" {
+				args = []string{"--input", "url=https://youtu.be/x"}
+			}
+			code, r := h.run(t, filepath.Join(h.project, "plans/examples", filepath.Base(f)), args...)
+			if r.Status != want || code != exit[want] {
+				t.Fatalf("status %s exit %d, want %s exit %d: %s", r.Status, code, want, exit[want], r.Message)
+			}
+			for _, p := range []string{r.Report.JSON, r.Report.Markdown} {
+				if b, err := os.ReadFile(p); err != nil || len(b) == 0 {
+					t.Fatalf("report %s missing: %v", p, err)
+				}
+			}
+			md, _ := os.ReadFile(r.Report.Markdown)
+			if !strings.Contains(string(md), r.Status) || !strings.Contains(string(md), "```mermaid") && len(r.Steps) > 0 {
+				t.Fatalf("report.md lacks status or graph:\n%s", md)
+			}
+		})
+	}
+	b, err := os.ReadFile(filepath.Join(h.project, ".capflow/out/file-pipeline/MANIFEST.txt"))
+	if err != nil || !strings.Contains(string(b), "files 3") || !strings.Contains(string(b), "sha256 ") {
+		t.Fatalf("pipeline output: %v\n%s", err, b)
+	}
+}
+
+func TestQuorumAbsorbsAFailedBranch(t *testing.T) {
+	p := h.writePlan(t, "quorum", `name: quorum
+steps:
+  - {id: a, capability: test.noop}
+  - {id: b, capability: test.soft_fail}
+  - {id: c, capability: test.noop}
+  - {id: join, capability: test.noop, needs: [a, b, c], join: {policy: quorum, min: 2}}
+`)
+	code, r := h.run(t, p)
+	if code != 0 || r.Status != "passed" || r.step(t, "b").Status != "failed" || r.step(t, "join").Status != "succeeded" {
+		t.Fatalf("exit %d %s: %+v", code, r.Status, r.Steps)
+	}
+}
+
+func pidGone(t *testing.T, pidFile string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("tool never wrote its pid: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("tool process %d is still alive", pid)
+}
+
+func TestFailFastStopsSiblings(t *testing.T) {
+	p := h.writePlan(t, "failfast", `name: failfast
+steps:
+  - {id: bad, capability: test.soft_fail}
+  - {id: hanging, capability: test.hang, timeout: 5m}
+  - {id: after, capability: test.noop, needs: [hanging]}
+`)
+	start := time.Now()
+	code, r := h.run(t, p)
+	if code != 1 || r.Status != "failed" {
+		t.Fatalf("exit %d status %s", code, r.Status)
+	}
+	if r.step(t, "bad").Status != "failed" || r.step(t, "hanging").Status != "cancelled" || r.step(t, "after").Status != "skipped" {
+		t.Fatalf("states: %+v", r.Steps)
+	}
+	if time.Since(start) > 60*time.Second {
+		t.Fatalf("fail_fast took %s", time.Since(start))
+	}
+	pidGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/hanging/pid"))
+}
+
+func TestMisbehavingTools(t *testing.T) {
+	tests := []struct {
+		name, capability, extra string
+		code                    string
+		contains                string
+	}{
+		{"hang times out", "test.hang", "timeout: 2s, on_failure: fail", "TASK_TIMEOUT", "timed out"},
+		{"garbage output", "test.garbage", "on_failure: fail", "TOOL_FAILURE", "Traceback: something went very wrong"},
+		{"exit 0 with success false", "test.soft_fail", "", "TEST_FAILURE", "3 assertions failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			extra := ""
+			if tt.extra != "" {
+				extra = ", " + tt.extra
+			}
+			p := h.writePlan(t, strings.ReplaceAll(tt.name, " ", "-"), "name: misbehave\nsteps:\n  - {id: s, capability: "+tt.capability+extra+"}\n")
+			code, r := h.run(t, p)
+			s := r.step(t, "s")
+			if code != 1 || r.Status != "failed" || s.Status != "failed" || s.Envelope == nil || s.Envelope.Error == nil || string(s.Envelope.Error.Code) != tt.code {
+				t.Fatalf("exit %d %s: %+v", code, r.Status, s)
+			}
+			all, _ := json.Marshal(s.Envelope)
+			if !strings.Contains(string(all), tt.contains) {
+				t.Fatalf("envelope lacks %q: %s", tt.contains, all)
+			}
+			if tt.code == "TEST_FAILURE" && s.Attempts != 1 {
+				t.Fatalf("a non-retryable failure ran %d times", s.Attempts)
+			}
+			if tt.capability == "test.hang" {
+				pidGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/s/pid"))
+			}
+		})
+	}
+}
+
+func TestGapPlanRunsNothing(t *testing.T) {
+	p := h.writePlan(t, "gap", `name: gap
+steps:
+  - {id: before, capability: test.slow, with: {seconds: 1, log: "`+filepath.Join(h.tmp, "gap.log")+`"}}
+  - {id: download, capability: youtube.download, with: {url: "x"}}
+`)
+	code, r := h.run(t, p)
+	if code != 3 || r.Status != "partial-complete" || len(r.Gaps) != 1 || r.step(t, "before").Status != "blocked" {
+		t.Fatalf("exit %d %s: %+v", code, r.Status, r)
+	}
+	if fileExists(filepath.Join(h.tmp, "gap.log")) {
+		t.Fatal("a step ran although the plan has a gap")
+	}
+	if !fileExists(r.Report.Markdown) {
+		t.Fatal("no report for a gap run")
+	}
+}
+
+func waitStepRunning(t *testing.T, id, step string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := h.client.QueryWorkflow(context.Background(), id, "", wfapi.ProgressQuery)
+		if err == nil {
+			var p wfapi.Result
+			if v.Get(&p) == nil {
+				for _, s := range p.Steps {
+					if s.ID == step && s.Status == wfapi.StepRunning {
+						return
+					}
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("step %s of %s never ran", step, id)
+}
+
+func TestWorkerKilledMidRunResumes(t *testing.T) {
+	log := filepath.Join(h.tmp, "kill.log")
+	p := h.writePlan(t, "kill", `name: kill
+steps:
+  - {id: first, capability: test.slow, with: {seconds: 1, log: "`+log+`"}}
+  - {id: middle, capability: test.slow, heartbeat: 2s, with: {seconds: 4, log: "`+log+`"}, needs: [first]}
+  - {id: last, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [middle]}
+`)
+	code, env, _ := h.capflow(t, "run", p, "--detach")
+	var started map[string]any
+	data(t, env, &started)
+	id, _ := started["workflow_id"].(string)
+	if code != 0 || id == "" {
+		t.Fatalf("detach: exit %d %s", code, env.Message)
+	}
+	waitStepRunning(t, id, "middle")
+	time.Sleep(1500 * time.Millisecond)
+	h.killWorker()
+	if err := h.startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	var res wfapi.Result
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := h.client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "passed" {
+		t.Fatalf("after the worker was killed: %s %s", res.Status, res.Message)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	count := map[string]int{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		count[f[len(f)-1]]++
+	}
+	if count["first"] != 1 || count["last"] != 1 || count["middle"] < 2 {
+		t.Fatalf("attempts per step %v (a finished step must never run again; the interrupted one runs again):\n%s", count, b)
+	}
+}
+
+func TestCancelStopsTools(t *testing.T) {
+	p := h.writePlan(t, "cancel", `name: cancel
+steps:
+  - {id: hanging, capability: test.hang, timeout: 10m}
+  - {id: after, capability: test.noop, needs: [hanging]}
+`)
+	code, env, _ := h.capflow(t, "run", p, "--detach")
+	var started map[string]any
+	data(t, env, &started)
+	id := started["workflow_id"].(string)
+	if code != 0 {
+		t.Fatal(env.Message)
+	}
+	waitStepRunning(t, id, "hanging")
+	code, env, _ = h.capflow(t, "cancel", id)
+	var r runResult
+	data(t, env, &r)
+	if code != 5 || r.Status != "cancelled" || r.step(t, "hanging").Status != "cancelled" || r.step(t, "after").Status != "cancelled" {
+		t.Fatalf("exit %d: %+v", code, r)
+	}
+	if !fileExists(r.Report.JSON) {
+		t.Fatal("a cancelled run must leave its report")
+	}
+	pidGone(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/pid"))
+	// status and report of an ended run
+	code, env, _ = h.capflow(t, "status", id)
+	if code != 5 || !strings.Contains(env.Message, "cancelled") {
+		t.Fatalf("status: exit %d %s", code, env.Message)
+	}
+	if code, _, _ = h.capflow(t, "report", id); code != 5 {
+		t.Fatalf("report: exit %d", code)
+	}
+	if code, env, _ = h.capflow(t, "status", "no-such-run"); code != 2 {
+		t.Fatalf("unknown id: exit %d %s", code, env.Message)
+	}
+}
+
+func TestSecretsNeverLeak(t *testing.T) {
+	p := h.writePlan(t, "secret", "name: secret\nsteps:\n  - {id: s, capability: test.secret}\n")
+	code, r := h.run(t, p)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s", code, r.Message)
+	}
+	const secret = "e2e-super-secret-value"
+	// Payloads are raw bytes in the protobuf encoding (JSON would
+	// base64 them and hide the secret from this check).
+	var hist strings.Builder
+	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, r.RunID, false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := proto.Marshal(ev)
+		hist.Write(b)
+	}
+	if hist.Len() == 0 || strings.Contains(hist.String(), secret) {
+		t.Fatal("the secret reached Temporal history")
+	}
+	if !strings.Contains(hist.String(), "[REDACTED]") {
+		t.Fatal("expected the redaction mark in history")
+	}
+	var leaks []string
+	_ = filepath.Walk(filepath.Join(h.project, ".capflow/runs", r.WorkflowID), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), secret) {
+				leaks = append(leaks, p)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(h.workerLog(), secret) {
+		leaks = append(leaks, "worker log")
+	}
+	if len(leaks) > 0 {
+		t.Fatalf("secret leaked into %v", leaks)
+	}
+}
+
+func TestLargeOutputTravelsByFile(t *testing.T) {
+	p := h.writePlan(t, "big", `name: big
+steps:
+  - {id: big, capability: test.big}
+  - {id: use, capability: test.slow, with: {seconds: "${steps.big.data.size}"}, timeout: 5s, on_failure: fail}
+`)
+	code, r := h.run(t, p)
+	// `use` receives 300000 seconds and is stopped by its timeout: what
+	// matters is that the value arrived through the file.
+	big := r.step(t, "big")
+	if big.Status != "succeeded" || big.DataFile == "" || !fileExists(big.DataFile) {
+		t.Fatalf("exit %d big: %+v", code, big)
+	}
+	var hist int
+	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, r.RunID, false, 0)
+	for it.HasNext() {
+		ev, _ := it.Next()
+		b, _ := proto.Marshal(ev)
+		if len(b) > hist {
+			hist = len(b)
+		}
+	}
+	if hist > 200<<10 {
+		t.Fatalf("largest history event is %d bytes: data did not go by file", hist)
+	}
+	in, _ := os.ReadFile(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/use/input.json"))
+	if !strings.Contains(string(in), `"seconds":300000`) {
+		t.Fatalf("use did not receive the value from big's stored data: %s", in)
+	}
+}
+
+func TestRawClientJSON(t *testing.T) {
+	// Another service, with only a Temporal client and plain JSON.
+	in := map[string]any{"plan": map[string]any{"name": "raw", "steps": []any{
+		map[string]any{"id": "a", "capability": "test.noop"},
+		map[string]any{"id": "b", "capability": "test.noop", "needs": []any{"a"}},
+	}}, "inputs": map[string]any{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "raw-json-run", TaskQueue: "capflow"}, "PlanWorkflow", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"status", "steps", "gaps", "report", "duration_ms"} {
+		if _, ok := out[k]; !ok {
+			t.Fatalf("result lacks %q: %v", k, out)
+		}
+	}
+	step := out["steps"].([]any)[0].(map[string]any)
+	for _, k := range []string{"id", "status", "tool", "version", "attempts", "envelope"} {
+		if _, ok := step[k]; !ok {
+			t.Fatalf("step lacks %q: %v", k, step)
+		}
+	}
+	if out["status"] != "passed" {
+		t.Fatalf("%v", out["status"])
+	}
+	desc, err := h.client.DescribeWorkflowExecution(ctx, "raw-json-run", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := desc.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
+	if !strings.Contains(string(sa["CapflowStatus"].GetData()), "passed") || !strings.Contains(string(sa["CapflowPlan"].GetData()), "raw") {
+		t.Fatalf("search attributes: %v", sa)
+	}
+	// Activity summaries make the Web UI readable.
+	found := false
+	it := h.client.GetWorkflowHistory(ctx, "raw-json-run", "", false, 0)
+	for it.HasNext() {
+		ev, _ := it.Next()
+		if md := ev.GetUserMetadata(); md != nil && md.GetSummary() != nil && strings.Contains(string(md.GetSummary().GetData()), "b · test.noop → noop@1.0.0") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no activity summary `b · test.noop → noop@1.0.0` in history")
+	}
+	recordHistory(t, "raw-json-run", "pipeline")
+}
+
+func TestUnreachableServerFailsFast(t *testing.T) {
+	p := h.writePlan(t, "unreach", "name: u\nsteps:\n  - {id: a, capability: test.noop}\n")
+	start := time.Now()
+	code, env, _ := h.capflow(t, "run", p, "--address", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(env.Message, "cannot reach the Temporal server at 127.0.0.1:1") || time.Since(start) > 15*time.Second {
+		t.Fatalf("exit %d after %s: %s", code, time.Since(start), env.Message)
+	}
+}
+
+// recordHistory writes a run's history into workflows/testdata/histories
+// when CAPFLOW_RECORD_HISTORIES=1, for the replay test.
+func recordHistory(t *testing.T, workflowID, name string) {
+	if os.Getenv("CAPFLOW_RECORD_HISTORIES") != "1" {
+		return
+	}
+	tbin, _ := temporalBinary(h.repo)
+	out, err := exec.Command(tbin, "workflow", "show", "--address", h.address, "-w", workflowID, "--output", "json").Output()
+	if err != nil {
+		t.Fatalf("record history: %v", err)
+	}
+	dst := filepath.Join(h.repo, "workflows/testdata/histories", name+".json")
+	_ = os.MkdirAll(filepath.Dir(dst), 0o755)
+	if err := os.WriteFile(dst, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,416 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// behaviour scripts one step of the fake RunTool.
+type behaviour func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error)
+
+func ok(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+	info := activity.GetInfo(ctx)
+	return &wfapi.RunToolResult{Attempt: attempt, Envelope: envelope.Envelope{ToolID: "t", Success: true, Message: "ok " + info.ActivityID,
+		Timestamp: "2026-11-21T00:00:00Z", Data: map[string]any{"step": info.ActivityID}}}, nil
+}
+
+func fail(code caperr.Code) behaviour {
+	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		env := envelope.NewBuilder("t").Fail(code, "boom: "+string(code), nil)
+		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+		return nil, temporal.NewApplicationErrorWithOptions(env.Message, string(code), temporal.ApplicationErrorOptions{
+			NonRetryable: !caperr.Lookup(code).Retryable, Details: []any{res}})
+	}
+}
+
+func failTimes(n int32, code caperr.Code) behaviour {
+	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		if attempt <= n {
+			return fail(code)(ctx, attempt)
+		}
+		return ok(ctx, attempt)
+	}
+}
+
+// block runs until cancelled (heartbeating so cancellation arrives).
+func block(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, temporal.NewCanceledError("stopped")
+		case <-time.After(20 * time.Millisecond):
+			activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt})
+		}
+	}
+}
+
+func sleep(d time.Duration) behaviour {
+	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		select {
+		case <-ctx.Done():
+			return nil, temporal.NewCanceledError("stopped")
+		case <-time.After(d):
+		}
+		return ok(ctx, attempt)
+	}
+}
+
+type fakes struct {
+	resolved  *wfapi.ResolveResult
+	behave    map[string]behaviour
+	mu        sync.Mutex
+	calls     map[string]int
+	inputs    map[string]wfapi.RunToolInput
+	running   int
+	peak      int
+	finalized *wfapi.FinalizeInput
+}
+
+func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
+	return f.resolved, nil
+}
+
+func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	f.mu.Lock()
+	f.calls[in.Step.ID]++
+	f.inputs[in.Step.ID] = in
+	f.running++
+	if f.running > f.peak {
+		f.peak = f.running
+	}
+	b := f.behave[in.Step.ID]
+	f.mu.Unlock()
+	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
+	if b == nil {
+		b = ok
+	}
+	return b(ctx, activity.GetInfo(ctx).Attempt)
+}
+
+func (f *fakes) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
+	f.mu.Lock()
+	f.finalized = &in
+	f.mu.Unlock()
+	return &wfapi.ReportPaths{JSON: "/runs/x/report.json", Markdown: "/runs/x/report.md"}, nil
+}
+
+// resolvedFrom turns a plan into what Resolve would return, with fast
+// retries so tests do not wait.
+func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
+	t.Helper()
+	p, probs := plan.Parse("p.yaml", []byte(src))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	rr := &wfapi.ResolveResult{Status: preflight.Ready, Plan: p.Name, FailurePolicy: p.FailurePolicy, MaxParallel: 16, RunDir: "/runs/x",
+		Gaps: []gap.Gap{}, Inputs: map[string]any{}}
+	if p.MaxParallel > 0 {
+		rr.MaxParallel = p.MaxParallel
+	}
+	for _, s := range p.Steps {
+		st := preflight.Settings(p, s, nil)
+		rr.Steps = append(rr.Steps, wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Tool: "tool-" + s.ID, Version: "1.0.0",
+			Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With, Idempotent: true,
+			Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts, InitialInterval: time.Millisecond, Backoff: 1, MaxInterval: time.Millisecond,
+			Summary: wfapi.StepSummary(s.ID, s.Capability, "tool-"+s.ID, "1.0.0")})
+	}
+	return rr
+}
+
+func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	env.SetTestTimeout(30 * time.Second)
+	return env
+}
+
+func execute(t *testing.T, src string, behave map[string]behaviour) (*wfapi.Result, *fakes) {
+	t.Helper()
+	f := &fakes{resolved: resolvedFrom(t, src), behave: behave, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow did not complete: %v", env.GetWorkflowError())
+	}
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if f.finalized == nil {
+		t.Fatal("Finalize was not called")
+	}
+	return &res, f
+}
+
+func states(res *wfapi.Result) string {
+	var parts []string
+	for _, s := range res.Steps {
+		parts = append(parts, s.ID+"="+s.Status)
+	}
+	return strings.Join(parts, " ")
+}
+
+const diamond = `name: diamond
+failure_policy: %s
+steps:
+  - {id: a, capability: x.a}
+  - {id: b, capability: x.b, needs: [a]}
+  - {id: c, capability: x.c, needs: [a]}
+  - {id: d, capability: x.d, needs: [b, c], join: %s}
+`
+
+func TestJoinsAndPolicies(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy string
+		join   string
+		behave map[string]behaviour
+		status string
+		states string
+	}{
+		{"all pass", "fail_fast", "{policy: all}", nil, "passed", "a=succeeded b=succeeded c=succeeded d=succeeded"},
+		{"all join, branch fails", "continue_all", "{policy: all}", map[string]behaviour{"b": fail(caperr.TestFailure)}, "failed",
+			"a=succeeded b=failed c=succeeded d=skipped"},
+		{"any join absorbs a failure", "fail_fast", "{policy: any}", map[string]behaviour{"b": fail(caperr.TestFailure)}, "passed",
+			"a=succeeded b=failed c=succeeded d=succeeded"},
+		{"quorum 1 of 2 absorbs", "fail_fast", "{policy: quorum, min: 1}", map[string]behaviour{"c": fail(caperr.TestFailure)}, "passed",
+			"a=succeeded b=succeeded c=failed d=succeeded"},
+		{"quorum threshold unmet", "continue_all", "{policy: quorum, threshold: 1.0}", map[string]behaviour{"c": fail(caperr.TestFailure)}, "failed",
+			"a=succeeded b=succeeded c=failed d=skipped"},
+		{"any join, both fail", "continue_all", "{policy: any}", map[string]behaviour{"b": fail(caperr.TestFailure), "c": fail(caperr.TestFailure)}, "failed",
+			"a=succeeded b=failed c=failed d=skipped"},
+		{"root failure skips everything", "continue_all", "{policy: all}", map[string]behaviour{"a": fail(caperr.TestFailure)}, "failed",
+			"a=failed b=skipped c=skipped d=skipped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := execute(t, fmtS(diamond, tt.policy, tt.join), tt.behave)
+			if res.Status != tt.status || states(res) != tt.states {
+				t.Fatalf("got %s [%s], want %s [%s] (%s)", res.Status, states(res), tt.status, tt.states, res.Message)
+			}
+		})
+	}
+}
+
+func fmtS(f string, a ...any) string {
+	out := f
+	for _, x := range a {
+		out = strings.Replace(out, "%s", x.(string), 1)
+	}
+	return out
+}
+
+const siblings = `name: siblings
+failure_policy: %s
+steps:
+  - {id: bad, capability: x.bad, on_failure: fail, critical: %s}
+  - {id: slow, capability: x.slow}
+  - {id: later, capability: x.later, needs: [bad]}
+  - {id: other, capability: x.other, needs: [slow]}
+`
+
+func TestFailFastCancelsRunningSiblings(t *testing.T) {
+	res, f := execute(t, fmtS(siblings, "fail_fast", "false"), map[string]behaviour{"bad": fail(caperr.TestFailure), "slow": block})
+	if res.Status != "failed" || states(res) != "bad=failed slow=cancelled later=skipped other=skipped" {
+		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+	if f.calls["other"] != 0 || f.calls["later"] != 0 {
+		t.Fatal("steps after a fail_fast stop must not start")
+	}
+	if !strings.Contains(res.Steps[1].Reason, "fail_fast: step bad failed") {
+		t.Fatalf("cancel reason: %q", res.Steps[1].Reason)
+	}
+}
+
+func TestContinueAllRunsIndependentBranches(t *testing.T) {
+	res, _ := execute(t, fmtS(siblings, "continue_all", "false"), map[string]behaviour{"bad": fail(caperr.TestFailure), "slow": sleep(50 * time.Millisecond)})
+	if res.Status != "failed" || states(res) != "bad=failed slow=succeeded later=skipped other=succeeded" {
+		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+}
+
+func TestCriticalPath(t *testing.T) {
+	res, _ := execute(t, fmtS(siblings, "critical_path", "false"), map[string]behaviour{"bad": fail(caperr.TestFailure)})
+	if res.Status != "passed" || states(res) != "bad=failed slow=succeeded later=skipped other=succeeded" {
+		t.Fatalf("non-critical failure: %s [%s]", res.Status, states(res))
+	}
+	res, _ = execute(t, fmtS(siblings, "critical_path", "true"), map[string]behaviour{"bad": fail(caperr.TestFailure), "slow": block})
+	if res.Status != "failed" || states(res) != "bad=failed slow=cancelled later=skipped other=skipped" {
+		t.Fatalf("critical failure: %s [%s]", res.Status, states(res))
+	}
+	// A critical step skipped because of a tolerated failure upstream still fails the run.
+	src := "name: cp\nfailure_policy: critical_path\nsteps:\n  - {id: opt, capability: x.a, on_failure: fail}\n  - {id: must, capability: x.b, needs: [opt], critical: true}\n"
+	res, _ = execute(t, src, map[string]behaviour{"opt": fail(caperr.TestFailure)})
+	if res.Status != "failed" || states(res) != "opt=failed must=skipped" || !strings.Contains(res.Message, "must skipped") {
+		t.Fatalf("critical skipped: %s [%s] %s", res.Status, states(res), res.Message)
+	}
+}
+
+func TestOnFailureSkip(t *testing.T) {
+	src := "name: s\nsteps:\n  - {id: flaky, capability: x.a, on_failure: skip}\n  - {id: after, capability: x.b}\n"
+	res, f := execute(t, src, map[string]behaviour{"flaky": fail(caperr.ToolFailure)})
+	if res.Status != "passed" || states(res) != "flaky=skipped after=succeeded" || f.calls["flaky"] != 1 {
+		t.Fatalf("%s [%s] calls=%d", res.Status, states(res), f.calls["flaky"])
+	}
+}
+
+func TestRetries(t *testing.T) {
+	src := "name: r\nsteps:\n  - {id: s, capability: x.a, retry: {max_attempts: 3}}\n"
+	res, f := execute(t, src, map[string]behaviour{"s": failTimes(2, caperr.ToolFailure)})
+	if res.Status != "passed" || f.calls["s"] != 3 || res.Steps[0].Attempts != 3 {
+		t.Fatalf("retryable: %s calls=%d attempts=%d", res.Status, f.calls["s"], res.Steps[0].Attempts)
+	}
+	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.SchemaViolation)})
+	if res.Status != "failed" || f.calls["s"] != 1 || res.Steps[0].Envelope.Error.Code != caperr.SchemaViolation {
+		t.Fatalf("non-retryable code must not be retried: calls=%d %+v", f.calls["s"], res.Steps[0])
+	}
+	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.ToolFailure)})
+	last := res.Steps[0].Envelope.Feedback[len(res.Steps[0].Envelope.Feedback)-1]
+	if f.calls["s"] != 3 || last.Detail != string(caperr.RetryExhausted) {
+		t.Fatalf("exhausted: calls=%d last feedback %+v", f.calls["s"], last)
+	}
+}
+
+func TestDataFlowsToDependents(t *testing.T) {
+	src := "name: d\nsteps:\n  - {id: a, capability: x.a}\n  - {id: b, capability: x.b, with: {v: '${steps.a.data.step}'}}\n"
+	_, f := execute(t, src, nil)
+	in := f.inputs["b"]
+	if !in.Deps["a"].Success || in.Deps["a"].Data.(map[string]any)["step"] != "step-a" || in.Step.With["v"] != "${steps.a.data.step}" {
+		t.Fatalf("deps passed to b: %+v", in.Deps)
+	}
+}
+
+func TestStepTimeout(t *testing.T) {
+	src := "name: t\nsteps:\n  - {id: hang, capability: x.a, timeout: 1s, on_failure: fail}\n"
+	res, _ := execute(t, src, map[string]behaviour{"hang": sleep(time.Hour)})
+	if res.Status != "failed" || res.Steps[0].Envelope.Error.Code != caperr.TaskTimeout {
+		t.Fatalf("%s %+v", res.Status, res.Steps[0].Envelope)
+	}
+}
+
+func TestMaxParallel(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: fan\nmax_parallel: 3\nsteps:\n")
+	behave := map[string]behaviour{}
+	for i := 0; i < 10; i++ {
+		id := string(rune('a' + i))
+		b.WriteString("  - {id: " + id + ", capability: x.y}\n")
+		behave[id] = sleep(20 * time.Millisecond)
+	}
+	res, f := execute(t, b.String(), behave)
+	if res.Status != "passed" || f.peak > 3 || f.peak < 2 {
+		t.Fatalf("%s peak=%d", res.Status, f.peak)
+	}
+}
+
+func TestMaxRunSeconds(t *testing.T) {
+	f := &fakes{resolved: resolvedFrom(t, "name: m\nsteps:\n  - {id: s, capability: x.a}\n"), behave: map[string]behaviour{"s": block}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	f.resolved.MaxRunSeconds = 2
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "m"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "failed" || !strings.Contains(res.Message, "max_run_seconds (2s) exceeded") || res.Steps[0].Status != "cancelled" {
+		t.Fatalf("%s %s [%s]", res.Status, res.Message, states(&res))
+	}
+}
+
+func TestCancellationAndProgress(t *testing.T) {
+	src := "name: c\nsteps:\n  - {id: first, capability: x.a}\n  - {id: slow, capability: x.b, needs: [first]}\n  - {id: last, capability: x.c, needs: [slow]}\n"
+	f := &fakes{resolved: resolvedFrom(t, src), behave: map[string]behaviour{"slow": block}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	// With a run deadline too: its timer is cancelled with the run, and the
+	// scheduler must not spin on the cancelled timer (a real bug once).
+	f.resolved.MaxRunSeconds = 3600
+	env := newEnv(t, f)
+	var progress wfapi.Result
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(wfapi.ProgressQuery)
+		if err != nil {
+			t.Errorf("query: %v", err)
+			return
+		}
+		_ = v.Get(&progress)
+		env.CancelWorkflow()
+	}, time.Second)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "c"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if progress.Status != "running" || states(&progress) != "first=succeeded slow=running last=pending" {
+		t.Fatalf("progress: %s [%s]", progress.Status, states(&progress))
+	}
+	if res.Status != "cancelled" || states(&res) != "first=succeeded slow=cancelled last=cancelled" {
+		t.Fatalf("result: %s [%s]", res.Status, states(&res))
+	}
+	if f.finalized == nil || f.finalized.Result.Status != "cancelled" {
+		t.Fatal("a cancelled run must still be finalized")
+	}
+	if res.Report.Markdown != "/runs/x/report.md" {
+		t.Fatalf("report paths: %+v", res.Report)
+	}
+}
+
+func TestGapsRunNothing(t *testing.T) {
+	rr := resolvedFrom(t, "name: g\nsteps:\n  - {id: dl, capability: youtube.download}\n  - {id: up, capability: drive.upload, needs: [dl]}\n")
+	rr.Status, rr.Message = preflight.PartialComplete, "1 of 2 steps are not covered"
+	rr.Gaps = []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "g"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "partial-complete" || len(f.calls) != 0 || len(res.Gaps) != 1 || states(&res) != "dl=blocked up=blocked" || res.Steps[0].Reason != "gap: no_capability_match" {
+		t.Fatalf("%s calls=%v [%s]", res.Status, f.calls, states(&res))
+	}
+}
+
+func TestNoPlanNoRequest(t *testing.T) {
+	f := &fakes{calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil || res.Status != "invalid" {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	valid := [][2]string{{"pending", "running"}, {"pending", "skipped"}, {"running", "succeeded"}, {"running", "failed"}, {"running", "cancelled"}, {"pending", "cancelled"}}
+	for _, v := range valid {
+		if err := checkTransition("s", v[0], v[1]); err != nil {
+			t.Errorf("%v rejected: %v", v, err)
+		}
+	}
+	invalid := [][2]string{{"succeeded", "running"}, {"failed", "succeeded"}, {"pending", "succeeded"}, {"skipped", "running"}, {"cancelled", "failed"}}
+	for _, v := range invalid {
+		var e ErrInvalidTransition
+		if err := checkTransition("s", v[0], v[1]); !errors.As(err, &e) {
+			t.Errorf("%v accepted", v)
+		}
+	}
+}
