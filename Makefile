@@ -10,7 +10,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories
 
 all: build
 
@@ -27,6 +27,9 @@ temporal: ## the dev server binary (used from PATH when already installed)
 
 test: build temporal ## the whole suite: unit, workflow, replay and end-to-end tests
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./...
+
+record-histories: build temporal ## re-record workflows/testdata/histories from real runs
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e
 
 test-unit: ## everything that needs no Temporal server
 	$(GO) test -count=1 -short ./...
@@ -47,9 +50,8 @@ fuzz: ## a short fuzzing pass over every parser
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/yamldoc
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/manifest
 
-dev: build ## build, validate the shipped kits
-	$(BIN)/capflow tools validate
-	$(BIN)/capflow tools list
+dev: build temporal ## dev server + Web UI + worker, then an example run; Ctrl-C stops them
+	@TEMPORAL=$(TEMPORAL) ./scripts/dev.sh
 
 clean:
 	rm -rf $(BIN) .capflow

@@ -74,14 +74,15 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
 	var latest atomic.Pointer[envelope.Feedback]
 	heartbeat := func() { activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load()}) }
-	heartbeat()
 	// Heartbeats carry the latest feedback event (the Web UI shows it) and
 	// are how a cancellation reaches a running tool.
 	stopBeat := make(chan struct{})
 	go func() {
+		// With a heartbeat timeout, beat well within it; without one,
+		// every 2s, which is how a cancellation reaches a long step.
 		period := info.HeartbeatTimeout / 3
-		if period <= 0 || period > 10*time.Second {
-			period = 10 * time.Second
+		if period <= 0 || period > 2*time.Second {
+			period = 2 * time.Second
 		}
 		t := time.NewTicker(period)
 		defer t.Stop()

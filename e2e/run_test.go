@@ -128,6 +128,7 @@ steps:
 	if code != 0 || r.Status != "passed" || r.step(t, "b").Status != "failed" || r.step(t, "join").Status != "succeeded" {
 		t.Fatalf("exit %d %s: %+v", code, r.Status, r.Steps)
 	}
+	recordHistory(t, r.WorkflowID, "quorum-absorbed")
 }
 
 func pidGone(t *testing.T, pidFile string) {
@@ -166,6 +167,7 @@ steps:
 		t.Fatalf("fail_fast took %s", time.Since(start))
 	}
 	pidGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/hanging/pid"))
+	recordHistory(t, r.WorkflowID, "fail-fast")
 }
 
 func TestMisbehavingTools(t *testing.T) {
@@ -220,6 +222,7 @@ steps:
 	if !fileExists(r.Report.Markdown) {
 		t.Fatal("no report for a gap run")
 	}
+	recordHistory(t, r.WorkflowID, "gap")
 }
 
 func waitStepRunning(t *testing.T, id, step string) {
@@ -272,6 +275,7 @@ steps:
 	if res.Status != "passed" {
 		t.Fatalf("after the worker was killed: %s %s", res.Status, res.Message)
 	}
+	recordHistory(t, id, "worker-killed")
 	b, _ := os.ReadFile(log)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	count := map[string]int{}
@@ -307,6 +311,7 @@ steps:
 	if !fileExists(r.Report.JSON) {
 		t.Fatal("a cancelled run must leave its report")
 	}
+	recordHistory(t, id, "cancelled")
 	pidGone(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/pid"))
 	// status and report of an ended run
 	code, env, _ = h.capflow(t, "status", id)

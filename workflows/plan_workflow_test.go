@@ -298,6 +298,9 @@ func TestDataFlowsToDependents(t *testing.T) {
 	if !in.Deps["a"].Success || in.Deps["a"].Data.(map[string]any)["step"] != "step-a" || in.Step.With["v"] != "${steps.a.data.step}" {
 		t.Fatalf("deps passed to b: %+v", in.Deps)
 	}
+	if len(f.inputs["a"].Deps) != 0 || f.inputs["a"].Inputs != nil {
+		t.Fatalf("a references nothing and must carry nothing: %+v", f.inputs["a"])
+	}
 }
 
 func TestStepTimeout(t *testing.T) {
@@ -334,6 +337,24 @@ func TestMaxRunSeconds(t *testing.T) {
 	}
 	if res.Status != "failed" || !strings.Contains(res.Message, "max_run_seconds (2s) exceeded") || res.Steps[0].Status != "cancelled" {
 		t.Fatalf("%s %s [%s]", res.Status, res.Message, states(&res))
+	}
+}
+
+func TestDeadlineDoesNotHoldAFinishedRun(t *testing.T) {
+	// Every step is skipped or done quickly; the run must not wait for its
+	// one-hour deadline timer.
+	f := &fakes{resolved: resolvedFrom(t, "name: q\nsteps:\n  - {id: a, capability: x.a, on_failure: fail}\n  - {id: b, capability: x.b, needs: [a]}\n"),
+		behave: map[string]behaviour{"a": fail(caperr.TestFailure)}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	f.resolved.MaxRunSeconds = 3600
+	env := newEnv(t, f)
+	start := env.Now()
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "q"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "failed" || env.Now().Sub(start) > time.Minute {
+		t.Fatalf("%s after %s of workflow time", res.Status, env.Now().Sub(start))
 	}
 }
 

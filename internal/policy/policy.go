@@ -116,8 +116,14 @@ func Parse(display string, data []byte) (*Policy, error) {
 	if err := schemaDecode(raw, &spec); err != nil {
 		return nil, caperr.Wrap(caperr.ConfigError, err, "policy").At(display, 1, 1, "")
 	}
+	// The project's policy defines the limits (raising or lowering the
+	// defaults); only a plan's own layer is restricted to narrowing.
 	p := Default()
 	p.Source = display
+	for k, v := range spec.Limits {
+		p.Limits[k] = v
+	}
+	spec.Limits = nil
 	p.apply(spec, "")
 	return p, nil
 }

@@ -34,6 +34,13 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
+func TestProjectPolicySetsLimits(t *testing.T) {
+	p, err := Parse("policy.yaml", []byte("limits: {max_steps: 5000, max_parallel: 2}\n"))
+	if err != nil || p.Limits[MaxSteps] != 5000 || p.Limits[MaxParallel] != 2 || p.Limits[MaxRunSeconds] != 3600 {
+		t.Fatalf("%v %v", err, p.Limits)
+	}
+}
+
 func TestNarrowNeverWidens(t *testing.T) {
 	base, _ := Parse("policy.yaml", []byte("allow: [\"file.*\", \"http.*\"]\nlimits: {max_parallel: 4}\n"))
 	n := base.Narrow(Spec{Allow: []string{"*.*"}, Deny: []string{"file.write"}, Limits: map[string]int{MaxParallel: 32, MaxSteps: 10}}, "plan p")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,6 +51,8 @@ type Runner struct {
 	// MaxStdout bounds the stdout kept for the envelope and the log
 	// file; 0 means 8 MiB. More output is dropped and noted.
 	MaxStdout int64
+
+	schemas sync.Map // digest|in|out -> *schema.Schema
 }
 
 func (r *Runner) logger() hclog.Logger {
@@ -84,7 +87,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	if req.Inputs == nil {
 		req.Inputs = map[string]any{}
 	}
-	if vs := validate(m.InputSchema, req.Inputs); len(vs) > 0 {
+	if vs := r.validate(m, "in", m.InputSchema, req.Inputs); len(vs) > 0 {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
 		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
 	}
@@ -105,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 		env = b.Fail(caperr.InvalidInput, "unknown entrypoint type "+m.Entrypoint.Type, nil)
 	}
 	if env.Success {
-		if vs := validate(m.OutputSchema, env.Data); len(vs) > 0 {
+		if vs := r.validate(m, "out", m.OutputSchema, env.Data); len(vs) > 0 {
 			b2 := envelope.NewBuilder(m.Name).WithRedactor(red)
 			b2.Append(env.Feedback...)
 			b2.Error("validate", "data does not match the tool's output_schema", joinViolations(vs))
@@ -118,13 +121,28 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	return env
 }
 
-func validate(sch map[string]any, v any) []schema.Violation {
+// validate checks v against one of the tool's schemas, compiled once per
+// manifest digest: compiling (with its metaschema check) costs far more
+// than validating, and a worker runs the same tools over and over.
+func (r *Runner) validate(m *manifest.Manifest, which string, sch map[string]any, v any) []schema.Violation {
 	if len(sch) == 0 {
 		return nil
 	}
-	s, vs := schema.Compile(sch)
-	if len(vs) > 0 {
-		return vs
+	key := m.Digest + "|" + which
+	if m.Digest == "" {
+		key = ""
+	}
+	var s *schema.Schema
+	if c, ok := r.schemas.Load(key); ok && key != "" {
+		s = c.(*schema.Schema)
+	} else {
+		var vs []schema.Violation
+		if s, vs = schema.Compile(sch); len(vs) > 0 {
+			return vs
+		}
+		if key != "" {
+			r.schemas.Store(key, s)
+		}
 	}
 	if v == nil {
 		v = map[string]any{}

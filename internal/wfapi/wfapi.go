@@ -137,13 +137,24 @@ type StepOutcome struct {
 	DataFile string `json:"data_file,omitempty"`
 }
 
+// StepCall is what RunTool needs to know of a step: kept small, since one
+// is recorded in history for every step.
+type StepCall struct {
+	ID         string         `json:"id"`
+	Tool       string         `json:"tool"`
+	Version    string         `json:"version"`
+	Digest     string         `json:"digest"`
+	Idempotent bool           `json:"idempotent,omitempty"`
+	With       map[string]any `json:"with,omitempty"`
+}
+
 // RunToolInput is the RunTool activity's input. References in Step.With
 // are evaluated inside the activity, so large outputs can travel as files.
+// Inputs and Deps hold only what the step references.
 type RunToolInput struct {
 	WorkflowID string                 `json:"workflow_id"`
-	RunID      string                 `json:"run_id"`
 	RunDir     string                 `json:"run_dir"`
-	Step       ResolvedStep           `json:"step"`
+	Step       StepCall               `json:"step"`
 	Inputs     map[string]any         `json:"inputs,omitempty"`
 	Deps       map[string]StepOutcome `json:"deps,omitempty"`
 }

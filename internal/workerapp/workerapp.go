@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -58,6 +59,14 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if f := os.Getenv("CAPFLOW_CPUPROFILE"); f != "" {
+		// Diagnostics for performance work: a CPU profile of the worker's
+		// whole life, written on shutdown.
+		if out, err := os.Create(f); err == nil {
+			_ = pprof.StartCPUProfile(out)
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
 	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"))
 	if err != nil {
 		log.Error("cannot start", "error", err.Error())
@@ -80,6 +89,10 @@ func Main(args []string, stderr io.Writer) int {
 	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
 		// Give running tools time to stop (SIGTERM, grace, SIGKILL) on shutdown.
 		WorkerStopTimeout: 10 * time.Second,
+		// Heartbeats carry cancellations to running tools: keep the SDK's
+		// throttle short so `capflow cancel` acts within seconds.
+		DefaultHeartbeatThrottleInterval: time.Second,
+		MaxHeartbeatThrottleInterval:     5 * time.Second,
 	})
 	Register(w, acts)
 	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The baseline: the least a hand-written Temporal workflow does to run the
+// same no-op command tool, one activity per step.
+
+const minimalQueue = "minimal-baseline"
+
+func minimalNoop(ctx context.Context, tool string) error {
+	dir, err := os.MkdirTemp("", "minimal-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.CommandContext(ctx, tool)
+	cmd.Stdin = bytes.NewReader([]byte("{}"))
+	cmd.Env = append(os.Environ(), "CAPFLOW_OUTPUT_PATH="+filepath.Join(dir, "out.json"))
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+	_, err = os.ReadFile(filepath.Join(dir, "out.json"))
+	return err
+}
+
+func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
+	if !parallel {
+		for i := 0; i < steps; i++ {
+			if err := workflow.ExecuteActivity(ctx, minimalNoop, tool).Get(ctx, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fs := make([]workflow.Future, steps)
+	for i := range fs {
+		fs[i] = workflow.ExecuteActivity(ctx, minimalNoop, tool)
+	}
+	for _, f := range fs {
+		if err := f.Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func capflowPlan(steps int, chain bool) map[string]any {
+	var list []any
+	for i := 0; i < steps; i++ {
+		s := map[string]any{"id": fmt.Sprintf("s%04d", i), "capability": "test.noop"}
+		if chain && i > 0 {
+			s["needs"] = []any{fmt.Sprintf("s%04d", i-1)}
+		}
+		list = append(list, s)
+	}
+	return map[string]any{"name": "bench", "max_parallel": steps, "steps": list}
+}
+
+// BenchmarkOverhead runs a 50-step chain and a 500-step fan-out through
+// capflow and through the minimal workflow, alternating, on the same dev
+// server, and reports milliseconds per step for each and their ratio.
+func BenchmarkOverhead(b *testing.B) {
+	w := worker.New(h.client, minimalQueue, worker.Options{})
+	w.RegisterWorkflow(minimalWorkflow)
+	w.RegisterActivity(minimalNoop)
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	tool := filepath.Join(h.project, "tools/noop/run.sh")
+	for _, shape := range []struct {
+		name  string
+		steps int
+		chain bool
+	}{{"chain50", 50, true}, {"fanout500", 500, false}} {
+		b.Run(shape.name, func(b *testing.B) {
+			var tMin, tCap time.Duration
+			var ratios []float64
+			for i := 0; i < b.N; i++ {
+				m0, c0 := tMin, tCap
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				start := time.Now()
+				run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, tool, shape.steps, !shape.chain)
+				if err != nil || run.Get(ctx, nil) != nil {
+					b.Fatalf("minimal: %v", err)
+				}
+				tMin += time.Since(start)
+				start = time.Now()
+				run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow",
+					map[string]any{"plan": capflowPlan(shape.steps, shape.chain)})
+				var res map[string]any
+				if err != nil || run.Get(ctx, &res) != nil || res["status"] != "passed" {
+					b.Fatalf("capflow: %v %v", err, res["message"])
+				}
+				tCap += time.Since(start)
+				cancel()
+				ratios = append(ratios, float64(tCap-c0)/float64(tMin-m0))
+			}
+			per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N*shape.steps) }
+			b.ReportMetric(per(tMin), "minimal-ms/step")
+			b.ReportMetric(per(tCap), "capflow-ms/step")
+			b.ReportMetric(float64(tCap)/float64(tMin), "capflow/minimal")
+			// The median of per-pair ratios: each pair ran back to back, so
+			// it resists the drift of a shared machine better than totals.
+			sort.Float64s(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+		})
+	}
+}

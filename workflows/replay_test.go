@@ -1,0 +1,37 @@
+package workflows
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// TestReplayCommittedHistories replays histories recorded from real runs
+// (make record-histories). A change to PlanWorkflow that breaks
+// determinism fails here before it can break running workflows. Files
+// named broken-*.json were altered on purpose and must fail.
+func TestReplayCommittedHistories(t *testing.T) {
+	files, _ := filepath.Glob("testdata/histories/*.json")
+	if len(files) < 5 {
+		t.Fatalf("want the committed histories, found %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+			err := r.ReplayWorkflowHistoryFromJSONFile(nil, f)
+			broken := strings.HasPrefix(filepath.Base(f), "broken-")
+			switch {
+			case broken && err == nil:
+				t.Fatal("an altered history replayed cleanly: the replay test cannot detect non-determinism")
+			case !broken && err != nil:
+				t.Fatalf("replay failed (non-deterministic change to PlanWorkflow?): %v", err)
+			}
+		})
+	}
+}
