@@ -16,7 +16,6 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-
 type stepState struct {
 	step     wfapi.ResolvedStep
 	status   string
