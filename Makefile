@@ -5,7 +5,8 @@ BIN := $(CURDIR)/bin
 # The Temporal CLI (dev server + Web UI) pinned to the version that builds
 # with `go install` (later ones carry a replace directive it refuses).
 TEMPORAL_VERSION ?= v1.5.1
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
+WORKFLOWCHECK_VERSION ?= v0.6.0
 TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
@@ -37,18 +38,24 @@ test-unit: ## everything that needs no Temporal server
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-lint: $(BIN)/staticcheck ## gofmt, go vet, staticcheck (and workflowcheck once workflows exist)
+$(BIN)/workflowcheck:
+	GOBIN=$(BIN) $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+
+lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## gofmt, go vet, staticcheck, workflowcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
-	@if [ -x $(BIN)/workflowcheck ] || ls workflows/*.go >/dev/null 2>&1; then $(MAKE) --no-print-directory workflowcheck; fi
+	$(BIN)/workflowcheck ./workflows/...
 
-bench: ## speed targets, measured in one run
+bench: build temporal ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one dev server
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/...
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Overhead -benchtime 6x -timeout 60m ./e2e
 
 fuzz: ## a short fuzzing pass over every parser
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/yamldoc
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/manifest
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/plan
+	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime 20s ./internal/plan
 
 dev: build temporal ## dev server + Web UI + worker, then an example run; Ctrl-C stops them
 	@TEMPORAL=$(TEMPORAL) ./scripts/dev.sh

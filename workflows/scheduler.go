@@ -59,8 +59,8 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 		}
 	}
 	sort.Strings(s.ids)
-	for _, d := range s.dependents {
-		sort.Strings(d)
+	for _, id := range s.ids {
+		sort.Strings(s.dependents[id])
 	}
 	return s
 }
@@ -486,9 +486,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 // details keeps the Web UI's "current details" in step with the run,
 // from counters kept by move (no scan of the plan).
 func (s *scheduler) details() {
-	var b strings.Builder
 	done := s.count[wfapi.StepSucceeded] + s.count[wfapi.StepFailed] + s.count[wfapi.StepSkipped] + s.count[wfapi.StepCancelled]
-	fmt.Fprintf(&b, "**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.ids),
-		s.count[wfapi.StepFailed], s.count[wfapi.StepSkipped], s.count[wfapi.StepRunning])
-	workflow.SetCurrentDetails(s.ctx, b.String())
+	workflow.SetCurrentDetails(s.ctx, fmt.Sprintf("**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.ids),
+		s.count[wfapi.StepFailed], s.count[wfapi.StepSkipped], s.count[wfapi.StepRunning]))
 }

@@ -188,9 +188,7 @@ func Load(opts Options) (*Config, error) {
 func splitList(in []string) []string {
 	var out []string
 	for _, s := range in {
-		for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-			out = append(out, p)
-		}
+		out = append(out, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
 	}
 	return out
 }

@@ -2,15 +2,12 @@ package manifest
 
 import (
 	"encoding/json"
-	"regexp"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
 )
-
-var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // Kit is a validated kit.yaml.
 type Kit struct {

@@ -122,7 +122,7 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 			if s, ok := cmd[0].(string); ok && strings.ContainsAny(s, " \t|;&$`") && !strings.Contains(s, "/") {
 				at([]string{"entrypoint", "command", "0"}, "command is an argv list and never runs through a shell; split %q into separate items", s)
 			}
-			if s, ok := cmd[0].(string); ok && path.IsAbs(s) == false && strings.HasPrefix(s, "../") {
+			if s, ok := cmd[0].(string); ok && !path.IsAbs(s) && strings.HasPrefix(s, "../") {
 				at([]string{"entrypoint", "command", "0"}, "command %q leaves the tool's folder", s)
 			}
 		}

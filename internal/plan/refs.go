@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -136,7 +137,7 @@ func ParseRef(raw string) (Ref, error) {
 			return r, fmt.Errorf("reference ${%s}: a step exposes data or success, not %q", raw, r.Field)
 		}
 	default:
-		return r, fmt.Errorf("reference ${%s} must start with inputs. or steps.", raw)
+		return r, fmt.Errorf("reference ${%s} must start with `inputs.` or `steps.`", raw)
 	}
 	return r, nil
 }
@@ -269,15 +270,23 @@ func (sc Scope) Eval(v any) (any, error) {
 }
 
 // CollectRefs lists every reference inside a `with` value, with the
-// key path where each appears.
+// key path where each appears, in key order (it runs in workflow code,
+// so the order must not depend on map iteration).
 func CollectRefs(v any, at []string, visit func(path []string, tpl Template, err error)) {
 	switch t := v.(type) {
 	case string:
 		tpl, err := ParseTemplate(t)
 		visit(at, tpl, err)
 	case map[string]any:
-		for k, x := range t {
-			CollectRefs(x, append(append([]string(nil), at...), k), visit)
+		keys := make([]string, 0, len(t))
+		// Collecting keys to sort them is order-independent.
+		//workflowcheck:ignore
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			CollectRefs(t[k], append(append([]string(nil), at...), k), visit)
 		}
 	case []any:
 		for i, x := range t {
