@@ -180,6 +180,13 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		return c.convert(t.Value, depth+1)
 	case *ast.CommentGroupNode:
 		return &Node{Kind: Null, Pos: p}, nil
+	case *ast.LiteralNode:
+		// Block scalars (| and >): GetValue returns the source form, the
+		// string node inside holds the folded value.
+		if t.Value == nil {
+			return &Node{Kind: Scalar, Pos: p, Value: ""}, nil
+		}
+		return &Node{Kind: Scalar, Pos: p, Value: t.Value.Value}, nil
 	case ast.ScalarNode:
 		return c.scalar(t, p)
 	}

@@ -97,6 +97,19 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+func TestBlockScalars(t *testing.T) {
+	d, err := Parse("b.yaml", []byte("lit: |\n  line one\n  line two\nfold: >\n  a\n  b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Root.Get("lit").Value; got != "line one\nline two\n" {
+		t.Fatalf("literal = %q", got)
+	}
+	if got := d.Root.Get("fold").Value; got != "a b\n" {
+		t.Fatalf("folded = %q", got)
+	}
+}
+
 func TestJSONAndEmpty(t *testing.T) {
 	d, err := Parse("x.json", []byte(`{"a": [1, 2], "b": null}`))
 	if err != nil {

@@ -1,0 +1,101 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/kits"
+)
+
+func coreRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	r, err := registry.Load(registry.Options{Root: t.TempDir(), ActiveKits: []string{"core"}, Builtin: kits.Builtin()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func parse(t *testing.T, src string) *plan.Plan {
+	t.Helper()
+	p, probs := plan.Parse("p.yaml", []byte(src))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	return p
+}
+
+func TestStatusPrecedence(t *testing.T) {
+	reg := coreRegistry(t)
+	tests := []struct {
+		name, src string
+		inputs    map[string]any
+		optional  bool
+		status    string
+		message   string
+	}{
+		{"ready", "name: a\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, false, Ready, "ready: 1 steps resolved"},
+		{"gap", "name: a\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, PartialComplete, "s (x.y: no_capability_match)"},
+		{"policy beats gaps", "name: a\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, BlockedByPolicy, `deny "x.*"`},
+		{"inputs beat everything", "name: a\ninputs: {n: {type: integer}}\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n",
+			map[string]any{"n": "three"}, false, Invalid, "input n: must be integer"},
+		{"missing input is invalid", "name: a\ninputs: {n: {type: integer}}\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, false, Invalid, `missing required input "n"`},
+		{"missing input only noted when optional", "name: a\ninputs: {n: {type: integer}}\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, true, Ready, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Check(Request{Plan: parse(t, tt.src), Inputs: tt.inputs, Registry: reg, InputsOptional: tt.optional})
+			if r.Status != tt.status || !strings.Contains(r.Message, tt.message) {
+				t.Fatalf("%s: %s", r.Status, r.Message)
+			}
+			if tt.optional && (len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "not checked")) {
+				t.Fatalf("notes: %v", r.Notes)
+			}
+		})
+	}
+}
+
+func TestSettingsLayersAndClamp(t *testing.T) {
+	p := parse(t, `name: s
+defaults: {timeout: 2m, retry: {max_attempts: 4, initial_interval: 2s}}
+steps:
+  - {id: plain, capability: a.b}
+  - {id: own, capability: a.b, timeout: 30s, retry: {max_attempts: 7, backoff: 3}}
+  - {id: once, capability: a.b, on_failure: fail}
+`)
+	tool := &manifest.Manifest{Timeouts: manifest.Timeouts{StartToClose: manifest.Duration(5 * time.Minute), Heartbeat: manifest.Duration(20 * time.Second)},
+		Retry: manifest.Retry{MaxAttempts: 5}}
+	st := Settings(p, p.Step("plain"), nil)
+	if st.Timeout != 2*time.Minute || st.MaxAttempts != 4 || st.InitialInterval != 2*time.Second || st.Backoff != 2 {
+		t.Fatalf("plan defaults: %+v", st)
+	}
+	st = Settings(p, p.Step("plain"), tool)
+	if st.Timeout != 5*time.Minute || st.Heartbeat != 20*time.Second || st.MaxAttempts != 5 {
+		t.Fatalf("tool over plan defaults: %+v", st)
+	}
+	st = Settings(p, p.Step("own"), tool)
+	if st.Timeout != 30*time.Second || st.MaxAttempts != 7 || st.Backoff != 3 {
+		t.Fatalf("step over tool: %+v", st)
+	}
+	if Settings(p, p.Step("once"), tool).MaxAttempts != 1 {
+		t.Fatal("on_failure fail means one attempt")
+	}
+	if c := st.Clamp(2, true); c.MaxAttempts != 3 {
+		t.Fatalf("clamp to max_tool_retries: %d", c.MaxAttempts)
+	}
+	if c := st.Clamp(5, false); c.MaxAttempts != 1 {
+		t.Fatal("a non-idempotent tool gets one attempt")
+	}
+	// The policy check sees plan-requested retries only.
+	pol := policy.Default()
+	pol.Limits[policy.MaxToolRetries] = 2
+	r := Check(Request{Plan: parse(t, "name: r\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}, retry: {max_attempts: 9}}\n"), Registry: coreRegistry(t), Policy: pol})
+	if r.Status != BlockedByPolicy || r.Policy.Violations[0].StepID != "s" {
+		t.Fatalf("%s %+v", r.Status, r.Policy)
+	}
+}

@@ -1,0 +1,96 @@
+// Package router turns request text into a plan: deterministic rules
+// first (router.yaml), an optional OpenAI-compatible LLM as fallback
+// (seed 004's request-router and hybrid planner).
+package router
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Entities are the values extracted from a request.
+type Entities struct {
+	Text   string   `json:"text"` // normalised request
+	URLs   []string `json:"urls,omitempty"`
+	Files  []string `json:"files,omitempty"` // file names and paths with an extension
+	Folder string   `json:"folder,omitempty"`
+	Dir    string   `json:"dir,omitempty"`  // a local directory mentioned ("in videos/")
+	Mode   string   `json:"mode,omitempty"` // "all" or "selected"
+}
+
+// URL is the first URL, or "".
+func (e Entities) URL() string {
+	if len(e.URLs) > 0 {
+		return e.URLs[0]
+	}
+	return ""
+}
+
+// File is the first file, or "".
+func (e Entities) File() string {
+	if len(e.Files) > 0 {
+		return e.Files[0]
+	}
+	return ""
+}
+
+var (
+	urlRe    = regexp.MustCompile(`https?://[^\s"'<>]+`)
+	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))(?:$|[\s"',;:)!?])`)
+	folderRe = regexp.MustCompile(`(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
+	dirRe    = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?((?:\.{0,2}/)?(?:[\w.\-]+/)+)`)
+	allRe    = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
+	spaceRe  = regexp.MustCompile(`\s+`)
+)
+
+// Normalize lowercases, trims and collapses white space; URLs keep their
+// original case (they are case-sensitive) and are extracted first.
+func Normalize(text string) (string, []string) {
+	urls := urlRe.FindAllString(text, -1)
+	for i, u := range urls {
+		urls[i] = strings.TrimRight(u, ".,;:!?)")
+	}
+	// Each URL leaves a "url:<host>" token, so rules can match hosts
+	// (youtu.be, disk.yandex.ru) without seeing paths or queries.
+	stripped := urlRe.ReplaceAllStringFunc(text, func(u string) string {
+		if parsed, err := url.Parse(strings.TrimRight(u, ".,;:!?)")); err == nil && parsed.Host != "" {
+			return " url:" + strings.TrimPrefix(strings.ToLower(parsed.Host), "www.") + " "
+		}
+		return " url "
+	})
+	norm := strings.TrimSpace(spaceRe.ReplaceAllString(strings.ToLower(stripped), " "))
+	return norm, urls
+}
+
+// Extract finds URLs, file names, folder, directory and mode.
+func Extract(text string) Entities {
+	norm, urls := Normalize(text)
+	e := Entities{Text: norm, URLs: urls}
+	// File names keep their case: search the text with URLs removed.
+	plain := urlRe.ReplaceAllString(text, " ")
+	seen := map[string]bool{}
+	for _, m := range fileRe.FindAllStringSubmatch(plain, -1) {
+		f := m[1]
+		if !seen[f] && !strings.HasSuffix(f, ".") {
+			seen[f] = true
+			e.Files = append(e.Files, f)
+		}
+	}
+	if m := folderRe.FindStringSubmatch(norm); m != nil {
+		e.Folder = m[1]
+	}
+	if m := dirRe.FindStringSubmatch(plain); m != nil {
+		e.Dir = strings.TrimSuffix(m[1], "/")
+		if e.Dir == "" {
+			e.Dir = "."
+		}
+	}
+	switch {
+	case allRe.MatchString(norm):
+		e.Mode = "all"
+	case len(e.Files) > 0:
+		e.Mode = "selected"
+	}
+	return e
+}

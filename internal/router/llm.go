@@ -1,0 +1,186 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+)
+
+// LLM is an OpenAI-compatible chat-completions client that plans.
+type LLM struct {
+	BaseURL string
+	Model   string
+	APIKey  string // from the environment variable named in config; never logged
+	Timeout time.Duration
+	Client  *http.Client
+	// Log, when set (LLM_LOG=1), receives each call's request and response
+	// sections with a call id.
+	Log    io.Writer
+	Logger hclog.Logger
+}
+
+var callSeq atomic.Int64
+
+const systemPrompt = `You turn a user's request into a capflow plan: a JSON object
+{"name": "kebab-name", "steps": [{"id": "snake_id", "capability": "domain.action", "with": {...},
+ "needs": ["earlier_step_id"], "coverage_confidence": 0.0-1.0, "coverage_rationale": "why this capability covers the step"}]}.
+Use ONLY these capabilities: %s.
+A step may reference an earlier step's output as "${steps.ID.data.FIELD}".
+Set coverage_confidence honestly: low when no listed capability truly fits.
+Answer with the JSON object only.`
+
+type chatRequest struct {
+	Model          string            `json:"model"`
+	Messages       []chatMessage     `json:"messages"`
+	Temperature    float64           `json:"temperature"`
+	ResponseFormat map[string]string `json:"response_format,omitempty"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message chatMessage `json:"message"`
+	} `json:"choices"`
+}
+
+// errRetry marks an answer worth asking again (bad JSON, timeouts, 5xx).
+var errRetry = errors.New("retry")
+
+// Plan asks the model for a plan, retrying malformed answers and
+// transient failures until maxCalls calls were made.
+func (l *LLM) Plan(ctx context.Context, request string, caps []string, maxCalls int) (*plan.Plan, string, int, error) {
+	if maxCalls <= 0 {
+		return nil, "", 0, caperr.New(caperr.PolicyBlocked, "the policy allows no LLM calls (max_llm_calls 0)")
+	}
+	capList := strings.Join(caps, ", ")
+	if capList == "" {
+		capList = "(none)"
+	}
+	msgs := []chatMessage{{Role: "system", Content: fmt.Sprintf(systemPrompt, capList)}, {Role: "user", Content: request}}
+	var lastErr error
+	for call := 1; call <= maxCalls; call++ {
+		p, src, err := l.once(ctx, msgs)
+		if err == nil {
+			return p, src, call, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errRetry) || ctx.Err() != nil {
+			return nil, "", call, unwrapRetry(err)
+		}
+		l.logf("call retry: %v", err)
+	}
+	return nil, "", maxCalls, caperr.Wrap(caperr.RetryExhausted, unwrapRetry(lastErr), "the LLM gave no usable plan in %d call(s) (max_llm_calls)", maxCalls)
+}
+
+type retryErr struct{ err error }
+
+func (r retryErr) Error() string        { return r.err.Error() }
+func (r retryErr) Is(target error) bool { return target == errRetry }
+func (r retryErr) Unwrap() error        { return r.err }
+
+func unwrapRetry(err error) error {
+	var r retryErr
+	if errors.As(err, &r) {
+		return r.err
+	}
+	return err
+}
+
+func (l *LLM) logf(format string, args ...any) {
+	if l.Log != nil {
+		fmt.Fprintf(l.Log, format+"\n", args...)
+	}
+}
+
+func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string, error) {
+	id := fmt.Sprintf("llm-%d", callSeq.Add(1))
+	body, _ := json.Marshal(chatRequest{Model: l.Model, Messages: msgs, Temperature: 0, ResponseFormat: map[string]string{"type": "json_object"}})
+	red := envelope.NewRedactor(l.APIKey)
+	l.logf("=== %s request ===\nPOST %s/chat/completions\n%s", id, strings.TrimRight(l.BaseURL, "/"), red.Bytes(body))
+	timeout := l.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodPost, strings.TrimRight(l.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, "", caperr.Wrap(caperr.ConfigError, err, "router.llm.base_url")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if l.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+l.APIKey)
+	}
+	client := l.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		l.logf("=== %s error ===\n%s", id, red.String(err.Error()))
+		if cctx.Err() != nil {
+			return nil, "", retryErr{caperr.New(caperr.TaskTimeout, "LLM call %s timed out after %s", id, timeout)}
+		}
+		return nil, "", retryErr{caperr.Wrap(caperr.DependencyUnavailable, err, "LLM call %s", id)}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	l.logf("=== %s response (HTTP %d) ===\n%s", id, resp.StatusCode, red.Bytes(raw))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, "", caperr.New(caperr.ConfigError, "the LLM endpoint refused the API key (HTTP %d)", resp.StatusCode)
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return nil, "", retryErr{caperr.New(caperr.DependencyUnavailable, "the LLM endpoint answered HTTP %d", resp.StatusCode)}
+	case resp.StatusCode >= 400:
+		return nil, "", caperr.New(caperr.ConfigError, "the LLM endpoint answered HTTP %d: %s", resp.StatusCode, red.String(string(raw)))
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(raw, &cr); err != nil || len(cr.Choices) == 0 {
+		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: not a chat-completions answer", id)}
+	}
+	content := strings.TrimSpace(cr.Choices[0].Message.Content)
+	content = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(content, "```json"), "```"), "```")
+	l.logf("=== %s extracted content ===\n%s", id, content)
+	var v map[string]any
+	if err := json.Unmarshal([]byte(content), &v); err != nil {
+		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: the answer is not a JSON object: %v", id, err)}
+	}
+	// Fail closed: a step without a confidence is a step with none.
+	if steps, ok := v["steps"].([]any); ok {
+		for _, s := range steps {
+			if sm, ok := s.(map[string]any); ok {
+				if _, has := sm["coverage_confidence"]; !has {
+					sm["coverage_confidence"] = 0.0
+				}
+			}
+		}
+	}
+	if _, ok := v["name"]; !ok {
+		v["name"] = "llm-plan"
+	}
+	js, _ := json.Marshal(v)
+	p, probs := plan.Parse(id, js)
+	if len(probs) > 0 {
+		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: the plan is invalid: %s", id, probs[0].Error())}
+	}
+	y, _ := yaml.MarshalWithOptions(v, yaml.IndentSequence(true))
+	return p, string(y), nil
+}
