@@ -6,6 +6,8 @@ package e2e
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"context"
 	"encoding/json"
 	"flag"
@@ -34,6 +36,7 @@ type harness struct {
 	project string
 	server  *testsuite.DevServer
 	address string
+	llm     *httptest.Server
 	client  client.Client
 	tmp     string
 
@@ -134,6 +137,7 @@ func setup() (*harness, error) {
 		}
 	}
 	h.client = h.server.Client()
+	h.llm = httptest.NewServer(http.HandlerFunc(fakeLLM))
 	if err := h.startWorker(); err != nil {
 		return nil, err
 	}
@@ -160,11 +164,36 @@ func (h *harness) teardown() {
 	if h.server != nil {
 		_ = h.server.Stop()
 	}
+	if h.llm != nil {
+		h.llm.Close()
+	}
 	_ = os.RemoveAll(h.tmp)
 }
 
 func (h *harness) env() []string {
-	return append(os.Environ(), "CAPFLOW_TEMPORAL_ADDRESS="+h.address, "E2E_TOKEN=e2e-super-secret-value", "CAPFLOW_LOG_LEVEL=info")
+	return append(os.Environ(), "CAPFLOW_TEMPORAL_ADDRESS="+h.address, "E2E_TOKEN=e2e-super-secret-value", "CAPFLOW_LOG_LEVEL=info",
+		"CAPFLOW_ROUTER_LLM_BASE_URL="+h.llm.URL+"/v1", "CAPFLOW_ROUTER_LLM_MODEL=e2e-model", "CAPFLOW_ROUTER_LLM_API_KEY_ENV=E2E_LLM_KEY",
+		"E2E_LLM_KEY=sk-e2e-llm-key")
+}
+
+// fakeLLM speaks the chat-completions protocol: requests that mention
+// "confident" get a two-step plan of test.noop with high confidence,
+// "unsure" ones a step whose confidence is below router.min_confidence.
+func fakeLLM(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	user := ""
+	if n := len(req.Messages); n > 0 {
+		user = req.Messages[n-1].Content
+	}
+	plan := `{"name":"llm-noop","steps":[{"id":"first","capability":"test.noop","coverage_confidence":0.92,"coverage_rationale":"noop does it"},{"id":"second","capability":"test.noop","needs":["first"],"coverage_confidence":0.9,"coverage_rationale":"again"}]}`
+	if strings.Contains(user, "unsure") {
+		plan = `{"name":"llm-unsure","steps":[{"id":"guess","capability":"test.noop","coverage_confidence":0.3,"coverage_rationale":"a guess"}]}`
+	}
+	b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": plan}}}})
+	_, _ = w.Write(b)
 }
 
 // startWorker starts a capflow-worker subprocess and waits until it polls.
@@ -216,8 +245,14 @@ func (h *harness) killWorker() {
 // capflow runs the CLI binary against the test project.
 func (h *harness) capflow(t *testing.T, args ...string) (int, envelope.Envelope, string) {
 	t.Helper()
+	return h.capflowEnv(t, nil, args...)
+}
+
+// capflowEnv is capflow with extra environment variables.
+func (h *harness) capflowEnv(t *testing.T, extra []string, args ...string) (int, envelope.Envelope, string) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", h.project, "--output", "json")...)
-	cmd.Env = h.env()
+	cmd.Env = append(h.env(), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -52,20 +52,14 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	planValue := in.Plan
 	if in.Request != "" && planValue == nil {
 		rt, rerr := route(ctx, in)
-		if rerr != nil || rt.Plan == nil {
-			msg := "the request could not be routed to a plan"
-			if rerr != nil {
-				msg = rerr.Error()
-			} else if rt.Message != "" {
-				msg = rt.Message
-			}
-			res.Status, res.Message = wfapi.StatusInvalid, msg
-			if rt != nil {
-				res.Route, res.Gaps = rt.Route, nonNilGaps(rt.Gaps)
-				if len(rt.Gaps) > 0 {
-					res.Status = wfapi.StatusPartialComplete
-				}
-			}
+		switch {
+		case rerr != nil:
+			// Routing itself failed (rules broken, LLM unavailable).
+			res.Status, res.Message = wfapi.StatusFailed, "routing failed: "+rerr.Error()
+			return finalize(ctx, res, nil, started)
+		case rt.Plan == nil:
+			// Nothing covers the request: a gap, with no step to name.
+			res.Status, res.Message, res.Gaps = wfapi.StatusPartialComplete, rt.Message, nonNilGaps(rt.Gaps)
 			return finalize(ctx, res, nil, started)
 		}
 		planValue, res.Route = rt.Plan, rt.Route

@@ -38,7 +38,7 @@ func (e Entities) File() string {
 var (
 	urlRe    = regexp.MustCompile(`https?://[^\s"'<>]+`)
 	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))(?:$|[\s"',;:)!?])`)
-	folderRe = regexp.MustCompile(`(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
+	folderRe = regexp.MustCompile(`(?i)(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
 	dirRe    = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?((?:\.{0,2}/)?(?:[\w.\-]+/)+)`)
 	allRe    = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
 	spaceRe  = regexp.MustCompile(`\s+`)
@@ -77,7 +77,7 @@ func Extract(text string) Entities {
 			e.Files = append(e.Files, f)
 		}
 	}
-	if m := folderRe.FindStringSubmatch(norm); m != nil {
+	if m := folderRe.FindStringSubmatch(plain); m != nil {
 		e.Folder = m[1]
 	}
 	if m := dirRe.FindStringSubmatch(plain); m != nil {

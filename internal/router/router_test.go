@@ -28,7 +28,7 @@ func shipped(t *testing.T) *Rules {
 
 func TestExtract(t *testing.T) {
 	e := Extract("  Скачай https://youtu.be/AbC123 и положи в папку Videos на Google Drive!  ")
-	if e.URL() != "https://youtu.be/AbC123" || e.Folder != "videos" || !strings.Contains(e.Text, "url:youtu.be") || strings.Contains(e.Text, "abc123") {
+	if e.URL() != "https://youtu.be/AbC123" || e.Folder != "Videos" || !strings.Contains(e.Text, "url:youtu.be") || strings.Contains(e.Text, "abc123") {
 		t.Fatalf("%+v", e)
 	}
 	e = Extract("convert talk.webm and demo.WEBM to mp4")

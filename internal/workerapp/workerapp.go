@@ -77,7 +77,7 @@ func Main(args []string, stderr io.Writer) int {
 		Config: cfg, RegistryOptions: cli.RegistryOptions(cfg, log.Named("registry")),
 		Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
-		Router:           NewRouter(cfg, log),
+		Router:           NewRouter(cfg, log, stderr),
 	}
 	// Warm the registry now so manifest problems show at start-up.
 	if reg, err := registryCheck(acts); err != nil {

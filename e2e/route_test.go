@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+type agentData struct {
+	Verdict string                 `json:"verdict"`
+	Status  string                 `json:"status"`
+	Done    []map[string]string    `json:"done"`
+	Missing []map[string]string    `json:"missing"`
+	Route   map[string]string      `json:"route"`
+	Gaps    []map[string]any       `json:"gaps"`
+	Result  map[string]interface{} `json:"result"`
+}
+
+func caps(ops []map[string]string) string {
+	var out []string
+	for _, o := range ops {
+		out = append(out, o["step_id"]+"="+o["capability"])
+	}
+	return strings.Join(out, ",")
+}
+
+func TestAgentSeedRequestReportsWhatIsMissing(t *testing.T) {
+	code, env, stderr := h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "agent", "Download https://youtu.be/dQw4w9WgXcQ and put it on my Google Drive in folder Music")
+	var d agentData
+	data(t, env, &d)
+	if code != 3 || d.Verdict != "task not completed" || d.Route["id"] != "video-to-drive" || len(d.Done) != 0 ||
+		caps(d.Missing) != "download=youtube.download,upload=drive.upload" {
+		t.Fatalf("exit %d: %+v", code, d)
+	}
+	for _, phase := range []string{"planning", "gap check", "policy check"} {
+		if !strings.Contains(stderr, "● "+phase) {
+			t.Fatalf("no %q phase in progress:\n%s", phase, stderr)
+		}
+	}
+}
+
+func TestAgentRunsARoutedRequest(t *testing.T) {
+	code, env, _ := h.capflow(t, "agent", "what is the sha256 of tools/noop/run.sh")
+	var d agentData
+	data(t, env, &d)
+	if code != 0 || d.Verdict != "task completed" || caps(d.Done) != "checksum_1=file.checksum" {
+		t.Fatalf("exit %d: %+v", code, d)
+	}
+}
+
+func TestRouteWithoutLLMNamesClosestIntents(t *testing.T) {
+	code, env, _ := h.capflowEnv(t, []string{"CAPFLOW_ROUTER_LLM_BASE_URL="}, "route", "please upload my holiday video to the cloud")
+	var d map[string]any
+	data(t, env, &d)
+	closest, _ := d["closest"].([]any)
+	if code != 3 || !strings.Contains(env.Message, "no route") || len(closest) == 0 {
+		t.Fatalf("exit %d %s %v", code, env.Message, d)
+	}
+}
+
+func TestLLMFallback(t *testing.T) {
+	logf := filepath.Join(h.tmp, "llm.log")
+	code, env, stderr := h.capflowEnv(t, []string{"LLM_LOG=1"}, "agent", "please do the confident thing twice")
+	var d agentData
+	data(t, env, &d)
+	if code != 0 || d.Verdict != "task completed" || d.Route["kind"] != "llm" || caps(d.Done) != "first=test.noop,second=test.noop" {
+		t.Fatalf("exit %d: %+v", code, d)
+	}
+	_ = os.WriteFile(logf, []byte(stderr), 0o644)
+	if !strings.Contains(stderr, "=== llm-1 request ===") || !strings.Contains(stderr, "extracted content") || strings.Contains(stderr, "sk-e2e-llm-key") {
+		t.Fatalf("LLM_LOG output wrong or leaks the key:\n%s", stderr)
+	}
+	code, env, _ = h.capflow(t, "agent", "an unsure request nobody has a rule for")
+	data(t, env, &d)
+	if code != 3 || d.Verdict != "task not completed" || len(d.Gaps) != 1 || d.Gaps[0]["reason"] != "low_confidence" {
+		t.Fatalf("low confidence must be refused with a gap: exit %d %+v", code, d)
+	}
+}
+
+func TestRequestThroughTheWorkflow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		request, status, kind, id string
+	}{
+		{"sha256 of tools/noop/run.sh", "passed", "rule", "checksum"},
+		{"please do the confident thing", "passed", "llm", "e2e-model"},
+		{"Download https://youtu.be/x and put it on the drive", "partial-complete", "rule", "video-to-drive"},
+	} {
+		run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow", map[string]any{"request": tt.request})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res wfapi.Result
+		if err := run.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != tt.status || res.Route == nil || res.Route.Kind != tt.kind || res.Route.ID != tt.id {
+			t.Fatalf("%q: %s %s %+v", tt.request, res.Status, res.Message, res.Route)
+		}
+		md, _ := os.ReadFile(res.Report.Markdown)
+		if !strings.Contains(string(md), "routed by") {
+			t.Fatalf("the report does not say how the request was routed:\n%s", md)
+		}
+		if tt.kind == "rule" && tt.status == "passed" {
+			recordHistory(t, run.GetID(), "request-routed")
+		}
+	}
+}

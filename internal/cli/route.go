@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/router"
+	"github.com/capflow/capflow/internal/temporalx"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+func (a *App) buildRouter(cfg *config.Config, reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
+	return router.FromConfig(cfg, reg.Capabilities, pol.Limits[policy.MaxLLMCalls], a.log.Named("router"), a.Stderr)
+}
+
+func (a *App) routeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   `route "TEXT"`,
+		Short: "Turn a request into a plan (rules first, then the LLM if configured); nothing runs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			const id = "capflow.route"
+			cfg, reg, err := a.loadRegistry()
+			if err != nil {
+				a.set(failEnv(id, err, nil), nil)
+				return nil
+			}
+			pol, err := LoadPolicy(cfg)
+			if err != nil {
+				a.set(failEnv(id, err, nil), nil)
+				return nil
+			}
+			r, err := a.buildRouter(cfg, reg, pol)
+			if err != nil {
+				a.set(failEnv(id, err, nil), nil)
+				return nil
+			}
+			res, err := r.Route(context.Background(), args[0])
+			if err != nil {
+				a.set(failEnv(id, err, map[string]any{"llm_calls": llmCalls(res)}), nil)
+				return nil
+			}
+			a.set(routeEnvelope(id, res), func(w io.Writer) {
+				if res.Plan == nil {
+					fmt.Fprintf(w, "✗ %s\n", res.Message)
+					return
+				}
+				fmt.Fprintf(w, "✓ %s (%s %s)\n---\n%s", res.Message, res.Kind, res.ID, res.PlanYAML)
+			})
+			return nil
+		},
+	}
+}
+
+func llmCalls(res *router.Result) int {
+	if res == nil {
+		return 0
+	}
+	return res.LLMCalls
+}
+
+func routeEnvelope(id string, res *router.Result) envelope.Envelope {
+	b := envelope.NewBuilder(id)
+	data := map[string]any{"entities": res.Entities, "llm_calls": res.LLMCalls}
+	if res.Plan == nil {
+		data["plan"] = nil
+		data["route"] = nil
+		data["closest"] = nonNilStrings(res.Closest)
+		b.Error("route", res.Message, "")
+		return b.Fail(caperr.ToolNotFound, res.Message, data)
+	}
+	data["plan"] = res.PlanYAML
+	data["route"] = map[string]any{"kind": res.Kind, "id": res.ID}
+	b.Info("route", res.Message)
+	return b.Succeed(res.Message, data)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Operation is a step in the agent's verdict.
+type Operation struct {
+	StepID     string `json:"step_id"`
+	Capability string `json:"capability"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+func (a *App) agentCommand() *cobra.Command {
+	var dry bool
+	var inputs []string
+	c := &cobra.Command{
+		Use:   `agent "TEXT" [--dry-run]`,
+		Short: "Route a request, check gaps and policy, then run it: task completed, or what is missing",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.agent(args[0], inputs, dry)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dry, "dry-run", false, "plan and check only; show what would run")
+	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
+	return c
+}
+
+func (a *App) phase(name, format string, args ...any) {
+	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+		return
+	}
+	fmt.Fprintf(a.Stderr, "● %-13s %s\n", name, fmt.Sprintf(format, args...))
+}
+
+func (a *App) agent(text string, inputs []string, dry bool) {
+	const id = "capflow.agent"
+	cfg, reg, err := a.loadRegistry()
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	pol, err := LoadPolicy(cfg)
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	r, err := a.buildRouter(cfg, reg, pol)
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// 1. planning
+	res, err := r.Route(ctx, text)
+	if err != nil {
+		a.phase("planning", "failed: %v", err)
+		a.set(failEnv(id, err, map[string]any{"verdict": "task not completed"}), nil)
+		return
+	}
+	if res.Plan == nil {
+		a.phase("planning", "%s", res.Message)
+		a.setVerdict(id, verdictData{Status: preflight.PartialComplete, Message: res.Message, Route: res}, nil)
+		return
+	}
+	a.phase("planning", "%s → plan %s with %d steps", res.Message, res.Plan.Name, len(res.Plan.Steps))
+
+	// 2. gap check and 3. policy check
+	props := planProps(res.Plan)
+	given, err := parseInputs(inputs, "", props)
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	rep := preflight.Check(preflight.Request{Plan: res.Plan, Inputs: given, Registry: reg, Policy: pol, MinConfidence: cfg.Router.MinConfidence, Deps: depcheck.New()})
+	if len(rep.Gaps) > 0 {
+		var caps []string
+		for _, g := range rep.Gaps {
+			caps = append(caps, g.MissingCapability+" ("+g.Reason+")")
+		}
+		a.phase("gap check", "missing: %s", strings.Join(caps, ", "))
+	} else {
+		a.phase("gap check", "every step has a tool")
+	}
+	if rep.Policy.Allowed {
+		a.phase("policy check", "allowed")
+	} else {
+		a.phase("policy check", "blocked: %s", rep.Policy.Violations[0].Message)
+	}
+	vd := verdictData{Status: rep.Status, Message: rep.Message, Route: res, Report: rep}
+	if rep.Status != preflight.Ready {
+		a.setVerdict(id, vd, nil)
+		return
+	}
+	if dry {
+		a.phase("preview", "dry run: %d operations would run", len(res.Plan.Steps))
+		vd.DryRun = true
+		a.setVerdict(id, vd, nil)
+		return
+	}
+
+	// 4. execution
+	_, tc, err := a.dial(ctx)
+	if err != nil {
+		a.phase("execution", "%v", err)
+		a.set(failEnv(id, err, map[string]any{"verdict": "task not completed"}), nil)
+		return
+	}
+	defer tc.Close()
+	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: NewWorkflowID(res.Plan.Name), TaskQueue: cfg.Temporal.TaskQueue,
+		StaticSummary: fmt.Sprintf("agent: %s", text), StaticDetails: staticDetails(res.Plan)},
+		wfapi.WorkflowType, wfapi.Input{Plan: res.PlanValue, Inputs: given})
+	if err != nil {
+		a.set(failEnv(id, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run"), nil), nil)
+		return
+	}
+	a.phase("execution", "%s (%s)", run.GetID(), temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID()))
+	result, err := a.follow(ctx, tc, run)
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	vd.Status, vd.Message, vd.Result = result.Status, result.Message, result
+	a.setVerdict(id, vd, nil)
+}
+
+type verdictData struct {
+	Status  string
+	Message string
+	DryRun  bool
+	Route   *router.Result
+	Report  *preflight.Report
+	Result  *wfapi.Result
+}
+
+func (a *App) setVerdict(id string, v verdictData, _ any) {
+	done, missing := []Operation{}, []Operation{}
+	switch {
+	case v.Result != nil:
+		for _, s := range v.Result.Steps {
+			if s.Status == wfapi.StepSucceeded {
+				done = append(done, Operation{StepID: s.ID, Capability: s.Capability})
+			} else {
+				missing = append(missing, Operation{StepID: s.ID, Capability: s.Capability, Reason: s.Status + ": " + s.Reason})
+			}
+		}
+	case v.Report != nil:
+		gaps := map[string]string{}
+		for _, g := range v.Report.Gaps {
+			gaps[g.StepID] = g.Reason
+		}
+		for _, s := range v.Route.Plan.Steps {
+			reason := "not run: the plan is " + v.Status
+			if v.DryRun {
+				reason = "would run"
+			}
+			if g, ok := gaps[s.ID]; ok {
+				reason = g
+			}
+			missing = append(missing, Operation{StepID: s.ID, Capability: s.Capability, Reason: reason})
+		}
+	}
+	completed := v.Status == wfapi.StatusPassed
+	verdict := "task not completed"
+	if completed {
+		verdict = "task completed"
+	}
+	if v.DryRun {
+		verdict = "dry run: ready to run"
+	}
+	data := map[string]any{"verdict": verdict, "status": v.Status, "done": done, "missing": missing}
+	if v.Route != nil {
+		data["plan"] = v.Route.PlanYAML
+		if v.Route.Kind != "" {
+			data["route"] = map[string]any{"kind": v.Route.Kind, "id": v.Route.ID}
+		}
+		data["llm_calls"] = v.Route.LLMCalls
+		if v.Route.Plan == nil {
+			data["closest"] = nonNilStrings(v.Route.Closest)
+		}
+	}
+	if v.Report != nil {
+		data["gaps"] = v.Report.Gaps
+		data["policy"] = v.Report.Policy
+	}
+	if v.Result != nil {
+		data["result"] = v.Result
+	}
+	b := envelope.NewBuilder(id)
+	status := v.Status
+	if v.DryRun {
+		status = preflight.Ready
+	}
+	code, exit := StatusExit(status)
+	msg := fmt.Sprintf("%s: %s", verdict, v.Message)
+	var env envelope.Envelope
+	if exit == 0 {
+		env = b.Succeed(msg, data)
+	} else {
+		for _, m := range missing {
+			b.Error("missing", fmt.Sprintf("%s · %s: %s", m.StepID, m.Capability, m.Reason), "")
+		}
+		if len(missing) == 0 {
+			b.Error("planning", v.Message, "")
+		}
+		env = b.FailWithExit(code, exit, msg, data)
+	}
+	a.set(env, func(w io.Writer) {
+		mark := "✓"
+		if !completed {
+			mark = "✗"
+		}
+		if v.DryRun {
+			mark = "○"
+		}
+		fmt.Fprintf(w, "%s %s\n  %s\n", mark, strings.ToUpper(verdict[:1])+verdict[1:], v.Message)
+		if len(done) > 0 {
+			fmt.Fprintln(w, "operations done:")
+			for _, d := range done {
+				fmt.Fprintf(w, "  ✓ %s  %s\n", d.StepID, d.Capability)
+			}
+		}
+		if len(missing) > 0 {
+			label := "operations missing:"
+			if v.DryRun {
+				label = "operations that would run:"
+			}
+			fmt.Fprintln(w, label)
+			mark := "✗"
+			if v.DryRun {
+				mark = "→"
+			}
+			for _, m := range missing {
+				fmt.Fprintf(w, "  %s %s  %s  (%s)\n", mark, m.StepID, m.Capability, m.Reason)
+			}
+		}
+		if v.Result != nil && v.Result.Report.Markdown != "" {
+			fmt.Fprintf(w, "report: %s\n", v.Result.Report.Markdown)
+		}
+	})
+}

@@ -1,0 +1,49 @@
+package router
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/kits"
+)
+
+// FromConfig builds the router of a project: its router.rules file, or
+// the shipped rules when the project has none; the LLM fallback when
+// router.llm names a base URL and a model. logw receives LLM_LOG output.
+func FromConfig(cfg *config.Config, caps func() []string, maxLLMCalls int, log hclog.Logger, logw io.Writer) (*Router, error) {
+	r := &Router{Capabilities: caps, MaxLLMCalls: maxLLMCalls, Root: cfg.Root, Logger: log}
+	path := cfg.Abs(cfg.Router.Rules)
+	rules, err := LoadRules(path, cfg.Router.Rules)
+	switch {
+	case err == nil:
+		r.Rules = rules
+	case errors.Is(err, os.ErrNotExist):
+		if r.Rules, err = ParseRules("builtin:router.yaml", kits.DefaultRouterRules, ""); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	l := cfg.Router.LLM
+	if l.BaseURL != "" && l.Model != "" {
+		timeout, terr := time.ParseDuration(l.Timeout)
+		if terr != nil && l.Timeout != "" {
+			return nil, caperr.New(caperr.ConfigError, "router.llm.timeout %q is not a duration", l.Timeout)
+		}
+		key := ""
+		if l.APIKeyEnv != "" {
+			key = os.Getenv(l.APIKeyEnv)
+		}
+		r.LLM = &LLM{BaseURL: l.BaseURL, Model: l.Model, APIKey: key, Timeout: timeout, Logger: log}
+		if os.Getenv("LLM_LOG") == "1" {
+			r.LLM.Log = logw
+		}
+	}
+	return r, nil
+}
