@@ -6,13 +6,13 @@ package e2e
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
