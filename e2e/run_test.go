@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/capflow/capflow/internal/examples"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -52,30 +52,6 @@ func (h *harness) run(t *testing.T, plan string, args ...string) (int, runResult
 	return code, r
 }
 
-// examplesExpect reads "# expect: check=X run=Y" from an example.
-func examplesExpect(t *testing.T, file string) (check, run string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "# expect: "); ok {
-			for _, kv := range strings.Fields(rest) {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case "check":
-					check = v
-				case "run":
-					run = v
-				}
-			}
-		}
-	}
-	return check, run
-}
-
 func TestExamplesRunAsPromised(t *testing.T) {
 	if err := os.Symlink(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
@@ -86,7 +62,10 @@ func TestExamplesRunAsPromised(t *testing.T) {
 		if filepath.Base(f) == "webm-to-mp4.yaml" {
 			continue // depends on ffmpeg being installed; covered by plan check tests
 		}
-		check, want := examplesExpect(t, f)
+		check, want, err := examples.Expect(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if want == "" {
 			want = check // plans that cannot run end with their check status
 		}

@@ -1,30 +1,22 @@
 package cli
 
 import (
-	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capflow/capflow/internal/examples"
 )
 
 // expectation reads the "# expect: check=STATUS" line of an example.
 func expectation(t *testing.T, file string) string {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
+	check, _, err := examples.Expect(file)
+	if err != nil || check == "" {
+		t.Fatalf("%s has no '# expect: check=' line (%v)", file, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "# expect: check="); ok {
-			return strings.Fields(rest)[0]
-		}
-	}
-	t.Fatalf("%s has no '# expect: check=' line", file)
-	return ""
+	return check
 }
 
 func TestExamplesGiveTheirPromisedStatus(t *testing.T) {

@@ -306,25 +306,33 @@ func notFound(err error) bool {
 	return errors.As(err, &nf)
 }
 
+// withClient dials Temporal for a command, reporting a failure to connect
+// as the command's envelope.
+func (a *App) withClient(id string, f func(ctx context.Context, cfg *config.Config, tc client.Client)) {
+	ctx := context.Background()
+	cfg, tc, err := a.dial(ctx)
+	if err != nil {
+		a.set(failEnv(id, err, nil), nil)
+		return
+	}
+	defer tc.Close()
+	f(ctx, cfg, tc)
+}
+
 func (a *App) statusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status ID",
 		Short: "A run's progress (every step's state), or its result when it has ended",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			cfg, tc, err := a.dial(ctx)
-			if err != nil {
-				a.set(failEnv("capflow.status", err, nil), nil)
-				return nil
-			}
-			defer tc.Close()
-			res, err := a.fetch(ctx, tc, args[0], false)
-			if err != nil {
-				a.set(failEnv("capflow.status", err, nil), nil)
-				return nil
-			}
-			a.setResult("capflow.status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+			a.withClient("capflow.status", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+				res, err := a.fetch(ctx, tc, args[0], false)
+				if err != nil {
+					a.set(failEnv("capflow.status", err, nil), nil)
+					return
+				}
+				a.setResult("capflow.status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+			})
 			return nil
 		},
 	}
@@ -365,28 +373,23 @@ func (a *App) cancelCommand() *cobra.Command {
 		Short: "Cancel a run: running tools are stopped, the report is still written",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			cfg, tc, err := a.dial(ctx)
-			if err != nil {
-				a.set(failEnv("capflow.cancel", err, nil), nil)
-				return nil
-			}
-			defer tc.Close()
-			if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
-				if notFound(err) {
-					err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
+			a.withClient("capflow.cancel", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+				if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
+					if notFound(err) {
+						err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
+					}
+					a.set(failEnv("capflow.cancel", err, nil), nil)
+					return
 				}
-				a.set(failEnv("capflow.cancel", err, nil), nil)
-				return nil
-			}
-			wctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			res, err := a.fetch(wctx, tc, args[0], true)
-			if err != nil {
-				a.set(failEnv("capflow.cancel", err, nil), nil)
-				return nil
-			}
-			a.setResult("capflow.cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				res, err := a.fetch(wctx, tc, args[0], true)
+				if err != nil {
+					a.set(failEnv("capflow.cancel", err, nil), nil)
+					return
+				}
+				a.setResult("capflow.cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+			})
 			return nil
 		},
 	}
@@ -398,29 +401,22 @@ func (a *App) reportCommand() *cobra.Command {
 		Short: "A finished run's result and its markdown report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			cfg, tc, err := a.dial(ctx)
-			if err != nil {
-				a.set(failEnv("capflow.report", err, nil), nil)
-				return nil
-			}
-			defer tc.Close()
-			desc, err := tc.DescribeWorkflowExecution(ctx, args[0], "")
-			if err == nil && desc.WorkflowExecutionInfo.CloseTime == nil {
-				a.set(envelope.NewBuilder("capflow.report").Fail(caperr.InvalidInput, fmt.Sprintf("%s is still running; see capflow status %s", args[0], args[0]), nil), nil)
-				return nil
-			}
-			res, err := a.fetch(ctx, tc, args[0], true)
-			if err != nil {
-				a.set(failEnv("capflow.report", err, nil), nil)
-				return nil
-			}
-			url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID)
-			a.setResult("capflow.report", res, url)
-			md, rerr := os.ReadFile(res.Report.Markdown)
-			if rerr == nil {
-				a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
-			}
+			a.withClient("capflow.report", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+				desc, err := tc.DescribeWorkflowExecution(ctx, args[0], "")
+				if err == nil && desc.WorkflowExecutionInfo.CloseTime == nil {
+					a.set(envelope.NewBuilder("capflow.report").Fail(caperr.InvalidInput, fmt.Sprintf("%s is still running; see capflow status %s", args[0], args[0]), nil), nil)
+					return
+				}
+				res, err := a.fetch(ctx, tc, args[0], true)
+				if err != nil {
+					a.set(failEnv("capflow.report", err, nil), nil)
+					return
+				}
+				a.setResult("capflow.report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				if md, err := os.ReadFile(res.Report.Markdown); err == nil {
+					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
+				}
+			})
 			return nil
 		},
 	}
