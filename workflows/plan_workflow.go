@@ -163,9 +163,6 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	return res, nil
 }
 
-// RouteResult is the Route activity's answer.
-type RouteResult = wfapi.RouteResult
-
 func route(ctx workflow.Context, in wfapi.Input) (*wfapi.RouteResult, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute, RetryPolicy: localRetry, Summary: "route: request text → plan",

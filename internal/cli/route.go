@@ -157,7 +157,7 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	}
 	if res.Plan == nil {
 		a.phase("planning", "%s", res.Message)
-		a.setVerdict(id, verdictData{Status: preflight.PartialComplete, Message: res.Message, Route: res}, nil)
+		a.setVerdict(id, verdictData{Status: preflight.PartialComplete, Message: res.Message, Route: res})
 		return
 	}
 	a.phase("planning", "%s → plan %s with %d steps", res.Message, res.Plan.Name, len(res.Plan.Steps))
@@ -186,13 +186,13 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	}
 	vd := verdictData{Status: rep.Status, Message: rep.Message, Route: res, Report: rep}
 	if rep.Status != preflight.Ready {
-		a.setVerdict(id, vd, nil)
+		a.setVerdict(id, vd)
 		return
 	}
 	if dry {
 		a.phase("preview", "dry run: %d operations would run", len(res.Plan.Steps))
 		vd.DryRun = true
-		a.setVerdict(id, vd, nil)
+		a.setVerdict(id, vd)
 		return
 	}
 
@@ -218,7 +218,7 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 		return
 	}
 	vd.Status, vd.Message, vd.Result = result.Status, result.Message, result
-	a.setVerdict(id, vd, nil)
+	a.setVerdict(id, vd)
 }
 
 type verdictData struct {
@@ -230,7 +230,7 @@ type verdictData struct {
 	Result  *wfapi.Result
 }
 
-func (a *App) setVerdict(id string, v verdictData, _ any) {
+func (a *App) setVerdict(id string, v verdictData) {
 	done, missing := []Operation{}, []Operation{}
 	switch {
 	case v.Result != nil:

@@ -59,7 +59,9 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		var sve *jsonschema.SchemaValidationError
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-			return nil, flatten(ve, doc, metaDoc)
+			// Suggestions inside user schemas are not offered: the
+			// metaschema allows any keyword.
+			return nil, flatten(ve, nil)
 		}
 		msg := err.Error()
 		msg = strings.ReplaceAll(msg, userURL, "schema")
@@ -107,14 +109,10 @@ func (s *Schema) Validate(v any) []Violation {
 	if !errors.As(err, &ve) {
 		return []Violation{{Message: err.Error()}}
 	}
-	return flatten(ve, s.doc, s.doc)
+	return flatten(ve, s.doc)
 }
 
-// metaDoc is a placeholder: suggestions inside user schemas are not
-// offered (the metaschema allows any keyword).
-var metaDoc any
-
-func flatten(ve *jsonschema.ValidationError, _ any, schemaDoc any) []Violation {
+func flatten(ve *jsonschema.ValidationError, schemaDoc any) []Violation {
 	var out []Violation
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
