@@ -91,8 +91,8 @@ func short(d string) string {
 	return d
 }
 
-// RunDir is the folder of one run.
-func (a *Activities) RunDir(workflowID string) string {
+// runDir is the folder of one run.
+func (a *Activities) runDir(workflowID string) string {
 	return filepath.Join(a.Config.Abs(a.Config.RunsDir), safeName(workflowID))
 }
 

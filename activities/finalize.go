@@ -15,7 +15,7 @@ import (
 
 // Finalize writes report.json and report.md into the run's folder.
 func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
-	dir := a.RunDir(in.Result.WorkflowID)
+	dir := a.runDir(in.Result.WorkflowID)
 	if in.Resolved != nil && in.Resolved.RunDir != "" {
 		dir = in.Resolved.RunDir
 	}

@@ -19,7 +19,7 @@ import (
 // gaps and applies policy: exactly `capflow plan check`. The result (tool
 // names, versions, digests, settings) is recorded in the run's history.
 func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
-	runDir := a.RunDir(in.WorkflowID)
+	runDir := a.runDir(in.WorkflowID)
 	p, probs := plan.FromValue("plan", in.Plan)
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(planName(in.Plan), probs)

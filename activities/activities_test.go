@@ -1,0 +1,142 @@
+package activities
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/toolrun"
+	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/kits"
+)
+
+func newActivities(t *testing.T) (*Activities, string) {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := config.Load(config.Options{Project: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Config: cfg, Logger: hclog.NewNullLogger(), Runner: &toolrun.Runner{},
+		RegistryOptions: registry.Options{Root: root, ToolsDirs: []string{"tools"}, ActiveKits: []string{"core"}, Builtin: kits.Builtin()}}
+	return a, root
+}
+
+func env(a *Activities) *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestActivityEnvironment()
+	e.RegisterActivity(a)
+	return e
+}
+
+func TestResolveAndRun(t *testing.T) {
+	a, root := newActivities(t)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644)
+	e := env(a)
+	plan := map[string]any{"name": "p", "steps": []any{
+		map[string]any{"id": "sum", "capability": "file.checksum", "with": map[string]any{"path": "${inputs.file}"}},
+	}, "inputs": map[string]any{"file": map[string]any{"type": "string"}}}
+	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, Inputs: map[string]any{"file": "a.txt"}, WorkflowID: "wf/../x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr wfapi.ResolveResult
+	_ = v.Get(&rr)
+	if rr.Status != "ready" || len(rr.Steps) != 1 || rr.Steps[0].Tool != "file-checksum" || !strings.HasPrefix(rr.Steps[0].Digest, "sha256:") {
+		t.Fatalf("%+v", rr)
+	}
+	if filepath.Dir(rr.RunDir) != filepath.Join(root, ".capflow/runs") {
+		t.Fatalf("a workflow id must not escape runs_dir: %s", rr.RunDir)
+	}
+	st := rr.Steps[0]
+	in := wfapi.RunToolInput{WorkflowID: "wf", RunDir: rr.RunDir, Inputs: rr.Inputs,
+		Step: wfapi.StepCall{ID: st.ID, Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: st.Idempotent, With: st.With}}
+	v, err = e.ExecuteActivity(a.RunTool, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wfapi.RunToolResult
+	_ = v.Get(&out)
+	if !out.Envelope.Success || out.Envelope.Data.(map[string]any)["sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("%+v", out)
+	}
+
+	// A digest that no longer matches: refused, not retried.
+	in.Step.Digest = "sha256:0000"
+	_, err = e.ExecuteActivity(a.RunTool, in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "CONFIG_ERROR" || !app.NonRetryable() || !strings.Contains(app.Message(), "changed since the plan was resolved") {
+		t.Fatalf("changed manifest: %v", err)
+	}
+}
+
+func TestLargeOutputsGoToFiles(t *testing.T) {
+	a, root := newActivities(t)
+	big := strings.Repeat("x", 300<<10)
+	os.WriteFile(filepath.Join(root, "big.txt"), []byte(big), 0o644)
+	e := env(a)
+	reg, _ := a.registry()
+	m := reg.Tool("file-read", "")
+	runDir := filepath.Join(root, ".capflow/runs/wf")
+	v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+		Step: wfapi.StepCall{ID: "read", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true, With: map[string]any{"path": "big.txt"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wfapi.RunToolResult
+	_ = v.Get(&out)
+	if out.DataFile == "" || out.Envelope.Data.(map[string]any)["data_file"] != out.DataFile {
+		t.Fatalf("large data not offloaded: %+v", out.Envelope.Data)
+	}
+	// A later step reads it back through its reference.
+	w := reg.Tool("file-write", "")
+	_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+		Deps: map[string]wfapi.StepOutcome{"read": {Success: true, DataFile: out.DataFile}},
+		Step: wfapi.StepCall{ID: "write", Tool: w.Name, Version: w.Version, Digest: w.Digest, With: map[string]any{"path": "copy.txt", "content": "${steps.read.data.content}"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "copy.txt")); len(b) != len(big) {
+		t.Fatalf("copy has %d bytes", len(b))
+	}
+}
+
+func TestFinalizeWritesReports(t *testing.T) {
+	a, _ := newActivities(t)
+	e := env(a)
+	res := wfapi.Result{Status: "partial-complete", Plan: "p", WorkflowID: "wf-1", Message: "gaps",
+		Gaps: []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
+	v, err := e.ExecuteActivity(a.Finalize, wfapi.FinalizeInput{Result: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths wfapi.ReportPaths
+	_ = v.Get(&paths)
+	md, _ := os.ReadFile(paths.Markdown)
+	js, _ := os.ReadFile(paths.JSON)
+	if !strings.Contains(string(md), "partial-complete") || !strings.Contains(string(md), "youtube-download") || !strings.Contains(string(js), `"status": "partial-complete"`) {
+		t.Fatalf("md:\n%s\njson:\n%s", md, js)
+	}
+}
+
+func TestResolveInvalidPlan(t *testing.T) {
+	a, _ := newActivities(t)
+	v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: map[string]any{"name": "bad", "steps": []any{map[string]any{"id": "A B"}}}, WorkflowID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr wfapi.ResolveResult
+	_ = v.Get(&rr)
+	if rr.Status != "invalid" || len(rr.Problems) < 2 {
+		t.Fatalf("%+v", rr)
+	}
+}
