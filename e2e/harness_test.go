@@ -279,10 +279,11 @@ func (h *harness) capflowEnv(t *testing.T, extra []string, args ...string) (int,
 	return code, env, errb.String()
 }
 
-// writePlan writes a plan into the project and returns its path.
+// writePlan writes a plan into the project and returns its path. Not
+// under plans/: that is a link to the repository's own plans.
 func (h *harness) writePlan(t *testing.T, name, body string) string {
 	t.Helper()
-	p := filepath.Join(h.project, "plans", name+".yaml")
+	p := filepath.Join(h.project, "e2e-plans", name+".yaml")
 	_ = os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
