@@ -261,10 +261,11 @@ func findCycle(p *Plan) []string {
 }
 
 // ResolveInputs applies defaults and validates request inputs against the
-// plan's input schemas. An input without a default is required; unknown
-// inputs are errors.
-func (p *Plan) ResolveInputs(given map[string]any) (map[string]any, caperr.Problems) {
-	var probs caperr.Problems
+// plan's input schemas. An input without a default is required: when
+// requireAll, a missing one is a problem; otherwise it is only listed in
+// missing (checking a plan before its inputs are known). Unknown inputs
+// and wrong values are always problems.
+func (p *Plan) ResolveInputs(given map[string]any, requireAll bool) (values map[string]any, missing []string, probs caperr.Problems) {
 	out := map[string]any{}
 	for k, v := range given {
 		if _, ok := p.Inputs[k]; !ok {
@@ -279,7 +280,10 @@ func (p *Plan) ResolveInputs(given map[string]any) (map[string]any, caperr.Probl
 		if !ok {
 			d, has := s["default"]
 			if !has {
-				probs = append(probs, caperr.New(caperr.InvalidInput, "missing required input %q", name).At("inputs", 0, 0, name))
+				missing = append(missing, name)
+				if requireAll {
+					probs = append(probs, caperr.New(caperr.InvalidInput, "missing required input %q", name).At("inputs", 0, 0, name))
+				}
 				continue
 			}
 			v = d
@@ -295,7 +299,7 @@ func (p *Plan) ResolveInputs(given map[string]any) (map[string]any, caperr.Probl
 		}
 	}
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Field < probs[j].Field })
-	return out, probs
+	return out, missing, probs
 }
 
 // Summary is a one-line description for messages.

@@ -108,11 +108,15 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestResolveInputs(t *testing.T) {
 	p, _ := Parse("p.yaml", []byte(good))
-	in, probs := p.ResolveInputs(map[string]any{"url": "http://x"})
+	in, _, probs := p.ResolveInputs(map[string]any{"url": "http://x"}, true)
 	if len(probs) > 0 || in["folder"] != "/videos" || in["url"] != "http://x" {
 		t.Fatalf("%v %v", in, probs)
 	}
-	_, probs = p.ResolveInputs(map[string]any{"ulr": "x", "count": "two"})
+	_, missing, probs := p.ResolveInputs(map[string]any{}, false)
+	if len(probs) != 0 || len(missing) != 1 || missing[0] != "url" {
+		t.Fatalf("optional: %v %v", missing, probs)
+	}
+	_, _, probs = p.ResolveInputs(map[string]any{"ulr": "x", "count": "two"}, true)
 	all := probs.Error()
 	for _, w := range []string{`unknown input "ulr" (did you mean "url"?)`, `missing required input "url"`, "input count: must be integer"} {
 		if !strings.Contains(all, w) {

@@ -8,7 +8,6 @@ package preflight
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/gap"
@@ -98,17 +97,11 @@ func InvalidReport(name string, probs caperr.Problems) *Report {
 func Check(req Request) *Report {
 	p := req.Plan
 	r := &Report{Plan: p.Name, Resolution: []gap.StepResolution{}, Gaps: []gap.Gap{}}
-	inputs, probs := p.ResolveInputs(req.Inputs)
+	inputs, missing, probs := p.ResolveInputs(req.Inputs, !req.InputsOptional)
 	if req.InputsOptional {
-		var keep caperr.Problems
-		for _, pr := range probs {
-			if strings.HasPrefix(pr.Message, "missing required input") {
-				r.Notes = append(r.Notes, pr.Message+" (not checked: no inputs given)")
-				continue
-			}
-			keep = append(keep, pr)
+		for _, m := range missing {
+			r.Notes = append(r.Notes, fmt.Sprintf("missing required input %q (not checked: no inputs given)", m))
 		}
-		probs = keep
 	}
 	r.Inputs = inputs
 	base := req.Policy
