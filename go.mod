@@ -14,6 +14,7 @@ require (
 	go.temporal.io/sdk v1.50.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/text v0.41.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -51,6 +52,5 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/grpc v1.83.2 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

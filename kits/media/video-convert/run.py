@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # keep the kit folder free of __pycache__
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from capflow_tool import Tool  # noqa: E402
 
