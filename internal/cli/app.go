@@ -143,14 +143,34 @@ func (a *App) rootCommand() *cobra.Command {
 	for _, c := range a.extraCommands() {
 		root.AddCommand(c)
 	}
+	a.failuresAsEnvelopes(root)
 	return root
+}
+
+// failuresAsEnvelopes wraps every command body once: an error it returns
+// becomes the command's failure envelope, with the contract code the error
+// carries and the command path as its id (capflow.plan.check). Bodies then
+// simply return their errors.
+func (a *App) failuresAsEnvelopes(c *cobra.Command) {
+	if body := c.RunE; body != nil {
+		id := strings.ReplaceAll(c.CommandPath(), " ", ".")
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := body(cmd, args); err != nil {
+				a.set(failEnv(id, err, nil), nil)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		a.failuresAsEnvelopes(sub)
+	}
 }
 
 // groupRun makes a command group reject unknown subcommands (cobra would
 // print help and exit 0) and print its help when called bare.
 func groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		return caperr.New(caperr.InvalidInput, "unknown command %q for %q (see --help)", args[0], cmd.CommandPath())
 	}
 	return cmd.Help()
 }

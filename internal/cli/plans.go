@@ -128,8 +128,7 @@ func (a *App) planCheck() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ck, err := a.check(args[0], inputs, inputsFile, true)
 			if err != nil {
-				a.set(failEnv("capflow.plan.check", err, nil), nil)
-				return nil
+				return err
 			}
 			env := reportEnvelope("capflow.plan.check", ck.report, ck.reg.Warnings)
 			a.set(env, func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
@@ -231,12 +230,11 @@ func (a *App) planGraph() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "mermaid" && format != "dot" {
-				return fmt.Errorf("--format must be mermaid or dot, not %q", format)
+				return caperr.New(caperr.InvalidInput, "--format must be mermaid or dot, not %q", format)
 			}
 			ck, err := a.check(args[0], inputs, "", true)
 			if err != nil {
-				a.set(failEnv("capflow.plan.graph", err, nil), nil)
-				return nil
+				return err
 			}
 			if ck.plan == nil {
 				a.set(reportEnvelope("capflow.plan.graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })

@@ -37,18 +37,15 @@ func (a *App) routeCommand() *cobra.Command {
 			const id = "capflow.route"
 			cfg, reg, err := a.loadRegistry()
 			if err != nil {
-				a.set(failEnv(id, err, nil), nil)
-				return nil
+				return err
 			}
 			pol, err := LoadPolicy(cfg)
 			if err != nil {
-				a.set(failEnv(id, err, nil), nil)
-				return nil
+				return err
 			}
 			r, err := a.buildRouter(cfg, reg, pol)
 			if err != nil {
-				a.set(failEnv(id, err, nil), nil)
-				return nil
+				return err
 			}
 			res, err := r.Route(context.Background(), args[0])
 			if err != nil {
@@ -112,8 +109,7 @@ func (a *App) agentCommand() *cobra.Command {
 		Short: "Route a request, check gaps and policy, then run it: task completed, or what is missing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.agent(args[0], inputs, dry)
-			return nil
+			return a.agent(args[0], inputs, dry)
 		},
 	}
 	c.Flags().BoolVar(&dry, "dry-run", false, "plan and check only; show what would run")
@@ -128,22 +124,19 @@ func (a *App) phase(name, format string, args ...any) {
 	fmt.Fprintf(a.Stderr, "● %-13s %s\n", name, fmt.Sprintf(format, args...))
 }
 
-func (a *App) agent(text string, inputs []string, dry bool) {
+func (a *App) agent(text string, inputs []string, dry bool) error {
 	const id = "capflow.agent"
 	cfg, reg, err := a.loadRegistry()
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	r, err := a.buildRouter(cfg, reg, pol)
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,12 +146,12 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	if err != nil {
 		a.phase("planning", "failed: %v", err)
 		a.set(failEnv(id, err, map[string]any{"verdict": "task not completed"}), nil)
-		return
+		return nil
 	}
 	if res.Plan == nil {
 		a.phase("planning", "%s", res.Message)
 		a.setVerdict(id, verdictData{Status: preflight.PartialComplete, Message: res.Message, Route: res})
-		return
+		return nil
 	}
 	a.phase("planning", "%s → plan %s with %d steps", res.Message, res.Plan.Name, len(res.Plan.Steps))
 
@@ -166,8 +159,7 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	props := planProps(res.Plan)
 	given, err := parseInputs(inputs, "", props)
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	rep := preflight.Check(preflight.Request{Plan: res.Plan, Inputs: given, Registry: reg, Policy: pol, MinConfidence: cfg.Router.MinConfidence, Deps: depcheck.New()})
 	if len(rep.Gaps) > 0 {
@@ -187,13 +179,13 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	vd := verdictData{Status: rep.Status, Message: rep.Message, Route: res, Report: rep}
 	if rep.Status != preflight.Ready {
 		a.setVerdict(id, vd)
-		return
+		return nil
 	}
 	if dry {
 		a.phase("preview", "dry run: %d operations would run", len(res.Plan.Steps))
 		vd.DryRun = true
 		a.setVerdict(id, vd)
-		return
+		return nil
 	}
 
 	// 4. execution
@@ -201,24 +193,23 @@ func (a *App) agent(text string, inputs []string, dry bool) {
 	if err != nil {
 		a.phase("execution", "%v", err)
 		a.set(failEnv(id, err, map[string]any{"verdict": "task not completed"}), nil)
-		return
+		return nil
 	}
 	defer tc.Close()
 	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: NewWorkflowID(res.Plan.Name), TaskQueue: cfg.Temporal.TaskQueue,
 		StaticSummary: fmt.Sprintf("agent: %s", text), StaticDetails: staticDetails(res.Plan)},
 		wfapi.WorkflowType, wfapi.Input{Plan: res.PlanValue, Inputs: given})
 	if err != nil {
-		a.set(failEnv(id, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run"), nil), nil)
-		return
+		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
 	a.phase("execution", "%s (%s)", run.GetID(), temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID()))
 	result, err := a.follow(ctx, tc, run)
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	vd.Status, vd.Message, vd.Result = result.Status, result.Message, result
 	a.setVerdict(id, vd)
+	return nil
 }
 
 type verdictData struct {

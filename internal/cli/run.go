@@ -107,8 +107,7 @@ func (a *App) runCommand() *cobra.Command {
 			const cid = "capflow.run"
 			p, value, probs, err := loadPlanFile(args[0])
 			if err != nil {
-				a.set(failEnv(cid, err, nil), nil)
-				return nil
+				return err
 			}
 			if len(probs) > 0 {
 				rep := preflight.InvalidReport(args[0], probs)
@@ -122,15 +121,13 @@ func (a *App) runCommand() *cobra.Command {
 			}
 			given, err := parseInputs(inputs, inputsFile, planProps(p))
 			if err != nil {
-				a.set(failEnv(cid, err, nil), nil)
-				return nil
+				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg, tc, err := a.dial(ctx)
 			if err != nil {
-				a.set(failEnv(cid, err, nil), nil)
-				return nil
+				return err
 			}
 			defer tc.Close()
 			if id == "" {
@@ -142,8 +139,7 @@ func (a *App) runCommand() *cobra.Command {
 				StaticDetails: staticDetails(p),
 			}, wfapi.WorkflowType, wfapi.Input{Plan: value, Inputs: given})
 			if err != nil {
-				a.set(failEnv(cid, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run"), nil), nil)
-				return nil
+				return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 			}
 			url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID())
 			if detach {
@@ -306,17 +302,16 @@ func notFound(err error) bool {
 	return errors.As(err, &nf)
 }
 
-// withClient dials Temporal for a command, reporting a failure to connect
-// as the command's envelope.
-func (a *App) withClient(id string, f func(ctx context.Context, cfg *config.Config, tc client.Client)) {
+// withClient dials Temporal for a command; a failure to connect is the
+// command's error.
+func (a *App) withClient(f func(ctx context.Context, cfg *config.Config, tc client.Client) error) error {
 	ctx := context.Background()
 	cfg, tc, err := a.dial(ctx)
 	if err != nil {
-		a.set(failEnv(id, err, nil), nil)
-		return
+		return err
 	}
 	defer tc.Close()
-	f(ctx, cfg, tc)
+	return f(ctx, cfg, tc)
 }
 
 func (a *App) statusCommand() *cobra.Command {
@@ -325,15 +320,14 @@ func (a *App) statusCommand() *cobra.Command {
 		Short: "A run's progress (every step's state), or its result when it has ended",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.withClient("capflow.status", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
 				res, err := a.fetch(ctx, tc, args[0], false)
 				if err != nil {
-					a.set(failEnv("capflow.status", err, nil), nil)
-					return
+					return err
 				}
 				a.setResult("capflow.status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				return nil
 			})
-			return nil
 		},
 	}
 }
@@ -373,24 +367,22 @@ func (a *App) cancelCommand() *cobra.Command {
 		Short: "Cancel a run: running tools are stopped, the report is still written",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.withClient("capflow.cancel", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
 				if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
 					if notFound(err) {
 						err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
 					}
-					a.set(failEnv("capflow.cancel", err, nil), nil)
-					return
+					return err
 				}
 				wctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
 				res, err := a.fetch(wctx, tc, args[0], true)
 				if err != nil {
-					a.set(failEnv("capflow.cancel", err, nil), nil)
-					return
+					return err
 				}
 				a.setResult("capflow.cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				return nil
 			})
-			return nil
 		},
 	}
 }
@@ -401,23 +393,21 @@ func (a *App) reportCommand() *cobra.Command {
 		Short: "A finished run's result and its markdown report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.withClient("capflow.report", func(ctx context.Context, cfg *config.Config, tc client.Client) {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
 				desc, err := tc.DescribeWorkflowExecution(ctx, args[0], "")
 				if err == nil && desc.WorkflowExecutionInfo.CloseTime == nil {
-					a.set(envelope.NewBuilder("capflow.report").Fail(caperr.InvalidInput, fmt.Sprintf("%s is still running; see capflow status %s", args[0], args[0]), nil), nil)
-					return
+					return caperr.New(caperr.InvalidInput, "%s is still running; see capflow status %s", args[0], args[0])
 				}
 				res, err := a.fetch(ctx, tc, args[0], true)
 				if err != nil {
-					a.set(failEnv("capflow.report", err, nil), nil)
-					return
+					return err
 				}
 				a.setResult("capflow.report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
 				if md, err := os.ReadFile(res.Report.Markdown); err == nil {
 					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
 				}
+				return nil
 			})
-			return nil
 		},
 	}
 }

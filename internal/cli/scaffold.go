@@ -40,8 +40,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 			id := "capflow.tools.scaffold"
 			cfg, err := a.loadConfig()
 			if err != nil {
-				a.set(failEnv(id, err, nil), nil)
-				return nil
+				return err
 			}
 			var specs []scaffoldSpec
 			switch {
@@ -51,8 +50,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 					return nil
 				}
 				if specs, err = specsFromGaps(fromGaps); err != nil {
-					a.set(failEnv(id, err, nil), nil)
-					return nil
+					return err
 				}
 			case len(args) == 1 && capability != "":
 				specs = []scaffoldSpec{{Name: args[0], Capability: capability}}

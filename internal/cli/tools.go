@@ -62,8 +62,7 @@ func (a *App) toolsValidate() *cobra.Command {
 				cfg, reg, err := a.loadRegistry()
 				if err != nil {
 					if !asProblems(err, &probs) {
-						a.set(failEnv("capflow.tools.validate", err, nil), nil)
-						return nil
+						return err
 					}
 				} else {
 					root, tools, probs, warnings = cfg.Root, reg.Tools, reg.Problems, reg.Warnings
@@ -187,8 +186,7 @@ func (a *App) toolsList() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, reg, err := a.loadRegistry()
 			if err != nil {
-				a.set(failEnv("capflow.tools.list", err, nil), nil)
-				return nil
+				return err
 			}
 			b := envelope.NewBuilder("capflow.tools.list")
 			for _, w := range reg.Warnings {
@@ -234,8 +232,7 @@ func (a *App) toolsResolve() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, reg, err := a.loadRegistry()
 			if err != nil {
-				a.set(failEnv("capflow.tools.resolve", err, nil), nil)
-				return nil
+				return err
 			}
 			capab := args[0]
 			b := envelope.NewBuilder("capflow.tools.resolve")
@@ -293,8 +290,7 @@ func (a *App) toolsRun() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, reg, err := a.loadRegistry()
 			if err != nil {
-				a.set(failEnv("capflow.tools.run", err, nil), nil)
-				return nil
+				return err
 			}
 			name, ver := registry.SplitPin(args[0])
 			m := reg.Tool(name, ver)
@@ -311,8 +307,7 @@ func (a *App) toolsRun() *cobra.Command {
 			props, _ := m.InputSchema["properties"].(map[string]any)
 			in, err := parseInputs(inputs, inputsFile, props)
 			if err != nil {
-				a.set(failEnv("capflow.tools.run", err, nil), nil)
-				return nil
+				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
