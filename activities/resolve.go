@@ -80,8 +80,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			r := byStep[s.ID]
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
 		}
-		rs.Timeout, rs.Heartbeat, rs.MaxAttempts = st.Timeout, st.Heartbeat, st.MaxAttempts
-		rs.InitialInterval, rs.Backoff, rs.MaxInterval = st.InitialInterval, st.Backoff, st.MaxInterval
+		rs.StepSettings = st
 		rs.Summary = wfapi.StepSummary(s.ID, s.Capability, rs.Tool, rs.Version)
 		rr.Steps = append(rr.Steps, rs)
 	}

@@ -127,7 +127,8 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 		st := preflight.Settings(p, s, nil)
 		rr.Steps = append(rr.Steps, wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Tool: "tool-" + s.ID, Version: "1.0.0",
 			Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With, Idempotent: true,
-			Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts, InitialInterval: time.Millisecond, Backoff: 1, MaxInterval: time.Millisecond,
+			StepSettings: preflight.StepSettings{Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts,
+				InitialInterval: time.Millisecond, Backoff: 1, MaxInterval: time.Millisecond},
 			Summary: wfapi.StepSummary(s.ID, s.Capability, "tool-"+s.ID, "1.0.0")})
 	}
 	return rr

@@ -6,7 +6,6 @@ package wfapi
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
@@ -60,26 +59,22 @@ type Input struct {
 // ResolvedStep is a step with everything the scheduler needs, fixed at
 // resolution time and recorded in history.
 type ResolvedStep struct {
-	ID              string         `json:"id"`
-	Capability      string         `json:"capability"`
-	Tool            string         `json:"tool"`
-	Version         string         `json:"version"`
-	Digest          string         `json:"digest"`
-	Source          string         `json:"source"`
-	Summary         string         `json:"summary"`
-	TaskQueue       string         `json:"task_queue,omitempty"`
-	Timeout         time.Duration  `json:"timeout"`
-	Heartbeat       time.Duration  `json:"heartbeat"`
-	MaxAttempts     int            `json:"max_attempts"`
-	InitialInterval time.Duration  `json:"initial_interval"`
-	Backoff         float64        `json:"backoff"`
-	MaxInterval     time.Duration  `json:"max_interval"`
-	Idempotent      bool           `json:"idempotent"`
-	Deps            []string       `json:"deps,omitempty"`
-	Join            plan.Join      `json:"join"`
-	OnFailure       string         `json:"on_failure"`
-	Critical        bool           `json:"critical,omitempty"`
-	With            map[string]any `json:"with,omitempty"`
+	ID         string `json:"id"`
+	Capability string `json:"capability"`
+	Tool       string `json:"tool"`
+	Version    string `json:"version"`
+	Digest     string `json:"digest"`
+	Source     string `json:"source"`
+	Summary    string `json:"summary"`
+	TaskQueue  string `json:"task_queue,omitempty"`
+	// The effective timeouts and retry policy (JSON keys promoted).
+	preflight.StepSettings
+	Idempotent bool           `json:"idempotent"`
+	Deps       []string       `json:"deps,omitempty"`
+	Join       plan.Join      `json:"join"`
+	OnFailure  string         `json:"on_failure"`
+	Critical   bool           `json:"critical,omitempty"`
+	With       map[string]any `json:"with,omitempty"`
 }
 
 // StepSummary is the activity summary the Web UI shows.
