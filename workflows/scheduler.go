@@ -39,12 +39,13 @@ type scheduler struct {
 	sel        workflow.Selector
 	ready      []string // dependencies done and join satisfied, waiting for a slot; sorted
 	count      map[string]int
-	running    int
-	stopped    bool
-	stopReason string
-	cancelled  bool
-	timedOut   bool
-	err        error // an invalid transition: a bug, surfaced loudly
+	// timerPending is true while the max_run_seconds timer is unresolved.
+	timerPending bool
+	stopped      bool
+	stopReason   string
+	cancelled    bool
+	timedOut     bool
+	err          error // an invalid transition: a bug, surfaced loudly
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
@@ -96,13 +97,13 @@ func (s *scheduler) run() {
 		deadline := workflow.NewTimerWithOptions(tctx, time.Duration(s.rr.MaxRunSeconds)*time.Second,
 			workflow.TimerOptions{Summary: fmt.Sprintf("max_run_seconds %d", s.rr.MaxRunSeconds)})
 		s.sel.AddFuture(deadline, func(f workflow.Future) {
-			s.running-- // the timer counts as pending work until it resolves
+			s.timerPending = false
 			if f.Get(s.ctx, nil) == nil {
 				s.timedOut = true
 				s.stop(fmt.Sprintf("max_run_seconds (%ds) exceeded", s.rr.MaxRunSeconds))
 			}
 		})
-		s.running++ // see above
+		s.timerPending = true
 	}
 	for _, id := range s.ids {
 		s.examine(id)
@@ -131,8 +132,15 @@ func (s *scheduler) run() {
 	}
 }
 
-// active counts pending work in the selector: running steps and the timer.
-func (s *scheduler) active() int { return s.running }
+// active counts what the selector can still deliver: running steps and
+// the deadline timer.
+func (s *scheduler) active() int {
+	n := s.count[wfapi.StepRunning]
+	if s.timerPending {
+		n++
+	}
+	return n
+}
 
 // activeSteps counts running steps only.
 func (s *scheduler) activeSteps() int { return s.count[wfapi.StepRunning] }
@@ -276,7 +284,6 @@ func (s *scheduler) start(st *stepState) {
 	st.cancel = cancel
 	st.started = workflow.Now(s.ctx)
 	s.move(st, wfapi.StepRunning, "")
-	s.running++
 	id := step.ID
 	s.sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
 }
@@ -284,7 +291,6 @@ func (s *scheduler) start(st *stepState) {
 // complete records a finished activity.
 func (s *scheduler) complete(id string, f workflow.Future) {
 	st := s.steps[id]
-	s.running--
 	var out wfapi.RunToolResult
 	err := f.Get(s.ctx, &out)
 	defer func() {
