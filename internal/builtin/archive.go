@@ -5,10 +5,12 @@ import (
 	"archive/zip"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -40,69 +42,73 @@ func archiveFormat(in map[string]any, name string) (string, error) {
 }
 
 func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	src, err := env.Path("source", str(in, "source"))
+	src, err := env.place("source", str(in, "source"))
 	if err != nil {
 		return nil, err
 	}
-	out, err := env.Path("output", str(in, "output"))
+	defer src.Close()
+	out, err := env.place("output", str(in, "output"))
 	if err != nil {
 		return nil, err
 	}
-	format, err := archiveFormat(in, out)
+	defer out.Close()
+	format, err := archiveFormat(in, out.abs)
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(src)
+	st, err := src.root.Stat(src.rel)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "source")
+		return nil, src.fail(err, "stat")
 	}
-	base := src
+	// Names in the archive are relative to the source folder (or, for a
+	// single file, to its folder). The walk goes through the root's fs.FS:
+	// symlinks are not followed, so nothing outside the project is packed.
+	walkRoot, base := filepath.ToSlash(src.rel), filepath.ToSlash(src.rel)
 	if !st.IsDir() {
-		base = filepath.Dir(src)
+		base = path.Dir(base)
 	}
 	var files []string
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(src.root.FS(), walkRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == out {
+		if filepath.Join(src.base, filepath.FromSlash(p)) == out.abs {
 			return nil
 		}
 		if d.Type().IsRegular() {
+			if len(files) >= maxEntries {
+				return caperr.New(caperr.InvalidInput, "source %q holds more than %d files", src.given, maxEntries)
+			}
 			files = append(files, p)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "walk source")
+		if caperr.CodeOf(err) != caperr.InternalError {
+			return nil, err
+		}
+		return nil, src.fail(err, "walk")
 	}
 	sort.Strings(files)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "create output folder")
-	}
-	tmp := out + ".partial"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "create %s", str(in, "output"))
-	}
-	defer os.Remove(tmp)
+	fsys := src.root.FS()
 	var names []any
 	add := func(w func(name string, info fs.FileInfo, r io.Reader) error) error {
 		for _, p := range files {
-			if err := ctx.Err(); err != nil {
-				return caperr.Wrap(caperr.Cancelled, err, "archive")
+			if ctx.Err() != nil {
+				return ctxErr(ctx, "archive")
 			}
-			name, _ := filepath.Rel(base, p)
-			name = filepath.ToSlash(name)
-			info, err := os.Stat(p)
+			name := p
+			if base != "." {
+				name = strings.TrimPrefix(p, base+"/")
+			}
+			r, err := fsys.Open(p)
 			if err != nil {
 				return err
 			}
-			r, err := os.Open(p)
-			if err != nil {
-				return err
+			info, err := r.Stat()
+			if err == nil {
+				err = w(name, info, ctxReader{ctx, r})
 			}
-			err = w(name, info, r)
 			r.Close()
 			if err != nil {
 				return err
@@ -111,133 +117,184 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 		}
 		return nil
 	}
-	switch format {
-	case "zip":
-		zw := zip.NewWriter(f)
-		err = add(func(name string, info fs.FileInfo, r io.Reader) error {
-			h, _ := zip.FileInfoHeader(info)
-			h.Name, h.Method = name, zip.Deflate
-			w, err := zw.CreateHeader(h)
-			if err == nil {
-				_, err = io.Copy(w, r)
-			}
-			return err
-		})
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-	case "tar.gz":
-		gz := gzip.NewWriter(f)
-		tw := tar.NewWriter(gz)
-		err = add(func(name string, info fs.FileInfo, r io.Reader) error {
-			h, _ := tar.FileInfoHeader(info, "")
-			h.Name = name
-			if err := tw.WriteHeader(h); err != nil {
+	err = env.replace(ctx, out, boolean(in, "overwrite"), func(f io.Writer) error {
+		switch format {
+		case "zip":
+			zw := zip.NewWriter(f)
+			err := add(func(name string, info fs.FileInfo, r io.Reader) error {
+				h, _ := zip.FileInfoHeader(info)
+				h.Name, h.Method = name, zip.Deflate
+				w, err := zw.CreateHeader(h)
+				if err == nil {
+					_, err = io.Copy(w, r)
+				}
 				return err
+			})
+			if cerr := zw.Close(); err == nil {
+				err = cerr
 			}
-			_, err := io.Copy(tw, r)
 			return err
-		})
-		if cerr := tw.Close(); err == nil {
-			err = cerr
+		case "tar.gz":
+			gz := gzip.NewWriter(f)
+			tw := tar.NewWriter(gz)
+			err := add(func(name string, info fs.FileInfo, r io.Reader) error {
+				h, _ := tar.FileInfoHeader(info, "")
+				h.Name = name
+				if err := tw.WriteHeader(h); err != nil {
+					return err
+				}
+				_, err := io.Copy(tw, r)
+				return err
+			})
+			if cerr := tw.Close(); err == nil {
+				err = cerr
+			}
+			if cerr := gz.Close(); err == nil {
+				err = cerr
+			}
+			return err
 		}
-		if cerr := gz.Close(); err == nil {
-			err = cerr
-		}
-	default:
-		err = caperr.New(caperr.InvalidInput, "format %q is not zip or tar.gz", format)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+		return caperr.New(caperr.InvalidInput, "format %q is not zip or tar.gz", format)
+	})
 	if err != nil {
-		if caperr.CodeOf(err) != caperr.InternalError {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, ctxErr(ctx, "archive")
 		}
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "write archive")
+		return nil, err
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "finish archive")
-	}
-	sum, size, _ := sha256File(out)
-	env.Feedback.Info("archive", fmt.Sprintf("packed %d files into %s (%s)", len(names), filepath.Base(out), humanBytes(size)))
+	sum, size, _ := sha256Of(ctx, out.root, out.rel)
+	env.Feedback.Info("archive", fmt.Sprintf("packed %d files into %s (%s)", len(names), filepath.Base(out.abs), humanBytes(size)))
 	if names == nil {
 		names = []any{}
 	}
-	return map[string]any{"path": out, "format": format, "files": names, "count": len(names), "bytes": size, "sha256": sum}, nil
+	return map[string]any{"path": out.abs, "format": format, "files": names, "count": len(names), "bytes": size, "sha256": sum}, nil
 }
 
+// maxEntries bounds the files one archive may hold or create.
+const maxEntries = 100000
+
+// archiveExtract unpacks into a staging folder inside dest first and moves
+// the files into place only when the whole archive was read within its
+// limits: a refused zip bomb or a corrupt archive leaves nothing behind.
 func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	src, err := env.Path("archive", str(in, "archive"))
+	src, err := env.place("archive", str(in, "archive"))
 	if err != nil {
 		return nil, err
 	}
-	dest, err := env.Path("dest", str(in, "dest"))
+	defer src.Close()
+	dest, err := env.place("dest", str(in, "dest"))
 	if err != nil {
 		return nil, err
 	}
-	format, err := archiveFormat(in, src)
+	defer dest.Close()
+	format, err := archiveFormat(in, src.abs)
 	if err != nil {
 		return nil, err
 	}
-	var names []any
+	af, _, err := src.openRegular()
+	if err != nil {
+		return nil, err
+	}
+	defer af.Close()
+	destExisted := dest.exists()
+	if err := dest.root.MkdirAll(dest.rel, 0o755); err != nil {
+		return nil, dest.fail(err, "create")
+	}
+	stage := path.Join(filepath.ToSlash(dest.rel), ".capflow-partial-"+randHex())
+	if err := dest.root.Mkdir(stage, 0o700); err != nil {
+		return nil, dest.fail(err, "create a staging folder in")
+	}
+	cleanup := func() {
+		_ = dest.root.RemoveAll(stage)
+		if !destExisted {
+			_ = dest.root.Remove(dest.rel)
+		}
+	}
+	names, total, err := unpack(ctx, af, format, func(name string) (string, error) {
+		if !fs.ValidPath(name) || strings.Contains(name, "\\") {
+			return "", caperr.New(caperr.InvalidInput, "archive entry %q would be written outside %s", name, dest.given)
+		}
+		return path.Join(stage, name), nil
+	}, dest)
+	if err == nil {
+		err = env.placeEntries(ctx, dest, stage, names, boolean(in, "overwrite"))
+	}
+	if err != nil {
+		cleanup()
+		if ctx.Err() != nil {
+			return nil, ctxErr(ctx, "extract")
+		}
+		return nil, asToolErr(err)
+	}
+	_ = dest.root.RemoveAll(stage)
+	env.Feedback.Info("extract", fmt.Sprintf("extracted %d files (%s)", len(names), humanBytes(total)))
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return map[string]any{"dest": dest.abs, "files": out, "count": len(out), "bytes": total}, nil
+}
+
+// unpack writes every regular entry of the archive to target(name), inside
+// dest's root, stopping at maxExtract bytes and maxEntries files.
+func unpack(ctx context.Context, f *os.File, format string, target func(string) (string, error), dest *place) ([]string, int64, error) {
+	var names []string
 	var total int64
-	// write refuses entries that would land outside dest (zip slip) and
-	// stops at maxExtract bytes.
 	write := func(name string, mode fs.FileMode, r io.Reader) error {
-		if err := ctx.Err(); err != nil {
-			return caperr.Wrap(caperr.Cancelled, err, "extract")
+		if ctx.Err() != nil {
+			return ctxErr(ctx, "extract")
 		}
-		target := filepath.Join(dest, filepath.FromSlash(name))
-		if !within(filepath.Clean(dest), target) {
-			return caperr.New(caperr.InvalidInput, "archive entry %q would be written outside %s", name, str(in, "dest"))
+		if len(names) >= maxEntries {
+			return caperr.New(caperr.InvalidInput, "archive holds more than %d files", maxEntries)
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		w, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()|0o600)
+		t, err := target(name)
 		if err != nil {
 			return err
 		}
-		n, err := io.Copy(w, io.LimitReader(r, maxExtract-total+1))
+		if err := dest.root.MkdirAll(path.Dir(t), 0o755); err != nil {
+			return err
+		}
+		w, err := dest.root.OpenFile(t, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+		if err != nil {
+			return caperr.Wrap(caperr.InvalidInput, err, "archive entry %q", name)
+		}
+		n, err := io.Copy(w, io.LimitReader(ctxReader{ctx, r}, maxExtract-total+1))
 		w.Close()
 		total += n
 		if total > maxExtract {
 			return caperr.New(caperr.InvalidInput, "archive expands past %s", humanBytes(maxExtract))
 		}
-		names = append(names, filepath.ToSlash(name))
+		names = append(names, name)
 		return err
 	}
 	switch format {
 	case "zip":
-		zr, err := zip.OpenReader(src)
+		st, err := f.Stat()
 		if err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "open %s", str(in, "archive"))
+			return nil, 0, err
 		}
-		defer zr.Close()
-		for _, f := range zr.File {
-			if f.FileInfo().IsDir() {
+		zr, err := zip.NewReader(f, st.Size())
+		if err != nil {
+			return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "open the archive")
+		}
+		for _, zf := range zr.File {
+			if zf.FileInfo().IsDir() || !zf.Mode().IsRegular() {
 				continue
 			}
-			r, err := f.Open()
+			r, err := zf.Open()
 			if err != nil {
-				return nil, caperr.Wrap(caperr.InvalidInput, err, "read %s", f.Name)
+				return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "read %s", zf.Name)
 			}
-			err = write(f.Name, f.Mode(), r)
+			err = write(zf.Name, zf.Mode(), r)
 			r.Close()
 			if err != nil {
-				return nil, asToolErr(err)
+				return nil, 0, err
 			}
 		}
 	case "tar.gz":
-		f, err := os.Open(src)
-		if err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "open %s", str(in, "archive"))
-		}
-		defer f.Close()
 		gz, err := gzip.NewReader(f)
 		if err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "%s is not gzip", str(in, "archive"))
+			return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "the archive is not gzip")
 		}
 		tr := tar.NewReader(gz)
 		for {
@@ -246,26 +303,64 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 				break
 			}
 			if err != nil {
-				return nil, caperr.Wrap(caperr.InvalidInput, err, "read tar")
+				return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "read tar")
 			}
 			if h.Typeflag != tar.TypeReg {
 				continue
 			}
 			if err := write(h.Name, fs.FileMode(h.Mode), tr); err != nil {
-				return nil, asToolErr(err)
+				return nil, 0, err
 			}
 		}
 	default:
-		return nil, caperr.New(caperr.InvalidInput, "format %q is not zip or tar.gz", format)
+		return nil, 0, caperr.New(caperr.InvalidInput, "format %q is not zip or tar.gz", format)
 	}
-	env.Feedback.Info("extract", fmt.Sprintf("extracted %d files (%s)", len(names), humanBytes(total)))
-	if names == nil {
-		names = []any{}
+	return names, total, nil
+}
+
+// placeEntries moves staged files into dest. Every target is checked
+// first (a file there from before the step needs overwrite; a symlink on
+// the way out of the project is refused), so a refusal moves nothing.
+func (e *Env) placeEntries(ctx context.Context, dest *place, stage string, names []string, overwrite bool) error {
+	final := func(n string) string { return path.Join(filepath.ToSlash(dest.rel), n) }
+	for _, n := range names {
+		t := final(n)
+		if _, err := dest.root.Stat(path.Dir(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if escapes(err) {
+				return caperr.New(caperr.InvalidInput, "dest %q: entry %q would be written through a symlink that leads outside the project", dest.given, n)
+			}
+			return err
+		}
+		tp := &place{root: dest.root, base: dest.base, rel: filepath.FromSlash(t), abs: filepath.Join(dest.base, filepath.FromSlash(t)), field: "dest", given: path.Join(dest.given, n)}
+		if err := e.mayReplace(tp, overwrite); err != nil {
+			return err
+		}
 	}
-	return map[string]any{"dest": dest, "files": names, "count": len(names), "bytes": total}, nil
+	var created []string
+	for _, n := range names {
+		if ctx.Err() != nil {
+			return ctxErr(ctx, "extract")
+		}
+		t := final(n)
+		abs := filepath.Join(dest.base, filepath.FromSlash(t))
+		if _, err := dest.root.Lstat(t); err != nil {
+			created = append(created, abs)
+		}
+		if err := dest.root.MkdirAll(path.Dir(t), 0o755); err != nil {
+			return err
+		}
+		if err := dest.root.Rename(path.Join(stage, n), t); err != nil {
+			return err
+		}
+	}
+	e.noteCreated(created...)
+	return nil
 }
 
 func asToolErr(err error) error {
+	if escapes(err) {
+		return caperr.New(caperr.InvalidInput, "a path leads outside the project root and the run folder (through a symlink): %v", err)
+	}
 	if caperr.CodeOf(err) != caperr.InternalError {
 		return err
 	}

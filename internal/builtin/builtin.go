@@ -5,6 +5,7 @@ package builtin
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,34 +47,47 @@ func Names() []string {
 	return out
 }
 
-// Path resolves p against Root and refuses paths that leave both the
-// project and the run folder (seed 001: paths stay under the project root
-// or run directory).
-func (e *Env) Path(field, p string) (string, error) {
-	if p == "" {
-		return "", caperr.New(caperr.InvalidInput, "%s is empty", field)
+// createdLedger is the file in the step folder that lists what this step
+// created, so a retry may replace its own earlier output without
+// overwrite: true while files that existed before the step stay protected.
+const createdLedger = ".capflow-created"
+
+// mayReplace refuses to replace something that existed before the step
+// unless overwrite is set (seed 001: destructive effects need a flag).
+func (e *Env) mayReplace(pl *place, overwrite bool) error {
+	if overwrite || !pl.exists() || e.createdByStep(pl.abs) {
+		return nil
 	}
-	full := p
-	if !filepath.IsAbs(p) {
-		full = filepath.Join(e.Root, p)
-	}
-	full = filepath.Clean(full)
-	for _, base := range []string{e.Root, e.RunDir, e.Workdir} {
-		if base == "" {
-			continue
-		}
-		if within(filepath.Clean(base), full) {
-			return full, nil
-		}
-	}
-	return "", caperr.New(caperr.InvalidInput, "%s %q is outside the project root and the run folder", field, p)
+	return caperr.New(caperr.InvalidInput, "%s %q already exists: set overwrite: true to replace it", pl.field, pl.given)
 }
 
-func within(base, p string) bool {
-	if p == base {
-		return true
+func (e *Env) createdByStep(abs string) bool {
+	if e.Workdir == "" {
+		return false
 	}
-	return strings.HasPrefix(p, base+string(filepath.Separator))
+	b, err := os.ReadFile(filepath.Join(e.Workdir, createdLedger))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == abs {
+			return true
+		}
+	}
+	return false
+}
+
+// noteCreated records paths this step created (no-op without a step folder).
+func (e *Env) noteCreated(abs ...string) {
+	if e.Workdir == "" || len(abs) == 0 {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(e.Workdir, createdLedger), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(strings.Join(abs, "\n") + "\n")
 }
 
 // inputs helpers: the schemas have already been checked, but builtins are

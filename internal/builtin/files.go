@@ -2,12 +2,14 @@ package builtin
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 
@@ -21,26 +23,35 @@ func init() {
 	register("file.list", fileList)
 }
 
-const defaultMaxRead = 1 << 20
+// Limits of file.read: what one step may put into its envelope (and so
+// into Temporal's history) is bounded; larger files are read in part.
+const (
+	defaultMaxRead = 1 << 20
+	MaxRead        = 16 << 20
+	maxListed      = 100000
+)
 
-func fileRead(_ context.Context, in map[string]any, env *Env) (any, error) {
-	p, err := env.Path("path", str(in, "path"))
+func fileRead(ctx context.Context, in map[string]any, env *Env) (any, error) {
+	max := integer(in, "max_bytes", defaultMaxRead)
+	if max < 1 || max > MaxRead {
+		return nil, caperr.New(caperr.InvalidInput, "max_bytes %d is out of range: 1 to %d (%s)", max, int64(MaxRead), humanBytes(MaxRead))
+	}
+	pl, err := env.place("path", str(in, "path"))
 	if err != nil {
 		return nil, err
 	}
-	max := integer(in, "max_bytes", defaultMaxRead)
-	f, err := os.Open(p)
+	defer pl.Close()
+	f, st, err := pl.openRegular()
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read %s", str(in, "path"))
+		return nil, err
 	}
 	defer f.Close()
-	st, _ := f.Stat()
-	if st.IsDir() {
-		return nil, caperr.New(caperr.InvalidInput, "%s is a directory", str(in, "path"))
+	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, max+1))
+	if ctx.Err() != nil {
+		return nil, ctxErr(ctx, "read "+pl.given)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "read %s", str(in, "path"))
+		return nil, pl.fail(err, "read")
 	}
 	truncated := int64(len(b)) > max
 	if truncated {
@@ -54,75 +65,130 @@ func fileRead(_ context.Context, in map[string]any, env *Env) (any, error) {
 	if enc == "base64" {
 		content = base64.StdEncoding.EncodeToString(b)
 	}
-	env.Feedback.Info("read", "read "+humanBytes(int64(len(b)))+" from "+str(in, "path"))
-	return map[string]any{"path": p, "content": content, "encoding": enc, "size": st.Size(), "truncated": truncated}, nil
+	env.Feedback.Info("read", "read "+humanBytes(int64(len(b)))+" from "+pl.given)
+	return map[string]any{"path": pl.abs, "content": content, "encoding": enc, "size": st.Size(), "truncated": truncated}, nil
 }
 
-func fileWrite(_ context.Context, in map[string]any, env *Env) (any, error) {
-	p, err := env.Path("path", str(in, "path"))
-	if err != nil {
-		return nil, err
-	}
+func fileWrite(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	data := []byte(str(in, "content"))
 	if str(in, "encoding") == "base64" {
+		var err error
 		if data, err = base64.StdEncoding.DecodeString(str(in, "content")); err != nil {
 			return nil, caperr.Wrap(caperr.InvalidInput, err, "content is not valid base64")
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "create folder for %s", str(in, "path"))
-	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if boolean(in, "append") {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(p, flags, 0o644)
+	pl, err := env.place("path", str(in, "path"))
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "open %s", str(in, "path"))
+		return nil, err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "write %s", str(in, "path"))
+	defer pl.Close()
+	if boolean(in, "append") {
+		if err := pl.mkdirParent(); err != nil {
+			return nil, err
+		}
+		f, err := pl.root.OpenFile(pl.rel, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, pl.fail(err, "open")
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, pl.fail(err, "append to")
+		}
+	} else if err := env.replace(ctx, pl, boolean(in, "overwrite"), func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
+		return nil, err
 	}
-	if err := f.Close(); err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "close %s", str(in, "path"))
-	}
-	env.Feedback.Info("write", "wrote "+humanBytes(int64(len(data)))+" to "+str(in, "path"))
-	return map[string]any{"path": p, "bytes": len(data)}, nil
+	env.Feedback.Info("write", "wrote "+humanBytes(int64(len(data)))+" to "+pl.given)
+	return map[string]any{"path": pl.abs, "bytes": len(data)}, nil
 }
 
-func sha256File(p string) (string, int64, error) {
-	f, err := os.Open(p)
+// replace writes a file atomically (a temporary file renamed over the
+// target), so a failed or cancelled write leaves nothing partial. A file
+// that existed before the step is replaced only with overwrite; one this
+// step created (an earlier attempt) may be replaced by a retry.
+func (e *Env) replace(ctx context.Context, pl *place, overwrite bool, write func(io.Writer) error) error {
+	if err := e.mayReplace(pl, overwrite); err != nil {
+		return err
+	}
+	if err := pl.mkdirParent(); err != nil {
+		return err
+	}
+	tmp := path.Join(filepath.ToSlash(filepath.Dir(pl.rel)), ".capflow-partial-"+randHex())
+	f, err := pl.root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return pl.fail(err, "create a temporary file for")
+	}
+	existed := pl.exists()
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctxErr(ctx, "write "+pl.given)
+	}
+	if err == nil {
+		err = pl.root.Rename(tmp, pl.rel)
+	}
+	if err != nil {
+		_ = pl.root.Remove(tmp)
+		if caperr.CodeOf(err) != caperr.InternalError {
+			return err
+		}
+		return pl.fail(err, "write")
+	}
+	if !existed {
+		e.noteCreated(pl.abs)
+	}
+	return nil
+}
+
+func randHex() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func fileChecksum(ctx context.Context, in map[string]any, env *Env) (any, error) {
+	pl, err := env.place("path", str(in, "path"))
+	if err != nil {
+		return nil, err
+	}
+	defer pl.Close()
+	f, _, err := pl.openRegular()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, ctxReader{ctx, f})
+	if ctx.Err() != nil {
+		return nil, ctxErr(ctx, "checksum "+pl.given)
+	}
+	if err != nil {
+		return nil, pl.fail(err, "read")
+	}
+	env.Feedback.Info("hash", "sha256 of "+humanBytes(n))
+	return map[string]any{"path": pl.abs, "sha256": hex.EncodeToString(h.Sum(nil)), "size": n}, nil
+}
+
+// sha256Of hashes a file inside a place's root.
+func sha256Of(ctx context.Context, root *os.Root, rel string) (string, int64, error) {
+	f, err := root.Open(rel)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	n, err := io.Copy(h, ctxReader{ctx, f})
+	return hex.EncodeToString(h.Sum(nil)), n, err
 }
 
-func fileChecksum(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	p, err := env.Path("path", str(in, "path"))
-	if err != nil {
-		return nil, err
-	}
-	sum, n, err := sha256File(p)
-	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot checksum %s", str(in, "path"))
-	}
-	env.Feedback.Info("hash", "sha256 of "+humanBytes(n))
-	return map[string]any{"path": p, "sha256": sum, "size": n}, nil
-}
-
-func fileList(_ context.Context, in map[string]any, env *Env) (any, error) {
-	dir, err := env.Path("dir", str(in, "dir"))
-	if err != nil {
-		return nil, err
-	}
+func fileList(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	pattern := str(in, "pattern")
 	if pattern == "" {
 		pattern = "*"
@@ -130,27 +196,46 @@ func fileList(_ context.Context, in map[string]any, env *Env) (any, error) {
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return nil, caperr.New(caperr.InvalidInput, "pattern %q is not a valid glob", pattern)
 	}
+	pl, err := env.place("dir", str(in, "dir"))
+	if err != nil {
+		return nil, err
+	}
+	defer pl.Close()
 	recursive := boolean(in, "recursive")
 	files := []any{}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// Walking through the root's fs.FS: symlinks are listed as entries,
+	// never followed out of the project.
+	err = fs.WalkDir(pl.root.FS(), filepath.ToSlash(pl.rel), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if d.IsDir() {
-			if p != dir && !recursive {
+			if p != filepath.ToSlash(pl.rel) && !recursive {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if ok, _ := filepath.Match(pattern, d.Name()); ok {
-			files = append(files, p)
+		if ok, _ := filepath.Match(pattern, d.Name()); ok && d.Type().IsRegular() {
+			if len(files) >= maxListed {
+				return caperr.New(caperr.InvalidInput, "dir %q holds more than %d matching files", pl.given, maxListed)
+			}
+			files = append(files, filepath.Join(pl.base, filepath.FromSlash(p)))
 		}
 		return nil
 	})
+	if ctx.Err() != nil {
+		return nil, ctxErr(ctx, "list "+pl.given)
+	}
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot list %s", str(in, "dir"))
+		if caperr.CodeOf(err) != caperr.InternalError {
+			return nil, err
+		}
+		return nil, pl.fail(err, "list")
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].(string) < files[j].(string) })
 	env.Feedback.Info("list", "found "+itoa(len(files))+" files")
-	return map[string]any{"dir": dir, "files": files, "count": len(files)}, nil
+	return map[string]any{"dir": pl.abs, "files": files, "count": len(files)}, nil
 }

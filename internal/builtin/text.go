@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/itchyny/gojq"
 
@@ -33,28 +36,45 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	var input any
 	switch {
 	case in["path"] != nil:
-		p, err := env.Path("path", str(in, "path"))
+		pl, err := env.place("path", str(in, "path"))
 		if err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(p)
+		defer pl.Close()
+		f, _, err := pl.openRegular()
 		if err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "read %s", str(in, "path"))
+			return nil, err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, MaxRead+1))
+		if ctx.Err() != nil {
+			return nil, ctxErr(ctx, "read "+pl.given)
+		}
+		if err != nil {
+			return nil, pl.fail(err, "read")
+		}
+		if len(b) > MaxRead {
+			return nil, caperr.New(caperr.InvalidInput, "path %q is larger than %s", pl.given, humanBytes(MaxRead))
 		}
 		if err := json.Unmarshal(b, &input); err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "%s is not JSON", str(in, "path"))
+			return nil, caperr.Wrap(caperr.InvalidInput, err, "%s is not JSON", pl.given)
 		}
 	default:
 		input = jqValue(in["input"])
 	}
 	results := []any{}
-	iter := code.RunWithContext(ctx, input)
+	bctx, stop := budget(ctx)
+	defer stop()
+	iter := code.RunWithContext(bctx, input)
 	for {
 		v, ok := iter.Next()
 		if !ok {
 			break
 		}
 		if err, isErr := v.(error); isErr {
+			if berr := budgetErr(ctx, bctx, fmt.Sprintf("query %q", str(in, "query"))); berr != nil {
+				return nil, berr
+			}
 			if _, halt := err.(*gojq.HaltError); halt {
 				break
 			}
@@ -103,7 +123,16 @@ func jqValue(v any) any {
 	return v
 }
 
-func textRender(_ context.Context, in map[string]any, env *Env) (any, error) {
+// Bounds of text.render: output size, and the iterations a template may
+// ask for with literal numbers (text/template ranges over integers and
+// cannot be interrupted, so the bound is checked before it runs).
+const (
+	MaxRender       = 4 << 20
+	maxRangeLiteral = 10000
+	maxRangeProduct = 1000000
+)
+
+func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	tmpl, err := template.New("text").Option("missingkey=error").Funcs(template.FuncMap{
 		"upper": strings.ToUpper, "lower": strings.ToLower, "trim": strings.TrimSpace,
 		"join": func(sep string, xs []any) string {
@@ -118,28 +147,165 @@ func textRender(_ context.Context, in map[string]any, env *Env) (any, error) {
 	if err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "template")
 	}
-	var buf bytes.Buffer
+	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
+		return nil, err
+	}
 	values, _ := in["values"].(map[string]any)
 	if values == nil {
 		values = map[string]any{}
 	}
-	if err := tmpl.Execute(&buf, values); err != nil {
+	values, _ = unrangeable(values).(map[string]any)
+	bctx, stop := budget(ctx)
+	defer stop()
+	buf := &boundedBuffer{ctx: bctx, max: MaxRender}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("template panicked: %v", p)
+			}
+		}()
+		done <- tmpl.Execute(buf, values)
+	}()
+	select {
+	case err = <-done:
+	case <-bctx.Done():
+		err = bctx.Err()
+	}
+	if berr := budgetErr(ctx, bctx, "template"); berr != nil {
+		return nil, berr
+	}
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, caperr.New(caperr.InvalidInput, "rendered text is larger than %s", humanBytes(MaxRender))
+		}
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "render")
 	}
-	out := map[string]any{"text": buf.String(), "bytes": buf.Len()}
+	text := buf.String()
+	out := map[string]any{"text": text, "bytes": len(text)}
 	if op := str(in, "output_path"); op != "" {
-		p, err := env.Path("output_path", op)
+		pl, err := env.place("output_path", op)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, caperr.Wrap(caperr.ToolFailure, err, "create folder")
+		defer pl.Close()
+		if err := env.replace(ctx, pl, boolean(in, "overwrite"), func(w io.Writer) error {
+			_, err := io.WriteString(w, text)
+			return err
+		}); err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			return nil, caperr.Wrap(caperr.ToolFailure, err, "write %s", op)
-		}
-		out["path"] = p
+		out["path"] = pl.abs
 	}
-	env.Feedback.Info("render", fmt.Sprintf("rendered %d bytes", buf.Len()))
+	env.Feedback.Info("render", fmt.Sprintf("rendered %d bytes", len(text)))
 	return out, nil
+}
+
+var errTooLarge = errors.New("output too large")
+
+// boundedBuffer stops a template once it has written max bytes or its
+// context has ended (a template cannot be interrupted otherwise).
+type boundedBuffer struct {
+	ctx context.Context
+	max int
+	mu  sync.Mutex
+	b   bytes.Buffer
+}
+
+func (w *boundedBuffer) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len()+len(p) > w.max {
+		return 0, errTooLarge
+	}
+	return w.b.Write(p)
+}
+
+func (w *boundedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// checkRanges refuses ranges over literal numbers past maxRangeLiteral,
+// and nested ones whose product passes maxRangeProduct.
+func checkRanges(n parse.Node, outer int) error {
+	switch t := n.(type) {
+	case *parse.ListNode:
+		if t == nil {
+			return nil
+		}
+		for _, c := range t.Nodes {
+			if err := checkRanges(c, outer); err != nil {
+				return err
+			}
+		}
+	case *parse.IfNode:
+		return firstErr(checkRanges(t.List, outer), checkRanges(t.ElseList, outer))
+	case *parse.WithNode:
+		return firstErr(checkRanges(t.List, outer), checkRanges(t.ElseList, outer))
+	case *parse.RangeNode:
+		count := 1
+		if t.Pipe != nil && len(t.Pipe.Cmds) == 1 && len(t.Pipe.Cmds[0].Args) == 1 {
+			if num, ok := t.Pipe.Cmds[0].Args[0].(*parse.NumberNode); ok {
+				v := num.Float64
+				if num.IsInt {
+					v = float64(num.Int64)
+				}
+				if v > maxRangeLiteral {
+					return caperr.New(caperr.InvalidInput, "template: range over %s: at most %d iterations", num.Text, maxRangeLiteral)
+				}
+				count = max(int(v), 1)
+			}
+		}
+		if outer*count > maxRangeProduct {
+			return caperr.New(caperr.InvalidInput, "template: nested ranges ask for more than %d iterations", maxRangeProduct)
+		}
+		return firstErr(checkRanges(t.List, outer*count), checkRanges(t.ElseList, outer))
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// unrangeable turns integers past maxRangeLiteral in the values into
+// json.Number: printed the same, but a template cannot range over them.
+func unrangeable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = unrangeable(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = unrangeable(x)
+		}
+		return out
+	case int64:
+		if t > maxRangeLiteral {
+			return json.Number(strconv.FormatInt(t, 10))
+		}
+	case int:
+		if t > maxRangeLiteral {
+			return json.Number(strconv.Itoa(t))
+		}
+	case uint64:
+		if t > maxRangeLiteral {
+			return json.Number(strconv.FormatUint(t, 10))
+		}
+	}
+	return v
 }

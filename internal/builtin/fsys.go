@@ -1,0 +1,172 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// A place is a path confined to one base folder (the project root, the run
+// folder or the step folder). Every access goes through an os.Root opened
+// on that base, so a symlink inside the project cannot lead out of it:
+// checking the text of a path is not enough.
+type place struct {
+	root  *os.Root
+	base  string // the folder root is opened on
+	rel   string // relative to root, never empty ("." for the base itself)
+	abs   string // the textual absolute path, for data and messages
+	field string
+	given string
+}
+
+// Path resolves p against Root and refuses paths that textually leave both
+// the project and the run folder. It does not follow symlinks: builtins
+// use place (through os.Root) for the access itself.
+func (e *Env) Path(field, p string) (string, error) {
+	_, full, err := e.base(field, p)
+	return full, err
+}
+
+// base picks the most specific allowed folder that textually holds p.
+func (e *Env) base(field, p string) (string, string, error) {
+	if p == "" {
+		return "", "", caperr.New(caperr.InvalidInput, "%s is empty", field)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", "", caperr.New(caperr.InvalidInput, "%s %q holds a NUL byte", field, p)
+	}
+	full := p
+	if !filepath.IsAbs(p) {
+		full = filepath.Join(e.Root, p)
+	}
+	full = filepath.Clean(full)
+	best := ""
+	for _, b := range []string{e.Root, e.RunDir, e.Workdir} {
+		if b == "" {
+			continue
+		}
+		b = filepath.Clean(b)
+		if within(b, full) && len(b) > len(best) {
+			best = b
+		}
+	}
+	if best == "" {
+		return "", "", caperr.New(caperr.InvalidInput, "%s %q is outside the project root and the run folder", field, p)
+	}
+	return best, full, nil
+}
+
+func within(base, p string) bool {
+	if p == base {
+		return true
+	}
+	return strings.HasPrefix(p, base+string(filepath.Separator))
+}
+
+// place opens the confinement for p. The caller closes it.
+func (e *Env) place(field, p string) (*place, error) {
+	b, full, err := e.base(field, p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(b)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "%s %q: cannot open its folder", field, p)
+	}
+	rel, _ := filepath.Rel(b, full)
+	return &place{root: r, base: b, rel: rel, abs: full, field: field, given: p}, nil
+}
+
+func (pl *place) Close() { _ = pl.root.Close() }
+
+// fail turns an os error into a contract error naming the field and path:
+// an escape through a symlink or a missing file is the caller's input,
+// anything else a tool failure.
+func (pl *place) fail(err error, what string) error {
+	switch {
+	case escapes(err):
+		return caperr.New(caperr.InvalidInput, "%s %q leads outside the project root and the run folder (through a symlink)", pl.field, pl.given)
+	case errors.Is(err, fs.ErrNotExist):
+		return caperr.New(caperr.InvalidInput, "%s %q does not exist", pl.field, pl.given)
+	case errors.Is(err, fs.ErrPermission):
+		return caperr.New(caperr.InvalidInput, "%s %q: permission denied", pl.field, pl.given)
+	}
+	return caperr.Wrap(caperr.ToolFailure, err, "%s %s %q", what, pl.field, pl.given)
+}
+
+// escapes reports os.Root's refusal of a path that leaves its base; the
+// standard library does not export that error, only its text.
+func escapes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// openRegular opens a regular file for reading; devices, FIFOs and
+// sockets are refused before they are opened (a FIFO would block, a
+// device never ends).
+func (pl *place) openRegular() (*os.File, fs.FileInfo, error) {
+	st, err := pl.root.Stat(pl.rel)
+	if err != nil {
+		return nil, nil, pl.fail(err, "stat")
+	}
+	if st.IsDir() {
+		return nil, nil, caperr.New(caperr.InvalidInput, "%s %q is a directory", pl.field, pl.given)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, caperr.New(caperr.InvalidInput, "%s %q is not a regular file (%s)", pl.field, pl.given, st.Mode().Type())
+	}
+	f, err := pl.root.OpenFile(pl.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, pl.fail(err, "open")
+	}
+	return f, st, nil
+}
+
+// mkdirParent creates the folders above the place.
+func (pl *place) mkdirParent() error {
+	dir := filepath.Dir(pl.rel)
+	if dir == "." {
+		return nil
+	}
+	if err := pl.root.MkdirAll(dir, 0o755); err != nil {
+		return pl.fail(err, "create the folder of")
+	}
+	return nil
+}
+
+// exists reports whether something (a file, a folder, a link) is at the
+// place, without following a final symlink.
+func (pl *place) exists() bool {
+	_, err := pl.root.Lstat(pl.rel)
+	return err == nil
+}
+
+// ctxReader stops a copy when the step is cancelled or times out.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) > 1<<20 {
+		p = p[:1<<20]
+	}
+	return c.r.Read(p)
+}
+
+// ctxErr converts a context error into the step's contract code.
+func ctxErr(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return caperr.Wrap(caperr.TaskTimeout, ctx.Err(), "%s", what)
+	}
+	return caperr.Wrap(caperr.Cancelled, ctx.Err(), "%s", what)
+}

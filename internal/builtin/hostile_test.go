@@ -1,0 +1,232 @@
+package builtin
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+)
+
+// hostileProject has a secret outside the project and links into it.
+func hostileProject(t *testing.T) (root, outside string) {
+	t.Helper()
+	outside = t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("TOP SECRET"), 0o600)
+	root = t.TempDir()
+	must(t, os.Symlink(outside, filepath.Join(root, "linkdir")))
+	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")))
+	must(t, os.Symlink(filepath.Join(outside, "new.txt"), filepath.Join(root, "dangling.txt")))
+	must(t, os.Symlink("/dev/zero", filepath.Join(root, "zero")))
+	must(t, os.MkdirAll(filepath.Join(root, "src"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(root, "src", "inner")))
+	must(t, os.WriteFile(filepath.Join(root, "src", "a.txt"), []byte("A"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(root, "dest"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(root, "dest", "evil")))
+	return root, outside
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestContainmentThroughSymlinks(t *testing.T) {
+	t.Parallel()
+	root, outside := hostileProject(t)
+	// An archive whose entry lands in dest/evil/, a link to outside.
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	w, _ := zw.Create("evil/planted.txt")
+	w.Write([]byte("x"))
+	zw.Close()
+	must(t, os.WriteFile(filepath.Join(root, "evil.zip"), zb.Bytes(), 0o644))
+
+	cases := []struct {
+		tool, field string
+		in          map[string]any
+	}{
+		{"file.read", "path", map[string]any{"path": "linkdir/secret.txt"}},
+		{"file.read", "path", map[string]any{"path": "link.txt"}},
+		{"file.write", "path", map[string]any{"path": "linkdir/planted.txt", "content": "x"}},
+		{"file.write", "path", map[string]any{"path": "dangling.txt", "content": "x"}},
+		{"file.write", "path", map[string]any{"path": "dangling.txt", "content": "x", "append": true}},
+		{"file.checksum", "path", map[string]any{"path": "linkdir/secret.txt"}},
+		{"file.checksum", "path", map[string]any{"path": "zero"}},
+		{"file.list", "dir", map[string]any{"dir": "linkdir"}},
+		{"json.query", "path", map[string]any{"path": "link.txt", "query": "."}},
+		{"text.render", "output_path", map[string]any{"template": "x", "output_path": "linkdir/out.txt"}},
+		{"archive.create", "source", map[string]any{"source": "linkdir", "output": "out.zip"}},
+		{"archive.create", "output", map[string]any{"source": "src/a.txt", "output": "linkdir/out.zip"}},
+		{"archive.extract", "dest", map[string]any{"archive": "evil.zip", "dest": "dest"}},
+		{"archive.extract", "dest", map[string]any{"archive": "evil.zip", "dest": "linkdir"}},
+	}
+	for _, c := range cases {
+		_, err := call(t, c.tool, root, c.in)
+		if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s %v: want INVALID_INPUT naming %s, got %v", c.tool, c.in, c.field, err)
+		}
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 1 {
+		t.Fatalf("something was written outside the project: %v", entries)
+	}
+	// archive.create of a folder holding a link packs only what is inside.
+	out, err := call(t, "archive.create", root, map[string]any{"source": "src", "output": "ok.zip"})
+	if err != nil || out["count"] != 1 {
+		t.Fatalf("archive of src: %v %v", out, err)
+	}
+}
+
+func TestOverwriteNeedsFlag(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	work := filepath.Join(root, ".capflow", "runs", "r1", "steps", "w")
+	must(t, os.MkdirAll(work, 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "keep.txt"), []byte("old"), 0o644))
+	env := &Env{Root: root, RunDir: filepath.Dir(filepath.Dir(work)), Workdir: work, Feedback: envelope.NewBuilder("t")}
+	run := func(name string, in map[string]any) error {
+		f, _ := Lookup(name)
+		_, err := f(context.Background(), in, env)
+		return err
+	}
+	err := run("file.write", map[string]any{"path": "keep.txt", "content": "new"})
+	if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "overwrite") {
+		t.Fatalf("replacing a file from before the step: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep.txt")); string(b) != "old" {
+		t.Fatalf("file changed: %q", b)
+	}
+	must(t, run("file.write", map[string]any{"path": "keep.txt", "content": "new", "overwrite": true}))
+	// A file this step created may be written again by a retry.
+	must(t, run("file.write", map[string]any{"path": "made.txt", "content": "1"}))
+	must(t, run("file.write", map[string]any{"path": "made.txt", "content": "2"}))
+	must(t, run("text.render", map[string]any{"template": "t", "output_path": "made2.txt"}))
+	must(t, run("text.render", map[string]any{"template": "t", "output_path": "made2.txt"}))
+	if err := run("text.render", map[string]any{"template": "t", "output_path": "keep.txt"}); caperr.CodeOf(err) != caperr.InvalidInput {
+		t.Fatalf("render over an old file: %v", err)
+	}
+	// Extraction: over an old file refused, nothing moved; a retry works.
+	must(t, os.MkdirAll(filepath.Join(root, "x"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "x", "b.txt"), []byte("old"), 0o644))
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for _, n := range []string{"a.txt", "b.txt"} {
+		w, _ := zw.Create(n)
+		w.Write([]byte("new " + n))
+	}
+	zw.Close()
+	must(t, os.WriteFile(filepath.Join(root, "in.zip"), zb.Bytes(), 0o644))
+	if err := run("archive.extract", map[string]any{"archive": "in.zip", "dest": "x"}); caperr.CodeOf(err) != caperr.InvalidInput {
+		t.Fatalf("extract over an old file: %v", err)
+	}
+	if names := dirNames(t, filepath.Join(root, "x")); names != "b.txt" {
+		t.Fatalf("refused extraction left %q", names)
+	}
+	must(t, run("archive.extract", map[string]any{"archive": "in.zip", "dest": "y"}))
+	must(t, run("archive.extract", map[string]any{"archive": "in.zip", "dest": "y"}))
+	must(t, run("archive.extract", map[string]any{"archive": "in.zip", "dest": "x", "overwrite": true}))
+	if b, _ := os.ReadFile(filepath.Join(root, "x", "b.txt")); string(b) != "new b.txt" {
+		t.Fatalf("overwrite: %q", b)
+	}
+}
+
+func dirNames(t *testing.T, dir string) string {
+	es, err := os.ReadDir(dir)
+	must(t, err)
+	var n []string
+	for _, e := range es {
+		n = append(n, e.Name())
+	}
+	return strings.Join(n, ",")
+}
+
+func TestFailedExtractionLeavesNothing(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	w, _ := zw.Create("ok.txt")
+	w.Write([]byte("fine"))
+	w, _ = zw.Create("../../slip.txt")
+	w.Write([]byte("x"))
+	zw.Close()
+	must(t, os.WriteFile(filepath.Join(root, "slip.zip"), zb.Bytes(), 0o644))
+	_, err := call(t, "archive.extract", root, map[string]any{"archive": "slip.zip", "dest": "out"})
+	if caperr.CodeOf(err) != caperr.InvalidInput {
+		t.Fatalf("zip slip: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "out")); !os.IsNotExist(err) {
+		t.Fatalf("a failed extraction left its folder behind: %v", err)
+	}
+}
+
+func TestBoundedEvaluation(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+	cases := []struct {
+		tool string
+		in   map[string]any
+		code caperr.Code
+		want string
+	}{
+		{"text.render", map[string]any{"template": "{{range 1e14}}{{end}}"}, caperr.InvalidInput, "at most 10000"},
+		{"text.render", map[string]any{"template": "{{range 5000}}{{range 5000}}x{{end}}{{end}}"}, caperr.InvalidInput, "nested ranges"},
+		{"text.render", map[string]any{"template": "{{range .n}}{{end}}", "values": map[string]any{"n": int64(1e14)}}, caperr.InvalidInput, "range can't iterate"},
+		{"text.render", map[string]any{"template": "{{range 10000}}{{range 100}}0123456789{{end}}{{end}}"}, caperr.InvalidInput, "larger than"},
+		{"json.query", map[string]any{"query": "def f: [f]; f", "input": 1}, caperr.InvalidInput, "memory"},
+		{"json.query", map[string]any{"query": "[range(1e10)]", "input": 1}, caperr.InvalidInput, "memory"},
+		{"file.read", map[string]any{"path": "x", "max_bytes": int64(9223372036854775807)}, caperr.InvalidInput, "max_bytes"},
+		{"file.read", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},
+		{"file.checksum", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		_, err := call(t, c.tool, root, c.in)
+		if caperr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: want %s %q, got %v", c.tool, c.in, c.code, c.want, err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s %v took %s", c.tool, c.in, d)
+		}
+	}
+	if got, _ := call(t, "text.render", root, map[string]any{"template": "{{.n}}", "values": map[string]any{"n": int64(123456789)}}); got["text"] != "123456789" {
+		t.Fatalf("large integers must still print as digits: %v", got)
+	}
+}
+
+func TestCancellationReachesBuiltins(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	big := filepath.Join(root, "big")
+	f, _ := os.Create(big)
+	f.Truncate(8 << 30) // sparse: reading it takes seconds
+	f.Close()
+	for _, tool := range []string{"file.checksum", "file.read"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fn, _ := Lookup(tool)
+		start := time.Now()
+		in := map[string]any{"path": "big"}
+		if tool == "file.read" {
+			in["max_bytes"] = int64(MaxRead)
+		}
+		_, err := fn(ctx, in, &Env{Root: root, Feedback: envelope.NewBuilder(tool)})
+		cancel()
+		if tool == "file.checksum" && caperr.CodeOf(err) != caperr.TaskTimeout {
+			t.Errorf("%s: want TASK_TIMEOUT, got %v", tool, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s ignored its deadline for %s", tool, d)
+		}
+	}
+}
