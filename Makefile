@@ -26,8 +26,10 @@ $(BIN)/temporal:
 temporal: ## the dev server binary (used from PATH when already installed)
 	@if [ "$(TEMPORAL)" = "$(BIN)/temporal" ]; then $(MAKE) --no-print-directory $(BIN)/temporal; fi
 
-test: build temporal ## the whole suite: unit, workflow, replay and end-to-end tests
-	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./...
+test: build temporal ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
+	$(MAKE) --no-print-directory fuzz FUZZTIME=4s
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
 
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e
@@ -51,11 +53,12 @@ bench: build temporal ## speed targets: registry, plan checks, and capflow vs a 
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/...
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Overhead -benchtime 6x -timeout 60m ./e2e
 
-fuzz: ## a short fuzzing pass over every parser
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/yamldoc
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/manifest
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./internal/plan
-	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime 20s ./internal/plan
+FUZZTIME ?= 20s
+fuzz: ## a short fuzzing pass over every parser; crashers land in testdata/fuzz/ and stay there as seeds
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/yamldoc
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/manifest
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/plan
+	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime $(FUZZTIME) ./internal/plan
 
 dev: build temporal ## dev server + Web UI + worker, then an example run; Ctrl-C stops them
 	@TEMPORAL=$(TEMPORAL) ./scripts/dev.sh

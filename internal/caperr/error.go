@@ -107,3 +107,15 @@ func (p Problems) Sort() {
 		return a.Column < b.Column
 	})
 }
+
+// WithCode returns err with its code replaced (a YAML error in a config
+// file is a CONFIG_ERROR, not bad input), keeping its position.
+func WithCode(err error, code Code) error {
+	var ce *Error
+	if errors.As(err, &ce) {
+		c := *ce
+		c.Code = code
+		return &c
+	}
+	return Wrap(code, err, "")
+}

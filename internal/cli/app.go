@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,6 +22,9 @@ import (
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/kits"
 )
+
+// SoftMemoryLimit is the CLI's Go memory limit unless GOMEMLIMIT is set.
+const SoftMemoryLimit = 384 << 20
 
 // Version is set at build time with -ldflags.
 var Version = "dev"
@@ -49,6 +53,11 @@ type result struct {
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
 	a := &App{Stdout: stdout, Stderr: stderr}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit: parsing a plan near the size limit stays well under
+		// 512 MB instead of letting garbage double the heap.
+		debug.SetMemoryLimit(SoftMemoryLimit)
+	}
 	a.log = logging.New("capflow", stderr, hclog.Warn)
 	defer func() {
 		// Never a Go stack trace for any input: a panic is a bug, reported

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -17,9 +16,9 @@ import (
 func parseInputs(pairs []string, file string, props map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := yamldoc.ReadFile(file, file)
 		if err != nil {
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "--inputs-file")
+			return nil, err
 		}
 		doc, err := yamldoc.Parse(file, b)
 		if err != nil {

@@ -49,6 +49,15 @@ func asProblems(err error, out *caperr.Problems) bool {
 	return false
 }
 
+// asError returns the *caperr.Error err carries, or wraps err in one.
+func asError(err error) *caperr.Error {
+	var ce *caperr.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return caperr.Wrap(caperr.InternalError, err, "")
+}
+
 func relTo(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
 		return r

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 func (a *App) planCommand() *cobra.Command {
@@ -65,9 +65,9 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(file)
+	data, err := yamldoc.ReadFile(file, file)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read plan")
+		return &checked{cfg: cfg, reg: reg, report: preflight.InvalidReport(file, caperr.Problems{asError(err)})}, nil
 	}
 	p, probs := plan.Parse(file, data)
 	if len(probs) > 0 {

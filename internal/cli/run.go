@@ -46,9 +46,9 @@ func NewWorkflowID(planName string) string {
 // loadPlanFile parses a plan and returns it with its raw value (sent to
 // the workflow as the user wrote it).
 func loadPlanFile(file string) (*plan.Plan, any, caperr.Problems, error) {
-	data, err := os.ReadFile(file)
+	data, err := yamldoc.ReadFile(file, file)
 	if err != nil {
-		return nil, nil, nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read plan")
+		return nil, nil, caperr.Problems{asError(err)}, nil
 	}
 	p, probs := plan.Parse(file, data)
 	if len(probs) > 0 {

@@ -152,7 +152,7 @@ func Load(opts Options) (*Config, error) {
 		file, _ = filepath.Abs(file)
 	}
 	cfg := &Config{Root: root}
-	data, err := os.ReadFile(file)
+	data, err := yamldoc.ReadFile(file, displayPath(root, file))
 	switch {
 	case err == nil:
 		raw, err := parseFile(displayPath(root, file), data)
@@ -164,7 +164,7 @@ func Load(opts Options) (*Config, error) {
 		}
 		cfg.File = file
 	case explicit || !errors.Is(err, os.ErrNotExist):
-		return nil, caperr.Wrap(caperr.ConfigError, err, "cannot read config file")
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	for key, f := range opts.Flags {
 		if f != nil && f.Changed {
@@ -202,8 +202,30 @@ func (c *Config) validate() error {
 	if c.Router.MinConfidence < 0 || c.Router.MinConfidence > 1 {
 		return caperr.New(caperr.ConfigError, "router.min_confidence %v is not between 0 and 1", c.Router.MinConfidence).At(c.fileOrEnv(), 0, 0, "router.min_confidence")
 	}
+	for _, d := range [][2]string{{"state_dir", c.StateDir}, {"runs_dir", c.RunsDir}} {
+		if err := c.checkDir(d[0], d[1]); err != nil {
+			return err
+		}
+	}
 	if c.Temporal.TaskQueue == "" || c.Temporal.Namespace == "" || c.Temporal.Address == "" {
 		return caperr.New(caperr.ConfigError, "temporal.address, namespace and task_queue must not be empty").At(c.fileOrEnv(), 0, 0, "temporal")
+	}
+	return nil
+}
+
+// checkDir refuses a state or runs folder capflow must not write into: the
+// filesystem root (a read-only check would write /registry-cache.json) or
+// something that exists and is not a folder.
+func (c *Config) checkDir(key, dir string) error {
+	if dir == "" {
+		return caperr.New(caperr.ConfigError, "%s must not be empty", key).At(c.fileOrEnv(), 0, 0, key)
+	}
+	abs := filepath.Clean(c.Abs(dir))
+	if abs == string(filepath.Separator) || abs == filepath.VolumeName(abs)+string(filepath.Separator) {
+		return caperr.New(caperr.ConfigError, "%s %q is the filesystem root: choose a folder of its own (default %s)", key, dir, defaults[key]).At(c.fileOrEnv(), 0, 0, key)
+	}
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		return caperr.New(caperr.ConfigError, "%s %q exists and is not a folder", key, dir).At(c.fileOrEnv(), 0, 0, key)
 	}
 	return nil
 }
@@ -227,7 +249,7 @@ func displayPath(root, p string) string {
 func parseFile(display string, data []byte) (map[string]any, error) {
 	doc, err := yamldoc.Parse(display, data)
 	if err != nil {
-		return nil, withCode(err, caperr.ConfigError)
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	if doc.Root.Kind == yamldoc.Null {
 		return map[string]any{}, nil
@@ -247,16 +269,6 @@ func parseFile(display string, data []byte) (map[string]any, error) {
 		return nil, probs
 	}
 	return raw, nil
-}
-
-func withCode(err error, code caperr.Code) error {
-	var ce *caperr.Error
-	if errors.As(err, &ce) {
-		c := *ce
-		c.Code = code
-		return &c
-	}
-	return caperr.Wrap(code, err, "")
 }
 
 // Abs resolves a configured path against the project root.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -92,4 +93,35 @@ func TestBadFiles(t *testing.T) {
 func isProblems(err error) bool {
 	var p caperr.Problems
 	return errors.As(err, &p) && p[0].Code == caperr.ConfigError
+}
+
+func TestStateAndRunsDirs(t *testing.T) {
+	dir := project(t, "")
+	os.WriteFile(filepath.Join(dir, "afile"), []byte("x"), 0o644)
+	for _, src := range []string{"state_dir: /\n", "runs_dir: /\n", "state_dir: afile\n", "runs_dir: ../../../../../../../../..\n"} {
+		os.WriteFile(filepath.Join(dir, FileName), []byte(src), 0o644)
+		_, err := Load(Options{Project: dir})
+		if caperr.CodeOf(err) != caperr.ConfigError {
+			t.Errorf("%q: want CONFIG_ERROR, got %v", src, err)
+		}
+	}
+}
+
+func TestHostileConfigFiles(t *testing.T) {
+	dir := project(t, "")
+	cfg := filepath.Join(dir, FileName)
+	os.Remove(cfg)
+	if err := os.Symlink("/dev/zero", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(Options{Project: dir}); caperr.CodeOf(err) != caperr.ConfigError || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("/dev/zero as capflow.yaml: %v", err)
+	}
+	os.Remove(cfg)
+	if err := syscall.Mkfifo(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(Options{Project: dir}); caperr.CodeOf(err) != caperr.ConfigError {
+		t.Fatalf("FIFO as capflow.yaml: %v", err)
+	}
 }

@@ -23,8 +23,8 @@ type StepFacts struct {
 // Check returns every violation of the plan against p.
 func (p *Policy) Check(steps []StepFacts, maxParallel int) []Violation {
 	var out []Violation
-	if n, lim := len(steps), p.Limits[MaxSteps]; lim > 0 && n > lim {
-		out = append(out, Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d", n, lim)})
+	if v := p.TooManySteps(len(steps)); v != nil {
+		out = append(out, *v)
 	}
 	for _, s := range steps {
 		if d := p.Capability(s.Capability); !d.Allowed {
@@ -41,6 +41,14 @@ func (p *Policy) Check(steps []StepFacts, maxParallel int) []Violation {
 	}
 	_ = maxParallel // parallelism is clamped to the limit, never a violation
 	return out
+}
+
+// TooManySteps is the max_steps violation of a plan of n steps, or nil.
+func (p *Policy) TooManySteps(n int) *Violation {
+	if lim := p.Limits[MaxSteps]; lim > 0 && n > lim {
+		return &Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d", n, lim)}
+	}
+	return nil
 }
 
 // EffectiveParallel clamps a plan's max_parallel to the policy.

@@ -59,12 +59,12 @@ func copyLimits(m map[string]int) map[string]int {
 
 // Load reads policy.yaml; a missing file gives Default().
 func Load(file, display string) (*Policy, error) {
-	data, err := os.ReadFile(file)
+	data, err := yamldoc.ReadFile(file, display)
 	if errors.Is(err, os.ErrNotExist) {
 		return Default(), nil
 	}
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ConfigError, err, "cannot read policy").At(display, 0, 0, "")
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	return Parse(display, data)
 }
@@ -80,9 +80,7 @@ type Spec struct {
 func Parse(display string, data []byte) (*Policy, error) {
 	doc, err := yamldoc.Parse(display, data)
 	if err != nil {
-		ce := *err.(*caperr.Error)
-		ce.Code = caperr.ConfigError
-		return nil, &ce
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	if doc.Root.Kind == yamldoc.Null {
 		p := Default()

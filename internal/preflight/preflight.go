@@ -113,6 +113,16 @@ func Check(req Request) *Report {
 		eff = base.Narrow(policy.Spec{Allow: p.Policy.Allow, Deny: p.Policy.Deny, Limits: p.Policy.Limits}, "plan "+p.Name)
 	}
 	r.EffectivePolicy = eff
+	if v := eff.TooManySteps(len(p.Steps)); v != nil {
+		// Refused before resolution: resolving a plan far past the limit
+		// would cost time and memory for an answer already known.
+		viol := []policy.Violation{*v}
+		r.Policy = PolicyReport{Source: eff.Source, Allowed: false, Violations: viol, Limits: eff.Limits,
+			MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes}
+		r.Status = BlockedByPolicy
+		r.Message = fmt.Sprintf("blocked by policy: %s (not resolved)", viol[0].Message)
+		return r
+	}
 	gr := gap.Check(p, req.Registry, gap.Options{MinConfidence: req.MinConfidence, Deps: req.Deps})
 	r.Resolution, r.Gaps = gr.Resolution, gr.Gaps
 	tools := map[string]*manifest.Manifest{}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Resolution-order source groups.
@@ -184,7 +185,7 @@ func (f found) read() ([]byte, error) {
 	if f.fsys != nil {
 		return fs.ReadFile(f.fsys, f.name)
 	}
-	return os.ReadFile(f.name)
+	return yamldoc.ReadFile(f.name, f.name)
 }
 
 func build(opts Options, files []found) *Registry {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -53,9 +52,9 @@ type rawIntent struct {
 // LoadRules reads and compiles a rules file; every problem is reported
 // with its line (bad regexes and templates included).
 func LoadRules(path, display string) (*Rules, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamldoc.ReadFile(path, display)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ConfigError, err, "cannot read routing rules").At(display, 0, 0, "")
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	return ParseRules(display, data, filepath.Dir(path))
 }
@@ -64,9 +63,7 @@ func LoadRules(path, display string) (*Rules, error) {
 func ParseRules(display string, data []byte, _ string) (*Rules, error) {
 	doc, err := yamldoc.Parse(display, data)
 	if err != nil {
-		ce := *err.(*caperr.Error)
-		ce.Code = caperr.ConfigError
-		return nil, &ce
+		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}
 	raw := doc.Root.Interface()
 	sch := schema.Embedded("router.schema.json", schemas.Must("router.schema.json"))

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,10 @@ const (
 var baseEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "GOCACHE", "GOPATH"}
 
 const stderrTail = 4 << 10
+
+// ioGrace is how long a finished tool's output pipes may stay open (held
+// by a child it left behind) before capflow stops reading them.
+const ioGrace = 2 * time.Second
 
 // resolveArgv makes relative paths in argv absolute against the tool's
 // folder: argv[0] when it contains a slash, and any later element that
@@ -104,30 +109,37 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		}
 	}()
 	cmd.Stdout = stdout
-	errPipe, err := cmd.StderrPipe()
+	// stderr goes through a pipe of our own and stdout through exec's copy
+	// bounded by WaitDelay: a tool that leaves a child (say, started with
+	// setsid) holding either open must not keep the step waiting forever.
+	errR, errW, err := os.Pipe()
 	if err != nil {
 		return b.Fail(caperr.StartupError, err.Error(), nil)
 	}
+	defer errR.Close()
+	cmd.Stderr = errW
+	cmd.WaitDelay = ioGrace
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		errW.Close()
 		b.Error("start", "cannot start "+argv[0], err.Error())
 		return b.Fail(caperr.StartupError, fmt.Sprintf("cannot start %s: %v", m.Name, err), nil)
 	}
+	errW.Close()
 	b.Info("start", fmt.Sprintf("started %s (pid %d)", filepath.Base(argv[0]), cmd.Process.Pid))
 
 	// Stop the whole process group on cancellation: SIGTERM, then SIGKILL
 	// after the grace period.
 	done := make(chan struct{})
-	var stopReason sync.Once
-	stopped := false
+	var stopped atomic.Bool
 	go func() {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
 		}
-		stopReason.Do(func() { stopped = true })
+		stopped.Store(true)
 		pgid := cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		grace := r.Grace
@@ -143,20 +155,37 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	}()
 
 	var events []envelope.Feedback
+	var evMu sync.Mutex
 	tail := &tailBuffer{max: stderrTail}
-	readStderr(errPipe, stderrLog, red, tail, func(f envelope.Feedback) {
-		events = append(events, f)
-		if req.OnFeedback != nil {
-			req.OnFeedback(f)
-		}
-	}, log)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readStderr(errR, stderrLog, red, tail, func(f envelope.Feedback) {
+			evMu.Lock()
+			events = append(events, f)
+			evMu.Unlock()
+			if req.OnFeedback != nil {
+				req.OnFeedback(f)
+			}
+		}, log)
+	}()
 	waitErr := cmd.Wait()
 	close(done)
+	select {
+	case <-readDone:
+	case <-time.After(ioGrace):
+		// Someone outside the tool's process group still holds stderr.
+		log.Warn("tool's stderr still open after it exited; not waiting for it")
+		errR.Close()
+		<-readDone
+	}
+	evMu.Lock()
+	defer evMu.Unlock()
 	elapsed := time.Since(start)
 	exit := cmd.ProcessState.ExitCode()
 	detail := tail.String()
 
-	if stopped || ctx.Err() != nil {
+	if stopped.Load() || ctx.Err() != nil {
 		code := ctxCode(ctx)
 		b.Append(events...)
 		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, elapsed.Round(time.Millisecond), strings.ToLower(string(code))), detail)
@@ -177,7 +206,12 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
 	}
 
-	raw, source := readResult(outPath, stdout.buf.Bytes())
+	raw, source, rerr := readResult(outPath, stdout.buf.Bytes(), maxOut)
+	if rerr != nil {
+		b.Append(events...)
+		b.Error("result", rerr.Error(), detail)
+		return b.FailWithExit(caperr.ToolFailure, nonzero(exit), rerr.Error(), nil)
+	}
 	if source == OutputFile && !red.Empty() {
 		// The tool's own file stays in the step folder for debugging:
 		// masked, like everything else capflow keeps.
@@ -280,14 +314,32 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 }
 
 // readResult prefers the output file, then the last JSON object on stdout.
-func readResult(outPath string, stdout []byte) ([]byte, string) {
-	if b, err := os.ReadFile(outPath); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		return b, OutputFile
+// The file must be a regular file of at most max bytes: a tool could
+// point it at a device or a FIFO.
+func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error) {
+	if st, err := os.Lstat(outPath); err == nil {
+		if !st.Mode().IsRegular() {
+			return nil, "", fmt.Errorf("%s is not a regular file (%s): refused", OutputFile, st.Mode().Type())
+		}
+		if st.Size() > max {
+			return nil, "", fmt.Errorf("%s is %d bytes, more than the %d allowed", OutputFile, st.Size(), max)
+		}
+		f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(f, max+1))
+			f.Close()
+			if int64(len(b)) > max {
+				return nil, "", fmt.Errorf("%s grew past %d bytes", OutputFile, max)
+			}
+			if len(bytes.TrimSpace(b)) > 0 {
+				return b, OutputFile, nil
+			}
+		}
 	}
 	if doc := lastJSONObject(stdout); doc != nil {
-		return doc, "stdout"
+		return doc, "stdout", nil
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 // lastJSONObject finds the last complete top-level JSON object in b:

@@ -167,3 +167,35 @@ func TestSecretsStayOutOfStepFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestHostileCommandTools(t *testing.T) {
+	t.Parallel()
+	t.Run("setsid child holds stdout and stderr", func(t *testing.T) {
+		t.Parallel()
+		m := script(t, "setsid sleep 30 &\necho '"+okEnvelope+"' > \"$CAPFLOW_OUTPUT_PATH\"\n")
+		start := time.Now()
+		env := run(t, m, nil, 20*time.Second)
+		if !env.Success {
+			t.Fatalf("want success, got %+v", env)
+		}
+		if d := time.Since(start); d > 8*time.Second {
+			t.Fatalf("capflow waited %s for a child it does not own", d)
+		}
+	})
+	t.Run("output file linked to /dev/zero", func(t *testing.T) {
+		t.Parallel()
+		m := script(t, "ln -sf /dev/zero \"$CAPFLOW_OUTPUT_PATH\"\nexit 0\n")
+		env := run(t, m, nil, 20*time.Second)
+		if env.Success || env.Error.Code != caperr.ToolFailure || !strings.Contains(env.Message, "not a regular file") {
+			t.Fatalf("want TOOL_FAILURE for a device as output, got %+v", env)
+		}
+	})
+	t.Run("huge output file", func(t *testing.T) {
+		t.Parallel()
+		m := script(t, "head -c 200000 /dev/zero > \"$CAPFLOW_OUTPUT_PATH\"\nexit 0\n")
+		env := run(t, m, nil, 20*time.Second)
+		if env.Success || env.Error.Code != caperr.ToolFailure || !strings.Contains(env.Message, "more than") {
+			t.Fatalf("want TOOL_FAILURE for an oversized output file, got %+v", env)
+		}
+	})
+}

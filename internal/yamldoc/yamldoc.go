@@ -53,8 +53,20 @@ type Doc struct {
 	Root *Node
 }
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 200
+// Bounds on what one document may cost, checked before or while parsing
+// so hostile input (deep nesting, alias bombs, huge files) is refused with
+// a positioned error instead of exhausting the stack, the memory or time.
+const (
+	// MaxFileSize is the largest YAML or JSON file capflow reads.
+	MaxFileSize = 4 << 20
+	// MaxDepth is the deepest nesting of mappings and sequences.
+	MaxDepth = 200
+	// MaxNodes is the most values a document may expand to, counting each
+	// use of an alias as a copy of what it names.
+	MaxNodes = 1000000
+)
+
+const maxDepth = MaxDepth
 
 // Parse reads one YAML document. Syntax errors come back as a
 // *caperr.Error with code INVALID_INPUT and the position of the fault.
@@ -66,6 +78,12 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 			doc, err = nil, caperr.New(caperr.InvalidInput, "cannot parse YAML: %v", r).At(file, 0, 0, "")
 		}
 	}()
+	if len(data) > MaxFileSize {
+		return nil, caperr.New(caperr.InvalidInput, "file is %s, more than the %s allowed", sizeText(int64(len(data))), sizeText(MaxFileSize)).At(file, 0, 0, "")
+	}
+	if p, ok := tooDeep(data); ok {
+		return nil, caperr.New(caperr.InvalidInput, "nesting deeper than %d levels", MaxDepth).At(file, p.Line, p.Column, "")
+	}
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
 		return nil, syntaxError(file, perr)
@@ -83,7 +101,7 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 		return nil, caperr.New(caperr.InvalidInput, "expected one YAML document, found %d", len(bodies)).At(file, pos(bodies[1].GetToken()).Line, 0, "")
 	}
 	if len(bodies) == 1 {
-		c := &converter{file: file, anchors: map[string]*Node{}}
+		c := &converter{file: file, anchors: map[string]*Node{}, sizes: map[*Node]int64{}}
 		n, cerr := c.convert(bodies[0], 0)
 		if cerr != nil {
 			return nil, cerr
@@ -124,6 +142,40 @@ func pos(t *token.Token) Pos {
 type converter struct {
 	file    string
 	anchors map[string]*Node
+	sizes   map[*Node]int64 // expanded size of shared (anchored) nodes
+	nodes   int64           // values so far, aliases expanded
+}
+
+// size is the number of values n expands to, memoised so shared nodes are
+// counted once per computation (the count itself grows exponentially with
+// an alias chain, the work does not).
+func (c *converter) size(n *Node) int64 {
+	if v, ok := c.sizes[n]; ok {
+		return v
+	}
+	total := int64(1)
+	for _, k := range n.Keys {
+		total += c.size(k.Value)
+		if total > MaxNodes {
+			break
+		}
+	}
+	for _, it := range n.Items {
+		total += c.size(it)
+		if total > MaxNodes {
+			break
+		}
+	}
+	c.sizes[n] = total
+	return total
+}
+
+func (c *converter) count(p Pos, n int64) error {
+	c.nodes += n
+	if c.nodes > MaxNodes {
+		return c.errAt(p, "document expands to more than %d values (aliases count as copies)", MaxNodes)
+	}
+	return nil
 }
 
 func (c *converter) errAt(p Pos, format string, args ...any) error {
@@ -135,6 +187,11 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		return nil, c.errAt(pos(n.GetToken()), "nesting deeper than %d levels", maxDepth)
 	}
 	p := pos(n.GetToken())
+	if _, alias := n.(*ast.AliasNode); !alias {
+		if err := c.count(p, 1); err != nil {
+			return nil, err
+		}
+	}
 	switch t := n.(type) {
 	case *ast.NullNode:
 		return &Node{Kind: Null, Pos: p}, nil
@@ -174,6 +231,9 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		v, ok := c.anchors[name]
 		if !ok {
 			return nil, c.errAt(p, "unknown alias *%s", name)
+		}
+		if err := c.count(p, c.size(v)); err != nil {
+			return nil, err
 		}
 		return v, nil
 	case *ast.TagNode:
@@ -370,4 +430,74 @@ func FieldPath(path []string) string {
 		b.WriteString(seg)
 	}
 	return b.String()
+}
+
+// tooDeep scans the raw text for nesting past MaxDepth before the parser
+// sees it (the parser's own recursion is unbounded): flow brackets outside
+// quotes and comments, and chains of "- " that open a sequence per dash.
+func tooDeep(data []byte) (Pos, bool) {
+	line, col, depth := 1, 0, 0
+	var quote byte
+	comment, lineStart, dashes := false, true, 0
+	for i := 0; i < len(data); i++ {
+		ch := data[i]
+		col++
+		if ch == '\n' {
+			line, col, comment, lineStart, dashes = line+1, 0, false, true, 0
+			continue
+		}
+		if comment {
+			continue
+		}
+		if quote != 0 {
+			switch {
+			case quote == '"' && ch == '\\':
+				i++
+				col++
+			case ch == quote:
+				quote = 0
+			}
+			continue
+		}
+		if lineStart {
+			switch {
+			case ch == ' ' || ch == '\t':
+				continue
+			case ch == '-' && i+1 < len(data) && (data[i+1] == ' ' || data[i+1] == '\n'):
+				dashes++
+				if dashes > MaxDepth {
+					return Pos{line, col}, true
+				}
+				continue
+			}
+			lineStart = false
+		}
+		switch ch {
+		case '"', '\'':
+			if i == 0 || data[i-1] == ' ' || data[i-1] == '[' || data[i-1] == '{' || data[i-1] == ',' || data[i-1] == ':' || data[i-1] == '\t' {
+				quote = ch
+			}
+		case '#':
+			if i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n' {
+				comment = true
+			}
+		case '[', '{':
+			depth++
+			if depth > MaxDepth {
+				return Pos{line, col}, true
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return Pos{}, false
+}
+
+func sizeText(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,0 +1,90 @@
+package yamldoc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// aliasBomb is the billion-laughs document: each level names the previous
+// one ten times, so n levels expand to 10^n values.
+func aliasBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < levels; i++ {
+		p := fmt.Sprintf("*a%d", i-1)
+		fmt.Fprintf(&b, "a%d: &a%d [%s]\n", i, i, strings.Repeat(p+", ", 9)+p)
+	}
+	return b.String()
+}
+
+func TestHostileDocuments(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src, want string
+		line            int
+	}{
+		{"alias bomb", aliasBomb(10), "expands to more than", 6},
+		{"deep flow brackets", strings.Repeat("[", 50000), "nesting deeper than", 1},
+		{"deep flow maps", "x: " + strings.Repeat("{a: ", 300), "nesting deeper than", 1},
+		{"dash chain", strings.Repeat("- ", 50000) + "x", "nesting deeper than", 1},
+		{"too large", "a: " + strings.Repeat("x", MaxFileSize), "more than the", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("hostile.yaml", []byte(c.src))
+			var ce *caperr.Error
+			if err == nil || caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("want INVALID_INPUT %q, got %v", c.want, err)
+			}
+			if ok := asErr(err, &ce); !ok || ce.File != "hostile.yaml" || ce.Line != c.line {
+				t.Fatalf("want hostile.yaml line %d, got %v", c.line, err)
+			}
+		})
+	}
+	// Brackets inside quotes and comments are text, not nesting.
+	ok := "a: \"" + strings.Repeat("[", 300) + "\"\nb: '" + strings.Repeat("{", 300) + "'\n# " + strings.Repeat("[", 300) + "\n"
+	if _, err := Parse("ok.yaml", []byte(ok)); err != nil {
+		t.Fatalf("quoted brackets: %v", err)
+	}
+	// A few shared aliases are fine.
+	if d, err := Parse("ok.yaml", []byte(aliasBomb(4))); err != nil || len(d.Root.Keys) != 4 {
+		t.Fatalf("small alias use: %v", err)
+	}
+}
+
+func asErr(err error, ce **caperr.Error) bool {
+	e, ok := err.(*caperr.Error)
+	*ce = e
+	return ok
+}
+
+func TestReadFileRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.yaml")
+	os.Symlink("/dev/zero", zero)
+	big := filepath.Join(dir, "big.yaml")
+	f, _ := os.Create(big)
+	f.Truncate(MaxFileSize + 1)
+	f.Close()
+	for p, want := range map[string]string{fifo: "not a regular file", zero: "not a regular file", big: "more than the", dir: "directory", filepath.Join(dir, "none"): "does not exist"} {
+		_, err := ReadFile(p, filepath.Base(p))
+		if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want %q, got %v", p, want, err)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(dir, "none"), "none"); !os.IsNotExist(err) && !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing: %v", err)
+	}
+}
