@@ -4,12 +4,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -42,23 +47,66 @@ type App struct {
 
 	log    hclog.Logger
 	result *result
+	// ctx ends on SIGINT or SIGTERM; every command's work derives from it.
+	ctx context.Context
+	// emitted guards the one envelope a run prints (the normal one, or
+	// the safety net's on a signal the command did not answer in time).
+	emitted sync.Once
 }
 
 // result is what a command hands back for printing.
 type result struct {
 	env    envelope.Envelope
 	pretty func(w io.Writer)
+	// exit overrides the envelope's exit code as the process's status:
+	// a tool's own exit status (kept in its envelope) is not capflow's.
+	exit *int
+}
+
+// SignalGrace is how long a command may take to wind down after SIGINT or
+// SIGTERM before the safety net prints a CANCELLED envelope and exits 5.
+const SignalGrace = 1500 * time.Millisecond
+
+// Process runs the CLI as the capflow process: like Main, and on SIGINT or
+// SIGTERM a command that has not finished within SignalGrace is abandoned
+// with a CANCELLED envelope (exit 5), so capflow always answers a signal
+// within 2 s whatever a tool or server is doing.
+func Process(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &App{Stdout: stdout, Stderr: stderr, ctx: ctx}
+	id := commandID((&App{}).rootCommand(), args) // a throwaway tree: no state shared with the run
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-finished:
+		case <-time.After(SignalGrace):
+			env := envelope.NewBuilder(id).Fail(caperr.Cancelled, "cancelled by a signal", nil)
+			os.Exit(a.emit(&result{env: env}))
+		}
+	}()
+	code := a.main(args)
+	close(finished)
+	return code
 }
 
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
-	a := &App{Stdout: stdout, Stderr: stderr}
+	return (&App{Stdout: stdout, Stderr: stderr, ctx: context.Background()}).main(args)
+}
+
+func (a *App) main(args []string) (code int) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit: parsing a plan near the size limit stays well under
 		// 512 MB instead of letting garbage double the heap.
 		debug.SetMemoryLimit(SoftMemoryLimit)
 	}
-	a.log = logging.New("capflow", stderr, hclog.Warn)
+	a.log = logging.New("capflow", a.Stderr, hclog.Warn)
 	defer func() {
 		// Never a Go stack trace for any input: a panic is a bug, reported
 		// as INTERNAL_ERROR in the envelope.
@@ -68,10 +116,18 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			code = a.emit(&result{env: env})
 		}
 	}()
-	root := a.rootCommand()
+	// The output format is known before cobra parses anything, so even an
+	// unknown command or a bad flag answers with one envelope in json mode.
+	root := a.rootCommand() // binding the flags resets a.output to its default
+	a.output = outputFlag(args)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.Stdout)
+	root.SetErr(a.Stderr)
+	var helped *cobra.Command
+	if a.jsonOutput() {
+		root.SetHelpFunc(func(c *cobra.Command, _ []string) { helped = c })
+		root.SetVersionTemplate(`{{/* json output: the envelope says it */}}`)
+	}
 	err := root.Execute()
 	if err != nil {
 		// Flag and argument errors from cobra: invalid input.
@@ -80,15 +136,60 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		env := b.Fail(caperr.InvalidInput, err.Error()+" (see --help)", nil)
 		return a.emit(&result{env: env})
 	}
+	if a.result == nil && a.jsonOutput() {
+		// --help, --version: still one envelope.
+		if helped == nil {
+			helped = root
+		}
+		id := toolID(helped)
+		if helped == root && containsFlag(args, "--version", "-v") {
+			a.set(envelope.NewBuilder(id).Succeed("capflow "+Version, map[string]any{"version": Version}), nil)
+		} else {
+			a.set(envelope.NewBuilder(id).Succeed("usage of "+helped.CommandPath(), map[string]any{"usage": helped.UsageString()}), nil)
+		}
+	}
 	if a.result == nil {
 		return 0 // help or version printed by cobra
 	}
 	return a.emit(a.result)
 }
 
+// outputFlag finds --output before cobra parses the command line.
+func outputFlag(args []string) string {
+	out := ""
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--output="); ok {
+			out = v
+		} else if a == "--output" && i+1 < len(args) {
+			out = args[i+1]
+		}
+	}
+	return out
+}
+
+func containsFlag(args []string, names ...string) bool {
+	for _, a := range args {
+		for _, n := range names {
+			if a == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// toolID is a command's envelope id: its path in kebab-case, like every
+// tool's (capflow-plan-check).
+func toolID(c *cobra.Command) string {
+	return strings.ReplaceAll(c.CommandPath(), " ", "-")
+}
+
 func commandID(root *cobra.Command, args []string) string {
 	if c, _, err := root.Find(args); err == nil && c != nil {
-		return strings.ReplaceAll(c.CommandPath(), " ", ".")
+		return toolID(c)
 	}
 	return "capflow"
 }
@@ -97,8 +198,19 @@ func (a *App) jsonOutput() bool {
 	return a.output == "json" || (a.output == "" && os.Getenv("TOOLS_OUTPUT_JSON") == "1")
 }
 
-// emit prints the result and returns the exit code (the envelope's).
-func (a *App) emit(r *result) int {
+// emit prints the result and returns the exit code (the envelope's). Only
+// the first call prints: one envelope per process.
+func (a *App) emit(r *result) (code int) {
+	code = -1
+	a.emitted.Do(func() { code = a.print(r) })
+	if code < 0 {
+		// The safety net already answered; it exits the process.
+		select {}
+	}
+	return code
+}
+
+func (a *App) print(r *result) int {
 	if a.outputPath != "" {
 		b, _ := json.MarshalIndent(r.env, "", "  ")
 		if err := os.WriteFile(a.outputPath, append(b, '\n'), 0o644); err != nil {
@@ -112,6 +224,9 @@ func (a *App) emit(r *result) int {
 		r.pretty(a.Stdout)
 	} else {
 		prettyEnvelope(a.Stdout, r.env)
+	}
+	if r.exit != nil {
+		return *r.exit
 	}
 	return r.env.ExitCode
 }
@@ -158,11 +273,11 @@ func (a *App) rootCommand() *cobra.Command {
 
 // failuresAsEnvelopes wraps every command body once: an error it returns
 // becomes the command's failure envelope, with the contract code the error
-// carries and the command path as its id (capflow.plan.check). Bodies then
+// carries and the command path as its id (capflow-plan-check). Bodies then
 // simply return their errors.
 func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 	if body := c.RunE; body != nil {
-		id := strings.ReplaceAll(c.CommandPath(), " ", ".")
+		id := toolID(c)
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if err := body(cmd, args); err != nil {
 				a.set(failEnv(id, err, nil), nil)
@@ -176,10 +291,20 @@ func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 }
 
 // groupRun makes a command group reject unknown subcommands (cobra would
-// print help and exit 0) and print its help when called bare.
-func groupRun(cmd *cobra.Command, args []string) error {
+// print help and exit 0) and print its help when called bare; with json
+// output a bare group is a usage error (one envelope, exit 2).
+func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return caperr.New(caperr.InvalidInput, "unknown command %q for %q (see --help)", args[0], cmd.CommandPath())
+	}
+	if a.jsonOutput() {
+		var subs []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				subs = append(subs, c.Name())
+			}
+		}
+		return caperr.New(caperr.InvalidInput, "%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(subs, ", "))
 	}
 	return cmd.Help()
 }
@@ -190,7 +315,7 @@ func (a *App) versionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := envelope.NewBuilder("capflow.version").Succeed("capflow "+Version, map[string]any{"version": Version})
+			env := envelope.NewBuilder("capflow-version").Succeed("capflow "+Version, map[string]any{"version": Version})
 			a.set(env, func(w io.Writer) { fmt.Fprintln(w, "capflow", Version) })
 			return nil
 		},

@@ -163,7 +163,7 @@ func TestOutputPathAndEnvJSON(t *testing.T) {
 	code, out, _ := capflow(t, "tools", "list", "--project", repoRoot(t), "--output-path", p)
 	env := envelopeOf(t, out)
 	b, err := os.ReadFile(p)
-	if code != 0 || err != nil || !strings.Contains(string(b), `"toolId": "capflow.tools.list"`) || env.ToolID != "capflow.tools.list" {
+	if code != 0 || err != nil || !strings.Contains(string(b), `"toolId": "capflow-tools-list"`) || env.ToolID != "capflow-tools-list" {
 		t.Fatalf("exit %d, err %v, file %s", code, err, b)
 	}
 }

@@ -49,6 +49,18 @@ func asProblems(err error, out *caperr.Problems) bool {
 	return false
 }
 
+// exitFor is the process exit status of a failure envelope: the contract
+// table's, by the envelope's error code.
+func exitFor(env envelope.Envelope) int {
+	if env.Error == nil || !caperr.Known(env.Error.Code) {
+		return 1
+	}
+	if n := caperr.Lookup(env.Error.Code).ExitCode; n != 0 {
+		return n
+	}
+	return 1
+}
+
 // asError returns the *caperr.Error err carries, or wraps err in one.
 func asError(err error) *caperr.Error {
 	var ce *caperr.Error

@@ -19,7 +19,7 @@ import (
 )
 
 func (a *App) planCommand() *cobra.Command {
-	c := &cobra.Command{Use: "plan", Short: "Check plans and draw them; nothing runs", RunE: groupRun}
+	c := &cobra.Command{Use: "plan", Short: "Check plans and draw them; nothing runs", RunE: a.groupRun}
 	c.AddCommand(a.planCheck(), a.planGraph())
 	return c
 }
@@ -130,7 +130,7 @@ func (a *App) planCheck() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env := reportEnvelope("capflow.plan.check", ck.report, ck.reg.Warnings)
+			env := reportEnvelope("capflow-plan-check", ck.report, ck.reg.Warnings)
 			a.set(env, func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
 			return nil
 		},
@@ -237,7 +237,7 @@ func (a *App) planGraph() *cobra.Command {
 				return err
 			}
 			if ck.plan == nil {
-				a.set(reportEnvelope("capflow.plan.graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+				a.set(reportEnvelope("capflow-plan-graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
 				return nil
 			}
 			nodes := GraphNodes(ck.report)
@@ -247,7 +247,7 @@ func (a *App) planGraph() *cobra.Command {
 			} else {
 				g = plan.Mermaid(ck.plan, nodes)
 			}
-			env := envelope.NewBuilder("capflow.plan.graph").Succeed(fmt.Sprintf("%s graph of %s (%s)", format, ck.plan.Name, ck.report.Status),
+			env := envelope.NewBuilder("capflow-plan-graph").Succeed(fmt.Sprintf("%s graph of %s (%s)", format, ck.plan.Name, ck.report.Status),
 				map[string]any{"format": format, "graph": g, "status": ck.report.Status, "plan": ck.plan.Name})
 			a.set(env, func(w io.Writer) { fmt.Fprint(w, strings.TrimRight(g, "\n")+"\n") })
 			return nil

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -34,7 +32,7 @@ func (a *App) routeCommand() *cobra.Command {
 		Short: "Turn a request into a plan (rules first, then the LLM if configured); nothing runs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			const id = "capflow.route"
+			const id = "capflow-route"
 			cfg, reg, err := a.loadRegistry()
 			if err != nil {
 				return err
@@ -47,7 +45,7 @@ func (a *App) routeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.Route(context.Background(), args[0])
+			res, err := r.Route(a.ctx, args[0])
 			if err != nil {
 				a.set(failEnv(id, err, map[string]any{"llm_calls": llmCalls(res)}), nil)
 				return nil
@@ -125,7 +123,7 @@ func (a *App) phase(name, format string, args ...any) {
 }
 
 func (a *App) agent(text string, inputs []string, dry bool) error {
-	const id = "capflow.agent"
+	const id = "capflow-agent"
 	cfg, reg, err := a.loadRegistry()
 	if err != nil {
 		return err
@@ -138,7 +136,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(a.ctx)
 	defer stop()
 
 	// 1. planning

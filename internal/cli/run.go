@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,7 +102,7 @@ func (a *App) runCommand() *cobra.Command {
 		Short: "Start a plan on Temporal and wait for it with live progress (--detach: print the ID and return)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			const cid = "capflow.run"
+			const cid = "capflow-run"
 			p, value, probs, err := loadPlanFile(args[0])
 			if err != nil {
 				return err
@@ -123,7 +121,7 @@ func (a *App) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := context.WithCancel(a.ctx)
 			defer stop()
 			cfg, tc, err := a.dial(ctx)
 			if err != nil {
@@ -305,7 +303,7 @@ func notFound(err error) bool {
 // withClient dials Temporal for a command; a failure to connect is the
 // command's error.
 func (a *App) withClient(f func(ctx context.Context, cfg *config.Config, tc client.Client) error) error {
-	ctx := context.Background()
+	ctx := a.ctx
 	cfg, tc, err := a.dial(ctx)
 	if err != nil {
 		return err
@@ -325,7 +323,7 @@ func (a *App) statusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow.status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
 				return nil
 			})
 		},
@@ -380,7 +378,7 @@ func (a *App) cancelCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow.cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
 				return nil
 			})
 		},
@@ -402,7 +400,7 @@ func (a *App) reportCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow.report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
 				if md, err := os.ReadFile(res.Report.Markdown); err == nil {
 					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
 				}

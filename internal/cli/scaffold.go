@@ -37,7 +37,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 		Short: "Create a working tool skeleton (manifest + executable) that validates and runs",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := "capflow.tools.scaffold"
+			id := "capflow-tools-scaffold"
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err

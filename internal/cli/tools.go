@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +20,7 @@ import (
 )
 
 func (a *App) toolsCommand() *cobra.Command {
-	c := &cobra.Command{Use: "tools", Short: "Validate, list, resolve, scaffold and run tools", RunE: groupRun}
+	c := &cobra.Command{Use: "tools", Short: "Validate, list, resolve, scaffold and run tools", RunE: a.groupRun}
 	c.AddCommand(a.toolsValidate(), a.toolsList(), a.toolsResolve(), a.toolsScaffold(), a.toolsRun())
 	return c
 }
@@ -50,7 +49,7 @@ func (a *App) toolsValidate() *cobra.Command {
 		Use:   "validate [PATH...]",
 		Short: "Validate every manifest the project sees, or the tool.yaml/kit.yaml files under PATHs",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b := envelope.NewBuilder("capflow.tools.validate")
+			b := envelope.NewBuilder("capflow-tools-validate")
 			var tools []*manifest.Manifest
 			var probs caperr.Problems
 			var warnings []string
@@ -188,7 +187,7 @@ func (a *App) toolsList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b := envelope.NewBuilder("capflow.tools.list")
+			b := envelope.NewBuilder("capflow-tools-list")
 			for _, w := range reg.Warnings {
 				b.Warn("registry", w)
 			}
@@ -235,7 +234,7 @@ func (a *App) toolsResolve() *cobra.Command {
 				return err
 			}
 			capab := args[0]
-			b := envelope.NewBuilder("capflow.tools.resolve")
+			b := envelope.NewBuilder("capflow-tools-resolve")
 			if !manifest.ValidCapability(capab) {
 				a.set(b.Fail(caperr.InvalidInput, fmt.Sprintf("%q is not a capability (domain.action)", capab), nil), nil)
 				return nil
@@ -301,7 +300,7 @@ func (a *App) toolsRun() *cobra.Command {
 			}
 			if m == nil {
 				msg := fmt.Sprintf("no tool or capability named %q", args[0])
-				a.set(envelope.NewBuilder("capflow.tools.run").Fail(caperr.ToolNotFound, msg, nil), nil)
+				a.set(envelope.NewBuilder("capflow-tools-run").Fail(caperr.ToolNotFound, msg, nil), nil)
 				return nil
 			}
 			props, _ := m.InputSchema["properties"].(map[string]any)
@@ -309,7 +308,7 @@ func (a *App) toolsRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := context.WithCancel(a.ctx)
 			defer stop()
 			if m.Timeouts.StartToClose > 0 {
 				var cancel context.CancelFunc
@@ -318,7 +317,8 @@ func (a *App) toolsRun() *cobra.Command {
 			}
 			wd, _ := os.MkdirTemp("", "capflow-tool-")
 			defer os.RemoveAll(wd)
-			runner := &toolrun.Runner{Logger: a.log.Named("toolrun")}
+			// A short grace: capflow answers a signal within 2 s.
+			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second}
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
 				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
 				OnFeedback: func(f envelope.Feedback) {
@@ -329,7 +329,13 @@ func (a *App) toolsRun() *cobra.Command {
 			if !env.Success && env.ExitCode == 0 {
 				env.ExitCode = 1
 			}
-			a.set(env, nil)
+			// The envelope keeps the tool's own exit status; capflow exits
+			// by its table (a failed tool: 1, cancelled: 5, ...).
+			exit := 0
+			if !env.Success {
+				exit = exitFor(env)
+			}
+			a.result = &result{env: env, exit: &exit}
 			return nil
 		},
 	}

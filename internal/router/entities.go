@@ -37,7 +37,9 @@ func (e Entities) File() string {
 
 var (
 	urlRe    = regexp.MustCompile(`https?://[^\s"'<>]+`)
-	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))(?:$|[\s"',;:)!?])`)
+	// fileRe leaves the delimiter after a name unconsumed (RE2 has no
+	// lookahead): the caller checks it, so "a.webm b.webm" yields both.
+	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))`)
 	folderRe = regexp.MustCompile(`(?i)(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
 	dirRe    = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?((?:\.{0,2}/)?(?:[\w.\-]+/)+)`)
 	allRe    = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
@@ -70,8 +72,11 @@ func Extract(text string) Entities {
 	// File names keep their case: search the text with URLs removed.
 	plain := urlRe.ReplaceAllString(text, " ")
 	seen := map[string]bool{}
-	for _, m := range fileRe.FindAllStringSubmatch(plain, -1) {
-		f := m[1]
+	for _, m := range fileRe.FindAllStringSubmatchIndex(plain, -1) {
+		f := plain[m[2]:m[3]]
+		if end := m[3]; end < len(plain) && !strings.ContainsRune(" \t\n\r\"',;:)!?", rune(plain[end])) {
+			continue
+		}
 		if !seen[f] && !strings.HasSuffix(f, ".") {
 			seen[f] = true
 			e.Files = append(e.Files, f)

@@ -71,6 +71,10 @@ func (r *Router) Route(ctx context.Context, text string) (*Result, error) {
 				hints = append(hints, fmt.Sprintf("intent %s matched but %s", in.ID, string(np)))
 				continue
 			}
+			var bad BadRequest
+			if errors.As(err, &bad) {
+				return nil, caperr.New(caperr.InvalidInput, "the request cannot be planned: %s", string(bad))
+			}
 			if err != nil {
 				return nil, caperr.Wrap(caperr.ConfigError, err, "routing rule %s: plan template", in.ID).At(r.Rules.File, 0, 0, "intents."+in.ID+".plan")
 			}

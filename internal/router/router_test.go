@@ -232,3 +232,22 @@ func TestRulesWinBeforeLLM(t *testing.T) {
 		t.Fatalf("the LLM must only be asked when no rule matches: %v %+v calls=%d", err, res, f.calls.Load())
 	}
 }
+
+func TestExtractEveryFile(t *testing.T) {
+	e := Extract("convert a.webm b.webm c.webm d.webm to mp4")
+	if got := strings.Join(e.Files, ","); got != "a.webm,b.webm,c.webm,d.webm" {
+		t.Fatalf("files: %s", got)
+	}
+	e = Extract(`compress "x.txt", y.txt; z.tar.gz and v1.2.webmxyz`)
+	if got := strings.Join(e.Files, ","); got != "x.txt,y.txt,z.tar.gz" {
+		t.Fatalf("files: %s", got)
+	}
+}
+
+func TestRequestOutsideProjectIsBadInput(t *testing.T) {
+	r := &Router{Rules: shipped(t), Root: t.TempDir()}
+	_, err := r.Route(context.Background(), "convert all .webm in ../../outside/ to mp4")
+	if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "outside the project") {
+		t.Fatalf("want INVALID_INPUT blaming the request, got %v", err)
+	}
+}

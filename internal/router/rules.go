@@ -255,7 +255,7 @@ func funcs(root *string) template.FuncMap {
 			root := &r
 			base := filepath.Join(*root, dir)
 			if !strings.HasPrefix(filepath.Clean(base)+string(filepath.Separator), filepath.Clean(*root)+string(filepath.Separator)) {
-				return nil, fmt.Errorf("%s is outside the project", dir)
+				return nil, BadRequest(fmt.Sprintf("the folder %s is outside the project", dir))
 			}
 			matches, err := filepath.Glob(filepath.Join(base, pattern))
 			if err != nil {
@@ -290,3 +290,9 @@ func funcs(root *string) template.FuncMap {
 type NoPlan string
 
 func (n NoPlan) Error() string { return string(n) }
+
+// BadRequest is a request a rule cannot honour because of what it asks
+// (a folder outside the project): the request is at fault, not the rule.
+type BadRequest string
+
+func (b BadRequest) Error() string { return string(b) }
