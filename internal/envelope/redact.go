@@ -1,7 +1,10 @@
 package envelope
 
 import (
+	"encoding/json"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -18,12 +21,28 @@ type Redactor struct {
 	repl   *strings.Replacer
 }
 
-// NewRedactor builds a redactor for the given secret values.
+// NewRedactor builds a redactor for the given secret values. Each value is
+// also masked in the forms it takes on the way out: JSON-escaped (a tool's
+// JSON events and envelopes), URL-encoded, and, for a multi-line value
+// such as a PEM key, line by line (a tool may print it a line at a time).
 func NewRedactor(values ...string) *Redactor {
+	seen := map[string]bool{}
 	var vs []string
-	for _, v := range values {
-		if len(v) >= minSecretLen {
+	add := func(v string) {
+		if len(v) >= minSecretLen && !seen[v] {
+			seen[v] = true
 			vs = append(vs, v)
+		}
+	}
+	for _, v := range values {
+		add(v)
+		js, _ := json.Marshal(v)
+		add(string(js[1 : len(js)-1]))
+		add(url.QueryEscape(v))
+		if strings.ContainsAny(v, "\r\n") {
+			for _, l := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
+				add(strings.TrimSpace(l))
+			}
 		}
 	}
 	// Longest first so a secret that contains another is masked whole.
@@ -74,9 +93,30 @@ func (r *Redactor) Value(v any) any {
 			out[i] = r.Value(x)
 		}
 		return out
+	case json.Number:
+		return r.number(string(t), v)
+	case float64:
+		return r.number(strconv.FormatFloat(t, 'f', -1, 64), v)
+	case float32:
+		return r.number(strconv.FormatFloat(float64(t), 'f', -1, 32), v)
+	case int64:
+		return r.number(strconv.FormatInt(t, 10), v)
+	case int:
+		return r.number(strconv.Itoa(t), v)
+	case uint64:
+		return r.number(strconv.FormatUint(t, 10), v)
 	default:
 		return v
 	}
+}
+
+// number masks a number whose text is a secret (a numeric token sent
+// back as a JSON number is still the token).
+func (r *Redactor) number(text string, v any) any {
+	if r.String(text) != text {
+		return Mask
+	}
+	return v
 }
 
 // Envelope redacts every text field of e in place.

@@ -156,13 +156,16 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	if err := json.Unmarshal(raw, &cr); err != nil || len(cr.Choices) == 0 {
 		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: not a chat-completions answer", id)}
 	}
-	content := strings.TrimSpace(cr.Choices[0].Message.Content)
+	// An endpoint may echo the request (the Authorization header with it):
+	// the key never reaches the log, the plan or the route's data.
+	content := red.String(strings.TrimSpace(cr.Choices[0].Message.Content))
 	content = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(content, "```json"), "```"), "```")
 	l.logf("=== %s extracted content ===\n%s", id, content)
 	var v map[string]any
 	if err := json.Unmarshal([]byte(content), &v); err != nil {
-		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: the answer is not a JSON object: %v", id, err)}
+		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: the answer is not a JSON object: %v", id, red.String(err.Error()))}
 	}
+	v, _ = red.Value(v).(map[string]any) // decoded forms (\u escapes) too
 	// Fail closed: a step without a confidence is a step with none.
 	if steps, ok := v["steps"].([]any); ok {
 		for _, s := range steps {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -186,6 +187,11 @@ func TestLLMFallback(t *testing.T) {
 		{"timeouts count as calls", []func(http.ResponseWriter){hang}, 2, caperr.RetryExhausted, 2, nil},
 		{"bad key is not retried", []func(http.ResponseWriter){status(401)}, 3, caperr.ConfigError, 1, nil},
 		{"policy allows no calls", []func(http.ResponseWriter){content(goodPlan)}, 0, caperr.PolicyBlocked, 0, nil},
+		{"an endpoint echoing the key", []func(http.ResponseWriter){content(`{"name":"echo","description":"auth was Bearer sk-very-secret-key","steps":[{"id":"a","capability":"file.read","with":{"path":"sk-very-secret-key","h":"\u0073k-very-secret-key"},"coverage_confidence":0.95}]}`)}, 3, "", 1, func(t *testing.T, res *Result) {
+			if strings.Contains(res.PlanYAML, "sk-very-secret-key") || strings.Contains(fmt.Sprint(res.PlanValue), "sk-very-secret-key") {
+				t.Fatalf("the key reached the route's data:\n%s", res.PlanYAML)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -386,6 +386,8 @@ func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tai
 			}
 			text = red.Bytes(text)
 			if f, ok := parseEvent(text); ok {
+				// Decoded text too: a secret may hide behind \u escapes.
+				f.Phase, f.Message, f.Detail = red.String(f.Phase), red.String(f.Message), red.String(f.Detail)
 				onEvent(f)
 			} else {
 				if logFile != nil {

@@ -199,3 +199,32 @@ func TestHostileCommandTools(t *testing.T) {
 		}
 	})
 }
+
+func TestSecretsInEveryForm(t *testing.T) {
+	t.Parallel()
+	m := script(t, `echo '{"phase":"p","level":"info","message":"escaped \u0068unter2-secret"}' >&2
+printf '%s\n' "$PEM" >&2
+echo "{\"toolId\":\"t\",\"exitCode\":0,\"success\":true,\"timestamp\":\"2026-11-21T10:00:00Z\",\"message\":\"ok\",\"feedback\":[],\"data\":{\"n\":$NUM_TOKEN,\"s\":\"x\"}}" > "$CAPFLOW_OUTPUT_PATH"
+`, func(m *manifest.Manifest) {
+		m.OutputSchema = map[string]any{"type": "object"}
+	})
+	var live []envelope.Feedback
+	pem := "-----BEGIN KEY-----\nMIIBOgIBAAJBAKj34GkxFhD9\n-----END KEY-----"
+	wd := filepath.Join(t.TempDir(), "step")
+	env := (&Runner{Grace: time.Second}).Run(context.Background(), Request{Manifest: m, Root: t.TempDir(), Workdir: wd,
+		Secrets:    map[string]string{"TOKEN": "hunter2-secret", "NUM_TOKEN": "987654321987", "PEM": pem},
+		OnFeedback: func(f envelope.Feedback) { live = append(live, f) }})
+	b, _ := json.Marshal(env)
+	lb, _ := json.Marshal(live)
+	logs, _ := os.ReadFile(filepath.Join(wd, StderrLog))
+	for _, s := range []string{"hunter2-secret", "987654321987", "MIIBOgIBAAJBAKj34GkxFhD9"} {
+		for where, text := range map[string]string{"envelope": string(b), "live events": string(lb), "stderr log": string(logs)} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s leaks %q: %s", where, s, text)
+			}
+		}
+	}
+	if !env.Success {
+		t.Fatalf("tool failed: %+v", env)
+	}
+}

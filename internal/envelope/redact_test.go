@@ -1,0 +1,32 @@
+package envelope
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestRedactEveryForm(t *testing.T) {
+	pem := "-----BEGIN KEY-----\nMIIBOgIBAAJBAKj34GkxFhD9\n-----END KEY-----"
+	r := NewRedactor("987654321987", `pa"ss\word`, pem, "tok en/+=")
+	cases := map[string]string{
+		"987654321987":         Mask,
+		`{"m":"pa\"ss\\word"}`: `{"m":"` + Mask + `"}`,
+		`{"k":"-----BEGIN KEY-----\nMIIBOgIBAAJBAKj34GkxFhD9\n-----END KEY-----"}`: `{"k":"` + Mask + `"}`,
+		"line: MIIBOgIBAAJBAKj34GkxFhD9":                                           "line: " + Mask,
+		"q=tok+en%2F%2B%3D":                                                        "q=" + Mask,
+	}
+	for in, want := range cases {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	v := r.Value(map[string]any{"n": float64(987654321987), "i": int64(987654321987), "j": json.Number("987654321987"), "ok": float64(42)})
+	m := v.(map[string]any)
+	for _, k := range []string{"n", "i", "j"} {
+		if m[k] != Mask {
+			t.Errorf("numeric secret %s not masked: %v", k, m[k])
+		}
+	}
+	if m["ok"] != float64(42) {
+		t.Errorf("ordinary number changed: %v", m["ok"])
+	}
+}
