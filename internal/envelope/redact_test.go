@@ -1,4 +1,5 @@
 package envelope
+
 import (
 	"encoding/json"
 	"testing"

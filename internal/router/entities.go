@@ -36,7 +36,7 @@ func (e Entities) File() string {
 }
 
 var (
-	urlRe    = regexp.MustCompile(`https?://[^\s"'<>]+`)
+	urlRe = regexp.MustCompile(`https?://[^\s"'<>]+`)
 	// fileRe leaves the delimiter after a name unconsumed (RE2 has no
 	// lookahead): the caller checks it, so "a.webm b.webm" yields both.
 	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))`)
