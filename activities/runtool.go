@@ -107,7 +107,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	close(stopBeat)
 	if !env.Success {
 		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
-			return nil, temporal.NewCanceledError(env.Message)
+			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt})
 		}
 		return fail(env)
 	}

@@ -53,7 +53,7 @@ func block(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, temporal.NewCanceledError("stopped")
+			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt}) // as RunTool does
 		case <-time.After(20 * time.Millisecond):
 			activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt})
 		}
@@ -64,7 +64,7 @@ func sleep(d time.Duration) behaviour {
 	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
 		select {
 		case <-ctx.Done():
-			return nil, temporal.NewCanceledError("stopped")
+			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt}) // as RunTool does
 		case <-time.After(d):
 		}
 		return ok(ctx, attempt)
@@ -209,6 +209,19 @@ func TestJoinsAndPolicies(t *testing.T) {
 			if res.Status != tt.status || states(res) != tt.states {
 				t.Fatalf("got %s [%s], want %s [%s] (%s)", res.Status, states(res), tt.status, tt.states, res.Message)
 			}
+			// A quorum/any join that can no longer be met says so by code;
+			// an all join's skip carries no error of its own.
+			d := res.Steps[3]
+			if d.Status == "skipped" {
+				joinUnmet := !strings.Contains(tt.join, "all")
+				got := d.Envelope != nil && d.Envelope.Error != nil && d.Envelope.Error.Code == caperr.QuorumNotMet
+				if got != joinUnmet {
+					t.Fatalf("skipped %s join: QUORUM_NOT_MET=%v, want %v (%+v)", tt.join, got, joinUnmet, d.Envelope)
+				}
+				if got && strings.HasPrefix(d.Envelope.Timestamp, "1970") {
+					t.Fatalf("workflow-made envelope has epoch time: %s", d.Envelope.Timestamp)
+				}
+			}
 		})
 	}
 }
@@ -234,6 +247,10 @@ func TestFailFastCancelsRunningSiblings(t *testing.T) {
 	res, f := execute(t, fmtS(siblings, "fail_fast", "false"), map[string]behaviour{"bad": fail(caperr.TestFailure), "slow": block})
 	if res.Status != "failed" || states(res) != "bad=failed slow=cancelled later=skipped other=skipped" {
 		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+	// The cancelled step ran once: its envelope says so, with workflow time.
+	if slow := res.Steps[1]; slow.Attempts != 1 || strings.HasPrefix(slow.Envelope.Timestamp, "1970") || slow.Envelope.Error.Code != caperr.Cancelled {
+		t.Fatalf("cancelled step: attempts %d, envelope %+v", slow.Attempts, slow.Envelope)
 	}
 	if f.calls["other"] != 0 || f.calls["later"] != 0 {
 		t.Fatal("steps after a fail_fast stop must not start")
@@ -289,6 +306,9 @@ func TestRetries(t *testing.T) {
 	last := res.Steps[0].Envelope.Feedback[len(res.Steps[0].Envelope.Feedback)-1]
 	if f.calls["s"] != 3 || last.Detail != string(caperr.RetryExhausted) {
 		t.Fatalf("exhausted: calls=%d last feedback %+v", f.calls["s"], last)
+	}
+	if e := res.Steps[0].Envelope.Error; e.Code != caperr.RetryExhausted || e.Cause != caperr.ToolFailure || res.Steps[0].Attempts != 3 {
+		t.Fatalf("exhausted step: error %+v attempts %d", e, res.Steps[0].Attempts)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -181,7 +182,11 @@ func (s *scheduler) examine(id string) {
 		need := required(st.step)
 		switch {
 		case succ+open < need:
-			s.move(st, wfapi.StepSkipped, s.skipReason(st, need))
+			reason := s.skipReason(st, need)
+			if p := st.step.Join.Policy; p == plan.JoinAny || p == plan.JoinQuorum {
+				st.env = s.synthEnvelope(st.step.Tool, caperr.QuorumNotMet, "skipped: "+reason)
+			}
+			s.move(st, wfapi.StepSkipped, reason)
 			s.checkStop()
 			work = append(work, s.dependents[id]...)
 		case open == 0 && succ >= need:
@@ -304,35 +309,10 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 		s.move(st, wfapi.StepSucceeded, "")
 		return
 	}
-	st.attempts = st.step.MaxAttempts
-	var app *temporal.ApplicationError
-	var timeout *temporal.TimeoutError
-	var canceled *temporal.CanceledError
-	switch {
-	case errors.As(err, &canceled):
-		st.env = synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+	s.failure(st, err)
+	if st.env.Error != nil && st.env.Error.Code == caperr.Cancelled && (s.cancelled || s.stopped) {
 		s.move(st, wfapi.StepCancelled, s.stopReason)
 		return
-	case errors.As(err, &app):
-		var details wfapi.RunToolResult
-		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
-			env := details.Envelope
-			st.env, st.attempts = &env, int(details.Attempt)
-		} else {
-			st.env = synthEnvelope(st.step.Tool, caperr.Code(app.Type()), app.Message())
-		}
-	case errors.As(err, &timeout):
-		var hb wfapi.Heartbeat
-		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
-			st.attempts = int(hb.Attempt)
-		}
-		st.env = synthEnvelope(st.step.Tool, caperr.TaskTimeout, fmt.Sprintf("%s timed out (%s)", st.step.ID, strings.ToLower(timeout.TimeoutType().String())))
-	default:
-		st.env = synthEnvelope(st.step.Tool, caperr.ToolFailure, err.Error())
-	}
-	if st.step.MaxAttempts > 1 && st.attempts >= st.step.MaxAttempts && st.env.Error != nil && st.env.Error.Retryable {
-		st.env.Feedback = append(st.env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelError,
-			Message: fmt.Sprintf("retry exhausted after %d attempts", st.attempts), Detail: string(caperr.RetryExhausted), Timestamp: envelope.Timestamp(workflow.Now(s.ctx))})
 	}
 	if s.cancelled || (s.stopped && st.env.Error != nil && st.env.Error.Code == caperr.Cancelled) {
 		s.move(st, wfapi.StepCancelled, s.stopReason)
@@ -347,11 +327,76 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	s.checkStop()
 }
 
-func synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
+// failure decodes a failed activity into the step's envelope and its true
+// attempt count: from the tool's own envelope when the activity returned
+// one, from the last heartbeat after a timeout, and from the server's
+// retry state when retries ran out (then the step's code is
+// RETRY_EXHAUSTED, the last attempt's code kept as its cause).
+func (s *scheduler) failure(st *stepState, err error) {
+	st.attempts = 0
+	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &canceled):
+		var details wfapi.RunToolResult
+		if canceled.HasDetails() && canceled.Details(&details) == nil {
+			st.attempts = int(details.Attempt)
+		}
+		reason := s.stopReason
+		if reason == "" {
+			reason = "the step was cancelled"
+		}
+		st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+reason)
+	case errors.As(err, &app):
+		var details wfapi.RunToolResult
+		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
+			env := details.Envelope
+			st.env, st.attempts = &env, int(details.Attempt)
+		} else {
+			st.env = s.synthEnvelope(st.step.Tool, caperr.Code(app.Type()), app.Message())
+		}
+	case errors.As(err, &timeout):
+		var hb wfapi.Heartbeat
+		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
+			st.attempts = int(hb.Attempt)
+		}
+		st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, fmt.Sprintf("%s timed out (%s)", st.step.ID, strings.ToLower(timeout.TimeoutType().String())))
+	default:
+		st.env = s.synthEnvelope(st.step.Tool, caperr.ToolFailure, err.Error())
+	}
+	var act *temporal.ActivityError
+	exhausted := errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
+	if act != nil && act.RetryState() == enumspb.RETRY_STATE_UNSPECIFIED {
+		// The test server does not always say; the attempt count does.
+		exhausted = st.attempts >= st.step.MaxAttempts && st.env.Error != nil && st.env.Error.Retryable
+	}
+	if exhausted {
+		st.attempts = max(st.attempts, st.step.MaxAttempts)
+	}
+	if st.attempts == 0 {
+		// It was scheduled and ended: its first attempt at least (a
+		// cancelled RunTool reports its own attempt in the details).
+		st.attempts = 1
+	}
+	if exhausted && st.step.MaxAttempts > 1 && st.env.Error != nil {
+		cause := st.env.Error.Code
+		st.env.Error = envelope.ErrorFor(caperr.RetryExhausted)
+		st.env.Error.Cause = cause
+		st.env.ExitCode = max(st.env.ExitCode, 1)
+		st.env.Feedback = append(st.env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelError,
+			Message: fmt.Sprintf("retries exhausted after %d attempts; last error %s", st.attempts, cause), Detail: string(caperr.RetryExhausted),
+			Timestamp: envelope.Timestamp(workflow.Now(s.ctx))})
+	}
+}
+
+// synthEnvelope is an envelope the workflow writes itself (cancelled and
+// timed-out steps, skipped joins), stamped with workflow time.
+func (s *scheduler) synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
 	if tool == "" {
 		tool = "capflow"
 	}
-	ts := envelope.Timestamp(time.Unix(0, 0))
+	ts := envelope.Timestamp(workflow.Now(s.ctx))
 	info := caperr.Lookup(code)
 	return &envelope.Envelope{ToolID: tool, ExitCode: max(info.ExitCode, 1), Success: false, Timestamp: ts, Message: msg,
 		Feedback: []envelope.Feedback{{Phase: "run", Level: envelope.LevelError, Message: msg, Detail: string(code), Timestamp: ts}},

@@ -26,6 +26,7 @@ const (
 	OwnershipValidationError Code = "OWNERSHIP_VALIDATION_ERROR"
 	Cancelled                Code = "CANCELLED"
 	InternalError            Code = "INTERNAL_ERROR"
+	Rejected                 Code = "REJECTED"
 )
 
 // Severity of an error, highest first.
@@ -68,6 +69,7 @@ var table = []Info{
 	{OwnershipValidationError, Critical, false, 1, "refused to signal a process the run does not own"},
 	{Cancelled, Low, false, 5, "the run or step was cancelled"},
 	{InternalError, Critical, false, 1, "an unexpected error inside capflow"},
+	{Rejected, High, false, 1, "an approval was refused"},
 }
 
 var byCode = func() map[Code]Info {

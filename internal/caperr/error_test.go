@@ -40,8 +40,8 @@ func TestCodeOf(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	t.Parallel()
-	if len(All()) != 17 {
-		t.Fatalf("contract lists 17 codes, table has %d", len(All()))
+	if len(All()) != 18 {
+		t.Fatalf("contract lists 18 codes, table has %d", len(All()))
 	}
 	if Lookup(PolicyBlocked).ExitCode != 4 || Lookup(Cancelled).ExitCode != 5 || Lookup(InvalidInput).ExitCode != 2 {
 		t.Fatal("exit codes do not follow contracts section 9")

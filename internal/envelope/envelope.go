@@ -34,6 +34,9 @@ type ErrorInfo struct {
 	Code      caperr.Code     `json:"code"`
 	Severity  caperr.Severity `json:"severity"`
 	Retryable bool            `json:"retryable"`
+	// Cause is the code behind a summarising one: the last attempt's code
+	// of a step that ended RETRY_EXHAUSTED.
+	Cause caperr.Code `json:"cause,omitempty"`
 }
 
 // Envelope is the result of one tool run or one CLI command.
