@@ -13,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/schema"
 )
 
 // Reasons.
@@ -82,7 +83,12 @@ type checker struct {
 func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents()}
 	res := Result{Resolution: []StepResolution{}, Gaps: []Gap{}}
+	index := map[string]int{}
+	for i, s := range p.Steps {
+		index[s.ID] = i
+	}
 	resolutions := map[string]StepResolution{}
+	candidates := map[string][]registry.Candidate{}
 	// Pass 1: names and providers, so data flow can see every producer.
 	for _, s := range p.Steps {
 		if !manifest.ValidCapability(s.Capability) {
@@ -106,22 +112,38 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 		}
 		m := r.Chosen.Manifest
 		c.tools[s.ID] = m
+		candidates[s.ID] = r.Candidates
 		resolutions[s.ID] = StepResolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version, Digest: m.Digest, Source: m.Source, Reason: r.Chosen.Reason, Manifest: m}
 	}
-	// Pass 2: schemas, confidence, dependencies, in that order per step.
-	for _, s := range p.Steps {
+	// Pass 2: schemas, confidence, dependencies, in that order per step,
+	// producers before consumers (a consumer's check reads what its
+	// producers' chosen tools return).
+	for _, s := range p.Order() {
 		m := c.tools[s.ID]
 		if m == nil {
 			continue
 		}
-		if issues := c.schemaIssues(s, m); len(issues) > 0 {
-			msgs := make([]string, len(issues))
-			for i, is := range issues {
-				msgs[i] = is.String()
+		// Seed 004's selection order: capability, then compatibility, then
+		// rank. The best-ranked candidate that fits the step wins.
+		fit, refused := c.compatible(s, candidates[s.ID])
+		if fit == nil {
+			first := refused[0]
+			msg := fmt.Sprintf("%s cannot take this step's inputs: %s", first.Tool, first.Issues[0].String())
+			if len(refused) > 1 {
+				msg = fmt.Sprintf("none of %d candidates fits this step; %s", len(refused), msg)
 			}
-			c.addGap(s, SchemaIncompatible, fmt.Sprintf("%s cannot take this step's inputs: %s", m.ID(), msgs[0]),
-				map[string]any{"tool": m.ID(), "issues": issues})
+			c.addGap(s, SchemaIncompatible, msg, map[string]any{"tool": first.Tool, "issues": first.Issues, "candidates": refused})
+			delete(c.tools, s.ID)
 			continue
+		}
+		if fit.Manifest != m {
+			m = fit.Manifest
+			c.tools[s.ID] = m
+			why := "ranked " + fmt.Sprint(fit.Rank) + ", the best-ranked that fits the step"
+			for _, r := range refused {
+				why += fmt.Sprintf("; %s refused: %s", r.Tool, r.Issues[0].String())
+			}
+			resolutions[s.ID] = StepResolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version, Digest: m.Digest, Source: m.Source, Reason: why, Manifest: m}
 		}
 		if s.CoverageConfidence != nil && *s.CoverageConfidence < c.opts.MinConfidence {
 			c.addGap(s, LowConfidence, fmt.Sprintf("coverage confidence %.2f is below router.min_confidence %.2f", *s.CoverageConfidence, c.opts.MinConfidence),
@@ -143,12 +165,38 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 		}
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
+	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
 			res.Gaps = append(res.Gaps, *g)
 		}
 	}
 	return res
+}
+
+// Refusal is why one candidate tool cannot serve a step.
+type Refusal struct {
+	Tool   string         `json:"tool"`
+	Rank   int            `json:"rank"`
+	Issues []schema.Issue `json:"issues"`
+}
+
+// compatible returns the best-ranked candidate that fits the step, and
+// why each better-ranked one (or, with no fit, every one) was refused.
+func (c *checker) compatible(s *plan.Step, cands []registry.Candidate) (*registry.Candidate, []Refusal) {
+	var refused []Refusal
+	for i := range cands {
+		cand := &cands[i]
+		if cand.Excluded || cand.Manifest == nil {
+			continue
+		}
+		issues := c.schemaIssues(s, cand.Manifest)
+		if len(issues) == 0 {
+			return cand, refused
+		}
+		refused = append(refused, Refusal{Tool: cand.Manifest.ID(), Rank: cand.Rank, Issues: issues})
+	}
+	return nil, refused
 }
 
 func nonNil(s []string) []string {

@@ -42,6 +42,17 @@ input_schema: {type: object, required: [input], properties: {input: {type: strin
 output_schema: {type: object, required: [output], properties: {output: {type: string}}}
 dependencies: [{kind: binary, name: missing-ffmpeg}]
 `)
+	// Two providers of num.square: the better-ranked one wants an integer.
+	tool("square-int", `capabilities: [num.square]
+priority: 10
+input_schema: {type: object, required: [n], properties: {n: {type: integer}}}
+output_schema: {type: object, properties: {r: {type: number}}}
+`)
+	tool("square-any", `capabilities: [num.square]
+priority: 1
+input_schema: {type: object, required: [n], properties: {n: {type: [integer, string]}}}
+output_schema: {type: object, properties: {r: {type: number}}}
+`)
 	r, err := registry.Load(registry.Options{Root: root, ToolsDirs: []string{"tools"}, ActiveKits: []string{"core"}, Builtin: kits.Builtin()})
 	if err != nil || len(r.Problems) > 0 {
 		t.Fatalf("%v %v", err, r.Problems)
@@ -174,5 +185,29 @@ steps:
 	}
 	if blocks := d.ReasonDetails["blocks"].([]string); len(blocks) != 1 || blocks[0] != "upload" {
 		t.Fatalf("details: %v", d.ReasonDetails)
+	}
+}
+
+func TestCompatibilityBeforeRank(t *testing.T) {
+	reg := testRegistry(t)
+	// A string flows in: the priority-10 tool cannot take it, the
+	// priority-1 tool can, so it is chosen (seed 004's selection order).
+	res := Check(mustPlan(t, "name: p\nsteps:\n  - {id: sq, capability: num.square, with: {n: \"7\"}}\n"), reg, Options{})
+	if len(res.Gaps) != 0 || len(res.Resolution) != 1 || res.Resolution[0].Tool != "square-any" || !strings.Contains(res.Resolution[0].Reason, "square-int@1.0.0 refused") {
+		t.Fatalf("want square-any chosen with the reason, got %+v gaps %+v", res.Resolution, res.Gaps)
+	}
+	// An integer: the better-ranked tool fits and wins.
+	res = Check(mustPlan(t, "name: p\nsteps:\n  - {id: sq, capability: num.square, with: {n: 7}}\n"), reg, Options{})
+	if len(res.Resolution) != 1 || res.Resolution[0].Tool != "square-int" {
+		t.Fatalf("want square-int, got %+v", res.Resolution)
+	}
+	// Nothing fits: one gap that says why each candidate was refused.
+	res = Check(mustPlan(t, "name: p\nsteps:\n  - {id: sq, capability: num.square, with: {n: [1]}}\n"), reg, Options{})
+	if len(res.Gaps) != 1 || res.Gaps[0].Reason != SchemaIncompatible {
+		t.Fatalf("want one schema_incompatible gap, got %+v", res.Gaps)
+	}
+	refused, _ := res.Gaps[0].ReasonDetails["candidates"].([]Refusal)
+	if len(refused) != 2 || refused[0].Tool != "square-int@1.0.0" || refused[1].Tool != "square-any@1.0.0" || !strings.Contains(res.Gaps[0].ReasonMessage, "none of 2 candidates") {
+		t.Fatalf("refusals: %+v (%s)", refused, res.Gaps[0].ReasonMessage)
 	}
 }

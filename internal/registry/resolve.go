@@ -19,6 +19,8 @@ type Candidate struct {
 	Reason  string `json:"reason"`
 
 	Manifest *manifest.Manifest `json:"-"`
+	// Excluded is set for candidates a pin rules out.
+	Excluded bool `json:"-"`
 }
 
 // Resolution is the outcome of resolving one capability.
@@ -68,6 +70,7 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 			cand.Reason = r.winReason(m, all, pin)
 		case pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))):
 			cand.Reason = fmt.Sprintf("not the pinned tool %s", pin)
+			cand.Excluded = true
 		case winner != nil && prev != nil:
 			cand.Reason = r.loseReason(m, prev)
 		}
