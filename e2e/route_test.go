@@ -102,7 +102,7 @@ func TestRequestThroughTheWorkflow(t *testing.T) {
 		if err := run.Get(ctx, &res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != tt.status || res.Route == nil || res.Route.Kind != tt.kind || res.Route.ID != tt.id {
+		if string(res.Status) != tt.status || res.Route == nil || res.Route.Kind != tt.kind || res.Route.ID != tt.id {
 			t.Fatalf("%q: %s %s %+v", tt.request, res.Status, res.Message, res.Route)
 		}
 		md, _ := os.ReadFile(res.Report.Markdown)

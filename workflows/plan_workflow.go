@@ -15,6 +15,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
+	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -91,13 +92,13 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	if res.Resolution == nil {
 		res.Resolution = []gap.StepResolution{}
 	}
-	upsert := func(status string) {
+	upsert := func(status wfapi.RunStatus) {
 		if rr.SearchAttributes {
-			_ = workflow.UpsertTypedSearchAttributes(ctx, planKey.ValueSet(rr.Plan), statusKey.ValueSet(status))
+			_ = workflow.UpsertTypedSearchAttributes(ctx, planKey.ValueSet(rr.Plan), statusKey.ValueSet(string(status)))
 		}
 	}
-	if rr.Status != "ready" {
-		res.Status, res.Message = rr.Status, rr.Message
+	if rr.Status != preflight.Ready {
+		res.Status, res.Message = wfapi.RunStatus(rr.Status), rr.Message
 		why := map[string]string{}
 		for _, g := range rr.Gaps {
 			why[g.StepID] = "gap: " + g.Reason

@@ -166,7 +166,7 @@ func execute(t *testing.T, src string, behave map[string]behaviour) (*wfapi.Resu
 func states(res *wfapi.Result) string {
 	var parts []string
 	for _, s := range res.Steps {
-		parts = append(parts, s.ID+"="+s.Status)
+		parts = append(parts, s.ID+"="+string(s.Status))
 	}
 	return strings.Join(parts, " ")
 }
@@ -206,7 +206,7 @@ func TestJoinsAndPolicies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, _ := execute(t, fmtS(diamond, tt.policy, tt.join), tt.behave)
-			if res.Status != tt.status || states(res) != tt.states {
+			if string(res.Status) != tt.status || states(res) != tt.states {
 				t.Fatalf("got %s [%s], want %s [%s] (%s)", res.Status, states(res), tt.status, tt.states, res.Message)
 			}
 			// A quorum/any join that can no longer be met says so by code;
@@ -442,13 +442,13 @@ func TestNoPlanNoRequest(t *testing.T) {
 }
 
 func TestTransitions(t *testing.T) {
-	valid := [][2]string{{"pending", "running"}, {"pending", "skipped"}, {"running", "succeeded"}, {"running", "failed"}, {"running", "cancelled"}, {"pending", "cancelled"}}
+	valid := [][2]wfapi.StepState{{"pending", "running"}, {"pending", "skipped"}, {"running", "succeeded"}, {"running", "failed"}, {"running", "cancelled"}, {"pending", "cancelled"}}
 	for _, v := range valid {
 		if err := checkTransition("s", v[0], v[1]); err != nil {
 			t.Errorf("%v rejected: %v", v, err)
 		}
 	}
-	invalid := [][2]string{{"succeeded", "running"}, {"failed", "succeeded"}, {"pending", "succeeded"}, {"skipped", "running"}, {"cancelled", "failed"}}
+	invalid := [][2]wfapi.StepState{{"succeeded", "running"}, {"failed", "succeeded"}, {"pending", "succeeded"}, {"skipped", "running"}, {"cancelled", "failed"}}
 	for _, v := range invalid {
 		var e ErrInvalidTransition
 		if err := checkTransition("s", v[0], v[1]); !errors.As(err, &e) {

@@ -19,7 +19,7 @@ import (
 
 type stepState struct {
 	step     wfapi.ResolvedStep
-	status   string
+	status   wfapi.StepState
 	attempts int
 	reason   string
 	env      *envelope.Envelope
@@ -39,7 +39,7 @@ type scheduler struct {
 	dependents map[string][]string
 	sel        workflow.Selector
 	ready      []string // dependencies done and join satisfied, waiting for a slot; sorted
-	count      map[string]int
+	count      map[wfapi.StepState]int
 	// timerPending is true while the max_run_seconds timer is unresolved.
 	timerPending bool
 	stopped      bool
@@ -51,7 +51,7 @@ type scheduler struct {
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
 	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{},
-		sel: workflow.NewSelector(ctx), count: map[string]int{}}
+		sel: workflow.NewSelector(ctx), count: map[wfapi.StepState]int{}}
 	for _, st := range rr.Steps {
 		s.steps[st.ID] = &stepState{step: st, status: wfapi.StepPending}
 		s.ids = append(s.ids, st.ID)
@@ -67,7 +67,7 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	return s
 }
 
-func (s *scheduler) move(st *stepState, to, reason string) {
+func (s *scheduler) move(st *stepState, to wfapi.StepState, reason string) {
 	if err := checkTransition(st.step.ID, st.status, to); err != nil {
 		workflow.GetLogger(s.ctx).Error("scheduler bug", "error", err)
 		if s.err == nil {
@@ -81,7 +81,7 @@ func (s *scheduler) move(st *stepState, to, reason string) {
 	if reason != "" {
 		st.reason = reason
 	}
-	if terminal(to) {
+	if to.Terminal() {
 		st.ended = workflow.Now(s.ctx)
 	}
 }
@@ -218,7 +218,7 @@ func (s *scheduler) skipReason(st *stepState, need int) string {
 	var bad []string
 	for _, d := range st.step.Deps {
 		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning {
-			bad = append(bad, d+" "+ds)
+			bad = append(bad, d+" "+string(ds))
 		}
 	}
 	return fmt.Sprintf("join %s needs %d of %d dependencies to succeed; %s", st.step.Join.Policy, need, len(st.step.Deps), strings.Join(bad, ", "))
@@ -485,7 +485,7 @@ func (s *scheduler) stop(reason string) {
 }
 
 // outcome is the run's status and message.
-func (s *scheduler) outcome() (string, string) {
+func (s *scheduler) outcome() (wfapi.RunStatus, string) {
 	if s.err != nil {
 		return wfapi.StatusFailed, "internal error: " + s.err.Error()
 	}

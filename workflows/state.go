@@ -9,29 +9,24 @@ import (
 // transitions is the step lifecycle (seed 003's task state machine):
 // pending → running → succeeded | failed | cancelled; pending → skipped or
 // cancelled; nothing leaves a terminal state.
-var transitions = map[string][]string{
+var transitions = map[wfapi.StepState][]wfapi.StepState{
 	wfapi.StepPending: {wfapi.StepRunning, wfapi.StepSkipped, wfapi.StepCancelled},
 	wfapi.StepRunning: {wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled},
 }
 
-// terminal reports whether a step state is final.
-func terminal(s string) bool {
-	switch s {
-	case wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepBlocked:
-		return true
-	}
-	return false
-}
 
 // ErrInvalidTransition marks a scheduler bug.
-type ErrInvalidTransition struct{ Step, From, To string }
+type ErrInvalidTransition struct {
+	Step     string
+	From, To wfapi.StepState
+}
 
 func (e ErrInvalidTransition) Error() string {
 	return fmt.Sprintf("step %s: invalid transition %s → %s", e.Step, e.From, e.To)
 }
 
 // checkTransition validates one move of the lifecycle.
-func checkTransition(step, from, to string) error {
+func checkTransition(step string, from, to wfapi.StepState) error {
 	for _, ok := range transitions[from] {
 		if ok == to {
 			return nil

@@ -35,7 +35,7 @@ type checked struct {
 // StatusExit maps a plan or run status to its envelope code and exit.
 func StatusExit(status string) (caperr.Code, int) {
 	switch status {
-	case preflight.Ready, "passed":
+	case preflight.Ready, string(wfapi.StatusPassed):
 		return "", 0
 	case preflight.Invalid:
 		return caperr.InvalidInput, 2
@@ -43,7 +43,7 @@ func StatusExit(status string) (caperr.Code, int) {
 		return caperr.ToolNotFound, 3
 	case preflight.BlockedByPolicy:
 		return caperr.PolicyBlocked, 4
-	case "cancelled":
+	case string(wfapi.StatusCancelled):
 		return caperr.Cancelled, 5
 	}
 	return caperr.ToolFailure, 1

@@ -205,7 +205,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	if err != nil {
 		return err
 	}
-	vd.Status, vd.Message, vd.Result = result.Status, result.Message, result
+	vd.Status, vd.Message, vd.Result = string(result.Status), result.Message, result
 	a.setVerdict(id, vd)
 	return nil
 }
@@ -227,7 +227,7 @@ func (a *App) setVerdict(id string, v verdictData) {
 			if s.Status == wfapi.StepSucceeded {
 				done = append(done, Operation{StepID: s.ID, Capability: s.Capability})
 			} else {
-				missing = append(missing, Operation{StepID: s.ID, Capability: s.Capability, Reason: s.Status + ": " + s.Reason})
+				missing = append(missing, Operation{StepID: s.ID, Capability: s.Capability, Reason: string(s.Status) + ": " + s.Reason})
 			}
 		}
 	case v.Report != nil:
@@ -246,7 +246,7 @@ func (a *App) setVerdict(id string, v verdictData) {
 			missing = append(missing, Operation{StepID: s.ID, Capability: s.Capability, Reason: reason})
 		}
 	}
-	completed := v.Status == wfapi.StatusPassed
+	completed := v.Status == string(wfapi.StatusPassed)
 	verdict := "task not completed"
 	if completed {
 		verdict = "task completed"

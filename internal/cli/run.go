@@ -169,8 +169,8 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 	done := make(chan error, 1)
 	var res wfapi.Result
 	go func() { done <- run.Get(context.Background(), &res) }()
-	seen := map[string]string{}
-	phase := ""
+	seen := map[string]wfapi.StepState{}
+	var phase wfapi.RunStatus
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -199,11 +199,11 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 	}
 }
 
-var stepMarks = map[string]string{
+var stepMarks = map[wfapi.StepState]string{
 	wfapi.StepRunning: "…", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
 }
 
-func (a *App) printTransitions(p *wfapi.Result, seen map[string]string, phase *string) {
+func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
 	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
 		return
 	}
@@ -220,7 +220,7 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]string, phase *s
 		if s.Tool != "" {
 			line += " → " + s.Tool + "@" + s.Version
 		}
-		line += "  " + s.Status
+		line += "  " + string(s.Status)
 		if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
 			line += ": " + s.Reason
 		}
@@ -231,7 +231,7 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]string, phase *s
 // setResult turns a workflow result into the command's envelope.
 func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	b := envelope.NewBuilder(id)
-	code, exit := StatusExit(res.Status)
+	code, exit := StatusExit(string(res.Status))
 	msg := fmt.Sprintf("%s %s: %s", res.Plan, res.Status, res.Message)
 	data := map[string]any{"status": res.Status, "plan": res.Plan, "message": res.Message, "workflow_id": res.WorkflowID, "run_id": res.RunID,
 		"steps": res.Steps, "gaps": res.Gaps, "report": res.Report, "duration_ms": res.DurationMS, "resolution": res.Resolution, "url": url}
@@ -264,7 +264,7 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 }
 
 func prettyResult(w io.Writer, res *wfapi.Result, url string) {
-	mark := map[string]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
+	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
 	if mark == "" {
 		mark = "✗"
 	}
@@ -280,7 +280,7 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 			if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
 				note = s.Envelope.Message
 			}
-			rows = append(rows, []string{"  " + s.ID, s.Capability, tool, s.Status, fmt.Sprint(s.Attempts), note})
+			rows = append(rows, []string{"  " + s.ID, s.Capability, tool, string(s.Status), fmt.Sprint(s.Attempts), note})
 		}
 		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
 	}

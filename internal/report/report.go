@@ -19,7 +19,7 @@ type Document struct {
 	Resolved *wfapi.ResolveResult `json:"resolved,omitempty"`
 }
 
-var statusMark = map[string]string{
+var statusMark = map[wfapi.RunStatus]string{
 	wfapi.StatusPassed: "✅", wfapi.StatusFailed: "❌", wfapi.StatusCancelled: "⏹", wfapi.StatusPartialComplete: "🧩",
 	wfapi.StatusBlockedByPolicy: "⛔", wfapi.StatusInvalid: "⚠️",
 }
@@ -35,11 +35,11 @@ func Graph(d Document) string {
 	}
 	nodes := map[string]plan.Node{}
 	for _, s := range d.Result.Steps {
-		detail := s.Status
+		detail := string(s.Status)
 		if s.Tool != "" {
-			detail = s.Tool + "@" + s.Version + " · " + s.Status
+			detail = s.Tool + "@" + s.Version + " · " + string(s.Status)
 		}
-		nodes[s.ID] = plan.Node{Detail: detail, Class: s.Status}
+		nodes[s.ID] = plan.Node{Detail: detail, Class: string(s.Status)}
 	}
 	for _, g := range d.Result.Gaps {
 		nodes[g.StepID] = plan.Node{Detail: "gap: " + g.Reason, Class: "gap"}

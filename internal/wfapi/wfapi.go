@@ -26,28 +26,43 @@ const (
 	SearchAttrStatus = "CapflowStatus"
 )
 
+// RunStatus is a run's status (contracts section 10).
+type RunStatus string
+
 // Run statuses.
 const (
-	StatusResolving       = "resolving"
-	StatusRunning         = "running"
-	StatusPassed          = "passed"
-	StatusFailed          = "failed"
-	StatusPartialComplete = preflight.PartialComplete
-	StatusBlockedByPolicy = preflight.BlockedByPolicy
-	StatusInvalid         = preflight.Invalid
-	StatusCancelled       = "cancelled"
+	StatusResolving       RunStatus = "resolving"
+	StatusRunning         RunStatus = "running"
+	StatusPassed          RunStatus = "passed"
+	StatusFailed          RunStatus = "failed"
+	StatusPartialComplete RunStatus = preflight.PartialComplete
+	StatusBlockedByPolicy RunStatus = preflight.BlockedByPolicy
+	StatusInvalid         RunStatus = preflight.Invalid
+	StatusCancelled       RunStatus = "cancelled"
 )
+
+// StepState is a step's state (contracts section 6).
+type StepState string
 
 // Step states.
 const (
-	StepPending   = "pending"
-	StepRunning   = "running"
-	StepSucceeded = "succeeded"
-	StepFailed    = "failed"
-	StepSkipped   = "skipped"
-	StepCancelled = "cancelled"
-	StepBlocked   = "blocked"
+	StepPending   StepState = "pending"
+	StepRunning   StepState = "running"
+	StepSucceeded StepState = "succeeded"
+	StepFailed    StepState = "failed"
+	StepSkipped   StepState = "skipped"
+	StepCancelled StepState = "cancelled"
+	StepBlocked   StepState = "blocked"
 )
+
+// Terminal reports whether a step state is final.
+func (s StepState) Terminal() bool {
+	switch s {
+	case StepSucceeded, StepFailed, StepSkipped, StepCancelled, StepBlocked:
+		return true
+	}
+	return false
+}
 
 // Input starts a PlanWorkflow: a plan object, or request text to route.
 type Input struct {
@@ -173,7 +188,7 @@ type Heartbeat struct {
 type StepResult struct {
 	ID         string             `json:"id"`
 	Capability string             `json:"capability"`
-	Status     string             `json:"status"`
+	Status     StepState          `json:"status"`
 	Tool       string             `json:"tool,omitempty"`
 	Version    string             `json:"version,omitempty"`
 	Attempts   int                `json:"attempts"`
@@ -194,7 +209,7 @@ type ReportPaths struct {
 
 // Result is the PlanWorkflow's result.
 type Result struct {
-	Status     string                  `json:"status"`
+	Status     RunStatus               `json:"status"`
 	Plan       string                  `json:"plan"`
 	Message    string                  `json:"message"`
 	WorkflowID string                  `json:"workflow_id"`
