@@ -15,6 +15,7 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
 
