@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/registry"
@@ -107,6 +108,29 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "copy.txt")); len(b) != len(big) {
 		t.Fatalf("copy has %d bytes", len(b))
+	}
+	if len(out.DataSHA256) != 64 {
+		t.Fatalf("stored output without a digest: %q", out.DataSHA256)
+	}
+	// Altered or missing: OBSERVABILITY_ERROR naming the file, and the
+	// producer named for the workflow to re-run.
+	os.WriteFile(out.DataFile, []byte(`{"content":"forged"}`), 0o644)
+	for _, why := range []string{"was altered", "is missing"} {
+		_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+			Deps: map[string]wfapi.StepOutcome{"read": {Success: true, DataFile: out.DataFile, DataSHA256: out.DataSHA256}},
+			Step: wfapi.StepCall{ID: "write2", Tool: w.Name, Version: w.Version, Digest: w.Digest, With: map[string]any{"path": "copy2.txt", "content": "${steps.read.data.content}"}}})
+		var app *temporal.ApplicationError
+		var details wfapi.RunToolResult
+		if !errors.As(err, &app) || app.Type() != string(caperr.ObservabilityError) || !strings.Contains(app.Error(), why) || !strings.Contains(app.Error(), out.DataFile) {
+			t.Fatalf("%s: want OBSERVABILITY_ERROR naming the file, got %v", why, err)
+		}
+		if app.Details(&details) != nil || len(details.LostData) != 1 || details.LostData[0] != "read" {
+			t.Fatalf("%s: lost data not reported: %+v", why, details)
+		}
+		os.Remove(out.DataFile)
+	}
+	if _, err := os.Stat(filepath.Join(root, "copy2.txt")); err == nil {
+		t.Fatal("a step ran on forged input")
 	}
 }
 

@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,6 +26,9 @@ import (
 // payload nears Temporal's limits (2 MB hard, 512 KB warning).
 const MaxInlineData = 256 << 10
 
+// MaxStoredData bounds a stored output a consumer will read back.
+const MaxStoredData = 256 << 20
+
 // RunTool runs one step. A failed tool becomes an ApplicationError whose
 // type is the contract code (non-retryable codes are final) and whose
 // details carry the envelope.
@@ -32,8 +37,9 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	attempt := info.Attempt
 	step := in.Step
 	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
+	var lost []string
 	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
-		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: lost}
 		code := caperr.ToolFailure
 		if env.Error != nil {
 			code = env.Error.Code
@@ -55,12 +61,15 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	for id, o := range in.Deps {
 		data := o.Data
 		if o.DataFile != "" {
-			raw, err := os.ReadFile(o.DataFile)
-			if err != nil {
-				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("cannot read %s's stored output: %v", id, err), nil))
+			raw, why := readStored(o)
+			if why == "" {
+				if err := json.Unmarshal(raw, &data); err != nil {
+					why = "is not JSON: " + err.Error()
+				}
 			}
-			if err := json.Unmarshal(raw, &data); err != nil {
-				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("%s's stored output is corrupt: %v", id, err), nil))
+			if why != "" {
+				lost = append(lost, id)
+				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("the stored output of step %s, %s, %s", id, o.DataFile, why), nil))
 			}
 		}
 		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: data}
@@ -116,7 +125,8 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		if err := os.MkdirAll(stepDir, 0o755); err == nil {
 			p := filepath.Join(stepDir, "data.json")
 			if err := os.WriteFile(p, raw, 0o644); err == nil {
-				res.DataFile = p
+				sum := sha256.Sum256(raw)
+				res.DataFile, res.DataSHA256 = p, hex.EncodeToString(sum[:])
 				res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
 				res.Envelope.Feedback = append(res.Envelope.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelInfo,
 					Message: fmt.Sprintf("data (%d bytes) stored in %s and passed by reference", len(raw), p), Timestamp: envelope.Timestamp(envelope.Now())})
@@ -125,4 +135,27 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res, nil
+}
+
+// readStored reads an earlier step's stored output and checks it against
+// the digest recorded in history; why says what is wrong, "" when nothing.
+func readStored(o wfapi.StepOutcome) ([]byte, string) {
+	st, err := os.Stat(o.DataFile)
+	if err != nil {
+		return nil, "is missing"
+	}
+	if !st.Mode().IsRegular() || st.Size() > MaxStoredData {
+		return nil, "is not a regular file of a plausible size"
+	}
+	raw, err := os.ReadFile(o.DataFile)
+	if err != nil {
+		return nil, "cannot be read: " + err.Error()
+	}
+	if o.DataSHA256 != "" {
+		sum := sha256.Sum256(raw)
+		if got := hex.EncodeToString(sum[:]); got != o.DataSHA256 {
+			return nil, fmt.Sprintf("was altered (sha256 %s, recorded %s)", got[:12], o.DataSHA256[:min(12, len(o.DataSHA256))])
+		}
+	}
+	return raw, ""
 }

@@ -456,3 +456,56 @@ func TestTransitions(t *testing.T) {
 		}
 	}
 }
+
+// Seed 003 contract 7: a stored output found missing or altered is
+// re-created by re-running its idempotent producer; a non-idempotent one
+// is never run twice, and the consumer fails naming the file.
+func TestLostStoredOutput(t *testing.T) {
+	src := "name: l\nsteps:\n  - {id: a, capability: x.a}\n  - {id: b, capability: x.b, with: {v: '${steps.a.data.big}'}}\n"
+	stored := func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		return &wfapi.RunToolResult{Envelope: envelope.NewBuilder("t").Succeed("ok", map[string]any{"data_file": "/runs/x/a.json"}),
+			DataFile: "/runs/x/a.json", DataSHA256: "abc123", Attempt: attempt}, nil
+	}
+	lostOnce := 0
+	var mu sync.Mutex
+	consumer := func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lostOnce++
+		if lostOnce > 1 {
+			return ok(ctx, attempt)
+		}
+		env := envelope.NewBuilder("t").Fail(caperr.ObservabilityError, "the stored output of step a, /runs/x/a.json, is missing", nil)
+		return nil, temporal.NewApplicationErrorWithOptions(env.Message, string(caperr.ObservabilityError), temporal.ApplicationErrorOptions{
+			NonRetryable: true, Details: []any{&wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: []string{"a"}}}})
+	}
+	f := &fakes{resolved: resolvedFrom(t, src), behave: map[string]behaviour{"a": stored, "b": consumer}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusPassed || f.calls["a"] != 2 || f.calls["b"] != 2 {
+		t.Fatalf("idempotent producer: %s [%s] calls a=%d b=%d", res.Status, states(&res), f.calls["a"], f.calls["b"])
+	}
+	if got := f.inputs["b"].Deps["a"]; got.DataSHA256 != "abc123" || got.DataFile != "/runs/x/a.json" {
+		t.Fatalf("the consumer must get the recorded digest: %+v", got)
+	}
+
+	// Not idempotent: a runs once, b fails with the code and the file.
+	lostOnce = 0
+	rr := resolvedFrom(t, src)
+	rr.Steps[0].Idempotent = false
+	f = &fakes{resolved: rr, behave: map[string]behaviour{"a": stored, "b": consumer}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env = newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	res = wfapi.Result{}
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	b := res.Steps[1]
+	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || b.Envelope.Error.Code != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
+		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
+	}
+}

@@ -24,6 +24,10 @@ type stepState struct {
 	reason   string
 	env      *envelope.Envelope
 	dataFile string
+	dataSHA  string
+	// reruns counts re-runs of this step to re-create a stored output a
+	// consumer found missing or altered.
+	reruns   int
 	started  time.Time
 	ended    time.Time
 	cancel   workflow.CancelFunc
@@ -247,6 +251,9 @@ func (s *scheduler) start(st *stepState) {
 			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
 		},
 	}
+	if st.reruns > 0 {
+		opts.ActivityID = fmt.Sprintf("step-%s-rerun-%d", step.ID, st.reruns)
+	}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
@@ -273,7 +280,7 @@ func (s *scheduler) start(st *stepState) {
 				}
 				o := wfapi.StepOutcome{Success: ds.status == wfapi.StepSucceeded}
 				if o.Success && r.Field == "data" {
-					o.DataFile = ds.dataFile
+					o.DataFile, o.DataSHA256 = ds.dataFile, ds.dataSHA
 					if ds.env != nil && ds.dataFile == "" {
 						o.Data = ds.env.Data
 					}
@@ -305,11 +312,14 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	}()
 	if err == nil {
 		env := out.Envelope
-		st.env, st.dataFile, st.attempts = &env, out.DataFile, int(out.Attempt)
+		st.env, st.dataFile, st.dataSHA, st.attempts = &env, out.DataFile, out.DataSHA256, int(out.Attempt)
 		s.move(st, wfapi.StepSucceeded, "")
 		return
 	}
-	s.failure(st, err)
+	lost := s.failure(st, err)
+	if len(lost) > 0 && s.recreate(st, lost) {
+		return
+	}
 	if st.env.Error != nil && st.env.Error.Code == caperr.Cancelled && (s.cancelled || s.stopped) {
 		s.move(st, wfapi.StepCancelled, s.stopReason)
 		return
@@ -332,7 +342,7 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 // one, from the last heartbeat after a timeout, and from the server's
 // retry state when retries ran out (then the step's code is
 // RETRY_EXHAUSTED, the last attempt's code kept as its cause).
-func (s *scheduler) failure(st *stepState, err error) {
+func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 	st.attempts = 0
 	var app *temporal.ApplicationError
 	var timeout *temporal.TimeoutError
@@ -352,7 +362,7 @@ func (s *scheduler) failure(st *stepState, err error) {
 		var details wfapi.RunToolResult
 		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
 			env := details.Envelope
-			st.env, st.attempts = &env, int(details.Attempt)
+			st.env, st.attempts, lostData = &env, int(details.Attempt), details.LostData
 		} else {
 			st.env = s.synthEnvelope(st.step.Tool, caperr.Code(app.Type()), app.Message())
 		}
@@ -388,6 +398,39 @@ func (s *scheduler) failure(st *stepState, err error) {
 			Message: fmt.Sprintf("retries exhausted after %d attempts; last error %s", st.attempts, cause), Detail: string(caperr.RetryExhausted),
 			Timestamp: envelope.Timestamp(workflow.Now(s.ctx))})
 	}
+	return lostData
+}
+
+// maxReruns bounds how often one producer is re-run to re-create its
+// stored output (a file that keeps vanishing is a fault to report).
+const maxReruns = 2
+
+// recreate handles a consumer that found a producer's stored output
+// missing or altered (seed 003's state validation and recovery): when
+// every such producer is idempotent and may still be re-run, they run
+// again and the consumer waits for them; otherwise the consumer's
+// OBSERVABILITY_ERROR, which names the file, stands.
+func (s *scheduler) recreate(consumer *stepState, lost []string) bool {
+	if s.stopped {
+		return false
+	}
+	for _, id := range lost {
+		p := s.steps[id]
+		if p == nil || p.status != wfapi.StepSucceeded || !p.step.Idempotent || p.reruns >= maxReruns {
+			return false
+		}
+	}
+	consumer.env = nil
+	s.move(consumer, wfapi.StepPending, "waiting for "+strings.Join(lost, ", ")+" to re-create its stored output")
+	for _, id := range lost {
+		p := s.steps[id]
+		p.reruns++
+		p.dataFile, p.dataSHA = "", ""
+		workflow.GetLogger(s.ctx).Warn("re-running a step whose stored output was lost", "step", id, "consumer", consumer.step.ID)
+		s.move(p, wfapi.StepPending, "re-run: its stored output was missing or altered")
+		s.start(p)
+	}
+	return true
 }
 
 // synthEnvelope is an envelope the workflow writes itself (cancelled and

@@ -9,9 +9,15 @@ import (
 // transitions is the step lifecycle (seed 003's task state machine):
 // pending → running → succeeded | failed | cancelled; pending → skipped or
 // cancelled; nothing leaves a terminal state.
+//
+// Two moves exist only for recovery (seed 003 contract 7): a succeeded
+// idempotent step goes back to pending to re-create a stored output a
+// consumer found lost, and that consumer goes from running back to
+// pending until it is re-created.
 var transitions = map[wfapi.StepState][]wfapi.StepState{
-	wfapi.StepPending: {wfapi.StepRunning, wfapi.StepSkipped, wfapi.StepCancelled},
-	wfapi.StepRunning: {wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled},
+	wfapi.StepPending:   {wfapi.StepRunning, wfapi.StepSkipped, wfapi.StepCancelled},
+	wfapi.StepRunning:   {wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepPending},
+	wfapi.StepSucceeded: {wfapi.StepPending},
 }
 
 

@@ -145,6 +145,9 @@ type StepOutcome struct {
 	Success  bool   `json:"success"`
 	Data     any    `json:"data,omitempty"`
 	DataFile string `json:"data_file,omitempty"`
+	// DataSHA256 is the stored file's digest, recorded in history: a
+	// consumer refuses a file that is missing or was altered.
+	DataSHA256 string `json:"data_sha256,omitempty"`
 }
 
 // StepCall is what RunTool needs to know of a step: kept small, since one
@@ -172,9 +175,14 @@ type RunToolInput struct {
 // RunToolResult is the RunTool activity's result (also the details of
 // its failures).
 type RunToolResult struct {
-	Envelope envelope.Envelope `json:"envelope"`
-	DataFile string            `json:"data_file,omitempty"`
-	Attempt  int32             `json:"attempt"`
+	Envelope   envelope.Envelope `json:"envelope"`
+	DataFile   string            `json:"data_file,omitempty"`
+	DataSHA256 string            `json:"data_sha256,omitempty"`
+	Attempt    int32             `json:"attempt"`
+	// LostData names the steps whose stored output this step found
+	// missing or altered (it failed with OBSERVABILITY_ERROR); the workflow
+	// re-runs those producers when they are idempotent.
+	LostData []string `json:"lost_data,omitempty"`
 }
 
 // Heartbeat is the detail of RunTool's heartbeats: the Web UI shows it as
