@@ -27,11 +27,11 @@ type stepState struct {
 	dataSHA  string
 	// reruns counts re-runs of this step to re-create a stored output a
 	// consumer found missing or altered.
-	reruns   int
-	started  time.Time
-	ended    time.Time
-	cancel   workflow.CancelFunc
-	future   workflow.Future
+	reruns  int
+	started time.Time
+	ended   time.Time
+	cancel  workflow.CancelFunc
+	future  workflow.Future
 }
 
 type scheduler struct {

@@ -20,7 +20,6 @@ var transitions = map[wfapi.StepState][]wfapi.StepState{
 	wfapi.StepSucceeded: {wfapi.StepPending},
 }
 
-
 // ErrInvalidTransition marks a scheduler bug.
 type ErrInvalidTransition struct {
 	Step     string
