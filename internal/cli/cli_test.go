@@ -167,3 +167,89 @@ func TestOutputPathAndEnvJSON(t *testing.T) {
 		t.Fatalf("exit %d, err %v, file %s", code, err, b)
 	}
 }
+
+// With json output every outcome is one envelope: unknown commands, bare
+// groups, help and version included; ids are kebab-case.
+func TestEveryOutcomeIsOneEnvelope(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		id   string
+	}{
+		{[]string{"--output", "json", "frobnicate"}, 2, "capflow"},
+		{[]string{"--output", "json", "plan"}, 2, "capflow-plan"},
+		{[]string{"--output=json", "tools"}, 2, "capflow-tools"},
+		{[]string{"--output", "json", "--help"}, 0, "capflow"},
+		{[]string{"--output", "json", "plan", "check", "--help"}, 0, "capflow-plan-check"},
+		{[]string{"--output", "json", "--version"}, 0, "capflow"},
+		{[]string{"--output", "json", "version"}, 0, "capflow-version"},
+		{[]string{"--output", "json", "tools", "list", "--project", repoRoot(t)}, 0, "capflow-tools-list"},
+		{[]string{"--output", "json", "plan", "check", "nope.yaml", "--project", t.TempDir()}, 2, "capflow-plan-check"},
+	}
+	for _, c := range cases {
+		code, out, _ := capflow(t, c.args...)
+		env := envelopeOf(t, out)
+		if code != c.code || env.ToolID != c.id {
+			t.Errorf("%v: exit %d toolId %q, want %d %q\n%s", c.args, code, env.ToolID, c.code, c.id, out)
+		}
+	}
+}
+
+func TestToolsShowAndDescription(t *testing.T) {
+	code, out, _ := capflow(t, "tools", "show", "file-checksum", "--project", t.TempDir(), "--output", "json")
+	env := envelopeOf(t, out)
+	var d struct {
+		Manifest    map[string]any `json:"manifest"`
+		Description string         `json:"description_md"`
+		Digest      string         `json:"digest"`
+		Runs        string         `json:"runs"`
+		Source      string         `json:"source"`
+	}
+	b, _ := json.Marshal(env.Data)
+	json.Unmarshal(b, &d)
+	if code != 0 || d.Manifest["input_schema"] == nil || !strings.Contains(d.Description, "SHA-256") || !strings.HasPrefix(d.Digest, "sha256:") || d.Runs != "builtin: file.checksum" || d.Source != "kit:core" {
+		t.Fatalf("tools show: exit %d %+v", code, d)
+	}
+	// A scaffolded tool has a description.md, shown with it.
+	dir := t.TempDir()
+	capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir)
+	_, out, _ = capflow(t, "tools", "show", "pdf.merge", "--project", dir, "--output", "json")
+	b, _ = json.Marshal(envelopeOf(t, out).Data)
+	json.Unmarshal(b, &d)
+	if !strings.Contains(d.Description, "# pdf-merge") || !strings.HasPrefix(d.Runs, "command: ./run.sh") {
+		t.Fatalf("scaffolded tool: %+v", d)
+	}
+	if code, _, _ := capflow(t, "tools", "show", "nope", "--project", dir, "--output", "json"); code != 3 {
+		t.Fatalf("unknown tool: exit %d, want 3", code)
+	}
+}
+
+func TestToolsRunExitsByCapflowsTable(t *testing.T) {
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tools", "four")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte("name: four\nversion: 1.0.0\ndescription: exits 4\ncapabilities: [test.four]\nentrypoint: {type: command, command: [./run.sh], result: exit_code}\n"), 0o644)
+	os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexit 4\n"), 0o755)
+	code, out, _ := capflow(t, "tools", "run", "four", "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 1 || env.ExitCode != 4 || env.Error.Code != "TOOL_FAILURE" {
+		t.Fatalf("a tool exiting 4: capflow exit %d (want 1), envelope exit %d, %+v", code, env.ExitCode, env.Error)
+	}
+}
+
+func TestAgentDryRunListsPlannedOperations(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello"), 0o644)
+	code, out, _ := capflow(t, "agent", "what is the sha256 of notes.txt", "--dry-run", "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	data := env.Data.(map[string]any)
+	planned, _ := data["planned"].([]any)
+	missing, _ := data["missing"].([]any)
+	if code != 0 || len(planned) == 0 || len(missing) != 0 {
+		t.Fatalf("dry run: exit %d planned %v missing %v\n%s", code, planned, missing, out)
+	}
+	op := planned[0].(map[string]any)
+	if op["tool"] != "file-checksum@1.0.0" || op["runs"] != "builtin: file.checksum" {
+		t.Fatalf("planned operation: %v", op)
+	}
+}

@@ -23,7 +23,7 @@ import (
 )
 
 func (a *App) buildRouter(cfg *config.Config, reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
-	return router.FromConfig(cfg, reg.Capabilities, pol.Limits[policy.MaxLLMCalls], a.log.Named("router"), a.Stderr)
+	return router.FromConfig(cfg, router.CatalogOf(reg), pol.Limits[policy.MaxLLMCalls], a.log.Named("router"), a.Stderr)
 }
 
 func (a *App) routeCommand() *cobra.Command {
@@ -97,6 +97,10 @@ type Operation struct {
 	StepID     string `json:"step_id"`
 	Capability string `json:"capability"`
 	Reason     string `json:"reason,omitempty"`
+	// Tool and Runs say, for a planned operation, which tool would run
+	// and what it executes (seed 004's DRY_RUN).
+	Tool string `json:"tool,omitempty"`
+	Runs string `json:"runs,omitempty"`
 }
 
 func (a *App) agentCommand() *cobra.Command {
@@ -220,8 +224,16 @@ type verdictData struct {
 }
 
 func (a *App) setVerdict(id string, v verdictData) {
-	done, missing := []Operation{}, []Operation{}
+	done, missing, planned := []Operation{}, []Operation{}, []Operation{}
 	switch {
+	case v.DryRun && v.Report != nil:
+		for _, r := range v.Report.Resolution {
+			op := Operation{StepID: r.StepID, Capability: r.Capability, Tool: r.Tool + "@" + r.Version, Reason: "would run"}
+			if r.Manifest != nil {
+				op.Runs = Runs(r.Manifest)
+			}
+			planned = append(planned, op)
+		}
 	case v.Result != nil:
 		for _, s := range v.Result.Steps {
 			if s.Status == wfapi.StepSucceeded {
@@ -237,9 +249,6 @@ func (a *App) setVerdict(id string, v verdictData) {
 		}
 		for _, s := range v.Route.Plan.Steps {
 			reason := "not run: the plan is " + v.Status
-			if v.DryRun {
-				reason = "would run"
-			}
 			if g, ok := gaps[s.ID]; ok {
 				reason = g
 			}
@@ -255,6 +264,9 @@ func (a *App) setVerdict(id string, v verdictData) {
 		verdict = "dry run: ready to run"
 	}
 	data := map[string]any{"verdict": verdict, "status": v.Status, "done": done, "missing": missing}
+	if v.DryRun {
+		data["planned"] = planned
+	}
 	if v.Route != nil {
 		data["plan"] = v.Route.PlanYAML
 		if v.Route.Kind != "" {
@@ -306,18 +318,16 @@ func (a *App) setVerdict(id string, v verdictData) {
 				fmt.Fprintf(w, "  ✓ %s  %s\n", d.StepID, d.Capability)
 			}
 		}
+		if len(planned) > 0 {
+			fmt.Fprintln(w, "operations that would run:")
+			for _, p := range planned {
+				fmt.Fprintf(w, "  → %s  %s → %s\n      %s\n", p.StepID, p.Capability, p.Tool, p.Runs)
+			}
+		}
 		if len(missing) > 0 {
-			label := "operations missing:"
-			if v.DryRun {
-				label = "operations that would run:"
-			}
-			fmt.Fprintln(w, label)
-			mark := "✗"
-			if v.DryRun {
-				mark = "→"
-			}
+			fmt.Fprintln(w, "operations missing:")
 			for _, m := range missing {
-				fmt.Fprintf(w, "  %s %s  %s  (%s)\n", mark, m.StepID, m.Capability, m.Reason)
+				fmt.Fprintf(w, "  ✗ %s  %s  (%s)\n", m.StepID, m.Capability, m.Reason)
 			}
 		}
 		if v.Result != nil && v.Result.Report.Markdown != "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,7 @@ import (
 
 func (a *App) toolsCommand() *cobra.Command {
 	c := &cobra.Command{Use: "tools", Short: "Validate, list, resolve, scaffold and run tools", RunE: a.groupRun}
-	c.AddCommand(a.toolsValidate(), a.toolsList(), a.toolsResolve(), a.toolsScaffold(), a.toolsRun())
+	c.AddCommand(a.toolsValidate(), a.toolsList(), a.toolsResolve(), a.toolsShow(), a.toolsScaffold(), a.toolsRun())
 	return c
 }
 
@@ -291,13 +292,7 @@ func (a *App) toolsRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			name, ver := registry.SplitPin(args[0])
-			m := reg.Tool(name, ver)
-			if m == nil && manifest.ValidCapability(args[0]) {
-				if res, err := reg.Resolve(args[0], ""); err == nil {
-					m = res.Chosen.Manifest
-				}
-			}
+			m := findTool(reg, args[0])
 			if m == nil {
 				msg := fmt.Sprintf("no tool or capability named %q", args[0])
 				a.set(envelope.NewBuilder("capflow-tools-run").Fail(caperr.ToolNotFound, msg, nil), nil)
@@ -342,4 +337,91 @@ func (a *App) toolsRun() *cobra.Command {
 	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable)")
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of inputs")
 	return c
+}
+
+// ToolDefinition is everything capflow knows of one tool (`tools show`).
+type ToolDefinition struct {
+	Manifest    *manifest.Manifest `json:"manifest"`
+	Description string             `json:"description_md"`
+	Source      string             `json:"source"`
+	Path        string             `json:"path"`
+	Digest      string             `json:"digest"`
+	// Runs is what a step of this tool would execute: the command line,
+	// the builtin function or the HTTP endpoint.
+	Runs string `json:"runs"`
+}
+
+func (a *App) toolsShow() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show TOOL[@VERSION]|CAPABILITY",
+		Short: "A tool's whole definition: manifest, schemas, description.md, source and digest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, reg, err := a.loadRegistry()
+			if err != nil {
+				return err
+			}
+			m := findTool(reg, args[0])
+			if m == nil {
+				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q (see capflow tools list)", args[0])
+			}
+			def := ToolDefinition{Manifest: m, Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m)}
+			env := envelope.NewBuilder("capflow-tools-show").Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
+			a.set(env, func(w io.Writer) { prettyDefinition(w, def) })
+			return nil
+		},
+	}
+}
+
+// findTool looks a tool up by name (with an optional @version prefix), or
+// by a capability it provides (the tool the registry would choose).
+func findTool(reg *registry.Registry, arg string) *manifest.Manifest {
+	name, ver := registry.SplitPin(arg)
+	if m := reg.Tool(name, ver); m != nil {
+		return m
+	}
+	if manifest.ValidCapability(arg) {
+		if res, err := reg.Resolve(arg, ""); err == nil {
+			return res.Chosen.Manifest
+		}
+	}
+	return nil
+}
+
+// Runs says what a step of tool m executes, for people (dry runs, show).
+func Runs(m *manifest.Manifest) string {
+	switch m.Entrypoint.Type {
+	case manifest.EntryCommand:
+		return "command: " + strings.Join(m.Entrypoint.Command, " ") + " (in " + m.Dir + ")"
+	case manifest.EntryBuiltin:
+		return "builtin: " + m.Entrypoint.Name
+	case manifest.EntryHTTP:
+		method := m.Entrypoint.Method
+		if method == "" {
+			method = "POST"
+		}
+		return "http: " + method + " " + m.Entrypoint.URL
+	}
+	return m.Entrypoint.Type
+}
+
+func prettyDefinition(w io.Writer, d ToolDefinition) {
+	m := d.Manifest
+	fmt.Fprintf(w, "%s@%s  %s\n  %s\n\n", m.Name, m.Version, strings.Join(m.Capabilities, ", "), m.Description)
+	table(w, []string{"  FIELD", "VALUE"}, [][]string{
+		{"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs},
+		{"  idempotent", fmt.Sprint(m.Idempotent)}, {"  stability", m.Stability}, {"  priority", fmt.Sprint(m.Priority)},
+	})
+	for _, s := range []struct {
+		name string
+		v    map[string]any
+	}{{"input_schema", m.InputSchema}, {"output_schema", m.OutputSchema}} {
+		b, _ := json.MarshalIndent(s.v, "  ", "  ")
+		fmt.Fprintf(w, "\n%s:\n  %s\n", s.name, b)
+	}
+	if d.Description != "" {
+		fmt.Fprintf(w, "\n%s:\n\n%s\n", registry.DescriptionFile, strings.TrimRight(d.Description, "\n"))
+	} else {
+		fmt.Fprintf(w, "\n(no %s beside %s)\n", registry.DescriptionFile, d.Path)
+	}
 }

@@ -54,6 +54,7 @@ type Registry struct {
 	order   []string
 	kitRank map[string]int
 	byCap   map[string][]*manifest.Manifest
+	builtin fs.FS
 }
 
 // Load scans every source and builds the index, using the cache in
@@ -241,7 +242,32 @@ func build(opts Options, files []found) *Registry {
 	return r
 }
 
+// DescriptionFile is the long description beside a tool.yaml (seed 002).
+const DescriptionFile = "description.md"
+
+// maxDescription bounds a description.md read for show or an LLM prompt.
+const maxDescription = 64 << 10
+
+// Description returns a tool's description.md, or "" when it has none. It
+// is read when asked for (not cached with the manifests), at most 64 KiB.
+func (r *Registry) Description(m *manifest.Manifest) string {
+	var b []byte
+	if rest, ok := strings.CutPrefix(m.File, "builtin:"); ok {
+		if r.builtin == nil {
+			return ""
+		}
+		b, _ = fs.ReadFile(r.builtin, path.Join(path.Dir(rest), DescriptionFile))
+	} else if m.Dir != "" {
+		b, _ = yamldoc.ReadFile(filepath.Join(m.Dir, DescriptionFile), DescriptionFile)
+	}
+	if len(b) > maxDescription {
+		b = append(b[:maxDescription], "\n…(truncated)"...)
+	}
+	return string(b)
+}
+
 func (r *Registry) index(opts Options) {
+	r.builtin = opts.Builtin
 	r.order = opts.Order
 	r.kitRank = map[string]int{}
 	for i, k := range opts.ActiveKits {

@@ -16,8 +16,8 @@ import (
 // FromConfig builds the router of a project: its router.rules file, or
 // the shipped rules when the project has none; the LLM fallback when
 // router.llm names a base URL and a model. logw receives LLM_LOG output.
-func FromConfig(cfg *config.Config, caps func() []string, maxLLMCalls int, log hclog.Logger, logw io.Writer) (*Router, error) {
-	r := &Router{Capabilities: caps, MaxLLMCalls: maxLLMCalls, Root: cfg.Root, Logger: log}
+func FromConfig(cfg *config.Config, catalog func() []Capability, maxLLMCalls int, log hclog.Logger, logw io.Writer) (*Router, error) {
+	r := &Router{Catalog: catalog, MaxLLMCalls: maxLLMCalls, Root: cfg.Root, Logger: log}
 	path := cfg.Abs(cfg.Router.Rules)
 	rules, err := LoadRules(path, cfg.Router.Rules)
 	switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/registry"
 )
 
 // LLM is an OpenAI-compatible chat-completions client that plans.
@@ -38,7 +39,9 @@ var callSeq atomic.Int64
 const systemPrompt = `You turn a user's request into a capflow plan: a JSON object
 {"name": "kebab-name", "steps": [{"id": "snake_id", "capability": "domain.action", "with": {...},
  "needs": ["earlier_step_id"], "coverage_confidence": 0.0-1.0, "coverage_rationale": "why this capability covers the step"}]}.
-Use ONLY these capabilities: %s.
+Use ONLY these capabilities; each line gives its name, what it does and the JSON Schema
+of its inputs (the step's "with" must satisfy it):
+%s
 A step may reference an earlier step's output as "${steps.ID.data.FIELD}".
 Set coverage_confidence honestly: low when no listed capability truly fits.
 Answer with the JSON object only.`
@@ -66,14 +69,11 @@ var errRetry = errors.New("retry")
 
 // Plan asks the model for a plan, retrying malformed answers and
 // transient failures until maxCalls calls were made.
-func (l *LLM) Plan(ctx context.Context, request string, caps []string, maxCalls int) (*plan.Plan, string, int, error) {
+func (l *LLM) Plan(ctx context.Context, request string, caps []Capability, maxCalls int) (*plan.Plan, string, int, error) {
 	if maxCalls <= 0 {
 		return nil, "", 0, caperr.New(caperr.PolicyBlocked, "the policy allows no LLM calls (max_llm_calls 0)")
 	}
-	capList := strings.Join(caps, ", ")
-	if capList == "" {
-		capList = "(none)"
-	}
+	capList := catalogText(caps)
 	msgs := []chatMessage{{Role: "system", Content: fmt.Sprintf(systemPrompt, capList)}, {Role: "user", Content: request}}
 	var lastErr error
 	for call := 1; call <= maxCalls; call++ {
@@ -186,4 +186,56 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	}
 	y, _ := yaml.MarshalWithOptions(v, yaml.IndentSequence(true))
 	return p, string(y), nil
+}
+
+// Capability is what the LLM is shown of one capability (seed 002: the
+// schema is presented to the LLM): the chosen provider's description and
+// input schema.
+type Capability struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"input_schema,omitempty"`
+}
+
+// maxCatalog bounds the capability list in the prompt.
+const maxCatalog = 48 << 10
+
+func catalogText(caps []Capability) string {
+	if len(caps) == 0 {
+		return "(none)"
+	}
+	var b strings.Builder
+	for _, c := range caps {
+		line := "- " + c.Name
+		if c.Description != "" {
+			line += ": " + c.Description
+		}
+		if len(c.InputSchema) > 0 {
+			js, _ := json.Marshal(c.InputSchema)
+			line += "; inputs " + string(js)
+		}
+		if b.Len()+len(line) > maxCatalog {
+			b.WriteString("- (more capabilities omitted: the list is too long)\n")
+			break
+		}
+		b.WriteString(line + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// CatalogOf lists a registry's capabilities for the LLM, each with the
+// tool resolution would choose.
+func CatalogOf(reg *registry.Registry) func() []Capability {
+	return func() []Capability {
+		var out []Capability
+		for _, c := range reg.Capabilities() {
+			res, err := reg.Resolve(c, "")
+			if err != nil || res.Chosen == nil {
+				continue
+			}
+			m := res.Chosen.Manifest
+			out = append(out, Capability{Name: c, Description: m.Description, InputSchema: m.InputSchema})
+		}
+		return out
+	}
 }

@@ -40,7 +40,8 @@ type Router struct {
 	Rules *Rules
 	LLM   *LLM // nil: no fallback
 	// Capabilities lists what the registry knows (the LLM may use only these).
-	Capabilities func() []string
+	// Catalog lists what the LLM fallback may plan with.
+	Catalog func() []Capability
 	// MaxLLMCalls bounds LLM calls per request, retries included (policy).
 	MaxLLMCalls int
 	// Root is the project root, for the glob template function.
@@ -90,9 +91,9 @@ func (r *Router) Route(ctx context.Context, text string) (*Result, error) {
 		res.Closest = r.Rules.Closest(e, 3)
 	}
 	if r.LLM != nil {
-		caps := []string{}
-		if r.Capabilities != nil {
-			caps = r.Capabilities()
+		var caps []Capability
+		if r.Catalog != nil {
+			caps = r.Catalog()
 		}
 		p, src, calls, err := r.LLM.Plan(ctx, text, caps, r.MaxLLMCalls)
 		res.LLMCalls = calls

@@ -125,6 +125,7 @@ type fakeLLM struct {
 	answers []func(w http.ResponseWriter)
 	calls   atomic.Int32
 	auth    atomic.Value
+	system  atomic.Value
 }
 
 func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +137,9 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var req chatRequest
 	json.NewDecoder(r.Body).Decode(&req)
+	if len(req.Messages) > 0 {
+		f.system.Store(req.Messages[0].Content)
+	}
 	if n >= len(f.answers) {
 		n = len(f.answers) - 1
 	}
@@ -199,7 +203,9 @@ func TestLLMFallback(t *testing.T) {
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			var log bytes.Buffer
-			r := &Router{Rules: shipped(t), MaxLLMCalls: tt.max, Capabilities: func() []string { return []string{"file.read", "file.checksum"} },
+			r := &Router{Rules: shipped(t), MaxLLMCalls: tt.max, Catalog: func() []Capability {
+				return []Capability{{Name: "file.read", Description: "Read a file", InputSchema: map[string]any{"type": "object", "required": []any{"path"}}}, {Name: "file.checksum"}}
+			},
 				LLM: &LLM{BaseURL: srv.URL + "/v1", Model: "test-model", APIKey: "sk-very-secret-key", Timeout: 300 * time.Millisecond, Log: &log}}
 			res, err := r.Route(context.Background(), "summarise the readme for me")
 			if tt.wantErr != "" {
@@ -214,6 +220,9 @@ func TestLLMFallback(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, res)
+			}
+			if sys, _ := f.system.Load().(string); tt.wantCall > 0 && (!strings.Contains(sys, `- file.read: Read a file; inputs {"required":["path"],"type":"object"}`) || !strings.Contains(sys, "- file.checksum")) {
+				t.Fatalf("the LLM was not shown the capabilities with their input schemas:\n%s", sys)
 			}
 			if tt.wantCall > 0 && f.auth.Load() != "Bearer sk-very-secret-key" {
 				t.Fatal("the API key was not sent")

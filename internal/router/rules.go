@@ -3,7 +3,9 @@ package router
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -53,6 +55,9 @@ type rawIntent struct {
 // with its line (bad regexes and templates included).
 func LoadRules(path, display string) (*Rules, error) {
 	data, err := yamldoc.ReadFile(path, display)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err // the caller falls back to the shipped rules
+	}
 	if err != nil {
 		return nil, caperr.WithCode(err, caperr.ConfigError)
 	}

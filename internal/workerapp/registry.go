@@ -41,7 +41,7 @@ func (p *projectRouter) Route(ctx context.Context, request string, _ map[string]
 	if err != nil {
 		return nil, "", "", "", err
 	}
-	r, err := router.FromConfig(p.cfg, reg.Capabilities, pol.Limits[policy.MaxLLMCalls], p.log, p.logw)
+	r, err := router.FromConfig(p.cfg, router.CatalogOf(reg), pol.Limits[policy.MaxLLMCalls], p.log, p.logw)
 	if err != nil {
 		return nil, "", "", "", err
 	}
