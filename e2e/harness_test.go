@@ -280,7 +280,7 @@ func (h *harness) capflowEnv(t *testing.T, extra []string, args ...string) (int,
 }
 
 // writePlan writes a plan into the project and returns its path. Not
-// under plans/: that is a link to the repository's own plans.
+// under plans/: that is a copy of the repository's own plans.
 func (h *harness) writePlan(t *testing.T, name, body string) string {
 	t.Helper()
 	p := filepath.Join(h.project, "e2e-plans", name+".yaml")
