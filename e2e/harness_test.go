@@ -40,6 +40,9 @@ type harness struct {
 	client  client.Client
 	tmp     string
 
+	temporalBin string
+	serverLog   *os.File
+
 	mu      sync.Mutex
 	workers []*exec.Cmd
 }
@@ -119,16 +122,10 @@ func setup() (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.serverLog, h.temporalBin = serverLog, tbin
 	for attempt := 1; ; attempt++ {
 		h.address = freePort()
-		h.server, err = testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
-			ExistingPath:  tbin,
-			ClientOptions: &client.Options{HostPort: h.address, Namespace: "default"},
-			LogLevel:      "error",
-			Stdout:        serverLog, Stderr: serverLog,
-			DBFilename: filepath.Join(tmp, "temporal.db"),
-		})
-		if err == nil {
+		if err = h.startServer(); err == nil {
 			break
 		}
 		if attempt == 3 {
@@ -142,6 +139,20 @@ func setup() (*harness, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// startServer starts the dev server on h.address with the run's database
+// file, so a restart finds every workflow where it was.
+func (h *harness) startServer() error {
+	var err error
+	h.server, err = testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
+		ExistingPath:  h.temporalBin,
+		ClientOptions: &client.Options{HostPort: h.address, Namespace: "default"},
+		LogLevel:      "error",
+		Stdout:        h.serverLog, Stderr: h.serverLog,
+		DBFilename: filepath.Join(h.tmp, "temporal.db"),
+	})
+	return err
 }
 
 func (h *harness) teardown() {

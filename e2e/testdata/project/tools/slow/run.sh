@@ -13,3 +13,5 @@ while [ "$i" -lt "${secs:-1}" ]; do
 done
 ts=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '{"toolId":"slow","exitCode":0,"success":true,"timestamp":"%s","message":"slept","feedback":[],"data":{"slept":%s}}' "$ts" "${secs:-1}" > "$CAPFLOW_OUTPUT_PATH"
+[ -n "$log" ] && echo "finished $CAPFLOW_ATTEMPT $CAPFLOW_STEP_ID" >> "$log"
+exit 0

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// startDetached starts a plan without waiting and returns its workflow ID.
+func startDetached(t *testing.T, plan string) string {
+	t.Helper()
+	code, env, stderr := h.capflow(t, "run", plan, "--detach")
+	var started map[string]any
+	data(t, env, &started)
+	id, _ := started["workflow_id"].(string)
+	if code != 0 || id == "" {
+		t.Fatalf("detach: exit %d %s\n%s", code, env.Message, stderr)
+	}
+	return id
+}
+
+func waitResult(t *testing.T, id string, within time.Duration) wfapi.Result {
+	t.Helper()
+	var res wfapi.Result
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := h.client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	return res
+}
+
+// attemptLog reads the slow tool's log: "attempt N step" when an attempt
+// starts, "finished N step" when it ends.
+type attemptLog struct{ lines [][]string }
+
+func readAttemptLog(t *testing.T, path string) attemptLog {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l attemptLog
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		l.lines = append(l.lines, strings.Fields(line))
+	}
+	return l
+}
+
+// startsAfterFinish counts attempts of a step that began after one of its
+// attempts had finished: a finished step run again.
+func (l attemptLog) startsAfterFinish(step string) (starts, after int) {
+	finished := false
+	for _, f := range l.lines {
+		if len(f) != 3 || f[2] != step {
+			continue
+		}
+		switch f[0] {
+		case "attempt":
+			starts++
+			if finished {
+				after++
+			}
+		case "finished":
+			finished = true
+		}
+	}
+	return
+}
+
+// One run survives five SIGKILLs of its worker, each in the middle of a
+// step: every step completes, and no step that finished is ever run again.
+func TestRunSurvivesFiveWorkerKills(t *testing.T) {
+	log := filepath.Join(h.tmp, "five-kills.log")
+	var b strings.Builder
+	b.WriteString("name: five-kills\nsteps:\n")
+	for i := 1; i <= 6; i++ {
+		needs := ""
+		if i > 1 {
+			needs = fmt.Sprintf(", needs: [s%d]", i-1)
+		}
+		fmt.Fprintf(&b, "  - {id: s%d, capability: test.slow, heartbeat: 2s, with: {seconds: 2, log: %q}%s}\n", i, log, needs)
+	}
+	id := startDetached(t, h.writePlan(t, "five-kills", b.String()))
+	for k := 1; k <= 5; k++ {
+		waitStepRunning(t, id, fmt.Sprintf("s%d", k))
+		time.Sleep(700 * time.Millisecond)
+		h.killWorker()
+		if err := h.startWorker(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := waitResult(t, id, 3*time.Minute)
+	if res.Status != wfapi.StatusPassed {
+		t.Fatalf("after five kills: %s %s", res.Status, res.Message)
+	}
+	l := readAttemptLog(t, log)
+	for i := 1; i <= 6; i++ {
+		step := fmt.Sprintf("s%d", i)
+		starts, after := l.startsAfterFinish(step)
+		if after != 0 || starts == 0 {
+			t.Errorf("%s: %d starts, %d after it had finished (a finished step must never run again)", step, starts, after)
+		}
+	}
+}
+
+// A tool that is not idempotent is never started twice: when its worker
+// dies mid-step the step fails (the heartbeat times out) instead of being
+// retried on another worker.
+func TestNonIdempotentToolNeverStartsTwice(t *testing.T) {
+	log := filepath.Join(h.tmp, "once.log")
+	id := startDetached(t, h.writePlan(t, "once", `name: once
+steps:
+  - {id: charge, capability: test.once, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 4, log: "`+log+`"}}
+`))
+	waitStepRunning(t, id, "charge")
+	time.Sleep(time.Second)
+	h.killWorker()
+	if err := h.startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	res := waitResult(t, id, 2*time.Minute)
+	l := readAttemptLog(t, log)
+	starts, _ := l.startsAfterFinish("charge")
+	if starts != 1 {
+		t.Fatalf("the non-idempotent tool started %d times", starts)
+	}
+	s := res.Steps[0]
+	if res.Status != wfapi.StatusFailed || s.Status != wfapi.StepFailed || s.Envelope.Error.Code != caperr.TaskTimeout {
+		t.Fatalf("want the step failed with TASK_TIMEOUT, got %s / %s %+v", res.Status, s.Status, s.Envelope)
+	}
+}
+
+// The dev server stops mid-run and comes back on the same database: the
+// run completes, and the step that was running when it stopped is not
+// lost.
+func TestServerRestartMidRun(t *testing.T) {
+	log := filepath.Join(h.tmp, "restart.log")
+	id := startDetached(t, h.writePlan(t, "restart", `name: restart
+steps:
+  - {id: before, capability: test.slow, with: {seconds: 3, log: "`+log+`"}}
+  - {id: after, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [before]}
+`))
+	waitStepRunning(t, id, "before")
+	if err := h.server.Stop(); err != nil {
+		t.Fatalf("stop the dev server: %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := h.startServer(); err != nil {
+		b, _ := os.ReadFile(h.serverLog.Name())
+		t.Fatalf("restart the dev server: %v\n%s", err, b)
+	}
+	res := waitResult(t, id, 2*time.Minute)
+	if res.Status != wfapi.StatusPassed {
+		t.Fatalf("after a server restart: %s %s", res.Status, res.Message)
+	}
+	l := readAttemptLog(t, log)
+	for _, step := range []string{"before", "after"} {
+		if starts, after := l.startsAfterFinish(step); starts == 0 || after != 0 {
+			t.Fatalf("%s: %d starts, %d after finishing", step, starts, after)
+		}
+	}
+}
