@@ -12,19 +12,18 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/toolrun"
 )
 
 // Activities holds the dependencies of every activity.
 type Activities struct {
-	Config *config.Config
-	// RegistryOptions says how to load the registry (shared with the CLI).
-	RegistryOptions registry.Options
-	Runner          *toolrun.Runner
-	Logger          hclog.Logger
+	// Project is the worker's project, loaded the way the CLI loads it.
+	Project *project.Project
+	Runner  *toolrun.Runner
+	Logger  hclog.Logger
 	// SearchAttributes is true when the server knows CapflowPlan and
 	// CapflowStatus (the worker checks at start-up).
 	SearchAttributes bool
@@ -43,7 +42,7 @@ type Router interface {
 // registry loads the registry (cheap: the cache in state_dir) and
 // remembers every manifest by digest for RunTool.
 func (a *Activities) registry() (*registry.Registry, error) {
-	reg, err := registry.Load(a.RegistryOptions)
+	reg, err := a.Project.Registry()
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +92,8 @@ func short(d string) string {
 
 // runDir is the folder of one run.
 func (a *Activities) runDir(workflowID string) string {
-	return filepath.Join(a.Config.Abs(a.Config.RunsDir), safeName(workflowID))
+	cfg := a.Project.Config
+	return filepath.Join(cfg.Abs(cfg.RunsDir), safeName(workflowID))
 }
 
 // safeName keeps workflow ids from escaping runs_dir.

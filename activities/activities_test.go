@@ -14,10 +14,9 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/gap"
-	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
-	"github.com/capflow/capflow/kits"
 )
 
 func newActivities(t *testing.T) (*Activities, string) {
@@ -27,8 +26,7 @@ func newActivities(t *testing.T) (*Activities, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Config: cfg, Logger: hclog.NewNullLogger(), Runner: &toolrun.Runner{},
-		RegistryOptions: registry.Options{Root: root, ToolsDirs: []string{"tools"}, ActiveKits: []string{"core"}, Builtin: kits.Builtin()}}
+	a := &Activities{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Runner: &toolrun.Runner{}}
 	return a, root
 }
 

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/depcheck"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
@@ -30,12 +29,11 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err != nil {
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.CodeOf(err)), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(caperr.CodeOf(err)).Retryable})
 	}
-	pol, err := policy.Load(a.Config.Abs(a.Config.Policy), a.Config.Policy)
+	pol, err := a.Project.Policy()
 	if err != nil {
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ConfigError), temporal.ApplicationErrorOptions{NonRetryable: true})
 	}
-	rep := preflight.Check(preflight.Request{Plan: p, Inputs: in.Inputs, Registry: reg, Policy: pol,
-		MinConfidence: a.Config.Router.MinConfidence, Deps: depcheck.New()})
+	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes, rr.PlanValue = runDir, a.SearchAttributes, in.Plan
 	return rr, nil

@@ -106,7 +106,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}()
 	env := a.Runner.Run(ctx, toolrun.Request{
 		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: step.ID, Attempt: int(attempt),
-		Root: a.Config.Root, RunDir: in.RunDir, Workdir: stepDir,
+		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: stepDir,
 		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
 		OnFeedback: func(f envelope.Feedback) {
 			latest.Store(&f)

@@ -24,8 +24,9 @@ import (
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
-	"github.com/capflow/capflow/kits"
 )
 
 // SoftMemoryLimit is the CLI's Go memory limit unless GOMEMLIMIT is set.
@@ -39,7 +40,7 @@ type App struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	project    string
+	projectDir string
 	configFile string
 	output     string
 	outputPath string
@@ -47,6 +48,7 @@ type App struct {
 
 	log    hclog.Logger
 	result *result
+	proj   *project.Project
 	// ctx ends on SIGINT or SIGTERM; every command's work derives from it.
 	ctx context.Context
 	// emitted guards the one envelope a run prints (the normal one, or
@@ -245,7 +247,7 @@ func (a *App) rootCommand() *cobra.Command {
 		Version:       Version,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.project, "project", "", "project folder (default: current directory)")
+	pf.StringVar(&a.projectDir, "project", "", "project folder (default: current directory)")
 	pf.StringVar(&a.configFile, "config", "", "config file (default: <project>/capflow.yaml)")
 	pf.StringVar(&a.output, "output", "", "output format: pretty or json (TOOLS_OUTPUT_JSON=1 means json)")
 	pf.StringVar(&a.outputPath, "output-path", "", "also write the result envelope to this file")
@@ -322,40 +324,50 @@ func (a *App) versionCommand() *cobra.Command {
 	}
 }
 
+// loadProject loads the project once per invocation (config only; the
+// registry, policy and router are read when a command asks for them).
+func (a *App) loadProject() (*project.Project, error) {
+	if a.proj != nil {
+		return a.proj, nil
+	}
+	p, err := project.Load(project.Options{Dir: a.projectDir, ConfigFile: a.configFile, Flags: a.flags, Logger: a.log, LLMLog: a.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	a.proj = p
+	return p, nil
+}
+
 // loadConfig reads the effective configuration.
 func (a *App) loadConfig() (*config.Config, error) {
-	return config.Load(config.Options{Project: a.project, File: a.configFile, Flags: a.flags})
+	p, err := a.loadProject()
+	if err != nil {
+		return nil, err
+	}
+	return p.Config, nil
 }
 
 // loadRegistry loads config and registry; config problems come back as
 // an error, manifest problems inside the registry.
 func (a *App) loadRegistry() (*config.Config, *registry.Registry, error) {
-	cfg, err := a.loadConfig()
+	p, err := a.loadProject()
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := registry.Load(RegistryOptions(cfg, a.log.Named("registry")))
+	reg, err := p.Registry()
 	if err != nil {
-		return cfg, nil, err
+		return p.Config, nil, err
 	}
-	return cfg, reg, nil
+	return p.Config, reg, nil
 }
 
-// RegistryOptions maps a configuration to registry options; the worker
-// uses it too, so both see the same tools.
-func RegistryOptions(cfg *config.Config, log hclog.Logger) registry.Options {
-	return registry.Options{
-		Root: cfg.Root, KitsDirs: cfg.KitsDirs, ToolsDirs: cfg.ToolsDirs, ActiveKits: cfg.ActiveKits,
-		Order: cfg.ToolResolutionOrder, StateDir: cfg.StateDir, Builtin: kits.Builtin(),
-		ConfigFile: displayConfig(cfg), Logger: log,
+// loadPolicy reads the project's policy file (absent = allow all).
+func (a *App) loadPolicy() (*policy.Policy, error) {
+	p, err := a.loadProject()
+	if err != nil {
+		return nil, err
 	}
-}
-
-func displayConfig(cfg *config.Config) string {
-	if cfg.File == "" {
-		return config.FileName
-	}
-	return relTo(cfg.Root, cfg.File)
+	return p.Policy()
 }
 
 // failEnv turns an error into a failure envelope for command id.

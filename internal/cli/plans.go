@@ -9,10 +9,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
-	"github.com/capflow/capflow/internal/depcheck"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
-	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -50,11 +48,6 @@ func StatusExit(status string) (caperr.Code, int) {
 	return caperr.ToolFailure, 1
 }
 
-// LoadPolicy reads the project's policy file (absent = allow all).
-func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
-	return policy.Load(cfg.Abs(cfg.Policy), relTo(cfg.Root, cfg.Abs(cfg.Policy)))
-}
-
 // check parses a plan file and runs the preflight checks. A non-nil error
 // means capflow could not check at all (config, policy).
 func (a *App) check(file string, inputs []string, inputsFile string, optionalInputs bool) (*checked, error) {
@@ -62,7 +55,7 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return nil, err
 	}
-	pol, err := LoadPolicy(cfg)
+	pol, err := a.loadPolicy()
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +78,7 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return nil, err
 	}
-	rep := preflight.Check(preflight.Request{Plan: p, Inputs: given, Registry: reg, Policy: pol,
-		MinConfidence: cfg.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs && len(inputs) == 0 && inputsFile == ""})
+	rep := a.proj.Check(p, given, reg, pol, optionalInputs && len(inputs) == 0 && inputsFile == "")
 	return &checked{cfg: cfg, reg: reg, plan: p, report: rep}, nil
 }
 

@@ -11,8 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/config"
-	"github.com/capflow/capflow/internal/depcheck"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
@@ -22,8 +20,8 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-func (a *App) buildRouter(cfg *config.Config, reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
-	return router.FromConfig(cfg, router.CatalogOf(reg), pol.Limits[policy.MaxLLMCalls], a.log.Named("router"), a.Stderr)
+func (a *App) buildRouter(reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
+	return a.proj.Router(reg, pol)
 }
 
 func (a *App) routeCommand() *cobra.Command {
@@ -33,15 +31,15 @@ func (a *App) routeCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			const id = "capflow-route"
-			cfg, reg, err := a.loadRegistry()
+			_, reg, err := a.loadRegistry()
 			if err != nil {
 				return err
 			}
-			pol, err := LoadPolicy(cfg)
+			pol, err := a.loadPolicy()
 			if err != nil {
 				return err
 			}
-			r, err := a.buildRouter(cfg, reg, pol)
+			r, err := a.buildRouter(reg, pol)
 			if err != nil {
 				return err
 			}
@@ -132,11 +130,11 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	if err != nil {
 		return err
 	}
-	pol, err := LoadPolicy(cfg)
+	pol, err := a.loadPolicy()
 	if err != nil {
 		return err
 	}
-	r, err := a.buildRouter(cfg, reg, pol)
+	r, err := a.buildRouter(reg, pol)
 	if err != nil {
 		return err
 	}
@@ -163,7 +161,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	if err != nil {
 		return err
 	}
-	rep := preflight.Check(preflight.Request{Plan: res.Plan, Inputs: given, Registry: reg, Policy: pol, MinConfidence: cfg.Router.MinConfidence, Deps: depcheck.New()})
+	rep := a.proj.Check(res.Plan, given, reg, pol, false)
 	if len(rep.Gaps) > 0 {
 		var caps []string
 		for _, g := range rep.Gaps {

@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
-	"github.com/capflow/capflow/internal/cli"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -42,14 +42,14 @@ func Register(w worker.Registry, acts *activities.Activities) {
 func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("capflow-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	project := fs.String("project", "", "project folder (default: current directory)")
+	projectDir := fs.String("project", "", "project folder (default: current directory)")
 	cfgFile := fs.String("config", "", "config file (default: <project>/capflow.yaml)")
 	queue := fs.String("task-queue", "", "task queue to poll (default: temporal.task_queue)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := logging.New("capflow-worker", stderr, hclog.Info)
-	cfg, err := config.Load(config.Options{Project: *project, File: *cfgFile})
+	cfg, err := config.Load(config.Options{Project: *projectDir, File: *cfgFile})
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
 		return 2
@@ -73,11 +73,11 @@ func Main(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer c.Close()
+	proj := project.New(cfg, log, stderr)
 	acts := &activities.Activities{
-		Config: cfg, RegistryOptions: cli.RegistryOptions(cfg, log.Named("registry")),
-		Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
+		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
-		Router:           NewRouter(cfg, log, stderr),
+		Router:           NewRouter(proj),
 	}
 	// Warm the registry now so manifest problems show at start-up.
 	if reg, err := registryCheck(acts); err != nil {
@@ -107,7 +107,7 @@ func Main(args []string, stderr io.Writer) int {
 }
 
 func registryCheck(a *activities.Activities) (string, error) {
-	reg, err := registryLoad(a)
+	reg, err := a.Project.Registry()
 	if err != nil {
 		return "", err
 	}

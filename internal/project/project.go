@@ -1,0 +1,110 @@
+// Package project loads a capflow project: its configuration, tool
+// registry, policy and request router, and assembles the preflight check.
+// The CLI, the worker and the activities all go through it, so a plan is
+// checked the same way everywhere (the same tools, the same policy file
+// named the same way).
+package project
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/router"
+	"github.com/capflow/capflow/kits"
+)
+
+// Options of Load. Every field may be left zero.
+type Options struct {
+	// Dir is the project folder; "" means the current directory.
+	Dir string
+	// ConfigFile is an explicit config file; "" means <Dir>/capflow.yaml.
+	ConfigFile string
+	// Flags maps config keys to command-line flags that override them.
+	Flags map[string]*pflag.Flag
+	// Logger is named per subsystem below it; nil discards logs.
+	Logger hclog.Logger
+	// LLMLog receives the LLM fallback's call log (LLM_LOG=1); nil: none.
+	LLMLog io.Writer
+}
+
+// Project is a loaded configuration and the way to everything it names.
+// Registry, Policy and Router read their files on each call (the registry
+// through its cache), so edits apply without a restart.
+type Project struct {
+	Config *config.Config
+	log    hclog.Logger
+	llmLog io.Writer
+}
+
+// Load reads the configuration.
+func Load(opts Options) (*Project, error) {
+	cfg, err := config.Load(config.Options{Project: opts.Dir, File: opts.ConfigFile, Flags: opts.Flags})
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, opts.Logger, opts.LLMLog), nil
+}
+
+// New wraps an already loaded configuration.
+func New(cfg *config.Config, log hclog.Logger, llmLog io.Writer) *Project {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Project{Config: cfg, log: log, llmLog: llmLog}
+}
+
+// Root is the project folder.
+func (p *Project) Root() string { return p.Config.Root }
+
+// Rel shows a path relative to the project root when it is inside it.
+func (p *Project) Rel(path string) string {
+	if r, err := filepath.Rel(p.Config.Root, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// RegistryOptions says where the project's tools are.
+func (p *Project) RegistryOptions() registry.Options {
+	cfg := p.Config
+	display := config.FileName
+	if cfg.File != "" {
+		display = p.Rel(cfg.File)
+	}
+	return registry.Options{
+		Root: cfg.Root, KitsDirs: cfg.KitsDirs, ToolsDirs: cfg.ToolsDirs, ActiveKits: cfg.ActiveKits,
+		Order: cfg.ToolResolutionOrder, StateDir: cfg.Abs(cfg.StateDir), Builtin: kits.Builtin(),
+		ConfigFile: display, Logger: p.log.Named("registry"),
+	}
+}
+
+// Registry loads the tools.
+func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(p.RegistryOptions()) }
+
+// Policy reads the policy file (absent: allow all, default limits).
+func (p *Project) Policy() (*policy.Policy, error) {
+	abs := p.Config.Abs(p.Config.Policy)
+	return policy.Load(abs, p.Rel(abs))
+}
+
+// Router builds the request router over a registry and policy.
+func (p *Project) Router(reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
+	return router.FromConfig(p.Config, router.CatalogOf(reg), pol.Limits[policy.MaxLLMCalls], p.log.Named("router"), p.llmLog)
+}
+
+// Check runs the preflight checks of a plan against the project.
+// optionalInputs lets `plan check` run before inputs are known.
+func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Registry, pol *policy.Policy, optionalInputs bool) *preflight.Report {
+	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
+		MinConfidence: p.Config.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs})
+}
