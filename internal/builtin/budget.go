@@ -17,6 +17,10 @@ const (
 	EvalMemory  = 256 << 20
 )
 
+// evalMemory is the memory budget in force (tests lower it: under the
+// race detector, allocating 256 MiB takes half a minute).
+var evalMemory uint64 = EvalMemory
+
 var errOverBudget = errors.New("memory budget exceeded")
 
 const heapMetric = "/memory/classes/heap/objects:bytes"
@@ -50,7 +54,7 @@ func budget(ctx context.Context) (context.Context, func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if h := heapBytes(); h > start && h-start > EvalMemory {
+				if h := heapBytes(); h > start && h-start > evalMemory {
 					cancel(errOverBudget)
 					return
 				}
@@ -67,7 +71,7 @@ func budgetErr(outer, ctx context.Context, what string) error {
 	case outer.Err() != nil:
 		return ctxErr(outer, what)
 	case errors.Is(context.Cause(ctx), errOverBudget):
-		return caperr.New(caperr.InvalidInput, "%s needs more than %s of memory: stopped", what, humanBytes(EvalMemory))
+		return caperr.New(caperr.InvalidInput, "%s needs more than %s of memory: stopped", what, humanBytes(int64(evalMemory)))
 	case ctx.Err() != nil:
 		return caperr.New(caperr.TaskTimeout, "%s ran longer than %s: stopped", what, EvalTimeout)
 	}

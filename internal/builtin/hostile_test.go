@@ -15,6 +15,8 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 )
 
+func init() { evalMemory = 32 << 20 } // the same code path, reached sooner
+
 // hostileProject has a secret outside the project and links into it.
 func hostileProject(t *testing.T) (root, outside string) {
 	t.Helper()
