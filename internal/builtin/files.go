@@ -36,22 +36,9 @@ func fileRead(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if max < 1 || max > MaxRead {
 		return nil, caperr.New(caperr.InvalidInput, "max_bytes %d is out of range: 1 to %d (%s)", max, int64(MaxRead), humanBytes(MaxRead))
 	}
-	pl, err := env.place("path", str(in, "path"))
+	b, st, pl, err := env.readRegular(ctx, "path", str(in, "path"), max+1)
 	if err != nil {
 		return nil, err
-	}
-	defer pl.Close()
-	f, st, err := pl.openRegular()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, max+1))
-	if ctx.Err() != nil {
-		return nil, ctxErr(ctx, "read "+pl.given)
-	}
-	if err != nil {
-		return nil, pl.fail(err, "read")
 	}
 	truncated := int64(len(b)) > max
 	if truncated {
@@ -67,6 +54,30 @@ func fileRead(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	}
 	env.Feedback.Info("read", "read "+humanBytes(int64(len(b)))+" from "+pl.given)
 	return map[string]any{"path": pl.abs, "content": content, "encoding": enc, "size": st.Size(), "truncated": truncated}, nil
+}
+
+// readRegular reads at most limit bytes of a regular file in a place
+// (honouring cancellation); the returned place is closed already and only
+// good for its names.
+func (e *Env) readRegular(ctx context.Context, field, p string, limit int64) ([]byte, fs.FileInfo, *place, error) {
+	pl, err := e.place(field, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer pl.Close()
+	f, st, err := pl.openRegular()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit))
+	if ctx.Err() != nil {
+		return nil, nil, nil, ctxErr(ctx, "read "+pl.given)
+	}
+	if err != nil {
+		return nil, nil, nil, pl.fail(err, "read")
+	}
+	return b, st, pl, nil
 }
 
 func fileWrite(ctx context.Context, in map[string]any, env *Env) (any, error) {

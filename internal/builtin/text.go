@@ -36,22 +36,9 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	var input any
 	switch {
 	case in["path"] != nil:
-		pl, err := env.place("path", str(in, "path"))
+		b, _, pl, err := env.readRegular(ctx, "path", str(in, "path"), MaxRead+1)
 		if err != nil {
 			return nil, err
-		}
-		defer pl.Close()
-		f, _, err := pl.openRegular()
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, MaxRead+1))
-		if ctx.Err() != nil {
-			return nil, ctxErr(ctx, "read "+pl.given)
-		}
-		if err != nil {
-			return nil, pl.fail(err, "read")
 		}
 		if len(b) > MaxRead {
 			return nil, caperr.New(caperr.InvalidInput, "path %q is larger than %s", pl.given, humanBytes(MaxRead))
@@ -95,32 +82,40 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 
 // jqValue converts numbers to the types gojq accepts (int, float64).
 func jqValue(v any) any {
-	v = schema.Normalize(v)
+	return mapScalars(schema.Normalize(v), func(x any) any {
+		switch t := x.(type) {
+		case json.Number:
+			if i, err := t.Int64(); err == nil {
+				return int(i)
+			}
+			f, _ := t.Float64()
+			return f
+		case int64:
+			return int(t)
+		case uint64:
+			return float64(t)
+		}
+		return x
+	})
+}
+
+// mapScalars rebuilds a JSON-like value with f applied to every scalar.
+func mapScalars(v any, f func(any) any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			out[k] = jqValue(x)
+			out[k] = mapScalars(x, f)
 		}
 		return out
 	case []any:
 		out := make([]any, len(t))
 		for i, x := range t {
-			out[i] = jqValue(x)
+			out[i] = mapScalars(x, f)
 		}
 		return out
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return int(i)
-		}
-		f, _ := t.Float64()
-		return f
-	case int64:
-		return int(t)
-	case uint64:
-		return float64(t)
 	}
-	return v
+	return f(v)
 }
 
 // Bounds of text.render: output size, and the iterations a template may
@@ -281,31 +276,21 @@ func firstErr(errs ...error) error {
 // unrangeable turns integers past maxRangeLiteral in the values into
 // json.Number: printed the same, but a template cannot range over them.
 func unrangeable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = unrangeable(x)
+	return mapScalars(v, func(x any) any {
+		switch t := x.(type) {
+		case int64:
+			if t > maxRangeLiteral {
+				return json.Number(strconv.FormatInt(t, 10))
+			}
+		case int:
+			if t > maxRangeLiteral {
+				return json.Number(strconv.Itoa(t))
+			}
+		case uint64:
+			if t > maxRangeLiteral {
+				return json.Number(strconv.FormatUint(t, 10))
+			}
 		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = unrangeable(x)
-		}
-		return out
-	case int64:
-		if t > maxRangeLiteral {
-			return json.Number(strconv.FormatInt(t, 10))
-		}
-	case int:
-		if t > maxRangeLiteral {
-			return json.Number(strconv.Itoa(t))
-		}
-	case uint64:
-		if t > maxRangeLiteral {
-			return json.Number(strconv.FormatUint(t, 10))
-		}
-	}
-	return v
+		return x
+	})
 }
