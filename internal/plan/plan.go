@@ -41,6 +41,8 @@ type Plan struct {
 	MaxParallel   int                       `json:"max_parallel,omitempty"`
 	Policy        *PolicySpec               `json:"policy,omitempty"`
 	Steps         []*Step                   `json:"steps"`
+	// Outputs are what the run returns: name -> reference template.
+	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// File is where the plan came from, for messages.
 	File string `json:"-"`
@@ -80,6 +82,18 @@ type Step struct {
 	CoverageConfidence *float64          `json:"coverage_confidence,omitempty"`
 	CoverageRationale  string            `json:"coverage_rationale,omitempty"`
 
+	// ForEach runs the step once per item: a reference to a list (a
+	// string) or a literal list.
+	ForEach any `json:"for_each,omitempty"`
+	// As names the item in references and expressions (default "item").
+	As string `json:"as,omitempty"`
+	// MaxParallel bounds the items running at once (default: the plan's).
+	MaxParallel int `json:"max_parallel,omitempty"`
+	// Tolerate is how many items may fail with the step still succeeding.
+	Tolerate *Tolerate `json:"tolerate,omitempty"`
+	// When is a CEL condition; false skips the step (never a failure).
+	When string `json:"when,omitempty"`
+
 	// Deps is Needs plus the steps referenced in With, sorted.
 	Deps []string `json:"deps,omitempty"`
 	// Line is where the step starts in its file (0 when unknown).
@@ -92,6 +106,37 @@ type Join struct {
 	Min       int     `json:"min,omitempty"`
 	Threshold float64 `json:"threshold,omitempty"`
 }
+
+// Tolerate bounds the failed items of a for_each step.
+type Tolerate struct {
+	Failures int     `json:"failures,omitempty"`
+	Ratio    float64 `json:"ratio,omitempty"`
+}
+
+// Allowed is how many of n items may fail.
+func (t *Tolerate) Allowed(n int) int {
+	if t == nil {
+		return 0
+	}
+	if t.Ratio > 0 {
+		return int(t.Ratio * float64(n))
+	}
+	return t.Failures
+}
+
+// ItemName is the name of a for_each step's item in references.
+func (s *Step) ItemName() string {
+	if s.As != "" {
+		return s.As
+	}
+	return DefaultItemName
+}
+
+// DefaultItemName is the item's name when a for_each step sets no `as`.
+const DefaultItemName = "item"
+
+// IsForEach reports whether the step runs once per item.
+func (s *Step) IsForEach() bool { return s.ForEach != nil }
 
 // Contract is the capability contract a step expects of its tool.
 type Contract struct {

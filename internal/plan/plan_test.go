@@ -72,7 +72,7 @@ func TestParseProblems(t *testing.T) {
 		{"join consistency", "name: j\nsteps:\n  - {id: a, capability: x.y}\n  - {id: b, capability: x.y}\n  - {id: q, capability: x.y, needs: [a, b], join: {policy: quorum, min: 3}}\n  - {id: r, capability: x.y, join: {policy: any}}\n  - {id: s, capability: x.y, needs: [a], join: {policy: quorum}}\n",
 			[]string{"5:steps[2].join.min: quorum min 3 exceeds the 2 dependencies", `6:steps[3].join: a any join needs dependencies`, "7:steps[4].join: a quorum join needs min"}},
 		{"bad reference syntax", "name: r\nsteps:\n  - {id: a, capability: x.y, with: {u: '${inputs}', v: '${steps.a}', w: '${oops.x}', z: '${inputs.x'}}\n",
-			[]string{"3:steps[0].with.u: names no input", "3:steps[0].with.v: is incomplete", "3:steps[0].with.w: must start with `inputs.` or `steps.`", "3:steps[0].with.z: unterminated reference"}},
+			[]string{"3:steps[0].with.u: names no input", "3:steps[0].with.v: is incomplete", "3:steps[0].with.w: is not a reference root", "3:steps[0].with.z: unterminated reference"}},
 		{"unknown field", "name: u\nstep: []\n", []string{`1:steps: missing required field "steps"`, `2:step: unknown field "step" (did you mean "steps"?)`}},
 	}
 	for _, tt := range tests {
@@ -189,7 +189,7 @@ func FuzzTemplate(f *testing.F) {
 		}
 		_, _ = Scope{}.Eval(s)
 		for _, r := range tpl.Refs() {
-			if r.Kind != "inputs" && r.Kind != "steps" {
+			if r.Kind != RefInputs && r.Kind != RefSteps && r.Kind != RefItem && r.Kind != RefIndex {
 				t.Fatalf("bad kind %q", r.Kind)
 			}
 		}

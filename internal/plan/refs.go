@@ -3,16 +3,25 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// Ref is one parsed reference: ${inputs.NAME}, ${steps.ID.data.PATH} or
-// ${steps.ID.success}.
+// Reference kinds.
+const (
+	RefInputs = "inputs"
+	RefSteps  = "steps"
+	RefItem   = "item"  // a for_each step's item: ${item.PATH} or ${<as>.PATH}
+	RefIndex  = "index" // a for_each step's item index: ${index}
+)
+
+// Ref is one parsed reference: ${inputs.NAME}, ${steps.ID.data.PATH},
+// ${steps.ID.success}, and in a for_each step ${ITEM.PATH} and ${index}.
 type Ref struct {
-	Kind  string // "inputs" or "steps"
-	Name  string // input name or step id
+	Kind  string // RefInputs, RefSteps, RefItem or RefIndex
+	Name  string // input name, step id, or the item's name
 	Field string // for steps: "data" or "success"
 	Path  []PathElem
 	Raw   string // the text inside ${ }
@@ -136,11 +145,22 @@ func ParseRef(raw string) (Ref, error) {
 		default:
 			return r, fmt.Errorf("reference ${%s}: a step exposes data or success, not %q", raw, r.Field)
 		}
+	case "index":
+		if len(parts) > 1 {
+			return r, fmt.Errorf("reference ${%s}: index takes no path", raw)
+		}
+		r.Kind, r.Name = RefIndex, "index"
 	default:
-		return r, fmt.Errorf("reference ${%s} must start with `inputs.` or `steps.`", raw)
+		if !identRe.MatchString(parts[0]) {
+			return r, fmt.Errorf("reference ${%s} must start with `inputs.`, `steps.` or a for_each item's name", raw)
+		}
+		r.Kind, r.Name = RefItem, parts[0]
+		r.Path = pathElems(parts[1:])
 	}
 	return r, nil
 }
+
+var identRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 func pathElems(parts []string) []PathElem {
 	var out []PathElem
@@ -164,6 +184,10 @@ type StepOutcome struct {
 type Scope struct {
 	Inputs map[string]any
 	Steps  map[string]StepOutcome
+	// Item, ItemName and Index are set for one item of a for_each step.
+	Item     any
+	ItemName string
+	Index    int
 }
 
 // Lookup resolves one reference.
@@ -185,6 +209,16 @@ func (sc Scope) Lookup(r Ref) (any, error) {
 			return o.Success, nil
 		}
 		cur = o.Data
+	case RefIndex:
+		if sc.ItemName == "" {
+			return nil, fmt.Errorf("%s: not inside a for_each step", r)
+		}
+		return sc.Index, nil
+	case RefItem:
+		if sc.ItemName == "" || r.Name != sc.ItemName {
+			return nil, fmt.Errorf("%s: %q is not this step's item", r, r.Name)
+		}
+		cur = sc.Item
 	}
 	for i, p := range r.Path {
 		switch c := cur.(type) {

@@ -1,0 +1,129 @@
+// Package expr holds plan conditions (`when`): CEL expressions
+// (github.com/google/cel-go) over the plan's inputs, earlier steps' results
+// and, in a for_each step, the item and its index.
+//
+// Conditions are checked twice, with the same parser: before the run, with
+// types derived from the plan's input schemas and the chosen tools' output
+// schemas (Check: a list compared with an int, or a field the producer does
+// not declare, is an error naming the expression); and in the workflow,
+// where Eval runs them over plain JSON values with dynamic types. Eval is
+// pure: no time, no randomness, no I/O.
+package expr
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+)
+
+// Vars are the types of what a condition may read, as JSON Schemas.
+type Vars struct {
+	// Inputs maps each plan input to its schema.
+	Inputs map[string]map[string]any
+	// Steps maps each step the condition may read to the schema of its
+	// data (nil: unknown, any field allowed).
+	Steps map[string]map[string]any
+	// ItemName and Item describe a for_each step's item ("" outside one).
+	ItemName string
+	Item     map[string]any
+}
+
+// Check parses and type-checks a condition; the error says what is wrong
+// and where in the expression (CEL's own positions).
+func Check(src string, v Vars) error {
+	env, err := typedEnv(v)
+	if err != nil {
+		return err
+	}
+	ast, iss := env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return fmt.Errorf("%s", tidy(iss.Err().Error()))
+	}
+	if !ast.OutputType().IsExactType(types.BoolType) && !ast.OutputType().IsExactType(types.DynType) {
+		return fmt.Errorf("the condition is a %s, not a bool", ast.OutputType())
+	}
+	return nil
+}
+
+// Eval runs a condition over JSON values: inputs, steps (id -> {"data",
+// "success", "status"}), and the item and index when itemName is set.
+func Eval(src string, inputs map[string]any, steps map[string]any, itemName string, item any, index int) (bool, error) {
+	opts := []cel.EnvOption{
+		cel.Variable("inputs", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("steps", cel.MapType(cel.StringType, cel.DynType)),
+		cel.CrossTypeNumericComparisons(true),
+	}
+	act := map[string]any{"inputs": orEmpty(inputs), "steps": orEmpty(steps)}
+	if itemName != "" {
+		opts = append(opts, cel.Variable(itemName, cel.DynType), cel.Variable("index", cel.IntType))
+		act[itemName], act["index"] = ints(item), int64(index)
+	}
+	act["inputs"], act["steps"] = ints(act["inputs"]), ints(act["steps"])
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return false, err
+	}
+	ast, iss := env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return false, fmt.Errorf("%s", tidy(iss.Err().Error()))
+	}
+	prg, err := env.Program(ast, cel.CostLimit(maxCost))
+	if err != nil {
+		return false, err
+	}
+	out, _, err := prg.Eval(act)
+	if err != nil {
+		return false, fmt.Errorf("%s", tidy(err.Error()))
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("the condition gave %v, not a bool", out.Value())
+	}
+	return b, nil
+}
+
+// maxCost bounds one evaluation (CEL's cost units): a condition over a
+// huge list cannot stall a workflow task.
+const maxCost = 1_000_000
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// ints turns integral JSON numbers into int64, so `count > 3` and
+// `count + 1` behave as written (JSON decodes every number as float64).
+func ints(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = ints(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = ints(x)
+		}
+		return out
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t)
+		}
+	case int:
+		return int64(t)
+	}
+	return v
+}
+
+// tidy keeps CEL's messages on one line.
+func tidy(s string) string {
+	s = strings.TrimPrefix(s, "ERROR: <input>:")
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
