@@ -48,6 +48,19 @@ func Check(src string, v Vars) error {
 	return nil
 }
 
+// Syntax parses a condition without types (plan parsing: a malformed
+// expression is reported with the plan's own positions).
+func Syntax(src string) error {
+	env, err := cel.NewEnv()
+	if err != nil {
+		return err
+	}
+	if _, iss := env.Parse(src); iss != nil && iss.Err() != nil {
+		return fmt.Errorf("%s", tidy(iss.Err().Error()))
+	}
+	return nil
+}
+
 // Eval runs a condition over JSON values: inputs, steps (id -> {"data",
 // "success", "status"}), and the item and index when itemName is set.
 func Eval(src string, inputs map[string]any, steps map[string]any, itemName string, item any, index int) (bool, error) {

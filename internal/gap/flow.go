@@ -14,7 +14,14 @@ import (
 // schemaIssues checks the step's capability contract against the tool,
 // then the data flowing into each of the tool's inputs.
 func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issue {
+	c.current = s
+	defer func() { c.current = nil }()
 	var out []schema.Issue
+	if s.IsForEach() {
+		if _, issue := c.itemSchema(s); issue != "" {
+			out = append(out, schema.Issue{Path: "for_each", Message: issue})
+		}
+	}
 	if cc := s.CapabilityContract; cc != nil {
 		if cc.InputSchema != nil {
 			for _, is := range schema.Compat(cc.InputSchema, m.InputSchema) {
@@ -178,19 +185,32 @@ func (c *checker) refSchema(r plan.Ref) (sch map[string]any, issue string, skip 
 		path = append(path, p.String())
 	}
 	switch r.Kind {
-	case "inputs":
+	case plan.RefInputs:
 		base = c.p.Inputs[r.Name]
-	case "steps":
+	case plan.RefIndex:
+		return map[string]any{"type": "integer"}, "", false
+	case plan.RefItem:
+		if c.current == nil {
+			return nil, "", true
+		}
+		item, issue := c.itemSchema(c.current)
+		if issue != "" || item == nil {
+			return nil, "", true // reported on for_each itself, or a literal list
+		}
+		base = item
+	case plan.RefSteps:
 		if r.Field == "success" {
 			return map[string]any{"type": "boolean"}, "", false
 		}
-		m := c.tools[r.Name]
-		if m == nil {
+		if prod := c.p.Step(r.Name); prod != nil && prod.When != "" {
+			return nil, fmt.Sprintf("step %s may be skipped (when: %s), so its data may be absent", r.Name, prod.When), false
+		}
+		var ok bool
+		if base, ok = c.dataSchema(r.Name); !ok {
 			return nil, "", true
 		}
-		base = m.OutputSchema
 		if base == nil {
-			return nil, fmt.Sprintf("%s declares no output_schema, so nothing is known of its data", m.ID()), false
+			return nil, fmt.Sprintf("%s declares no output_schema, so nothing is known of its data", c.tools[r.Name].ID()), false
 		}
 	}
 	sub, guaranteed, issue := schema.Navigate(base, path)
@@ -233,4 +253,65 @@ func (c *checker) valueSchema(v any) map[string]any {
 		return map[string]any{"type": "object"}
 	}
 	return map[string]any{}
+}
+
+// dataSchema is the schema of a step's data: its tool's output schema, or
+// for a for_each step the aggregate {count, succeeded, failed, items}.
+// ok is false when the step has no tool (a gap, reported on its own).
+func (c *checker) dataSchema(id string) (map[string]any, bool) {
+	m := c.tools[id]
+	if m == nil {
+		return nil, false
+	}
+	if s := c.p.Step(id); s != nil && s.IsForEach() {
+		return ForEachData(m.OutputSchema), true
+	}
+	return m.OutputSchema, true
+}
+
+// ForEachData is the schema of a for_each step's data given its tool's
+// output schema (contracts section 11).
+func ForEachData(item map[string]any) map[string]any {
+	if item == nil {
+		item = map[string]any{}
+	}
+	n := map[string]any{"type": "integer", "minimum": 0}
+	return map[string]any{"type": "object", "required": []any{"count", "succeeded", "failed", "items"},
+		"properties": map[string]any{"count": n, "succeeded": n, "failed": n,
+			"items": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{item, map[string]any{"type": "null"}}}}}}
+}
+
+// itemSchema is the schema of one item of a for_each step: the element
+// schema of its source list. issue says why the source is not a list; a
+// nil schema with no issue means unknown (a literal list, or a gap).
+func (c *checker) itemSchema(s *plan.Step) (map[string]any, string) {
+	src, ok := s.ForEach.(string)
+	if !ok {
+		return nil, ""
+	}
+	tpl, err := plan.ParseTemplate(src)
+	if err != nil || !tpl.IsSingleRef() {
+		return nil, ""
+	}
+	saved := c.current
+	c.current = nil
+	list, issue, skip := c.refSchema(*tpl[0].Ref)
+	c.current = saved
+	switch {
+	case skip:
+		return nil, ""
+	case issue != "":
+		return nil, fmt.Sprintf("for_each %s: %s", tpl[0].Ref, issue)
+	}
+	if t, _ := list["type"].(string); t != "array" && t != "" {
+		return nil, fmt.Sprintf("for_each %s is a %s, not a list", tpl[0].Ref, t)
+	}
+	if t, _ := list["type"].(string); t == "" && len(list) > 0 {
+		return nil, fmt.Sprintf("for_each %s: the producer does not declare it a list (type: array)", tpl[0].Ref)
+	}
+	item, _ := list["items"].(map[string]any)
+	if item == nil {
+		item = map[string]any{}
+	}
+	return item, ""
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/expr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
@@ -68,6 +70,9 @@ type Options struct {
 type Result struct {
 	Resolution []StepResolution `json:"resolution"`
 	Gaps       []Gap            `json:"gaps"`
+	// Problems are conditions (`when`) that do not type-check: they make
+	// the plan invalid, not a gap.
+	Problems caperr.Problems `json:"-"`
 }
 
 type checker struct {
@@ -77,6 +82,7 @@ type checker struct {
 	tools    map[string]*manifest.Manifest // step id -> chosen tool
 	gaps     map[string]*Gap
 	dependts map[string][]string
+	current  *plan.Step // the step whose inputs are being checked
 }
 
 // Check analyses every step.
@@ -165,6 +171,7 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 		}
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
+	res.Problems = c.conditions()
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
@@ -325,6 +332,30 @@ func copyTypeOnly(s map[string]any) map[string]any {
 	for _, k := range []string{"type", "enum", "items"} {
 		if v, ok := s[k]; ok {
 			out[k] = v
+		}
+	}
+	return out
+}
+
+// conditions type-checks every `when` against the plan's input schemas and
+// the chosen tools' output schemas (a step that is a gap reads as unknown).
+func (c *checker) conditions() caperr.Problems {
+	var out caperr.Problems
+	for i, s := range c.p.Steps {
+		if s.When == "" {
+			continue
+		}
+		v := expr.Vars{Inputs: c.p.Inputs, Steps: map[string]map[string]any{}}
+		for _, id := range plan.WhenSteps(s.When) {
+			sch, _ := c.dataSchema(id)
+			v.Steps[id] = sch
+		}
+		if s.IsForEach() {
+			item, _ := c.itemSchema(s)
+			v.ItemName, v.Item = s.ItemName(), item
+		}
+		if err := expr.Check(s.When, v); err != nil {
+			out = append(out, caperr.New(caperr.InvalidInput, "when %q: %v", s.When, err).At(c.p.File, s.Line, 0, fmt.Sprintf("steps[%d].when", i)))
 		}
 	}
 	return out

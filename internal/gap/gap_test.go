@@ -211,3 +211,43 @@ func TestCompatibilityBeforeRank(t *testing.T) {
 		t.Fatalf("refusals: %+v (%s)", refused, res.Gaps[0].ReasonMessage)
 	}
 }
+
+func TestControlFlowChecks(t *testing.T) {
+	reg := testRegistry(t)
+	base := "name: p\nsteps:\n  - {id: find, capability: file.list, with: {dir: .}}\n"
+	cases := []struct {
+		name, step, reason, problem string
+	}{
+		{"items feed a string input", `  - {id: sum, capability: file.checksum, for_each: "${steps.find.data.files}", with: {path: "${item}"}}`, "", ""},
+		{"named item", `  - {id: sum, capability: file.checksum, for_each: "${steps.find.data.files}", as: f, with: {path: "${f}"}}`, "", ""},
+		{"a string item into an integer input", `  - {id: rd, capability: file.read, for_each: "${steps.find.data.files}", with: {path: x, max_bytes: "${item}"}}`, SchemaIncompatible, ""},
+		{"a source that is not a list", `  - {id: sum, capability: file.checksum, for_each: "${steps.find.data.count}", with: {path: x}}`, SchemaIncompatible, ""},
+		{"a condition that type-checks", `  - {id: sum, capability: file.checksum, when: "size(steps.find.data.files) > 3", with: {path: x}}`, "", ""},
+		{"a list compared with an int", `  - {id: sum, capability: file.checksum, when: "steps.find.data.files > 3", with: {path: x}}`, "", "no matching overload"},
+		{"an undeclared field", `  - {id: sum, capability: file.checksum, when: "steps.find.data.nope == 1", with: {path: x}}`, "", "undefined field 'nope'"},
+		{"data of a step that may be skipped", "  - {id: maybe, capability: file.list, when: \"inputs.x\", with: {dir: .}}\n  - {id: use, capability: file.checksum, with: {path: \"${steps.maybe.data.dir}\"}}", SchemaIncompatible, ""},
+	}
+	for _, c := range cases {
+		src := base + c.step + "\n"
+		if c.name == "data of a step that may be skipped" {
+			src = "name: p\ninputs: {x: {type: boolean}}\nsteps:\n" + c.step + "\n"
+		}
+		res := Check(mustPlan(t, src), reg, Options{})
+		reasons := map[string]bool{}
+		for _, g := range res.Gaps {
+			reasons[g.Reason] = true
+		}
+		switch {
+		case c.reason == "" && len(res.Gaps) > 0:
+			t.Errorf("%s: unexpected gaps %+v", c.name, res.Gaps)
+		case c.reason != "" && !reasons[c.reason]:
+			t.Errorf("%s: want a %s gap, got %+v", c.name, c.reason, res.Gaps)
+		}
+		switch {
+		case c.problem == "" && len(res.Problems) > 0:
+			t.Errorf("%s: unexpected problems %v", c.name, res.Problems)
+		case c.problem != "" && (len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error(), c.problem) || res.Problems[0].Line != 4):
+			t.Errorf("%s: want a problem at line 4 with %q, got %v", c.name, c.problem, res.Problems)
+		}
+	}
+}

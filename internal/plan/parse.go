@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/expr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -392,6 +393,9 @@ func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
 		}
 	}
 	if s.When != "" {
+		if err := expr.Syntax(s.When); err != nil {
+			c.at(stepPath(i, "when"), "when %q: %v", s.When, err)
+		}
 		for _, id := range WhenSteps(s.When) {
 			refs.check(stepPath(i, "when"), Template{{Ref: &Ref{Kind: RefSteps, Name: id, Field: "data", Raw: "steps." + id}}}, nil)
 		}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,4 +195,62 @@ func FuzzTemplate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestControlFlowProblems(t *testing.T) {
+	src := `name: cf
+inputs:
+  list: {type: array}
+outputs:
+  total: ${steps.ghost.data.count}
+  plain: no reference here
+steps:
+  - id: find
+    capability: file.list
+    with: {dir: .}
+  - id: a
+    capability: x.y
+    as: file
+    tolerate: {failures: 1}
+  - id: b
+    capability: x.y
+    for_each: ${steps.find.success}
+    as: inputs
+  - id: c
+    capability: x.y
+    for_each: ${steps.nope.data.files}
+    tolerate: {failures: 1, ratio: 0.5}
+    with: {p: "${thing.path}", i: "${index}"}
+  - id: d
+    capability: x.y
+    when: "steps.find.data.count >"
+    with: {p: "${item}"}
+  - id: e
+    capability: x.y
+    for_each: "files: ${inputs.list}"
+`
+	_, probs := Parse("cf.yaml", []byte(src))
+	var got []string
+	for _, p := range probs {
+		got = append(got, fmt.Sprintf("%d:%s: %s", p.Line, p.Field, p.Message))
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		"5:outputs.total: ${steps.ghost.data.count}: no step \"ghost\"",
+		"6:outputs.plain: output \"plain\" holds no reference",
+		"13:steps[1].as: as applies to for_each steps only",
+		"14:steps[1].tolerate: tolerate applies to for_each steps only",
+		"17:steps[2].for_each: for_each ${steps.find.success}: success is not a list",
+		"18:steps[2].as: as \"inputs\" would shadow inputs",
+		"21:steps[3].for_each: ${steps.nope.data.files}: no step \"nope\"",
+		"22:steps[3].tolerate: give failures or ratio, not both",
+		"23:steps[3].with.p: ${thing.path}: this step's item is named \"item\"",
+		"26:steps[4].when: when \"steps.find.data.count >\"",
+		"27:steps[4].with.p: ${item}: \"item\" is not a reference root",
+		"30:steps[5].for_each: for_each must be exactly one reference",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in:\n%s", want, all)
+		}
+	}
 }

@@ -125,6 +125,10 @@ func Check(req Request) *Report {
 	}
 	gr := gap.Check(p, req.Registry, gap.Options{MinConfidence: req.MinConfidence, Deps: req.Deps})
 	r.Resolution, r.Gaps = gr.Resolution, gr.Gaps
+	if len(gr.Problems) > 0 {
+		// A condition that does not type-check makes the plan invalid.
+		probs = append(gr.Problems, probs...)
+	}
 	tools := map[string]*manifest.Manifest{}
 	for _, res := range gr.Resolution {
 		tools[res.StepID] = res.Manifest
@@ -150,7 +154,11 @@ func Check(req Request) *Report {
 	case len(probs) > 0:
 		r.Status = Invalid
 		r.Problems = ProblemsOf(probs)
-		r.Message = fmt.Sprintf("the request inputs are invalid: %s", probs[0].Message)
+		what := "the request inputs are invalid"
+		if len(gr.Problems) > 0 {
+			what = "the plan is invalid"
+		}
+		r.Message = fmt.Sprintf("%s: %s", what, probs[0].Error())
 	case len(viol) > 0:
 		r.Status = BlockedByPolicy
 		r.Message = fmt.Sprintf("blocked by policy: %s", viol[0].Message)
