@@ -24,6 +24,9 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
 	res := in.Result
+	if in.Resolved != nil && len(in.Resolved.Outputs) > 0 {
+		res.Outputs = outputs(in.Resolved, &res)
+	}
 	res.Report = *paths
 	doc := report.Document{Result: res, Resolved: in.Resolved}
 	js, err := json.MarshalIndent(doc, "", "  ")
@@ -36,7 +39,34 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	if err := writeAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
 	}
-	return paths, nil
+	out := *paths
+	out.Outputs = res.Outputs
+	return &out, nil
+}
+
+// outputs evaluates the plan's outputs over the ended run: a step that did
+// not succeed, or a path its data lacks, gives null (the message says so
+// in the report's notes).
+func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
+	deps := map[string]wfapi.StepOutcome{}
+	for _, s := range res.Steps {
+		o := wfapi.StepOutcome{Success: s.Status == wfapi.StepSucceeded, Status: s.Status, DataFile: s.DataFile}
+		if s.Envelope != nil && s.DataFile == "" {
+			o.Data = s.Envelope.Data
+		}
+		deps[s.ID] = o
+	}
+	scope, _, _ := loadScope(rr.Inputs, deps)
+	out := map[string]any{}
+	for name, tpl := range rr.Outputs {
+		v, err := scope.Eval(tpl)
+		if err != nil {
+			out[name] = nil
+			continue
+		}
+		out[name] = v
+	}
+	return out
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -54,6 +54,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	rr := &wfapi.ResolveResult{
 		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
 		Inputs: rep.Inputs, Resolution: rep.Resolution, Gaps: rep.Gaps, Problems: rep.Problems, Notes: rep.Notes,
+		Outputs: p.Outputs,
 	}
 	pr := rep.Policy
 	rr.Policy = &pr
@@ -72,7 +73,11 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	for _, s := range p.Steps {
 		m := tools[s.ID]
 		st := preflight.Settings(p, s, m)
-		rs := wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With}
+		rs := wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With,
+			ForEach: s.ForEach, MaxParallel: s.MaxParallel, Tolerate: s.Tolerate, When: s.When}
+		if s.IsForEach() {
+			rs.ItemName = s.ItemName()
+		}
 		if m != nil {
 			st = st.Clamp(maxRetries, m.Idempotent)
 			r := byStep[s.ID]

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -57,22 +58,21 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	// Evaluate references here, not in the workflow: large outputs of
 	// earlier steps live in files, which workflow code may not read.
-	scope := plan.Scope{Inputs: in.Inputs, Steps: map[string]plan.StepOutcome{}}
-	for id, o := range in.Deps {
-		data := o.Data
-		if o.DataFile != "" {
-			raw, why := readStored(o)
-			if why == "" {
-				if err := json.Unmarshal(raw, &data); err != nil {
-					why = "is not JSON: " + err.Error()
-				}
-			}
-			if why != "" {
-				lost = append(lost, id)
-				return fail(b.Fail(caperr.ObservabilityError, fmt.Sprintf("the stored output of step %s, %s, %s", id, o.DataFile, why), nil))
-			}
+	scope, lostID, err := loadScope(in.Inputs, in.Deps)
+	if err != nil {
+		if lostID != "" {
+			lost = append(lost, lostID)
 		}
-		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: data}
+		return fail(b.FailErr(err, nil))
+	}
+	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
+	if it := step.Item; it != nil {
+		item, err := itemOf(scope, it.ForEach, it.Index)
+		if err != nil {
+			return fail(b.FailErr(err, nil))
+		}
+		scope.Item, scope.ItemName, scope.Index = item, it.ItemName, it.Index
+		stepDir = filepath.Join(stepDir, "items", strconv.Itoa(it.Index))
 	}
 	inputs, err := scope.Eval(step.With)
 	if err != nil {
@@ -80,7 +80,6 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	inMap, _ := inputs.(map[string]any)
 
-	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
 	var latest atomic.Pointer[envelope.Feedback]
 	heartbeat := func() { activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load()}) }
 	// Heartbeats carry the latest feedback event (the Web UI shows it) and
@@ -158,4 +157,51 @@ func readStored(o wfapi.StepOutcome) ([]byte, string) {
 		}
 	}
 	return raw, ""
+}
+
+// loadScope builds the values references resolve against, reading stored
+// outputs back (checked against their recorded digests). lost names the
+// step whose stored output is missing or altered.
+func loadScope(inputs map[string]any, deps map[string]wfapi.StepOutcome) (plan.Scope, string, error) {
+	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
+	for id, o := range deps {
+		data := o.Data
+		if o.DataFile != "" {
+			raw, why := readStored(o)
+			if why == "" {
+				if err := json.Unmarshal(raw, &data); err != nil {
+					why = "is not JSON: " + err.Error()
+				}
+			}
+			if why != "" {
+				return scope, id, caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, %s", id, o.DataFile, why)
+			}
+		}
+		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: data}
+	}
+	return scope, "", nil
+}
+
+// listOf evaluates a for_each source to its list.
+func listOf(scope plan.Scope, src any) ([]any, error) {
+	v, err := scope.Eval(src)
+	if err != nil {
+		return nil, caperr.New(caperr.InvalidInput, "for_each: %v", err)
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, caperr.New(caperr.InvalidInput, "for_each: the value is a %T, not a list", v)
+	}
+	return list, nil
+}
+
+func itemOf(scope plan.Scope, src any, index int) (any, error) {
+	list, err := listOf(scope, src)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(list) {
+		return nil, caperr.New(caperr.InvalidInput, "for_each: item %d of a %d-item list", index, len(list))
+	}
+	return list[index], nil
 }

@@ -159,6 +159,7 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 			res.Message += " (report not written: " + err.Error() + ")"
 		}
 	}
+	res.Outputs, paths.Outputs = paths.Outputs, nil
 	res.Report = paths
 	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s", res.Status, res.Message))
 	return res, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/expr"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
@@ -87,20 +88,64 @@ func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.Reso
 }
 
 func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	key := in.Step.ID
+	if it := in.Step.Item; it != nil {
+		key = wfapi.ItemLabel(in.Step.ID, it.Index)
+	}
 	f.mu.Lock()
-	f.calls[in.Step.ID]++
-	f.inputs[in.Step.ID] = in
+	f.calls[key]++
+	f.inputs[key] = in
 	f.running++
 	if f.running > f.peak {
 		f.peak = f.running
 	}
-	b := f.behave[in.Step.ID]
+	b := f.behave[key]
+	if b == nil {
+		b = f.behave[in.Step.ID]
+	}
 	f.mu.Unlock()
 	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
 	if b == nil {
 		b = ok
 	}
 	return b(ctx, activity.GetInfo(ctx).Attempt)
+}
+
+// Decide evaluates lists and conditions as the real activity does, over
+// the inline data the fakes produce.
+func (f *fakes) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.DecideResult, error) {
+	f.mu.Lock()
+	f.calls["decide-"+in.StepID]++
+	f.mu.Unlock()
+	scope := plan.Scope{Inputs: in.Inputs, Steps: map[string]plan.StepOutcome{}}
+	steps := map[string]any{}
+	for id, o := range in.Deps {
+		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
+		steps[id] = map[string]any{"data": o.Data, "success": o.Success, "status": string(o.Status)}
+	}
+	if in.ForEach == nil {
+		run, err := expr.Eval(in.When, in.Inputs, steps, "", nil, 0)
+		return &wfapi.DecideResult{Run: run}, err
+	}
+	v, err := scope.Eval(in.ForEach)
+	if err != nil {
+		return nil, err
+	}
+	list, _ := v.([]any)
+	out := &wfapi.DecideResult{Count: len(list), Run: true}
+	for i, item := range list {
+		if in.When == "" {
+			continue
+		}
+		ok, err := expr.Eval(in.When, in.Inputs, steps, in.ItemName, item, i)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out.Skip = append(out.Skip, i)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakes) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
@@ -123,10 +168,12 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 	if p.MaxParallel > 0 {
 		rr.MaxParallel = p.MaxParallel
 	}
+	rr.Inputs, _, _ = p.ResolveInputs(nil, false)
 	for _, s := range p.Steps {
 		st := preflight.Settings(p, s, nil)
 		rr.Steps = append(rr.Steps, wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Tool: "tool-" + s.ID, Version: "1.0.0",
 			Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With, Idempotent: true,
+			ForEach: s.ForEach, MaxParallel: s.MaxParallel, Tolerate: s.Tolerate, When: s.When, ItemName: itemName(s),
 			StepSettings: preflight.StepSettings{Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts,
 				InitialInterval: time.Millisecond, Backoff: 1, MaxInterval: time.Millisecond},
 			Summary: wfapi.StepSummary(s.ID, s.Capability, "tool-"+s.ID, "1.0.0")})
@@ -140,6 +187,7 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	env.RegisterActivityWithOptions(f.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
 	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	env.SetTestTimeout(30 * time.Second)
 	return env
@@ -507,5 +555,98 @@ func TestLostStoredOutput(t *testing.T) {
 	b := res.Steps[1]
 	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || b.Envelope.Error.Code != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
 		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
+	}
+}
+
+func itemName(s *plan.Step) string {
+	if s.IsForEach() {
+		return s.ItemName()
+	}
+	return ""
+}
+
+// data returns a behaviour whose step succeeds with the given data.
+func data(v map[string]any) behaviour {
+	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		return &wfapi.RunToolResult{Attempt: attempt, Envelope: envelope.Envelope{ToolID: "t", Success: true, Message: "ok",
+			Timestamp: "2026-11-21T00:00:00Z", Data: v}}, nil
+	}
+}
+
+func stepResult(res *wfapi.Result, id string) wfapi.StepResult {
+	for _, s := range res.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return wfapi.StepResult{}
+}
+
+func TestForEachLiteralList(t *testing.T) {
+	src := "name: fe\nmax_parallel: 8\nsteps:\n  - {id: each, capability: x.a, for_each: [a, b, c, d, e], max_parallel: 2, with: {v: '${item}', i: '${index}'}}\n  - {id: after, capability: x.b, needs: [each]}\n"
+	res, f := execute(t, src, nil)
+	each := stepResult(res, "each")
+	if res.Status != wfapi.StatusPassed || each.Status != wfapi.StepSucceeded || f.peak > 2 {
+		t.Fatalf("%s [%s] peak %d", res.Status, states(res), f.peak)
+	}
+	if f.calls["each[0]"] != 1 || f.calls["each[4]"] != 1 || f.calls["after"] != 1 || f.calls["decide-each"] != 0 {
+		t.Fatalf("calls %v", f.calls)
+	}
+	d := each.Envelope.Data.(map[string]any)
+	if d["count"] != float64(5) || d["succeeded"] != float64(5) || d["failed"] != float64(0) || len(d["items"].([]any)) != 5 {
+		t.Fatalf("aggregate %v", d)
+	}
+	if in := f.inputs["each[3]"]; in.Step.Item == nil || in.Step.Item.Index != 3 || in.Step.Item.ItemName != "item" {
+		t.Fatalf("item call %+v", in.Step)
+	}
+	if each.ItemCounts == nil || each.ItemCounts.Succeeded != 5 || len(each.Items) != 5 {
+		t.Fatalf("item results %+v", each)
+	}
+}
+
+func TestForEachFromAStepTolerateAndFailFast(t *testing.T) {
+	src := "name: fe\nsteps:\n  - {id: find, capability: x.a}\n  - {id: each, capability: x.b, for_each: '${steps.find.data.files}', as: file, %s with: {p: '${file}'}}\n  - {id: after, capability: x.c, needs: [each]}\n"
+	files := data(map[string]any{"files": []any{"a", "b", "c", "d"}})
+	res, f := execute(t, fmtS(src, "tolerate: {failures: 1},"), map[string]behaviour{"find": files, "each[1]": fail(caperr.TestFailure)})
+	each := stepResult(res, "each")
+	d := each.Envelope.Data.(map[string]any)
+	if res.Status != wfapi.StatusPassed || each.Status != wfapi.StepSucceeded || d["failed"] != float64(1) || d["items"].([]any)[1] != nil || f.calls["decide-each"] != 1 {
+		t.Fatalf("tolerated: %s [%s] %v calls %v", res.Status, states(res), d, f.calls)
+	}
+	res, _ = execute(t, fmtS(src, ""), map[string]behaviour{"find": files, "each[1]": fail(caperr.TestFailure)})
+	each = stepResult(res, "each")
+	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || each.Envelope.Error.Code != caperr.TestFailure || !strings.Contains(each.Envelope.Message, "tolerate 0") {
+		t.Fatalf("not tolerated: %s [%s] %+v", res.Status, states(res), each.Envelope)
+	}
+	if stepResult(res, "after").Status != wfapi.StepSkipped {
+		t.Fatalf("after: %s", states(res))
+	}
+	// An empty list succeeds with count 0.
+	res, _ = execute(t, fmtS(src, ""), map[string]behaviour{"find": data(map[string]any{"files": []any{}})})
+	if each = stepResult(res, "each"); res.Status != wfapi.StatusPassed || each.Envelope.Data.(map[string]any)["count"] != float64(0) {
+		t.Fatalf("empty: %s [%s]", res.Status, states(res))
+	}
+}
+
+func TestWhen(t *testing.T) {
+	src := "name: w\ninputs: {notify: {type: boolean, default: false}}\nsteps:\n  - {id: count, capability: x.a}\n  - {id: big, capability: x.b, when: 'steps.count.data.n > 3'}\n  - {id: notify, capability: x.c, when: 'inputs.notify'}\n  - {id: last, capability: x.d, needs: [big, notify]}\n"
+	res, f := execute(t, src, map[string]behaviour{"count": data(map[string]any{"n": float64(5)})})
+	if states(res) != "count=succeeded big=succeeded notify=skipped last=succeeded" || stepResult(res, "notify").Reason != "when: false" || res.Status != wfapi.StatusPassed {
+		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+	if f.calls["notify"] != 0 || f.calls["big"] != 1 {
+		t.Fatalf("calls %v", f.calls)
+	}
+	// Both conditions false: the join over only skipped steps is satisfied.
+	res, _ = execute(t, src, map[string]behaviour{"count": data(map[string]any{"n": float64(1)})})
+	if states(res) != "count=succeeded big=skipped notify=skipped last=succeeded" || res.Status != wfapi.StatusPassed {
+		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+	// A condition over the item filters items.
+	src = "name: w\nsteps:\n  - {id: each, capability: x.a, for_each: [a.webm, b.txt, c.webm], when: 'item.endsWith(\".webm\")'}\n"
+	res, f = execute(t, src, nil)
+	each := stepResult(res, "each")
+	if res.Status != wfapi.StatusPassed || f.calls["each[1]"] != 0 || f.calls["each[0]"] != 1 || each.ItemCounts.Skipped != 1 || each.Items[1].Reason != "when: false" {
+		t.Fatalf("%s %+v calls %v", res.Status, each, f.calls)
 	}
 }

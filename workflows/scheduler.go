@@ -32,6 +32,11 @@ type stepState struct {
 	ended   time.Time
 	cancel  workflow.CancelFunc
 	future  workflow.Future
+	// whenFalse: skipped because its condition was false; such a step is
+	// left out of its dependents' joins.
+	whenFalse bool
+	// fe is the state of a for_each step's items (nil for other steps).
+	fe *forEach
 }
 
 type scheduler struct {
@@ -43,7 +48,12 @@ type scheduler struct {
 	dependents map[string][]string
 	sel        workflow.Selector
 	ready      []string // dependencies done and join satisfied, waiting for a slot; sorted
-	count      map[wfapi.StepState]int
+	// work lists running for_each steps that have items left to start.
+	work  []string
+	count map[wfapi.StepState]int
+	// inflight counts activities running (steps, items, decisions): the
+	// plan's max_parallel bounds it.
+	inflight int
 	// timerPending is true while the max_run_seconds timer is unresolved.
 	timerPending bool
 	stopped      bool
@@ -117,7 +127,7 @@ func (s *scheduler) run() {
 		if !s.stopped {
 			s.startReady()
 		}
-		if stopTimer != nil && s.activeSteps() == 0 {
+		if stopTimer != nil && s.inflight == 0 {
 			// No step runs and none can start: the deadline timer is all
 			// that is left. Cancel it; its future resolves and ends the loop.
 			stopTimer()
@@ -140,24 +150,27 @@ func (s *scheduler) run() {
 // active counts what the selector can still deliver: running steps and
 // the deadline timer.
 func (s *scheduler) active() int {
-	n := s.count[wfapi.StepRunning]
+	n := s.inflight
 	if s.timerPending {
 		n++
 	}
 	return n
 }
 
-// activeSteps counts running steps only.
-func (s *scheduler) activeSteps() int { return s.count[wfapi.StepRunning] }
+// full reports whether the plan's max_parallel is reached.
+func (s *scheduler) full() bool { return s.rr.MaxParallel > 0 && s.inflight >= s.rr.MaxParallel }
 
 // counts returns how many of a step's dependencies succeeded, ended
-// otherwise, and are not finished.
+// otherwise, and are not finished; dependencies skipped by a false
+// condition count in none (they are left out of the join).
 func (s *scheduler) counts(st *stepState) (succ, bad, open int) {
 	for _, d := range st.step.Deps {
-		switch s.steps[d].status {
-		case wfapi.StepSucceeded:
+		ds := s.steps[d]
+		switch {
+		case ds.whenFalse:
+		case ds.status == wfapi.StepSucceeded:
 			succ++
-		case wfapi.StepPending, wfapi.StepRunning:
+		case ds.status == wfapi.StepPending || ds.status == wfapi.StepRunning:
 			open++
 		default:
 			bad++
@@ -166,9 +179,21 @@ func (s *scheduler) counts(st *stepState) (succ, bad, open int) {
 	return
 }
 
-func required(st wfapi.ResolvedStep) int {
-	p := plan.Step{Join: st.Join, Deps: st.Deps}
-	return p.Required()
+// required is how many dependencies must succeed, over those that count
+// (a join over only steps skipped by their condition is satisfied).
+func (s *scheduler) required(st *stepState) int {
+	var deps []string
+	for _, d := range st.step.Deps {
+		if !s.steps[d].whenFalse {
+			deps = append(deps, d)
+		}
+	}
+	p := plan.Step{Join: st.step.Join, Deps: deps}
+	n := p.Required()
+	if n > len(deps) {
+		n = len(deps)
+	}
+	return n
 }
 
 // examine decides a pending step: skip it when its join can no longer be
@@ -183,7 +208,7 @@ func (s *scheduler) examine(id string) {
 			continue
 		}
 		succ, _, open := s.counts(st)
-		need := required(st.step)
+		need := s.required(st)
 		switch {
 		case succ+open < need:
 			reason := s.skipReason(st, need)
@@ -204,24 +229,52 @@ func (s *scheduler) examine(id string) {
 	}
 }
 
-// startReady starts queued steps in id order, up to max_parallel.
+// startReady starts queued steps in id order, then items of running
+// for_each steps, up to max_parallel.
 func (s *scheduler) startReady() {
 	for len(s.ready) > 0 && !s.stopped {
-		if s.rr.MaxParallel > 0 && s.activeSteps() >= s.rr.MaxParallel {
+		if s.full() {
 			return
 		}
 		id := s.ready[0]
 		s.ready = s.ready[1:]
 		if st := s.steps[id]; st.status == wfapi.StepPending {
-			s.start(st)
+			s.begin(st)
 		}
 	}
+	s.startItems()
+}
+
+// begin starts a ready step: its condition first, then its items (a
+// for_each step) or its one activity.
+func (s *scheduler) begin(st *stepState) {
+	step := st.step
+	if step.ForEach != nil || step.When != "" {
+		if step.ForEach == nil {
+			if run, ok := s.evalWhen(st); ok {
+				if !run {
+					s.skipWhenFalse(st)
+					return
+				}
+				s.start(st)
+				return
+			}
+		} else if list, ok := step.ForEach.([]any); ok && step.When == "" {
+			s.move(st, wfapi.StepRunning, "")
+			st.started = workflow.Now(s.ctx)
+			s.expand(st, &wfapi.DecideResult{Run: true, Count: len(list)})
+			return
+		}
+		s.decide(st)
+		return
+	}
+	s.start(st)
 }
 
 func (s *scheduler) skipReason(st *stepState, need int) string {
 	var bad []string
 	for _, d := range st.step.Deps {
-		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning {
+		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning && !s.steps[d].whenFalse {
 			bad = append(bad, d+" "+string(ds))
 		}
 	}
@@ -229,7 +282,27 @@ func (s *scheduler) skipReason(st *stepState, need int) string {
 }
 
 func (s *scheduler) start(st *stepState) {
+	s.inflight++
 	step := st.step
+	opts := s.activityOptions(step)
+	if st.reruns > 0 {
+		opts.ActivityID = fmt.Sprintf("step-%s-rerun-%d", step.ID, st.reruns)
+	}
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
+	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
+		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
+	in.Inputs, in.Deps = s.referenced(step.With)
+	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
+	st.cancel = cancel
+	st.started = workflow.Now(s.ctx)
+	s.move(st, wfapi.StepRunning, "")
+	id := step.ID
+	s.sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
+}
+
+// activityOptions are a step's (or item's) activity options: its timeouts
+// and retry policy, its readable summary.
+func (s *scheduler) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOptions {
 	// No heartbeat timeout unless the tool or plan asks for one: each
 	// one costs the server a timer per activity (measured: a 500-step
 	// fan-out ran 1.3-1.5x slower than a minimal workflow with a 10s
@@ -251,57 +324,12 @@ func (s *scheduler) start(st *stepState) {
 			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
 		},
 	}
-	if st.reruns > 0 {
-		opts.ActivityID = fmt.Sprintf("step-%s-rerun-%d", step.ID, st.reruns)
-	}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
-	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
-		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
-	// Only what the step references travels with it: history grows with
-	// every activity input, so a 500-step fan-out must not carry the plan's
-	// inputs 500 times.
-	plan.CollectRefs(step.With, nil, func(_ []string, tpl plan.Template, err error) {
-		if err != nil {
-			return
-		}
-		for _, r := range tpl.Refs() {
-			switch r.Kind {
-			case "inputs":
-				if v, ok := s.rr.Inputs[r.Name]; ok {
-					if in.Inputs == nil {
-						in.Inputs = map[string]any{}
-					}
-					in.Inputs[r.Name] = v
-				}
-			case "steps":
-				ds := s.steps[r.Name]
-				if ds == nil {
-					continue
-				}
-				o := wfapi.StepOutcome{Success: ds.status == wfapi.StepSucceeded}
-				if o.Success && r.Field == "data" {
-					o.DataFile, o.DataSHA256 = ds.dataFile, ds.dataSHA
-					if ds.env != nil && ds.dataFile == "" {
-						o.Data = ds.env.Data
-					}
-				}
-				if in.Deps == nil {
-					in.Deps = map[string]wfapi.StepOutcome{}
-				}
-				in.Deps[r.Name] = o
-			}
-		}
-	})
-	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
-	st.cancel = cancel
-	st.started = workflow.Now(s.ctx)
-	s.move(st, wfapi.StepRunning, "")
-	id := step.ID
-	s.sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
+	return opts
 }
 
 // complete records a finished activity.
 func (s *scheduler) complete(id string, f workflow.Future) {
+	s.inflight--
 	st := s.steps[id]
 	var out wfapi.RunToolResult
 	err := f.Get(s.ctx, &out)
@@ -470,7 +498,7 @@ func (s *scheduler) absorbed(st *stepState) bool {
 			return false
 		}
 		succ, _, open := s.counts(ds)
-		if ds.status == wfapi.StepPending && succ+open < required(ds.step) {
+		if ds.status == wfapi.StepPending && succ+open < s.required(ds) {
 			return false
 		}
 	}
@@ -516,7 +544,13 @@ func (s *scheduler) stop(reason string) {
 		st := s.steps[id]
 		switch st.status {
 		case wfapi.StepRunning:
-			st.cancel()
+			if st.fe != nil {
+				s.abandonItems(st, reason)
+				continue
+			}
+			if st.cancel != nil {
+				st.cancel()
+			}
 		case wfapi.StepPending:
 			to := wfapi.StepSkipped
 			if s.cancelled {
@@ -572,6 +606,10 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		if withEnvelopes {
 			r.Envelope = st.env
 		}
+		if st.fe != nil {
+			c := itemCounts(st.fe)
+			r.ItemCounts, r.Items = &c, itemResults(st.fe)
+		}
 		out = append(out, r)
 	}
 	return out
@@ -583,4 +621,79 @@ func (s *scheduler) details() {
 	done := s.count[wfapi.StepSucceeded] + s.count[wfapi.StepFailed] + s.count[wfapi.StepSkipped] + s.count[wfapi.StepCancelled]
 	workflow.SetCurrentDetails(s.ctx, fmt.Sprintf("**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.ids),
 		s.count[wfapi.StepFailed], s.count[wfapi.StepSkipped], s.count[wfapi.StepRunning]))
+}
+
+// referenced collects what the given values reference: the plan inputs and
+// the outcomes of earlier steps. Only that travels with an activity:
+// history grows with every activity input, so a 500-step fan-out must not
+// carry the plan's inputs 500 times.
+func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.StepOutcome) {
+	var inputs map[string]any
+	var deps map[string]wfapi.StepOutcome
+	addStep := func(id string, withData bool) {
+		ds := s.steps[id]
+		if ds == nil {
+			return
+		}
+		if deps == nil {
+			deps = map[string]wfapi.StepOutcome{}
+		}
+		o := deps[id]
+		o.Success, o.Status = ds.status == wfapi.StepSucceeded, ds.status
+		if o.Success && withData {
+			o.DataFile, o.DataSHA256 = ds.dataFile, ds.dataSHA
+			if ds.env != nil && ds.dataFile == "" {
+				o.Data = ds.env.Data
+			}
+		}
+		deps[id] = o
+	}
+	for _, v := range values {
+		if when, ok := v.(whenExpr); ok {
+			for _, id := range plan.WhenSteps(string(when)) {
+				addStep(id, true)
+			}
+			for _, name := range sortedKeys(s.rr.Inputs) {
+				if inputs == nil {
+					inputs = map[string]any{}
+				}
+				inputs[name] = s.rr.Inputs[name]
+			}
+			continue
+		}
+		plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
+			if err != nil {
+				return
+			}
+			for _, r := range tpl.Refs() {
+				switch r.Kind {
+				case plan.RefInputs:
+					if v, ok := s.rr.Inputs[r.Name]; ok {
+						if inputs == nil {
+							inputs = map[string]any{}
+						}
+						inputs[r.Name] = v
+					}
+				case plan.RefSteps:
+					addStep(r.Name, r.Field == "data")
+				}
+			}
+		})
+	}
+	return inputs, deps
+}
+
+// whenExpr marks a condition among the values passed to referenced: a
+// condition reads whole steps and any input.
+type whenExpr string
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	// Collecting keys to sort them is order-independent.
+	//workflowcheck:ignore
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

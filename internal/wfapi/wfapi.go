@@ -19,6 +19,7 @@ const (
 	ResolveActivity  = "Resolve"
 	RouteActivity    = "Route"
 	RunToolActivity  = "RunTool"
+	DecideActivity   = "Decide"
 	FinalizeActivity = "Finalize"
 	ProgressQuery    = "progress"
 
@@ -90,6 +91,12 @@ type ResolvedStep struct {
 	OnFailure  string         `json:"on_failure"`
 	Critical   bool           `json:"critical,omitempty"`
 	With       map[string]any `json:"with,omitempty"`
+	// Control flow (contracts section 11).
+	ForEach     any            `json:"for_each,omitempty"`
+	ItemName    string         `json:"item_name,omitempty"`
+	MaxParallel int            `json:"max_parallel,omitempty"`
+	Tolerate    *plan.Tolerate `json:"tolerate,omitempty"`
+	When        string         `json:"when,omitempty"`
 }
 
 // StepSummary is the activity summary the Web UI shows.
@@ -132,6 +139,7 @@ type ResolveResult struct {
 	Problems      []preflight.Problem     `json:"problems,omitempty"`
 	Notes         []string                `json:"notes,omitempty"`
 	RunDir        string                  `json:"run_dir"`
+	Outputs       map[string]string       `json:"outputs,omitempty"`
 	Route         *RouteInfo              `json:"route,omitempty"`
 	PlanValue     any                     `json:"plan_value,omitempty"`
 	// SearchAttributes is true when the server has CapflowPlan and
@@ -143,6 +151,8 @@ type ResolveResult struct {
 // data lives in DataFile instead of Data.
 type StepOutcome struct {
 	Success  bool   `json:"success"`
+	// Status is the step's state (conditions read it).
+	Status   StepState `json:"status,omitempty"`
 	Data     any    `json:"data,omitempty"`
 	DataFile string `json:"data_file,omitempty"`
 	// DataSHA256 is the stored file's digest, recorded in history: a
@@ -159,6 +169,59 @@ type StepCall struct {
 	Digest     string         `json:"digest"`
 	Idempotent bool           `json:"idempotent,omitempty"`
 	With       map[string]any `json:"with,omitempty"`
+	// Item is set for one item of a for_each step: the activity evaluates
+	// the step's list (ForEach) and takes element Index as ItemName.
+	Item *ItemCall `json:"item,omitempty"`
+}
+
+// ItemCall names one item of a for_each step.
+type ItemCall struct {
+	ForEach  any    `json:"for_each"`
+	ItemName string `json:"item_name"`
+	Index    int    `json:"index"`
+}
+
+// ItemLabel is how an item appears in status, reports and the Web UI.
+func ItemLabel(step string, index int) string { return fmt.Sprintf("%s[%d]", step, index) }
+
+// DecideInput asks the Decide activity to evaluate a step's for_each list
+// (its length, and which items' `when` holds) or its `when` alone, where
+// the data it reads may live in files the workflow cannot open.
+type DecideInput struct {
+	StepID   string                 `json:"step_id"`
+	ForEach  any                    `json:"for_each,omitempty"`
+	ItemName string                 `json:"item_name,omitempty"`
+	When     string                 `json:"when,omitempty"`
+	Inputs   map[string]any         `json:"inputs,omitempty"`
+	Deps     map[string]StepOutcome `json:"deps,omitempty"`
+}
+
+// DecideResult is the Decide activity's answer.
+type DecideResult struct {
+	// Run is the step's `when` (true without one); for a for_each step,
+	// whether any item runs.
+	Run bool `json:"run"`
+	// Count is the for_each list's length; Skip the items whose `when` is
+	// false.
+	Count int   `json:"count"`
+	Skip  []int `json:"skip,omitempty"`
+}
+
+// ItemResult is one for_each item in the result and the progress query.
+type ItemResult struct {
+	Index    int       `json:"index"`
+	Status   StepState `json:"status"`
+	Attempts int       `json:"attempts,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// ItemCounts summarise a for_each step's items.
+type ItemCounts struct {
+	Count     int `json:"count"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	Running   int `json:"running"`
 }
 
 // RunToolInput is the RunTool activity's input. References in Step.With
@@ -207,12 +270,22 @@ type StepResult struct {
 	DurationMS int64              `json:"duration_ms,omitempty"`
 	DataFile   string             `json:"data_file,omitempty"`
 	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
+	// For a for_each step: its items' counts, and each item (up to
+	// MaxItemResults; the report has them all).
+	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`
+	Items      []ItemResult `json:"items,omitempty"`
 }
+
+// MaxItemResults bounds the items listed per step in the result.
+const MaxItemResults = 200
 
 // ReportPaths are the files Finalize writes.
 type ReportPaths struct {
 	JSON     string `json:"json"`
 	Markdown string `json:"markdown"`
+	// Outputs (Finalize's answer only): the plan's outputs, evaluated
+	// where stored data can be read.
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 // Result is the PlanWorkflow's result.
@@ -229,6 +302,8 @@ type Result struct {
 	Problems   []preflight.Problem     `json:"problems,omitempty"`
 	Route      *RouteInfo              `json:"route,omitempty"`
 	Report     ReportPaths             `json:"report"`
+	// Outputs are the plan's outputs, evaluated when the run ended.
+	Outputs map[string]any `json:"outputs,omitempty"`
 	StartedAt  string                  `json:"started_at"`
 	EndedAt    string                  `json:"ended_at,omitempty"`
 	DurationMS int64                   `json:"duration_ms"`

@@ -1,0 +1,58 @@
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/expr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Decide evaluates what the workflow cannot evaluate itself because the
+// data lives in files: a for_each step's list (its length, and the items
+// whose `when` is false) or a step's `when`. Its answer is recorded in
+// history, so the decision replays.
+func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.DecideResult, error) {
+	fail := func(err error) (*wfapi.DecideResult, error) {
+		code := caperr.CodeOf(err)
+		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(code).Retryable})
+	}
+	scope, _, err := loadScope(in.Inputs, in.Deps)
+	if err != nil {
+		return fail(err)
+	}
+	steps := conditionSteps(in.Deps, scope.Steps)
+	if in.ForEach == nil {
+		run := true
+		if in.When != "" {
+			if run, err = expr.Eval(in.When, scope.Inputs, steps, "", nil, 0); err != nil {
+				return fail(caperr.New(caperr.InvalidInput, "when %q: %v", in.When, err))
+			}
+		}
+		return &wfapi.DecideResult{Run: run}, nil
+	}
+	list, err := listOf(scope, in.ForEach)
+	if err != nil {
+		return fail(err)
+	}
+	out := &wfapi.DecideResult{Count: len(list)}
+	for i, item := range list {
+		if in.When == "" {
+			continue
+		}
+		if i%256 == 0 && ctx.Err() != nil {
+			return fail(caperr.New(caperr.Cancelled, "cancelled"))
+		}
+		ok, err := expr.Eval(in.When, scope.Inputs, steps, in.ItemName, item, i)
+		if err != nil {
+			return fail(caperr.New(caperr.InvalidInput, "when %q (item %d): %v", in.When, i, err))
+		}
+		if !ok {
+			out.Skip = append(out.Skip, i)
+		}
+	}
+	out.Run = len(out.Skip) < out.Count || out.Count == 0
+	return out, nil
+}

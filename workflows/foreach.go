@@ -1,0 +1,362 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/expr"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// forEach is a for_each step's items. The items are the step's
+// activities; the step is running until every item has ended.
+type forEach struct {
+	items   []*itemState
+	next    int // the next item to consider starting
+	running int
+}
+
+type itemState struct {
+	status   wfapi.StepState
+	attempts int
+	reason   string
+	env      *envelope.Envelope
+	cancel   workflow.CancelFunc
+	started  bool
+}
+
+// maxAggregate bounds the aggregate data a for_each step keeps in history;
+// beyond it the items' data is left out (each item's own result has it).
+const maxAggregate = 256 << 10
+
+// evalWhen evaluates a step's condition in the workflow. ok is false when
+// a step it reads stored its data in a file: then the Decide activity
+// evaluates it.
+func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
+	inputs, deps := s.referenced(whenExpr(st.step.When))
+	steps := map[string]any{}
+	for _, id := range sortedOutcomes(deps) {
+		o := deps[id]
+		if o.DataFile != "" {
+			return false, false
+		}
+		steps[id] = map[string]any{"data": o.Data, "success": o.Success, "status": string(o.Status)}
+	}
+	// Pure: CEL over the values recorded in history.
+	//workflowcheck:ignore
+	run, err := expr.Eval(st.step.When, inputs, steps, "", nil, 0)
+	if err != nil {
+		st.env = s.synthEnvelope(st.step.Tool, caperr.InvalidInput, fmt.Sprintf("when %q: %v", st.step.When, err))
+		st.started = workflow.Now(s.ctx)
+		s.move(st, wfapi.StepRunning, "")
+		s.move(st, wfapi.StepFailed, st.env.Message)
+		s.checkStop()
+		s.afterEnd(st.step.ID)
+		return false, true
+	}
+	if !run {
+		s.skipWhenFalse(st)
+		return false, true
+	}
+	return true, true
+}
+
+func sortedOutcomes(m map[string]wfapi.StepOutcome) []string {
+	out := make([]string, 0, len(m))
+	//workflowcheck:ignore
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// skipWhenFalse ends a step whose condition is false: skipped, never a
+// failure, left out of its dependents' joins.
+func (s *scheduler) skipWhenFalse(st *stepState) {
+	if st.status != wfapi.StepPending && st.status != wfapi.StepRunning {
+		return
+	}
+	st.whenFalse = true
+	s.move(st, wfapi.StepSkipped, "when: false")
+	s.afterEnd(st.step.ID)
+}
+
+// afterEnd re-examines the dependents of a step that just ended.
+func (s *scheduler) afterEnd(id string) {
+	for _, d := range s.dependents[id] {
+		s.examine(d)
+	}
+}
+
+// decide asks the Decide activity for a for_each step's items (or a
+// condition over stored data).
+func (s *scheduler) decide(st *stepState) {
+	step := st.step
+	s.inflight++
+	in := wfapi.DecideInput{StepID: step.ID, ForEach: step.ForEach, ItemName: step.ItemName, When: step.When}
+	in.Inputs, in.Deps = s.referenced(step.ForEach, whenExpr(step.When))
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
+		Summary: step.ID + " · decide: for_each items and when",
+	}))
+	st.cancel = cancel
+	st.started = workflow.Now(s.ctx)
+	s.move(st, wfapi.StepRunning, "")
+	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, in)
+	id := step.ID
+	s.sel.AddFuture(f, func(f workflow.Future) {
+		s.inflight--
+		st := s.steps[id]
+		var out wfapi.DecideResult
+		if err := f.Get(s.ctx, &out); err != nil {
+			var canceled *temporal.CanceledError
+			if errors.As(err, &canceled) || s.stopped {
+				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+				s.move(st, wfapi.StepCancelled, s.stopReason)
+				s.afterEnd(id)
+				return
+			}
+			s.failure(st, err)
+			s.move(st, wfapi.StepFailed, st.env.Message)
+			s.checkStop()
+			s.afterEnd(id)
+			return
+		}
+		if st.step.ForEach == nil {
+			if !out.Run {
+				s.skipWhenFalse(st)
+				return
+			}
+			s.move(st, wfapi.StepPending, "")
+			s.start(st)
+			return
+		}
+		s.expand(st, &out)
+	})
+}
+
+// expand creates a running for_each step's items.
+func (s *scheduler) expand(st *stepState, d *wfapi.DecideResult) {
+	fe := &forEach{items: make([]*itemState, d.Count)}
+	for i := range fe.items {
+		fe.items[i] = &itemState{status: wfapi.StepPending}
+	}
+	for _, i := range d.Skip {
+		if i >= 0 && i < d.Count {
+			fe.items[i].status, fe.items[i].reason = wfapi.StepSkipped, "when: false"
+		}
+	}
+	st.fe = fe
+	if s.finishIfDone(st) {
+		return
+	}
+	s.work = insertSorted(s.work, st.step.ID)
+}
+
+func insertSorted(list []string, id string) []string {
+	i := sort.SearchStrings(list, id)
+	if i < len(list) && list[i] == id {
+		return list
+	}
+	list = append(list, "")
+	copy(list[i+1:], list[i:])
+	list[i] = id
+	return list
+}
+
+// startItems starts items of running for_each steps, in step id order,
+// within the plan's and each step's max_parallel.
+func (s *scheduler) startItems() {
+	for k := 0; k < len(s.work) && !s.stopped; {
+		st := s.steps[s.work[k]]
+		fe := st.fe
+		limit := st.step.MaxParallel
+		for fe.next < len(fe.items) && !s.full() && (limit <= 0 || fe.running < limit) {
+			it := fe.items[fe.next]
+			if it.status == wfapi.StepPending {
+				s.startItem(st, fe.next)
+			}
+			fe.next++
+		}
+		if fe.next >= len(fe.items) {
+			s.work = append(s.work[:k], s.work[k+1:]...)
+			continue
+		}
+		if s.full() {
+			return
+		}
+		k++
+	}
+}
+
+func (s *scheduler) startItem(st *stepState, index int) {
+	step := st.step
+	it := st.fe.items[index]
+	s.inflight++
+	st.fe.running++
+	label := wfapi.ItemLabel(step.ID, index)
+	opts := s.activityOptions(step)
+	opts.ActivityID = "step-" + label
+	opts.Summary = wfapi.StepSummary(label, step.Capability, step.Tool, step.Version)
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
+	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
+		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With,
+			Item: &wfapi.ItemCall{ForEach: step.ForEach, ItemName: step.ItemName, Index: index}}}
+	in.Inputs, in.Deps = s.referenced(step.With, step.ForEach)
+	it.cancel, it.started, it.status = cancel, true, wfapi.StepRunning
+	f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
+	id := step.ID
+	s.sel.AddFuture(f, func(f workflow.Future) { s.completeItem(id, index, f) })
+}
+
+func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
+	s.inflight--
+	st := s.steps[id]
+	st.fe.running--
+	it := st.fe.items[index]
+	var out wfapi.RunToolResult
+	err := f.Get(s.ctx, &out)
+	switch {
+	case err == nil:
+		env := out.Envelope
+		it.env, it.attempts, it.status = &env, int(out.Attempt), wfapi.StepSucceeded
+	default:
+		// The item's failure decoded like a step's (codes, attempts).
+		tmp := &stepState{step: st.step}
+		s.failure(tmp, err)
+		it.env, it.attempts, it.reason = tmp.env, tmp.attempts, tmp.env.Message
+		it.status = wfapi.StepFailed
+		if tmp.env.Error != nil && tmp.env.Error.Code == caperr.Cancelled && (s.stopped || s.cancelled) {
+			it.status = wfapi.StepCancelled
+		}
+	}
+	if !s.finishIfDone(st) && it.status == wfapi.StepFailed && s.itemFailuresExceeded(st) && s.rr.FailurePolicy != plan.ContinueAll {
+		// More items failed than tolerated: under fail_fast and
+		// critical_path the step's outcome is known; stop its other items.
+		s.abandonItems(st, "more items failed than tolerate allows")
+	}
+}
+
+// itemFailuresExceeded reports whether more items failed than tolerated.
+func (s *scheduler) itemFailuresExceeded(st *stepState) bool {
+	c := itemCounts(st.fe)
+	return c.Failed > st.step.Tolerate.Allowed(c.Count-c.Skipped)
+}
+
+// abandonItems cancels a for_each step's running items and drops the ones
+// not started.
+func (s *scheduler) abandonItems(st *stepState, reason string) {
+	for _, it := range st.fe.items {
+		switch {
+		case it.status == wfapi.StepRunning && it.cancel != nil:
+			it.cancel()
+		case it.status == wfapi.StepPending:
+			it.status, it.reason = wfapi.StepCancelled, "not started: "+reason
+		}
+	}
+	s.finishIfDone(st)
+}
+
+func itemCounts(fe *forEach) wfapi.ItemCounts {
+	c := wfapi.ItemCounts{Count: len(fe.items)}
+	for _, it := range fe.items {
+		switch it.status {
+		case wfapi.StepSucceeded:
+			c.Succeeded++
+		case wfapi.StepFailed:
+			c.Failed++
+		case wfapi.StepSkipped:
+			c.Skipped++
+		case wfapi.StepRunning:
+			c.Running++
+		}
+	}
+	return c
+}
+
+// finishIfDone ends a for_each step whose items have all ended: its data
+// is {count, succeeded, failed, items}; it fails when more items failed
+// than tolerate allows.
+func (s *scheduler) finishIfDone(st *stepState) bool {
+	if st.status != wfapi.StepRunning {
+		return false
+	}
+	cancelled := 0
+	for _, it := range st.fe.items {
+		switch it.status {
+		case wfapi.StepPending, wfapi.StepRunning:
+			return false
+		case wfapi.StepCancelled:
+			cancelled++
+		}
+	}
+	c := itemCounts(st.fe)
+	items := make([]any, len(st.fe.items))
+	var firstFail *itemState
+	for i, it := range st.fe.items {
+		if it.status == wfapi.StepSucceeded && it.env != nil {
+			items[i] = it.env.Data
+		}
+		if it.status == wfapi.StepFailed && firstFail == nil {
+			firstFail = it
+		}
+	}
+	data := map[string]any{"count": c.Count, "succeeded": c.Succeeded, "failed": c.Failed, "items": items}
+	if b, _ := json.Marshal(data); len(b) > maxAggregate {
+		data["items"] = []any{}
+		data["items_omitted"] = fmt.Sprintf("%d bytes of item data: see each item's result in the report", len(b))
+	}
+	allowed := st.step.Tolerate.Allowed(c.Count - c.Skipped)
+	msg := fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
+	id := st.step.ID
+	switch {
+	case cancelled > 0 && (s.stopped || s.cancelled) && c.Failed <= allowed:
+		env := s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+		env.Data = data
+		st.env = env
+		s.move(st, wfapi.StepCancelled, s.stopReason)
+	case c.Failed > allowed || cancelled > 0:
+		code := caperr.ToolFailure
+		if firstFail != nil && firstFail.env != nil && firstFail.env.Error != nil {
+			code = firstFail.env.Error.Code
+		}
+		why := fmt.Sprintf("%s (tolerate %d)", msg, allowed)
+		if firstFail != nil {
+			why += ": first failure: " + firstFail.reason
+		}
+		env := s.synthEnvelope(st.step.Tool, code, why)
+		env.Data = data
+		st.env = env
+		s.move(st, wfapi.StepFailed, why)
+		s.checkStop()
+	default:
+		ts := envelope.Timestamp(workflow.Now(s.ctx))
+		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: msg, Data: data,
+			Feedback: []envelope.Feedback{{Phase: "items", Level: envelope.LevelInfo, Message: msg, Timestamp: ts}}}
+		s.move(st, wfapi.StepSucceeded, "")
+	}
+	st.attempts = 1
+	s.afterEnd(id)
+	return true
+}
+
+// itemResults lists a for_each step's items for the result.
+func itemResults(fe *forEach) []wfapi.ItemResult {
+	n := min(len(fe.items), wfapi.MaxItemResults)
+	out := make([]wfapi.ItemResult, 0, n)
+	for i := 0; i < n; i++ {
+		it := fe.items[i]
+		out = append(out, wfapi.ItemResult{Index: i, Status: it.status, Attempts: it.attempts, Reason: it.reason})
+	}
+	return out
+}
