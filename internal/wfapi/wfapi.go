@@ -150,11 +150,11 @@ type ResolveResult struct {
 // StepOutcome is what a later step can reference of a finished one. Large
 // data lives in DataFile instead of Data.
 type StepOutcome struct {
-	Success  bool   `json:"success"`
+	Success bool `json:"success"`
 	// Status is the step's state (conditions read it).
 	Status   StepState `json:"status,omitempty"`
-	Data     any    `json:"data,omitempty"`
-	DataFile string `json:"data_file,omitempty"`
+	Data     any       `json:"data,omitempty"`
+	DataFile string    `json:"data_file,omitempty"`
 	// DataSHA256 is the stored file's digest, recorded in history: a
 	// consumer refuses a file that is missing or was altered.
 	DataSHA256 string `json:"data_sha256,omitempty"`
@@ -303,10 +303,10 @@ type Result struct {
 	Route      *RouteInfo              `json:"route,omitempty"`
 	Report     ReportPaths             `json:"report"`
 	// Outputs are the plan's outputs, evaluated when the run ended.
-	Outputs map[string]any `json:"outputs,omitempty"`
-	StartedAt  string                  `json:"started_at"`
-	EndedAt    string                  `json:"ended_at,omitempty"`
-	DurationMS int64                   `json:"duration_ms"`
+	Outputs    map[string]any `json:"outputs,omitempty"`
+	StartedAt  string         `json:"started_at"`
+	EndedAt    string         `json:"ended_at,omitempty"`
+	DurationMS int64          `json:"duration_ms"`
 }
 
 // FinalizeInput is the Finalize activity's input.
