@@ -41,9 +41,11 @@ var (
 	// lookahead): the caller checks it, so "a.webm b.webm" yields both.
 	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))`)
 	folderRe = regexp.MustCompile(`(?i)(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
-	dirRe    = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?((?:\.{0,2}/)?(?:[\w.\-]+/)+)`)
-	allRe    = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
-	spaceRe  = regexp.MustCompile(`\s+`)
+	// A folder: "./x", "../x/y" or "/x" (the last slash optional), or bare
+	// components each ending in a slash ("rec/", "a/b/").
+	dirRe   = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?(\.{0,2}/(?:[\w.\-]+/?)*|(?:[\w.\-]+/)+)`)
+	allRe   = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
+	spaceRe = regexp.MustCompile(`\s+`)
 )
 
 // Normalize lowercases, trims and collapses white space; URLs keep their

@@ -59,7 +59,8 @@ func TestShippedRules(t *testing.T) {
 		{"Скачай видео https://youtu.be/x и загрузи на диск", "video-to-drive", "youtube.download,drive.upload", `url: "https://youtu.be/x"`},
 		{"download this video https://youtu.be/x", "video-download", "youtube.download", "youtube.download"},
 		{"grab https://disk.yandex.ru/d/abc please", "public-disk-download", "yadisk.download", "disk.yandex.ru/d/abc"},
-		{"convert all webm in rec/ to mp4", "webm-to-mp4", "video.convert,video.convert", `input: "rec/b.webm"`},
+		{"convert all webm in rec/ to mp4", "webm-to-mp4", "file.list,video.convert", `for_each: "${steps.find.data.files}"`},
+		{"convert all webm files in ./incoming to mp4", "webm-to-mp4", "file.list,video.convert", `dir: "incoming"`},
 		{"перекодируй talk.webm в mp4", "webm-to-mp4", "video.convert", `input: "talk.webm"`},
 		{"upload report.pdf and notes.txt to the drive", "drive-upload", "drive.upload,drive.upload", `file: "notes.txt"`},
 		{"what is the sha256 of go.sum?", "checksum", "file.checksum", `path: "go.sum"`},
@@ -97,7 +98,13 @@ func TestNoRoute(t *testing.T) {
 	if !strings.Contains(res.Message, "no route") || len(res.Closest) == 0 || !strings.Contains(res.Message, "closest intents: ") {
 		t.Fatalf("%+v", res)
 	}
+	// mode all is a run-time fan-out: a folder that is empty (or not
+	// there yet) still gives a plan; naming no file in mode selected does not.
 	res, _ = r.Route(context.Background(), "convert all webm in nowhere/ to mp4")
+	if res.Plan == nil || res.Plan.Steps[1].ForEach == nil {
+		t.Fatalf("%+v", res)
+	}
+	res, _ = r.Route(context.Background(), "convert the webm recordings to mp4")
 	if res.Plan != nil || !strings.Contains(res.Message, "webm-to-mp4 matched but found no .webm files") {
 		t.Fatalf("%+v", res)
 	}

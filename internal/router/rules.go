@@ -275,6 +275,21 @@ func funcs(root *string) template.FuncMap {
 			}
 			return matches, nil
 		},
+		// indir returns dir, relative to the project, or refuses a folder
+		// outside it (the request is at fault).
+		"indir": func(dir string) (string, error) {
+			base := "."
+			if root != nil && *root != "" {
+				base = *root
+			}
+			base, _ = filepath.Abs(base)
+			full := filepath.Clean(filepath.Join(base, dir))
+			if full != base && !strings.HasPrefix(full, base+string(filepath.Separator)) {
+				return "", BadRequest(fmt.Sprintf("the folder %s is outside the project", dir))
+			}
+			rel, _ := filepath.Rel(base, full)
+			return rel, nil
+		},
 		"suffix": func(s, old, new string) string { return strings.TrimSuffix(s, old) + new },
 		// fail ends rendering: the intent matched but cannot build a plan
 		// from this request (e.g. no files to convert).
