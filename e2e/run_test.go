@@ -28,6 +28,7 @@ type runResult struct {
 	Steps      []wfapi.StepResult `json:"steps"`
 	Gaps       []map[string]any   `json:"gaps"`
 	Report     wfapi.ReportPaths  `json:"report"`
+	Outputs    map[string]any     `json:"outputs"`
 }
 
 func (r runResult) step(t *testing.T, id string) wfapi.StepResult {
@@ -61,7 +62,7 @@ func TestExamplesRunAsPromised(t *testing.T) {
 	exit := map[string]int{"passed": 0, "failed": 1, "partial-complete": 3, "blocked_by_policy": 4}
 	files, _ := filepath.Glob(filepath.Join(h.repo, "plans/examples/*.yaml"))
 	for _, f := range files {
-		if filepath.Base(f) == "webm-to-mp4.yaml" {
+		if examples.NeedsFFmpeg(f) {
 			continue // depends on ffmpeg being installed; covered by plan check tests
 		}
 		check, want, err := examples.Expect(f)

@@ -29,7 +29,7 @@ func TestExamplesGiveTheirPromisedStatus(t *testing.T) {
 	seen := map[string]bool{}
 	for _, f := range files {
 		want := expectation(t, f)
-		if filepath.Base(f) == "webm-to-mp4.yaml" {
+		if examples.NeedsFFmpeg(f) {
 			if _, err := exec.LookPath("ffmpeg"); err == nil {
 				want = "ready"
 			}

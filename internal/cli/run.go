@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -244,6 +246,9 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	if len(res.Problems) > 0 {
 		data["problems"] = res.Problems
 	}
+	if res.Outputs != nil {
+		data["outputs"] = res.Outputs
+	}
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning {
 		env = b.Succeed(fmt.Sprintf("%s is running", res.WorkflowID), data)
@@ -280,12 +285,35 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 			if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
 				note = s.Envelope.Message
 			}
+			if c := s.ItemCounts; c != nil {
+				note = fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
+			}
 			rows = append(rows, []string{"  " + s.ID, s.Capability, tool, string(s.Status), fmt.Sprint(s.Attempts), note})
+			for _, it := range s.Items {
+				if it.Status != wfapi.StepSucceeded {
+					rows = append(rows, []string{"    " + wfapi.ItemLabel(s.ID, it.Index), "", "", string(it.Status), fmt.Sprint(it.Attempts), it.Reason})
+				}
+			}
 		}
 		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
 	}
 	for _, g := range res.Gaps {
 		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
+	}
+	if len(res.Outputs) > 0 {
+		fmt.Fprintln(w, "outputs:")
+		names := make([]string, 0, len(res.Outputs))
+		for n := range res.Outputs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			js, _ := json.Marshal(res.Outputs[n])
+			if len(js) > 200 {
+				js = append(js[:200], "…"...)
+			}
+			fmt.Fprintf(w, "  %s: %s\n", n, js)
+		}
 	}
 	if res.Report.Markdown != "" {
 		fmt.Fprintf(w, "report: %s\n", res.Report.Markdown)

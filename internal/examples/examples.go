@@ -34,3 +34,11 @@ func Expect(file string) (check, run string, err error) {
 	}
 	return check, run, sc.Err()
 }
+
+// NeedsFFmpeg reports whether an example's promise depends on ffmpeg
+// ("check=partial-complete without ffmpeg, ready with ffmpeg"): such a plan
+// is ready, and runs, only where ffmpeg is installed.
+func NeedsFFmpeg(file string) bool {
+	b, err := os.ReadFile(file)
+	return err == nil && strings.Contains(string(b), "ready with ffmpeg")
+}

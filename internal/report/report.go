@@ -4,6 +4,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,6 +79,24 @@ func Markdown(d Document) string {
 				note = s.Envelope.Message
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, s.Capability, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
+			for _, it := range s.Items {
+				fmt.Fprintf(&b, "| %s | | | %s | %d | | %s |\n", wfapi.ItemLabel(s.ID, it.Index), it.Status, it.Attempts, cell(it.Reason))
+			}
+			if c := s.ItemCounts; c != nil && c.Count > len(s.Items) {
+				fmt.Fprintf(&b, "| %s[%d…%d] | | | | | | %d more items (see report.json) |\n", s.ID, len(s.Items), c.Count-1, c.Count-len(s.Items))
+			}
+		}
+	}
+	if len(r.Outputs) > 0 {
+		b.WriteString("\n## Outputs\n\n| output | value |\n|---|---|\n")
+		names := make([]string, 0, len(r.Outputs))
+		for n := range r.Outputs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			js, _ := json.Marshal(r.Outputs[n])
+			fmt.Fprintf(&b, "| %s | `%s` |\n", n, cell(string(js)))
 		}
 	}
 	if len(r.Gaps) > 0 {

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// activitySummaries lists the summaries the Web UI shows for a run's
+// activities.
+func activitySummaries(t *testing.T, id string) []string {
+	t.Helper()
+	it := h.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	var out []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetActivityTaskScheduledEventAttributes() == nil || ev.GetUserMetadata().GetSummary() == nil {
+			continue
+		}
+		var s string
+		if err := converter.GetDefaultDataConverter().FromPayload(ev.GetUserMetadata().GetSummary(), &s); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The for_each example on the real server: items named sum[i] in the
+// result, the report and the Web UI's activity summaries; outputs returned.
+func TestForEachEndToEnd(t *testing.T) {
+	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
+		t.Fatal(err)
+	}
+	code, r := h.run(t, filepath.Join(h.project, "plans/examples/for-each-checksums.yaml"))
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	sum := r.step(t, "sum")
+	if sum.ItemCounts == nil || sum.ItemCounts.Count != 3 || sum.ItemCounts.Succeeded != 3 || len(sum.Items) != 3 {
+		t.Fatalf("sum: %+v", sum)
+	}
+	if r.Outputs["files"] != float64(3) || len(r.Outputs["checksums"].([]any)) != 3 || !strings.HasSuffix(r.Outputs["report"].(string), "summary.txt") {
+		t.Fatalf("outputs: %v", r.Outputs)
+	}
+	md, _ := os.ReadFile(r.Report.Markdown)
+	if !strings.Contains(string(md), "sum[2]") {
+		t.Fatalf("the report does not name the items:\n%s", md)
+	}
+	if sums := strings.Join(activitySummaries(t, r.WorkflowID), "\n"); !strings.Contains(sums, "sum[1] · file.checksum → file-checksum@1.0.0") {
+		t.Fatalf("the Web UI summaries do not name the items:\n%s", sums)
+	}
+	recordHistory(t, r.WorkflowID, "for-each")
+}
+
+// Conditions on the real server: a false one skips its step with
+// "when: false", and the join after it still runs.
+func TestConditionsEndToEnd(t *testing.T) {
+	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
+		t.Fatal(err)
+	}
+	code, r := h.run(t, filepath.Join(h.project, "plans/examples/conditions.yaml"), "--input", "min_files=10")
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	for id, want := range map[string]wfapi.StepState{"find": wfapi.StepSucceeded, "archive": wfapi.StepSkipped, "notify": wfapi.StepSkipped, "done": wfapi.StepSucceeded} {
+		if s := r.step(t, id); s.Status != want || (want == wfapi.StepSkipped && s.Reason != "when: false") {
+			t.Errorf("%s: %s (%s), want %s", id, s.Status, s.Reason, want)
+		}
+	}
+	recordHistory(t, r.WorkflowID, "conditions")
+	// A condition that does not type-check is refused before the run.
+	p := h.writePlan(t, "bad-when", "name: bad-when\nsteps:\n  - {id: find, capability: file.list, with: {dir: .}}\n  - {id: x, capability: file.list, when: 'steps.find.data.files > 3', with: {dir: .}}\n")
+	code, env, _ := h.capflow(t, "plan", "check", p)
+	if code != 2 || !strings.Contains(env.Message, "steps.find.data.files > 3") {
+		t.Fatalf("a list compared with an int: exit %d %s", code, env.Message)
+	}
+}
