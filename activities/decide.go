@@ -24,6 +24,14 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		return fail(err)
 	}
 	steps := conditionSteps(in.Deps, scope.Steps)
+	if in.With != nil {
+		v, err := scope.Eval(in.With)
+		if err != nil {
+			return fail(caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %v", err))
+		}
+		w, _ := v.(map[string]any)
+		return &wfapi.DecideResult{Run: true, With: w}, nil
+	}
 	if in.ForEach == nil {
 		run := true
 		if in.When != "" {

@@ -20,6 +20,9 @@ import (
 func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
 	runDir := a.runDir(in.WorkflowID)
 	p, probs := plan.FromValue("plan", in.Plan)
+	if len(probs) == 0 {
+		probs = plan.LoadSubPlans(p, a.Project.Root())
+	}
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(planName(in.Plan), probs)
 		return &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
@@ -78,6 +81,9 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 		if s.IsForEach() {
 			rs.ItemName = s.ItemName()
 		}
+		if s.Plan != "" {
+			rs.Plan, rs.PlanValue = s.Plan, s.SubValue
+		}
 		if m != nil {
 			st = st.Clamp(maxRetries, m.Idempotent)
 			r := byStep[s.ID]
@@ -85,6 +91,9 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 		}
 		rs.StepSettings = st
 		rs.Summary = wfapi.StepSummary(s.ID, s.Capability, rs.Tool, rs.Version)
+		if s.Plan != "" {
+			rs.Summary = s.ID + " · plan " + s.Plan
+		}
 		rr.Steps = append(rr.Steps, rs)
 	}
 	return rr

@@ -84,3 +84,31 @@ func TestConditionsEndToEnd(t *testing.T) {
 		t.Fatalf("a list compared with an int: exit %d %s", code, env.Message)
 	}
 }
+
+// Sub-plans on the real server: child workflows with their own reports,
+// linked from the parent's; the child's outputs are the step's data.
+func TestSubPlansEndToEnd(t *testing.T) {
+	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
+		t.Fatal(err)
+	}
+	code, r := h.run(t, filepath.Join(h.project, "plans/examples/sub-plans.yaml"))
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	first := r.step(t, "first")
+	if first.Child == nil || first.Child.WorkflowID != r.WorkflowID+".first" || first.Child.Status != wfapi.StatusPassed {
+		t.Fatalf("first: %+v", first)
+	}
+	if b, err := os.ReadFile(first.Child.Report.Markdown); err != nil || !strings.Contains(string(b), "checksum-one") {
+		t.Fatalf("the child's report: %v", err)
+	}
+	a, _ := r.Outputs["a"].(string)
+	if len(a) != 64 || r.Outputs["b"] == a {
+		t.Fatalf("outputs: %v", r.Outputs)
+	}
+	md, _ := os.ReadFile(r.Report.Markdown)
+	if !strings.Contains(string(md), first.Child.WorkflowID) {
+		t.Fatalf("the parent's report does not link the child:\n%s", md)
+	}
+	recordHistory(t, r.WorkflowID, "sub-plans")
+}

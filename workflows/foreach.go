@@ -138,7 +138,7 @@ func (s *scheduler) decide(st *stepState) {
 				return
 			}
 			s.move(st, wfapi.StepPending, "")
-			s.start(st)
+			s.startOne(st)
 			return
 		}
 		s.expand(st, &out)

@@ -37,6 +37,8 @@ type stepState struct {
 	whenFalse bool
 	// fe is the state of a for_each step's items (nil for other steps).
 	fe *forEach
+	// child is a sub-plan step's child run.
+	child *wfapi.ChildRun
 }
 
 type scheduler struct {
@@ -256,7 +258,7 @@ func (s *scheduler) begin(st *stepState) {
 					s.skipWhenFalse(st)
 					return
 				}
-				s.start(st)
+				s.startOne(st)
 				return
 			}
 		} else if list, ok := step.ForEach.([]any); ok && step.When == "" {
@@ -266,6 +268,16 @@ func (s *scheduler) begin(st *stepState) {
 			return
 		}
 		s.decide(st)
+		return
+	}
+	s.startOne(st)
+}
+
+// startOne starts a step that is one unit of work: a tool's activity, or
+// a sub-plan's child workflow.
+func (s *scheduler) startOne(st *stepState) {
+	if st.step.Plan != "" {
+		s.startChild(st)
 		return
 	}
 	s.start(st)
@@ -610,6 +622,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 			c := itemCounts(st.fe)
 			r.ItemCounts, r.Items = &c, itemResults(st.fe)
 		}
+		r.Child = st.child
 		out = append(out, r)
 	}
 	return out

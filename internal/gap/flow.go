@@ -259,6 +259,9 @@ func (c *checker) valueSchema(v any) map[string]any {
 // for a for_each step the aggregate {count, succeeded, failed, items}.
 // ok is false when the step has no tool (a gap, reported on its own).
 func (c *checker) dataSchema(id string) (map[string]any, bool) {
+	if sc := c.subs[id]; sc != nil {
+		return sc.outputsSchema(), true
+	}
 	m := c.tools[id]
 	if m == nil {
 		return nil, false

@@ -83,12 +83,20 @@ type checker struct {
 	gaps     map[string]*Gap
 	dependts map[string][]string
 	current  *plan.Step // the step whose inputs are being checked
+	// subs are the checks of sub-plan steps' plans, by step id.
+	subs map[string]*checker
 }
 
-// Check analyses every step.
+// Check analyses every step, and every sub-plan with its parent.
 func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
-	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents()}
+	_, res := check(p, reg, opts)
+	return res
+}
+
+func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result) {
+	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents(), subs: map[string]*checker{}}
 	res := Result{Resolution: []StepResolution{}, Gaps: []Gap{}}
+	var subGaps []Gap
 	index := map[string]int{}
 	for i, s := range p.Steps {
 		index[s.ID] = i
@@ -97,6 +105,18 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 	candidates := map[string][]registry.Candidate{}
 	// Pass 1: names and providers, so data flow can see every producer.
 	for _, s := range p.Steps {
+		if s.Plan != "" {
+			if s.Sub != nil {
+				sc, sr := check(s.Sub, reg, opts)
+				c.subs[s.ID] = sc
+				for _, g := range sr.Gaps {
+					g.StepID = s.ID + "/" + g.StepID
+					subGaps = append(subGaps, g)
+				}
+				res.Problems = append(res.Problems, sr.Problems...)
+			}
+			continue
+		}
 		if !manifest.ValidCapability(s.Capability) {
 			c.addGap(s, InvalidCapability, fmt.Sprintf("%q is not a capability: want domain.action (lowercase [a-z0-9_]+ on each side of one dot)", s.Capability),
 				map[string]any{"similar": reg.Similar(strings.ToLower(s.Capability))})
@@ -125,6 +145,15 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 	// producers before consumers (a consumer's check reads what its
 	// producers' chosen tools return).
 	for _, s := range p.Order() {
+		if s.Plan != "" {
+			// A sub-plan takes its inputs like a tool takes its with.
+			if s.Sub != nil {
+				if issues := c.schemaIssues(s, &manifest.Manifest{Name: s.Plan, InputSchema: subPlanInputs(s.Sub)}); len(issues) > 0 {
+					c.addGap(s, SchemaIncompatible, fmt.Sprintf("sub-plan %s cannot take this step's inputs: %s", s.Plan, issues[0].String()), map[string]any{"plan": s.Plan, "issues": issues})
+				}
+			}
+			continue
+		}
 		m := c.tools[s.ID]
 		if m == nil {
 			continue
@@ -171,14 +200,59 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 		}
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
-	res.Problems = c.conditions()
+	res.Problems = append(res.Problems, c.conditions()...)
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
 			res.Gaps = append(res.Gaps, *g)
 		}
 	}
-	return res
+	res.Gaps = append(res.Gaps, subGaps...)
+	return c, res
+}
+
+// subPlanInputs is a sub-plan's inputs as one object schema: what a
+// `plan:` step's with must satisfy.
+func subPlanInputs(p *plan.Plan) map[string]any {
+	props := map[string]any{}
+	var req []any
+	for _, name := range p.InputNames() {
+		props[name] = p.Inputs[name]
+		if _, has := p.Inputs[name]["default"]; !has {
+			req = append(req, name)
+		}
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(req) > 0 {
+		s["required"] = req
+	}
+	return s
+}
+
+// outputsSchema types a sub-plan's outputs from its steps: the data of a
+// `plan:` step.
+func (c *checker) outputsSchema() map[string]any {
+	props := map[string]any{}
+	for name, tpl := range c.p.Outputs {
+		t, err := plan.ParseTemplate(tpl)
+		var s map[string]any
+		if err == nil && t.IsSingleRef() {
+			if sch, issue, skip := c.refSchema(*t[0].Ref); !skip && issue == "" {
+				s = sch
+			}
+		} else if err == nil {
+			s = map[string]any{"type": "string"}
+		}
+		if s == nil {
+			s = map[string]any{}
+		}
+		props[name] = s
+	}
+	req := make([]any, 0, len(props))
+	for _, n := range sortedKeys(props) {
+		req = append(req, n)
+	}
+	return map[string]any{"type": "object", "properties": props, "required": req}
 }
 
 // Refusal is why one candidate tool cannot serve a step.

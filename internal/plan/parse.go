@@ -346,8 +346,20 @@ var reservedNames = map[string]bool{RefInputs: true, RefSteps: true, RefIndex: t
 // validateControl checks for_each, as, max_parallel, tolerate, when and
 // the step's target (a capability).
 func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
-	if s.Capability == "" {
-		c.at(stepPath(i), "step %q needs a capability", s.ID)
+	switch {
+	case s.Capability == "" && s.Plan == "":
+		c.at(stepPath(i), "step %q needs a capability (or a sub-plan: plan: FILE)", s.ID)
+	case s.Capability != "" && s.Plan != "":
+		c.at(stepPath(i, "plan"), "step %q names both a capability and a sub-plan: choose one", s.ID)
+	case s.Plan != "":
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{{s.Tool != "", "tool"}, {s.IsForEach(), "for_each"}, {s.CapabilityContract != nil, "capability_contract"}} {
+			if f.set {
+				c.at(stepPath(i, f.name), "%s does not apply to a sub-plan step", f.name)
+			}
+		}
 	}
 	if s.As != "" && reservedNames[s.As] {
 		c.at(stepPath(i, "as"), "as %q would shadow %s: choose another name", s.As, s.As)

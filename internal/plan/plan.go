@@ -93,6 +93,12 @@ type Step struct {
 	Tolerate *Tolerate `json:"tolerate,omitempty"`
 	// When is a CEL condition; false skips the step (never a failure).
 	When string `json:"when,omitempty"`
+	// Plan is a sub-plan (a path from the project root) run as a child
+	// workflow instead of a tool; With holds its inputs.
+	Plan string `json:"plan,omitempty"`
+	// Sub is the loaded sub-plan and SubValue its document (LoadSubPlans).
+	Sub      *Plan `json:"-"`
+	SubValue any   `json:"-"`
 
 	// Deps is Needs plus the steps referenced in With, sorted.
 	Deps []string `json:"deps,omitempty"`

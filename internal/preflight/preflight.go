@@ -135,6 +135,9 @@ func Check(req Request) *Report {
 	}
 	var facts []policy.StepFacts
 	for _, s := range p.Steps {
+		if s.Plan != "" {
+			continue // a sub-plan's own steps are checked with it
+		}
 		st := Settings(p, s, tools[s.ID])
 		f := policy.StepFacts{ID: s.ID, Capability: s.Capability, TimeoutSecs: int64(st.Timeout.Seconds())}
 		// Only retries the plan asks for can break the policy; built-in

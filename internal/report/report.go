@@ -78,6 +78,9 @@ func Markdown(d Document) string {
 			if s.Envelope != nil && s.Status == wfapi.StepSucceeded {
 				note = s.Envelope.Message
 			}
+			if c := s.Child; c != nil {
+				note += fmt.Sprintf(" — child run `%s` (%s), report: %s", c.WorkflowID, c.Status, c.Report.Markdown)
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, s.Capability, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
 			for _, it := range s.Items {
 				fmt.Fprintf(&b, "| %s | | | %s | %d | | %s |\n", wfapi.ItemLabel(s.ID, it.Index), it.Status, it.Attempts, cell(it.Reason))

@@ -97,6 +97,10 @@ type ResolvedStep struct {
 	MaxParallel int            `json:"max_parallel,omitempty"`
 	Tolerate    *plan.Tolerate `json:"tolerate,omitempty"`
 	When        string         `json:"when,omitempty"`
+	// Plan and PlanValue: a sub-plan step's file and the plan as checked
+	// at resolution (the child workflow runs exactly that).
+	Plan      string `json:"plan,omitempty"`
+	PlanValue any    `json:"plan_value,omitempty"`
 }
 
 // StepSummary is the activity summary the Web UI shows.
@@ -194,6 +198,8 @@ type DecideInput struct {
 	When     string                 `json:"when,omitempty"`
 	Inputs   map[string]any         `json:"inputs,omitempty"`
 	Deps     map[string]StepOutcome `json:"deps,omitempty"`
+	// With, when set, is evaluated (a sub-plan step's inputs).
+	With map[string]any `json:"with,omitempty"`
 }
 
 // DecideResult is the Decide activity's answer.
@@ -205,6 +211,16 @@ type DecideResult struct {
 	// false.
 	Count int   `json:"count"`
 	Skip  []int `json:"skip,omitempty"`
+	// With is the evaluated With of the input.
+	With map[string]any `json:"with,omitempty"`
+}
+
+// ChildRun links a sub-plan step to its child workflow and report.
+type ChildRun struct {
+	WorkflowID string      `json:"workflow_id"`
+	RunID      string      `json:"run_id,omitempty"`
+	Status     RunStatus   `json:"status,omitempty"`
+	Report     ReportPaths `json:"report"`
 }
 
 // ItemResult is one for_each item in the result and the progress query.
@@ -274,6 +290,8 @@ type StepResult struct {
 	// MaxItemResults; the report has them all).
 	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`
 	Items      []ItemResult `json:"items,omitempty"`
+	// Child is a sub-plan step's run.
+	Child *ChildRun `json:"child,omitempty"`
 }
 
 // MaxItemResults bounds the items listed per step in the result.
