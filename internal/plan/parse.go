@@ -58,6 +58,20 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 		c.at(v.Path, "%s", v.Message)
 	}
 	if len(c.probs) > 0 {
+		// With the schema's problems, the one it cannot express: a step
+		// needs a capability or a sub-plan.
+		steps, _ := raw["steps"].([]any)
+		for i, st := range steps {
+			m, _ := st.(map[string]any)
+			if m == nil {
+				continue
+			}
+			if _, hasCap := m["capability"]; !hasCap {
+				if _, hasPlan := m["plan"]; !hasPlan {
+					c.at(stepPath(i), "step needs a capability (or a sub-plan: plan: FILE)")
+				}
+			}
+		}
 		c.probs.Sort()
 		return nil, c.probs
 	}
