@@ -26,6 +26,30 @@ var classStyle = map[string][2]string{ // fill, stroke
 	"cancelled": {"#ede9fe", "#7c3aed"},
 }
 
+// controlLabels describe a step's control flow in a graph: its sub-plan,
+// its for_each, its condition.
+func controlLabels(s *Step) []string {
+	var out []string
+	if s.Plan != "" {
+		out = append(out, "sub-plan "+s.Plan)
+	}
+	if s.IsForEach() {
+		src := fmt.Sprint(s.ForEach)
+		if l, ok := s.ForEach.([]any); ok {
+			src = fmt.Sprintf("%d items", len(l))
+		}
+		label := "for each " + s.ItemName() + " in " + src
+		if s.MaxParallel > 0 {
+			label += fmt.Sprintf(" (%d at once)", s.MaxParallel)
+		}
+		out = append(out, label)
+	}
+	if s.When != "" {
+		out = append(out, "when "+s.When)
+	}
+	return out
+}
+
 func joinLabel(s *Step) string {
 	switch s.Join.Policy {
 	case JoinAny:
@@ -48,6 +72,7 @@ func Mermaid(p *Plan, nodes map[string]Node) string {
 	for _, s := range p.Order() {
 		n := nodes[s.ID]
 		lines := []string{"<b>" + s.ID + "</b>", s.Capability}
+		lines = append(lines, mermaidText(controlLabels(s))...)
 		if n.Detail != "" {
 			lines = append(lines, n.Detail)
 		}
@@ -82,6 +107,16 @@ func mermaidEscape(s string) string {
 	return strings.NewReplacer(`"`, "#quot;").Replace(s)
 }
 
+// mermaidText escapes text that is not markup (a condition's `<`).
+func mermaidText(ls []string) []string {
+	r := strings.NewReplacer("<", "#lt;", ">", "#gt;")
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = r.Replace(l)
+	}
+	return out
+}
+
 // Dot renders the DAG in Graphviz dot.
 func Dot(p *Plan, nodes map[string]Node) string {
 	var b strings.Builder
@@ -89,6 +124,7 @@ func Dot(p *Plan, nodes map[string]Node) string {
 	for _, s := range p.Order() {
 		n := nodes[s.ID]
 		lines := []string{s.ID, s.Capability}
+		lines = append(lines, controlLabels(s)...)
 		if n.Detail != "" {
 			lines = append(lines, n.Detail)
 		}
