@@ -71,7 +71,10 @@ func Mermaid(p *Plan, nodes map[string]Node) string {
 	used := map[string]bool{}
 	for _, s := range p.Order() {
 		n := nodes[s.ID]
-		lines := []string{"<b>" + s.ID + "</b>", s.Capability}
+		lines := []string{"<b>" + s.ID + "</b>"}
+		if s.Capability != "" {
+			lines = append(lines, s.Capability)
+		}
 		lines = append(lines, mermaidText(controlLabels(s))...)
 		if n.Detail != "" {
 			lines = append(lines, n.Detail)
@@ -123,7 +126,10 @@ func Dot(p *Plan, nodes map[string]Node) string {
 	fmt.Fprintf(&b, "digraph %q {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n", p.Name)
 	for _, s := range p.Order() {
 		n := nodes[s.ID]
-		lines := []string{s.ID, s.Capability}
+		lines := []string{s.ID}
+		if s.Capability != "" {
+			lines = append(lines, s.Capability)
+		}
 		lines = append(lines, controlLabels(s)...)
 		if n.Detail != "" {
 			lines = append(lines, n.Detail)
