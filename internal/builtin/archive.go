@@ -325,9 +325,18 @@ func (e *Env) placeEntries(ctx context.Context, dest *place, stage string, names
 	final := func(n string) string { return path.Join(filepath.ToSlash(dest.rel), n) }
 	for _, n := range names {
 		t := final(n)
+		// Every folder on the way must be a folder (or not exist yet).
+		for dir := path.Dir(t); dir != "." && dir != "/" && dir != filepath.ToSlash(dest.rel); dir = path.Dir(dir) {
+			if st, err := dest.root.Lstat(dir); err == nil && !st.IsDir() && st.Mode()&fs.ModeSymlink == 0 {
+				return caperr.New(caperr.InvalidInput, "dest %q: entry %q needs %q to be a folder, and it is a file", dest.given, n, dir)
+			}
+		}
 		if _, err := dest.root.Stat(path.Dir(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			if escapes(err) {
 				return caperr.New(caperr.InvalidInput, "dest %q: entry %q would be written through a symlink that leads outside the project", dest.given, n)
+			}
+			if pathFault(err) {
+				return caperr.Wrap(caperr.InvalidInput, err, "dest %q: entry %q", dest.given, n)
 			}
 			return err
 		}
@@ -358,6 +367,9 @@ func (e *Env) placeEntries(ctx context.Context, dest *place, stage string, names
 }
 
 func asToolErr(err error) error {
+	if pathFault(err) {
+		return caperr.Wrap(caperr.InvalidInput, err, "extract")
+	}
 	if escapes(err) {
 		return caperr.New(caperr.InvalidInput, "a path leads outside the project root and the run folder (through a symlink): %v", err)
 	}

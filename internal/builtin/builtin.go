@@ -55,6 +55,9 @@ const createdLedger = ".capflow-created"
 // mayReplace refuses to replace something that existed before the step
 // unless overwrite is set (seed 001: destructive effects need a flag).
 func (e *Env) mayReplace(pl *place, overwrite bool) error {
+	if st, err := pl.root.Lstat(pl.rel); err == nil && st.IsDir() {
+		return caperr.New(caperr.InvalidInput, "%s %q is a folder: a file cannot replace it", pl.field, pl.given)
+	}
 	if overwrite || !pl.exists() || e.createdByStep(pl.abs) {
 		return nil
 	}

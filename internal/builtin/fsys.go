@@ -97,6 +97,8 @@ func (pl *place) fail(err error, what string) error {
 		return caperr.New(caperr.InvalidInput, "%s %q does not exist", pl.field, pl.given)
 	case errors.Is(err, fs.ErrPermission):
 		return caperr.New(caperr.InvalidInput, "%s %q: permission denied", pl.field, pl.given)
+	case pathFault(err):
+		return caperr.Wrap(caperr.InvalidInput, err, "%s %q", pl.field, pl.given)
 	}
 	return caperr.Wrap(caperr.ToolFailure, err, "%s %s %q", what, pl.field, pl.given)
 }
@@ -169,4 +171,16 @@ func ctxErr(ctx context.Context, what string) error {
 		return caperr.Wrap(caperr.TaskTimeout, ctx.Err(), "%s", what)
 	}
 	return caperr.Wrap(caperr.Cancelled, ctx.Err(), "%s", what)
+}
+
+// pathFault reports errors that come from the path the caller gave (too
+// long, a loop of links, a file where a folder is needed, or the other
+// way round): bad input, not a tool failure worth retrying.
+func pathFault(err error) bool {
+	for _, e := range []error{syscall.ENAMETOOLONG, syscall.ELOOP, syscall.EISDIR, syscall.ENOTDIR, syscall.EEXIST, syscall.ENOTEMPTY} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

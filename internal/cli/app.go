@@ -74,7 +74,8 @@ const SignalGrace = 1500 * time.Millisecond
 // with a CANCELLED envelope (exit 5), so capflow always answers a signal
 // within 2 s whatever a tool or server is doing.
 func Process(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGQUIT too: Go's default would print every goroutine's stack.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
 	a := &App{Stdout: stdout, Stderr: stderr, ctx: ctx}
 	id := commandID((&App{}).rootCommand(), args) // a throwaway tree: no state shared with the run
@@ -127,6 +128,8 @@ func (a *App) main(args []string) (code int) {
 	root.SetErr(a.Stderr)
 	var helped *cobra.Command
 	if a.jsonOutput() {
+		// A shell script is not an envelope: no completion command in json mode.
+		root.CompletionOptions.DisableDefaultCmd = true
 		root.SetHelpFunc(func(c *cobra.Command, _ []string) { helped = c })
 		root.SetVersionTemplate(`{{/* json output: the envelope says it */}}`)
 	}
@@ -213,10 +216,23 @@ func (a *App) emit(r *result) (code int) {
 }
 
 func (a *App) print(r *result) int {
+	if _, err := json.Marshal(r.env); err != nil {
+		// Data JSON cannot carry (NaN, ±Inf) would leave stdout empty:
+		// the envelope says so instead.
+		id := r.env.ToolID
+		r = &result{env: envelope.NewBuilder(id).Fail(caperr.InvalidInput, "the result cannot be written as JSON: "+err.Error(), nil)}
+	}
+	code := r.env.ExitCode
+	if r.exit != nil {
+		code = *r.exit
+	}
 	if a.outputPath != "" {
 		b, _ := json.MarshalIndent(r.env, "", "  ")
-		if err := os.WriteFile(a.outputPath, append(b, '\n'), 0o644); err != nil {
+		if err := writeOutputPath(a.outputPath, append(b, '\n')); err != nil {
 			fmt.Fprintf(a.Stderr, "capflow: cannot write --output-path %s: %v\n", a.outputPath, err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	if a.jsonOutput() {
@@ -227,10 +243,28 @@ func (a *App) print(r *result) int {
 	} else {
 		prettyEnvelope(a.Stdout, r.env)
 	}
-	if r.exit != nil {
-		return *r.exit
+	return code
+}
+
+// writeOutputPath writes the envelope file: a regular file only (opening
+// a FIFO nobody reads would block forever).
+func writeOutputPath(p string, b []byte) error {
+	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", st.Mode().Type())
 	}
-	return r.env.ExitCode
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return err
+	}
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (a *App) set(env envelope.Envelope, pretty func(io.Writer)) {

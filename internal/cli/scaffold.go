@@ -17,6 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 var kebabName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -109,9 +110,9 @@ func (a *App) toolsScaffold() *cobra.Command {
 
 // specsFromGaps reads a gap report, bare or inside a plan check envelope.
 func specsFromGaps(path string) ([]scaffoldSpec, error) {
-	b, err := os.ReadFile(path)
+	b, err := yamldoc.ReadFile(path, path)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "--from-gaps")
+		return nil, err
 	}
 	var doc struct {
 		Gaps []gapEntry `json:"gaps"`

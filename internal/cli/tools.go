@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/toolrun"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 func (a *App) toolsCommand() *cobra.Command {
@@ -127,9 +128,9 @@ func validatePaths(root string, paths []string) ([]*manifest.Manifest, caperr.Pr
 	byName := map[string]map[string]*manifest.Manifest{}
 	handle := func(p string) {
 		disp := relTo(root, p)
-		data, err := os.ReadFile(p)
+		data, err := yamldoc.ReadFile(p, disp)
 		if err != nil {
-			probs = append(probs, caperr.Wrap(caperr.InvalidInput, err, "cannot read").At(disp, 0, 0, ""))
+			probs = append(probs, asError(err))
 			return
 		}
 		if filepath.Base(p) == "kit.yaml" {

@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"sort"
@@ -23,7 +25,8 @@ type Redactor struct {
 
 // NewRedactor builds a redactor for the given secret values. Each value is
 // also masked in the forms it takes on the way out: JSON-escaped (a tool's
-// JSON events and envelopes), URL-encoded, and, for a multi-line value
+// JSON events and envelopes), URL-encoded, base64 (standard and URL, with
+// and without padding), hex, and, for a multi-line value
 // such as a PEM key, line by line (a tool may print it a line at a time).
 func NewRedactor(values ...string) *Redactor {
 	seen := map[string]bool{}
@@ -39,6 +42,12 @@ func NewRedactor(values ...string) *Redactor {
 		js, _ := json.Marshal(v)
 		add(string(js[1 : len(js)-1]))
 		add(url.QueryEscape(v))
+		// Encodings a tool may print a token in.
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString([]byte(v)))
+		}
+		add(hex.EncodeToString([]byte(v)))
+		add(strings.ToUpper(hex.EncodeToString([]byte(v))))
 		if strings.ContainsAny(v, "\r\n") {
 			for _, l := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
 				add(strings.TrimSpace(l))

@@ -14,6 +14,8 @@ func TestRedactEveryForm(t *testing.T) {
 		`{"k":"-----BEGIN KEY-----\nMIIBOgIBAAJBAKj34GkxFhD9\n-----END KEY-----"}`: `{"k":"` + Mask + `"}`,
 		"line: MIIBOgIBAAJBAKj34GkxFhD9":                                           "line: " + Mask,
 		"q=tok+en%2F%2B%3D":                                                        "q=" + Mask,
+		"b64 OTg3NjU0MzIxOTg3":                                                     "b64 " + Mask,
+		"hex 393837363534333231393837":                                             "hex " + Mask,
 	}
 	for in, want := range cases {
 		if got := r.String(in); got != want {

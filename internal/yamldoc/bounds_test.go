@@ -88,3 +88,26 @@ func TestReadFileRefusesSpecialFiles(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestNewUserDocuments(t *testing.T) {
+	t.Parallel()
+	// A byte order mark (editors on Windows) is not part of the first key.
+	d, err := Parse("bom.yaml", []byte("\xef\xbb\xbfname: x\n"))
+	if err != nil || d.Root.Get("name") == nil {
+		t.Fatalf("BOM: %v", err)
+	}
+	// A merge key over a list of mappings.
+	d, err = Parse("m.yaml", []byte("a: &a {x: 1}\nb: &b {y: 2}\nc:\n  <<: [*a, *b]\n  z: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Root.Get("c")
+	if c.Get("x") == nil || c.Get("y") == nil || c.Get("z") == nil {
+		t.Fatalf("merge list: %v", c.Interface())
+	}
+	// Many small values: refused before the parser spends memory on them.
+	_, err = Parse("many.yaml", []byte("x: ["+strings.Repeat("1,", MaxTokens+1)+"1]"))
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("token bound: %v", err)
+	}
+}

@@ -4,6 +4,7 @@
 package yamldoc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -64,6 +65,11 @@ const (
 	// MaxNodes is the most values a document may expand to, counting each
 	// use of an alias as a copy of what it names.
 	MaxNodes = 1000000
+	// MaxTokens bounds the separators (commas, colons, dashes) a document
+	// may hold, counted before parsing: the parser's memory grows with
+	// them (~600 bytes each), not with the file's size. A 20,000-step plan
+	// holds about 150,000.
+	MaxTokens = 300000
 )
 
 const maxDepth = MaxDepth
@@ -81,8 +87,9 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 	if len(data) > MaxFileSize {
 		return nil, caperr.New(caperr.InvalidInput, "file is %s, more than the %s allowed", sizeText(int64(len(data))), sizeText(MaxFileSize)).At(file, 0, 0, "")
 	}
-	if p, ok := tooDeep(data); ok {
-		return nil, caperr.New(caperr.InvalidInput, "nesting deeper than %d levels", MaxDepth).At(file, p.Line, p.Column, "")
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	if p, why := prescan(data); why != "" {
+		return nil, caperr.New(caperr.InvalidInput, "%s", why).At(file, p.Line, p.Column, "")
 	}
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
@@ -260,12 +267,19 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 		if err != nil {
 			return err
 		}
-		if v.Kind != Map {
-			return c.errAt(kp, "merge key << needs a mapping")
+		// << takes a mapping or a list of mappings (earlier ones win).
+		sources := []*Node{v}
+		if v.Kind == Seq {
+			sources = v.Items
 		}
-		for _, k := range v.Keys {
-			if m.Get(k.Name) == nil {
-				m.Keys = append(m.Keys, k)
+		for _, src := range sources {
+			if src.Kind != Map {
+				return c.errAt(kp, "merge key << needs a mapping or a list of mappings")
+			}
+			for _, k := range src.Keys {
+				if m.Get(k.Name) == nil {
+					m.Keys = append(m.Keys, k)
+				}
 			}
 		}
 		return nil
@@ -432,11 +446,13 @@ func FieldPath(path []string) string {
 	return b.String()
 }
 
-// tooDeep scans the raw text for nesting past MaxDepth before the parser
-// sees it (the parser's own recursion is unbounded): flow brackets outside
-// quotes and comments, and chains of "- " that open a sequence per dash.
-func tooDeep(data []byte) (Pos, bool) {
-	line, col, depth := 1, 0, 0
+// prescan checks the raw text before the parser sees it (the parser's
+// recursion and memory are unbounded): nesting past MaxDepth (flow
+// brackets outside quotes and comments, chains of "- " that open a
+// sequence per dash) and more than MaxTokens separators.
+func prescan(data []byte) (Pos, string) {
+	line, col, depth, tokens := 1, 0, 0, 0
+	count := func() bool { tokens++; return tokens > MaxTokens }
 	var quote byte
 	comment, lineStart, dashes := false, true, 0
 	for i := 0; i < len(data); i++ {
@@ -466,7 +482,10 @@ func tooDeep(data []byte) (Pos, bool) {
 			case ch == '-' && i+1 < len(data) && (data[i+1] == ' ' || data[i+1] == '\n'):
 				dashes++
 				if dashes > MaxDepth {
-					return Pos{line, col}, true
+					return Pos{line, col}, fmt.Sprintf("nesting deeper than %d levels", MaxDepth)
+				}
+				if count() {
+					return Pos{line, col}, tooMany
 				}
 				continue
 			}
@@ -484,16 +503,28 @@ func tooDeep(data []byte) (Pos, bool) {
 		case '[', '{':
 			depth++
 			if depth > MaxDepth {
-				return Pos{line, col}, true
+				return Pos{line, col}, fmt.Sprintf("nesting deeper than %d levels", MaxDepth)
 			}
 		case ']', '}':
 			if depth > 0 {
 				depth--
 			}
+		case ',':
+			if count() {
+				return Pos{line, col}, tooMany
+			}
+		case ':':
+			if i+1 == len(data) || data[i+1] == ' ' || data[i+1] == '\n' || data[i+1] == '\r' || data[i+1] == '\t' {
+				if count() {
+					return Pos{line, col}, tooMany
+				}
+			}
 		}
 	}
-	return Pos{}, false
+	return Pos{}, ""
 }
+
+var tooMany = fmt.Sprintf("more than %d values (commas, keys, list items): split the document", MaxTokens)
 
 func sizeText(n int64) string {
 	if n >= 1<<20 {
