@@ -132,8 +132,10 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ConfigError, err, "project folder")
 	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+	if st, err := os.Stat(root); err != nil {
 		return nil, caperr.New(caperr.ConfigError, "project folder %s does not exist", root)
+	} else if !st.IsDir() {
+		return nil, caperr.New(caperr.ConfigError, "project %s is a file, not a folder", root)
 	}
 	v := viper.New()
 	for k, d := range defaults {
