@@ -32,6 +32,7 @@ type Activities struct {
 
 	mu    sync.Mutex
 	tools map[string]*manifest.Manifest // digest -> manifest
+	lists map[string][]any              // for_each lists read from stored outputs
 }
 
 // Router is what the Route activity needs of the request router.

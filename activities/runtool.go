@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -67,9 +68,12 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
 	if it := step.Item; it != nil {
-		item, err := itemOf(scope, it.ForEach, it.Index)
-		if err != nil {
-			return fail(b.FailErr(err, nil))
+		item := it.Value
+		if !it.HasValue {
+			// The list is stored by reference: read (and cache) it here.
+			if item, err = a.itemOf(scope, in.Deps, it.ForEach, it.Index); err != nil {
+				return fail(b.FailErr(err, nil))
+			}
 		}
 		scope.Item, scope.ItemName, scope.Index = item, it.ItemName, it.Index
 		stepDir = filepath.Join(stepDir, "items", strconv.Itoa(it.Index))
@@ -195,13 +199,40 @@ func listOf(scope plan.Scope, src any) ([]any, error) {
 	return list, nil
 }
 
-func itemOf(scope plan.Scope, src any, index int) (any, error) {
-	list, err := listOf(scope, src)
-	if err != nil {
-		return nil, err
+// itemOf returns element index of a for_each list. Lists read from stored
+// outputs are cached per worker, keyed by the digests of what they read:
+// ten thousand items must not parse the same file ten thousand times.
+func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome, src any, index int) (any, error) {
+	key, _ := json.Marshal(src)
+	for _, id := range sortedIDs(deps) {
+		key = append(key, []byte("|"+id+":"+deps[id].DataSHA256)...)
+	}
+	a.mu.Lock()
+	list, ok := a.lists[string(key)]
+	a.mu.Unlock()
+	if !ok {
+		var err error
+		if list, err = listOf(scope, src); err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		if a.lists == nil || len(a.lists) > 16 {
+			a.lists = map[string][]any{}
+		}
+		a.lists[string(key)] = list
+		a.mu.Unlock()
 	}
 	if index < 0 || index >= len(list) {
 		return nil, caperr.New(caperr.InvalidInput, "for_each: item %d of a %d-item list", index, len(list))
 	}
 	return list[index], nil
+}
+
+func sortedIDs(m map[string]wfapi.StepOutcome) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

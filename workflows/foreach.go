@@ -23,6 +23,17 @@ type forEach struct {
 	items   []*itemState
 	next    int // the next item to consider starting
 	running int
+	// list holds the items' values when the workflow has the list in its
+	// history (inline): items then carry their value, not the whole list.
+	list   []any
+	inline bool
+	// batch: more than ItemBatch items run as child ItemsWorkflows, one
+	// batch at a time.
+	batch        bool
+	batchRunning bool
+	batchPar     int
+	batchNo      int
+	batchCancel  workflow.CancelFunc
 }
 
 type itemState struct {
@@ -156,6 +167,8 @@ func (s *scheduler) expand(st *stepState, d *wfapi.DecideResult) {
 			fe.items[i].status, fe.items[i].reason = wfapi.StepSkipped, "when: false"
 		}
 	}
+	fe.list, fe.inline = s.inlineList(st)
+	fe.batch = d.Count > ItemBatch
 	st.fe = fe
 	if s.finishIfDone(st) {
 		return
@@ -174,12 +187,60 @@ func insertSorted(list []string, id string) []string {
 	return list
 }
 
+// inlineList evaluates a for_each step's list in the workflow when every
+// value it reads is in history (not stored by reference).
+func (s *scheduler) inlineList(st *stepState) ([]any, bool) {
+	inputs, deps := s.referenced(st.step.ForEach)
+	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
+	for _, id := range sortedOutcomes(deps) {
+		o := deps[id]
+		if o.DataFile != "" {
+			return nil, false
+		}
+		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
+	}
+	// Pure: references resolved over values in history.
+	//workflowcheck:ignore
+	v, err := scope.Eval(st.step.ForEach)
+	list, ok := v.([]any)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return list, true
+}
+
+// itemCall is what an item's activity needs: its value, or the list's
+// source and its index.
+func (s *scheduler) itemCall(st *stepState, index int) (*wfapi.ItemCall, map[string]any, map[string]wfapi.StepOutcome) {
+	step := st.step
+	call := &wfapi.ItemCall{ItemName: step.ItemName, Index: index}
+	if st.fe.inline {
+		call.Value, call.HasValue = st.fe.list[index], true
+		inputs, deps := s.referenced(step.With)
+		return call, inputs, deps
+	}
+	call.ForEach = step.ForEach
+	inputs, deps := s.referenced(step.With, step.ForEach)
+	return call, inputs, deps
+}
+
 // startItems starts items of running for_each steps, in step id order,
 // within the plan's and each step's max_parallel.
 func (s *scheduler) startItems() {
 	for k := 0; k < len(s.work) && !s.stopped; {
 		st := s.steps[s.work[k]]
 		fe := st.fe
+		if fe.batch {
+			if !fe.batchRunning && fe.next < len(fe.items) && !s.full() {
+				s.startBatch(st)
+			}
+			if fe.next >= len(fe.items) {
+				s.work = append(s.work[:k], s.work[k+1:]...)
+				continue
+			}
+			k++
+			continue
+		}
 		limit := st.step.MaxParallel
 		for fe.next < len(fe.items) && !s.full() && (limit <= 0 || fe.running < limit) {
 			it := fe.items[fe.next]
@@ -209,10 +270,9 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	opts.ActivityID = "step-" + label
 	opts.Summary = wfapi.StepSummary(label, step.Capability, step.Tool, step.Version)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
-	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
-		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With,
-			Item: &wfapi.ItemCall{ForEach: step.ForEach, ItemName: step.ItemName, Index: index}}}
-	in.Inputs, in.Deps = s.referenced(step.With, step.ForEach)
+	call, inputs, deps := s.itemCall(st, index)
+	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
+		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call}}
 	it.cancel, it.started, it.status = cancel, true, wfapi.StepRunning
 	f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
 	id := step.ID
@@ -256,6 +316,9 @@ func (s *scheduler) itemFailuresExceeded(st *stepState) bool {
 // abandonItems cancels a for_each step's running items and drops the ones
 // not started.
 func (s *scheduler) abandonItems(st *stepState, reason string) {
+	if st.fe.batchRunning && st.fe.batchCancel != nil {
+		st.fe.batchCancel()
+	}
 	for _, it := range st.fe.items {
 		switch {
 		case it.status == wfapi.StepRunning && it.cancel != nil:
@@ -361,4 +424,107 @@ func itemResults(fe *forEach) []wfapi.ItemResult {
 		out = append(out, wfapi.ItemResult{Index: i, Status: it.status, Attempts: it.attempts, Reason: it.reason})
 	}
 	return out
+}
+
+// startBatch runs the next ItemBatch pending items of a large for_each
+// step as a child ItemsWorkflow.
+func (s *scheduler) startBatch(st *stepState) {
+	step, fe := st.step, st.fe
+	var items []wfapi.BatchItem
+	for fe.next < len(fe.items) && len(items) < ItemBatch {
+		i := fe.next
+		fe.next++
+		if fe.items[i].status != wfapi.StepPending {
+			continue
+		}
+		bi := wfapi.BatchItem{Index: i}
+		if fe.inline {
+			bi.Value, bi.HasValue = fe.list[i], true
+		}
+		fe.items[i].status, fe.items[i].started = wfapi.StepRunning, true
+		items = append(items, bi)
+	}
+	if len(items) == 0 {
+		return
+	}
+	par := step.MaxParallel
+	if room := s.rr.MaxParallel - s.inflight; s.rr.MaxParallel > 0 && (par <= 0 || par > room) {
+		par = max(room, 1)
+	}
+	if par <= 0 {
+		par = len(items)
+	}
+	stopAfter := -1
+	if s.rr.FailurePolicy != plan.ContinueAll {
+		c := itemCounts(fe)
+		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
+	}
+	in := wfapi.ItemsInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter}
+	if fe.inline {
+		in.Inputs, in.Deps = s.referenced(step.With)
+	} else {
+		in.ForEach = step.ForEach
+		in.Inputs, in.Deps = s.referenced(step.With, step.ForEach)
+	}
+	fe.batchNo++
+	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:    fmt.Sprintf("%s.%s.items-%d", s.res.WorkflowID, step.ID, fe.batchNo),
+		StaticSummary: fmt.Sprintf("%s: items %d to %d of %d", step.ID, items[0].Index, items[len(items)-1].Index, len(fe.items)),
+	}))
+	fe.batchCancel, fe.batchRunning, fe.batchPar = cancel, true, par
+	fe.running += len(items)
+	s.inflight += par
+	f := workflow.ExecuteChildWorkflow(cctx, wfapi.ItemsWorkflowType, in)
+	id := step.ID
+	s.sel.AddFuture(f, func(f workflow.Future) { s.completeBatch(id, items, f) })
+}
+
+func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow.Future) {
+	st := s.steps[id]
+	fe := st.fe
+	s.inflight -= fe.batchPar
+	fe.batchRunning = false
+	fe.running -= len(items)
+	var out wfapi.ItemsResult
+	err := f.Get(s.ctx, &out)
+	byIndex := map[int]wfapi.ItemOutcome{}
+	for _, o := range out.Items {
+		byIndex[o.Index] = o
+	}
+	ts := envelope.Timestamp(workflow.Now(s.ctx))
+	failed := false
+	for _, bi := range items {
+		it := fe.items[bi.Index]
+		o, ok := byIndex[bi.Index]
+		switch {
+		case !ok || err != nil:
+			it.status, it.reason = wfapi.StepCancelled, "the batch ended early"
+			if err != nil && !s.stopped {
+				it.status, it.reason = wfapi.StepFailed, "the batch failed: "+err.Error()
+				it.env = s.synthEnvelope(st.step.Tool, caperr.ToolFailure, it.reason)
+				failed = true
+			}
+		case o.Status == wfapi.StepSucceeded:
+			it.status, it.attempts = o.Status, o.Attempts
+			it.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: "ok", Data: o.Data}
+		default:
+			it.status, it.attempts, it.reason = o.Status, o.Attempts, o.Reason
+			code := o.Code
+			if code == "" {
+				code = caperr.ToolFailure
+			}
+			it.env = s.synthEnvelope(st.step.Tool, code, o.Reason)
+			failed = failed || o.Status == wfapi.StepFailed
+		}
+	}
+	if s.stopped {
+		for _, it := range fe.items {
+			if it.status == wfapi.StepPending {
+				it.status, it.reason = wfapi.StepCancelled, "not started: "+s.stopReason
+			}
+		}
+	}
+	if !s.finishIfDone(st) && failed && s.itemFailuresExceeded(st) && s.rr.FailurePolicy != plan.ContinueAll {
+		s.abandonItems(st, "more items failed than tolerate allows")
+	}
 }

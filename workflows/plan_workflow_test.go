@@ -185,6 +185,7 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
 	env.RegisterActivityWithOptions(f.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
@@ -648,5 +649,34 @@ func TestWhen(t *testing.T) {
 	each := stepResult(res, "each")
 	if res.Status != wfapi.StatusPassed || f.calls["each[1]"] != 0 || f.calls["each[0]"] != 1 || each.ItemCounts.Skipped != 1 || each.Items[1].Reason != "when: false" {
 		t.Fatalf("%s %+v calls %v", res.Status, each, f.calls)
+	}
+}
+
+// Large for_each steps run their items in batches of child workflows, so
+// no history grows with the number of items.
+func TestForEachInBatches(t *testing.T) {
+	saved := ItemBatch
+	ItemBatch = 3
+	defer func() { ItemBatch = saved }()
+	src := "name: b\nmax_parallel: 4\nsteps:\n  - {id: each, capability: x.a, for_each: [a, b, c, d, e, f, g, h], %s with: {v: '${item}'}}\n  - {id: after, capability: x.b, needs: [each]}\n"
+	res, f := execute(t, fmtS(src, "tolerate: {failures: 1},"), map[string]behaviour{"each[4]": fail(caperr.TestFailure)})
+	each := stepResult(res, "each")
+	d := each.Envelope.Data.(map[string]any)
+	if res.Status != wfapi.StatusPassed || d["count"] != float64(8) || d["succeeded"] != float64(7) || d["failed"] != float64(1) || f.calls["after"] != 1 {
+		t.Fatalf("tolerated: %s [%s] %v", res.Status, states(res), d)
+	}
+	for i := 0; i < 8; i++ {
+		if n := f.calls[wfapi.ItemLabel("each", i)]; n != 1 {
+			t.Fatalf("item %d ran %d times", i, n)
+		}
+	}
+	if v := f.inputs["each[7]"].Step.Item; v == nil || !v.HasValue || v.Value != "h" {
+		t.Fatalf("a batch item carries its value: %+v", v)
+	}
+	// Not tolerated under fail_fast: the step fails, later batches never start.
+	res, f = execute(t, fmtS(src, ""), map[string]behaviour{"each[1]": fail(caperr.TestFailure)})
+	each = stepResult(res, "each")
+	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || f.calls["each[6]"] != 0 || each.ItemCounts.Failed != 1 {
+		t.Fatalf("fail_fast: %s [%s] %+v calls %v", res.Status, states(res), each.ItemCounts, f.calls)
 	}
 }

@@ -32,6 +32,7 @@ import (
 // registry, e.g. a test environment).
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
 	w.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})

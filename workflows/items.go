@@ -1,0 +1,115 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// ItemBatch is how many items of a for_each step one workflow runs: past
+// it, batches of ItemBatch items run as child ItemsWorkflows, so no
+// history nears Temporal's 10,240-event warning (an item costs ~3 events).
+var ItemBatch = 500
+
+// maxBatchResult bounds the item data a batch returns (payloads are
+// limited to 2 MB); past it items keep their statuses only.
+const maxBatchResult = 1 << 20
+
+// ItemsWorkflow runs one batch of a for_each step's items, up to
+// MaxParallel at a time, and returns each item's outcome.
+func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResult, error) {
+	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx)}
+	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
+	running, next, failures, size := 0, 0, 0, 0
+	var cancels []workflow.CancelFunc
+	stopped := false
+	par := max(in.MaxParallel, 1)
+	for {
+		for !stopped && next < len(in.Items) && running < par {
+			k := next
+			item := in.Items[k]
+			next++
+			running++
+			opts := s.activityOptions(in.Step)
+			label := wfapi.ItemLabel(in.Step.ID, item.Index)
+			opts.ActivityID = "step-" + label
+			opts.Summary = wfapi.StepSummary(label, in.Step.Capability, in.Step.Tool, in.Step.Version)
+			actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
+			cancels = append(cancels, cancel)
+			call := in.Step
+			rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
+				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With,
+					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
+			f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, rin)
+			s.sel.AddFuture(f, func(f workflow.Future) {
+				running--
+				var res wfapi.RunToolResult
+				o := wfapi.ItemOutcome{Index: item.Index}
+				if err := f.Get(ctx, &res); err == nil {
+					o.Status, o.Attempts = wfapi.StepSucceeded, int(res.Attempt)
+					if size < maxBatchResult {
+						o.Data = res.Envelope.Data
+						size += approxSize(o.Data)
+					}
+				} else {
+					tmp := &stepState{step: in.Step}
+					s.failure(tmp, err)
+					o.Status, o.Attempts, o.Reason = wfapi.StepFailed, tmp.attempts, tmp.env.Message
+					if tmp.env.Error != nil {
+						o.Code = tmp.env.Error.Code
+						if o.Code == caperr.Cancelled && (stopped || ctx.Err() != nil) {
+							o.Status = wfapi.StepCancelled
+						}
+					}
+					if o.Status == wfapi.StepFailed {
+						failures++
+					}
+				}
+				out.Items[k] = o
+			})
+		}
+		if in.StopAfterFailures >= 0 && failures > in.StopAfterFailures && !stopped {
+			stopped = true
+			for _, c := range cancels {
+				c()
+			}
+		}
+		if running == 0 && (stopped || next >= len(in.Items)) {
+			break
+		}
+		s.sel.Select(ctx)
+		if ctx.Err() != nil && !stopped {
+			stopped = true
+			for _, c := range cancels {
+				c()
+			}
+		}
+	}
+	for k := next; k < len(in.Items); k++ {
+		out.Items[k] = wfapi.ItemOutcome{Index: in.Items[k].Index, Status: wfapi.StepCancelled, Reason: "not started: the batch was stopped"}
+	}
+	workflow.GetLogger(ctx).Info("items batch done", "step", in.Step.ID, "items", len(in.Items), "failures", failures)
+	return out, nil
+}
+
+// approxSize estimates a JSON value's size without encoding it.
+func approxSize(v any) int {
+	switch t := v.(type) {
+	case string:
+		return len(t) + 2
+	case map[string]any:
+		n := 2
+		for _, k := range sortedKeys(t) {
+			n += len(k) + 4 + approxSize(t[k])
+		}
+		return n
+	case []any:
+		n := 2
+		for _, x := range t {
+			n += approxSize(x) + 1
+		}
+		return n
+	}
+	return 8
+}
