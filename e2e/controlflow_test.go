@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/converter"
 
@@ -111,4 +113,46 @@ func TestSubPlansEndToEnd(t *testing.T) {
 		t.Fatalf("the parent's report does not link the child:\n%s", md)
 	}
 	recordHistory(t, r.WorkflowID, "sub-plans")
+}
+
+// A for_each of 1,200 items on the real server: three child batches, and
+// no workflow's history near Temporal's 10,240-event warning.
+func TestForEachAtScale(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: scale\nmax_parallel: 64\nsteps:\n  - id: each\n    capability: text.render\n    for_each: [")
+	for i := 0; i < 1200; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", i)
+	}
+	b.WriteString("]\n    with: {template: \"n={{.n}}\", values: {n: \"${item}\"}}\n")
+	start := time.Now()
+	code, r := h.run(t, h.writePlan(t, "scale", b.String()))
+	took := time.Since(start)
+	each := r.step(t, "each")
+	if code != 0 || r.Status != "passed" || each.ItemCounts == nil || each.ItemCounts.Succeeded != 1200 {
+		t.Fatalf("exit %d %s: %s %+v", code, r.Status, r.Message, each.ItemCounts)
+	}
+	for _, id := range []string{r.WorkflowID, r.WorkflowID + ".each.items-1", r.WorkflowID + ".each.items-3"} {
+		n := historyLength(t, id)
+		if n == 0 || n > 10240 {
+			t.Fatalf("%s: %d events", id, n)
+		}
+		t.Logf("%s: %d events", id, n)
+	}
+	t.Logf("1,200 items in %s (%.1f ms an item)", took.Round(time.Millisecond), float64(took.Milliseconds())/1200)
+}
+
+func historyLength(t *testing.T, id string) int {
+	t.Helper()
+	it := h.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	n := 0
+	for it.HasNext() {
+		if _, err := it.Next(); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		n++
+	}
+	return n
 }
