@@ -124,3 +124,39 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScaleForEach runs a 10,000-item for_each (a builtin per item)
+// on the dev server and reports the time per item and the largest history
+// (contracts section 11: no history past 10,240 events).
+func BenchmarkScaleForEach(b *testing.B) {
+	const n = 10000
+	var src bytes.Buffer
+	src.WriteString("name: scale-bench\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\nsteps:\n  - id: each\n    capability: text.render\n    for_each: [")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			src.WriteString(", ")
+		}
+		fmt.Fprintf(&src, "%d", i)
+	}
+	src.WriteString("]\n    with: {template: \"n={{.n}}\", values: {n: \"${item}\"}}\n")
+	p := filepath.Join(h.project, "e2e-plans", "scale-bench.yaml")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, src.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	t := &testing.T{}
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		code, r := h.run(t, p)
+		took := time.Since(start)
+		if code != 0 || r.Status != "passed" {
+			b.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+		}
+		most := historyLength(t, r.WorkflowID)
+		for k := 1; k <= (n+499)/500; k++ {
+			most = max(most, historyLength(t, fmt.Sprintf("%s.each.items-%d", r.WorkflowID, k)))
+		}
+		b.ReportMetric(float64(took.Milliseconds())/n, "ms/item")
+		b.ReportMetric(float64(most), "max-history-events")
+	}
+}
