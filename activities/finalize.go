@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -56,9 +57,23 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 		}
 		deps[s.ID] = o
 	}
-	scope, _, _ := loadScope(rr.Inputs, deps)
 	out := map[string]any{}
 	for name, tpl := range rr.Outputs {
+		// Each output reads only its own steps: an unreadable stored
+		// output elsewhere must not blank it.
+		mine := map[string]wfapi.StepOutcome{}
+		plan.CollectRefs(tpl, nil, func(_ []string, t plan.Template, err error) {
+			for _, r := range t.Refs() {
+				if o, ok := deps[r.Name]; ok && r.Kind == plan.RefSteps {
+					mine[r.Name] = o
+				}
+			}
+		})
+		scope, _, err := loadScope(rr.Inputs, mine)
+		if err != nil {
+			out[name] = nil
+			continue
+		}
 		v, err := scope.Eval(tpl)
 		if err != nil {
 			out[name] = nil

@@ -27,6 +27,11 @@ type forEach struct {
 	// history (inline): items then carry their value, not the whole list.
 	list   []any
 	inline bool
+	// abandoned: the step stopped its own items (too many failed).
+	abandoned bool
+	// itemsOmitted: an item's data was stored by reference (over 256 KB),
+	// so the aggregate's items cannot hold it.
+	itemsOmitted bool
 	// batch: more than ItemBatch items run as child ItemsWorkflows, one
 	// batch at a time.
 	batch        bool
@@ -129,7 +134,15 @@ func (s *scheduler) decide(st *stepState) {
 		s.inflight--
 		st := s.steps[id]
 		var out wfapi.DecideResult
-		if err := f.Get(s.ctx, &out); err != nil {
+		err := f.Get(s.ctx, &out)
+		if err == nil && s.stopped {
+			// The run stopped while the decision travelled: start nothing.
+			st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+			s.move(st, wfapi.StepCancelled, s.stopReason)
+			s.afterEnd(id)
+			return
+		}
+		if err != nil {
 			var canceled *temporal.CanceledError
 			if errors.As(err, &canceled) || s.stopped {
 				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
@@ -138,8 +151,7 @@ func (s *scheduler) decide(st *stepState) {
 				return
 			}
 			s.failure(st, err)
-			s.move(st, wfapi.StepFailed, st.env.Message)
-			s.checkStop()
+			s.endFailed(st, st.env.Message)
 			s.afterEnd(id)
 			return
 		}
@@ -289,6 +301,11 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 	switch {
 	case err == nil:
 		env := out.Envelope
+		if out.DataFile != "" {
+			// Stored by reference: the aggregate keeps no stub in its place.
+			env.Data = nil
+			st.fe.itemsOmitted = true
+		}
 		it.env, it.attempts, it.status = &env, int(out.Attempt), wfapi.StepSucceeded
 	default:
 		// The item's failure decoded like a step's (codes, attempts).
@@ -296,7 +313,7 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 		s.failure(tmp, err)
 		it.env, it.attempts, it.reason = tmp.env, tmp.attempts, tmp.env.Message
 		it.status = wfapi.StepFailed
-		if tmp.env.Error != nil && tmp.env.Error.Code == caperr.Cancelled && (s.stopped || s.cancelled) {
+		if tmp.env.Error != nil && tmp.env.Error.Code == caperr.Cancelled && (s.stopped || s.cancelled || st.fe.abandoned) {
 			it.status = wfapi.StepCancelled
 		}
 	}
@@ -316,6 +333,7 @@ func (s *scheduler) itemFailuresExceeded(st *stepState) bool {
 // abandonItems cancels a for_each step's running items and drops the ones
 // not started.
 func (s *scheduler) abandonItems(st *stepState, reason string) {
+	st.fe.abandoned = true
 	if st.fe.batchRunning && st.fe.batchCancel != nil {
 		st.fe.batchCancel()
 	}
@@ -377,9 +395,9 @@ func (s *scheduler) finishIfDone(st *stepState) bool {
 	data := map[string]any{"count": c.Count, "succeeded": c.Succeeded, "failed": c.Failed, "items": items}
 	// Marshalling only measures the data (map keys are sorted): deterministic.
 	//workflowcheck:ignore
-	if b, _ := json.Marshal(data); len(b) > maxAggregate {
+	if b, _ := json.Marshal(data); len(b) > maxAggregate || st.fe.itemsOmitted {
 		data["items"] = []any{}
-		data["items_omitted"] = fmt.Sprintf("%d bytes of item data: see each item's result in the report", len(b))
+		data["items_omitted"] = fmt.Sprintf("%d bytes of item data (or an item's data stored by reference): see each item's result", len(b))
 	}
 	allowed := st.step.Tolerate.Allowed(c.Count - c.Skipped)
 	msg := fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
@@ -402,8 +420,7 @@ func (s *scheduler) finishIfDone(st *stepState) bool {
 		env := s.synthEnvelope(st.step.Tool, code, why)
 		env.Data = data
 		st.env = env
-		s.move(st, wfapi.StepFailed, why)
-		s.checkStop()
+		s.endFailed(st, why)
 	default:
 		ts := envelope.Timestamp(workflow.Now(s.ctx))
 		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: msg, Data: data,

@@ -680,3 +680,28 @@ func TestForEachInBatches(t *testing.T) {
 		t.Fatalf("fail_fast: %s [%s] %+v calls %v", res.Status, states(res), each.ItemCounts, f.calls)
 	}
 }
+
+// Found in review: a step's own cancelled items are cancelled, not failed;
+// on_failure: skip applies to for_each steps; a when: false is never a
+// failure, even for a critical step or a dependent of a failed step.
+func TestControlFlowReviewFindings(t *testing.T) {
+	src := "name: r\nsteps:\n  - {id: each, capability: x.a, for_each: [a, b, c, d], max_parallel: 4, %s}\n  - {id: plain, capability: x.b}\n"
+	res, _ := execute(t, fmtS(src, "with: {}"), map[string]behaviour{"each": block, "each[2]": fail(caperr.TestFailure)})
+	each := stepResult(res, "each")
+	if each.ItemCounts.Failed != 1 || each.Envelope.Error.Code != caperr.TestFailure {
+		t.Fatalf("own cancelled items: %+v %+v", each.ItemCounts, each.Envelope.Error)
+	}
+	res, _ = execute(t, fmtS(src, "on_failure: skip"), map[string]behaviour{"each[2]": fail(caperr.TestFailure)})
+	if each = stepResult(res, "each"); each.Status != wfapi.StepSkipped || res.Status != wfapi.StatusPassed {
+		t.Fatalf("on_failure: skip: %s [%s]", res.Status, states(res))
+	}
+	absorbed := "name: w\ninputs: {go: {type: boolean, default: false}}\nfailure_policy: continue_all\nsteps:\n  - {id: a, capability: x.a}\n  - {id: b, capability: x.b}\n  - {id: d, capability: x.d, needs: [a, b], join: {policy: any}, when: inputs.go}\n"
+	res, _ = execute(t, absorbed, map[string]behaviour{"a": fail(caperr.TestFailure)})
+	if res.Status != wfapi.StatusPassed || stepResult(res, "d").Reason != "when: false" {
+		t.Fatalf("a failure before a when: false any join: %s [%s] %s", res.Status, states(res), res.Message)
+	}
+	critical := "name: c\ninputs: {go: {type: boolean, default: false}}\nfailure_policy: critical_path\nsteps:\n  - {id: must, capability: x.a, critical: true, when: inputs.go}\n  - {id: other, capability: x.b}\n"
+	if res, _ = execute(t, critical, nil); res.Status != wfapi.StatusPassed {
+		t.Fatalf("a critical when: false: %s [%s] %s", res.Status, states(res), res.Message)
+	}
+}

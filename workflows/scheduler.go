@@ -368,12 +368,18 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 		s.move(st, wfapi.StepCancelled, s.stopReason)
 		return
 	}
+	s.endFailed(st, st.env.Message)
+}
+
+// endFailed ends a running step that failed: skipped instead under
+// on_failure: skip; then the failure policy decides what else stops.
+func (s *scheduler) endFailed(st *stepState, why string) {
 	if st.step.OnFailure == plan.OnFailureSkip {
-		s.move(st, wfapi.StepSkipped, "failed ("+st.env.Message+"); on_failure: skip")
+		s.move(st, wfapi.StepSkipped, "failed ("+why+"); on_failure: skip")
 		s.checkStop()
 		return
 	}
-	s.move(st, wfapi.StepFailed, st.env.Message)
+	s.move(st, wfapi.StepFailed, why)
 	s.checkStop()
 }
 
@@ -506,11 +512,13 @@ func (s *scheduler) absorbed(st *stepState) bool {
 		if ds.step.Join.Policy != plan.JoinAny && ds.step.Join.Policy != plan.JoinQuorum {
 			return false
 		}
-		if ds.status == wfapi.StepSkipped {
+		if ds.status == wfapi.StepSkipped && !ds.whenFalse {
 			return false
 		}
+		// A dependent its own condition skipped still had its join met
+		// (or not): a when: false is never a failure.
 		succ, _, open := s.counts(ds)
-		if ds.status == wfapi.StepPending && succ+open < s.required(ds) {
+		if (ds.status == wfapi.StepPending || ds.whenFalse) && succ+open < s.required(ds) {
 			return false
 		}
 	}
@@ -525,7 +533,7 @@ func (s *scheduler) unabsorbed() []string {
 		switch {
 		case st.status == wfapi.StepFailed && !s.absorbed(st):
 			out = append(out, id)
-		case s.rr.FailurePolicy == plan.CriticalPath && st.step.Critical && st.status == wfapi.StepSkipped:
+		case s.rr.FailurePolicy == plan.CriticalPath && st.step.Critical && st.status == wfapi.StepSkipped && !st.whenFalse:
 			out = append(out, id)
 		}
 	}

@@ -134,8 +134,7 @@ func (s *scheduler) endChild(st *stepState, res *wfapi.Result, err error) {
 		}
 		st.env = s.synthEnvelope("capflow-plan", code, why)
 		st.attempts = 1
-		s.move(st, wfapi.StepFailed, why)
-		s.checkStop()
+		s.endFailed(st, why)
 	}
 	s.afterEnd(id)
 }

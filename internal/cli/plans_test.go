@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,27 @@ func TestPlanGraph(t *testing.T) {
 	}
 	if code, _, _ = capflow(t, "plan", "graph", "x.yaml", "--format", "png"); code != 2 {
 		t.Fatalf("bad format: exit %d", code)
+	}
+}
+
+// Found in review: a parent could run through a sub-plan what its policy
+// forbids; a sub-plan may not leave the project through a link either.
+func TestSubPlanChecks(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "parts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("deny: [\"http.*\"]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "parts", "get.yaml"), []byte("name: get\ninputs: {url: {type: string}}\noutputs: {status: \"${steps.get.data.status}\"}\nsteps:\n  - {id: get, capability: http.request, with: {url: \"${inputs.url}\"}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "parent.yaml"), []byte("name: parent\nsteps:\n  - {id: fetch, plan: parts/get.yaml, with: {url: \"http://127.0.0.1:1\"}}\n"), 0o644)
+	code, out, _ := capflow(t, "plan", "check", filepath.Join(dir, "parent.yaml"), "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 4 || !strings.Contains(env.Message, "fetch/get") {
+		t.Fatalf("policy through a sub-plan: exit %d %s", code, env.Message)
+	}
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "x.yaml"), []byte("name: x\nsteps: [{id: a, capability: file.list, with: {dir: .}}]\n"), 0o644)
+	os.Symlink(filepath.Join(outside, "x.yaml"), filepath.Join(dir, "parts", "link.yaml"))
+	os.WriteFile(filepath.Join(dir, "linked.yaml"), []byte("name: linked\nsteps:\n  - {id: x, plan: parts/link.yaml}\n"), 0o644)
+	code, out, _ = capflow(t, "plan", "check", filepath.Join(dir, "linked.yaml"), "--project", dir, "--output", "json")
+	if code != 2 || !strings.Contains(out, "leads outside the project") {
+		t.Fatalf("sub-plan through a link: exit %d %s", code, out)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
 )
 
 // Vars are the types of what a condition may read, as JSON Schemas.
@@ -68,6 +69,8 @@ func Eval(src string, inputs map[string]any, steps map[string]any, itemName stri
 		cel.Variable("inputs", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("steps", cel.MapType(cel.StringType, cel.DynType)),
 		cel.CrossTypeNumericComparisons(true),
+		cel.CustomTypeAdapter(orderedAdapter{types.DefaultTypeAdapter}),
+		ext.Strings(),
 	}
 	act := map[string]any{"inputs": orEmpty(inputs), "steps": orEmpty(steps)}
 	if itemName != "" {

@@ -92,3 +92,22 @@ func TestEval(t *testing.T) {
 		t.Fatalf("want a cost limit error, got %v", err)
 	}
 }
+
+// Found in review: iterating a JSON object followed Go's random map
+// order, so a condition could change its answer on replay.
+func TestEvalIsDeterministic(t *testing.T) {
+	t.Parallel()
+	m := map[string]any{}
+	for _, k := range []string{"q", "b", "z", "a", "m", "c", "x", "d"} {
+		m[k] = map[string]any{"n": float64(len(k))}
+	}
+	for i := 0; i < 200; i++ {
+		got, err := Eval(`inputs.m.map(k, k)[0] == "a" && inputs.m.map(k, k).join(",") == "a,b,c,d,m,q,x,z"`, map[string]any{"m": m}, nil, "", nil, 0)
+		if err != nil || !got {
+			t.Fatalf("run %d: %v %v", i, got, err)
+		}
+	}
+	if got, err := Eval(`inputs.m.exists(k, inputs.m[k].n == 1) && inputs.m.all(k, k.size() == 1)`, map[string]any{"m": m}, nil, "", nil, 0); err != nil || !got {
+		t.Fatalf("nested maps: %v %v", got, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
 )
 
 // schemaTypes is a CEL type provider over JSON Schemas: every object
@@ -124,6 +125,7 @@ func typedEnv(v Vars) (*cel.Env, error) {
 		cel.Variable("inputs", p.object("capflow.inputs", in)),
 		cel.Variable("steps", p.object("capflow.steps", steps)),
 		cel.CrossTypeNumericComparisons(true),
+		ext.Strings(),
 	}
 	if v.ItemName != "" {
 		opts = append(opts, cel.Variable(v.ItemName, p.typeOf("capflow.item", v.Item)), cel.Variable("index", types.IntType))

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,14 @@ func loadSubs(p *Plan, root string, stack []string) caperr.Problems {
 			at("sub-plan %q must be a path inside the project", s.Plan)
 			continue
 		}
+		// Inside the project for real: a link must not lead out of it.
+		if real, err := filepath.EvalSymlinks(full); err == nil {
+			realRoot, _ := filepath.EvalSymlinks(rootAbs)
+			if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+				at("sub-plan %q leads outside the project (through a symlink)", s.Plan)
+				continue
+			}
+		}
 		for _, f := range stack {
 			if f == full {
 				at("sub-plan %q includes itself: %s", s.Plan, cycleText(root, append(stack, full)))
@@ -41,7 +50,12 @@ func loadSubs(p *Plan, root string, stack []string) caperr.Problems {
 		}
 		data, err := yamldoc.ReadFile(full, s.Plan)
 		if err != nil {
-			at("sub-plan %q: %v", s.Plan, err)
+			var ce *caperr.Error
+			if errors.As(err, &ce) {
+				at("sub-plan: %s", ce.Message)
+			} else {
+				at("sub-plan %q: %v", s.Plan, err)
+			}
 			continue
 		}
 		sub, subProbs := Parse(s.Plan, data)

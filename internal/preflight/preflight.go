@@ -147,6 +147,9 @@ func Check(req Request) *Report {
 		}
 		facts = append(facts, f)
 	}
+	// A sub-plan's steps answer to the same policy (and count toward
+	// max_steps): a parent cannot run through a child what it may not run.
+	facts = append(facts, subPlanFacts(p, "")...)
 	viol := eff.Check(facts, p.MaxParallel)
 	if viol == nil {
 		viol = []policy.Violation{}
@@ -178,4 +181,21 @@ func Check(req Request) *Report {
 		r.Message = fmt.Sprintf("ready: %d steps resolved", len(p.Steps))
 	}
 	return r
+}
+
+// subPlanFacts lists the steps of p's sub-plans, named parent/child.
+func subPlanFacts(p *plan.Plan, prefix string) []policy.StepFacts {
+	var out []policy.StepFacts
+	for _, s := range p.Steps {
+		if s.Sub == nil {
+			continue
+		}
+		for _, c := range s.Sub.Steps {
+			if c.Plan == "" {
+				out = append(out, policy.StepFacts{ID: prefix + s.ID + "/" + c.ID, Capability: c.Capability})
+			}
+		}
+		out = append(out, subPlanFacts(s.Sub, prefix+s.ID+"/")...)
+	}
+	return out
 }
