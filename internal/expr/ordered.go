@@ -56,7 +56,9 @@ func (it *keyIterator) Next() ref.Val {
 func (it *keyIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, fmt.Errorf("an iterator has no native form")
 }
-func (it *keyIterator) ConvertToType(ref.Type) ref.Val { return types.NewErr("an iterator has no type conversion") }
-func (it *keyIterator) Equal(ref.Val) ref.Val          { return types.False }
-func (it *keyIterator) Type() ref.Type                 { return types.IteratorType }
-func (it *keyIterator) Value() any                     { return nil }
+func (it *keyIterator) ConvertToType(ref.Type) ref.Val {
+	return types.NewErr("an iterator has no type conversion")
+}
+func (it *keyIterator) Equal(ref.Val) ref.Val { return types.False }
+func (it *keyIterator) Type() ref.Type        { return types.IteratorType }
+func (it *keyIterator) Value() any            { return nil }
