@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,25 @@ func BenchmarkScaleForEach(b *testing.B) {
 		}
 		b.ReportMetric(float64(took.Milliseconds())/n, "ms/item")
 		b.ReportMetric(float64(most), "max-history-events")
+		b.ReportMetric(float64(workerPeakKB())/1024, "worker-peak-MB")
 	}
+}
+
+// workerPeakKB is the newest worker's peak resident memory (VmHWM).
+func workerPeakKB() int {
+	h.mu.Lock()
+	w := h.workers[len(h.workers)-1]
+	h.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb
+		}
+	}
+	return 0
 }
