@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -204,7 +205,7 @@ func listOf(scope plan.Scope, src any) ([]any, error) {
 // ten thousand items must not parse the same file ten thousand times.
 func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome, src any, index int) (any, error) {
 	key, _ := json.Marshal(src)
-	for _, id := range sortedIDs(deps) {
+	for _, id := range slices.Sorted(maps.Keys(deps)) {
 		key = append(key, []byte("|"+id+":"+deps[id].DataSHA256)...)
 	}
 	a.mu.Lock()
@@ -226,13 +227,4 @@ func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome,
 		return nil, caperr.New(caperr.InvalidInput, "for_each: item %d of a %d-item list", index, len(list))
 	}
 	return list[index], nil
-}
-
-func sortedIDs(m map[string]wfapi.StepOutcome) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -302,12 +301,7 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 	}
 	if len(res.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
-		names := make([]string, 0, len(res.Outputs))
-		for n := range res.Outputs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range res.OutputNames() {
 			js, _ := json.Marshal(res.Outputs[n])
 			if len(js) > 200 {
 				js = append(js[:200], "…"...)

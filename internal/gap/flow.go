@@ -2,7 +2,9 @@ package gap
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -52,7 +54,7 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 		ps, declared := props[k].(map[string]any)
 		if !declared {
 			if ap, ok := in["additionalProperties"].(bool); ok && !ap {
-				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(sortedKeys(props), ", "))})
+				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(slices.Sorted(maps.Keys(props)), ", "))})
 			} else if apm, ok := in["additionalProperties"].(map[string]any); ok {
 				out = append(out, c.flow(s.With[k], apm, "with."+k)...)
 			}
@@ -78,15 +80,6 @@ func requiredOf(s map[string]any) []string {
 				out = append(out, str)
 			}
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out
@@ -136,7 +129,7 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 				out = append(out, schema.Issue{Path: at + "." + r, Message: "required field missing"})
 			}
 		}
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if ps, ok := props[k].(map[string]any); ok {
 				out = append(out, c.flow(t[k], ps, at+"."+k)...)
 			}

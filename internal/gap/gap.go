@@ -7,6 +7,8 @@ package gap
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -249,7 +251,7 @@ func (c *checker) outputsSchema() map[string]any {
 		props[name] = s
 	}
 	req := make([]any, 0, len(props))
-	for _, n := range sortedKeys(props) {
+	for _, n := range slices.Sorted(maps.Keys(props)) {
 		req = append(req, n)
 	}
 	return map[string]any{"type": "object", "properties": props, "required": req}

@@ -92,12 +92,7 @@ func Markdown(d Document) string {
 	}
 	if len(r.Outputs) > 0 {
 		b.WriteString("\n## Outputs\n\n| output | value |\n|---|---|\n")
-		names := make([]string, 0, len(r.Outputs))
-		for n := range r.Outputs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range r.OutputNames() {
 			js, _ := json.Marshal(r.Outputs[n])
 			fmt.Fprintf(&b, "| %s | `%s` |\n", n, cell(string(js)))
 		}

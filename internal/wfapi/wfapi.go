@@ -6,6 +6,8 @@ package wfapi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -371,6 +373,9 @@ type Result struct {
 	EndedAt    string         `json:"ended_at,omitempty"`
 	DurationMS int64          `json:"duration_ms"`
 }
+
+// OutputNames lists the result's outputs, sorted.
+func (r *Result) OutputNames() []string { return slices.Sorted(maps.Keys(r.Outputs)) }
 
 // FinalizeInput is the Finalize activity's input.
 type FinalizeInput struct {
