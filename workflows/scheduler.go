@@ -671,6 +671,8 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 	}
 	for _, v := range values {
 		if when, ok := v.(whenExpr); ok {
+			// Parsing a condition is pure; the step ids come back sorted.
+			//workflowcheck:ignore
 			for _, id := range plan.WhenSteps(string(when)) {
 				addStep(id, true)
 			}

@@ -12,10 +12,13 @@ package expr
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 )
@@ -142,4 +145,36 @@ func ints(v any) any {
 func tidy(s string) string {
 	s = strings.TrimPrefix(s, "ERROR: <input>:")
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// StepsRead lists the steps a condition reads (`steps.ID` or
+// `steps["ID"]`), sorted, from its syntax tree: a step named inside a
+// string literal is not read.
+func StepsRead(src string) ([]string, error) {
+	env, err := cel.NewEnv()
+	if err != nil {
+		return nil, err
+	}
+	parsed, iss := env.Parse(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	seen := map[string]bool{}
+	isSteps := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == "steps" }
+	celast.PreOrderVisit(parsed.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isSteps(sel.Operand()) {
+				seen[sel.FieldName()] = true
+			}
+		case celast.CallKind:
+			call := e.AsCall()
+			if call.FunctionName() == "_[_]" && len(call.Args()) == 2 && isSteps(call.Args()[0]) && call.Args()[1].Kind() == celast.LiteralKind {
+				if s, ok := call.Args()[1].AsLiteral().Value().(string); ok {
+					seen[s] = true
+				}
+			}
+		}
+	}))
+	return slices.Sorted(maps.Keys(seen)), nil
 }

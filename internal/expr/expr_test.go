@@ -111,3 +111,11 @@ func TestEvalIsDeterministic(t *testing.T) {
 		t.Fatalf("nested maps: %v %v", got, err)
 	}
 }
+
+func TestStepsRead(t *testing.T) {
+	t.Parallel()
+	got, err := StepsRead(`steps.find.data.count > 1 && steps["b-2"].success && inputs.msg != "see steps.report" && steps.find.success`)
+	if err != nil || strings.Join(got, ",") != "b-2,find" {
+		t.Fatalf("%v %v", got, err)
+	}
+}

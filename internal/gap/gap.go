@@ -431,7 +431,11 @@ func (c *checker) conditions() caperr.Problems {
 			v.ItemName, v.Item = s.ItemName(), item
 		}
 		if err := expr.Check(s.When, v); err != nil {
-			out = append(out, caperr.New(caperr.InvalidInput, "when %q: %v", s.When, err).At(c.p.File, s.Line, 0, fmt.Sprintf("steps[%d].when", i)))
+			line, col := s.WhenLine, s.WhenColumn
+			if line == 0 {
+				line = s.Line
+			}
+			out = append(out, caperr.New(caperr.InvalidInput, "when %q: %v", s.When, err).At(c.p.File, line, col, fmt.Sprintf("steps[%d].when", i)))
 		}
 	}
 	return out

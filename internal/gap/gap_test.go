@@ -251,3 +251,11 @@ func TestControlFlowChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestConditionProblemsPointAtWhen(t *testing.T) {
+	src := "name: p\nsteps:\n  - id: find\n    capability: file.list\n    with: {dir: .}\n  - id: sum\n    capability: file.checksum\n    with: {path: x}\n    when: steps.find.data.files > 3\n"
+	res := Check(mustPlan(t, src), testRegistry(t), Options{})
+	if len(res.Problems) != 1 || res.Problems[0].Line != 9 || res.Problems[0].Column != 11 || res.Problems[0].Field != "steps[1].when" {
+		t.Fatalf("want the problem at 9:11 steps[1].when, got %v", res.Problems)
+	}
+}

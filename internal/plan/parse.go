@@ -89,6 +89,9 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 	for i, s := range p.Steps {
 		if stepsNode != nil && i < len(stepsNode.Items) {
 			s.Line = stepsNode.Items[i].Pos.Line
+			if w := stepsNode.Items[i].Get("when"); w != nil {
+				s.WhenLine, s.WhenColumn = w.Pos.Line, w.Pos.Column
+			}
 		}
 		if s.Join.Policy == "" {
 			s.Join.Policy = JoinAll
@@ -430,7 +433,12 @@ func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
 
 // WhenSteps lists the steps a CEL condition reads (steps.ID or
 // steps["ID"]), sorted: they become dependencies of the step.
-func WhenSteps(expr string) []string {
+func WhenSteps(src string) []string {
+	if ids, err := expr.StepsRead(src); err == nil {
+		return ids
+	}
+	// Unparsable: the text's best guess (the syntax error is reported).
+	expr := src
 	seen := map[string]bool{}
 	var out []string
 	for _, m := range whenStepRe.FindAllStringSubmatch(expr, -1) {

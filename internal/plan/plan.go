@@ -104,6 +104,9 @@ type Step struct {
 	Deps []string `json:"deps,omitempty"`
 	// Line is where the step starts in its file (0 when unknown).
 	Line int `json:"-"`
+	// WhenPos is where the step's `when` is (0 when unknown), for problems
+	// found when conditions are type-checked.
+	WhenLine, WhenColumn int `json:"-"`
 }
 
 // Join says how a step's dependencies must end for it to run.
