@@ -392,7 +392,7 @@ func (s *scheduler) finishIfDone(st *stepState) bool {
 			firstFail = it
 		}
 	}
-	data := map[string]any{"count": c.Count, "succeeded": c.Succeeded, "failed": c.Failed, "items": items}
+	data := map[string]any{"count": c.Count, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "items": items}
 	// Marshalling only measures the data (map keys are sorted): deterministic.
 	//workflowcheck:ignore
 	if b, _ := json.Marshal(data); len(b) > maxAggregate || st.fe.itemsOmitted {

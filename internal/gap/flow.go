@@ -273,7 +273,7 @@ func ForEachData(item map[string]any) map[string]any {
 	}
 	n := map[string]any{"type": "integer", "minimum": 0}
 	return map[string]any{"type": "object", "required": []any{"count", "succeeded", "failed", "items"},
-		"properties": map[string]any{"count": n, "succeeded": n, "failed": n,
+		"properties": map[string]any{"count": n, "succeeded": n, "failed": n, "skipped": n,
 			"items": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{item, map[string]any{"type": "null"}}}}}}
 }
 

@@ -203,6 +203,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
 	res.Problems = append(res.Problems, c.conditions()...)
+	res.Problems = append(res.Problems, c.outputs()...)
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
@@ -436,6 +437,23 @@ func (c *checker) conditions() caperr.Problems {
 				line = s.Line
 			}
 			out = append(out, caperr.New(caperr.InvalidInput, "when %q: %v", s.When, err).At(c.p.File, line, col, fmt.Sprintf("steps[%d].when", i)))
+		}
+	}
+	return out
+}
+
+// outputs checks that each plan output reads something its step declares.
+func (c *checker) outputs() caperr.Problems {
+	var out caperr.Problems
+	for _, name := range slices.Sorted(maps.Keys(c.p.Outputs)) {
+		t, err := plan.ParseTemplate(c.p.Outputs[name])
+		if err != nil || !t.IsSingleRef() || t[0].Ref.Kind != plan.RefSteps {
+			continue
+		}
+		// Only a path the producer's schema rules out is an error; data that
+		// may be absent, or a producer declaring no schema, gives null.
+		if _, issue, skip := c.refSchema(*t[0].Ref); !skip && issue != "" && !strings.Contains(issue, "may be") && !strings.Contains(issue, "declares no output_schema") {
+			out = append(out, caperr.New(caperr.InvalidInput, "output %q: %s: %s", name, t[0].Ref, issue).At(c.p.File, 0, 0, "outputs."+name))
 		}
 	}
 	return out

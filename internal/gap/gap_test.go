@@ -259,3 +259,11 @@ func TestConditionProblemsPointAtWhen(t *testing.T) {
 		t.Fatalf("want the problem at 9:11 steps[1].when, got %v", res.Problems)
 	}
 }
+
+func TestOutputsReadDeclaredData(t *testing.T) {
+	src := "name: p\noutputs: {n: \"${steps.find.data.count}\", bad: \"${steps.find.data.nofield}\"}\nsteps:\n  - {id: find, capability: file.list, with: {dir: .}}\n"
+	res := Check(mustPlan(t, src), testRegistry(t), Options{})
+	if len(res.Problems) != 1 || res.Problems[0].Field != "outputs.bad" || !strings.Contains(res.Problems[0].Message, "nofield") {
+		t.Fatalf("%v", res.Problems)
+	}
+}

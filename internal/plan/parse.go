@@ -357,8 +357,12 @@ func (rc *refChecker) check(fp []string, tpl Template, err error) {
 	}
 }
 
-// reservedNames may not name a for_each item: they are roots of their own.
-var reservedNames = map[string]bool{RefInputs: true, RefSteps: true, RefIndex: true}
+// reservedNames may not name a for_each item: roots of their own, and
+// CEL's literals and reserved words (conditions could not read the item).
+var reservedNames = map[string]bool{RefInputs: true, RefSteps: true, RefIndex: true,
+	"true": true, "false": true, "null": true, "in": true, "as": true, "break": true, "const": true, "continue": true,
+	"else": true, "for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true,
+	"namespace": true, "return": true, "var": true, "void": true, "while": true}
 
 // validateControl checks for_each, as, max_parallel, tolerate, when and
 // the step's target (a capability).
@@ -379,7 +383,7 @@ func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
 		}
 	}
 	if s.As != "" && reservedNames[s.As] {
-		c.at(stepPath(i, "as"), "as %q would shadow %s: choose another name", s.As, s.As)
+		c.at(stepPath(i, "as"), "as %q is reserved (a reference root, or a word of the condition language): choose another name", s.As)
 	}
 	if !s.IsForEach() {
 		for _, f := range []struct {

@@ -241,7 +241,7 @@ steps:
 		"13:steps[1].as: as applies to for_each steps only",
 		"14:steps[1].tolerate: tolerate applies to for_each steps only",
 		"17:steps[2].for_each: for_each ${steps.find.success}: success is not a list",
-		"18:steps[2].as: as \"inputs\" would shadow inputs",
+		"18:steps[2].as: as \"inputs\" is reserved",
 		"21:steps[3].for_each: ${steps.nope.data.files}: no step \"nope\"",
 		"22:steps[3].tolerate: give failures or ratio, not both",
 		"23:steps[3].with.p: ${thing.path}: this step's item is named \"item\"",
