@@ -71,7 +71,14 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 	//workflowcheck:ignore
 	run, err := expr.Eval(st.step.When, inputs, steps, "", nil, 0)
 	if err != nil {
-		st.env = s.synthEnvelope(st.step.Tool, caperr.InvalidInput, fmt.Sprintf("when %q: %v", st.step.When, err))
+		hint := ""
+		for _, id := range sortedOutcomes(deps) {
+			if deps[id].Status == wfapi.StepSkipped || deps[id].Status == wfapi.StepFailed {
+				hint = fmt.Sprintf(" (step %s %s, so it has no data: guard with steps.%s.success)", id, deps[id].Status, id)
+				break
+			}
+		}
+		st.env = s.synthEnvelope(st.step.Tool, caperr.InvalidInput, fmt.Sprintf("when %q: %v%s", st.step.When, err, hint))
 		st.started = workflow.Now(s.ctx)
 		s.move(st, wfapi.StepRunning, "")
 		s.move(st, wfapi.StepFailed, st.env.Message)

@@ -705,3 +705,12 @@ func TestControlFlowReviewFindings(t *testing.T) {
 		t.Fatalf("a critical when: false: %s [%s] %s", res.Status, states(res), res.Message)
 	}
 }
+
+func TestWhenOverASkippedStepSaysHowToGuard(t *testing.T) {
+	src := "name: g\ninputs: {go: {type: boolean, default: false}}\nsteps:\n  - {id: a, capability: x.a, when: inputs.go}\n  - {id: b, capability: x.b, when: 'steps.a.data.n > 1'}\n"
+	res, _ := execute(t, src, nil)
+	b := stepResult(res, "b")
+	if b.Status != wfapi.StepFailed || !strings.Contains(b.Envelope.Message, "guard with steps.a.success") {
+		t.Fatalf("%s: %+v", b.Status, b.Envelope)
+	}
+}
