@@ -128,7 +128,7 @@ func BenchmarkOverhead(b *testing.B) {
 
 // BenchmarkScaleForEach runs a 10,000-item for_each (a builtin per item)
 // on the dev server and reports the time per item and the largest history
-// (contracts section 11: no history past 10,240 events).
+// (docs/plans.md: no history past 10,240 events).
 func BenchmarkScaleForEach(b *testing.B) {
 	const n = 10000
 	var src bytes.Buffer

@@ -452,7 +452,7 @@ func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 const maxReruns = 2
 
 // recreate handles a consumer that found a producer's stored output
-// missing or altered (seed 003's state validation and recovery): when
+// missing or altered (docs/workflow.md): when
 // every such producer is idempotent and may still be re-run, they run
 // again and the consumer waits for them; otherwise the consumer's
 // OBSERVABILITY_ERROR, which names the file, stands.

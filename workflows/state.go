@@ -6,11 +6,11 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// transitions is the step lifecycle (seed 003's task state machine):
+// transitions is the step lifecycle (docs/workflow.md):
 // pending → running → succeeded | failed | cancelled; pending → skipped or
 // cancelled; nothing leaves a terminal state.
 //
-// Two moves exist only for recovery (seed 003 contract 7): a succeeded
+// Two moves exist only for recovery (docs/workflow.md, stored outputs): a succeeded
 // idempotent step goes back to pending to re-create a stored output a
 // consumer found lost, and that consumer goes from running back to
 // pending until it is re-created.

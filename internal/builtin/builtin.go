@@ -53,7 +53,7 @@ func Names() []string {
 const createdLedger = ".capflow-created"
 
 // mayReplace refuses to replace something that existed before the step
-// unless overwrite is set (seed 001: destructive effects need a flag).
+// unless overwrite is set (docs/limits.md: destructive effects need a flag).
 func (e *Env) mayReplace(pl *place, overwrite bool) error {
 	if st, err := pl.root.Lstat(pl.rel); err == nil && st.IsDir() {
 		return caperr.New(caperr.InvalidInput, "%s %q is a folder: a file cannot replace it", pl.field, pl.given)

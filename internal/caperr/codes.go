@@ -1,4 +1,4 @@
-// Package caperr holds capflow's error codes (contracts section 5) and the
+// Package caperr holds capflow's error codes (docs/errors.md) and the
 // typed error that carries one, with the file position it refers to.
 package caperr
 

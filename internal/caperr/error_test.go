@@ -44,7 +44,7 @@ func TestTable(t *testing.T) {
 		t.Fatalf("contract lists 18 codes, table has %d", len(All()))
 	}
 	if Lookup(PolicyBlocked).ExitCode != 4 || Lookup(Cancelled).ExitCode != 5 || Lookup(InvalidInput).ExitCode != 2 {
-		t.Fatal("exit codes do not follow contracts section 9")
+		t.Fatal("exit codes do not follow docs/cli.md")
 	}
 	if Lookup("NOPE").Retryable {
 		t.Fatal("unknown codes must not be retryable")

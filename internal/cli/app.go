@@ -1,4 +1,4 @@
-// Package cli implements the capflow command line (contracts section 9).
+// Package cli implements the capflow command line (docs/cli.md).
 // Every command produces one envelope: printed as JSON with --output json,
 // rendered for people otherwise; the exit code follows the contract table.
 package cli

@@ -15,7 +15,7 @@ import (
 	"github.com/capflow/capflow/kits"
 )
 
-// Problem is the JSON form of one problem (contracts section 9).
+// Problem is the JSON form of one problem (docs/cli.md).
 type Problem struct {
 	File    string      `json:"file"`
 	Line    int         `json:"line"`

@@ -96,7 +96,7 @@ type Operation struct {
 	Capability string `json:"capability"`
 	Reason     string `json:"reason,omitempty"`
 	// Tool and Runs say, for a planned operation, which tool would run
-	// and what it executes (seed 004's DRY_RUN).
+	// and what it executes (docs/cli.md, agent --dry-run).
 	Tool string `json:"tool,omitempty"`
 	Runs string `json:"runs,omitempty"`
 }

@@ -1,4 +1,4 @@
-// Package config loads a project's configuration (contracts section 1):
+// Package config loads a project's configuration (docs/configuration.md):
 // defaults < capflow.yaml < environment (TEMPORAL_*, then CAPFLOW_*) < flags.
 package config
 

@@ -266,7 +266,7 @@ func (c *checker) dataSchema(id string) (map[string]any, bool) {
 }
 
 // ForEachData is the schema of a for_each step's data given its tool's
-// output schema (contracts section 11).
+// output schema (docs/plans.md).
 func ForEachData(item map[string]any) map[string]any {
 	if item == nil {
 		item = map[string]any{}

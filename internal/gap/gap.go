@@ -1,5 +1,5 @@
 // Package gap decides, before anything runs, whether every step of a
-// plan is covered by a tool (contracts section 7). Per step, in order:
+// plan is covered by a tool (docs/plans.md). Per step, in order:
 // capability name valid → a tool provides it (or the pinned tool exists)
 // → schema compatibility (contract and data flow) → confidence
 // (fail-closed) → the chosen tool's dependencies are available.

@@ -191,7 +191,7 @@ steps:
 func TestCompatibilityBeforeRank(t *testing.T) {
 	reg := testRegistry(t)
 	// A string flows in: the priority-10 tool cannot take it, the
-	// priority-1 tool can, so it is chosen (seed 004's selection order).
+	// priority-1 tool can, so it is chosen (docs/manifests.md, resolution).
 	res := Check(mustPlan(t, "name: p\nsteps:\n  - {id: sq, capability: num.square, with: {n: \"7\"}}\n"), reg, Options{})
 	if len(res.Gaps) != 0 || len(res.Resolution) != 1 || res.Resolution[0].Tool != "square-any" || !strings.Contains(res.Resolution[0].Reason, "square-int@1.0.0 refused") {
 		t.Fatalf("want square-any chosen with the reason, got %+v gaps %+v", res.Resolution, res.Gaps)

@@ -1,5 +1,5 @@
 // Package manifest parses and validates tool manifests (tool.yaml) and kit
-// descriptors (kit.yaml), contracts section 2. Every problem of a file is
+// descriptors (kit.yaml), docs/manifests.md. Every problem of a file is
 // reported at once, each with file, line, column and field path.
 package manifest
 

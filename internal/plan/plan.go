@@ -1,5 +1,5 @@
-// Package plan parses and validates capability plans (contracts section
-// 6): steps, references between them, joins and failure policies. It has
+// Package plan parses and validates capability plans (docs/plans.md):
+// steps, references between them, joins and failure policies. It has
 // no Temporal import: the CLI and the workflow's activities share it.
 package plan
 

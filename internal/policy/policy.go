@@ -1,4 +1,4 @@
-// Package policy loads policy.yaml (contracts section 8) and decides
+// Package policy loads policy.yaml (docs/plans.md) and decides
 // whether a plan may run: allow/deny globs over capabilities (deny wins)
 // and limits. A plan may narrow the policy, never widen it.
 package policy

@@ -17,7 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/registry"
 )
 
-// Plan statuses (contracts section 7).
+// Plan statuses (docs/plans.md).
 const (
 	Ready           = "ready"
 	PartialComplete = "partial-complete"

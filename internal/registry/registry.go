@@ -1,6 +1,6 @@
 // Package registry scans kits and project tools, validates their
 // manifests, and indexes capabilities to candidate tools in the order of
-// contracts section 2.
+// docs/manifests.md.
 package registry
 
 import (
@@ -242,7 +242,7 @@ func build(opts Options, files []found) *Registry {
 	return r
 }
 
-// DescriptionFile is the long description beside a tool.yaml (seed 002).
+// DescriptionFile is the long description beside a tool.yaml (docs/manifests.md).
 const DescriptionFile = "description.md"
 
 // maxDescription bounds a description.md read for show or an LLM prompt.

@@ -145,7 +145,7 @@ func Markdown(d Document) string {
 	return b.String()
 }
 
-// errorsBySeverity aggregates step errors (seed 003's error report).
+// errorsBySeverity aggregates step errors (docs/errors.md).
 func errorsBySeverity(r wfapi.Result) string {
 	by := map[string][]string{}
 	for _, s := range r.Steps {

@@ -1,6 +1,6 @@
 // Package router turns request text into a plan: deterministic rules
 // first (router.yaml), an optional OpenAI-compatible LLM as fallback
-// (seed 004's request-router and hybrid planner).
+// (docs/router.md).
 package router
 
 import (

@@ -188,7 +188,7 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	return p, string(y), nil
 }
 
-// Capability is what the LLM is shown of one capability (seed 002: the
+// Capability is what the LLM is shown of one capability (docs/router.md: the
 // schema is presented to the LLM): the chosen provider's description and
 // input schema.
 type Capability struct {

@@ -1,5 +1,5 @@
 // Package toolrun runs one tool once: command tools per the tool protocol
-// (contracts section 3), http tools and builtin tools. Whatever happens,
+// (docs/tool-protocol.md), http tools and builtin tools. Whatever happens,
 // the result is an envelope; the runner never returns a Go error.
 package toolrun
 

@@ -1,5 +1,5 @@
 // Package wfapi holds the types that cross the workflow boundary: the
-// PlanWorkflow's input and result (contracts section 10), the activities'
+// PlanWorkflow's input and result (docs/workflow.md), the activities'
 // inputs and outputs, and the progress query. Plain JSON, no Temporal
 // import, so any client (Go, Python, TypeScript) can use the same shapes.
 package wfapi
@@ -30,7 +30,7 @@ const (
 	SearchAttrStatus = "CapflowStatus"
 )
 
-// RunStatus is a run's status (contracts section 10).
+// RunStatus is a run's status (docs/workflow.md).
 type RunStatus string
 
 // Run statuses.
@@ -45,7 +45,7 @@ const (
 	StatusCancelled       RunStatus = "cancelled"
 )
 
-// StepState is a step's state (contracts section 6).
+// StepState is a step's state (docs/plans.md).
 type StepState string
 
 // Step states.
@@ -94,7 +94,7 @@ type ResolvedStep struct {
 	OnFailure  string         `json:"on_failure"`
 	Critical   bool           `json:"critical,omitempty"`
 	With       map[string]any `json:"with,omitempty"`
-	// Control flow (contracts section 11).
+	// Control flow (docs/plans.md).
 	ForEach     any            `json:"for_each,omitempty"`
 	ItemName    string         `json:"item_name,omitempty"`
 	MaxParallel int            `json:"max_parallel,omitempty"`

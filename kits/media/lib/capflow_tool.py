@@ -1,4 +1,4 @@
-"""Minimal helper for capflow command tools written in Python (tool protocol, contracts section 3)."""
+"""Minimal helper for capflow command tools written in Python (tool protocol, docs/tool-protocol.md)."""
 import datetime
 import json
 import os
