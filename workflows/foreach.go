@@ -47,7 +47,6 @@ type itemState struct {
 	reason   string
 	env      *envelope.Envelope
 	cancel   workflow.CancelFunc
-	started  bool
 }
 
 // maxAggregate bounds the aggregate data a for_each step keeps in history;
@@ -60,7 +59,7 @@ const maxAggregate = 256 << 10
 func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 	inputs, deps := s.referenced(whenExpr(st.step.When))
 	steps := map[string]any{}
-	for _, id := range sortedOutcomes(deps) {
+	for _, id := range sortedKeys(deps) {
 		o := deps[id]
 		if o.DataFile != "" {
 			return false, false
@@ -72,7 +71,7 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 	run, err := expr.Eval(st.step.When, inputs, steps, "", nil, 0)
 	if err != nil {
 		hint := ""
-		for _, id := range sortedOutcomes(deps) {
+		for _, id := range sortedKeys(deps) {
 			if deps[id].Status == wfapi.StepSkipped || deps[id].Status == wfapi.StepFailed {
 				hint = fmt.Sprintf(" (step %s %s, so it has no data: guard with steps.%s.success)", id, deps[id].Status, id)
 				break
@@ -91,16 +90,6 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 		return false, true
 	}
 	return true, true
-}
-
-func sortedOutcomes(m map[string]wfapi.StepOutcome) []string {
-	out := make([]string, 0, len(m))
-	//workflowcheck:ignore
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // skipWhenFalse ends a step whose condition is false: skipped, never a
@@ -211,7 +200,7 @@ func insertSorted(list []string, id string) []string {
 func (s *scheduler) inlineList(st *stepState) ([]any, bool) {
 	inputs, deps := s.referenced(st.step.ForEach)
 	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
-	for _, id := range sortedOutcomes(deps) {
+	for _, id := range sortedKeys(deps) {
 		o := deps[id]
 		if o.DataFile != "" {
 			return nil, false
@@ -292,7 +281,7 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	call, inputs, deps := s.itemCall(st, index)
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call}}
-	it.cancel, it.started, it.status = cancel, true, wfapi.StepRunning
+	it.cancel, it.status = cancel, wfapi.StepRunning
 	f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) { s.completeItem(id, index, f) })
@@ -465,7 +454,7 @@ func (s *scheduler) startBatch(st *stepState) {
 		if fe.inline {
 			bi.Value, bi.HasValue = fe.list[i], true
 		}
-		fe.items[i].status, fe.items[i].started = wfapi.StepRunning, true
+		fe.items[i].status = wfapi.StepRunning
 		items = append(items, bi)
 	}
 	if len(items) == 0 {

@@ -710,7 +710,7 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 // condition reads whole steps and any input.
 type whenExpr string
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	// Collecting keys to sort them is order-independent.
 	//workflowcheck:ignore

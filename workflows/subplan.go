@@ -25,7 +25,7 @@ func (s *scheduler) startChild(st *stepState) {
 	inputs, deps := s.referenced(step.With)
 	inline := true
 	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
-	for _, id := range sortedOutcomes(deps) {
+	for _, id := range sortedKeys(deps) {
 		o := deps[id]
 		if o.DataFile != "" {
 			inline = false

@@ -249,20 +249,11 @@ func funcs(root *string) template.FuncMap {
 		"stepid": func(prefix string, i int) string { return fmt.Sprintf("%s_%d", prefix, i+1) },
 		// glob lists files under the project (bounded), sorted, relative.
 		"glob": func(dir, pattern string) ([]string, error) {
-			if root == nil {
-				return nil, nil
+			base, rel, err := inProject(root, dir)
+			if err != nil {
+				return nil, err
 			}
-			r := *root
-			if r == "" {
-				r = "."
-			}
-			r, _ = filepath.Abs(r)
-			root := &r
-			base := filepath.Join(*root, dir)
-			if !strings.HasPrefix(filepath.Clean(base)+string(filepath.Separator), filepath.Clean(*root)+string(filepath.Separator)) {
-				return nil, BadRequest(fmt.Sprintf("the folder %s is outside the project", dir))
-			}
-			matches, err := filepath.Glob(filepath.Join(base, pattern))
+			matches, err := filepath.Glob(filepath.Join(base, rel, pattern))
 			if err != nil {
 				return nil, err
 			}
@@ -271,24 +262,15 @@ func funcs(root *string) template.FuncMap {
 				matches = matches[:1000]
 			}
 			for i, m := range matches {
-				matches[i], _ = filepath.Rel(*root, m)
+				matches[i], _ = filepath.Rel(base, m)
 			}
 			return matches, nil
 		},
 		// indir returns dir, relative to the project, or refuses a folder
 		// outside it (the request is at fault).
 		"indir": func(dir string) (string, error) {
-			base := "."
-			if root != nil && *root != "" {
-				base = *root
-			}
-			base, _ = filepath.Abs(base)
-			full := filepath.Clean(filepath.Join(base, dir))
-			if full != base && !strings.HasPrefix(full, base+string(filepath.Separator)) {
-				return "", BadRequest(fmt.Sprintf("the folder %s is outside the project", dir))
-			}
-			rel, _ := filepath.Rel(base, full)
-			return rel, nil
+			_, rel, err := inProject(root, dir)
+			return rel, err
 		},
 		"suffix": func(s, old, new string) string { return strings.TrimSuffix(s, old) + new },
 		// fail ends rendering: the intent matched but cannot build a plan
@@ -304,6 +286,23 @@ func funcs(root *string) template.FuncMap {
 			return out
 		},
 	}
+}
+
+// inProject resolves a folder a request names against the project root:
+// the absolute root and the folder relative to it, or BadRequest when the
+// folder is outside the project.
+func inProject(root *string, dir string) (string, string, error) {
+	base := "."
+	if root != nil && *root != "" {
+		base = *root
+	}
+	base, _ = filepath.Abs(base)
+	full := filepath.Clean(filepath.Join(base, dir))
+	if full != base && !strings.HasPrefix(full, base+string(filepath.Separator)) {
+		return "", "", BadRequest(fmt.Sprintf("the folder %s is outside the project", dir))
+	}
+	rel, _ := filepath.Rel(base, full)
+	return base, rel, nil
 }
 
 // NoPlan is a rule's refusal to plan this request (not a broken rule).

@@ -72,8 +72,6 @@ const (
 	MaxTokens = 300000
 )
 
-const maxDepth = MaxDepth
-
 // Parse reads one YAML document. Syntax errors come back as a
 // *caperr.Error with code INVALID_INPUT and the position of the fault.
 func Parse(file string, data []byte) (doc *Doc, err error) {
@@ -190,8 +188,8 @@ func (c *converter) errAt(p Pos, format string, args ...any) error {
 }
 
 func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
-	if depth > maxDepth {
-		return nil, c.errAt(pos(n.GetToken()), "nesting deeper than %d levels", maxDepth)
+	if depth > MaxDepth {
+		return nil, c.errAt(pos(n.GetToken()), "nesting deeper than %d levels", MaxDepth)
 	}
 	p := pos(n.GetToken())
 	if _, alias := n.(*ast.AliasNode); !alias {
