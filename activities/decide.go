@@ -23,7 +23,7 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 	if err != nil {
 		return fail(err)
 	}
-	steps := conditionSteps(in.Deps, scope.Steps)
+	steps := wfapi.Conditions(in.Deps, func(id string) any { return scope.Steps[id].Data })
 	if in.With != nil {
 		v, err := scope.Eval(in.With)
 		if err != nil {

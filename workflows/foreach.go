@@ -57,18 +57,13 @@ const maxAggregate = 256 << 10
 // a step it reads stored its data in a file: then the Decide activity
 // evaluates it.
 func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
-	inputs, deps := s.referenced(whenExpr(st.step.When))
-	steps := map[string]any{}
-	for _, id := range sortedKeys(deps) {
-		o := deps[id]
-		if o.DataFile != "" {
-			return false, false
-		}
-		steps[id] = map[string]any{"data": o.Data, "success": o.Success, "status": string(o.Status)}
+	scope, deps, inline := s.inlineScope(whenExpr(st.step.When))
+	if !inline {
+		return false, false
 	}
 	// Pure: CEL over the values recorded in history.
 	//workflowcheck:ignore
-	run, err := expr.Eval(st.step.When, inputs, steps, "", nil, 0)
+	run, err := expr.Eval(st.step.When, scope.Inputs, wfapi.Conditions(deps, func(id string) any { return deps[id].Data }), "", nil, 0)
 	if err != nil {
 		hint := ""
 		for _, id := range sortedKeys(deps) {
@@ -198,14 +193,9 @@ func insertSorted(list []string, id string) []string {
 // inlineList evaluates a for_each step's list in the workflow when every
 // value it reads is in history (not stored by reference).
 func (s *scheduler) inlineList(st *stepState) ([]any, bool) {
-	inputs, deps := s.referenced(st.step.ForEach)
-	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
-	for _, id := range sortedKeys(deps) {
-		o := deps[id]
-		if o.DataFile != "" {
-			return nil, false
-		}
-		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
+	scope, _, inline := s.inlineScope(st.step.ForEach)
+	if !inline {
+		return nil, false
 	}
 	// Pure: references resolved over values in history.
 	//workflowcheck:ignore
@@ -540,4 +530,20 @@ func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow
 	if !s.finishIfDone(st) && failed && s.itemFailuresExceeded(st) && s.rr.FailurePolicy != plan.ContinueAll {
 		s.abandonItems(st, "more items failed than tolerate allows")
 	}
+}
+
+// inlineScope gathers what the values reference, as a scope the workflow
+// can evaluate itself; inline is false when a referenced step stored its
+// data in a file (then an activity evaluates).
+func (s *scheduler) inlineScope(values ...any) (scope plan.Scope, deps map[string]wfapi.StepOutcome, inline bool) {
+	inputs, deps := s.referenced(values...)
+	scope = plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
+	for _, id := range sortedKeys(deps) {
+		o := deps[id]
+		if o.DataFile != "" {
+			return scope, deps, false
+		}
+		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
+	}
+	return scope, deps, true
 }

@@ -118,11 +118,10 @@ func (f *fakes) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.Decide
 	f.calls["decide-"+in.StepID]++
 	f.mu.Unlock()
 	scope := plan.Scope{Inputs: in.Inputs, Steps: map[string]plan.StepOutcome{}}
-	steps := map[string]any{}
 	for id, o := range in.Deps {
 		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
-		steps[id] = map[string]any{"data": o.Data, "success": o.Success, "status": string(o.Status)}
 	}
+	steps := wfapi.Conditions(in.Deps, func(id string) any { return in.Deps[id].Data })
 	if in.ForEach == nil {
 		run, err := expr.Eval(in.When, in.Inputs, steps, "", nil, 0)
 		return &wfapi.DecideResult{Run: run}, err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
-	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -22,16 +21,7 @@ func (s *scheduler) startChild(st *stepState) {
 	s.inflight++
 	st.started = workflow.Now(s.ctx)
 	s.move(st, wfapi.StepRunning, "")
-	inputs, deps := s.referenced(step.With)
-	inline := true
-	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
-	for _, id := range sortedKeys(deps) {
-		o := deps[id]
-		if o.DataFile != "" {
-			inline = false
-		}
-		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: o.Data}
-	}
+	scope, deps, inline := s.inlineScope(step.With)
 	if inline {
 		// Pure: references resolved over values in history (map order
 		// does not reach the result).
@@ -49,7 +39,7 @@ func (s *scheduler) startChild(st *stepState) {
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · evaluate the sub-plan's inputs",
 	})
-	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: inputs, Deps: deps})
+	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps})
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) {
 		st := s.steps[id]

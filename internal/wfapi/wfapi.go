@@ -167,6 +167,21 @@ type StepOutcome struct {
 	DataSHA256 string `json:"data_sha256,omitempty"`
 }
 
+// Condition is what a `when` expression sees of a step: its data (as
+// loaded: stored data is read back first), success and status.
+func (o StepOutcome) Condition(data any) map[string]any {
+	return map[string]any{"data": data, "success": o.Success, "status": string(o.Status)}
+}
+
+// Conditions is what a `when` expression sees of its steps, data as loaded.
+func Conditions(deps map[string]StepOutcome, data func(id string) any) map[string]any {
+	out := make(map[string]any, len(deps))
+	for id, o := range deps {
+		out[id] = o.Condition(data(id))
+	}
+	return out
+}
+
 // StepCall is what RunTool needs to know of a step: kept small, since one
 // is recorded in history for every step.
 type StepCall struct {
