@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -160,5 +162,39 @@ func TestResolveInvalidPlan(t *testing.T) {
 	_ = v.Get(&rr)
 	if rr.Status != "invalid" || len(rr.Problems) < 2 {
 		t.Fatalf("%+v", rr)
+	}
+}
+
+// An item whose list is stored by reference reads it through the worker's
+// cache: the second item does not read the file again.
+func TestItemFromAStoredList(t *testing.T) {
+	a, root := newActivities(t)
+	e := env(a)
+	reg, _ := a.registry()
+	m := reg.Tool("file-checksum", "")
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("A"), 0o644)
+	os.WriteFile(filepath.Join(root, "b.txt"), []byte("B"), 0o644)
+	raw := []byte(`{"files":["a.txt","b.txt"]}`)
+	list := filepath.Join(root, "list.json")
+	os.WriteFile(list, raw, 0o644)
+	sum := sha256.Sum256(raw)
+	deps := map[string]wfapi.StepOutcome{"find": {Success: true, DataFile: list, DataSHA256: hex.EncodeToString(sum[:])}}
+	run := func(index int) (string, error) {
+		v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: filepath.Join(root, ".capflow/runs/wf"), Deps: deps,
+			Step: wfapi.StepCall{ID: "sum", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true, With: map[string]any{"path": "${item}"},
+				Item: &wfapi.ItemCall{ForEach: "${steps.find.data.files}", ItemName: "item", Index: index}}})
+		if err != nil {
+			return "", err
+		}
+		var out wfapi.RunToolResult
+		_ = v.Get(&out)
+		return out.Envelope.Data.(map[string]any)["path"].(string), nil
+	}
+	if p, err := run(0); err != nil || filepath.Base(p) != "a.txt" {
+		t.Fatalf("item 0: %v %v", p, err)
+	}
+	os.Remove(list) // cached: the next item needs no file
+	if p, err := run(1); err != nil || filepath.Base(p) != "b.txt" {
+		t.Fatalf("item 1: %v %v", p, err)
 	}
 }

@@ -61,6 +61,5 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 			out.Skip = append(out.Skip, i)
 		}
 	}
-	out.Run = len(out.Skip) < out.Count || out.Count == 0
 	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -61,15 +60,7 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 	for name, tpl := range rr.Outputs {
 		// Each output reads only its own steps: an unreadable stored
 		// output elsewhere must not blank it.
-		mine := map[string]wfapi.StepOutcome{}
-		plan.CollectRefs(tpl, nil, func(_ []string, t plan.Template, err error) {
-			for _, r := range t.Refs() {
-				if o, ok := deps[r.Name]; ok && r.Kind == plan.RefSteps {
-					mine[r.Name] = o
-				}
-			}
-		})
-		scope, _, err := loadScope(rr.Inputs, mine)
+		scope, _, err := loadScope(rr.Inputs, referencedBy(tpl, deps))
 		if err != nil {
 			out[name] = nil
 			continue

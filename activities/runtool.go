@@ -59,8 +59,14 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return fail(b.FailErr(err, nil))
 	}
 	// Evaluate references here, not in the workflow: large outputs of
-	// earlier steps live in files, which workflow code may not read.
-	scope, lostID, err := loadScope(in.Inputs, in.Deps)
+	// earlier steps live in files, which workflow code may not read. An
+	// item whose list is stored by reference reads that list through the
+	// worker's cache, so only what the step's with references is loaded.
+	deps := in.Deps
+	if it := step.Item; it != nil && !it.HasValue {
+		deps = referencedBy(step.With, in.Deps)
+	}
+	scope, lostID, err := loadScope(in.Inputs, deps)
 	if err != nil {
 		if lostID != "" {
 			lost = append(lost, lostID)
@@ -71,8 +77,10 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if it := step.Item; it != nil {
 		item := it.Value
 		if !it.HasValue {
-			// The list is stored by reference: read (and cache) it here.
-			if item, err = a.itemOf(scope, in.Deps, it.ForEach, it.Index); err != nil {
+			if item, lostID, err = a.itemOf(in.Inputs, referencedBy(it.ForEach, in.Deps), it.ForEach, it.Index); err != nil {
+				if lostID != "" {
+					lost = append(lost, lostID)
+				}
 				return fail(b.FailErr(err, nil))
 			}
 		}
@@ -203,7 +211,7 @@ func listOf(scope plan.Scope, src any) ([]any, error) {
 // itemOf returns element index of a for_each list. Lists read from stored
 // outputs are cached per worker, keyed by the digests of what they read:
 // ten thousand items must not parse the same file ten thousand times.
-func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome, src any, index int) (any, error) {
+func (a *Activities) itemOf(inputs map[string]any, deps map[string]wfapi.StepOutcome, src any, index int) (any, string, error) {
 	key, _ := json.Marshal(src)
 	for _, id := range slices.Sorted(maps.Keys(deps)) {
 		key = append(key, []byte("|"+id+":"+deps[id].DataSHA256)...)
@@ -212,9 +220,12 @@ func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome,
 	list, ok := a.lists[string(key)]
 	a.mu.Unlock()
 	if !ok {
-		var err error
+		scope, lostID, err := loadScope(inputs, deps)
+		if err != nil {
+			return nil, lostID, err
+		}
 		if list, err = listOf(scope, src); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		a.mu.Lock()
 		if a.lists == nil || len(a.lists) > 16 {
@@ -224,7 +235,20 @@ func (a *Activities) itemOf(scope plan.Scope, deps map[string]wfapi.StepOutcome,
 		a.mu.Unlock()
 	}
 	if index < 0 || index >= len(list) {
-		return nil, caperr.New(caperr.InvalidInput, "for_each: item %d of a %d-item list", index, len(list))
+		return nil, "", caperr.New(caperr.InvalidInput, "for_each: item %d of a %d-item list", index, len(list))
 	}
-	return list[index], nil
+	return list[index], "", nil
+}
+
+// referencedBy keeps the outcomes of the steps a value references.
+func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.StepOutcome {
+	out := map[string]wfapi.StepOutcome{}
+	plan.CollectRefs(v, nil, func(_ []string, t plan.Template, err error) {
+		for _, r := range t.Refs() {
+			if o, ok := deps[r.Name]; ok && r.Kind == plan.RefSteps {
+				out[r.Name] = o
+			}
+		}
+	})
+	return out
 }

@@ -25,6 +25,8 @@ type Env struct {
 	RunDir string
 	// Feedback receives progress events.
 	Feedback *envelope.Builder
+
+	created map[string]bool // the step folder's ledger, read once
 }
 
 // Func is one builtin tool.
@@ -68,16 +70,15 @@ func (e *Env) createdByStep(abs string) bool {
 	if e.Workdir == "" {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(e.Workdir, createdLedger))
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == abs {
-			return true
+	if e.created == nil {
+		// Read once per call: an extraction asks for every entry.
+		e.created = map[string]bool{}
+		b, _ := os.ReadFile(filepath.Join(e.Workdir, createdLedger))
+		for _, l := range strings.Split(string(b), "\n") {
+			e.created[l] = true
 		}
 	}
-	return false
+	return e.created[abs]
 }
 
 // noteCreated records paths this step created (no-op without a step folder).
@@ -91,6 +92,11 @@ func (e *Env) noteCreated(abs ...string) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(strings.Join(abs, "\n") + "\n")
+	if e.created != nil {
+		for _, a := range abs {
+			e.created[a] = true
+		}
+	}
 }
 
 // inputs helpers: the schemas have already been checked, but builtins are

@@ -78,7 +78,6 @@ func Process(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
 	a := &App{Stdout: stdout, Stderr: stderr, ctx: ctx}
-	id := commandID((&App{}).rootCommand(), args) // a throwaway tree: no state shared with the run
 	finished := make(chan struct{})
 	go func() {
 		select {
@@ -89,6 +88,9 @@ func Process(args []string, stdout, stderr io.Writer) int {
 		select {
 		case <-finished:
 		case <-time.After(SignalGrace):
+			// A throwaway command tree names the command: nothing shared
+			// with the one still running, and no cost unless a signal came.
+			id := commandID((&App{}).rootCommand(), args)
 			env := envelope.NewBuilder(id).Fail(caperr.Cancelled, "cancelled by a signal", nil)
 			os.Exit(a.emit(&result{env: env}))
 		}

@@ -266,8 +266,8 @@ type DecideInput struct {
 
 // DecideResult is the Decide activity's answer.
 type DecideResult struct {
-	// Run is the step's `when` (true without one); for a for_each step,
-	// whether any item runs.
+	// Run is a step's `when` (true without one); a for_each step's items
+	// are decided by Count and Skip.
 	Run bool `json:"run"`
 	// Count is the for_each list's length; Skip the items whose `when` is
 	// false.
