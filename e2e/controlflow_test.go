@@ -39,9 +39,6 @@ func activitySummaries(t *testing.T, id string) []string {
 // The for_each example on the real server: items named sum[i] in the
 // result, the report and the Web UI's activity summaries; outputs returned.
 func TestForEachEndToEnd(t *testing.T) {
-	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
-		t.Fatal(err)
-	}
 	code, r := h.run(t, filepath.Join(h.project, "plans/examples/for-each-checksums.yaml"))
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
@@ -66,9 +63,6 @@ func TestForEachEndToEnd(t *testing.T) {
 // Conditions on the real server: a false one skips its step with
 // "when: false", and the join after it still runs.
 func TestConditionsEndToEnd(t *testing.T) {
-	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
-		t.Fatal(err)
-	}
 	code, r := h.run(t, filepath.Join(h.project, "plans/examples/conditions.yaml"), "--input", "min_files=10")
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
@@ -90,9 +84,6 @@ func TestConditionsEndToEnd(t *testing.T) {
 // Sub-plans on the real server: child workflows with their own reports,
 // linked from the parent's; the child's outputs are the step's data.
 func TestSubPlansEndToEnd(t *testing.T) {
-	if err := copyTree(filepath.Join(h.repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
-		t.Fatal(err)
-	}
 	code, r := h.run(t, filepath.Join(h.project, "plans/examples/sub-plans.yaml"))
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)

@@ -112,6 +112,11 @@ func setup() (*harness, error) {
 	if err := os.Symlink(filepath.Join(repo, "kits"), filepath.Join(h.project, "kits")); err != nil {
 		return nil, err
 	}
+	// The example plans, copied, not linked: builtins refuse paths that
+	// leave the project through a symlink.
+	if err := copyTree(filepath.Join(repo, "plans"), filepath.Join(h.project, "plans")); err != nil {
+		return nil, err
+	}
 	tbin, err := temporalBinary(repo)
 	if err != nil {
 		return nil, err

@@ -57,10 +57,14 @@ const createdLedger = ".capflow-created"
 // mayReplace refuses to replace something that existed before the step
 // unless overwrite is set (docs/limits.md: destructive effects need a flag).
 func (e *Env) mayReplace(pl *place, overwrite bool) error {
-	if st, err := pl.root.Lstat(pl.rel); err == nil && st.IsDir() {
+	st, err := pl.root.Lstat(pl.rel)
+	if err != nil {
+		return nil // nothing there to replace
+	}
+	if st.IsDir() {
 		return caperr.New(caperr.InvalidInput, "%s %q is a folder: a file cannot replace it", pl.field, pl.given)
 	}
-	if overwrite || !pl.exists() || e.createdByStep(pl.abs) {
+	if overwrite || e.createdByStep(pl.abs) {
 		return nil
 	}
 	return caperr.New(caperr.InvalidInput, "%s %q already exists: set overwrite: true to replace it", pl.field, pl.given)
