@@ -30,7 +30,12 @@ type Activities struct {
 	// Router turns request text into a plan (nil: routing unavailable).
 	Router Router
 
-	mu    sync.Mutex
+	// SegmentEvents is the history length at which a run continues as
+	// new (0: wfapi.DefaultSegmentEvents).
+	SegmentEvents int
+
+	mu         sync.Mutex
+	stepsCache *stepsCache
 	tools map[string]*manifest.Manifest // digest -> manifest
 	lists map[string][]any              // for_each lists read from stored outputs
 }

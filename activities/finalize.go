@@ -3,17 +3,23 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Finalize writes report.json and report.md into the run's folder.
+// Finalize writes report.json and report.md into the run's folder. What
+// the workflow left out to keep its payloads small is read back here: the
+// resolution and steps stored at Resolve, the steps of earlier segments
+// (Checkpoint), the envelopes stored by RunTool.
 func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
 	dir := a.runDir(in.Result.WorkflowID)
 	if in.Resolved != nil && in.Resolved.RunDir != "" {
@@ -24,11 +30,15 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
 	res := in.Result
-	if in.Resolved != nil && len(in.Resolved.Outputs) > 0 {
-		res.Outputs = outputs(in.Resolved, &res)
+	rr, err := a.complete(in, &res)
+	if err != nil {
+		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
+	}
+	if rr != nil && len(rr.Outputs) > 0 {
+		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
-	doc := report.Document{Result: res, Resolved: in.Resolved}
+	doc := report.Document{Result: res, Resolved: rr}
 	js, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), string(caperr.InternalError))
@@ -41,7 +51,86 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	out := *paths
 	out.Outputs = res.Outputs
+	if in.Segments > 0 {
+		// The workflow knows only its last segment in full: the result's
+		// steps come from here, trimmed as the workflow would.
+		t := res
+		t.Steps = slices.Clone(res.Steps)
+		t.Trim(wfapi.MaxResultBytes)
+		out.Steps = &wfapi.StepsAnswer{Steps: t.Steps, Counts: t.StepCounts, Omitted: t.StepsOmitted}
+	}
 	return &out, nil
+}
+
+// complete fills in what the workflow left out of the finalize input:
+// the stored resolution, earlier segments' steps, stored envelopes.
+func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi.ResolveResult, error) {
+	rr := in.Resolved
+	if rr != nil && rr.StepsRef != nil && (len(rr.Steps) < rr.StepsRef.Count || rr.Resolution == nil) {
+		st, err := a.readStoredSteps(*rr.StepsRef)
+		if err != nil {
+			return nil, err
+		}
+		c := *rr
+		c.Steps, c.Resolution = st.Steps, st.Resolution
+		rr = &c
+		res.Resolution = st.Resolution
+	}
+	if in.Segments > 0 && rr != nil {
+		byID := map[string]wfapi.StepResult{}
+		for n := 1; n <= in.Segments; n++ {
+			var part []wfapi.StepResult
+			raw, err := os.ReadFile(segmentFile(rr.RunDir, n))
+			if err == nil {
+				err = json.Unmarshal(raw, &part)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("segment %d of the run is unreadable: %v", n, err)
+			}
+			for _, s := range part {
+				byID[s.ID] = s
+			}
+		}
+		for _, s := range res.Steps {
+			byID[s.ID] = s
+		}
+		all := make([]wfapi.StepResult, 0, len(rr.Steps))
+		for _, s := range rr.Steps {
+			if r, ok := byID[s.ID]; ok {
+				all = append(all, r)
+			}
+		}
+		res.Steps = all
+	}
+	for i := range res.Steps {
+		s := &res.Steps[i]
+		if s.Envelope == nil && s.EnvelopeFile != "" {
+			var env envelope.Envelope
+			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
+				s.Envelope = &env
+			}
+		}
+	}
+	return rr, nil
+}
+
+// Checkpoint writes one segment's ended steps for the final report.
+func (a *Activities) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) error {
+	raw, err := json.Marshal(in.Steps)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(segmentFile(in.RunDir, in.Segment)), 0o755)
+	}
+	if err == nil {
+		err = writeAtomic(segmentFile(in.RunDir, in.Segment), raw)
+	}
+	if err != nil {
+		return temporal.NewApplicationError("cannot write the segment's steps: "+err.Error(), string(caperr.ObservabilityError))
+	}
+	return nil
+}
+
+func segmentFile(runDir string, n int) string {
+	return filepath.Join(runDir, "segments", fmt.Sprintf("%d.json", n))
 }
 
 // outputs evaluates the plan's outputs over the ended run: a step that did

@@ -2,6 +2,12 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -12,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Resolve validates the plan and its inputs, resolves every step, finds
@@ -19,14 +26,15 @@ import (
 // names, versions, digests, settings) is recorded in the run's history.
 func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
 	runDir := a.runDir(in.WorkflowID)
-	p, probs := plan.FromValue("plan", in.Plan)
-	if len(probs) == 0 {
-		probs = plan.LoadSubPlans(p, a.Project.Root())
-	}
+	p, value, probs := a.planOf(in)
 	if len(probs) > 0 {
-		rep := preflight.InvalidReport(planName(in.Plan), probs)
+		name := planName(value)
+		if in.PlanFile != "" && value == nil {
+			name = in.PlanFile
+		}
+		rep := preflight.InvalidReport(name, probs)
 		return &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
-			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes, PlanValue: in.Plan}, nil
+			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes, PlanValue: value}, nil
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -38,8 +46,139 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	}
 	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
 	rr := Resolved(p, rep)
-	rr.RunDir, rr.SearchAttributes, rr.PlanValue = runDir, a.SearchAttributes, in.Plan
+	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
+	if in.PlanFile == "" {
+		rr.PlanValue = value
+	}
+	rr.SegmentEvents = a.SegmentEvents
+	if rr.SegmentEvents == 0 {
+		rr.SegmentEvents = wfapi.DefaultSegmentEvents
+	}
+	if err := storeSteps(rr); err != nil {
+		return nil, temporal.NewApplicationError("cannot store the resolved steps: "+err.Error(), string(caperr.ObservabilityError))
+	}
 	return rr, nil
+}
+
+// planOf reads the plan: the value in the input, or the project file it
+// names (how plans too large for a workflow input travel).
+func (a *Activities) planOf(in wfapi.ResolveInput) (*plan.Plan, any, caperr.Problems) {
+	if in.PlanFile == "" {
+		p, probs := plan.FromValue("plan", in.Plan)
+		if len(probs) == 0 {
+			probs = plan.LoadSubPlans(p, a.Project.Root())
+		}
+		return p, in.Plan, probs
+	}
+	full, err := plan.InProject(a.Project.Root(), in.PlanFile)
+	if err != nil {
+		return nil, nil, caperr.Problems{caperr.New(caperr.InvalidInput, "plan_file %v", err).At(in.PlanFile, 0, 0, "plan_file")}
+	}
+	data, err := yamldoc.ReadFile(full, in.PlanFile)
+	if err != nil {
+		return nil, nil, caperr.Problems{caperr.As(err, caperr.InvalidInput)}
+	}
+	p, probs := plan.Parse(in.PlanFile, data)
+	if len(probs) == 0 {
+		probs = plan.LoadSubPlansOf(p, a.Project.Root(), full)
+	}
+	var value any
+	if doc, err := yamldoc.Parse(in.PlanFile, data); err == nil {
+		value = doc.Root.Interface()
+	}
+	return p, value, probs
+}
+
+// storeSteps writes the resolved steps and resolution to
+// <run>/resolved.json and records where (so a run can reload them when it
+// continues as new); when they are too large for the Resolve result they
+// leave it, and the workflow loads them page by page.
+func storeSteps(rr *wfapi.ResolveResult) error {
+	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
+		return err
+	}
+	stored := storedSteps{Steps: rr.Steps, Resolution: rr.Resolution}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(rr.RunDir, "resolved.json")
+	if err := writeAtomic(file, raw); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	ref := &wfapi.StepsRef{File: file, SHA256: hex.EncodeToString(sum[:]), Count: len(rr.Steps)}
+	// Pages are cut by the size of the steps' own fields; what they share
+	// is written once a page.
+	from, bytes := 0, 0
+	for i, s := range wfapi.PackSteps(rr.Steps).Steps {
+		b, _ := json.Marshal(s)
+		if bytes+len(b) > wfapi.PageBytes && i > from {
+			ref.Pages = append(ref.Pages, wfapi.Page{From: from, To: i})
+			from, bytes = i, 0
+		}
+		bytes += len(b) + 1
+	}
+	if len(rr.Steps) > from {
+		ref.Pages = append(ref.Pages, wfapi.Page{From: from, To: len(rr.Steps)})
+	}
+	rr.StepsRef = ref
+	if len(raw) > wfapi.InlineStepsBytes {
+		rr.Steps, rr.Resolution = nil, nil
+	}
+	return nil
+}
+
+// storedSteps is the content of <run>/resolved.json.
+type storedSteps struct {
+	Steps      []wfapi.ResolvedStep `json:"steps"`
+	Resolution []gap.StepResolution `json:"resolution"`
+}
+
+// readStoredSteps reads <run>/resolved.json, checked against its digest,
+// through the worker's cache (every segment of a large run reads it).
+func (a *Activities) readStoredSteps(ref wfapi.StepsRef) (*storedSteps, error) {
+	a.mu.Lock()
+	if c := a.stepsCache; c != nil && c.sha == ref.SHA256 {
+		a.mu.Unlock()
+		return c.steps, nil
+	}
+	a.mu.Unlock()
+	raw, err := os.ReadFile(ref.File)
+	if err != nil {
+		return nil, caperr.New(caperr.ObservabilityError, "the resolved steps are unreadable: %v", err)
+	}
+	sum := sha256.Sum256(raw)
+	if hex.EncodeToString(sum[:]) != ref.SHA256 {
+		return nil, caperr.New(caperr.ObservabilityError, "the resolved steps in %s were altered since resolution", ref.File)
+	}
+	var st storedSteps
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, caperr.New(caperr.ObservabilityError, "the resolved steps in %s are unreadable: %v", ref.File, err)
+	}
+	a.mu.Lock()
+	a.stepsCache = &stepsCache{sha: ref.SHA256, steps: &st}
+	a.mu.Unlock()
+	return &st, nil
+}
+
+type stepsCache struct {
+	sha   string
+	steps *storedSteps
+}
+
+// LoadSteps returns one page of the stored resolved steps.
+func (a *Activities) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
+	st, err := a.readStoredSteps(in.Ref)
+	if err != nil {
+		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ObservabilityError), temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	if in.Page.From < 0 || in.Page.To > len(st.Steps) || in.Page.From > in.Page.To {
+		return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("page %d-%d is outside the %d stored steps", in.Page.From, in.Page.To, len(st.Steps)),
+			string(caperr.InternalError), temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	page := wfapi.PackSteps(st.Steps[in.Page.From:in.Page.To])
+	return &page, nil
 }
 
 func planName(v any) string {
@@ -90,10 +229,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
 		}
 		rs.StepSettings = st
-		rs.Summary = wfapi.StepSummary(s.ID, s.Capability, rs.Tool, rs.Version)
-		if s.Plan != "" {
-			rs.Summary = s.ID + " · plan " + s.Plan
-		}
+		rs.Summary = rs.Summarize()
 		rr.Steps = append(rr.Steps, rs)
 	}
 	return rr

@@ -41,8 +41,12 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	step := in.Step
 	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
 	var lost []string
+	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
 	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: lost}
+		if step.Item == nil {
+			res.EnvelopeFile = storeEnvelope(stepDir, env)
+		}
 		code := caperr.ToolFailure
 		if env.Error != nil {
 			code = env.Error.Code
@@ -73,7 +77,6 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 		return fail(b.FailErr(err, nil))
 	}
-	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
 	if it := step.Item; it != nil {
 		item := it.Value
 		if !it.HasValue {
@@ -145,8 +148,29 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 			}
 		}
 	}
+	if step.Item == nil {
+		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
+	}
 	log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res, nil
+}
+
+// EnvelopeFileName is the file in a step's folder that keeps its
+// envelope: the report reads it there when the workflow left it out.
+const EnvelopeFileName = ".capflow-envelope.json"
+
+// storeEnvelope writes a step's envelope into its folder; "" when it
+// could not (the workflow then keeps passing the envelope itself).
+func storeEnvelope(stepDir string, env envelope.Envelope) string {
+	raw, err := json.Marshal(env)
+	if err != nil || os.MkdirAll(stepDir, 0o755) != nil {
+		return ""
+	}
+	p := filepath.Join(stepDir, EnvelopeFileName)
+	if writeAtomic(p, raw) != nil {
+		return ""
+	}
+	return p
 }
 
 // readStored reads an earlier step's stored output and checks it against

@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -180,4 +182,33 @@ func workerPeakKB() int {
 		}
 	}
 	return 0
+}
+
+// BenchmarkScalePlan runs a plan of 20,000 steps (a builtin each) on the
+// dev server and reports the time per step, the segments it ran in, and
+// the largest of their histories (docs/performance.md).
+func BenchmarkScalePlan(b *testing.B) {
+	const n = 20000
+	file := h.writePlan(&testing.T{}, "scale-plan", largePlan(n))
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		code, env, stderr := h.capflow(&testing.T{}, "run", file)
+		took := time.Since(start)
+		var r struct {
+			runResult
+			Segments int `json:"segments"`
+		}
+		raw, _ := json.Marshal(env.Data)
+		_ = json.Unmarshal(raw, &r)
+		if code != 0 || r.Status != "passed" {
+			b.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+		}
+		lengths, sizes := chainHistories(b, r.WorkflowID, r.RunID)
+		b.ReportMetric(float64(took.Milliseconds())/n, "ms/step")
+		b.ReportMetric(float64(r.Segments), "segments")
+		b.ReportMetric(float64(slices.Max(lengths)), "max-history-events")
+		b.ReportMetric(float64(slices.Max(sizes))/(1<<20), "max-history-MB")
+		b.ReportMetric(float64(len(raw))/1024, "result-KB")
+		b.ReportMetric(float64(workerPeakKB())/1024, "worker-peak-MB")
+	}
 }

@@ -30,7 +30,9 @@ var localRetry = &temporal.RetryPolicy{
 	NonRetryableErrorTypes: caperr.NonRetryable(),
 }
 
-// PlanWorkflow runs one plan: Resolve, then the DAG, then Finalize.
+// PlanWorkflow runs one plan: Resolve, then the DAG, then Finalize. A
+// run whose history grows long continues as new (segments.go); in.Resume
+// is then the state its previous segment left.
 func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	info := workflow.GetInfo(ctx)
 	started := workflow.Now(ctx)
@@ -42,55 +44,33 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (wfapi.Result, error) {
 		p := *res
 		if sched != nil {
-			p.Steps = sched.results(false)
+			p.Steps, p.Segments = sched.results(false), sched.segment
 		}
+		p.Trim(wfapi.MaxResultBytes)
 		return p, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 
-	planValue := in.Plan
-	if in.Request != "" && planValue == nil {
-		rt, rerr := route(ctx, in)
-		switch {
-		case rerr != nil:
-			// Routing itself failed (rules broken, LLM unavailable).
-			res.Status, res.Message = wfapi.StatusFailed, "routing failed: "+rerr.Error()
-			return finalize(ctx, res, nil, started)
-		case rt.Plan == nil:
-			// Nothing covers the request: a gap, with no step to name.
-			res.Status, res.Message, res.Gaps = wfapi.StatusPartialComplete, rt.Message, nonNilGaps(rt.Gaps)
-			return finalize(ctx, res, nil, started)
-		}
-		planValue, res.Route = rt.Plan, rt.Route
-	}
-	if planValue == nil {
-		res.Status, res.Message = wfapi.StatusInvalid, "the workflow input has neither a plan nor a request"
-		return finalize(ctx, res, nil, started)
-	}
-
-	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
-	})
 	var rr wfapi.ResolveResult
-	err = workflow.ExecuteActivity(rctx, wfapi.ResolveActivity, wfapi.ResolveInput{
-		Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID,
-	}).Get(ctx, &rr)
-	if err != nil {
-		if temporal.IsCanceledError(err) {
-			res.Status, res.Message = wfapi.StatusCancelled, "cancelled while resolving"
-		} else {
-			res.Status, res.Message = wfapi.StatusFailed, "resolve failed: "+err.Error()
+	if r := in.Resume; r != nil {
+		rr = r.Resolved
+		res.RunID, res.StartedAt, res.Plan, res.Route, res.Policy = r.FirstRunID, r.StartedAt, rr.Plan, rr.Route, rr.Policy
+		res.Gaps = nonNilGaps(rr.Gaps)
+		if t, perr := time.Parse(envelope.TimeFormat, r.StartedAt); perr == nil {
+			started = t
 		}
-		return finalize(ctx, res, nil, started)
+	} else {
+		var done bool
+		if done, err = resolve(ctx, in, res, &rr); done || err != nil {
+			return finalize(ctx, res, nil, started, nil)
+		}
 	}
-	if rr.Route == nil {
-		rr.Route = res.Route
-	}
-	res.Plan, res.Gaps, res.Resolution, res.Policy, res.Problems = rr.Plan, nonNilGaps(rr.Gaps), rr.Resolution, rr.Policy, rr.Problems
-	if res.Resolution == nil {
-		res.Resolution = []gap.StepResolution{}
+	paged := len(rr.Steps) == 0 && rr.StepsRef != nil && rr.StepsRef.Count > 0
+	if err := loadSteps(ctx, &rr); err != nil {
+		res.Status, res.Message = wfapi.StatusFailed, "cannot load the resolved steps: "+err.Error()
+		return finalize(ctx, res, lean(&rr, paged), started, nil)
 	}
 	upsert := func(status wfapi.RunStatus) {
 		if rr.SearchAttributes {
@@ -99,36 +79,131 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	}
 	if rr.Status != preflight.Ready {
 		res.Status, res.Message = wfapi.RunStatus(rr.Status), rr.Message
-		why := map[string]string{}
-		for _, g := range rr.Gaps {
-			why[g.StepID] = "gap: " + g.Reason
-		}
-		if rr.Policy != nil {
-			for _, v := range rr.Policy.Violations {
-				if v.StepID != "" {
-					why[v.StepID] = "policy: " + v.Rule
-				}
-			}
-		}
-		for _, s := range rr.Steps {
-			reason := why[s.ID]
-			if reason == "" {
-				reason = "not run: the plan is " + rr.Status
-			}
-			res.Steps = append(res.Steps, wfapi.StepResult{ID: s.ID, Capability: s.Capability, Status: wfapi.StepBlocked, Tool: s.Tool, Version: s.Version, Reason: reason})
-		}
+		res.Steps = blocked(&rr, paged)
 		upsert(res.Status)
-		return finalize(ctx, res, &rr, started)
+		return finalize(ctx, res, lean(&rr, paged), started, nil)
 	}
 
 	res.Status = wfapi.StatusRunning
 	upsert(res.Status)
 	sched = newScheduler(ctx, &rr, res)
+	if in.Resume != nil {
+		if err := sched.resumeFrom(in.Resume); err != nil {
+			res.Status, res.Message = wfapi.StatusFailed, "cannot resume the run: "+err.Error()
+			return finalize(ctx, res, lean(&rr, paged), started, nil)
+		}
+	}
 	sched.run()
+	if sched.continuing() {
+		return continueAsNew(ctx, sched, res)
+	}
 	res.Status, res.Message = sched.outcome()
-	res.Steps = sched.results(true)
+	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
-	return finalize(ctx, res, &rr, started)
+	if sched.segment > 0 {
+		return finalize(ctx, res, lean(&rr, true), started, sched.ended())
+	}
+	return finalize(ctx, res, lean(&rr, paged), started, nil)
+}
+
+// resolve routes a request (when the input has one) and runs the Resolve
+// activity; done is true when the run ends here (its result is set).
+func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.ResolveResult) (done bool, err error) {
+	planValue := in.Plan
+	if in.Request != "" && planValue == nil && in.PlanFile == "" {
+		rt, rerr := route(ctx, in)
+		switch {
+		case rerr != nil:
+			// Routing itself failed (rules broken, LLM unavailable).
+			res.Status, res.Message = wfapi.StatusFailed, "routing failed: "+rerr.Error()
+			return true, nil
+		case rt.Plan == nil:
+			// Nothing covers the request: a gap, with no step to name.
+			res.Status, res.Message, res.Gaps = wfapi.StatusPartialComplete, rt.Message, nonNilGaps(rt.Gaps)
+			return true, nil
+		}
+		planValue, res.Route = rt.Plan, rt.Route
+	}
+	if planValue == nil && in.PlanFile == "" {
+		res.Status, res.Message = wfapi.StatusInvalid, "the workflow input has neither a plan nor a request"
+		return true, nil
+	}
+	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
+	})
+	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID}
+	if planValue == nil {
+		rin.PlanFile = in.PlanFile
+	}
+	if err := workflow.ExecuteActivity(rctx, wfapi.ResolveActivity, rin).Get(ctx, rr); err != nil {
+		if temporal.IsCanceledError(err) {
+			res.Status, res.Message = wfapi.StatusCancelled, "cancelled while resolving"
+		} else {
+			res.Status, res.Message = wfapi.StatusFailed, "resolve failed: "+err.Error()
+		}
+		return true, nil
+	}
+	if rr.Route == nil {
+		rr.Route = res.Route
+	}
+	res.Plan, res.Gaps, res.Resolution, res.Policy, res.Problems = rr.Plan, nonNilGaps(rr.Gaps), rr.Resolution, rr.Policy, rr.Problems
+	if res.Resolution == nil {
+		res.Resolution = []gap.StepResolution{}
+	}
+	return false, nil
+}
+
+// blocked lists the steps of a plan that will not run, each with why. A
+// stored (large) plan lists only the steps with a reason of their own.
+func blocked(rr *wfapi.ResolveResult, paged bool) []wfapi.StepResult {
+	why := map[string]string{}
+	for _, g := range rr.Gaps {
+		why[g.StepID] = "gap: " + g.Reason
+	}
+	if rr.Policy != nil {
+		for _, v := range rr.Policy.Violations {
+			if v.StepID != "" {
+				why[v.StepID] = "policy: " + v.Rule
+			}
+		}
+	}
+	out := []wfapi.StepResult{}
+	for _, s := range rr.Steps {
+		reason := why[s.ID]
+		if reason == "" {
+			if paged {
+				continue
+			}
+			reason = "not run: the plan is " + rr.Status
+		}
+		out = append(out, wfapi.StepResult{ID: s.ID, Capability: s.Capability, Status: wfapi.StepBlocked, Tool: s.Tool, Version: s.Version, Reason: reason})
+	}
+	return out
+}
+
+// continueAsNew ends a drained segment: its steps go to a checkpoint, and
+// the run goes on as a new execution with the carry.
+func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*wfapi.Result, error) {
+	cctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: fmt.Sprintf("checkpoint: segment %d", sched.segment+1),
+	})
+	err := workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
+		RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),
+	}).Get(ctx, nil)
+	if err != nil {
+		// Without the checkpoint the report would lose steps: end here.
+		if temporal.IsCanceledError(err) {
+			sched.cancelled = true
+			sched.stop("the run was cancelled")
+			res.Status, res.Message = wfapi.StatusCancelled, "the run was cancelled"
+		} else {
+			res.Status, res.Message = wfapi.StatusFailed, "cannot checkpoint the run: "+err.Error()
+		}
+		res.Steps = sched.results(true)
+		return finalize(ctx, res, lean(sched.rr, true), workflow.Now(ctx), nil)
+	}
+	carry := sched.carry(res.RunID, res.StartedAt)
+	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, wfapi.Input{Resume: carry})
 }
 
 func nonNilGaps(g []gap.Gap) []gap.Gap {
@@ -139,8 +214,9 @@ func nonNilGaps(g []gap.Gap) []gap.Gap {
 }
 
 // finalize writes the reports, even when the run was cancelled, and
-// returns the result.
-func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, started time.Time) (*wfapi.Result, error) {
+// returns the result. steps, when set, is what this segment passes of a
+// run that continued as new (Finalize reads the rest from checkpoints).
+func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, started time.Time, steps []wfapi.StepResult) (*wfapi.Result, error) {
 	// A cancelled workflow's context is done: reports are written on a
 	// disconnected one so a cancelled run still leaves its report.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -148,10 +224,16 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	res.EndedAt = envelope.Timestamp(ended)
 	res.DurationMS = ended.Sub(started).Milliseconds()
 	fctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: "finalize: report.json + report.md",
+		StartToCloseTimeout: 5 * time.Minute, RetryPolicy: localRetry, Summary: "finalize: report.json + report.md",
 	})
+	fin := wfapi.FinalizeInput{Result: *res, Resolved: rr, Segments: res.Segments}
+	if steps != nil {
+		fin.Result.Steps = steps
+	} else {
+		fin.Result.Lighten(wfapi.MaxResultBytes)
+	}
 	var paths wfapi.ReportPaths
-	if err := workflow.ExecuteActivity(fctx, wfapi.FinalizeActivity, wfapi.FinalizeInput{Result: *res, Resolved: rr}).Get(dctx, &paths); err != nil {
+	if err := workflow.ExecuteActivity(fctx, wfapi.FinalizeActivity, fin).Get(dctx, &paths); err != nil {
 		workflow.GetLogger(ctx).Error("finalize failed", "error", err)
 		if res.Message == "" {
 			res.Message = "report not written: " + err.Error()
@@ -159,8 +241,12 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 			res.Message += " (report not written: " + err.Error() + ")"
 		}
 	}
-	res.Outputs, paths.Outputs = paths.Outputs, nil
+	if a := paths.Steps; a != nil {
+		res.Steps, res.StepCounts, res.StepsOmitted = a.Steps, a.Counts, a.Omitted
+	}
+	res.Outputs, paths.Outputs, paths.Steps = paths.Outputs, nil, nil
 	res.Report = paths
+	res.Trim(wfapi.MaxResultBytes)
 	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s", res.Status, res.Message))
 	return res, nil
 }

@@ -39,6 +39,11 @@ type stepState struct {
 	fe *forEach
 	// child is a sub-plan step's child run.
 	child *wfapi.ChildRun
+	// carried: the step ended in an earlier segment of the run (its
+	// detail is in that segment's checkpoint).
+	carried bool
+	// envFile is where RunTool stored the envelope.
+	envFile string
 }
 
 type scheduler struct {
@@ -63,6 +68,13 @@ type scheduler struct {
 	cancelled    bool
 	timedOut     bool
 	err          error // an invalid transition: a bug, surfaced loudly
+	// deadline is when max_run_seconds runs out (zero: no limit).
+	deadline time.Time
+	// segment counts the times the run continued as new; draining is set
+	// once the history reached rr.SegmentEvents: no step starts, the
+	// running ones end, and the run continues as new.
+	segment  int
+	draining bool
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
@@ -79,6 +91,9 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	sort.Strings(s.ids)
 	for _, id := range s.ids {
 		sort.Strings(s.dependents[id])
+	}
+	if rr.MaxRunSeconds > 0 {
+		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
 	}
 	return s
 }
@@ -108,10 +123,13 @@ func (s *scheduler) move(st *stepState, to wfapi.StepState, reason string) {
 // workflow task costs O(affected steps), not O(plan).
 func (s *scheduler) run() {
 	var stopTimer workflow.CancelFunc
-	if s.rr.MaxRunSeconds > 0 {
+	if !s.deadline.IsZero() {
 		tctx, cancel := workflow.WithCancel(s.ctx)
 		stopTimer = cancel
-		deadline := workflow.NewTimerWithOptions(tctx, time.Duration(s.rr.MaxRunSeconds)*time.Second,
+		// At least a millisecond: a segment that starts past the deadline
+		// times out at once.
+		left := max(s.deadline.Sub(workflow.Now(s.ctx)), time.Millisecond)
+		deadline := workflow.NewTimerWithOptions(tctx, left,
 			workflow.TimerOptions{Summary: fmt.Sprintf("max_run_seconds %d", s.rr.MaxRunSeconds)})
 		s.sel.AddFuture(deadline, func(f workflow.Future) {
 			s.timerPending = false
@@ -126,7 +144,15 @@ func (s *scheduler) run() {
 		s.examine(id)
 	}
 	for {
-		if !s.stopped {
+		if !s.draining && s.rr.SegmentEvents > 0 && workflow.GetInfo(s.ctx).GetCurrentHistoryLength() >= s.rr.SegmentEvents {
+			// Let what runs end, then continue as new (segments.go).
+			s.draining = true
+		}
+		switch {
+		case s.stopped:
+		case s.draining:
+			s.startItems()
+		default:
 			s.startReady()
 		}
 		if stopTimer != nil && s.inflight == 0 {
@@ -352,7 +378,7 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	}()
 	if err == nil {
 		env := out.Envelope
-		st.env, st.dataFile, st.dataSHA, st.attempts = &env, out.DataFile, out.DataSHA256, int(out.Attempt)
+		st.env, st.dataFile, st.dataSHA, st.attempts, st.envFile = &env, out.DataFile, out.DataSHA256, int(out.Attempt), out.EnvelopeFile
 		s.move(st, wfapi.StepSucceeded, "")
 		return
 	}
@@ -389,7 +415,7 @@ func (s *scheduler) endFailed(st *stepState, why string) {
 // retry state when retries ran out (then the step's code is
 // RETRY_EXHAUSTED, the last attempt's code kept as its cause).
 func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
-	st.attempts = 0
+	st.attempts, st.envFile = 0, ""
 	var app *temporal.ApplicationError
 	var timeout *temporal.TimeoutError
 	var canceled *temporal.CanceledError
@@ -408,7 +434,7 @@ func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 		var details wfapi.RunToolResult
 		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
 			env := details.Envelope
-			st.env, st.attempts, lostData = &env, int(details.Attempt), details.LostData
+			st.env, st.attempts, lostData, st.envFile = &env, int(details.Attempt), details.LostData, details.EnvelopeFile
 		} else {
 			st.env = s.synthEnvelope(st.step.Tool, caperr.Code(app.Type()), app.Message())
 		}
@@ -471,7 +497,7 @@ func (s *scheduler) recreate(consumer *stepState, lost []string) bool {
 	for _, id := range lost {
 		p := s.steps[id]
 		p.reruns++
-		p.dataFile, p.dataSHA = "", ""
+		p.dataFile, p.dataSHA, p.carried = "", "", false
 		workflow.GetLogger(s.ctx).Warn("re-running a step whose stored output was lost", "step", id, "consumer", consumer.step.ID)
 		s.move(p, wfapi.StepPending, "re-run: its stored output was missing or altered")
 		s.start(p)
@@ -615,7 +641,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 	for _, rs := range s.rr.Steps {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
-			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile}
+			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, EnvelopeFile: st.envFile}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {
@@ -623,7 +649,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 				r.DurationMS = st.ended.Sub(st.started).Milliseconds()
 			}
 		}
-		if withEnvelopes {
+		if withEnvelopes && !st.carried {
 			r.Envelope = st.env
 		}
 		if st.fe != nil {

@@ -119,3 +119,12 @@ func WithCode(err error, code Code) error {
 	}
 	return Wrap(code, err, "")
 }
+
+// As returns err as an *Error, wrapping it with code when it is not one.
+func As(err error, code Code) *Error {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return Wrap(code, err, "")
+}

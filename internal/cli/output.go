@@ -62,13 +62,7 @@ func exitFor(env envelope.Envelope) int {
 }
 
 // asError returns the *caperr.Error err carries, or wraps err in one.
-func asError(err error) *caperr.Error {
-	var ce *caperr.Error
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return caperr.Wrap(caperr.InternalError, err, "")
-}
+func asError(err error) *caperr.Error { return caperr.As(err, caperr.InternalError) }
 
 func relTo(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {

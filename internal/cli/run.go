@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -132,11 +133,15 @@ func (a *App) runCommand() *cobra.Command {
 			if id == "" {
 				id = NewWorkflowID(p.Name)
 			}
+			in, err := planInput(cfg.Root, args[0], value, given)
+			if err != nil {
+				return err
+			}
 			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID: id, TaskQueue: cfg.Temporal.TaskQueue,
 				StaticSummary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)),
 				StaticDetails: staticDetails(p),
-			}, wfapi.WorkflowType, wfapi.Input{Plan: value, Inputs: given})
+			}, wfapi.WorkflowType, in)
 			if err != nil {
 				return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 			}
@@ -165,6 +170,33 @@ func (a *App) runCommand() *cobra.Command {
 	return c
 }
 
+// MaxPlanValueBytes is the largest plan sent as the workflow input
+// itself; a larger one is sent as its path in the project, which workers
+// read (Temporal refuses inputs over 2 MB and warns from 512 KB).
+const MaxPlanValueBytes = 256 << 10
+
+// planInput is the workflow input for a plan file: the plan itself, or
+// its path when it is too large to travel in history.
+func planInput(root, file string, value any, inputs map[string]any) (wfapi.Input, error) {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return wfapi.Input{}, caperr.Wrap(caperr.InvalidInput, err, "%s cannot be sent as JSON", file)
+	}
+	if len(raw) <= MaxPlanValueBytes {
+		return wfapi.Input{Plan: value, Inputs: inputs}, nil
+	}
+	rootAbs, _ := filepath.Abs(root)
+	abs, _ := filepath.Abs(file)
+	rel, err := filepath.Rel(rootAbs, abs)
+	if err == nil {
+		_, err = plan.InProject(rootAbs, rel)
+	}
+	if err != nil {
+		return wfapi.Input{}, caperr.New(caperr.InvalidInput, "%s is %d KB, too large to send as the workflow input: put it inside the project (%s), where workers read it", file, len(raw)>>10, rootAbs).At(file, 0, 0, "")
+	}
+	return wfapi.Input{PlanFile: filepath.ToSlash(rel), Inputs: inputs}, nil
+}
+
 // follow waits for the run, printing step transitions to stderr.
 func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowRun) (*wfapi.Result, error) {
 	done := make(chan error, 1)
@@ -187,7 +219,8 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.GetID())
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			v, err := tc.QueryWorkflow(qctx, run.GetID(), run.GetRunID(), wfapi.ProgressQuery)
+			// The latest run: a long run continues as new under the same ID.
+			v, err := tc.QueryWorkflow(qctx, run.GetID(), "", wfapi.ProgressQuery)
 			cancel()
 			if err != nil {
 				continue
@@ -227,6 +260,34 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState,
 		}
 		fmt.Fprintln(a.Stderr, line)
 	}
+	if p.StepsOmitted > 0 {
+		// A large run lists only what did not succeed: say how far it is,
+		// when that changed.
+		line := fmt.Sprintf("  … %s", countsText(p.StepCounts))
+		if seen[progressKey] != wfapi.StepState(line) {
+			seen[progressKey] = wfapi.StepState(line)
+			fmt.Fprintln(a.Stderr, line)
+		}
+	}
+}
+
+// progressKey keeps the last progress line of a large run among the seen
+// states (no step id has a space).
+const progressKey = "progress line"
+
+// countsText says how many steps are in each state, in lifecycle order.
+func countsText(c map[wfapi.StepState]int) string {
+	total := 0
+	for _, n := range c {
+		total += n
+	}
+	var parts []string
+	for _, st := range []wfapi.StepState{wfapi.StepSucceeded, wfapi.StepRunning, wfapi.StepPending, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepBlocked} {
+		if c[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[st], st))
+		}
+	}
+	return fmt.Sprintf("%d steps: %s", total, strings.Join(parts, ", "))
 }
 
 // setResult turns a workflow result into the command's envelope.
@@ -247,6 +308,12 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	}
 	if res.Outputs != nil {
 		data["outputs"] = res.Outputs
+	}
+	if res.StepsOmitted > 0 {
+		data["step_counts"], data["steps_omitted"] = res.StepCounts, res.StepsOmitted
+	}
+	if res.Segments > 0 {
+		data["segments"] = res.Segments
 	}
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning {
@@ -295,6 +362,9 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 			}
 		}
 		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
+	}
+	if res.StepsOmitted > 0 {
+		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
 	}
 	for _, g := range res.Gaps {
 		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)

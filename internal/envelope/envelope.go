@@ -56,7 +56,10 @@ type Envelope struct {
 var Now = func() time.Time { return time.Now().UTC() }
 
 // Timestamp formats t as RFC 3339 UTC with milliseconds.
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func Timestamp(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// TimeFormat is the layout of every timestamp capflow writes.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // ErrorFor returns the ErrorInfo of a code from the table.
 func ErrorFor(code caperr.Code) *ErrorInfo {

@@ -19,6 +19,29 @@ func LoadSubPlans(p *Plan, root string) caperr.Problems {
 	return loadSubs(p, root, []string{abs})
 }
 
+// LoadSubPlansOf is LoadSubPlans for a plan read from the file at abs
+// (p.File being the name its problems show).
+func LoadSubPlansOf(p *Plan, root, abs string) caperr.Problems {
+	return loadSubs(p, root, []string{abs})
+}
+
+// InProject returns the file at rel, a path from the project root, when
+// it is inside the project, symlinks followed; why it is not otherwise.
+func InProject(root, rel string) (string, error) {
+	rootAbs, _ := filepath.Abs(root)
+	full := filepath.Clean(filepath.Join(rootAbs, rel))
+	if filepath.IsAbs(rel) || (full != rootAbs && !strings.HasPrefix(full, rootAbs+string(filepath.Separator))) {
+		return "", fmt.Errorf("%q must be a path inside the project", rel)
+	}
+	if real, err := filepath.EvalSymlinks(full); err == nil {
+		realRoot, _ := filepath.EvalSymlinks(rootAbs)
+		if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+			return "", fmt.Errorf("%q leads outside the project (through a symlink)", rel)
+		}
+	}
+	return full, nil
+}
+
 func loadSubs(p *Plan, root string, stack []string) caperr.Problems {
 	var probs caperr.Problems
 	for i, s := range p.Steps {
@@ -28,19 +51,10 @@ func loadSubs(p *Plan, root string, stack []string) caperr.Problems {
 		at := func(format string, args ...any) {
 			probs = append(probs, caperr.New(caperr.InvalidInput, format, args...).At(p.File, s.Line, 0, fmt.Sprintf("steps[%d].plan", i)))
 		}
-		rootAbs, _ := filepath.Abs(root)
-		full := filepath.Clean(filepath.Join(rootAbs, s.Plan))
-		if filepath.IsAbs(s.Plan) || (full != rootAbs && !strings.HasPrefix(full, rootAbs+string(filepath.Separator))) {
-			at("sub-plan %q must be a path inside the project", s.Plan)
+		full, err := InProject(root, s.Plan)
+		if err != nil {
+			at("sub-plan %v", err)
 			continue
-		}
-		// Inside the project for real: a link must not lead out of it.
-		if real, err := filepath.EvalSymlinks(full); err == nil {
-			realRoot, _ := filepath.EvalSymlinks(rootAbs)
-			if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
-				at("sub-plan %q leads outside the project (through a symlink)", s.Plan)
-				continue
-			}
 		}
 		for _, f := range stack {
 			if f == full {

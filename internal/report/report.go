@@ -48,6 +48,10 @@ func Graph(d Document) string {
 	return plan.Mermaid(p, nodes)
 }
 
+// MaxGraphSteps bounds the graph drawn in report.md: Mermaid renderers
+// give up long before a plan of thousands of steps.
+const MaxGraphSteps = 300
+
 // Markdown renders report.md.
 func Markdown(d Document) string {
 	r := d.Result
@@ -64,7 +68,9 @@ func Markdown(d Document) string {
 	if r.Route != nil {
 		fmt.Fprintf(&b, "| routed by | %s `%s` |\n", r.Route.Kind, r.Route.ID)
 	}
-	if g := Graph(d); g != "" {
+	if d.Resolved != nil && len(d.Resolved.Steps) > MaxGraphSteps {
+		fmt.Fprintf(&b, "\n## Graph\n\n%d steps: too many to draw here (`capflow plan graph` draws the plan).\n", len(d.Resolved.Steps))
+	} else if g := Graph(d); g != "" {
 		fmt.Fprintf(&b, "\n## Graph\n\n```mermaid\n%s```\n", g)
 	}
 	if len(r.Steps) > 0 {

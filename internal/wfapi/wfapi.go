@@ -68,11 +68,17 @@ func (s StepState) Terminal() bool {
 	return false
 }
 
-// Input starts a PlanWorkflow: a plan object, or request text to route.
+// Input starts a PlanWorkflow: a plan object, a plan file in the project,
+// or request text to route.
 type Input struct {
-	Plan    any            `json:"plan,omitempty"`
-	Request string         `json:"request,omitempty"`
-	Inputs  map[string]any `json:"inputs,omitempty"`
+	Plan any `json:"plan,omitempty"`
+	// PlanFile is a plan file inside the project (a path from its root),
+	// read by the worker: how plans too large for a workflow input travel.
+	PlanFile string         `json:"plan_file,omitempty"`
+	Request  string         `json:"request,omitempty"`
+	Inputs   map[string]any `json:"inputs,omitempty"`
+	// Resume is set by the run itself when it continues as new.
+	Resume *Resume `json:"resume,omitempty"`
 }
 
 // ResolvedStep is a step with everything the scheduler needs, fixed at
@@ -123,6 +129,7 @@ type RouteInfo struct {
 // ResolveInput is the Resolve activity's input.
 type ResolveInput struct {
 	Plan       any            `json:"plan"`
+	PlanFile   string         `json:"plan_file,omitempty"`
 	Inputs     map[string]any `json:"inputs,omitempty"`
 	WorkflowID string         `json:"workflow_id"`
 	RunID      string         `json:"run_id"`
@@ -152,6 +159,12 @@ type ResolveResult struct {
 	// SearchAttributes is true when the server has CapflowPlan and
 	// CapflowStatus registered (checked by the worker at start-up).
 	SearchAttributes bool `json:"search_attributes"`
+	// StepsRef is where the resolved steps are stored; Steps and
+	// Resolution are left empty when they are too large to travel here.
+	StepsRef *StepsRef `json:"steps_ref,omitempty"`
+	// SegmentEvents is the history length at which the run continues as
+	// new (0: never, as runs recorded before segments).
+	SegmentEvents int `json:"segment_events,omitempty"`
 }
 
 // StepOutcome is what a later step can reference of a finished one. Large
@@ -316,10 +329,13 @@ type RunToolInput struct {
 // RunToolResult is the RunTool activity's result (also the details of
 // its failures).
 type RunToolResult struct {
-	Envelope   envelope.Envelope `json:"envelope"`
-	DataFile   string            `json:"data_file,omitempty"`
-	DataSHA256 string            `json:"data_sha256,omitempty"`
-	Attempt    int32             `json:"attempt"`
+	Envelope envelope.Envelope `json:"envelope"`
+	// EnvelopeFile is where the envelope is also stored (the report
+	// reads it there when the result left it out).
+	EnvelopeFile string `json:"envelope_file,omitempty"`
+	DataFile     string `json:"data_file,omitempty"`
+	DataSHA256   string `json:"data_sha256,omitempty"`
+	Attempt      int32  `json:"attempt"`
 	// LostData names the steps whose stored output this step found
 	// missing or altered (it failed with OBSERVABILITY_ERROR); the workflow
 	// re-runs those producers when they are idempotent.
@@ -348,6 +364,8 @@ type StepResult struct {
 	DurationMS int64              `json:"duration_ms,omitempty"`
 	DataFile   string             `json:"data_file,omitempty"`
 	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
+	// EnvelopeFile: the envelope as stored in the step's folder.
+	EnvelopeFile string `json:"envelope_file,omitempty"`
 	// For a for_each step: its items' counts, and each item (up to
 	// MaxItemResults; the report has them all).
 	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`
@@ -366,16 +384,33 @@ type ReportPaths struct {
 	// Outputs (Finalize's answer only): the plan's outputs, evaluated
 	// where stored data can be read.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Steps (Finalize's answer for a run that continued as new): every
+	// step as the report has it, trimmed to fit the result.
+	Steps *StepsAnswer `json:"steps,omitempty"`
+}
+
+// StepsAnswer is the steps part of a trimmed result.
+type StepsAnswer struct {
+	Steps   []StepResult      `json:"steps"`
+	Counts  map[StepState]int `json:"counts,omitempty"`
+	Omitted int               `json:"omitted,omitempty"`
 }
 
 // Result is the PlanWorkflow's result.
 type Result struct {
-	Status     RunStatus               `json:"status"`
-	Plan       string                  `json:"plan"`
-	Message    string                  `json:"message"`
-	WorkflowID string                  `json:"workflow_id"`
-	RunID      string                  `json:"run_id"`
-	Steps      []StepResult            `json:"steps"`
+	Status     RunStatus    `json:"status"`
+	Plan       string       `json:"plan"`
+	Message    string       `json:"message"`
+	WorkflowID string       `json:"workflow_id"`
+	RunID      string       `json:"run_id"`
+	Steps      []StepResult `json:"steps"`
+	// StepCounts and StepsOmitted are set when the result was trimmed to
+	// stay small (Trim): Steps then lists only steps that did not succeed,
+	// and the report has every step.
+	StepCounts   map[StepState]int `json:"step_counts,omitempty"`
+	StepsOmitted int               `json:"steps_omitted,omitempty"`
+	// Segments counts the times the run continued as new.
+	Segments   int                     `json:"segments,omitempty"`
 	Gaps       []gap.Gap               `json:"gaps"`
 	Resolution []gap.StepResolution    `json:"resolution"`
 	Policy     *preflight.PolicyReport `json:"policy,omitempty"`
@@ -396,6 +431,9 @@ func (r *Result) OutputNames() []string { return slices.Sorted(maps.Keys(r.Outpu
 type FinalizeInput struct {
 	Result   Result         `json:"result"`
 	Resolved *ResolveResult `json:"resolved,omitempty"`
+	// Segments > 0: the run continued as new that many times; the steps
+	// of earlier segments are read from their checkpoints.
+	Segments int `json:"segments,omitempty"`
 }
 
 // RouteInput is the Route activity's input.

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// largePlan is a plan of n independent steps (a builtin each) and a last
+// step that reads the first and the last of them: it runs in a later
+// segment than the first, so it reads data carried across continue-as-new.
+func largePlan(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: large\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\n")
+	fmt.Fprintf(&b, "outputs: {first: \"${steps.w0.data.text}\", total: \"${steps.total.data.text}\"}\nsteps:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {id: w%d, capability: text.render, with: {template: \"item {{.n}} of a large plan\", values: {n: %d}}}\n", i, i)
+	}
+	fmt.Fprintf(&b, "  - id: total\n    capability: text.render\n    with: {template: \"{{.a}} / {{.b}}\", values: {a: \"${steps.w0.data.text}\", b: \"${steps.w%d.data.text}\"}}\n", n-1)
+	return b.String()
+}
+
+// chainHistories returns the length (events) and size (bytes) of every
+// history of a run that continued as new, first run first.
+func chainHistories(t testing.TB, id, runID string) (lengths, sizes []int) {
+	t.Helper()
+	for runID != "" && len(lengths) < 100 {
+		it := h.client.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+		n, bytes, next := 0, 0, ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("%s/%s: %v", id, runID, err)
+			}
+			n++
+			bytes += proto.Size(ev)
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+		}
+		lengths, sizes = append(lengths, n), append(sizes, bytes)
+		runID = next
+	}
+	return lengths, sizes
+}
+
+// A plan of 2,500 steps on the real server: sent by path (too large for a
+// workflow input), its resolved steps loaded in pages, run in segments
+// that each stay far below Temporal's 10,240-event warning, with a small
+// result and a full report.
+func TestLargePlanContinuesAsNew(t *testing.T) {
+	const n = 2500
+	file := h.writePlan(t, "large", largePlan(n))
+	start := time.Now()
+	code, env, stderr := h.capflow(t, "run", file)
+	took := time.Since(start)
+	var r struct {
+		runResult
+		StepCounts   map[string]int `json:"step_counts"`
+		StepsOmitted int            `json:"steps_omitted"`
+		Segments     int            `json:"segments"`
+	}
+	data(t, env, &r)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+	}
+	if r.Segments < 1 || r.StepCounts["succeeded"] != n+1 || r.StepsOmitted != n+1 || len(r.Steps) != 0 {
+		t.Fatalf("segments %d, counts %v, omitted %d, listed %d", r.Segments, r.StepCounts, r.StepsOmitted, len(r.Steps))
+	}
+	if r.Outputs["first"] != "item 0 of a large plan" || r.Outputs["total"] != fmt.Sprintf("item 0 of a large plan / item %d of a large plan", n-1) {
+		t.Fatalf("outputs %v", r.Outputs)
+	}
+	raw, _ := json.Marshal(env.Data)
+	if len(raw) > 512<<10 {
+		t.Fatalf("the result is %d KB", len(raw)>>10)
+	}
+	// The plan travelled by path: the first event holds no plan value.
+	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, r.RunID, false, 0)
+	first, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in wfapi.Input
+	if err := json.Unmarshal(first.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0].GetData(), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Plan != nil || in.PlanFile != "e2e-plans/large.yaml" {
+		t.Fatalf("input plan_file %q, plan set %v", in.PlanFile, in.Plan != nil)
+	}
+	lengths, sizes := chainHistories(t, r.WorkflowID, r.RunID)
+	if len(lengths) != r.Segments+1 {
+		t.Fatalf("%d histories for %d segments", len(lengths), r.Segments)
+	}
+	for i, l := range lengths {
+		if l > 10240 || sizes[i] > 10<<20 {
+			t.Fatalf("history %d has %d events, %d bytes", i, l, sizes[i])
+		}
+	}
+	// The report has every step, each with its envelope read back.
+	b, err := os.ReadFile(r.Report.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Result.Steps) != n+1 || len(doc.Resolved.Steps) != n+1 {
+		t.Fatalf("report: %d steps, %d resolved", len(doc.Result.Steps), len(doc.Resolved.Steps))
+	}
+	for i, s := range doc.Result.Steps {
+		if s.Status != wfapi.StepSucceeded || s.Envelope == nil || !s.Envelope.Success || s.Attempts != 1 {
+			t.Fatalf("report step %d: %+v", i, s)
+		}
+	}
+	t.Logf("%d steps in %s (%.1f ms a step), %d segments, histories %v events, %v bytes", n+1, took.Round(time.Millisecond), float64(took.Milliseconds())/(n+1), r.Segments, lengths, sizes)
+}

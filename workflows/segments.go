@@ -1,0 +1,162 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// A run whose history grows long continues as new (docs/limits.md): at
+// rr.SegmentEvents events it stops starting steps, lets the running ones
+// end, writes their results to a checkpoint and continues with a small
+// carry: one letter per step, the outcomes later steps still read, the
+// reasons of what did not succeed, the deadline. The next segment reloads
+// the resolved steps from the run folder, so no history holds the whole
+// plan twice and none passes Temporal's 10,240-event warning.
+
+// maxCarriedReason bounds each reason carried into the next segment (the
+// report keeps them whole).
+const maxCarriedReason = 300
+
+// loadSteps fetches the resolved steps page by page when the Resolve
+// result left them out.
+func loadSteps(ctx workflow.Context, rr *wfapi.ResolveResult) error {
+	if len(rr.Steps) > 0 || rr.StepsRef == nil || rr.StepsRef.Count == 0 {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "load the resolved steps",
+	})
+	futures := make([]workflow.Future, len(rr.StepsRef.Pages))
+	for i, pg := range rr.StepsRef.Pages {
+		futures[i] = workflow.ExecuteActivity(actx, wfapi.LoadStepsActivity, wfapi.LoadStepsInput{Ref: *rr.StepsRef, Page: pg})
+	}
+	steps := make([]wfapi.ResolvedStep, 0, rr.StepsRef.Count)
+	for _, f := range futures {
+		var page wfapi.StepsPage
+		if err := f.Get(ctx, &page); err != nil {
+			return err
+		}
+		unpacked, err := page.Unpack()
+		if err != nil {
+			return err
+		}
+		steps = append(steps, unpacked...)
+	}
+	if len(steps) != rr.StepsRef.Count {
+		return fmt.Errorf("loaded %d resolved steps, want %d", len(steps), rr.StepsRef.Count)
+	}
+	rr.Steps = steps
+	return nil
+}
+
+// lean is the resolution as it travels after Resolve: without the steps
+// and per-step resolution when those are stored (Finalize and the next
+// segment read them from the run folder).
+func lean(rr *wfapi.ResolveResult, paged bool) *wfapi.ResolveResult {
+	if !paged {
+		return rr
+	}
+	c := *rr
+	c.Steps, c.Resolution = nil, nil
+	return &c
+}
+
+// resumeFrom puts the scheduler in the state an earlier segment left.
+func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
+	if len(r.States) != len(s.rr.Steps) {
+		return fmt.Errorf("the carried state names %d steps, the plan has %d", len(r.States), len(s.rr.Steps))
+	}
+	s.segment = r.Segment
+	if r.Deadline != "" {
+		d, err := time.Parse(time.RFC3339Nano, r.Deadline)
+		if err != nil {
+			return fmt.Errorf("carried deadline: %v", err)
+		}
+		s.deadline = d
+	}
+	for i, rs := range s.rr.Steps {
+		status, whenFalse, err := wfapi.LetterState(r.States[i])
+		if err != nil {
+			return err
+		}
+		if status == wfapi.StepPending {
+			continue
+		}
+		st := s.steps[rs.ID]
+		s.count[st.status]--
+		s.count[status]++
+		st.status, st.whenFalse, st.carried, st.reason = status, whenFalse, true, r.Reasons[rs.ID]
+		if o, ok := r.Outcomes[rs.ID]; ok {
+			st.dataFile, st.dataSHA = o.DataFile, o.DataSHA256
+			st.env = &envelope.Envelope{Success: o.Success, Data: o.Data}
+		}
+	}
+	return nil
+}
+
+// continuing reports whether this segment ends by continuing as new:
+// it drained with steps left to run and nothing stopped the run.
+func (s *scheduler) continuing() bool {
+	return s.draining && !s.stopped && s.err == nil && s.count[wfapi.StepPending] > 0
+}
+
+// carry is what the next segment needs.
+func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
+	r := &wfapi.Resume{Segment: s.segment + 1, FirstRunID: firstRunID, StartedAt: startedAt, Resolved: *lean(s.rr, true),
+		Reasons: map[string]string{}}
+	if !s.deadline.IsZero() {
+		r.Deadline = s.deadline.UTC().Format(time.RFC3339Nano)
+	}
+	letters := make([]byte, len(s.rr.Steps))
+	var reads []any
+	for i, rs := range s.rr.Steps {
+		st := s.steps[rs.ID]
+		letters[i] = wfapi.StateLetter(st.status, st.whenFalse)
+		switch {
+		case st.status == wfapi.StepPending:
+			reads = append(reads, rs.With, rs.ForEach, whenExpr(rs.When))
+		case st.status != wfapi.StepSucceeded && st.reason != "":
+			reason := st.reason
+			if len(reason) > maxCarriedReason {
+				reason = reason[:maxCarriedReason] + "…"
+			}
+			r.Reasons[rs.ID] = reason
+		}
+	}
+	r.States = string(letters)
+	for _, name := range sortedKeys(s.rr.Outputs) {
+		reads = append(reads, s.rr.Outputs[name])
+	}
+	_, deps := s.referenced(reads...)
+	for _, id := range sortedKeys(deps) {
+		if st := s.steps[id]; st.status.Terminal() {
+			if r.Outcomes == nil {
+				r.Outcomes = map[string]wfapi.StepOutcome{}
+			}
+			r.Outcomes[id] = deps[id]
+		}
+	}
+	return r
+}
+
+// ended lists the steps this segment ended, for its checkpoint: without
+// the envelopes RunTool stored (the report reads those from disk).
+func (s *scheduler) ended() []wfapi.StepResult {
+	var out []wfapi.StepResult
+	for _, r := range s.results(true) {
+		st := s.steps[r.ID]
+		if st.carried || !st.status.Terminal() {
+			continue
+		}
+		if r.EnvelopeFile != "" {
+			r.Envelope = nil
+		}
+		out = append(out, r)
+	}
+	return out
+}

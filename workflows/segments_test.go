@@ -1,0 +1,187 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// segmentFakes adds the large-plan activities to the fakes.
+type segmentFakes struct {
+	*fakes
+	checkpoints map[int][]wfapi.StepResult
+	loads       int
+}
+
+func (f *segmentFakes) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loads++
+	page := wfapi.PackSteps(f.resolved.Steps[in.Page.From:in.Page.To])
+	return &page, nil
+}
+
+func (f *segmentFakes) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.checkpoints[in.Segment]; dup {
+		return fmt.Errorf("segment %d checkpointed twice", in.Segment)
+	}
+	f.checkpoints[in.Segment] = in.Steps
+	return nil
+}
+
+// runSegments runs a plan whose history "grows" by perActivity events per
+// activity, following continue-as-new the way the server does: each new
+// execution starts with a short history.
+func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result, int) {
+	t.Helper()
+	in := wfapi.Input{Plan: map[string]any{"name": "x"}}
+	for segment := 0; segment < 50; segment++ {
+		env := newEnv(t, f.fakes)
+		env.RegisterActivityWithOptions(f.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
+		env.RegisterActivityWithOptions(f.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+		length := 3
+		env.SetCurrentHistoryLength(length)
+		env.SetOnActivityCompletedListener(func(*activity.Info, converter.EncodedValue, error) {
+			length += perActivity
+			env.SetCurrentHistoryLength(length)
+		})
+		env.ExecuteWorkflow(wfapi.WorkflowType, in)
+		if !env.IsWorkflowCompleted() {
+			t.Fatal("workflow did not complete")
+		}
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			in = wfapi.Input{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if in.Resume == nil || in.Resume.Segment != segment+1 || len(in.Resume.Resolved.Steps) != 0 {
+				t.Fatalf("segment %d continued without a lean carry: %+v", segment, in.Resume)
+			}
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var res wfapi.Result
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return &res, segment
+	}
+	t.Fatal("the run never ended")
+	return nil, 0
+}
+
+// A long run continues as new: every step runs exactly once across the
+// segments, later steps read data carried from earlier ones, failures and
+// skips keep their meaning, and the report gets every step once.
+func TestContinueAsNewCarriesTheRun(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("name: long\nfailure_policy: continue_all\noutputs: {first: \"${steps.s00.data.step}\"}\nsteps:\n")
+	src.WriteString("  - {id: s00, capability: x.a}\n")
+	for i := 1; i < 12; i++ {
+		fmt.Fprintf(&src, "  - {id: s%02d, capability: x.a, needs: [s%02d]}\n", i, i-1)
+	}
+	src.WriteString("  - {id: bad, capability: x.b, needs: [s03]}\n")
+	src.WriteString("  - {id: after-bad, capability: x.c, needs: [bad]}\n")
+	src.WriteString("  - {id: sum, capability: x.d, needs: [s11], with: {first: \"${steps.s00.data.step}\"}}\n")
+	src.WriteString("  - {id: maybe, capability: x.e, needs: [s11], when: \"steps.s00.success && steps.s00.data.step == 'step-s00'\"}\n")
+	rr := resolvedFrom(t, src.String())
+	rr.Outputs = map[string]string{"first": "${steps.s00.data.step}"}
+	rr.SegmentEvents = 30
+	rr.StepsRef = &wfapi.StepsRef{File: "/runs/x/resolved.json", SHA256: "x", Count: len(rr.Steps), Pages: []wfapi.Page{{From: 0, To: 7}, {From: 7, To: len(rr.Steps)}}}
+	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{"bad": fail(caperr.TestFailure)}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+		checkpoints: map[int][]wfapi.StepResult{}}
+
+	res, segments := runSegments(t, f, 10)
+	if segments < 3 {
+		t.Fatalf("want at least 3 continue-as-new, got %d", segments)
+	}
+	if res.Segments != segments || res.RunID == "" {
+		t.Fatalf("result says %d segments (run id %q), want %d", res.Segments, res.RunID, segments)
+	}
+	if res.Status != wfapi.StatusFailed || !strings.Contains(res.Message, "step bad failed") {
+		t.Fatalf("status %s: %s", res.Status, res.Message)
+	}
+	want := "s00=succeeded s01=succeeded s02=succeeded s03=succeeded s04=succeeded s05=succeeded s06=succeeded s07=succeeded s08=succeeded s09=succeeded s10=succeeded s11=succeeded bad=failed after-bad=skipped sum=succeeded maybe=succeeded"
+	if got := states(res); got != want {
+		t.Fatalf("states\n got %s\nwant %s\n%+v", got, want, res.Steps)
+	}
+	for id, n := range f.calls {
+		if n != 1 {
+			t.Fatalf("step %s ran %d times", id, n)
+		}
+	}
+	if len(f.calls) != 15 { // every step but after-bad
+		t.Fatalf("%d steps ran, want 15: %v", len(f.calls), f.calls)
+	}
+	// sum ran in a later segment and still read s00's data.
+	if got := f.inputs["sum"].Deps["s00"].Data; !reflect.DeepEqual(got, map[string]any{"step": "step-s00"}) {
+		t.Fatalf("sum read s00's data as %v", got)
+	}
+	// Each step is in exactly one checkpoint or in the final segment.
+	seen := map[string]int{}
+	for n := 1; n <= segments; n++ {
+		for _, s := range f.checkpoints[n] {
+			seen[s.ID]++
+		}
+	}
+	fin := f.finalized
+	if fin == nil || fin.Segments != segments {
+		t.Fatalf("Finalize got %+v segments, want %d", fin, segments)
+	}
+	for _, s := range fin.Result.Steps {
+		seen[s.ID]++
+	}
+	if len(seen) != len(rr.Steps) {
+		t.Fatalf("report would have %d steps, want %d: %v", len(seen), len(rr.Steps), seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("step %s is in %d checkpoints", id, n)
+		}
+	}
+	if fin.Resolved == nil || len(fin.Resolved.Steps) != 0 {
+		t.Fatal("Finalize must get the lean resolution (steps are stored)")
+	}
+	if f.loads < 2*segments {
+		t.Fatalf("each segment reloads every page: %d loads over %d segments", f.loads, segments)
+	}
+}
+
+// A fail_fast stop ends the run in its segment: no continue-as-new after.
+func TestContinueAsNewStopsOnFailFast(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("name: long\nsteps:\n  - {id: s00, capability: x.a}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&src, "  - {id: s%02d, capability: x.a, needs: [s%02d]}\n", i, i-1)
+	}
+	rr := resolvedFrom(t, src.String())
+	rr.SegmentEvents = 30
+	rr.StepsRef = &wfapi.StepsRef{Count: len(rr.Steps), Pages: []wfapi.Page{{From: 0, To: len(rr.Steps)}}}
+	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{"s05": fail(caperr.TestFailure)}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+		checkpoints: map[int][]wfapi.StepResult{}}
+	res, segments := runSegments(t, f, 10)
+	if res.Status != wfapi.StatusFailed || segments < 1 {
+		t.Fatalf("%s after %d segments: %s", res.Status, segments, res.Message)
+	}
+	want := "s00=succeeded s01=succeeded s02=succeeded s03=succeeded s04=succeeded s05=failed s06=skipped s07=skipped s08=skipped s09=skipped"
+	if got := states(res); got != want {
+		t.Fatalf("states\n got %s\nwant %s", got, want)
+	}
+	if f.calls["s06"] != 0 {
+		t.Fatal("a step after the fail_fast stop ran")
+	}
+}
