@@ -36,8 +36,8 @@ type Activities struct {
 
 	mu         sync.Mutex
 	stepsCache *stepsCache
-	tools map[string]*manifest.Manifest // digest -> manifest
-	lists map[string][]any              // for_each lists read from stored outputs
+	tools      map[string]*manifest.Manifest // digest -> manifest
+	lists      map[string][]any              // for_each lists read from stored outputs
 }
 
 // Router is what the Route activity needs of the request router.
