@@ -213,13 +213,14 @@ func fakeLLM(w http.ResponseWriter, r *http.Request) {
 }
 
 // startWorker starts a capflow-worker subprocess and waits until it polls.
-func (h *harness) startWorker() error {
+// startWorker starts a worker with the harness's environment plus extra.
+func (h *harness) startWorker(extra ...string) error {
 	logf, err := os.OpenFile(filepath.Join(h.tmp, "worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", h.project)
-	cmd.Env = h.env()
+	cmd.Env = append(h.env(), extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return err

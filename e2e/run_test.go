@@ -446,11 +446,20 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 // recordHistory writes a run's history into workflows/testdata/histories
 // when CAPFLOW_RECORD_HISTORIES=1, for the replay test.
 func recordHistory(t *testing.T, workflowID, name string) {
+	recordRun(t, workflowID, "", name)
+}
+
+// recordRun records one run of a workflow ("": the latest).
+func recordRun(t *testing.T, workflowID, runID, name string) {
 	if os.Getenv("CAPFLOW_RECORD_HISTORIES") != "1" {
 		return
 	}
 	tbin, _ := temporalBinary(h.repo)
-	out, err := exec.Command(tbin, "workflow", "show", "--address", h.address, "-w", workflowID, "--output", "json").Output()
+	args := []string{"workflow", "show", "--address", h.address, "-w", workflowID, "--output", "json"}
+	if runID != "" {
+		args = append(args, "-r", runID)
+	}
+	out, err := exec.Command(tbin, args...).Output()
 	if err != nil {
 		t.Fatalf("record history: %v", err)
 	}

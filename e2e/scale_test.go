@@ -124,3 +124,80 @@ func TestLargePlanContinuesAsNew(t *testing.T) {
 	}
 	t.Logf("%d steps in %s (%.1f ms a step), %d segments, histories %v events, %v bytes", n+1, took.Round(time.Millisecond), float64(took.Milliseconds())/(n+1), r.Segments, lengths, sizes)
 }
+
+// segmentedPlan mixes what must keep its meaning across continue-as-new:
+// a chain, a for_each, a condition and a consumer reading the first
+// step's data, a failure absorbed by continue_all and the step it skips.
+const segmentedPlan = `name: segmented
+failure_policy: continue_all
+outputs: {first: "${steps.s0.data.text}", items: "${steps.each.data.count}"}
+steps:
+  - {id: s0, capability: text.render, with: {template: "first"}}
+%s  - id: each
+    capability: text.render
+    needs: [s39]
+    for_each: [1, 2, 3]
+    with: {template: "item {{.n}}", values: {n: "${item}"}}
+  - id: guarded
+    capability: text.render
+    needs: [each]
+    when: steps.s0.data.text == "first" && steps.each.data.succeeded == 3
+    with: {template: "{{.a}}", values: {a: "${steps.s0.data.text}"}}
+  - {id: bad, capability: file.read, needs: [s10], with: {path: no-such-file.txt}}
+  - {id: after-bad, capability: text.render, needs: [bad], with: {template: "never"}}
+`
+
+// A run on a worker that continues as new every 100 events: every step's
+// meaning holds across segments, and the first and last segments' histories
+// are recorded for the replay test.
+func TestSegmentedRunKeepsItsMeaning(t *testing.T) {
+	const queue = "capflow-segments"
+	if err := h.startWorker("CAPFLOW_TEMPORAL_SEGMENT_EVENTS=100", "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue); err != nil {
+		t.Fatal(err)
+	}
+	defer h.killWorker()
+	var chain strings.Builder
+	for i := 1; i < 40; i++ {
+		fmt.Fprintf(&chain, "  - {id: s%d, capability: text.render, needs: [s%d], with: {template: \"s%d\"}}\n", i, i-1, i)
+	}
+	file := h.writePlan(t, "segmented", fmt.Sprintf(segmentedPlan, chain.String()))
+	code, env, stderr := h.capflow(t, "run", file, "--task-queue", queue)
+	var r struct {
+		runResult
+		Segments int `json:"segments"`
+	}
+	data(t, env, &r)
+	if code != 1 || r.Status != "failed" || !strings.Contains(r.Message, "step bad failed") {
+		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+	}
+	if r.Segments < 2 {
+		t.Fatalf("%d segments, want at least 2", r.Segments)
+	}
+	states := map[string]wfapi.StepState{}
+	for _, s := range r.Steps {
+		states[s.ID] = s.Status
+	}
+	for id, want := range map[string]wfapi.StepState{"s0": "succeeded", "s39": "succeeded", "each": "succeeded", "guarded": "succeeded", "bad": "failed", "after-bad": "skipped"} {
+		if states[id] != want {
+			t.Fatalf("%s is %s, want %s: %v", id, states[id], want, states)
+		}
+	}
+	if r.Outputs["first"] != "first" || r.Outputs["items"] != float64(3) {
+		t.Fatalf("outputs %v", r.Outputs)
+	}
+	g := r.step(t, "guarded")
+	if g.Envelope == nil || g.Envelope.Data.(map[string]any)["text"] != "first" {
+		t.Fatalf("guarded read %+v", g.Envelope)
+	}
+	lengths, _ := chainHistories(t, r.WorkflowID, r.RunID)
+	if len(lengths) != r.Segments+1 {
+		t.Fatalf("%d histories for %d segments", len(lengths), r.Segments)
+	}
+	for i, l := range lengths {
+		if l > 100+60 {
+			t.Fatalf("segment %d has %d events (threshold 100)", i, l)
+		}
+	}
+	recordRun(t, r.WorkflowID, r.RunID, "segments-first")
+	recordHistory(t, r.WorkflowID, "segments-last")
+}

@@ -41,7 +41,10 @@ type Temporal struct {
 	Address   string `mapstructure:"address" json:"address"`
 	Namespace string `mapstructure:"namespace" json:"namespace"`
 	TaskQueue string `mapstructure:"task_queue" json:"task_queue"`
-	TLS       TLS    `mapstructure:"tls" json:"tls"`
+	// SegmentEvents is the history length at which a long run continues
+	// as new (docs/limits.md); recorded per run by the worker resolving it.
+	SegmentEvents int `mapstructure:"segment_events" json:"segment_events"`
+	TLS           TLS `mapstructure:"tls" json:"tls"`
 	// APIKey comes from the environment only and is never printed.
 	APIKey string `mapstructure:"api_key" json:"-"`
 }
@@ -81,6 +84,7 @@ var defaults = map[string]any{
 	"temporal.address":         "localhost:7233",
 	"temporal.namespace":       "default",
 	"temporal.task_queue":      "capflow",
+	"temporal.segment_events":  5000,
 	"temporal.tls.enabled":     false,
 	"temporal.tls.cert":        "",
 	"temporal.tls.key":         "",
@@ -208,6 +212,9 @@ func (c *Config) validate() error {
 		if err := c.checkDir(d[0], d[1]); err != nil {
 			return err
 		}
+	}
+	if n := c.Temporal.SegmentEvents; n < 100 || n > 40000 {
+		return caperr.New(caperr.ConfigError, "temporal.segment_events %d is not between 100 and 40000", n).At(c.fileOrEnv(), 0, 0, "temporal.segment_events")
 	}
 	if c.Temporal.TaskQueue == "" || c.Temporal.Namespace == "" || c.Temporal.Address == "" {
 		return caperr.New(caperr.ConfigError, "temporal.address, namespace and task_queue must not be empty").At(c.fileOrEnv(), 0, 0, "temporal")

@@ -82,6 +82,7 @@ func Main(args []string, stderr io.Writer) int {
 		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
+		SegmentEvents:    cfg.Temporal.SegmentEvents,
 	}
 	// Warm the registry now so manifest problems show at start-up.
 	if reg, err := registryCheck(acts); err != nil {
