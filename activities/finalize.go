@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,11 +40,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	res.Report = *paths
 	doc := report.Document{Result: res, Resolved: rr}
-	js, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), string(caperr.InternalError))
-	}
-	if err := writeAtomic(paths.JSON, append(js, '\n')); err != nil {
+	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
 	}
 	if err := writeAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
@@ -162,6 +159,33 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 		out[name] = v
 	}
 	return out
+}
+
+// writeJSON writes v to path atomically, streamed through a buffer (a
+// report of 20,000 steps is tens of MB: indenting it would hold it twice).
+func writeJSON(path string, v any, indent bool) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	err = enc.Encode(v)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -48,6 +48,10 @@ func Graph(d Document) string {
 	return plan.Mermaid(p, nodes)
 }
 
+// IndentedSteps: report.json is indented for runs of up to this many
+// steps, compact beyond (half the memory to write, a fraction of the size).
+const IndentedSteps = 1000
+
 // MaxGraphSteps bounds the graph drawn in report.md: Mermaid renderers
 // give up long before a plan of thousands of steps.
 const MaxGraphSteps = 300

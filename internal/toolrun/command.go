@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,6 +66,21 @@ func resolveArgv(m *manifest.Manifest) []string {
 	return argv
 }
 
+// startRetrying starts a command, again when the kernel says its file is
+// busy: a script written moments ago (by an earlier step, say) stays
+// "busy" while any process forked meanwhile still holds its write handle,
+// a race every program that writes and runs executables can meet.
+func startRetrying(mk func() *exec.Cmd) (*exec.Cmd, error) {
+	for attempt := 1; ; attempt++ {
+		cmd := mk()
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 10 {
+			return cmd, err
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
+}
+
 func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builder, red *envelope.Redactor, log hclog.Logger) envelope.Envelope {
 	m := req.Manifest
 	wd := req.Workdir
@@ -83,14 +99,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
 	}
 	argv := resolveArgv(m)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = req.Root
-	if cmd.Dir == "" {
-		cmd.Dir = wd
-	}
-	cmd.Env = toolEnv(req, inPath, outPath, wd)
-	cmd.Stdin = bytes.NewReader(inJSON)
-	cmd.SysProcAttr = procAttr()
+	toolVars := toolEnv(req, inPath, outPath, wd)
 
 	maxOut := r.MaxStdout
 	if maxOut <= 0 {
@@ -108,7 +117,6 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 			_, _ = stdoutLog.Write(red.Bytes(stdout.buf.Bytes()))
 		}
 	}()
-	cmd.Stdout = stdout
 	// stderr goes through a pipe of our own and stdout through exec's copy
 	// bounded by WaitDelay: a tool that leaves a child (say, started with
 	// setsid) holding either open must not keep the step waiting forever.
@@ -117,11 +125,20 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		return b.Fail(caperr.StartupError, err.Error(), nil)
 	}
 	defer errR.Close()
-	cmd.Stderr = errW
-	cmd.WaitDelay = ioGrace
+	mk := func() *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = req.Root
+		if cmd.Dir == "" {
+			cmd.Dir = wd
+		}
+		cmd.Env, cmd.Stdin, cmd.SysProcAttr = toolVars, bytes.NewReader(inJSON), procAttr()
+		cmd.Stdout, cmd.Stderr, cmd.WaitDelay = stdout, errW, ioGrace
+		return cmd
+	}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	cmd, err := startRetrying(mk)
+	if err != nil {
 		errW.Close()
 		b.Error("start", "cannot start "+argv[0], err.Error())
 		return b.Fail(caperr.StartupError, fmt.Sprintf("cannot start %s: %v", m.Name, err), nil)

@@ -121,7 +121,10 @@ type CheckpointInput struct {
 // succeeded and pending steps; StepCounts and StepsOmitted say what is
 // left out.
 func (r *Result) Trim(limit int) {
-	if r.Lighten(limit) {
+	// A step is at least minStepBytes of JSON: past limit/minStepBytes
+	// steps the result cannot fit, and measuring it would cost a marshal
+	// of every step at each progress query.
+	if len(r.Steps) <= limit/minStepBytes && r.Lighten(limit) {
 		return
 	}
 	counts := map[StepState]int{}
@@ -158,6 +161,10 @@ func (r *Result) Lighten(limit int) bool {
 	r.Steps = steps
 	return size(r) <= limit
 }
+
+// minStepBytes is the least JSON a StepResult takes
+// ({"id":"","capability":"","status":"","attempts":0}).
+const minStepBytes = 50
 
 func size(r *Result) int {
 	// encoding/json writes map keys sorted: the size is the same on every
