@@ -51,13 +51,23 @@ func (p *Policy) TooManySteps(n int) *Violation {
 	return nil
 }
 
-// EffectiveParallel clamps a plan's max_parallel to the policy.
+// CeilingParallel bounds max_parallel whatever the policy says: Temporal
+// refuses more than 2,000 pending activities (or child workflows) in one
+// workflow, and a run's steps, items and decisions all count.
+const CeilingParallel = 1000
+
+// EffectiveParallel clamps a plan's max_parallel to the policy and to
+// CeilingParallel.
 func (p *Policy) EffectiveParallel(planMax int) int {
 	lim := p.Limits[MaxParallel]
+	n := planMax
 	if planMax <= 0 || (lim > 0 && planMax > lim) {
-		return lim
+		n = lim
 	}
-	return planMax
+	if n <= 0 || n > CeilingParallel {
+		n = CeilingParallel
+	}
+	return n
 }
 
 func schemaDecode(v any, out any) error {
