@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
@@ -196,7 +197,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	rr := &wfapi.ResolveResult{
 		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
 		Inputs: rep.Inputs, Resolution: rep.Resolution, Gaps: rep.Gaps, Problems: rep.Problems, Notes: rep.Notes,
-		Outputs: p.Outputs,
+		Outputs: p.Outputs, AskTimeout: p.AskTimeout.D(),
 	}
 	pr := rep.Policy
 	rr.Policy = &pr
@@ -227,6 +228,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			st = st.Clamp(maxRetries, m.Idempotent)
 			r := byStep[s.ID]
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
+			rs.Approval = m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == builtin.FlowApprove
 		}
 		rs.StepSettings = st
 		rs.Summary = rs.Summarize()

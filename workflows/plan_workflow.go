@@ -52,6 +52,9 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := registerControl(ctx, &sched); err != nil {
+		return nil, err
+	}
 
 	var rr wfapi.ResolveResult
 	if r := in.Resume; r != nil {
@@ -87,6 +90,7 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	res.Status = wfapi.StatusRunning
 	upsert(res.Status)
 	sched = newScheduler(ctx, &rr, res)
+	sched.upsert = upsert
 	if in.Resume != nil {
 		if err := sched.resumeFrom(in.Resume); err != nil {
 			res.Status, res.Message = wfapi.StatusFailed, "cannot resume the run: "+err.Error()
@@ -94,10 +98,12 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 		}
 	}
 	sched.run()
+	sched.done = true
 	if sched.continuing() {
 		return continueAsNew(ctx, sched, res)
 	}
 	res.Status, res.Message = sched.outcome()
+	res.Warnings = sched.warnings()
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
 	if sched.segment > 0 {

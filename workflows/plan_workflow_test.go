@@ -81,6 +81,10 @@ type fakes struct {
 	running   int
 	peak      int
 	finalized *wfapi.FinalizeInput
+	// activityIDs: each step's activities in order; timeouts: each
+	// activity's start-to-close timeout.
+	activityIDs map[string][]string
+	timeouts    map[string]time.Duration
 }
 
 func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
@@ -95,6 +99,13 @@ func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	f.mu.Lock()
 	f.calls[key]++
 	f.inputs[key] = in
+	if info := activity.GetInfo(ctx); in.Step.Item == nil {
+		if f.activityIDs == nil {
+			f.activityIDs, f.timeouts = map[string][]string{}, map[string]time.Duration{}
+		}
+		f.activityIDs[key] = append(f.activityIDs[key], info.ActivityID)
+		f.timeouts[info.ActivityID] = info.Deadline.Sub(info.StartedTime).Round(time.Second)
+	}
 	f.running++
 	if f.running > f.peak {
 		f.peak = f.running
@@ -168,6 +179,7 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 		rr.MaxParallel = p.MaxParallel
 	}
 	rr.Inputs, _, _ = p.ResolveInputs(nil, false)
+	rr.AskTimeout = p.AskTimeout.D()
 	for _, s := range p.Steps {
 		st := preflight.Settings(p, s, nil)
 		rr.Steps = append(rr.Steps, wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Tool: "tool-" + s.ID, Version: "1.0.0",

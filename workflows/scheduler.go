@@ -44,6 +44,16 @@ type stepState struct {
 	carried bool
 	// envFile is where RunTool stored the envelope.
 	envFile string
+	// Run control (control.go): the current wait, how many there were,
+	// the decisions made, what the step had come to when it began waiting,
+	// retries ordered by operators (with their timeout, when extended).
+	wait              *waitState
+	waits             int
+	decisions         []wfapi.Decision
+	before            string
+	retries           int
+	timeout           time.Duration
+	skippedByDecision bool
 }
 
 type scheduler struct {
@@ -75,11 +85,19 @@ type scheduler struct {
 	// running ones end, and the run continues as new.
 	segment  int
 	draining bool
+	// paused: no step or item starts (control.go); wake lets an update
+	// rouse the loop; done: the DAG ended, updates are refused.
+	paused   bool
+	pausedBy string
+	wake     workflow.Channel
+	done     bool
+	upsert   func(wfapi.RunStatus)
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
 	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{},
-		sel: workflow.NewSelector(ctx), count: map[wfapi.StepState]int{}}
+		sel: workflow.NewSelector(ctx), count: map[wfapi.StepState]int{}, wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
+	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	for _, st := range rr.Steps {
 		s.steps[st.ID] = &stepState{step: st, status: wfapi.StepPending}
 		s.ids = append(s.ids, st.ID)
@@ -149,13 +167,13 @@ func (s *scheduler) run() {
 			s.draining = true
 		}
 		switch {
-		case s.stopped:
+		case s.stopped, s.paused:
 		case s.draining:
 			s.startItems()
 		default:
 			s.startReady()
 		}
-		if stopTimer != nil && s.inflight == 0 {
+		if stopTimer != nil && s.inflight == 0 && s.count[wfapi.StepWaiting] == 0 && !s.paused {
 			// No step runs and none can start: the deadline timer is all
 			// that is left. Cancel it; its future resolves and ends the loop.
 			stopTimer()
@@ -175,11 +193,15 @@ func (s *scheduler) run() {
 	}
 }
 
-// active counts what the selector can still deliver: running steps and
-// the deadline timer.
+// active counts what the selector can still deliver: running steps, the
+// deadline timer, and an operator's update while a step waits or the
+// paused run has steps left to start.
 func (s *scheduler) active() int {
 	n := s.inflight
 	if s.timerPending {
+		n++
+	}
+	if s.count[wfapi.StepWaiting] > 0 || (s.paused && !s.stopped && s.count[wfapi.StepPending] > 0) {
 		n++
 	}
 	return n
@@ -198,7 +220,7 @@ func (s *scheduler) counts(st *stepState) (succ, bad, open int) {
 		case ds.whenFalse:
 		case ds.status == wfapi.StepSucceeded:
 			succ++
-		case ds.status == wfapi.StepPending || ds.status == wfapi.StepRunning:
+		case ds.status == wfapi.StepPending || ds.status == wfapi.StepRunning || ds.status == wfapi.StepWaiting:
 			open++
 		default:
 			bad++
@@ -302,6 +324,10 @@ func (s *scheduler) begin(st *stepState) {
 // startOne starts a step that is one unit of work: a tool's activity, or
 // a sub-plan's child workflow.
 func (s *scheduler) startOne(st *stepState) {
+	if st.step.Approval {
+		s.awaitApproval(st)
+		return
+	}
 	if st.step.Plan != "" {
 		s.startChild(st)
 		return
@@ -312,7 +338,7 @@ func (s *scheduler) startOne(st *stepState) {
 func (s *scheduler) skipReason(st *stepState, need int) string {
 	var bad []string
 	for _, d := range st.step.Deps {
-		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning && !s.steps[d].whenFalse {
+		if ds := s.steps[d].status; ds != wfapi.StepSucceeded && ds != wfapi.StepPending && ds != wfapi.StepRunning && ds != wfapi.StepWaiting && !s.steps[d].whenFalse {
 			bad = append(bad, d+" "+string(ds))
 		}
 	}
@@ -325,6 +351,13 @@ func (s *scheduler) start(st *stepState) {
 	opts := s.activityOptions(step)
 	if st.reruns > 0 {
 		opts.ActivityID = fmt.Sprintf("step-%s-rerun-%d", step.ID, st.reruns)
+	}
+	if st.retries > 0 {
+		// Retried by an operator: a new activity, maybe with a longer timeout.
+		opts.ActivityID = fmt.Sprintf("step-%s-retry-%d", step.ID, st.retries)
+		if st.timeout > 0 {
+			opts.StartToCloseTimeout = st.timeout
+		}
 	}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
@@ -392,6 +425,10 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	}
 	if s.cancelled || (s.stopped && st.env.Error != nil && st.env.Error.Code == caperr.Cancelled) {
 		s.move(st, wfapi.StepCancelled, s.stopReason)
+		return
+	}
+	if s.asks(st) {
+		s.awaitDecision(st)
 		return
 	}
 	s.endFailed(st, st.env.Message)
@@ -523,8 +560,13 @@ func (s *scheduler) synthEnvelope(tool string, code caperr.Code, msg string) *en
 // every step that needs it has an any/quorum join that can still be, or
 // was, satisfied.
 func (s *scheduler) absorbed(st *stepState) bool {
-	if st.status == wfapi.StepSkipped && st.step.OnFailure == plan.OnFailureSkip {
+	if st.status == wfapi.StepSkipped && (st.step.OnFailure == plan.OnFailureSkip || st.skippedByDecision) {
 		return true
+	}
+	if s.rr.FailurePolicy == plan.BySeverity && st.status == wfapi.StepFailed {
+		if sev := severity(st); sev == caperr.Medium || sev == caperr.Low {
+			return true // a warning (docs/run-control.md)
+		}
 	}
 	if s.rr.FailurePolicy == plan.CriticalPath && !st.step.Critical {
 		return true
@@ -589,6 +631,10 @@ func (s *scheduler) stop(reason string) {
 	for _, id := range s.ids {
 		st := s.steps[id]
 		switch st.status {
+		case wfapi.StepWaiting:
+			st.wait.cancelTimer()
+			st.wait = nil
+			s.move(st, wfapi.StepCancelled, "stopped while waiting: "+reason)
 		case wfapi.StepRunning:
 			if st.fe != nil {
 				s.abandonItems(st, reason)
@@ -657,6 +703,11 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 			r.ItemCounts, r.Items = &c, itemResults(st.fe)
 		}
 		r.Child = st.child
+		if st.wait != nil {
+			w := st.wait.Wait
+			r.Waiting = &w
+		}
+		r.Decisions = st.decisions
 		out = append(out, r)
 	}
 	return out

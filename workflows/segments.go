@@ -102,7 +102,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 // continuing reports whether this segment ends by continuing as new:
 // it drained with steps left to run and nothing stopped the run.
 func (s *scheduler) continuing() bool {
-	return s.draining && !s.stopped && s.err == nil && s.count[wfapi.StepPending] > 0
+	return s.draining && !s.stopped && s.err == nil && s.count[wfapi.StepPending] > 0 && s.count[wfapi.StepWaiting] == 0 && !s.paused
 }
 
 // carry is what the next segment needs.

@@ -14,10 +14,15 @@ import (
 // idempotent step goes back to pending to re-create a stored output a
 // consumer found lost, and that consumer goes from running back to
 // pending until it is re-created.
+//
+// A step waits for a person (docs/run-control.md): a flow.approve step from
+// pending, a failed step under on_failure: ask from running; a decision
+// or the wait's timeout ends the wait.
 var transitions = map[wfapi.StepState][]wfapi.StepState{
-	wfapi.StepPending:   {wfapi.StepRunning, wfapi.StepSkipped, wfapi.StepCancelled},
-	wfapi.StepRunning:   {wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepPending},
+	wfapi.StepPending:   {wfapi.StepRunning, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepWaiting},
+	wfapi.StepRunning:   {wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepPending, wfapi.StepWaiting},
 	wfapi.StepSucceeded: {wfapi.StepPending},
+	wfapi.StepWaiting:   {wfapi.StepRunning, wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled},
 }
 
 // ErrInvalidTransition marks a scheduler bug.

@@ -5,6 +5,7 @@ package plan
 
 import (
 	"sort"
+	"time"
 
 	"github.com/capflow/capflow/internal/manifest"
 )
@@ -14,6 +15,9 @@ const (
 	FailFast     = "fail_fast"
 	ContinueAll  = "continue_all"
 	CriticalPath = "critical_path"
+	// BySeverity: CRITICAL errors stop the run, HIGH ones wait for an
+	// operator's decision, MEDIUM and LOW are absorbed as warnings.
+	BySeverity = "by_severity"
 )
 
 // Join policies.
@@ -28,7 +32,14 @@ const (
 	OnFailureRetry = "retry"
 	OnFailureSkip  = "skip"
 	OnFailureFail  = "fail"
+	// OnFailureAsk: once retries ran out, the step waits for an operator
+	// to retry, skip or fail it.
+	OnFailureAsk = "ask"
 )
+
+// DefaultAskTimeout is how long a step waits for a decision unless the
+// plan's ask_timeout says otherwise.
+const DefaultAskTimeout = 24 * time.Hour
 
 // Plan is a validated plan.
 type Plan struct {
@@ -39,8 +50,10 @@ type Plan struct {
 	Defaults      Defaults                  `json:"defaults"`
 	FailurePolicy string                    `json:"failure_policy"`
 	MaxParallel   int                       `json:"max_parallel,omitempty"`
-	Policy        *PolicySpec               `json:"policy,omitempty"`
-	Steps         []*Step                   `json:"steps"`
+	// AskTimeout bounds every wait for a decision (DefaultAskTimeout).
+	AskTimeout manifest.Duration `json:"ask_timeout,omitempty"`
+	Policy     *PolicySpec       `json:"policy,omitempty"`
+	Steps      []*Step           `json:"steps"`
 	// Outputs are what the run returns: name -> reference template.
 	Outputs map[string]string `json:"outputs,omitempty"`
 

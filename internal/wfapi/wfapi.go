@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -106,6 +107,9 @@ type ResolvedStep struct {
 	MaxParallel int            `json:"max_parallel,omitempty"`
 	Tolerate    *plan.Tolerate `json:"tolerate,omitempty"`
 	When        string         `json:"when,omitempty"`
+	// Approval: a flow.approve step, which waits in the workflow for a
+	// person's decision instead of running an activity.
+	Approval bool `json:"approval,omitempty"`
 	// Plan and PlanValue: a sub-plan step's file and the plan as checked
 	// at resolution (the child workflow runs exactly that).
 	Plan      string `json:"plan,omitempty"`
@@ -154,8 +158,10 @@ type ResolveResult struct {
 	Notes         []string                `json:"notes,omitempty"`
 	RunDir        string                  `json:"run_dir"`
 	Outputs       map[string]string       `json:"outputs,omitempty"`
-	Route         *RouteInfo              `json:"route,omitempty"`
-	PlanValue     any                     `json:"plan_value,omitempty"`
+	// AskTimeout bounds each wait for a decision (0: plan.DefaultAskTimeout).
+	AskTimeout time.Duration `json:"ask_timeout,omitempty"`
+	Route      *RouteInfo    `json:"route,omitempty"`
+	PlanValue  any           `json:"plan_value,omitempty"`
 	// SearchAttributes is true when the server has CapflowPlan and
 	// CapflowStatus registered (checked by the worker at start-up).
 	SearchAttributes bool `json:"search_attributes"`
@@ -372,6 +378,10 @@ type StepResult struct {
 	Items      []ItemResult `json:"items,omitempty"`
 	// Child is a sub-plan step's run.
 	Child *ChildRun `json:"child,omitempty"`
+	// Waiting says what a waiting step waits for; Decisions are the
+	// operators' answers so far (docs/run-control.md).
+	Waiting   *Wait      `json:"waiting,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
 }
 
 // MaxItemResults bounds the items listed per step in the result.
@@ -418,10 +428,13 @@ type Result struct {
 	Route      *RouteInfo              `json:"route,omitempty"`
 	Report     ReportPaths             `json:"report"`
 	// Outputs are the plan's outputs, evaluated when the run ended.
-	Outputs    map[string]any `json:"outputs,omitempty"`
-	StartedAt  string         `json:"started_at"`
-	EndedAt    string         `json:"ended_at,omitempty"`
-	DurationMS int64          `json:"duration_ms"`
+	Outputs map[string]any `json:"outputs,omitempty"`
+	// Warnings are failures the run absorbed by their severity
+	// (failure_policy: by_severity), most severe first.
+	Warnings   []string `json:"warnings,omitempty"`
+	StartedAt  string   `json:"started_at"`
+	EndedAt    string   `json:"ended_at,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
 }
 
 // OutputNames lists the result's outputs, sorted.

@@ -1,0 +1,309 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Run control (docs/run-control.md): pause and resume, approvals, and
+// operators' decisions on failed steps. Each arrives as a Temporal Update
+// whose validator refuses what would change nothing (an unknown step, a
+// step that is not waiting, an ended run) before it is recorded.
+
+// waitState is a waiting step's wait.
+type waitState struct {
+	wfapi.Wait
+	cancelTimer workflow.CancelFunc
+	// failure is the failed step's message (the reason it keeps when it
+	// is skipped, failed or times out).
+	failure string
+}
+
+// ControlRequest is the pause and resume updates' argument.
+type ControlRequest struct {
+	By string `json:"by"`
+}
+
+// registerControl installs the update handlers; sched is nil until the
+// run is resolved, and the run is over once res ended.
+func registerControl(ctx workflow.Context, sched **scheduler) error {
+	running := func() (*scheduler, error) {
+		s := *sched
+		switch {
+		case s == nil:
+			return nil, errors.New("the run is not running yet (it is being resolved) or never ran")
+		case s.done:
+			return nil, errors.New("the run has ended")
+		}
+		return s, nil
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, wfapi.UpdatePause, func(ctx workflow.Context, req ControlRequest) (wfapi.ControlAnswer, error) {
+		s, _ := running()
+		return s.pause(req), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ControlRequest) error {
+		s, err := running()
+		if err == nil && s.paused {
+			err = fmt.Errorf("the run is already paused (by %s)", s.pausedBy)
+		}
+		return err
+	}})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, wfapi.UpdateResume, func(ctx workflow.Context, req ControlRequest) (wfapi.ControlAnswer, error) {
+		s, _ := running()
+		return s.resume(req), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ControlRequest) error {
+		s, err := running()
+		if err == nil && !s.paused {
+			err = errors.New("the run is not paused")
+		}
+		return err
+	}})
+	if err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, wfapi.UpdateDecide, func(ctx workflow.Context, req wfapi.DecideRequest) (wfapi.ControlAnswer, error) {
+		s, _ := running()
+		return s.decideStep(req), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wfapi.DecideRequest) error {
+		s, err := running()
+		if err != nil {
+			return err
+		}
+		return s.validDecision(req)
+	}})
+}
+
+func (s *scheduler) pause(req ControlRequest) wfapi.ControlAnswer {
+	s.paused, s.pausedBy = true, req.By
+	s.res.Status = wfapi.StatusPaused
+	s.upsert(wfapi.StatusPaused)
+	s.wakeUp()
+	running := s.count[wfapi.StepRunning]
+	return wfapi.ControlAnswer{Status: wfapi.StatusPaused, Message: fmt.Sprintf("paused by %s: no step or item starts until resume; %d running step(s) finish", req.By, running)}
+}
+
+func (s *scheduler) resume(req ControlRequest) wfapi.ControlAnswer {
+	s.paused, s.pausedBy = false, ""
+	s.res.Status = wfapi.StatusRunning
+	s.upsert(wfapi.StatusRunning)
+	s.wakeUp()
+	return wfapi.ControlAnswer{Status: wfapi.StatusRunning, Message: fmt.Sprintf("resumed by %s: %d step(s) ready to start", req.By, len(s.ready))}
+}
+
+// wakeUp lets the scheduler's loop look again after an update changed
+// what may start.
+func (s *scheduler) wakeUp() { s.wake.SendAsync(true) }
+
+// validDecision is the decide update's validator.
+func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
+	st := s.steps[req.Step]
+	switch {
+	case st == nil:
+		return fmt.Errorf("the run has no step %q", req.Step)
+	case strings.TrimSpace(req.By) == "":
+		return errors.New("a decision needs who made it (by)")
+	case st.wait == nil:
+		why := fmt.Sprintf("step %s is %s, not waiting", req.Step, st.status)
+		if n := len(st.decisions); n > 0 {
+			why += "; already decided: " + st.decisions[n-1].String()
+		}
+		return errors.New(why)
+	case !slices.Contains(st.wait.Actions, req.Action):
+		return fmt.Errorf("step %s waits for %s: answer with %s, not %q", req.Step, st.wait.Kind, actionList(st.wait.Actions), req.Action)
+	}
+	if req.Timeout != "" {
+		if req.Action != wfapi.ActionRetry {
+			return errors.New("--timeout goes with retry only")
+		}
+		if d, err := time.ParseDuration(req.Timeout); err != nil || d <= 0 {
+			return fmt.Errorf("timeout %q is not a positive duration like 30s or 5m", req.Timeout)
+		}
+	}
+	return nil
+}
+
+func actionList(a []wfapi.Action) string {
+	var out []string
+	for _, x := range a {
+		out = append(out, string(x))
+	}
+	return strings.Join(out, " or ")
+}
+
+// decideStep carries out a validated decision.
+func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
+	st := s.steps[req.Step]
+	w := st.wait
+	w.cancelTimer()
+	st.wait = nil
+	now := envelope.Timestamp(workflow.Now(s.ctx))
+	d := wfapi.Decision{Wait: w.ID, Kind: w.Kind, Action: req.Action, By: req.By, Comment: req.Comment, At: now, Before: st.before}
+	st.decisions = append(st.decisions, d)
+	data := map[string]any{"approved": req.Action == wfapi.ActionApprove, "by": req.By}
+	if req.Comment != "" {
+		data["comment"] = req.Comment
+	}
+	switch req.Action {
+	case wfapi.ActionApprove:
+		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: now, Data: data, Message: "approved by " + req.By}
+		s.endWait(st, wfapi.StepSucceeded, "")
+	case wfapi.ActionReject:
+		st.env = s.synthEnvelope(st.step.Tool, caperr.Rejected, fmt.Sprintf("rejected by %s%s", req.By, commentText(req.Comment)))
+		st.env.Data = data
+		s.endWait(st, wfapi.StepFailed, st.env.Message)
+	case wfapi.ActionRetry:
+		st.retries++
+		if req.Timeout != "" {
+			st.timeout, _ = time.ParseDuration(req.Timeout)
+		}
+		st.env = nil
+		s.start(st)
+	case wfapi.ActionSkip:
+		st.skippedByDecision = true
+		s.endWait(st, wfapi.StepSkipped, fmt.Sprintf("%s; skipped by %s%s", w.failure, req.By, commentText(req.Comment)))
+	case wfapi.ActionFail:
+		s.endWait(st, wfapi.StepFailed, fmt.Sprintf("%s; failed by %s%s", w.failure, req.By, commentText(req.Comment)))
+	}
+	s.wakeUp()
+	return wfapi.ControlAnswer{Status: s.res.Status, Step: req.Step, State: st.status, Message: fmt.Sprintf("%s: %s", req.Step, d)}
+}
+
+func commentText(c string) string {
+	if c == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", c)
+}
+
+// endWait ends a wait in a final state and lets its dependents decide.
+func (s *scheduler) endWait(st *stepState, to wfapi.StepState, reason string) {
+	s.move(st, to, reason)
+	s.checkStop()
+	for _, d := range s.dependents[st.step.ID] {
+		s.examine(d)
+	}
+}
+
+// await puts a step in the waiting state until a decision or timeout.
+func (s *scheduler) await(st *stepState, kind wfapi.WaitKind, prompt string, timeout time.Duration, before, failure string) {
+	if timeout <= 0 {
+		timeout = s.rr.AskTimeout
+	}
+	if timeout <= 0 {
+		timeout = plan.DefaultAskTimeout
+	}
+	st.waits++
+	now := workflow.Now(s.ctx)
+	w := &waitState{Wait: wfapi.Wait{ID: fmt.Sprintf("%s#%d", st.step.ID, st.waits), Kind: kind, Prompt: prompt,
+		Since: envelope.Timestamp(now), Until: envelope.Timestamp(now.Add(timeout)), Actions: kind.Actions()}, failure: failure}
+	tctx, cancel := workflow.WithCancel(s.ctx)
+	w.cancelTimer = cancel
+	timer := workflow.NewTimerWithOptions(tctx, timeout, workflow.TimerOptions{Summary: fmt.Sprintf("%s: waiting for %s", st.step.ID, kind)})
+	id := w.ID
+	s.sel.AddFuture(timer, func(f workflow.Future) {
+		if f.Get(s.ctx, nil) != nil || st.wait == nil || st.wait.ID != id {
+			return // answered, or the run stopped
+		}
+		st.wait = nil
+		msg := fmt.Sprintf("no decision within %s", timeout)
+		if failure != "" {
+			msg = failure + "; " + msg
+		} else {
+			st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
+		}
+		s.endWait(st, wfapi.StepFailed, msg)
+	})
+	st.wait, st.before = w, before
+	s.move(st, wfapi.StepWaiting, "waiting for "+string(kind)+": "+prompt)
+}
+
+// awaitApproval starts a flow.approve step: it waits in the workflow,
+// holding no worker.
+func (s *scheduler) awaitApproval(st *stepState) {
+	prompt, timeout := "approve?", time.Duration(0)
+	scope, _, inline := s.inlineScope(st.step.With)
+	with := st.step.With
+	if inline {
+		// Evaluating references over values in history is pure.
+		//workflowcheck:ignore
+		if v, err := scope.Eval(st.step.With); err == nil {
+			with, _ = v.(map[string]any)
+		}
+	}
+	if p, ok := with["prompt"].(string); ok && p != "" {
+		prompt = p
+	}
+	if t, ok := with["timeout"].(string); ok {
+		timeout, _ = time.ParseDuration(t)
+	}
+	st.started = workflow.Now(s.ctx)
+	s.await(st, wfapi.WaitApproval, prompt, timeout, "", "")
+}
+
+// asks reports whether a failed step waits for a decision instead of
+// failing: on_failure: ask, or a HIGH error under by_severity.
+func (s *scheduler) asks(st *stepState) bool {
+	if s.stopped || s.cancelled || st.env == nil || st.env.Error == nil || st.env.Error.Code == caperr.Cancelled {
+		return false
+	}
+	return st.step.OnFailure == plan.OnFailureAsk || (s.rr.FailurePolicy == plan.BySeverity && severity(st) == caperr.High)
+}
+
+// severity is a failed step's severity: its code's, or for a step whose
+// retries ran out, its last attempt's.
+func severity(st *stepState) caperr.Severity {
+	if st.env == nil || st.env.Error == nil {
+		return caperr.High
+	}
+	code := st.env.Error.Code
+	if code == caperr.RetryExhausted && st.env.Error.Cause != "" {
+		code = st.env.Error.Cause
+	}
+	return caperr.Lookup(code).Severity
+}
+
+// awaitDecision makes a failed step wait for retry, skip or fail.
+func (s *scheduler) awaitDecision(st *stepState) {
+	code := caperr.ToolFailure
+	if st.env.Error != nil {
+		code = st.env.Error.Code
+	}
+	s.await(st, wfapi.WaitDecision, fmt.Sprintf("%s failed (%s): %s; retry, skip or fail?", st.step.ID, code, firstLine(st.env.Message)), 0,
+		fmt.Sprintf("failed %s", code), st.env.Message)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// warnings lists the failures by_severity absorbed, most severe first.
+func (s *scheduler) warnings() []string {
+	if s.rr.FailurePolicy != plan.BySeverity {
+		return nil
+	}
+	var out []string
+	for _, sev := range []caperr.Severity{caperr.Medium, caperr.Low} {
+		for _, id := range s.ids {
+			st := s.steps[id]
+			if st.status == wfapi.StepFailed && severity(st) == sev {
+				out = append(out, fmt.Sprintf("%s %s failed (%s): %s", sev, id, st.env.Error.Code, firstLine(st.reason)))
+			}
+		}
+	}
+	return out
+}
