@@ -234,7 +234,7 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 }
 
 var stepMarks = map[wfapi.StepState]string{
-	wfapi.StepRunning: "…", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
+	wfapi.StepRunning: "…", wfapi.StepWaiting: "⏸", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
 }
 
 func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
@@ -255,7 +255,9 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState,
 			line += " → " + s.Tool + "@" + s.Version
 		}
 		line += "  " + string(s.Status)
-		if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
+		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
+			line += fmt.Sprintf(": %s (answer: capflow %s %s %s)", s.Waiting.Prompt, answerVerb(s.Waiting), p.WorkflowID, s.ID)
+		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
 			line += ": " + s.Reason
 		}
 		fmt.Fprintln(a.Stderr, line)
@@ -269,6 +271,14 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState,
 			fmt.Fprintln(a.Stderr, line)
 		}
 	}
+}
+
+// answerVerb is the command that answers a wait.
+func answerVerb(w *wfapi.Wait) string {
+	if w.Kind == wfapi.WaitApproval {
+		return "approve|approve --reject"
+	}
+	return "retry|skip|fail"
 }
 
 // progressKey keeps the last progress line of a large run among the seen
@@ -295,7 +305,7 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	b := envelope.NewBuilder(id)
 	code, exit := StatusExit(string(res.Status))
 	msg := fmt.Sprintf("%s %s: %s", res.Plan, res.Status, res.Message)
-	data := map[string]any{"status": res.Status, "plan": res.Plan, "message": res.Message, "workflow_id": res.WorkflowID, "run_id": res.RunID,
+	data := map[string]any{"status": res.Status, "plan": res.Plan, "message": res.Message, "workflow_id": res.WorkflowID, "run_id": res.RunID, "warnings": res.Warnings,
 		"steps": res.Steps, "gaps": res.Gaps, "report": res.Report, "duration_ms": res.DurationMS, "resolution": res.Resolution, "url": url}
 	if res.Policy != nil {
 		data["policy"] = res.Policy
@@ -316,8 +326,8 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 		data["segments"] = res.Segments
 	}
 	var env envelope.Envelope
-	if res.Status == wfapi.StatusRunning {
-		env = b.Succeed(fmt.Sprintf("%s is running", res.WorkflowID), data)
+	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
+		env = b.Succeed(fmt.Sprintf("%s is %s", res.WorkflowID, res.Status), data)
 	} else if exit == 0 {
 		env = b.Succeed(msg, data)
 	} else {
@@ -335,7 +345,7 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 }
 
 func prettyResult(w io.Writer, res *wfapi.Result, url string) {
-	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
+	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
 	if mark == "" {
 		mark = "✗"
 	}
@@ -365,6 +375,9 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 	}
 	if res.StepsOmitted > 0 {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
+	}
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
 	for _, g := range res.Gaps {
 		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
@@ -441,7 +454,9 @@ func (a *App) fetch(ctx context.Context, tc client.Client, id string, wait bool)
 		if err := v.Get(&p); err != nil {
 			return nil, caperr.Wrap(caperr.InternalError, err, "decode progress")
 		}
-		p.Status = wfapi.StatusRunning
+		if p.Status != wfapi.StatusPaused {
+			p.Status = wfapi.StatusRunning
+		}
 		return &p, nil
 	}
 	var res wfapi.Result

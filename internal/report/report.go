@@ -91,6 +91,9 @@ func Markdown(d Document) string {
 			if c := s.Child; c != nil {
 				note += fmt.Sprintf(" — child run `%s` (%s), report: %s", c.WorkflowID, c.Status, c.Report.Markdown)
 			}
+			for _, d := range s.Decisions {
+				note += " — " + d.String()
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, s.Capability, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
 			for _, it := range s.Items {
 				fmt.Fprintf(&b, "| %s | | | %s | %d | | %s |\n", wfapi.ItemLabel(s.ID, it.Index), it.Status, it.Attempts, cell(it.Reason))
@@ -123,6 +126,12 @@ func Markdown(d Document) string {
 		b.WriteString("\n## Problems\n\n")
 		for _, p := range r.Problems {
 			fmt.Fprintf(&b, "- %s:%d %s: %s\n", p.File, p.Line, p.Field, p.Message)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity):\n\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", oneLine(w))
 		}
 	}
 	if errs := errorsBySeverity(r); errs != "" {

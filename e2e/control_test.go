@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// waitProgress polls a run's progress until ok says so.
+func waitProgress(t *testing.T, id, what string, ok func(p *wfapi.Result) bool) *wfapi.Result {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last wfapi.Result
+	for time.Now().Before(deadline) {
+		if v, err := h.client.QueryWorkflow(context.Background(), id, "", wfapi.ProgressQuery); err == nil && v.Get(&last) == nil && ok(&last) {
+			return &last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s never happened in %s: %+v", what, id, last.Steps)
+	return nil
+}
+
+func stepOf(p *wfapi.Result, id string) wfapi.StepResult {
+	for _, s := range p.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return wfapi.StepResult{}
+}
+
+const controlPlan = `name: control
+ask_timeout: 10m
+steps:
+  - {id: read, capability: file.read, on_failure: ask, retry: {max_attempts: 1}, with: {path: e2e-fixme.txt}}
+  - {id: gate, capability: flow.approve, needs: [read], with: {prompt: "Ship it?"}}
+  - {id: done, capability: text.render, needs: [gate], with: {template: "{{.a}}", values: {a: "${steps.gate.data.by}"}}}
+`
+
+// The way an operator uses run control: a step that fails waits and is
+// fixed by retry; the run is paused and resumed; an approval is given; a
+// decision that does not fit is refused with exit 2; runs lists the run.
+func TestRunControl(t *testing.T) {
+	_ = os.Remove(filepath.Join(h.project, "e2e-fixme.txt"))
+	file := h.writePlan(t, "control", controlPlan)
+	code, env, stderr := h.capflow(t, "run", file, "--detach")
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	data(t, env, &started)
+	if code != 0 || started.WorkflowID == "" {
+		t.Fatalf("exit %d: %s\n%s", code, env.Message, stderr)
+	}
+	id := started.WorkflowID
+	waitProgress(t, id, "read waiting", func(p *wfapi.Result) bool { return stepOf(p, "read").Status == wfapi.StepWaiting })
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approve", id, "read"}, "answer with retry or skip or fail"},
+		{[]string{"retry", id, "nope"}, `no step "nope"`},
+		{[]string{"retry", id, "read", "--timeout", "soon"}, "not a positive duration"},
+		{[]string{"resume", id}, "not paused"},
+		{[]string{"retry", "no-such-run", "read"}, "no running run"},
+	} {
+		if code, env, _ := h.capflow(t, c.args...); code != 2 || !strings.Contains(env.Message, c.want) {
+			t.Fatalf("%v: exit %d %q, want 2 %q", c.args, code, env.Message, c.want)
+		}
+	}
+	if code, env, _ := h.capflow(t, "pause", id, "--by", "carol"); code != 0 || !strings.Contains(env.Message, "paused by carol") {
+		t.Fatalf("pause: exit %d %s", code, env.Message)
+	}
+	if err := os.WriteFile(filepath.Join(h.project, "e2e-fixme.txt"), []byte("fixed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, env, _ := h.capflow(t, "retry", id, "read", "--timeout", "1m", "--by", "bob"); code != 0 || !strings.Contains(env.Message, "retried by bob") {
+		t.Fatalf("retry: exit %d %s", code, env.Message)
+	}
+	// read succeeds; gate is ready but the run is paused: it does not start.
+	p := waitProgress(t, id, "read succeeded", func(p *wfapi.Result) bool { return stepOf(p, "read").Status == wfapi.StepSucceeded })
+	time.Sleep(time.Second)
+	if code, env, _ := h.capflow(t, "status", id); code != 0 || p.Status != wfapi.StatusPaused || stepOf(p, "gate").Status != wfapi.StepPending {
+		t.Fatalf("while paused: exit %d %s; gate %s (%s)", code, p.Status, stepOf(p, "gate").Status, env.Message)
+	}
+	if code, env, _ := h.capflow(t, "resume", id); code != 0 {
+		t.Fatalf("resume: exit %d %s", code, env.Message)
+	}
+	p = waitProgress(t, id, "gate waiting", func(p *wfapi.Result) bool { return stepOf(p, "gate").Status == wfapi.StepWaiting })
+	if w := stepOf(p, "gate").Waiting; w == nil || w.Prompt != "Ship it?" {
+		t.Fatalf("gate waits for %+v", w)
+	}
+	if code, env, _ := h.capflow(t, "approve", id, "gate", "--by", "alice", "--comment", "ok"); code != 0 || !strings.Contains(env.Message, "approved by alice") {
+		t.Fatalf("approve: exit %d %s", code, env.Message)
+	}
+	// The result: every decision on its step, the approval's data used.
+	var res wfapi.Result
+	if err := h.client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusPassed {
+		t.Fatalf("%s: %s", res.Status, res.Message)
+	}
+	read, done := stepOf(&res, "read"), stepOf(&res, "done")
+	if len(read.Decisions) != 1 || !strings.HasPrefix(read.Decisions[0].String(), "failed INVALID_INPUT → retried by bob") {
+		t.Fatalf("read decisions %+v", read.Decisions)
+	}
+	if done.Envelope == nil || done.Envelope.Data.(map[string]any)["text"] != "alice" {
+		t.Fatalf("done %+v", done.Envelope)
+	}
+	md, _ := os.ReadFile(res.Report.Markdown)
+	if !strings.Contains(string(md), "retried by bob") || !strings.Contains(string(md), "approved by alice") {
+		t.Fatalf("the report does not tell the decisions:\n%s", md)
+	}
+	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 2 || !strings.Contains(env.Message, "ended") {
+		t.Fatalf("approve after the end: exit %d %s", code, env.Message)
+	}
+	// runs lists it (visibility is eventually consistent).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, env, _ := h.capflow(t, "runs", "--status", "passed", "--plan", "control")
+		var out struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		data(t, env, &out)
+		if len(out.Runs) > 0 && out.Runs[0]["workflow_id"] == id && out.Runs[0]["status"] == "passed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs: %+v", out.Runs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	recordHistory(t, id, "run-control")
+}

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/temporalx"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Run control (docs/run-control.md): each command sends one Temporal
+// Update to the run; the workflow's validator refuses what would change
+// nothing (exit 2, the reason), and an accepted update answers what
+// changed.
+
+func (a *App) controlCommands() []*cobra.Command {
+	var by string
+	byFlag := func(c *cobra.Command) *cobra.Command {
+		c.Flags().StringVar(&by, "by", "", "who decides (default: the OS user)")
+		return c
+	}
+	pause := &cobra.Command{
+		Use: "pause ID", Short: "Pause a run: no step or item starts until resume; running steps finish", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.control("capflow-pause", args[0], wfapi.UpdatePause, "", struct {
+				By string `json:"by"`
+			}{operator(by)})
+		},
+	}
+	resume := &cobra.Command{
+		Use: "resume ID", Short: "Resume a paused run", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.control("capflow-resume", args[0], wfapi.UpdateResume, "", struct {
+				By string `json:"by"`
+			}{operator(by)})
+		},
+	}
+	var reject bool
+	var comment, timeout string
+	approve := &cobra.Command{
+		Use: "approve ID STEP", Short: "Answer a flow.approve step (--reject refuses it: the step fails with REJECTED)", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			act := wfapi.ActionApprove
+			if reject {
+				act = wfapi.ActionReject
+			}
+			return a.decide("capflow-approve", args[0], wfapi.DecideRequest{Step: args[1], Action: act, By: operator(by), Comment: comment})
+		},
+	}
+	approve.Flags().BoolVar(&reject, "reject", false, "refuse instead of approving")
+	approve.Flags().StringVar(&comment, "comment", "", "a comment kept with the decision")
+	decision := func(act wfapi.Action, short string) *cobra.Command {
+		c := &cobra.Command{
+			Use: string(act) + " ID STEP", Short: short, Args: cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				req := wfapi.DecideRequest{Step: args[1], Action: act, By: operator(by), Comment: comment}
+				if act == wfapi.ActionRetry && timeout != "" {
+					if d, err := time.ParseDuration(timeout); err != nil || d <= 0 {
+						return caperr.New(caperr.InvalidInput, "--timeout %q is not a positive duration like 30s or 5m", timeout).At("", 0, 0, "--timeout")
+					}
+					req.Timeout = timeout
+				}
+				return a.decide("capflow-"+string(act), args[0], req)
+			},
+		}
+		c.Flags().StringVar(&comment, "comment", "", "a comment kept with the decision")
+		if act == wfapi.ActionRetry {
+			c.Flags().StringVar(&timeout, "timeout", "", "a longer start-to-close timeout for the retried attempt (e.g. 10m)")
+		}
+		return byFlag(c)
+	}
+	return []*cobra.Command{byFlag(pause), byFlag(resume), byFlag(approve),
+		decision(wfapi.ActionRetry, "Run a step that waits after a failure again"),
+		decision(wfapi.ActionSkip, "Skip a step that waits after a failure (its failure is absorbed)"),
+		decision(wfapi.ActionFail, "Fail a step that waits after a failure"),
+		a.runsCommand()}
+}
+
+// operator is who decides: --by, else the OS user.
+func operator(by string) string {
+	if by != "" {
+		return by
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// decide sends a decision. Its update ID names the wait it answers, so a
+// repeated call (a retried command) is the same decision, never a second.
+func (a *App) decide(cid, id string, req wfapi.DecideRequest) error {
+	updateID := ""
+	return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+		if v, err := tc.QueryWorkflow(ctx, id, "", wfapi.ProgressQuery); err == nil {
+			var p wfapi.Result
+			if v.Get(&p) == nil {
+				for _, s := range p.Steps {
+					if s.ID == req.Step && s.Waiting != nil {
+						updateID = fmt.Sprintf("decide/%s/%s", s.Waiting.ID, req.Action)
+					}
+				}
+			}
+		}
+		return a.sendUpdate(ctx, cfg, tc, cid, id, wfapi.UpdateDecide, updateID, req)
+	})
+}
+
+func (a *App) control(cid, id, name, updateID string, arg any) error {
+	return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+		return a.sendUpdate(ctx, cfg, tc, cid, id, name, updateID, arg)
+	})
+}
+
+func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc client.Client, cid, id, name, updateID string, arg any) error {
+	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, UpdateID: updateID, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var ans wfapi.ControlAnswer
+	if err == nil {
+		err = h.Get(ctx, &ans)
+	}
+	if err != nil {
+		return updateError(id, err)
+	}
+	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, id, "")
+	env := envelope.NewBuilder(cid).Succeed(ans.Message, map[string]any{"workflow_id": id, "status": ans.Status, "step": ans.Step, "state": ans.State, "url": url})
+	a.set(env, func(w io.Writer) { fmt.Fprintf(w, "✓ %s\n  run %s is %s\n", ans.Message, id, ans.Status) })
+	return nil
+}
+
+// updateError turns what Temporal says into the contract's table: a
+// request the run refused, or a run that is not there or has ended, is the
+// caller's (exit 2); a server that cannot be reached is not.
+func updateError(id string, err error) error {
+	var nf *serviceerror.NotFound
+	var app *temporal.ApplicationError
+	switch {
+	case errors.As(err, &nf):
+		return caperr.New(caperr.InvalidInput, "no running run with ID %q (it does not exist or has ended)", id)
+	case errors.As(err, &app):
+		return caperr.New(caperr.InvalidInput, "refused: %s", app.Message())
+	case strings.Contains(err.Error(), "workflow execution already completed"):
+		return caperr.New(caperr.InvalidInput, "refused: run %s has ended", id)
+	}
+	return caperr.Wrap(caperr.DependencyUnavailable, err, "update %s", id)
+}
+
+func (a *App) runsCommand() *cobra.Command {
+	var status, planName string
+	var limit int
+	c := &cobra.Command{
+		Use: "runs", Short: "Recent runs, newest first, from Temporal visibility (--status, --plan, --limit)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > 1000 {
+				return caperr.New(caperr.InvalidInput, "--limit %d is not between 1 and 1000", limit).At("", 0, 0, "--limit")
+			}
+			q := fmt.Sprintf("WorkflowType = '%s'", wfapi.WorkflowType)
+			for _, f := range []struct{ attr, v string }{{wfapi.SearchAttrStatus, status}, {wfapi.SearchAttrPlan, planName}} {
+				if f.v == "" {
+					continue
+				}
+				if strings.ContainsAny(f.v, `'"\`) {
+					return caperr.New(caperr.InvalidInput, "%q: quotes are not allowed", f.v)
+				}
+				q += fmt.Sprintf(" AND %s = '%s'", f.attr, f.v)
+			}
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+				var rows []map[string]any
+				var token []byte
+				for len(rows) < limit {
+					resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: cfg.Temporal.Namespace, Query: q, PageSize: int32(limit), NextPageToken: token})
+					if err != nil {
+						return caperr.Wrap(caperr.DependencyUnavailable, err, "list runs")
+					}
+					for _, e := range resp.Executions {
+						if len(rows) == limit {
+							break
+						}
+						if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+							continue // a segment of a long run: its latest execution stands for it
+						}
+						rows = append(rows, runRow(e))
+					}
+					if token = resp.NextPageToken; len(token) == 0 {
+						break
+					}
+				}
+				env := envelope.NewBuilder("capflow-runs").Succeed(fmt.Sprintf("%d run(s)", len(rows)), map[string]any{"runs": rows, "query": q})
+				a.set(env, func(w io.Writer) {
+					var table2 [][]string
+					for _, r := range rows {
+						table2 = append(table2, []string{fmt.Sprint(r["workflow_id"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["status"]), fmt.Sprint(r["started_at"]), fmt.Sprint(r["ended_at"])})
+					}
+					table(w, []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED"}, table2)
+				})
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&status, "status", "", "only runs in this status (running, paused, passed, failed, ...)")
+	c.Flags().StringVar(&planName, "plan", "", "only runs of this plan")
+	c.Flags().IntVar(&limit, "limit", 20, "at most this many runs")
+	return c
+}
+
+// runRow is one run in `capflow runs`: its search attributes say the plan
+// and capflow's status; a run that continued as new is listed once, by
+// its latest execution.
+func runRow(e *workflowpb.WorkflowExecutionInfo) map[string]any {
+	row := map[string]any{"workflow_id": e.GetExecution().GetWorkflowId(), "run_id": e.GetExecution().GetRunId(), "plan": "", "status": ""}
+	if sa := e.GetSearchAttributes().GetIndexedFields(); sa != nil {
+		for key, attr := range map[string]string{wfapi.SearchAttrPlan: "plan", wfapi.SearchAttrStatus: "status"} {
+			var v string
+			if p := sa[key]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &v) == nil {
+				row[attr] = v
+			}
+		}
+	}
+	if row["status"] == "" || e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		row["status"] = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
+	}
+	if t := e.GetStartTime(); t != nil {
+		row["started_at"] = envelope.Timestamp(t.AsTime())
+	}
+	if t := e.GetCloseTime(); t != nil {
+		row["ended_at"] = envelope.Timestamp(t.AsTime())
+	} else {
+		row["ended_at"] = ""
+	}
+	return row
+}
