@@ -3,8 +3,8 @@ package workflows
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
