@@ -36,6 +36,7 @@ type Activities struct {
 
 	mu         sync.Mutex
 	stepsCache *stepsCache
+	earlier    *earlier                      // the report a rerun reuses from
 	tools      map[string]*manifest.Manifest // digest -> manifest
 	lists      map[string][]any              // for_each lists read from stored outputs
 }

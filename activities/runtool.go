@@ -95,6 +95,16 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return fail(b.Fail(caperr.InvalidInput, "cannot evaluate the step's inputs: "+err.Error(), nil))
 	}
 	inMap, _ := inputs.(map[string]any)
+	// encoding/json sorts keys: equal inputs give equal digests.
+	rawIn, _ := json.Marshal(inputs)
+	inSum := sha256.Sum256(rawIn)
+	inputsSHA := hex.EncodeToString(inSum[:])
+	if step.ReuseFrom != "" && step.Item == nil {
+		if res := a.reuse(step, inputsSHA, stepDir, log); res != nil {
+			res.Attempt = attempt
+			return res, nil
+		}
+	}
 
 	var latest atomic.Pointer[envelope.Feedback]
 	heartbeat := func() { activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load()}) }
@@ -135,7 +145,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 		return fail(env)
 	}
-	res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+	res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, InputsSHA256: inputsSHA}
 	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
 		if err := os.MkdirAll(stepDir, 0o755); err == nil {
 			p := filepath.Join(stepDir, "data.json")

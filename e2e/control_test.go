@@ -139,3 +139,59 @@ func TestRunControl(t *testing.T) {
 	}
 	recordHistory(t, id, "run-control")
 }
+
+// rerun: what succeeded, with the same tool and inputs, is reused (no
+// tool runs); --from runs that step and what follows again.
+func TestRerunReusesWhatSucceeded(t *testing.T) {
+	logFile := filepath.Join(h.tmp, "rerun.log")
+	_ = os.Remove(logFile)
+	var plan strings.Builder
+	plan.WriteString("name: rerun\nsteps:\n")
+	for i, id := range []string{"one", "two", "three"} {
+		needs := ""
+		if i > 0 {
+			needs = ", needs: [" + []string{"one", "two"}[i-1] + "]"
+		}
+		plan.WriteString("  - {id: " + id + ", capability: test.slow" + needs + ", with: {seconds: 0, log: " + logFile + "}}\n")
+	}
+	code, first := h.run(t, h.writePlan(t, "rerun", plan.String()))
+	if code != 0 {
+		t.Fatalf("first run: exit %d %s", code, first.Message)
+	}
+	starts := func() string {
+		b, _ := os.ReadFile(logFile)
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "attempt") {
+				out = append(out, strings.Fields(l)[2])
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	if got := starts(); got != "one two three" {
+		t.Fatalf("first run started %q", got)
+	}
+	code, env, stderr := h.capflow(t, "rerun", first.WorkflowID, "--from", "two")
+	var again runResult
+	data(t, env, &again)
+	if code != 0 || again.Status != "passed" {
+		t.Fatalf("rerun: exit %d %s: %s\n%s", code, again.Status, again.Message, stderr)
+	}
+	if got := starts(); got != "one two three two three" {
+		t.Fatalf("after rerun --from two, tools started: %q", got)
+	}
+	one, two := again.step(t, "one"), again.step(t, "two")
+	if one.ReusedFrom != first.WorkflowID || two.ReusedFrom != "" || one.Envelope == nil || !one.Envelope.Success {
+		t.Fatalf("one reused from %q, two from %q", one.ReusedFrom, two.ReusedFrom)
+	}
+	// Everything the same: nothing runs.
+	if code, _, _ := h.capflow(t, "rerun", again.WorkflowID); code != 0 || starts() != "one two three two three" {
+		t.Fatalf("a plain rerun ran tools: exit %d, %q", code, starts())
+	}
+	if code, env, _ := h.capflow(t, "rerun", first.WorkflowID, "--from", "nope"); code != 2 || !strings.Contains(env.Message, `no step "nope"`) {
+		t.Fatalf("--from nope: exit %d %s", code, env.Message)
+	}
+	if code, env, _ := h.capflow(t, "rerun", "no-such-run"); code != 2 || !strings.Contains(env.Message, "no run with ID") {
+		t.Fatalf("unknown run: exit %d %s", code, env.Message)
+	}
+}

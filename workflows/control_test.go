@@ -267,3 +267,20 @@ func TestBySeverity(t *testing.T) {
 		t.Fatalf("CRITICAL: %s [%s] %s", res.Status, states(res), res.Message)
 	}
 }
+
+// A rerun offers reuse to every step but From and what lies downstream.
+func TestRerunOffersReuse(t *testing.T) {
+	f := &fakes{resolved: resolvedFrom(t, fmtS(diamond, "fail_fast", "{policy: all}")), calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}, Reuse: &wfapi.Reuse{WorkflowID: "old-run", From: "b"}})
+	if env.GetWorkflowError() != nil {
+		t.Fatal(env.GetWorkflowError())
+	}
+	got := ""
+	for _, id := range []string{"a", "b", "c", "d"} {
+		got += id + "=" + f.inputs[id].Step.ReuseFrom + " "
+	}
+	if got != "a=old-run b= c=old-run d= " {
+		t.Fatalf("reuse offered: %s", got)
+	}
+}

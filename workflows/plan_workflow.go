@@ -92,6 +92,11 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	sched = newScheduler(ctx, &rr, res)
 	sched.upsert = upsert
 	if in.Resume != nil {
+		sched.setReuse(in.Resume.Reuse)
+	} else {
+		sched.setReuse(in.Reuse)
+	}
+	if in.Resume != nil {
 		if err := sched.resumeFrom(in.Resume); err != nil {
 			res.Status, res.Message = wfapi.StatusFailed, "cannot resume the run: "+err.Error()
 			return finalize(ctx, res, lean(&rr, paged), started, nil)

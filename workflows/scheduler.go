@@ -54,6 +54,9 @@ type stepState struct {
 	retries           int
 	timeout           time.Duration
 	skippedByDecision bool
+	// inputsSHA and reusedFrom: see wfapi.RunToolResult.
+	inputsSHA  string
+	reusedFrom string
 }
 
 type scheduler struct {
@@ -92,6 +95,10 @@ type scheduler struct {
 	wake     workflow.Channel
 	done     bool
 	upsert   func(wfapi.RunStatus)
+	// reuse: a rerun's earlier run; noReuse: its From step and everything
+	// downstream of it, which run again whatever they did there.
+	reuse   *wfapi.Reuse
+	noReuse map[string]bool
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
@@ -362,6 +369,9 @@ func (s *scheduler) start(st *stepState) {
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
+	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 {
+		in.Step.ReuseFrom = s.reuse.WorkflowID
+	}
 	in.Inputs, in.Deps = s.referenced(step.With)
 	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
 	st.cancel = cancel
@@ -412,6 +422,7 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	if err == nil {
 		env := out.Envelope
 		st.env, st.dataFile, st.dataSHA, st.attempts, st.envFile = &env, out.DataFile, out.DataSHA256, int(out.Attempt), out.EnvelopeFile
+		st.inputsSHA, st.reusedFrom = out.InputsSHA256, out.ReusedFrom
 		s.move(st, wfapi.StepSucceeded, "")
 		return
 	}
@@ -687,7 +698,8 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 	for _, rs := range s.rr.Steps {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
-			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, EnvelopeFile: st.envFile}
+			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, EnvelopeFile: st.envFile,
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {
@@ -796,4 +808,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// setReuse makes a rerun reuse what succeeded in an earlier run, except
+// its From step and what lies downstream of it.
+func (s *scheduler) setReuse(r *wfapi.Reuse) {
+	if r == nil || r.WorkflowID == "" {
+		return
+	}
+	s.reuse, s.noReuse = r, map[string]bool{}
+	if s.steps[r.From] == nil {
+		return
+	}
+	work := []string{r.From}
+	for len(work) > 0 {
+		id := work[0]
+		work = work[1:]
+		if s.noReuse[id] {
+			continue
+		}
+		s.noReuse[id] = true
+		work = append(work, s.dependents[id]...)
+	}
 }

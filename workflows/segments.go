@@ -112,6 +112,7 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 	if !s.deadline.IsZero() {
 		r.Deadline = s.deadline.UTC().Format(time.RFC3339Nano)
 	}
+	r.Reuse = s.reuse
 	letters := make([]byte, len(s.rr.Steps))
 	var reads []any
 	for i, rs := range s.rr.Steps {

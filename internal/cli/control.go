@@ -91,7 +91,7 @@ func (a *App) controlCommands() []*cobra.Command {
 		decision(wfapi.ActionRetry, "Run a step that waits after a failure again"),
 		decision(wfapi.ActionSkip, "Skip a step that waits after a failure (its failure is absorbed)"),
 		decision(wfapi.ActionFail, "Fail a step that waits after a failure"),
-		a.runsCommand()}
+		a.runsCommand(), a.rerunCommand()}
 }
 
 // operator is who decides: --by, else the OS user.
@@ -250,4 +250,85 @@ func runRow(e *workflowpb.WorkflowExecutionInfo) map[string]any {
 		row["ended_at"] = ""
 	}
 	return row
+}
+
+func (a *App) rerunCommand() *cobra.Command {
+	var from, newID string
+	var detach bool
+	c := &cobra.Command{
+		Use:   "rerun ID",
+		Short: "A new run of an ended run's plan and inputs, reusing the steps that succeeded (--from STEP runs STEP and what follows again)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx, stop := context.WithCancel(a.ctx)
+			defer stop()
+			cfg, tc, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer tc.Close()
+			in, prev, err := earlierRun(ctx, tc, id)
+			if err != nil {
+				return err
+			}
+			if from != "" && prev.StepsOmitted == 0 {
+				known := false
+				for _, s := range prev.Steps {
+					known = known || s.ID == from
+				}
+				if !known {
+					return caperr.New(caperr.InvalidInput, "run %s has no step %q", id, from).At("", 0, 0, "--from")
+				}
+			}
+			in.Reuse = &wfapi.Reuse{WorkflowID: id, From: from}
+			if newID == "" {
+				newID = NewWorkflowID(prev.Plan)
+			}
+			summary := fmt.Sprintf("plan %s · rerun of %s", prev.Plan, id)
+			if from != "" {
+				summary += " from " + from
+			}
+			return a.startRun(ctx, cfg, tc, "capflow-rerun", client.StartWorkflowOptions{ID: newID, TaskQueue: cfg.Temporal.TaskQueue, StaticSummary: summary}, in, detach)
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "run this step and everything downstream of it again")
+	c.Flags().StringVar(&newID, "id", "", "the new run's workflow ID (default capflow-<plan>-<random>)")
+	c.Flags().BoolVar(&detach, "detach", false, "print the new run's ID and return without waiting")
+	return c
+}
+
+// earlierRun returns the input an ended run was started with (from the
+// first event of its first execution) and its result.
+func earlierRun(ctx context.Context, tc client.Client, id string) (wfapi.Input, *wfapi.Result, error) {
+	var in wfapi.Input
+	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		if notFound(err) {
+			return in, nil, caperr.New(caperr.InvalidInput, "no run with ID %q", id)
+		}
+		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", id)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetCloseTime() == nil {
+		return in, nil, caperr.New(caperr.InvalidInput, "%s is still running: rerun a run that ended", id)
+	}
+	first := info.GetFirstRunId()
+	it := tc.GetWorkflowHistory(ctx, id, first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return in, nil, caperr.New(caperr.InvalidInput, "run %s has no history", id)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "history of %s", id)
+	}
+	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
+	if payloads == nil || converter.GetDefaultDataConverter().FromPayloads(payloads, &in) != nil || in.Resume != nil {
+		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
+	}
+	var res wfapi.Result
+	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return in, nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
+	}
+	return in, &res, nil
 }

@@ -137,30 +137,11 @@ func (a *App) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			return a.startRun(ctx, cfg, tc, cid, client.StartWorkflowOptions{
 				ID: id, TaskQueue: cfg.Temporal.TaskQueue,
 				StaticSummary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)),
 				StaticDetails: staticDetails(p),
-			}, wfapi.WorkflowType, in)
-			if err != nil {
-				return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
-			}
-			url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID())
-			if detach {
-				env := envelope.NewBuilder(cid).Succeed("started "+run.GetID(), map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url, "status": wfapi.StatusRunning})
-				a.set(env, func(w io.Writer) {
-					fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.GetID(), url, run.GetID())
-				})
-				return nil
-			}
-			fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.GetID(), url)
-			res, err := a.follow(ctx, tc, run)
-			if err != nil {
-				a.set(failEnv(cid, err, map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url}), nil)
-				return nil
-			}
-			a.setResult(cid, res, url)
-			return nil
+			}, in, detach)
 		},
 	}
 	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
@@ -168,6 +149,31 @@ func (a *App) runCommand() *cobra.Command {
 	c.Flags().StringVar(&id, "id", "", "workflow ID (default capflow-<plan>-<random>)")
 	c.Flags().BoolVar(&detach, "detach", false, "print the workflow ID and return without waiting")
 	return c
+}
+
+// startRun starts a PlanWorkflow and follows it to its result (or, with
+// detach, prints its ID and returns).
+func (a *App) startRun(ctx context.Context, cfg *config.Config, tc client.Client, cid string, opts client.StartWorkflowOptions, in wfapi.Input, detach bool) error {
+	run, err := tc.ExecuteWorkflow(ctx, opts, wfapi.WorkflowType, in)
+	if err != nil {
+		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
+	}
+	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID())
+	if detach {
+		env := envelope.NewBuilder(cid).Succeed("started "+run.GetID(), map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url, "status": wfapi.StatusRunning})
+		a.set(env, func(w io.Writer) {
+			fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.GetID(), url, run.GetID())
+		})
+		return nil
+	}
+	fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.GetID(), url)
+	res, err := a.follow(ctx, tc, run)
+	if err != nil {
+		a.set(failEnv(cid, err, map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url}), nil)
+		return nil
+	}
+	a.setResult(cid, res, url)
+	return nil
 }
 
 // MaxPlanValueBytes is the largest plan sent as the workflow input

@@ -74,6 +74,8 @@ type Resume struct {
 	Reasons  map[string]string      `json:"reasons,omitempty"`
 	// Deadline is when max_run_seconds runs out (empty: no limit).
 	Deadline string `json:"deadline,omitempty"`
+	// Reuse is the rerun link, kept across segments.
+	Reuse *Reuse `json:"reuse,omitempty"`
 }
 
 // Letters of Resume.States, in the order of letterStates; 'w' is a step

@@ -80,6 +80,17 @@ type Input struct {
 	Inputs   map[string]any `json:"inputs,omitempty"`
 	// Resume is set by the run itself when it continues as new.
 	Resume *Resume `json:"resume,omitempty"`
+	// Reuse names an earlier run whose succeeded steps this run may reuse
+	// (docs/run-control.md, rerun).
+	Reuse *Reuse `json:"reuse,omitempty"`
+}
+
+// Reuse is a rerun's link to the run it reuses from: a step that
+// succeeded there, with the same tool digest and the same evaluated
+// inputs, and that is not From or downstream of it, runs no tool.
+type Reuse struct {
+	WorkflowID string `json:"workflow_id"`
+	From       string `json:"from,omitempty"`
 }
 
 // ResolvedStep is a step with everything the scheduler needs, fixed at
@@ -213,6 +224,8 @@ type StepCall struct {
 	// Item is set for one item of a for_each step: the activity evaluates
 	// the step's list (ForEach) and takes element Index as ItemName.
 	Item *ItemCall `json:"item,omitempty"`
+	// ReuseFrom: the run whose result this step may reuse (Reuse).
+	ReuseFrom string `json:"reuse_from,omitempty"`
 }
 
 // ItemCall names one item of a for_each step: its value when the workflow
@@ -342,6 +355,11 @@ type RunToolResult struct {
 	DataFile     string `json:"data_file,omitempty"`
 	DataSHA256   string `json:"data_sha256,omitempty"`
 	Attempt      int32  `json:"attempt"`
+	// InputsSHA256 is the digest of the step's evaluated inputs (a rerun
+	// reuses a step only when they are unchanged); ReusedFrom is set when
+	// the step ran no tool and carried that run's output over.
+	InputsSHA256 string `json:"inputs_sha256,omitempty"`
+	ReusedFrom   string `json:"reused_from,omitempty"`
 	// LostData names the steps whose stored output this step found
 	// missing or altered (it failed with OBSERVABILITY_ERROR); the workflow
 	// re-runs those producers when they are idempotent.
@@ -372,6 +390,9 @@ type StepResult struct {
 	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
 	// EnvelopeFile: the envelope as stored in the step's folder.
 	EnvelopeFile string `json:"envelope_file,omitempty"`
+	// InputsSHA256 and ReusedFrom: see RunToolResult.
+	InputsSHA256 string `json:"inputs_sha256,omitempty"`
+	ReusedFrom   string `json:"reused_from,omitempty"`
 	// For a for_each step: its items' counts, and each item (up to
 	// MaxItemResults; the report has them all).
 	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`

@@ -1,0 +1,114 @@
+package activities
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// A rerun (docs/run-control.md) reuses a step that succeeded in the
+// earlier run when its tool's manifest digest and its evaluated inputs are
+// unchanged: no tool runs, the recorded envelope is carried over, and its
+// stored data is copied into this run's folder.
+
+// earlier is an earlier run's report, indexed by step.
+type earlier struct {
+	file    string
+	modTime time.Time
+	steps   map[string]wfapi.StepResult
+	digests map[string]string
+}
+
+// earlierRun reads the report of run id through the worker's cache (every
+// step of a rerun asks).
+func (a *Activities) earlierRun(id string) (*earlier, error) {
+	file := filepath.Join(a.runDir(id), "report.json")
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	c := a.earlier
+	a.mu.Unlock()
+	if c != nil && c.file == file && c.modTime.Equal(st.ModTime()) {
+		return c, nil
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var doc report.Document
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	c = &earlier{file: file, modTime: st.ModTime(), steps: map[string]wfapi.StepResult{}, digests: map[string]string{}}
+	for _, s := range doc.Result.Steps {
+		c.steps[s.ID] = s
+	}
+	if doc.Resolved != nil {
+		for _, s := range doc.Resolved.Steps {
+			c.digests[s.ID] = s.Digest
+		}
+	}
+	a.mu.Lock()
+	a.earlier = c
+	a.mu.Unlock()
+	return c, nil
+}
+
+// reuse returns the earlier run's result for the step when it may be
+// reused, nil when the step must run (the log says why).
+func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
+	why := func(format string, args ...any) *wfapi.RunToolResult {
+		log.Info("not reused", "from", step.ReuseFrom, "why", fmt.Sprintf(format, args...))
+		return nil
+	}
+	prev, err := a.earlierRun(step.ReuseFrom)
+	if err != nil {
+		return why("the earlier run's report is unreadable: %v", err)
+	}
+	old, ok := prev.steps[step.ID]
+	switch {
+	case !ok:
+		return why("the step is not in the earlier run")
+	case old.Status != wfapi.StepSucceeded || old.Envelope == nil:
+		return why("it did not succeed there (%s)", old.Status)
+	case prev.digests[step.ID] != step.Digest:
+		return why("its tool changed (%s, now %s)", short(prev.digests[step.ID]), short(step.Digest))
+	case old.InputsSHA256 == "" || old.InputsSHA256 != inputsSHA:
+		return why("its inputs changed")
+	}
+	env := *old.Envelope
+	env.Feedback = append(append([]envelope.Feedback(nil), env.Feedback...), envelope.Feedback{Phase: "reuse", Level: envelope.LevelInfo,
+		Message: fmt.Sprintf("reused from %s: same tool and inputs, no tool ran", step.ReuseFrom), Timestamp: envelope.Timestamp(envelope.Now())})
+	res := &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}
+	if old.DataFile != "" {
+		raw, err := os.ReadFile(old.DataFile)
+		if err != nil {
+			return why("its stored output is gone: %v", err)
+		}
+		if err := os.MkdirAll(stepDir, 0o755); err != nil {
+			return why("%v", err)
+		}
+		p := filepath.Join(stepDir, "data.json")
+		if err := writeAtomic(p, raw); err != nil {
+			return why("%v", err)
+		}
+		sum := sha256.Sum256(raw)
+		res.DataFile, res.DataSHA256 = p, hex.EncodeToString(sum[:])
+		res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
+	}
+	res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
+	log.Info("reused", "from", step.ReuseFrom)
+	return res
+}
