@@ -42,14 +42,25 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
 	var lost []string
 	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
+	began := time.Now()
+	var maxAttempts int32
+	if info.RetryPolicy != nil {
+		maxAttempts = info.RetryPolicy.MaximumAttempts
+	}
 	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
-		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: lost}
-		if step.Item == nil {
-			res.EnvelopeFile = storeEnvelope(stepDir, env)
-		}
 		code := caperr.ToolFailure
 		if env.Error != nil {
 			code = env.Error.Code
+		}
+		if step.Item == nil {
+			if story := attemptStory(stepDir, attempt, maxAttempts, began, fmt.Sprintf("failed (%s)", code)); story != nil {
+				env.Feedback = append(env.Feedback, *story)
+			}
+			recordAttempt(stepDir, attemptRecord{Attempt: attempt, Code: code, Message: env.Message, Started: began, Ended: time.Now()})
+		}
+		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: lost}
+		if step.Item == nil {
+			res.EnvelopeFile = storeEnvelope(stepDir, env)
 		}
 		retryable := caperr.Lookup(code).Retryable && step.Idempotent
 		log.Info("step failed", "code", code, "retryable", retryable, "message", env.Message)
@@ -159,6 +170,9 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 	}
 	if step.Item == nil {
+		if story := attemptStory(stepDir, attempt, maxAttempts, began, "succeeded"); story != nil {
+			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
+		}
 		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
 	}
 	log.Debug("step succeeded", "duration_ms", env.DurationMS)

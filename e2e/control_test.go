@@ -195,3 +195,12 @@ func TestRerunReusesWhatSucceeded(t *testing.T) {
 		t.Fatalf("unknown run: exit %d %s", code, env.Message)
 	}
 }
+
+// capflow run shows what a running step says, as it says it.
+func TestLiveFeedback(t *testing.T) {
+	file := h.writePlan(t, "live", "name: live\nsteps:\n  - {id: nap, capability: test.slow, with: {seconds: 4}}\n")
+	code, _, stderr := h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "run", file)
+	if code != 0 || !strings.Contains(stderr, "↳ nap sleep: ") || !strings.Contains(stderr, "of 4 seconds") {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+}

@@ -284,3 +284,15 @@ func TestRerunOffersReuse(t *testing.T) {
 		t.Fatalf("reuse offered: %s", got)
 	}
 }
+
+// A met any/quorum join says how it was met.
+func TestJoinNote(t *testing.T) {
+	res, _ := execute(t, fmtS(diamond, "fail_fast", "{policy: quorum, min: 1}"), map[string]behaviour{"c": fail(caperr.TestFailure)})
+	if d := res.Steps[3]; d.Status != wfapi.StepSucceeded || d.JoinNote != "quorum: 1/2 (50%) met, continuing" {
+		t.Fatalf("d: %s %q", d.Status, d.JoinNote)
+	}
+	res, _ = execute(t, fmtS(diamond, "fail_fast", "{policy: all}"), nil)
+	if d := res.Steps[3]; d.JoinNote != "" {
+		t.Fatalf("an all join needs no note: %q", d.JoinNote)
+	}
+}

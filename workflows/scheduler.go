@@ -57,6 +57,7 @@ type stepState struct {
 	// inputsSHA and reusedFrom: see wfapi.RunToolResult.
 	inputsSHA  string
 	reusedFrom string
+	joinNote   string
 }
 
 type scheduler struct {
@@ -264,7 +265,7 @@ func (s *scheduler) examine(id string) {
 		if st.status != wfapi.StepPending || s.stopped {
 			continue
 		}
-		succ, _, open := s.counts(st)
+		succ, bad, open := s.counts(st)
 		need := s.required(st)
 		switch {
 		case succ+open < need:
@@ -276,6 +277,10 @@ func (s *scheduler) examine(id string) {
 			s.checkStop()
 			work = append(work, s.dependents[id]...)
 		case open == 0 && succ >= need:
+			if p := st.step.Join.Policy; p == plan.JoinAny || p == plan.JoinQuorum {
+				total := succ + bad
+				st.joinNote = fmt.Sprintf("%s: %d/%d (%d%%) met, continuing", p, succ, total, succ*100/max(total, 1))
+			}
 			i := sort.SearchStrings(s.ready, id)
 			if i == len(s.ready) || s.ready[i] != id {
 				s.ready = append(s.ready, "")
@@ -699,7 +704,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
 			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, EnvelopeFile: st.envFile,
-			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom}
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: st.joinNote}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {

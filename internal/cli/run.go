@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
@@ -209,9 +210,11 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 	var res wfapi.Result
 	go func() { done <- run.Get(context.Background(), &res) }()
 	seen := map[string]wfapi.StepState{}
+	live := map[string]string{}
 	var phase wfapi.RunStatus
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
+	ticks := 0
 	for {
 		select {
 		case err := <-done:
@@ -234,6 +237,9 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 			var p wfapi.Result
 			if v.Get(&p) == nil {
 				a.printTransitions(&p, seen, &phase)
+			}
+			if ticks++; ticks%3 == 0 && p.Status != "" {
+				a.printLive(ctx, tc, run.GetID(), live)
 			}
 		}
 	}
@@ -261,6 +267,12 @@ func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState,
 			line += " → " + s.Tool + "@" + s.Version
 		}
 		line += "  " + string(s.Status)
+		if s.Status == wfapi.StepRunning && s.JoinNote != "" {
+			line += " (" + s.JoinNote + ")"
+		}
+		if s.ReusedFrom != "" {
+			line += " (reused from " + s.ReusedFrom + ", no tool ran)"
+		}
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
 			line += fmt.Sprintf(": %s (answer: capflow %s %s %s)", s.Waiting.Prompt, answerVerb(s.Waiting), p.WorkflowID, s.ID)
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
@@ -285,6 +297,54 @@ func answerVerb(w *wfapi.Wait) string {
 		return "approve|approve --reject"
 	}
 	return "retry|skip|fail"
+}
+
+// printLive prints what running steps say (their latest feedback event,
+// from heartbeat details) and each retry as it happens, once each.
+func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen map[string]string) {
+	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	desc, err := tc.DescribeWorkflowExecution(dctx, id, "")
+	if err != nil {
+		return
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		step := strings.TrimPrefix(pa.GetActivityId(), "step-")
+		if step == pa.GetActivityId() {
+			continue // capflow's own activities (resolve, finalize, ...)
+		}
+		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
+			key := fmt.Sprintf("%s attempt %d", step, pa.GetAttempt())
+			if _, done := seen[key]; !done {
+				seen[key] = ""
+				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.GetAttempt()-1, firstLine(f.GetMessage()), pa.GetAttempt(), pa.GetMaximumAttempts())
+			}
+		}
+		var hb wfapi.Heartbeat
+		if d := pa.GetHeartbeatDetails(); d == nil || converter.GetDefaultDataConverter().FromPayloads(d, &hb) != nil || hb.Latest == nil {
+			continue
+		}
+		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, firstLine(hb.Latest.Message))
+		if seen[step] == line {
+			continue
+		}
+		seen[step] = line
+		elapsed := ""
+		if t := pa.GetLastStartedTime(); t != nil {
+			elapsed = fmt.Sprintf(" (%s)", time.Since(t.AsTime()).Round(time.Second))
+		}
+		fmt.Fprintf(a.Stderr, "    ↳ %s %s%s\n", step, line, elapsed)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // progressKey keeps the last progress line of a large run among the seen
@@ -424,12 +484,27 @@ func (a *App) withClient(f func(ctx context.Context, cfg *config.Config, tc clie
 }
 
 func (a *App) statusCommand() *cobra.Command {
-	return &cobra.Command{
+	var followRun bool
+	c := &cobra.Command{
 		Use:   "status ID",
-		Short: "A run's progress (every step's state), or its result when it has ended",
+		Short: "A run's progress (every step's state), or its result when it has ended (--follow: live until it ends)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+				if followRun {
+					if _, err := tc.DescribeWorkflowExecution(ctx, args[0], ""); err != nil {
+						if notFound(err) {
+							return caperr.New(caperr.InvalidInput, "no run with ID %q", args[0])
+						}
+						return caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", args[0])
+					}
+					res, err := a.follow(ctx, tc, tc.GetWorkflow(ctx, args[0], ""))
+					if err != nil {
+						return err
+					}
+					a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+					return nil
+				}
 				res, err := a.fetch(ctx, tc, args[0], false)
 				if err != nil {
 					return err
@@ -439,6 +514,8 @@ func (a *App) statusCommand() *cobra.Command {
 			})
 		},
 	}
+	c.Flags().BoolVar(&followRun, "follow", false, "follow the run live until it ends (step transitions, latest feedback, retries)")
+	return c
 }
 
 // fetch returns a run's result when it has ended, else its progress.

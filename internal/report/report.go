@@ -91,6 +91,12 @@ func Markdown(d Document) string {
 			if c := s.Child; c != nil {
 				note += fmt.Sprintf(" — child run `%s` (%s), report: %s", c.WorkflowID, c.Status, c.Report.Markdown)
 			}
+			if s.JoinNote != "" {
+				note = s.JoinNote + "; " + note
+			}
+			if s.ReusedFrom != "" {
+				note += " — reused from `" + s.ReusedFrom + "`"
+			}
 			for _, d := range s.Decisions {
 				note += " — " + d.String()
 			}
@@ -128,12 +134,6 @@ func Markdown(d Document) string {
 			fmt.Fprintf(&b, "- %s:%d %s: %s\n", p.File, p.Line, p.Field, p.Message)
 		}
 	}
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity):\n\n")
-		for _, w := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", oneLine(w))
-		}
-	}
 	if errs := errorsBySeverity(r); errs != "" {
 		b.WriteString("\n## Errors by severity\n\n" + errs)
 	}
@@ -159,6 +159,12 @@ func Markdown(d Document) string {
 		b.WriteString("\n## Resolution\n\n| step | tool | source | digest |\n|---|---|---|---|\n")
 		for _, res := range d.Resolved.Resolution {
 			fmt.Fprintf(&b, "| %s | %s@%s | %s | `%s` |\n", res.StepID, res.Tool, res.Version, res.Source, res.Digest)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity):\n\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", oneLine(w))
 		}
 	}
 	return b.String()

@@ -390,6 +390,9 @@ type StepResult struct {
 	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
 	// EnvelopeFile: the envelope as stored in the step's folder.
 	EnvelopeFile string `json:"envelope_file,omitempty"`
+	// JoinNote says how an any/quorum join was met ("quorum: 3/4 (75%)
+	// met, continuing").
+	JoinNote string `json:"join_note,omitempty"`
 	// InputsSHA256 and ReusedFrom: see RunToolResult.
 	InputsSHA256 string `json:"inputs_sha256,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`

@@ -1,0 +1,87 @@
+package activities
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+)
+
+// Each attempt of a step leaves a line in the step's folder, so the
+// attempt that ends the step can tell the whole story: "attempt 1/3
+// failed (TASK_TIMEOUT), waited 1s; attempt 2/3 succeeded".
+
+// AttemptsFileName keeps a step's attempts, one JSON line each.
+const AttemptsFileName = ".capflow-attempts.jsonl"
+
+type attemptRecord struct {
+	Attempt int32       `json:"attempt"`
+	Code    caperr.Code `json:"code,omitempty"`
+	Message string      `json:"message,omitempty"`
+	Started time.Time   `json:"started"`
+	Ended   time.Time   `json:"ended"`
+}
+
+// recordAttempt appends a failed attempt; best effort.
+func recordAttempt(stepDir string, r attemptRecord) {
+	if os.MkdirAll(stepDir, 0o755) != nil {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(stepDir, AttemptsFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	b, _ := json.Marshal(r)
+	_, _ = f.Write(append(b, '\n'))
+}
+
+// attemptStory is the feedback event that tells the earlier attempts of
+// this one ("" when this is the first).
+func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome string) *envelope.Feedback {
+	if attempt <= 1 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(stepDir, AttemptsFileName))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	byAttempt := map[int32]attemptRecord{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r attemptRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Attempt < attempt {
+			byAttempt[r.Attempt] = r
+		}
+	}
+	of := func(n int32) string {
+		if max > 0 {
+			return fmt.Sprintf("%d/%d", n, max)
+		}
+		return fmt.Sprint(n)
+	}
+	var parts []string
+	for n := int32(1); n < attempt; n++ {
+		r, ok := byAttempt[n]
+		if !ok {
+			parts = append(parts, fmt.Sprintf("attempt %s ended without a word (its worker stopped, or it timed out)", of(n)))
+			continue
+		}
+		part := fmt.Sprintf("attempt %s failed (%s)", of(n), r.Code)
+		if next, ok := byAttempt[n+1]; ok {
+			part += fmt.Sprintf(", waited %s", next.Started.Sub(r.Ended).Round(100*time.Millisecond))
+		} else if n+1 == attempt {
+			part += fmt.Sprintf(", waited %s", started.Sub(r.Ended).Round(100*time.Millisecond))
+		}
+		parts = append(parts, part)
+	}
+	parts = append(parts, fmt.Sprintf("attempt %s %s", of(attempt), outcome))
+	return &envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: strings.Join(parts, "; "), Timestamp: envelope.Timestamp(envelope.Now())}
+}

@@ -1,0 +1,28 @@
+package activities
+
+import (
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+func TestAttemptStory(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if attemptStory(dir, 1, 3, t0, "succeeded") != nil {
+		t.Fatal("a first attempt has no story")
+	}
+	recordAttempt(dir, attemptRecord{Attempt: 1, Code: caperr.TaskTimeout, Started: t0, Ended: t0.Add(time.Second)})
+	recordAttempt(dir, attemptRecord{Attempt: 2, Code: caperr.ToolFailure, Started: t0.Add(2 * time.Second), Ended: t0.Add(3 * time.Second)})
+	got := attemptStory(dir, 3, 3, t0.Add(5*time.Second), "succeeded")
+	want := "attempt 1/3 failed (TASK_TIMEOUT), waited 1s; attempt 2/3 failed (TOOL_FAILURE), waited 2s; attempt 3/3 succeeded"
+	if got == nil || got.Message != want || got.Phase != "retry" {
+		t.Fatalf("got %+v\nwant %q", got, want)
+	}
+	// An attempt that left no record (its worker died) is told as such.
+	got = attemptStory(dir, 4, 0, t0.Add(9*time.Second), "failed (TOOL_FAILURE)")
+	if got == nil || got.Message != "attempt 1 failed (TASK_TIMEOUT), waited 1s; attempt 2 failed (TOOL_FAILURE); attempt 3 ended without a word (its worker stopped, or it timed out); attempt 4 failed (TOOL_FAILURE)" {
+		t.Fatalf("got %q", got.Message)
+	}
+}
