@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,7 +119,15 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 
 	var latest atomic.Pointer[envelope.Feedback]
-	heartbeat := func() { activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load()}) }
+	var linesMu sync.Mutex
+	var lines []string
+	lineSeq := 0
+	heartbeat := func() {
+		linesMu.Lock()
+		hb := wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load(), Lines: slices.Clone(lines), LineSeq: lineSeq}
+		linesMu.Unlock()
+		activity.RecordHeartbeat(ctx, hb)
+	}
 	// Heartbeats carry the latest feedback event (the Web UI shows it) and
 	// are how a cancellation reaches a running tool.
 	stopBeat := make(chan struct{})
@@ -146,6 +155,19 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
 		OnFeedback: func(f envelope.Feedback) {
 			latest.Store(&f)
+			heartbeat()
+		},
+		OnStderr: func(line string) {
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			linesMu.Lock()
+			lines = append(lines, line)
+			if len(lines) > wfapi.HeartbeatLines {
+				lines = lines[len(lines)-wfapi.HeartbeatLines:]
+			}
+			lineSeq++
+			linesMu.Unlock()
 			heartbeat()
 		},
 	})

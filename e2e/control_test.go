@@ -196,11 +196,12 @@ func TestRerunReusesWhatSucceeded(t *testing.T) {
 	}
 }
 
-// capflow run shows what a running step says, as it says it.
+// capflow run shows what a running step says, as it says it; --verbose
+// adds its plain stderr lines.
 func TestLiveFeedback(t *testing.T) {
 	file := h.writePlan(t, "live", "name: live\nsteps:\n  - {id: nap, capability: test.slow, with: {seconds: 4}}\n")
-	code, _, stderr := h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "run", file)
-	if code != 0 || !strings.Contains(stderr, "↳ nap sleep: ") || !strings.Contains(stderr, "of 4 seconds") {
+	code, _, stderr := h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "run", file, "--verbose")
+	if code != 0 || !strings.Contains(stderr, "↳ nap sleep: ") || !strings.Contains(stderr, "of 4 seconds") || !strings.Contains(stderr, "│ nap: tick 1") {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 }

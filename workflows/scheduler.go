@@ -734,8 +734,20 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 // from counters kept by move (no scan of the plan).
 func (s *scheduler) details() {
 	done := s.count[wfapi.StepSucceeded] + s.count[wfapi.StepFailed] + s.count[wfapi.StepSkipped] + s.count[wfapi.StepCancelled]
-	workflow.SetCurrentDetails(s.ctx, fmt.Sprintf("**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.ids),
-		s.count[wfapi.StepFailed], s.count[wfapi.StepSkipped], s.count[wfapi.StepRunning]))
+	text := fmt.Sprintf("**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.ids),
+		s.count[wfapi.StepFailed], s.count[wfapi.StepSkipped], s.count[wfapi.StepRunning])
+	if s.paused {
+		text = fmt.Sprintf("**paused** by %s (capflow resume %s)\n\n%s", s.pausedBy, s.res.WorkflowID, text)
+	}
+	if s.count[wfapi.StepWaiting] > 0 {
+		// Rare and few: a scan is fine here.
+		for _, id := range s.ids {
+			if w := s.steps[id].wait; w != nil {
+				text += fmt.Sprintf("\n\n- %s waiting for %s: %s", id, w.Kind, w.Prompt)
+			}
+		}
+	}
+	workflow.SetCurrentDetails(s.ctx, text)
 }
 
 // referenced collects what the given values reference: the plan inputs and

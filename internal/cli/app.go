@@ -44,7 +44,9 @@ type App struct {
 	configFile string
 	output     string
 	outputPath string
-	flags      map[string]*pflag.Flag
+	// verbose: live output includes the tools' stderr lines.
+	verbose bool
+	flags   map[string]*pflag.Flag
 
 	log    hclog.Logger
 	result *result

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,6 +150,7 @@ func (a *App) runCommand() *cobra.Command {
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
 	c.Flags().StringVar(&id, "id", "", "workflow ID (default capflow-<plan>-<random>)")
 	c.Flags().BoolVar(&detach, "detach", false, "print the workflow ID and return without waiting")
+	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "also print the tools' stderr lines as they come")
 	return c
 }
 
@@ -324,7 +326,13 @@ func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen m
 			}
 		}
 		var hb wfapi.Heartbeat
-		if d := pa.GetHeartbeatDetails(); d == nil || converter.GetDefaultDataConverter().FromPayloads(d, &hb) != nil || hb.Latest == nil {
+		if d := pa.GetHeartbeatDetails(); d == nil || converter.GetDefaultDataConverter().FromPayloads(d, &hb) != nil {
+			continue
+		}
+		if a.verbose {
+			a.printLines(step, hb, seen)
+		}
+		if hb.Latest == nil {
 			continue
 		}
 		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, firstLine(hb.Latest.Message))
@@ -338,6 +346,27 @@ func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen m
 		}
 		fmt.Fprintf(a.Stderr, "    ↳ %s %s%s\n", step, line, elapsed)
 	}
+}
+
+// printLines prints the stderr lines of a heartbeat not printed yet (a
+// burst of more than wfapi.HeartbeatLines between two heartbeats is told
+// as a gap: the step folder's stderr.log has every line).
+func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string) {
+	key := step + " lines"
+	printed, _ := strconv.Atoi(seen[key])
+	if hb.LineSeq <= printed {
+		return
+	}
+	first := hb.LineSeq - len(hb.Lines) // seq of hb.Lines[0], 0-based
+	if first > printed {
+		fmt.Fprintf(a.Stderr, "    │ %s: … %d line(s) not shown (stderr.log has them)\n", step, first-printed)
+	}
+	for i, l := range hb.Lines {
+		if first+i >= printed {
+			fmt.Fprintf(a.Stderr, "    │ %s: %s\n", step, l)
+		}
+	}
+	seen[key] = strconv.Itoa(hb.LineSeq)
 }
 
 func firstLine(s string) string {
@@ -515,6 +544,7 @@ func (a *App) statusCommand() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&followRun, "follow", false, "follow the run live until it ends (step transitions, latest feedback, retries)")
+	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "with --follow, also print the tools' stderr lines as they come")
 	return c
 }
 

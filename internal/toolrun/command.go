@@ -184,7 +184,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 			if req.OnFeedback != nil {
 				req.OnFeedback(f)
 			}
-		}, log)
+		}, req.OnStderr, log)
 	}()
 	waitErr := cmd.Wait()
 	close(done)
@@ -390,7 +390,7 @@ func lastBytes(b []byte, n int) string {
 // readStderr splits stderr into feedback events (JSON objects with phase,
 // level and message) and plain log lines; lines are bounded so a tool
 // printing megabytes without a newline cannot exhaust memory.
-func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), log hclog.Logger) {
+func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), onLine func(string), log hclog.Logger) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, isPrefix, err := br.ReadLine()
@@ -414,6 +414,9 @@ func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tai
 				tail.Write(text)
 				tail.Write([]byte{'\n'})
 				log.Trace("tool stderr", "line", string(text))
+				if onLine != nil {
+					onLine(string(text))
+				}
 			}
 		}
 		if err != nil {

@@ -41,6 +41,9 @@ type Request struct {
 	Secrets map[string]string
 	// OnFeedback receives live feedback events (heartbeats).
 	OnFeedback func(envelope.Feedback)
+	// OnStderr receives the tool's plain stderr lines, redacted (the live
+	// view of capflow run --verbose).
+	OnStderr func(line string)
 }
 
 // Runner holds what every run needs.

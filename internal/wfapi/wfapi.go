@@ -371,7 +371,15 @@ type RunToolResult struct {
 type Heartbeat struct {
 	Attempt int32              `json:"attempt"`
 	Latest  *envelope.Feedback `json:"latest,omitempty"`
+	// Lines are the tool's latest plain stderr lines (at most
+	// HeartbeatLines), LineSeq how many it printed so far: a viewer prints
+	// the lines it has not seen.
+	Lines   []string `json:"lines,omitempty"`
+	LineSeq int      `json:"line_seq,omitempty"`
 }
+
+// HeartbeatLines bounds the stderr lines a heartbeat carries.
+const HeartbeatLines = 20
 
 // StepResult is one step in the workflow result and the progress query.
 type StepResult struct {

@@ -8,6 +8,7 @@ log=$(printf '%s' "$in" | sed -n 's/.*"log":"\([^"]*\)".*/\1/p')
 i=0
 while [ "$i" -lt "${secs:-1}" ]; do
   printf '{"phase":"sleep","level":"info","message":"%s of %s seconds"}\n' "$i" "$secs" >&2
+  echo "tick $i" >&2
   sleep 1
   i=$((i+1))
 done
