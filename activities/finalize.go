@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -39,7 +42,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
-	doc := report.Document{Result: res, Resolved: rr}
+	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir)}
 	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
 	}
@@ -57,6 +60,27 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		out.Steps = &wfapi.StepsAnswer{Steps: t.Steps, Counts: t.StepCounts, Omitted: t.StepsOmitted}
 	}
 	return &out, nil
+}
+
+// cleanup stops every process the run still owns, whatever its status
+// (docs/runtime.md); a process whose ownership cannot be verified is left
+// alone and listed.
+func (a *Activities) cleanup(runDir string) *report.Cleanup {
+	reg, err := runtimekit.ReadRegistry(runDir)
+	if err != nil || len(reg.Processes) == 0 {
+		return nil
+	}
+	res, err := runtimekit.Stop(runDir, "", 5*time.Second)
+	if err != nil {
+		a.Logger.Warn("cleanup", "run_dir", runDir, "error", err)
+	}
+	c := &report.Cleanup{Stopped: res.Stopped, Skipped: []report.CleanupSkipped{}}
+	for _, sk := range res.Skipped {
+		if !strings.Contains(sk.Reason, "is gone") {
+			c.Skipped = append(c.Skipped, report.CleanupSkipped{PID: sk.PID, Name: sk.Name, Reason: sk.Reason})
+		}
+	}
+	return c
 }
 
 // complete fills in what the workflow left out of the finalize input:

@@ -1,5 +1,5 @@
 // Package kits embeds the kits that ship inside the capflow binaries
-// (today: core). Kits on disk (like media) are found through kits_dirs.
+// (core and runtime). Kits on disk (like media) are found through kits_dirs.
 package kits
 
 import (
@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed core
+//go:embed core runtime
 var builtin embed.FS
 
 // Builtin returns the embedded kits: <id>/kit.yaml and <id>/<tool>/tool.yaml.

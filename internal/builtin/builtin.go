@@ -36,6 +36,9 @@ var funcs = map[string]Func{}
 
 func register(name string, f Func) { funcs[name] = f }
 
+// Register adds a builtin from another package (the runtime kit).
+func Register(name string, f Func) { register(name, f) }
+
 // Lookup returns the function registered under name.
 func Lookup(name string) (Func, bool) { f, ok := funcs[name]; return f, ok }
 

@@ -18,6 +18,22 @@ import (
 type Document struct {
 	Result   wfapi.Result         `json:"result"`
 	Resolved *wfapi.ResolveResult `json:"resolved,omitempty"`
+	// Cleanup is what the run's end did to the processes it still owned
+	// (docs/runtime.md).
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
+}
+
+// Cleanup: processes stopped when the run ended, and those left alone.
+type Cleanup struct {
+	Stopped []int            `json:"stopped"`
+	Skipped []CleanupSkipped `json:"skipped"`
+}
+
+// CleanupSkipped is a process the cleanup did not signal, and why.
+type CleanupSkipped struct {
+	PID    int    `json:"pid"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 var statusMark = map[wfapi.RunStatus]string{
@@ -153,6 +169,12 @@ func Markdown(d Document) string {
 					fmt.Fprintf(&b, "  ```\n  %s\n  ```\n", strings.ReplaceAll(strings.TrimSpace(f.Detail), "\n", "\n  "))
 				}
 			}
+		}
+	}
+	if c := d.Cleanup; c != nil && (len(c.Stopped) > 0 || len(c.Skipped) > 0) {
+		fmt.Fprintf(&b, "\n## Processes at the end\n\nStopped %d process(es) the run still owned: %v.\n", len(c.Stopped), c.Stopped)
+		for _, sk := range c.Skipped {
+			fmt.Fprintf(&b, "- left alone: %s (pid %d): %s\n", sk.Name, sk.PID, sk.Reason)
 		}
 	}
 	if d.Resolved != nil && len(d.Resolved.Resolution) > 0 {

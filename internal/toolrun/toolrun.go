@@ -20,6 +20,10 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/schema"
+
+	// The runtime kit registers its builtins (server.start, browser.run,
+	// ...) wherever tools run.
+	_ "github.com/capflow/capflow/internal/runtimekit"
 )
 
 // Request is one run of one tool.

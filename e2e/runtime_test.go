@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/runtimekit"
+)
+
+// pidAlive: the process exists and is not a zombie.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	return !strings.HasPrefix(strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0], "Z")
+}
+
+// The shipped example on the real server with real Chromium: the demo app
+// is validated, the report shows what the browser saw and the log issue,
+// and no process is left behind.
+func TestValidateWebapp(t *testing.T) {
+	code, r := h.run(t, filepath.Join(h.project, "plans/examples/validate-webapp.yaml"), "--input", "port=18771")
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	browse := r.step(t, "browse").Envelope.Data.(map[string]any)
+	if s := browse["summary"].(map[string]any); s["passed"] != float64(5) || s["failed"] != float64(0) {
+		t.Fatalf("scenario summary %v", s)
+	}
+	shots, _ := browse["screenshots"].([]any)
+	if len(shots) < 5 {
+		t.Fatalf("screenshots %v", shots)
+	}
+	for _, p := range shots {
+		if st, err := os.Stat(p.(string)); err != nil || st.Size() < 1000 {
+			t.Fatalf("screenshot %v: %v", p, err)
+		}
+	}
+	console, _ := os.ReadFile(browse["console_path"].(string))
+	if !strings.Contains(string(console), "button clicked") {
+		t.Fatalf("console.json lacks the page's log: %s", console)
+	}
+	network, _ := os.ReadFile(browse["network_path"].(string))
+	if !strings.Contains(string(network), "favicon.ico") {
+		t.Fatalf("network.json lacks the failed favicon request: %s", network)
+	}
+	runDir := filepath.Dir(r.Report.JSON)
+	final, err := os.ReadFile(filepath.Join(runDir, "final.md"))
+	if err != nil || !strings.Contains(string(final), "ERROR not found: /favicon.ico") || !strings.Contains(string(final), "after-click.png") {
+		t.Fatalf("final.md: %v\n%s", err, final)
+	}
+	reg, err := runtimekit.ReadRegistry(runDir)
+	if err != nil || len(reg.Processes) != 1 || reg.Processes[0].StoppedAt == "" || pidAlive(reg.Processes[0].PID) {
+		t.Fatalf("processes: %+v (%v)", reg, err)
+	}
+}
+
+const failingScenario = `steps:
+  - goto: /
+  - wait_for: "#never-there"
+  - screenshot: unreachable
+`
+
+// A failing scenario fails the run with TEST_FAILURE, its data complete,
+// and the server is stopped by the run's end even though the plan never
+// stops it; a process the run does not own is never signalled.
+func TestRuntimeFailuresLeaveNothingBehind(t *testing.T) {
+	scen := h.writePlan(t, "failing-scenario", failingScenario)
+	stranger := exec.Command("sleep", "300")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Process.Kill()
+	plan := fmt.Sprintf(`name: failing-webapp
+failure_policy: continue_all
+steps:
+  - id: start
+    capability: server.start
+    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: 18772, readiness: {type: log, target: "listening on", timeout: 20s}}
+  - id: browse
+    capability: browser.run
+    needs: [start]
+    with: {base_url: "http://127.0.0.1:18772", scenario: %s}
+`, "e2e-plans/"+filepath.Base(scen))
+	code, r := h.run(t, h.writePlan(t, "failing-webapp", plan))
+	browse := r.step(t, "browse")
+	if code != 1 || r.Status != "failed" || browse.Envelope == nil || browse.Envelope.Error == nil || browse.Envelope.Error.Code != "TEST_FAILURE" {
+		t.Fatalf("exit %d %s: %+v", code, r.Status, browse.Envelope)
+	}
+	data := browse.Envelope.Data.(map[string]any)
+	if s := data["summary"].(map[string]any); s["passed"] != float64(1) || s["failed"] != float64(1) || s["skipped"] != float64(1) {
+		t.Fatalf("summary %v", s)
+	}
+	runDir := filepath.Dir(r.Report.JSON)
+	reg, err := runtimekit.ReadRegistry(runDir)
+	if err != nil || len(reg.Processes) != 1 {
+		t.Fatalf("processes %+v %v", reg, err)
+	}
+	web := reg.Processes[0]
+	if web.StoppedAt == "" || pidAlive(web.PID) {
+		t.Fatalf("the run ended and left its server running: %+v", web)
+	}
+
+	// A processes.json edited to name a process the run did not start:
+	// server.stop refuses to signal it.
+	forged := runtimekit.Registry{Processes: []runtimekit.Record{{Name: "web", PID: stranger.Process.Pid, PGID: stranger.Process.Pid,
+		Argv: []string{"sleep", "300"}, Hash: "sha256:forged"}}}
+	b, _ := json.Marshal(forged)
+	if err := os.WriteFile(filepath.Join(runDir, runtimekit.ProcessesFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runtimekit.Stop(runDir, "web", time.Second)
+	if err == nil || !strings.Contains(err.Error(), "OWNERSHIP") && !strings.Contains(err.Error(), "refused to signal") || len(res.Skipped) != 1 {
+		t.Fatalf("stop of a forged record: %v %+v", err, res)
+	}
+	if !pidAlive(stranger.Process.Pid) || stranger.Process.Signal(syscall.Signal(0)) != nil {
+		t.Fatal("a process the run does not own was signalled")
+	}
+}

@@ -1,0 +1,325 @@
+package runtimekit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+func init() {
+	builtin.Register("server.start", serverStart)
+	builtin.Register("server.wait_ready", serverWaitReady)
+	builtin.Register("server.stop", serverStop)
+	builtin.Register("logs.collect", logsCollect)
+	builtin.Register("run.finalize", runFinalize)
+	builtin.Register("browser.run", browserRun)
+}
+
+// Readiness says when a started server is ready.
+type Readiness struct {
+	Type    string `json:"type"` // http, tcp or log
+	Target  string `json:"target"`
+	Timeout string `json:"timeout,omitempty"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// decode turns a step's inputs into a struct (the schema checked them).
+func decode(in map[string]any, out any) error {
+	b, _ := json.Marshal(in)
+	if err := json.Unmarshal(b, out); err != nil {
+		return caperr.New(caperr.InvalidInput, "inputs: %v", err)
+	}
+	return nil
+}
+
+func duration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, caperr.New(caperr.InvalidInput, "%s %q is not a duration like 20s or 2m", field, s)
+	}
+	return d, nil
+}
+
+type startInput struct {
+	Name      string            `json:"name"`
+	Command   []string          `json:"command"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	Port      int               `json:"port"`
+	Readiness *Readiness        `json:"readiness"`
+}
+
+// serverStart starts a process that outlives its step, records it in
+// processes.json and, with readiness, waits until it is ready.
+func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
+	var in startInput
+	if err := decode(raw, &in); err != nil {
+		return nil, err
+	}
+	if !nameRE.MatchString(in.Name) {
+		return nil, caperr.New(caperr.InvalidInput, "name %q: letters, digits, '.', '_' or '-'", in.Name)
+	}
+	if len(in.Command) == 0 || in.Command[0] == "" {
+		return nil, caperr.New(caperr.InvalidInput, "command is empty")
+	}
+	if env.RunDir == "" {
+		return nil, caperr.New(caperr.InvalidInput, "server.start runs inside a run (it needs the run folder)")
+	}
+	if in.Readiness != nil {
+		if _, err := duration("readiness.timeout", in.Readiness.Timeout, 0); err != nil {
+			return nil, err
+		}
+	}
+	cwd := env.Root
+	if in.Cwd != "" {
+		p, err := env.Path("cwd", in.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		cwd = p
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return nil, caperr.New(caperr.InvalidInput, "cwd %q is not a folder", in.Cwd)
+	}
+	reg, err := ReadRegistry(env.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reg.Processes {
+		if r.Name == in.Name && r.StoppedAt == "" && r.Verify(env.RunDir) == "" {
+			return nil, caperr.New(caperr.InvalidInput, "a server named %q is already running in this run (pid %d)", in.Name, r.PID)
+		}
+	}
+	if in.Port > 0 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", in.Port))
+		if err != nil {
+			return nil, caperr.New(caperr.StartupError, "port %d is already taken: %v", in.Port, err)
+		}
+		l.Close()
+	}
+	bin, err := exec.LookPath(in.Command[0])
+	if err != nil && !strings.Contains(in.Command[0], "/") {
+		return nil, caperr.New(caperr.StartupError, "command %q not found on PATH", in.Command[0])
+	} else if err != nil {
+		bin = in.Command[0]
+		if !filepath.IsAbs(bin) {
+			bin = filepath.Join(cwd, bin)
+		}
+	}
+	logDir := filepath.Join(env.RunDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "logs folder")
+	}
+	logPath := filepath.Join(logDir, in.Name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "log file")
+	}
+	cmd := exec.Command(bin, in.Command[1:]...)
+	cmd.Dir = cwd
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
+	if in.Port > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("PORT=%d", in.Port))
+	}
+	for k, v := range in.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// Its own process group: stopped as a whole, and untouched by signals
+	// meant for the worker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
+	}
+	logf.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaps it whenever it ends
+	pid := cmd.Process.Pid
+	ticks, _, _, err := identity(pid)
+	if err != nil {
+		return nil, caperr.New(caperr.StartupError, "%s exited at once: %s", in.Name, tail(logPath))
+	}
+	argv := append([]string{bin}, in.Command[1:]...)
+	rec := Record{Name: in.Name, PID: pid, PGID: pid, StartTicks: ticks, Argv: argv, Cwd: cwd, LogPath: logPath,
+		Hash: ownership(env.RunDir, pid, ticks, argv, cwd), StartedAt: now(), Readiness: in.Readiness}
+	if err := withRegistry(env.RunDir, func(reg *Registry) error { reg.Processes = append(reg.Processes, rec); return nil }); err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the process")
+	}
+	env.Feedback.Info("start", fmt.Sprintf("started %s (pid %d), log %s", in.Name, pid, logPath))
+	data := map[string]any{"pid": pid, "pgid": pid, "log_path": logPath, "ownership_hash": rec.Hash}
+	if in.Readiness == nil {
+		return data, nil
+	}
+	ready, err := probe(ctx, rec, exited)
+	for k, v := range ready {
+		data[k] = v
+	}
+	if err != nil {
+		// Not ready: nothing is left running.
+		_, _ = Stop(env.RunDir, in.Name, 2*time.Second)
+		return data, err
+	}
+	return data, nil
+}
+
+// probe polls a record's readiness until it holds, the process exits
+// (STARTUP_ERROR) or time runs out (READINESS_TIMEOUT).
+func probe(ctx context.Context, r Record, exited <-chan error) (map[string]any, error) {
+	rd := r.Readiness
+	timeout, err := duration("readiness.timeout", rd.Timeout, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var evidence []string
+	note := func(s string) {
+		if len(evidence) == 0 || evidence[len(evidence)-1] != s {
+			evidence = append(evidence, s)
+		}
+		if len(evidence) > 20 {
+			evidence = evidence[len(evidence)-20:]
+		}
+	}
+	var logRE *regexp.Regexp
+	if rd.Type == "log" {
+		if logRE, err = regexp.Compile(rd.Target); err != nil {
+			return nil, caperr.New(caperr.InvalidInput, "readiness.target %q is not a regular expression: %v", rd.Target, err)
+		}
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		ok := false
+		switch rd.Type {
+		case "http":
+			resp, err := client.Get(rd.Target)
+			if err != nil {
+				note("GET " + rd.Target + ": " + err.Error())
+			} else {
+				resp.Body.Close()
+				note(fmt.Sprintf("GET %s → %d", rd.Target, resp.StatusCode))
+				ok = resp.StatusCode < 500
+			}
+		case "tcp":
+			c, err := net.DialTimeout("tcp", rd.Target, 2*time.Second)
+			if err != nil {
+				note("connect " + rd.Target + ": " + err.Error())
+			} else {
+				c.Close()
+				note("connect " + rd.Target + ": ok")
+				ok = true
+			}
+		case "log":
+			b, _ := os.ReadFile(r.LogPath)
+			if loc := logRE.FindIndex(b); loc != nil {
+				note(fmt.Sprintf("log %s matched %q", r.LogPath, string(b[loc[0]:loc[1]])))
+				ok = true
+			} else {
+				note(fmt.Sprintf("log %s: no line matches %q yet", r.LogPath, rd.Target))
+			}
+		default:
+			return nil, caperr.New(caperr.InvalidInput, "readiness.type %q: http, tcp or log", rd.Type)
+		}
+		data := map[string]any{"ready": ok, "checked_at": now(), "probe_evidence": evidence}
+		if ok {
+			return data, nil
+		}
+		dead := !alive(r.PID)
+		if exited != nil {
+			select {
+			case <-exited:
+				dead = true
+			default:
+			}
+		}
+		if dead {
+			return data, caperr.New(caperr.StartupError, "%s exited before it was ready: %s", r.Name, tail(r.LogPath))
+		}
+		if time.Now().After(deadline) {
+			return data, caperr.New(caperr.ReadinessTimeout, "%s was not ready within %s (%s)", r.Name, timeout, evidence[len(evidence)-1])
+		}
+		select {
+		case <-ctx.Done():
+			return data, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// tail is the end of a log, for messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return "(its log is empty)"
+	}
+	if len(b) > 500 {
+		b = b[len(b)-500:]
+	}
+	return "log ends: " + strings.TrimSpace(string(b))
+}
+
+func serverWaitReady(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
+	var in struct {
+		Name    string `json:"name"`
+		Timeout string `json:"timeout"`
+	}
+	if err := decode(raw, &in); err != nil {
+		return nil, err
+	}
+	reg, err := ReadRegistry(env.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(reg.Processes) - 1; i >= 0; i-- {
+		r := reg.Processes[i]
+		if r.Name != in.Name {
+			continue
+		}
+		if r.Readiness == nil {
+			return nil, caperr.New(caperr.InvalidInput, "server %q was started without readiness: nothing to wait for", in.Name)
+		}
+		if in.Timeout != "" {
+			rd := *r.Readiness
+			rd.Timeout = in.Timeout
+			r.Readiness = &rd
+		}
+		if why := r.Verify(env.RunDir); why != "" {
+			return map[string]any{"ready": false, "checked_at": now(), "probe_evidence": []string{why}}, caperr.New(caperr.StartupError, "%s: %s; %s", in.Name, why, tail(r.LogPath))
+		}
+		return probe(ctx, r, nil)
+	}
+	return nil, caperr.New(caperr.InvalidInput, "the run started no server named %q", in.Name)
+}
+
+func serverStop(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
+	var in struct {
+		Name  string `json:"name"`
+		Grace string `json:"grace"`
+	}
+	if err := decode(raw, &in); err != nil {
+		return nil, err
+	}
+	grace, err := duration("grace", in.Grace, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Stop(env.RunDir, in.Name, grace)
+	return map[string]any{"stopped": res.Stopped, "skipped": res.Skipped}, err
+}
