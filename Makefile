@@ -11,7 +11,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium
 
 all: build
 
@@ -26,7 +26,12 @@ $(BIN)/temporal:
 temporal: ## the dev server binary (used from PATH when already installed)
 	@if [ "$(TEMPORAL)" = "$(BIN)/temporal" ]; then $(MAKE) --no-print-directory $(BIN)/temporal; fi
 
-test: build temporal ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+chromium: ## headless Chromium for the runtime kit's browser.run (Debian's package, installed once)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "installing chromium (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium; }
+
+test: build temporal chromium ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=4s
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e

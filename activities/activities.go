@@ -30,6 +30,9 @@ type Activities struct {
 	// Router turns request text into a plan (nil: routing unavailable).
 	Router Router
 
+	// HostQueue is this worker's host queue: Resolve names it, and the
+	// run's steps go there (one host per run).
+	HostQueue string
 	// SegmentEvents is the history length at which a run continues as
 	// new (0: wfapi.DefaultSegmentEvents).
 	SegmentEvents int

@@ -296,3 +296,19 @@ func TestJoinNote(t *testing.T) {
 		t.Fatalf("an all join needs no note: %q", d.JoinNote)
 	}
 }
+
+// One host per run: every step goes to the host queue Resolve named.
+func TestStepsRunOnTheRunsHost(t *testing.T) {
+	rr := resolvedFrom(t, fmtS(diamond, "fail_fast", "{policy: all}"))
+	rr.HostQueue = "capflow@host-1"
+	rr.Steps[2].TaskQueue = "gpu" // a tool that names its own queue keeps it
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	if env.GetWorkflowError() != nil {
+		t.Fatal(env.GetWorkflowError())
+	}
+	if f.queues["a"] != "capflow@host-1" || f.queues["b"] != "capflow@host-1" || f.queues["c"] != "gpu" {
+		t.Fatalf("queues %v", f.queues)
+	}
+}

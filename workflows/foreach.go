@@ -112,10 +112,10 @@ func (s *scheduler) decide(st *stepState) {
 	s.inflight++
 	in := wfapi.DecideInput{StepID: step.ID, ForEach: step.ForEach, ItemName: step.ItemName, When: step.When}
 	in.Inputs, in.Deps = s.referenced(step.ForEach, whenExpr(step.When))
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, onHost(s.rr, workflow.ActivityOptions{
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · decide: for_each items and when",
-	}))
+	})))
 	st.cancel = cancel
 	st.started = workflow.Now(s.ctx)
 	s.move(st, wfapi.StepRunning, "")
@@ -462,7 +462,7 @@ func (s *scheduler) startBatch(st *stepState) {
 		c := itemCounts(fe)
 		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
 	}
-	in := wfapi.ItemsInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter}
+	in := wfapi.ItemsInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter}
 	if fe.inline {
 		in.Inputs, in.Deps = s.referenced(step.With)
 	} else {

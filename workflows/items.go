@@ -19,7 +19,7 @@ const maxBatchResult = 1 << 20
 // ItemsWorkflow runs one batch of a for_each step's items, up to
 // MaxParallel at a time, and returns each item's outcome.
 func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResult, error) {
-	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx)}
+	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx)}
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
 	var cancels []workflow.CancelFunc

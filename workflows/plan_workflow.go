@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -195,9 +196,9 @@ func blocked(rr *wfapi.ResolveResult, paged bool) []wfapi.StepResult {
 // continueAsNew ends a drained segment: its steps go to a checkpoint, and
 // the run goes on as a new execution with the carry.
 func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*wfapi.Result, error) {
-	cctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	cctx := workflow.WithActivityOptions(ctx, onHost(sched.rr, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: fmt.Sprintf("checkpoint: segment %d", sched.segment+1),
-	})
+	}))
 	err := workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
 		RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),
 	}).Get(ctx, nil)
@@ -234,9 +235,15 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	ended := workflow.Now(dctx)
 	res.EndedAt = envelope.Timestamp(ended)
 	res.DurationMS = ended.Sub(started).Milliseconds()
-	fctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+	fopts := workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute, RetryPolicy: localRetry, Summary: "finalize: report.json + report.md",
-	})
+	}
+	if rr != nil && rr.HostQueue != "" {
+		// The report is written, and the run's processes stopped, on its
+		// host; a lost host must not keep the run from ending.
+		fopts.TaskQueue, fopts.ScheduleToStartTimeout = rr.HostQueue, time.Minute
+	}
+	fctx := workflow.WithActivityOptions(dctx, fopts)
 	fin := wfapi.FinalizeInput{Result: *res, Resolved: rr, Segments: res.Segments}
 	if steps != nil {
 		fin.Result.Steps = steps
@@ -244,7 +251,16 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 		fin.Result.Lighten(wfapi.MaxResultBytes)
 	}
 	var paths wfapi.ReportPaths
-	if err := workflow.ExecuteActivity(fctx, wfapi.FinalizeActivity, fin).Get(dctx, &paths); err != nil {
+	err := workflow.ExecuteActivity(fctx, wfapi.FinalizeActivity, fin).Get(dctx, &paths)
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		// The run's host is gone: any worker writes the report (the host's
+		// processes, if any, cannot be stopped from there).
+		fopts.TaskQueue, fopts.ScheduleToStartTimeout = "", 0
+		fin.Result.Message += fmt.Sprintf(" (the run's host %s was lost)", rr.HostQueue)
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, fopts), wfapi.FinalizeActivity, fin).Get(dctx, &paths)
+	}
+	if err != nil {
 		workflow.GetLogger(ctx).Error("finalize failed", "error", err)
 		if res.Message == "" {
 			res.Message = "report not written: " + err.Error()

@@ -85,6 +85,7 @@ type fakes struct {
 	// activity's start-to-close timeout.
 	activityIDs map[string][]string
 	timeouts    map[string]time.Duration
+	queues      map[string]string
 }
 
 func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
@@ -101,9 +102,10 @@ func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	f.inputs[key] = in
 	if info := activity.GetInfo(ctx); in.Step.Item == nil {
 		if f.activityIDs == nil {
-			f.activityIDs, f.timeouts = map[string][]string{}, map[string]time.Duration{}
+			f.activityIDs, f.timeouts, f.queues = map[string][]string{}, map[string]time.Duration{}, map[string]string{}
 		}
 		f.activityIDs[key] = append(f.activityIDs[key], info.ActivityID)
+		f.queues[key] = info.TaskQueue
 		f.timeouts[info.ActivityID] = info.Deadline.Sub(info.StartedTime).Round(time.Second)
 	}
 	f.running++

@@ -410,7 +410,20 @@ func (s *scheduler) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOp
 			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
 		},
 	}
-	return opts
+	return onHost(s.rr, opts)
+}
+
+// HostWait bounds how long an activity waits for a worker on the run's
+// host: past it the host is taken as lost and the step fails, naming it.
+const HostWait = 15 * time.Minute
+
+// onHost sends an activity to the run's host queue (one host per run: its
+// folder and its processes are there) unless its tool names a queue.
+func onHost(rr *wfapi.ResolveResult, o workflow.ActivityOptions) workflow.ActivityOptions {
+	if rr != nil && rr.HostQueue != "" && o.TaskQueue == "" {
+		o.TaskQueue, o.ScheduleToStartTimeout = rr.HostQueue, HostWait
+	}
+	return o
 }
 
 // complete records a finished activity.
@@ -496,7 +509,11 @@ func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
 			st.attempts = int(hb.Attempt)
 		}
-		st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, fmt.Sprintf("%s timed out (%s)", st.step.ID, strings.ToLower(timeout.TimeoutType().String())))
+		msg := fmt.Sprintf("%s timed out (%s)", st.step.ID, strings.ToLower(timeout.TimeoutType().String()))
+		if timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			msg = fmt.Sprintf("%s: no worker on the run's host (%s) took it within %s: that host is lost", st.step.ID, s.rr.HostQueue, HostWait)
+		}
+		st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
 	default:
 		st.env = s.synthEnvelope(st.step.Tool, caperr.ToolFailure, err.Error())
 	}

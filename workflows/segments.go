@@ -28,9 +28,9 @@ func loadSteps(ctx workflow.Context, rr *wfapi.ResolveResult) error {
 	if len(rr.Steps) > 0 || rr.StepsRef == nil || rr.StepsRef.Count == 0 {
 		return nil
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	actx := workflow.WithActivityOptions(ctx, onHost(rr, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "load the resolved steps",
-	})
+	}))
 	futures := make([]workflow.Future, len(rr.StepsRef.Pages))
 	for i, pg := range rr.StepsRef.Pages {
 		futures[i] = workflow.ExecuteActivity(actx, wfapi.LoadStepsActivity, wfapi.LoadStepsInput{Ref: *rr.StepsRef, Page: pg})

@@ -35,10 +35,10 @@ func (s *scheduler) startChild(st *stepState) {
 		s.execChild(st, with)
 		return
 	}
-	actx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+	actx := workflow.WithActivityOptions(s.ctx, onHost(s.rr, workflow.ActivityOptions{
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · evaluate the sub-plan's inputs",
-	})
+	}))
 	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps})
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) {

@@ -179,6 +179,10 @@ type ResolveResult struct {
 	// StepsRef is where the resolved steps are stored; Steps and
 	// Resolution are left empty when they are too large to travel here.
 	StepsRef *StepsRef `json:"steps_ref,omitempty"`
+	// HostQueue is the task queue of the worker host that resolved the run:
+	// its steps run there, where the run folder and its processes are
+	// ("": any worker, as runs recorded before).
+	HostQueue string `json:"host_queue,omitempty"`
 	// SegmentEvents is the history length at which the run continues as
 	// new (0: never, as runs recorded before segments).
 	SegmentEvents int `json:"segment_events,omitempty"`
@@ -246,6 +250,7 @@ const ItemsWorkflowType = "ItemsWorkflow"
 type ItemsInput struct {
 	WorkflowID string                 `json:"workflow_id"` // the run's (the items' run folder)
 	RunDir     string                 `json:"run_dir"`
+	HostQueue  string                 `json:"host_queue,omitempty"` // the run's host (ResolveResult.HostQueue)
 	Step       ResolvedStep           `json:"step"`
 	ForEach    any                    `json:"for_each,omitempty"` // set when items carry no values
 	Inputs     map[string]any         `json:"inputs,omitempty"`

@@ -4,11 +4,13 @@ package workerapp
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -40,6 +42,30 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
 	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+}
+
+// RegisterHostActivities registers what runs on a worker's host queue: the
+// activities that read or write the run's folder or its processes.
+func RegisterHostActivities(w worker.Registry, acts *activities.Activities) {
+	w.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
+	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
+	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+}
+
+// HostQueue is this host's own task queue for a project: the queue name,
+// the host name and a digest of the project's folder (two projects, or two
+// copies of one, on a host are two hosts to capflow: their run folders
+// differ).
+func HostQueue(queue, root string) string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "host"
+	}
+	abs, _ := filepath.Abs(root)
+	sum := sha256.Sum256([]byte(host + "\x00" + abs))
+	return fmt.Sprintf("%s@%s-%x", queue, host, sum[:4])
 }
 
 // Main runs the worker until SIGINT/SIGTERM and returns the exit code.
@@ -83,6 +109,7 @@ func Main(args []string, stderr io.Writer) int {
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
+		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
 	}
 	// Warm the registry now so manifest problems show at start-up.
 	if reg, err := registryCheck(acts); err != nil {
@@ -91,22 +118,33 @@ func Main(args []string, stderr io.Writer) int {
 	} else {
 		log.Info("registry loaded", "summary", reg)
 	}
-	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
+	opts := worker.Options{
 		// Give running tools time to stop (SIGTERM, grace, SIGKILL) on shutdown.
 		WorkerStopTimeout: 10 * time.Second,
 		// Heartbeats carry cancellations to running tools: keep the SDK's
 		// throttle short so `capflow cancel` acts within seconds.
 		DefaultHeartbeatThrottleInterval: time.Second,
 		MaxHeartbeatThrottleInterval:     5 * time.Second,
-	})
+	}
+	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
-	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	// The host queue: a run's steps go to the host that resolved it, where
+	// its folder and its processes are (docs/operations.md).
+	hw := worker.New(c, acts.HostQueue, opts)
+	RegisterHostActivities(hw, acts)
+	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1
 	}
+	if err := hw.Start(); err != nil {
+		log.Error("host worker failed to start", "error", err)
+		w.Stop()
+		return 1
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
+	hw.Stop()
 	w.Stop()
 	return 0
 }

@@ -1,0 +1,219 @@
+package runtimekit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+)
+
+func testEnv(t *testing.T) *builtin.Env {
+	t.Helper()
+	root := t.TempDir()
+	run := filepath.Join(root, ".capflow", "runs", "r1")
+	work := filepath.Join(run, "steps", "s")
+	for _, d := range []string{run, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &builtin.Env{Root: root, RunDir: run, Workdir: work, Feedback: envelope.NewBuilder("t")}
+}
+
+func code(err error) caperr.Code {
+	var ce *caperr.Error
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return ""
+}
+
+func start(t *testing.T, env *builtin.Env, in map[string]any) (map[string]any, error) {
+	t.Helper()
+	out, err := serverStart(context.Background(), in, env)
+	m, _ := out.(map[string]any)
+	t.Cleanup(func() { _, _ = Stop(env.RunDir, "", time.Second) })
+	return m, err
+}
+
+// A sleep the run started is stopped; a recycled pid, a forged record, a
+// process the run never started are never signalled.
+func TestOwnership(t *testing.T) {
+	env := testEnv(t)
+	data, err := start(t, env, map[string]any{"name": "nap", "command": []any{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := data["pid"].(int)
+	stranger := exec.Command("sleep", "60")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Process.Kill()
+
+	// Edit the record to name the stranger: the hash no longer matches.
+	err = withRegistry(env.RunDir, func(reg *Registry) error {
+		forged := reg.Processes[0]
+		forged.Name, forged.PID, forged.PGID = "forged", stranger.Process.Pid, stranger.Process.Pid
+		reg.Processes = append(reg.Processes, forged)
+		// A record whose hash is right but whose pid now runs something
+		// else (a recycled pid): the start time gives it away.
+		recycled := Record{Name: "recycled", PID: stranger.Process.Pid, PGID: stranger.Process.Pid, StartTicks: 1, Argv: []string{"sleep", "60"}, Cwd: env.Root}
+		recycled.Hash = ownership(env.RunDir, recycled.PID, recycled.StartTicks, recycled.Argv, recycled.Cwd)
+		reg.Processes = append(reg.Processes, recycled)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"forged", "recycled"} {
+		res, err := Stop(env.RunDir, name, time.Second)
+		if code(err) != caperr.OwnershipValidationError || len(res.Skipped) != 1 || len(res.Stopped) != 0 {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+	}
+	if _, err := Stop(env.RunDir, "ghost", time.Second); code(err) != caperr.InvalidInput {
+		t.Fatalf("stop of a name never started: %v", err)
+	}
+	res, err := Stop(env.RunDir, "", time.Second)
+	if err != nil || len(res.Stopped) != 1 || res.Stopped[0] != pid || len(res.Skipped) != 2 {
+		t.Fatalf("stop all: %v %+v", err, res)
+	}
+	if alive(pid) {
+		t.Fatal("the run's sleep survived")
+	}
+	if stranger.Process.Signal(syscall.Signal(0)) != nil {
+		t.Fatal("a process the run does not own was signalled")
+	}
+	// processes.json that is not JSON: a clear error, nothing signalled.
+	_ = os.WriteFile(filepath.Join(env.RunDir, ProcessesFile), []byte("{oops"), 0o644)
+	if _, err := Stop(env.RunDir, "", time.Second); code(err) != caperr.OwnershipValidationError {
+		t.Fatalf("garbled processes.json: %v", err)
+	}
+}
+
+// A process that ignores SIGTERM is killed after grace.
+func TestStopEscalates(t *testing.T) {
+	env := testEnv(t)
+	_, err := start(t, env, map[string]any{"name": "stubborn", "command": []any{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	res, err := Stop(env.RunDir, "stubborn", 300*time.Millisecond)
+	reg, _ := ReadRegistry(env.RunDir)
+	if err != nil || len(res.Stopped) != 1 || !strings.HasPrefix(reg.Processes[0].Stop, "SIGKILL") {
+		t.Fatalf("%v %+v %+v", err, res, reg.Processes)
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	env := testEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := l.Addr().(*net.TCPAddr).Port
+	defer l.Close()
+	cases := []struct {
+		name string
+		in   map[string]any
+		code caperr.Code
+		want string
+	}{
+		{"log ready", map[string]any{"name": "a", "command": []any{"sh", "-c", "echo booting; sleep 0.3; echo listening now; sleep 60"},
+			"readiness": map[string]any{"type": "log", "target": "listening", "timeout": "5s"}}, "", "matched"},
+		{"tcp ready", map[string]any{"name": "b", "command": []any{"sleep", "60"},
+			"readiness": map[string]any{"type": "tcp", "target": l.Addr().String(), "timeout": "5s"}}, "", "ok"},
+		{"dies first", map[string]any{"name": "c", "command": []any{"sh", "-c", "echo oops >&2; exit 3"},
+			"readiness": map[string]any{"type": "log", "target": "never", "timeout": "5s"}}, caperr.StartupError, "exited before it was ready"},
+		{"never ready", map[string]any{"name": "d", "command": []any{"sleep", "60"},
+			"readiness": map[string]any{"type": "http", "target": "http://127.0.0.1:1/", "timeout": "1s"}}, caperr.ReadinessTimeout, "not ready within 1s"},
+		{"port taken", map[string]any{"name": "e", "command": []any{"sleep", "60"}, "port": taken}, caperr.StartupError, "already taken"},
+		{"no such command", map[string]any{"name": "f", "command": []any{"no-such-binary-xyz"}}, caperr.StartupError, "not found"},
+		{"bad name", map[string]any{"name": "../x", "command": []any{"sleep", "1"}}, caperr.InvalidInput, "name"},
+		{"cwd outside", map[string]any{"name": "g", "command": []any{"sleep", "1"}, "cwd": "/etc"}, caperr.InvalidInput, "outside"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := start(t, env, c.in)
+			if code(err) != c.code {
+				t.Fatalf("code %q, want %q: %v", code(err), c.code, err)
+			}
+			text := fmt.Sprint(err) + " " + fmt.Sprint(data["probe_evidence"])
+			if !strings.Contains(text, c.want) {
+				t.Fatalf("%q lacks %q", text, c.want)
+			}
+		})
+	}
+	// Nothing a failed start began is left running.
+	reg, _ := ReadRegistry(env.RunDir)
+	for _, r := range reg.Processes {
+		if (r.Name == "c" || r.Name == "d") && alive(r.PID) {
+			t.Fatalf("%s left running", r.Name)
+		}
+	}
+}
+
+func TestParseScenario(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("steps:\n  - goto: /\n  - hover: '#x'\n  - fill: 3\n  - screenshot: ../evil\n"), 0o644)
+	_, err := ParseScenario(bad, "bad.yaml")
+	var probs caperr.Problems
+	if !errors.As(err, &probs) || len(probs) != 3 {
+		t.Fatalf("want 3 problems, got %v", err)
+	}
+	for i, want := range []string{"bad.yaml:3", "bad.yaml:4", "bad.yaml:5"} {
+		if !strings.Contains(probs[i].Error(), want) {
+			t.Fatalf("problem %d %q lacks %q", i, probs[i].Error(), want)
+		}
+	}
+	good := filepath.Join(dir, "good.yaml")
+	_ = os.WriteFile(good, []byte("steps:\n  - goto: /\n  - fill: {'#q': capflow}\n  - expect_text: {h1: Demo}\n"), 0o644)
+	acts, err := ParseScenario(good, "good.yaml")
+	if err != nil || len(acts) != 3 || acts[1].Target != "#q" || acts[1].Text != "capflow" || acts[2].Line != 4 {
+		t.Fatalf("%v %+v", err, acts)
+	}
+}
+
+func TestLogsCollect(t *testing.T) {
+	env := testEnv(t)
+	log := filepath.Join(env.Root, "app.log")
+	_ = os.WriteFile(log, []byte("starting\nWARN slow disk\nERROR cannot open db\npanic: boom\ncustom-bad thing\n"), 0o644)
+	out, err := logsCollect(context.Background(), map[string]any{"sources": []any{"app.log"}, "patterns": []any{"custom-bad"}}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	var got struct {
+		Issues []Issue `json:"issues"`
+		Index  string  `json:"log_index_path"`
+	}
+	_ = json.Unmarshal(b, &got)
+	if len(got.Issues) != 3 || got.Issues[0].Severity != caperr.Critical || !strings.HasSuffix(got.Issues[0].Evidence, "app.log:4: panic: boom") {
+		t.Fatalf("%+v", got.Issues)
+	}
+	if _, err := os.Stat(got.Index); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := logsCollect(context.Background(), map[string]any{"sources": []any{"/etc/passwd"}}, env); code(err) != caperr.InvalidInput {
+		t.Fatalf("a source outside the project: %v", err)
+	}
+	_ = os.Symlink("/etc/passwd", filepath.Join(env.Root, "link.log"))
+	if _, err := logsCollect(context.Background(), map[string]any{"sources": []any{"link.log"}}, env); code(err) != caperr.InvalidInput {
+		t.Fatalf("a source that leads outside through a link: %v", err)
+	}
+}
