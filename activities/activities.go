@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/toolrun"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // Activities holds the dependencies of every activity.
@@ -33,6 +35,8 @@ type Activities struct {
 	// HostQueue is this worker's host queue: Resolve names it, and the
 	// run's steps go there (one host per run).
 	HostQueue string
+	// HostWait is recorded in each run it resolves (ResolveResult.HostWait).
+	HostWait time.Duration
 	// SegmentEvents is the history length at which a run continues as
 	// new (0: wfapi.DefaultSegmentEvents).
 	SegmentEvents int
@@ -121,4 +125,10 @@ func safeName(s string) string {
 		return fmt.Sprintf("run-%x", s)
 	}
 	return string(out)
+}
+
+// Host answers this worker's host queue and the run's folder here (a run
+// whose host was lost moves to the host of whichever worker answers).
+func (a *Activities) Host(ctx context.Context, workflowID string) (*wfapi.HostInfo, error) {
+	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: a.runDir(workflowID)}, nil
 }

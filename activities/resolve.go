@@ -51,7 +51,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if in.PlanFile == "" {
 		rr.PlanValue = value
 	}
-	rr.HostQueue = a.HostQueue
+	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
 	rr.SegmentEvents = a.SegmentEvents
 	if rr.SegmentEvents == 0 {
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents

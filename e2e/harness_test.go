@@ -214,12 +214,15 @@ func fakeLLM(w http.ResponseWriter, r *http.Request) {
 
 // startWorker starts a capflow-worker subprocess and waits until it polls.
 // startWorker starts a worker with the harness's environment plus extra.
-func (h *harness) startWorker(extra ...string) error {
+func (h *harness) startWorker(extra ...string) error { return h.startWorkerAt(h.project, extra...) }
+
+// startWorkerAt starts a worker serving the project at dir.
+func (h *harness) startWorkerAt(dir string, extra ...string) error {
 	logf, err := os.OpenFile(filepath.Join(h.tmp, "worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", h.project)
+	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", dir)
 	cmd.Env = append(h.env(), extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -316,7 +319,17 @@ func copyTree(src, dst string) error {
 		rel, _ := filepath.Rel(src, p)
 		target := filepath.Join(dst, rel)
 		if info.IsDir() {
+			if rel == ".capflow" {
+				return filepath.SkipDir // runs and state are the copy's own
+			}
 			return os.MkdirAll(target, 0o755)
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {

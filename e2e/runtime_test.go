@@ -126,3 +126,54 @@ steps:
 		t.Fatal("a process the run does not own was signalled")
 	}
 }
+
+// A run whose host dies moves on: worker A resolves the run and is
+// killed mid-step; after host_wait, worker B (its own copy of the project,
+// so another host) takes the step again and the rest of the run.
+func TestRunMovesWhenItsHostIsLost(t *testing.T) {
+	const queue = "capflow-hosts"
+	other := filepath.Join(h.tmp, "project-b")
+	if err := copyTree(h.project, other); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}
+	if err := h.startWorker(env...); err != nil { // A: resolves the run
+		t.Fatal(err)
+	}
+	file := h.writePlan(t, "hosts", `name: hosts
+steps:
+  - {id: first, capability: test.slow, with: {seconds: 0}}
+  - {id: long, capability: test.slow, needs: [first], heartbeat: 2s, with: {seconds: 6}}
+  - {id: last, capability: test.slow, needs: [long], with: {seconds: 0}}
+`)
+	code, env2, _ := h.capflow(t, "run", file, "--task-queue", queue, "--detach")
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	data(t, env2, &started)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, env2.Message)
+	}
+	waitStepRunning(t, started.WorkflowID, "long")
+	if err := h.startWorkerAt(other, env...); err != nil { // B
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	a := h.workers[len(h.workers)-2]
+	h.mu.Unlock()
+	_ = a.Process.Kill()
+	_ = a.Wait()
+	defer h.killWorker() // B
+	var res struct {
+		runResult
+		LostHosts []string `json:"lost_hosts"`
+	}
+	code, env3, stderr := h.capflow(t, "status", started.WorkflowID, "--follow", "--task-queue", queue)
+	data(t, env3, &res)
+	if code != 0 || res.Status != "passed" || len(res.LostHosts) != 1 || !strings.Contains(res.LostHosts[0], queue+"@") {
+		t.Fatalf("exit %d %s (%s), lost %v\n%s", code, res.Status, res.Message, res.LostHosts, stderr)
+	}
+	if !strings.HasPrefix(res.Report.JSON, other) {
+		t.Fatalf("the report was written on %s, want the new host's project %s", res.Report.JSON, other)
+	}
+}

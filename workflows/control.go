@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -304,6 +306,82 @@ func (s *scheduler) warnings() []string {
 				out = append(out, fmt.Sprintf("%s %s failed (%s): %s", sev, id, st.env.Error.Code, firstLine(st.reason)))
 			}
 		}
+	}
+	return out
+}
+
+// hostLost reports whether an activity failed because no worker of the
+// run's host took it in time.
+func (s *scheduler) hostLost(err error) bool {
+	var timeout *temporal.TimeoutError
+	return s.rr.HostQueue != "" && errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// moveHost sends an idempotent step whose host was lost to another host:
+// the Host activity, on the shared queue, answers with the host queue of
+// whichever worker takes it. Its earlier outputs stored on the lost host
+// are re-created by re-running their producers when a consumer misses
+// them (recreate).
+func (s *scheduler) moveHost(st *stepState) {
+	st.env, st.reason = nil, fmt.Sprintf("moving to another host: %s was lost", s.rr.HostQueue)
+	s.moving = append(s.moving, st.step.ID)
+	if s.rehosting {
+		return
+	}
+	s.rehosting = true
+	lost := s.rr.HostQueue
+	s.inflight++
+	actx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: localRetry,
+		Summary: "find another host: " + lost + " was lost",
+	})
+	s.sel.AddFuture(workflow.ExecuteActivity(actx, wfapi.HostActivity, s.res.WorkflowID), func(f workflow.Future) {
+		s.inflight--
+		s.rehosting = false
+		var next wfapi.HostInfo
+		err := f.Get(s.ctx, &next)
+		ids := s.moving
+		s.moving = nil
+		if err == nil && next.Queue != "" {
+			if next.Queue != lost {
+				s.lostHosts = append(s.lostHosts, lost)
+				workflow.GetLogger(s.ctx).Warn("the run's host was lost; moving on", "lost", lost, "host", next.Queue)
+			}
+			// The run's folder from here on is the new host's.
+			s.rr.HostQueue, s.rr.RunDir = next.Queue, next.RunDir
+			for _, id := range ids {
+				st := s.steps[id]
+				st.moves++
+				s.launch(st)
+			}
+			return
+		}
+		for _, id := range ids {
+			st := s.steps[id]
+			msg := fmt.Sprintf("%s: its host %s was lost and no other worker answered (%v)", id, lost, err)
+			st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
+			s.endFailed(st, msg)
+			for _, d := range s.dependents[id] {
+				s.examine(d)
+			}
+		}
+	})
+}
+
+// lostProcesses warns of the servers the run started on hosts it lost:
+// nobody could stop them.
+func (s *scheduler) lostProcesses() []string {
+	var out []string
+	for _, id := range s.ids {
+		st := s.steps[id]
+		if st.status != wfapi.StepSucceeded || st.step.Capability != "server.start" || !slices.Contains(s.lostHosts, st.host) {
+			continue
+		}
+		pid := ""
+		if m, ok := st.env.Data.(map[string]any); ok {
+			pid = fmt.Sprint(m["pid"])
+		}
+		out = append(out, fmt.Sprintf("%s started pid %s on %s, which the run lost: it could not be stopped from here", id, pid, st.host))
 	}
 	return out
 }

@@ -109,7 +109,8 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 		return continueAsNew(ctx, sched, res)
 	}
 	res.Status, res.Message = sched.outcome()
-	res.Warnings = sched.warnings()
+	res.Warnings = append(sched.warnings(), sched.lostProcesses()...)
+	res.LostHosts = sched.lostHosts
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
 	if sched.segment > 0 {

@@ -58,6 +58,10 @@ type stepState struct {
 	inputsSHA  string
 	reusedFrom string
 	joinNote   string
+	// host is the host queue its activity last ran on; moves counts the
+	// times it was sent to another host after its own was lost.
+	host  string
+	moves int
 }
 
 type scheduler struct {
@@ -100,6 +104,11 @@ type scheduler struct {
 	// downstream of it, which run again whatever they did there.
 	reuse   *wfapi.Reuse
 	noReuse map[string]bool
+	// rehosting: a Host activity is looking for another host for the
+	// steps in moving; lostHosts are the hosts the run left.
+	rehosting bool
+	moving    []string
+	lostHosts []string
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
@@ -358,6 +367,13 @@ func (s *scheduler) skipReason(st *stepState, need int) string {
 }
 
 func (s *scheduler) start(st *stepState) {
+	s.launch(st)
+	st.started = workflow.Now(s.ctx)
+	s.move(st, wfapi.StepRunning, "")
+}
+
+// launch runs a step's activity (start, or again on another host).
+func (s *scheduler) launch(st *stepState) {
 	s.inflight++
 	step := st.step
 	opts := s.activityOptions(step)
@@ -371,6 +387,10 @@ func (s *scheduler) start(st *stepState) {
 			opts.StartToCloseTimeout = st.timeout
 		}
 	}
+	if st.moves > 0 {
+		opts.ActivityID += fmt.Sprintf("-host-%d", st.moves)
+	}
+	st.host = s.rr.HostQueue
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
@@ -380,8 +400,6 @@ func (s *scheduler) start(st *stepState) {
 	in.Inputs, in.Deps = s.referenced(step.With)
 	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
 	st.cancel = cancel
-	st.started = workflow.Now(s.ctx)
-	s.move(st, wfapi.StepRunning, "")
 	id := step.ID
 	s.sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
 }
@@ -422,6 +440,9 @@ const HostWait = 15 * time.Minute
 func onHost(rr *wfapi.ResolveResult, o workflow.ActivityOptions) workflow.ActivityOptions {
 	if rr != nil && rr.HostQueue != "" && o.TaskQueue == "" {
 		o.TaskQueue, o.ScheduleToStartTimeout = rr.HostQueue, HostWait
+		if rr.HostWait > 0 {
+			o.ScheduleToStartTimeout = rr.HostWait
+		}
 	}
 	return o
 }
@@ -446,6 +467,10 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	}
 	lost := s.failure(st, err)
 	if len(lost) > 0 && s.recreate(st, lost) {
+		return
+	}
+	if s.hostLost(err) && st.step.Idempotent && !s.stopped && !s.cancelled {
+		s.moveHost(st)
 		return
 	}
 	if st.env.Error != nil && st.env.Error.Code == caperr.Cancelled && (s.cancelled || s.stopped) {

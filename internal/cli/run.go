@@ -420,6 +420,9 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	if res.Segments > 0 {
 		data["segments"] = res.Segments
 	}
+	if len(res.LostHosts) > 0 {
+		data["lost_hosts"] = res.LostHosts
+	}
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
 		env = b.Succeed(fmt.Sprintf("%s is %s", res.WorkflowID, res.Status), data)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -44,7 +45,10 @@ type Temporal struct {
 	// SegmentEvents is the history length at which a long run continues
 	// as new (docs/limits.md); recorded per run by the worker resolving it.
 	SegmentEvents int `mapstructure:"segment_events" json:"segment_events"`
-	TLS           TLS `mapstructure:"tls" json:"tls"`
+	// HostWait is how long a run's step waits for a worker on the run's
+	// host before the host is taken as lost (a Go duration).
+	HostWait string `mapstructure:"host_wait" json:"host_wait"`
+	TLS      TLS    `mapstructure:"tls" json:"tls"`
 	// APIKey comes from the environment only and is never printed.
 	APIKey string `mapstructure:"api_key" json:"-"`
 }
@@ -85,6 +89,7 @@ var defaults = map[string]any{
 	"temporal.namespace":       "default",
 	"temporal.task_queue":      "capflow",
 	"temporal.segment_events":  5000,
+	"temporal.host_wait":       "15m",
 	"temporal.tls.enabled":     false,
 	"temporal.tls.cert":        "",
 	"temporal.tls.key":         "",
@@ -212,6 +217,9 @@ func (c *Config) validate() error {
 		if err := c.checkDir(d[0], d[1]); err != nil {
 			return err
 		}
+	}
+	if d, err := time.ParseDuration(c.Temporal.HostWait); err != nil || d < time.Second || d > 24*time.Hour {
+		return caperr.New(caperr.ConfigError, "temporal.host_wait %q is not a duration between 1s and 24h", c.Temporal.HostWait).At(c.fileOrEnv(), 0, 0, "temporal.host_wait")
 	}
 	if n := c.Temporal.SegmentEvents; n < 100 || n > 40000 {
 		return caperr.New(caperr.ConfigError, "temporal.segment_events %d is not between 100 and 40000", n).At(c.fileOrEnv(), 0, 0, "temporal.segment_events")

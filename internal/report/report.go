@@ -88,6 +88,9 @@ func Markdown(d Document) string {
 	if r.Route != nil {
 		fmt.Fprintf(&b, "| routed by | %s `%s` |\n", r.Route.Kind, r.Route.ID)
 	}
+	for _, h := range r.LostHosts {
+		fmt.Fprintf(&b, "| lost host | `%s` (the run moved on) |\n", h)
+	}
 	if d.Resolved != nil && len(d.Resolved.Steps) > MaxGraphSteps {
 		fmt.Fprintf(&b, "\n## Graph\n\n%d steps: too many to draw here (`capflow plan graph` draws the plan).\n", len(d.Resolved.Steps))
 	} else if g := Graph(d); g != "" {
@@ -184,7 +187,7 @@ func Markdown(d Document) string {
 		}
 	}
 	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity):\n\n")
+		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity), and processes left on hosts the run lost:\n\n")
 		for _, w := range r.Warnings {
 			fmt.Fprintf(&b, "- %s\n", oneLine(w))
 		}

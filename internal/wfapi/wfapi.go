@@ -25,7 +25,10 @@ const (
 	RunToolActivity  = "RunTool"
 	DecideActivity   = "Decide"
 	FinalizeActivity = "Finalize"
-	ProgressQuery    = "progress"
+	// HostActivity answers the host queue of the worker that runs it: how a
+	// run whose host was lost finds another.
+	HostActivity  = "Host"
+	ProgressQuery = "progress"
 
 	SearchAttrPlan   = "CapflowPlan"
 	SearchAttrStatus = "CapflowStatus"
@@ -91,6 +94,13 @@ type Input struct {
 type Reuse struct {
 	WorkflowID string `json:"workflow_id"`
 	From       string `json:"from,omitempty"`
+}
+
+// HostInfo is the Host activity's answer: a worker's host queue, and where
+// the run's folder is on that host.
+type HostInfo struct {
+	Queue  string `json:"queue"`
+	RunDir string `json:"run_dir"`
 }
 
 // ResolvedStep is a step with everything the scheduler needs, fixed at
@@ -183,6 +193,9 @@ type ResolveResult struct {
 	// its steps run there, where the run folder and its processes are
 	// ("": any worker, as runs recorded before).
 	HostQueue string `json:"host_queue,omitempty"`
+	// HostWait: how long a step waits for a worker of that host before the
+	// run moves to another (0: the workflow's default).
+	HostWait time.Duration `json:"host_wait,omitempty"`
 	// SegmentEvents is the history length at which the run continues as
 	// new (0: never, as runs recorded before segments).
 	SegmentEvents int `json:"segment_events,omitempty"`
@@ -467,8 +480,11 @@ type Result struct {
 	// Outputs are the plan's outputs, evaluated when the run ended.
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// Warnings are failures the run absorbed by their severity
-	// (failure_policy: by_severity), most severe first.
-	Warnings   []string `json:"warnings,omitempty"`
+	// (failure_policy: by_severity), most severe first, and processes left
+	// on a lost host.
+	Warnings []string `json:"warnings,omitempty"`
+	// LostHosts are the host queues the run lost and moved away from.
+	LostHosts  []string `json:"lost_hosts,omitempty"`
 	StartedAt  string   `json:"started_at"`
 	EndedAt    string   `json:"ended_at,omitempty"`
 	DurationMS int64    `json:"duration_ms"`

@@ -42,6 +42,7 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
 	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+	w.RegisterActivityWithOptions(acts.Host, activity.RegisterOptions{Name: wfapi.HostActivity})
 }
 
 // RegisterHostActivities registers what runs on a worker's host queue: the
@@ -111,6 +112,7 @@ func Main(args []string, stderr io.Writer) int {
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
 		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
 	}
+	acts.HostWait, _ = time.ParseDuration(cfg.Temporal.HostWait)
 	// Warm the registry now so manifest problems show at start-up.
 	if reg, err := registryCheck(acts); err != nil {
 		log.Error("registry", "error", err.Error())
