@@ -176,4 +176,5 @@ steps:
 	if !strings.HasPrefix(res.Report.JSON, other) {
 		t.Fatalf("the report was written on %s, want the new host's project %s", res.Report.JSON, other)
 	}
+	recordHistory(t, started.WorkflowID, "host-lost")
 }

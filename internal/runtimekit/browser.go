@@ -237,6 +237,7 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	consolePath, networkPath := filepath.Join(dir, "console.json"), filepath.Join(dir, "network.json")
 	cb, _ := json.MarshalIndent(console, "", "  ")
 	nb, _ := json.MarshalIndent(failed, "", "  ")
+	nConsole, nFailed := len(console), len(failed)
 	mu.Unlock()
 	if err := os.WriteFile(consolePath, cb, 0o644); err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "console.json")
@@ -244,6 +245,8 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	if err := os.WriteFile(networkPath, nb, 0o644); err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "network.json")
 	}
+	env.Feedback.Info("scenario", fmt.Sprintf("%d passed, %d failed, %d skipped; %d screenshot(s), %d console message(s), %d failed request(s) in %s",
+		passed, failedN, len(actions)-passed-failedN, len(shots), nConsole, nFailed, dir))
 	data := map[string]any{
 		"summary":      map[string]int{"passed": passed, "failed": failedN, "skipped": len(actions) - passed - failedN},
 		"artifact_dir": dir, "console_path": consolePath, "network_path": networkPath, "steps": results, "screenshots": shots,
