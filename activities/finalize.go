@@ -36,7 +36,11 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	res := in.Result
 	rr, err := a.complete(in, &res)
 	if err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
+		// What is stored elsewhere (a lost host's folder) is missing: the
+		// report is still written, with what the workflow knows.
+		a.Logger.Warn("report incomplete", "workflow_id", in.Result.WorkflowID, "error", err)
+		res.Message += " (report incomplete: " + err.Error() + ")"
+		rr = in.Resolved
 	}
 	if rr != nil && len(rr.Outputs) > 0 {
 		res.Outputs = outputs(rr, &res)

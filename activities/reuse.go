@@ -97,6 +97,9 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, stepDir string, log h
 		if err != nil {
 			return why("its stored output is gone: %v", err)
 		}
+		if sum := sha256.Sum256(raw); old.DataSHA256 != "" && hex.EncodeToString(sum[:]) != old.DataSHA256 {
+			return why("its stored output %s was altered since", old.DataFile)
+		}
 		if err := os.MkdirAll(stepDir, 0o755); err != nil {
 			return why("%v", err)
 		}

@@ -342,6 +342,17 @@ func (s *scheduler) moveHost(st *stepState) {
 		err := f.Get(s.ctx, &next)
 		ids := s.moving
 		s.moving = nil
+		if s.stopped {
+			for _, id := range ids {
+				st := s.steps[id]
+				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
+				s.move(st, wfapi.StepCancelled, s.stopReason)
+				for _, d := range s.dependents[id] {
+					s.examine(d)
+				}
+			}
+			return
+		}
 		if err == nil && next.Queue != "" {
 			if next.Queue != lost {
 				s.lostHosts = append(s.lostHosts, lost)
@@ -371,7 +382,7 @@ func (s *scheduler) moveHost(st *stepState) {
 // lostProcesses warns of the servers the run started on hosts it lost:
 // nobody could stop them.
 func (s *scheduler) lostProcesses() []string {
-	var out []string
+	out := append([]string(nil), s.carriedWarnings...)
 	for _, id := range s.ids {
 		st := s.steps[id]
 		if st.status != wfapi.StepSucceeded || st.step.Capability != "server.start" || !slices.Contains(s.lostHosts, st.host) {

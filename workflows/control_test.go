@@ -312,3 +312,27 @@ func TestStepsRunOnTheRunsHost(t *testing.T) {
 		t.Fatalf("queues %v", f.queues)
 	}
 }
+
+// Cancelling a paused run whose step waits ends it at once, cancelled.
+func TestCancelWhilePaused(t *testing.T) {
+	rr := resolvedFrom(t, gated)
+	rr.Steps[1].Approval = true
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(wfapi.UpdatePause, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, ControlRequest{By: "x"})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		// ship becomes ready while paused: nothing runs, nothing waits.
+		env.UpdateWorkflow(wfapi.UpdateDecide, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, decide("gate", wfapi.ActionApprove))
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Minute)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusCancelled || res.Steps[2].Status != wfapi.StepCancelled || res.DurationMS > int64(time.Hour/time.Millisecond) {
+		t.Fatalf("%s [%s] after %d ms", res.Status, states(&res), res.DurationMS)
+	}
+}

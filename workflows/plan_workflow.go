@@ -259,6 +259,10 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 		// processes, if any, cannot be stopped from there).
 		fopts.TaskQueue, fopts.ScheduleToStartTimeout = "", 0
 		fin.Result.Message += fmt.Sprintf(" (the run's host %s was lost)", rr.HostQueue)
+		// Its run folder went with it: the report goes to this worker's.
+		lost := *rr
+		lost.RunDir = ""
+		fin.Resolved = &lost
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, fopts), wfapi.FinalizeActivity, fin).Get(dctx, &paths)
 	}
 	if err != nil {

@@ -109,12 +109,20 @@ type scheduler struct {
 	rehosting bool
 	moving    []string
 	lostHosts []string
+	// carriedWarnings: lost-process warnings of earlier segments.
+	carriedWarnings []string
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
 	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{},
 		sel: workflow.NewSelector(ctx), count: map[wfapi.StepState]int{}, wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
 	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
+	// A cancellation must rouse a loop that only waits for an operator (a
+	// paused run, a waiting step): nothing else would resolve.
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		gctx.Done().Receive(gctx, nil)
+		s.wakeUp()
+	})
 	for _, st := range rr.Steps {
 		s.steps[st.ID] = &stepState{step: st, status: wfapi.StepPending}
 		s.ids = append(s.ids, st.ID)
@@ -218,7 +226,7 @@ func (s *scheduler) active() int {
 	if s.timerPending {
 		n++
 	}
-	if s.count[wfapi.StepWaiting] > 0 || (s.paused && !s.stopped && s.count[wfapi.StepPending] > 0) {
+	if s.count[wfapi.StepWaiting] > 0 || (s.paused && !s.stopped && (s.count[wfapi.StepPending] > 0 || len(s.work) > 0)) {
 		n++
 	}
 	return n
@@ -394,7 +402,9 @@ func (s *scheduler) launch(st *stepState) {
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
-	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 {
+	// Only idempotent steps are reused: a step with effects (a server it
+	// starts, a card it charges) runs again.
+	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 && step.Idempotent {
 		in.Step.ReuseFrom = s.reuse.WorkflowID
 	}
 	in.Inputs, in.Deps = s.referenced(step.With)
@@ -470,6 +480,13 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 		return
 	}
 	if s.hostLost(err) && st.step.Idempotent && !s.stopped && !s.cancelled {
+		if st.host != s.rr.HostQueue {
+			// Scheduled on a host the run already left: run it where the
+			// run is now.
+			st.env, st.moves = nil, st.moves+1
+			s.launch(st)
+			return
+		}
 		s.moveHost(st)
 		return
 	}
@@ -745,7 +762,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 	for _, rs := range s.rr.Steps {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
-			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, EnvelopeFile: st.envFile,
+			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, DataSHA256: st.dataSHA, EnvelopeFile: st.envFile,
 			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: st.joinNote}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)

@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -72,6 +73,12 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 		return fmt.Errorf("the carried state names %d steps, the plan has %d", len(r.States), len(s.rr.Steps))
 	}
 	s.segment = r.Segment
+	s.lostHosts, s.carriedWarnings = r.LostHosts, r.LostProcesses
+	for _, id := range r.Decided {
+		if st := s.steps[id]; st != nil {
+			st.skippedByDecision = true
+		}
+	}
 	if r.Deadline != "" {
 		d, err := time.Parse(time.RFC3339Nano, r.Deadline)
 		if err != nil {
@@ -91,6 +98,9 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 		s.count[st.status]--
 		s.count[status]++
 		st.status, st.whenFalse, st.carried, st.reason = status, whenFalse, true, r.Reasons[rs.ID]
+		if code, ok := r.Codes[rs.ID]; ok {
+			st.env = &envelope.Envelope{Error: envelope.ErrorFor(code)}
+		}
 		if o, ok := r.Outcomes[rs.ID]; ok {
 			st.dataFile, st.dataSHA = o.DataFile, o.DataSHA256
 			st.env = &envelope.Envelope{Success: o.Success, Data: o.Data}
@@ -113,6 +123,7 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 		r.Deadline = s.deadline.UTC().Format(time.RFC3339Nano)
 	}
 	r.Reuse = s.reuse
+	r.LostHosts, r.LostProcesses = s.lostHosts, s.lostProcesses()
 	letters := make([]byte, len(s.rr.Steps))
 	var reads []any
 	for i, rs := range s.rr.Steps {
@@ -127,6 +138,19 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 				reason = reason[:maxCarriedReason] + "…"
 			}
 			r.Reasons[rs.ID] = reason
+		}
+		if st.status == wfapi.StepFailed && st.env != nil && st.env.Error != nil {
+			code := st.env.Error.Code
+			if code == caperr.RetryExhausted && st.env.Error.Cause != "" {
+				code = st.env.Error.Cause
+			}
+			if r.Codes == nil {
+				r.Codes = map[string]caperr.Code{}
+			}
+			r.Codes[rs.ID] = code
+		}
+		if st.skippedByDecision {
+			r.Decided = append(r.Decided, rs.ID)
 		}
 	}
 	r.States = string(letters)

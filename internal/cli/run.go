@@ -352,7 +352,7 @@ func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen m
 // burst of more than wfapi.HeartbeatLines between two heartbeats is told
 // as a gap: the step folder's stderr.log has every line).
 func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string) {
-	key := step + " lines"
+	key := fmt.Sprintf("%s lines %d", step, hb.Attempt) // each attempt counts its lines from 0
 	printed, _ := strconv.Atoi(seen[key])
 	if hb.LineSeq <= printed {
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
 )
 
@@ -76,6 +77,14 @@ type Resume struct {
 	Deadline string `json:"deadline,omitempty"`
 	// Reuse is the rerun link, kept across segments.
 	Reuse *Reuse `json:"reuse,omitempty"`
+	// Codes are the error codes of failed steps (by_severity judges them);
+	// Decided the steps an operator skipped (their failure is absorbed).
+	Codes   map[string]caperr.Code `json:"codes,omitempty"`
+	Decided []string               `json:"decided,omitempty"`
+	// LostHosts and LostProcesses: hosts the run left, and the warnings
+	// about servers it left on them.
+	LostHosts     []string `json:"lost_hosts,omitempty"`
+	LostProcesses []string `json:"lost_processes,omitempty"`
 }
 
 // Letters of Resume.States, in the order of letterStates; 'w' is a step

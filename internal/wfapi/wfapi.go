@@ -413,6 +413,7 @@ type StepResult struct {
 	EndedAt    string             `json:"ended_at,omitempty"`
 	DurationMS int64              `json:"duration_ms,omitempty"`
 	DataFile   string             `json:"data_file,omitempty"`
+	DataSHA256 string             `json:"data_sha256,omitempty"`
 	Envelope   *envelope.Envelope `json:"envelope,omitempty"`
 	// EnvelopeFile: the envelope as stored in the step's folder.
 	EnvelopeFile string `json:"envelope_file,omitempty"`
