@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -203,5 +204,32 @@ func TestLiveFeedback(t *testing.T) {
 	code, _, stderr := h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "run", file, "--verbose")
 	if code != 0 || !strings.Contains(stderr, "↳ nap sleep: ") || !strings.Contains(stderr, "of 4 seconds") || !strings.Contains(stderr, "│ nap: tick 1") {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+}
+
+// The Go client package, as another service uses it: start a plan object,
+// read progress, steer it, wait for the result.
+func TestGoClient(t *testing.T) {
+	c := capflowclient.New(h.client, "")
+	ctx := context.Background()
+	plan := map[string]any{"name": "from-go", "steps": []any{
+		map[string]any{"id": "gate", "capability": "flow.approve", "with": map[string]any{"prompt": "go?"}},
+		map[string]any{"id": "sum", "capability": "file.checksum", "needs": []any{"gate"}, "with": map[string]any{"path": "capflow.yaml"}},
+	}}
+	run, err := c.StartPlan(ctx, "", plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, run.ID, "gate waiting", func(p *wfapi.Result) bool { return stepOf(p, "gate").Status == wfapi.StepWaiting })
+	if _, err := run.Decide(ctx, "", capflowclient.DecideRequest{Step: "sum", Action: wfapi.ActionApprove, By: "svc"}); err == nil || !strings.Contains(err.Error(), "refused: step sum is pending, not waiting") {
+		t.Fatalf("a decision for a step that does not wait: %v", err)
+	}
+	ans, err := run.Decide(ctx, "approve-once", capflowclient.DecideRequest{Step: "gate", Action: wfapi.ActionApprove, By: "svc"})
+	if err != nil || ans.State != wfapi.StepSucceeded {
+		t.Fatalf("approve: %v %+v", err, ans)
+	}
+	res, err := run.Wait(ctx)
+	if err != nil || res.Status != wfapi.StatusPassed || stepOf(res, "sum").Envelope == nil {
+		t.Fatalf("%v %+v", err, res)
 	}
 }
