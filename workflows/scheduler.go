@@ -753,6 +753,15 @@ func (s *scheduler) outcome() (wfapi.RunStatus, string) {
 	if done == len(s.ids) {
 		return wfapi.StatusPassed, fmt.Sprintf("all %d steps succeeded", done)
 	}
+	skippedByWhen := 0
+	for _, id := range s.ids {
+		if s.steps[id].whenFalse {
+			skippedByWhen++
+		}
+	}
+	if done+skippedByWhen == len(s.ids) {
+		return wfapi.StatusPassed, fmt.Sprintf("all %d steps that ran succeeded; %d skipped by their condition", done, skippedByWhen)
+	}
 	return wfapi.StatusPassed, fmt.Sprintf("%d of %d steps succeeded; every failure was absorbed", done, len(s.ids))
 }
 
