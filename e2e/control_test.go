@@ -9,7 +9,9 @@ import (
 	"time"
 
 	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/schemas"
 )
 
 // waitProgress polls a run's progress until ok says so.
@@ -138,6 +140,7 @@ func TestRunControl(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	validResult(t, id)
 	recordHistory(t, id, "run-control")
 }
 
@@ -231,5 +234,25 @@ func TestGoClient(t *testing.T) {
 	res, err := run.Wait(ctx)
 	if err != nil || res.Status != wfapi.StatusPassed || stepOf(res, "sum").Envelope == nil {
 		t.Fatalf("%v %+v", err, res)
+	}
+	// The result as any client receives it validates against the schema
+	// generated from the workflow's types; so does the input it was given.
+	validResult(t, run.ID)
+	in := map[string]any{"plan": plan, "inputs": map[string]any{"x": 1}}
+	if vs := schema.Embedded("workflow-input.schema.json", schemas.Must("workflow-input.schema.json")).Validate(in); len(vs) > 0 {
+		t.Fatalf("an input does not validate: %v", vs)
+	}
+}
+
+// validResult checks a run's result, as any client receives it, against
+// schemas/workflow-result.schema.json (generated from the workflow's types).
+func validResult(t *testing.T, id string) {
+	t.Helper()
+	var raw any
+	if err := h.client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if vs := schema.Embedded("workflow-result.schema.json", schemas.Must("workflow-result.schema.json")).Validate(raw); len(vs) > 0 {
+		t.Fatalf("the result of %s does not validate against its schema: %v", id, vs)
 	}
 }

@@ -176,5 +176,6 @@ steps:
 	if !strings.HasPrefix(res.Report.JSON, other) {
 		t.Fatalf("the report was written on %s, want the new host's project %s", res.Report.JSON, other)
 	}
+	validResult(t, started.WorkflowID)
 	recordHistory(t, started.WorkflowID, "host-lost")
 }

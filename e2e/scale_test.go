@@ -83,6 +83,7 @@ func TestLargePlanContinuesAsNew(t *testing.T) {
 	if len(raw) > 512<<10 {
 		t.Fatalf("the result is %d KB", len(raw)>>10)
 	}
+	validResult(t, r.WorkflowID)
 	// The plan travelled by path: the first event holds no plan value.
 	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, r.RunID, false, 0)
 	first, err := it.Next()
@@ -198,6 +199,7 @@ func TestSegmentedRunKeepsItsMeaning(t *testing.T) {
 			t.Fatalf("segment %d has %d events (threshold 100)", i, l)
 		}
 	}
+	validResult(t, r.WorkflowID)
 	recordRun(t, r.WorkflowID, r.RunID, "segments-first")
 	recordHistory(t, r.WorkflowID, "segments-last")
 }

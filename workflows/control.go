@@ -159,7 +159,9 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 	}
 	switch req.Action {
 	case wfapi.ActionApprove:
-		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: now, Data: data, Message: "approved by " + req.By}
+		msg := "approved by " + req.By + commentText(req.Comment)
+		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: now, Data: data, Message: msg,
+			Feedback: []envelope.Feedback{{Phase: "approve", Level: envelope.LevelInfo, Message: msg, Timestamp: now}}}
 		s.endWait(st, wfapi.StepSucceeded, "")
 	case wfapi.ActionReject:
 		st.env = s.synthEnvelope(st.step.Tool, caperr.Rejected, fmt.Sprintf("rejected by %s%s", req.By, commentText(req.Comment)))

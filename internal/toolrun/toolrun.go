@@ -124,6 +124,9 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	}
 	red.Envelope(&env)
 	env.ToolID = m.Name
+	if env.Feedback == nil {
+		env.Feedback = []envelope.Feedback{} // the envelope's feedback is a list, never null
+	}
 	log.Debug("tool finished", "success", env.Success, "exit_code", env.ExitCode, "duration_ms", env.DurationMS)
 	return env
 }
