@@ -40,6 +40,19 @@ const (
 	Low      Severity = "LOW"
 )
 
+// Severities lists them most severe first.
+var Severities = []Severity{Critical, High, Medium, Low}
+
+// Rank orders severities, most severe first (0); an unknown one last.
+func (s Severity) Rank() int {
+	for i, x := range Severities {
+		if x == s {
+			return i
+		}
+	}
+	return len(Severities)
+}
+
 // Info is one row of the error-code table.
 type Info struct {
 	Code      Code     `json:"code"`

@@ -261,35 +261,30 @@ func (a *App) rerunCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			ctx, stop := context.WithCancel(a.ctx)
-			defer stop()
-			cfg, tc, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			in, prev, err := earlierRun(ctx, tc, id)
-			if err != nil {
-				return err
-			}
-			if from != "" && prev.StepsOmitted == 0 {
-				known := false
-				for _, s := range prev.Steps {
-					known = known || s.ID == from
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+				in, prev, err := earlierRun(ctx, tc, id)
+				if err != nil {
+					return err
 				}
-				if !known {
-					return caperr.New(caperr.InvalidInput, "run %s has no step %q", id, from).At("", 0, 0, "--from")
+				if from != "" && prev.StepsOmitted == 0 {
+					known := false
+					for _, s := range prev.Steps {
+						known = known || s.ID == from
+					}
+					if !known {
+						return caperr.New(caperr.InvalidInput, "run %s has no step %q", id, from).At("", 0, 0, "--from")
+					}
 				}
-			}
-			in.Reuse = &wfapi.Reuse{WorkflowID: id, From: from}
-			if newID == "" {
-				newID = NewWorkflowID(prev.Plan)
-			}
-			summary := fmt.Sprintf("plan %s · rerun of %s", prev.Plan, id)
-			if from != "" {
-				summary += " from " + from
-			}
-			return a.startRun(ctx, cfg, tc, "capflow-rerun", client.StartWorkflowOptions{ID: newID, TaskQueue: cfg.Temporal.TaskQueue, StaticSummary: summary}, in, detach)
+				in.Reuse = &wfapi.Reuse{WorkflowID: id, From: from}
+				if newID == "" {
+					newID = NewWorkflowID(prev.Plan)
+				}
+				summary := fmt.Sprintf("plan %s · rerun of %s", prev.Plan, id)
+				if from != "" {
+					summary += " from " + from
+				}
+				return a.startRun(ctx, cfg, tc, "capflow-rerun", client.StartWorkflowOptions{ID: newID, TaskQueue: cfg.Temporal.TaskQueue, StaticSummary: summary}, in, detach)
+			})
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "run this step and everything downstream of it again")

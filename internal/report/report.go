@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -197,36 +198,31 @@ func Markdown(d Document) string {
 
 // errorsBySeverity aggregates step errors (docs/errors.md).
 func errorsBySeverity(r wfapi.Result) string {
-	by := map[string][]string{}
+	by := map[caperr.Severity][]string{}
 	for _, s := range r.Steps {
 		if s.Envelope != nil && s.Envelope.Error != nil && s.Status != wfapi.StepSucceeded {
-			sev := string(s.Envelope.Error.Severity)
+			sev := s.Envelope.Error.Severity
 			by[sev] = append(by[sev], fmt.Sprintf("%s (`%s`)", s.ID, s.Envelope.Error.Code))
 		}
 	}
 	if len(by) == 0 {
 		return ""
 	}
-	order := []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"}
-	var keys []string
+	var keys []caperr.Severity
 	for k := range by {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return indexOf(order, keys[i]) < indexOf(order, keys[j]) })
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Rank() != keys[j].Rank() {
+			return keys[i].Rank() < keys[j].Rank()
+		}
+		return keys[i] < keys[j]
+	})
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "- **%s**: %s\n", k, strings.Join(by[k], ", "))
 	}
 	return b.String()
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return len(xs)
 }
 
 func ms(n int64) string {

@@ -123,7 +123,7 @@ func logsCollect(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 			return nil, err
 		}
 	}
-	sort.SliceStable(issues, func(a, b int) bool { return sevRank(issues[a].Severity) < sevRank(issues[b].Severity) })
+	sortBySeverity(issues)
 	if err := os.MkdirAll(env.Workdir, 0o755); err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "step folder")
 	}
@@ -136,8 +136,9 @@ func logsCollect(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	return map[string]any{"issues": issues, "log_index_path": index, "truncated": truncated}, nil
 }
 
-func sevRank(s caperr.Severity) int {
-	return map[caperr.Severity]int{caperr.Critical: 0, caperr.High: 1, caperr.Medium: 2, caperr.Low: 3}[s]
+// sortBySeverity puts the most severe issues first, keeping file order.
+func sortBySeverity(issues []Issue) {
+	sort.SliceStable(issues, func(a, b int) bool { return issues[a].Severity.Rank() < issues[b].Severity.Rank() })
 }
 
 // inside resolves p under the project or run folder, links followed: a
@@ -187,7 +188,7 @@ func runFinalize(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 			issues = append(issues, doc.Issues...)
 		}
 	}
-	sort.SliceStable(issues, func(a, b int) bool { return sevRank(issues[a].Severity) < sevRank(issues[b].Severity) })
+	sortBySeverity(issues)
 	var artifacts []string
 	_ = filepath.WalkDir(filepath.Join(env.RunDir, "steps"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Contains(p, string(filepath.Separator)+"artifacts"+string(filepath.Separator)) {

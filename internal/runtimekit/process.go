@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 )
 
 // ProcessesFile is the run's record of the processes it started.
@@ -47,38 +48,29 @@ type Registry struct {
 	Processes []Record `json:"processes"`
 }
 
-// identity reads what the kernel says of pid: its start time (clock ticks
-// after boot), argv and working directory.
-func identity(pid int) (ticks uint64, argv []string, cwd string, err error) {
+// startTicks reads when the kernel started pid (clock ticks after boot):
+// with the pid, what tells one process from a later one that reuses it.
+// A zombie counts as gone.
+func startTicks(pid int) (uint64, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, nil, "", err
+		return 0, err
 	}
 	// The command name is in parentheses and may hold spaces: fields
 	// start after the last ')'. starttime is field 22 (index 19 after it).
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, nil, "", errors.New("unreadable /proc stat")
+		return 0, errors.New("unreadable /proc stat")
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
-		return 0, nil, "", errors.New("short /proc stat")
+		return 0, errors.New("short /proc stat")
 	}
 	if f[0] == "Z" {
-		return 0, nil, "", errors.New("the process has exited (zombie)")
+		return 0, errors.New("the process has exited (zombie)")
 	}
-	ticks, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return 0, nil, "", err
-	}
-	argv = strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	cwd, err = os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-	return ticks, argv, cwd, err
+	return strconv.ParseUint(f[19], 10, 64)
 }
 
 // ownership is the hash that binds a record to one process of one run.
@@ -101,7 +93,7 @@ func (r Record) Verify(runDir string) string {
 	if ownership(runDir, r.PID, r.StartTicks, r.Argv, r.Cwd) != r.Hash {
 		return fmt.Sprintf("the record of pid %d does not match its ownership hash (processes.json edited?)", r.PID)
 	}
-	ticks, _, _, err := identity(r.PID)
+	ticks, err := startTicks(r.PID)
 	if err != nil {
 		return fmt.Sprintf("pid %d is gone (%v)", r.PID, err)
 	}
@@ -239,8 +231,8 @@ func terminate(pgid, pid int, grace time.Duration) string {
 
 // alive: the process exists and is not a zombie.
 func alive(pid int) bool {
-	_, _, _, err := identity(pid)
+	_, err := startTicks(pid)
 	return err == nil
 }
 
-func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func now() string { return envelope.Timestamp(time.Now()) }

@@ -152,7 +152,7 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaps it whenever it ends
 	pid := cmd.Process.Pid
-	ticks, _, _, err := identity(pid)
+	ticks, err := startTicks(pid)
 	if err != nil {
 		return nil, caperr.New(caperr.StartupError, "%s exited at once: %s", in.Name, tail(logPath))
 	}

@@ -37,12 +37,10 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
-	w.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
-	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
-	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
-	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
-	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
 	w.RegisterActivityWithOptions(acts.Host, activity.RegisterOptions{Name: wfapi.HostActivity})
+	// The shared queue runs host activities too: runs recorded before host
+	// queues, and tools that name no queue of their own, still need them.
+	RegisterHostActivities(w, acts)
 }
 
 // RegisterHostActivities registers what runs on a worker's host queue: the
