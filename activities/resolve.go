@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/builtin"
@@ -46,6 +47,12 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ConfigError), temporal.ApplicationErrorOptions{NonRetryable: true})
 	}
 	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
+	if len(rep.Gaps) > 0 && activity.IsActivity(ctx) {
+		m := activity.GetMetricsHandler(ctx)
+		for _, g := range rep.Gaps {
+			m.WithTags(map[string]string{"reason": g.Reason}).Counter(wfapi.MetricGaps).Inc(1)
+		}
+	}
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
 	if in.PlanFile == "" {

@@ -157,6 +157,11 @@ func (s *scheduler) move(st *stepState, to wfapi.StepState, reason string) {
 	}
 	if to.Terminal() {
 		st.ended = workflow.Now(s.ctx)
+		m := workflow.GetMetricsHandler(s.ctx).WithTags(map[string]string{"status": string(to), "capability": st.step.Capability})
+		m.Counter(wfapi.MetricStepsEnded).Inc(1)
+		if !st.started.IsZero() {
+			m.Timer(wfapi.MetricStepDuration).Record(st.ended.Sub(st.started))
+		}
 	}
 }
 

@@ -26,9 +26,12 @@ import (
 const DialTimeout = 5 * time.Second
 
 // Dial connects, failing fast with a clear message when the server is
-// not there.
-func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger) (client.Client, error) {
+// not there. extra adjusts the options (a worker adds its metrics handler).
+func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...func(*client.Options)) (client.Client, error) {
 	opts := client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}
+	for _, f := range extra {
+		f(&opts)
+	}
 	if cfg.Temporal.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey)
 	}

@@ -5,6 +5,7 @@ package workerapp
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,17 +13,20 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/toolrun"
@@ -74,6 +78,7 @@ func Main(args []string, stderr io.Writer) int {
 	projectDir := fs.String("project", "", "project folder (default: current directory)")
 	cfgFile := fs.String("config", "", "config file (default: <project>/capflow.yaml)")
 	queue := fs.String("task-queue", "", "task queue to poll (default: temporal.task_queue)")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("CAPFLOW_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on HOST:PORT (default: off; env CAPFLOW_METRICS_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -96,7 +101,43 @@ func Main(args []string, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
-	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"))
+	// The metrics endpoint starts before the dial so the SDK's client
+	// metrics go to it; /healthz answers "unhealthy" until the worker runs.
+	var ready atomic.Pointer[readiness]
+	ready.Store(&readiness{err: errors.New("starting")})
+	var ms *metrics.Server
+	if *metricsAddr != "" {
+		ms, err = metrics.Start(*metricsAddr, map[string]metrics.Check{
+			"worker": func(context.Context) error { return ready.Load().err },
+			"registry": func(context.Context) error {
+				r := ready.Load()
+				if r.acts == nil {
+					return errors.New("not loaded yet")
+				}
+				_, err := r.acts.Project.Registry()
+				return err
+			},
+			"temporal": func(ctx context.Context) error {
+				r := ready.Load()
+				if r.client == nil {
+					return errors.New("not connected yet")
+				}
+				_, err := r.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			},
+		}, log.Named("metrics"))
+		if err != nil {
+			log.Error("metrics", "error", fmt.Sprintf("cannot listen on %s: %v", *metricsAddr, err))
+			return 2
+		}
+		defer ms.Close()
+		log.Info("metrics and health", "metrics", "http://"+ms.Addr+"/metrics", "healthz", "http://"+ms.Addr+"/healthz")
+	}
+	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"), func(o *client.Options) {
+		if ms != nil {
+			o.MetricsHandler = ms.Handler
+		}
+	})
 	if err != nil {
 		log.Error("cannot start", "error", err.Error())
 		return 1
@@ -142,11 +183,22 @@ func Main(args []string, stderr io.Writer) int {
 		w.Stop()
 		return 1
 	}
+	ready.Store(&readiness{client: c, acts: acts})
 	<-ctx.Done()
+	ready.Store(&readiness{client: c, acts: acts, err: errors.New("shutting down")})
 	log.Info("shutting down")
 	hw.Stop()
 	w.Stop()
 	return 0
+}
+
+// readiness is what /healthz reports on: the client once dialled, the
+// activities once the registry loaded, and why the worker is not running
+// (nil: it runs).
+type readiness struct {
+	client client.Client
+	acts   *activities.Activities
+	err    error
 }
 
 func registryCheck(a *activities.Activities) (string, error) {
