@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,4 +140,134 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestSchedules: a schedule checks its plan first, runs it on its
+// interval with the inputs it was given (runs named after it, listed by
+// `capflow runs --schedule`), can be triggered, listed and deleted.
+func TestSchedules(t *testing.T) {
+	log := filepath.Join(h.tmp, "schedule.log")
+	p := h.writePlan(t, "scheduled", `name: scheduled
+inputs:
+  log: {type: string}
+steps:
+  - {id: tick, capability: test.slow, with: {seconds: 0, log: "${inputs.log}"}}
+`)
+	gapPlan := h.writePlan(t, "scheduled-gap", `name: scheduled-gap
+steps:
+  - {id: download, capability: youtube.download, with: {url: "x"}}
+`)
+	for _, tc := range []struct {
+		args  []string
+		exit  int
+		field string
+	}{
+		{[]string{"bad/name", p, "--every", "1h", "--input", "log=x"}, 2, "NAME"},
+		{[]string{"e2e-none", p, "--input", "log=x"}, 2, "--cron"},
+		{[]string{"e2e-both", p, "--every", "1h", "--cron", "* * * * *", "--input", "log=x"}, 2, "--cron"},
+		{[]string{"e2e-fast", p, "--every", "10ms", "--input", "log=x"}, 2, "--every"},
+		{[]string{"e2e-overlap", p, "--every", "1h", "--overlap", "sometimes", "--input", "log=x"}, 2, "--overlap"},
+		{[]string{"e2e-cron", p, "--cron", "not a cron", "--input", "log=x"}, 2, "--cron"},
+		{[]string{"e2e-noinput", p, "--every", "1h"}, 2, ""},
+		{[]string{"e2e-gap", gapPlan, "--every", "1h"}, 3, ""},
+	} {
+		code, env, stderr := h.capflow(t, append([]string{"schedule", "create"}, tc.args...)...)
+		if code != tc.exit {
+			t.Fatalf("schedule create %v: exit %d, want %d: %s\n%s", tc.args, code, tc.exit, env.Message, stderr)
+		}
+		if tc.field != "" && !strings.Contains(fmt.Sprint(env.Feedback), tc.field) && !strings.Contains(env.Message, tc.field) {
+			t.Errorf("schedule create %v: the error does not name %s: %s %v", tc.args, tc.field, env.Message, env.Feedback)
+		}
+	}
+
+	code, env, stderr := h.capflow(t, "schedule", "create", "e2e-nightly", p, "--cron", "0 3 * * *", "--input", "log="+log, "--note", "nightly")
+	var row map[string]any
+	data(t, env, &row)
+	if code != 0 || row["spec"] != "0 3 * * *" || !strings.Contains(fmt.Sprint(row["next_run"]), "T03:00:00") || row["plan"] != "scheduled" {
+		t.Fatalf("cron schedule: exit %d %+v %s\n%s", code, row, env.Message, stderr)
+	}
+	if code, env, _ := h.capflow(t, "schedule", "create", "e2e-nightly", p, "--cron", "0 4 * * *", "--input", "log="+log); code != 2 || !strings.Contains(env.Message, "already exists") {
+		t.Fatalf("a second schedule of the same name: exit %d %s", code, env.Message)
+	}
+	code, env, stderr = h.capflow(t, "schedule", "create", "e2e-often", p, "--every", "2s", "--input", "log="+log)
+	if code != 0 {
+		t.Fatalf("interval schedule: exit %d %s\n%s", code, env.Message, stderr)
+	}
+	defer h.capflow(t, "schedule", "delete", "e2e-often")
+
+	// Its runs: named after it, passed, with the input it was given.
+	var runs []map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, env, _ := h.capflow(t, "runs", "--schedule", "e2e-often", "--status", "passed")
+		var d struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		data(t, env, &d)
+		if runs = d.Runs; len(runs) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule ran %d time(s) in 60 s; worker log:\n%s", len(runs), h.workerLog())
+		}
+		time.Sleep(time.Second)
+	}
+	for _, r := range runs {
+		if !strings.HasPrefix(fmt.Sprint(r["workflow_id"]), "e2e-often-") || r["schedule"] != "e2e-often" || r["plan"] != "scheduled" {
+			t.Fatalf("a scheduled run: %+v", r)
+		}
+	}
+	if b, _ := os.ReadFile(log); strings.Count(string(b), "finished") < 2 {
+		t.Fatalf("the runs did not use the schedule's input (log %s):\n%s", log, b)
+	}
+
+	// Triggered now, whatever its timetable.
+	if code, env, _ := h.capflow(t, "schedule", "trigger", "e2e-nightly"); code != 0 {
+		t.Fatalf("trigger: exit %d %s", code, env.Message)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		_, env, _ := h.capflow(t, "runs", "--schedule", "e2e-nightly")
+		var d struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		data(t, env, &d)
+		if len(d.Runs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the triggered schedule did not start a run: %+v", d.Runs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	var list struct {
+		Schedules []map[string]any `json:"schedules"`
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		_, env, _ = h.capflow(t, "schedule", "list")
+		data(t, env, &list)
+		names := map[string]map[string]any{}
+		for _, s := range list.Schedules {
+			names[fmt.Sprint(s["name"])] = s
+		}
+		if n, o := names["e2e-nightly"], names["e2e-often"]; n != nil && o != nil && n["note"] == "nightly" && o["spec"] == "every 2s" && n["plan_file"] == p {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule list: %+v", list.Schedules)
+		}
+		time.Sleep(time.Second) // schedule visibility lags a little
+	}
+
+	if code, env, _ := h.capflow(t, "schedule", "delete", "e2e-nightly"); code != 0 {
+		t.Fatalf("delete: exit %d %s", code, env.Message)
+	}
+	if code, env, _ := h.capflow(t, "schedule", "delete", "e2e-nightly"); code != 2 || !strings.Contains(env.Message, "no schedule") {
+		t.Fatalf("delete again: exit %d %s", code, env.Message)
+	}
+	if code, _, _ := h.capflow(t, "schedule", "trigger", "e2e-gone"); code != 2 {
+		t.Fatalf("trigger of no schedule: exit %d", code)
+	}
 }

@@ -168,16 +168,16 @@ func updateError(id string, err error) error {
 }
 
 func (a *App) runsCommand() *cobra.Command {
-	var status, planName string
+	var status, planName, schedule string
 	var limit int
 	c := &cobra.Command{
-		Use: "runs", Short: "Recent runs, newest first, from Temporal visibility (--status, --plan, --limit)", Args: cobra.NoArgs,
+		Use: "runs", Short: "Recent runs, newest first, from Temporal visibility (--status, --plan, --schedule, --limit)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > 1000 {
 				return caperr.New(caperr.InvalidInput, "--limit %d is not between 1 and 1000", limit).At("", 0, 0, "--limit")
 			}
 			q := fmt.Sprintf("WorkflowType = '%s'", wfapi.WorkflowType)
-			for _, f := range []struct{ attr, v string }{{wfapi.SearchAttrStatus, status}, {wfapi.SearchAttrPlan, planName}} {
+			for _, f := range []struct{ attr, v string }{{wfapi.SearchAttrStatus, status}, {wfapi.SearchAttrPlan, planName}, {"TemporalScheduledById", schedule}} {
 				if f.v == "" {
 					continue
 				}
@@ -211,9 +211,9 @@ func (a *App) runsCommand() *cobra.Command {
 				a.set(env, func(w io.Writer) {
 					var table2 [][]string
 					for _, r := range rows {
-						table2 = append(table2, []string{fmt.Sprint(r["workflow_id"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["status"]), fmt.Sprint(r["started_at"]), fmt.Sprint(r["ended_at"])})
+						table2 = append(table2, []string{fmt.Sprint(r["workflow_id"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["status"]), fmt.Sprint(r["started_at"]), fmt.Sprint(r["ended_at"]), fmt.Sprint(r["schedule"])})
 					}
-					table(w, []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED"}, table2)
+					table(w, []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED", "SCHEDULE"}, table2)
 				})
 				return nil
 			})
@@ -221,6 +221,7 @@ func (a *App) runsCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&status, "status", "", "only runs in this status (running, paused, passed, failed, ...)")
 	c.Flags().StringVar(&planName, "plan", "", "only runs of this plan")
+	c.Flags().StringVar(&schedule, "schedule", "", "only runs started by this schedule")
 	c.Flags().IntVar(&limit, "limit", 20, "at most this many runs")
 	return c
 }
@@ -229,9 +230,9 @@ func (a *App) runsCommand() *cobra.Command {
 // and capflow's status; a run that continued as new is listed once, by
 // its latest execution.
 func runRow(e *workflowpb.WorkflowExecutionInfo) map[string]any {
-	row := map[string]any{"workflow_id": e.GetExecution().GetWorkflowId(), "run_id": e.GetExecution().GetRunId(), "plan": "", "status": ""}
+	row := map[string]any{"workflow_id": e.GetExecution().GetWorkflowId(), "run_id": e.GetExecution().GetRunId(), "plan": "", "status": "", "schedule": ""}
 	if sa := e.GetSearchAttributes().GetIndexedFields(); sa != nil {
-		for key, attr := range map[string]string{wfapi.SearchAttrPlan: "plan", wfapi.SearchAttrStatus: "status"} {
+		for key, attr := range map[string]string{wfapi.SearchAttrPlan: "plan", wfapi.SearchAttrStatus: "status", "TemporalScheduledById": "schedule"} {
 			var v string
 			if p := sa[key]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &v) == nil {
 				row[attr] = v
