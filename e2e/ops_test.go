@@ -1,17 +1,28 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/metrics"
 )
 
@@ -269,5 +280,94 @@ steps:
 	}
 	if code, _, _ := h.capflow(t, "schedule", "trigger", "e2e-gone"); code != 2 {
 		t.Fatalf("trigger of no schedule: exit %d", code)
+	}
+}
+
+// TestEncryptedPayloads: with CAPFLOW_PAYLOAD_KEY on the worker and the
+// CLI, nothing a run carries is readable in Temporal's history; the CLI
+// without the key says which key it lacks; the codec server decodes for
+// the Web UI.
+func TestEncryptedPayloads(t *testing.T) {
+	const secret = "tell-no-one-42"
+	key := []string{"CAPFLOW_PAYLOAD_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)), "CAPFLOW_TEMPORAL_TASK_QUEUE=crypt-e2e"}
+	if err := h.startWorker(key...); err != nil {
+		t.Fatal(err)
+	}
+	defer h.killWorker()
+	p := h.writePlan(t, "encrypted", `name: encrypted
+inputs:
+  note: {type: string}
+steps:
+  - {id: a, capability: test.noop, with: {note: "${inputs.note}"}}
+  - {id: b, capability: test.soft_fail, needs: [a], on_failure: skip, with: {note: "${inputs.note}"}}
+`)
+	code, env, stderr := h.capflowEnv(t, key, "run", p, "--input", "note="+secret)
+	var r runResult
+	data(t, env, &r)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, env.Message, stderr)
+	}
+
+	// The raw history, read without the key.
+	ctx := context.Background()
+	it := h.client.GetWorkflowHistory(ctx, r.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var input *commonpb.Payloads
+	events := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events++
+		raw, _ := proto.Marshal(ev)
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Fatalf("event %d (%s) holds the secret in clear", ev.GetEventId(), ev.GetEventType())
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			input = a.GetInput()
+		}
+	}
+	if events < 10 || input == nil || string(input.Payloads[0].Metadata["encoding"]) != codec.Encoding {
+		t.Fatalf("%d events; input %v", events, input)
+	}
+
+	code, env, _ = h.capflowEnv(t, []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=crypt-e2e"}, "status", r.WorkflowID)
+	if code == 0 || !strings.Contains(env.Message, "CAPFLOW_PAYLOAD_KEY") {
+		t.Fatalf("status without the key: exit %d %s", code, env.Message)
+	}
+	code, env, _ = h.capflowEnv(t, key, "status", r.WorkflowID)
+	if data(t, env, &r); code != 0 || r.Status != "passed" {
+		t.Fatalf("status with the key: exit %d %s", code, env.Message)
+	}
+
+	// The codec server, as the Web UI calls it.
+	addr := freePort()
+	cs := exec.Command(filepath.Join(h.bin, "capflow"), "codec-server", "--addr", addr, "--output", "json")
+	cs.Env = append(h.env(), key...)
+	var csOut bytes.Buffer
+	cs.Stdout, cs.Stderr = &csOut, &csOut
+	if err := cs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := protojson.Marshal(input)
+	var decoded []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Post("http://"+addr+"/default/decode", "application/json", bytes.NewReader(body))
+		if err == nil {
+			decoded, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("codec server did not answer: %v\n%s", err, csOut.String())
+		}
+	}
+	var out commonpb.Payloads
+	if err := protojson.Unmarshal(decoded, &out); err != nil || len(out.Payloads) != 1 || !bytes.Contains(out.Payloads[0].Data, []byte(secret)) {
+		t.Fatalf("codec server answer: %s (%v)", decoded, err)
+	}
+	_ = cs.Process.Signal(syscall.SIGINT)
+	if err := cs.Wait(); err != nil {
+		t.Fatalf("codec server did not stop cleanly: %v\n%s", err, csOut.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
@@ -154,6 +155,10 @@ func (a *App) scheduleList() *cobra.Command {
 					return caperr.Wrap(caperr.DependencyUnavailable, err, "list schedules")
 				}
 				rows := []map[string]any{}
+				dc := converter.GetDefaultDataConverter()
+				if cd, err := codec.FromEnv(); err == nil {
+					dc = cd.DataConverter()
+				}
 				for it.HasNext() {
 					e, err := it.Next()
 					if err != nil {
@@ -164,8 +169,9 @@ func (a *App) scheduleList() *cobra.Command {
 					}
 					var planName, file string
 					if m := e.Memo.GetFields(); m != nil {
-						_ = converter.GetDefaultDataConverter().FromPayload(m[memoPlan], &planName)
-						_ = converter.GetDefaultDataConverter().FromPayload(m[memoPlanFile], &file)
+						// Memos go through the codec (encrypted when a key is set).
+						_ = dc.FromPayload(m[memoPlan], &planName)
+						_ = dc.FromPayload(m[memoPlanFile], &file)
 					}
 					rows = append(rows, scheduleRow(e.ID, e.Spec, e.Paused, e.Note, e.NextActionTimes, e.RecentActions, planName, file))
 				}

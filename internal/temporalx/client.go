@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -29,6 +30,13 @@ const DialTimeout = 5 * time.Second
 // not there. extra adjusts the options (a worker adds its metrics handler).
 func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...func(*client.Options)) (client.Client, error) {
 	opts := client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}
+	// Always the codec: with no key it passes payloads through and names
+	// the missing key when it meets an encrypted one.
+	cd, err := codec.FromEnv()
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "payload encryption")
+	}
+	opts.DataConverter, opts.FailureConverter = cd.DataConverter(), cd.FailureConverter()
 	for _, f := range extra {
 		f(&opts)
 	}

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
@@ -173,7 +174,11 @@ func Main(args []string, stderr io.Writer) int {
 	// its folder and its processes are (docs/operations.md).
 	hw := worker.New(c, acts.HostQueue, opts)
 	RegisterHostActivities(hw, acts)
-	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	payloads := "plain"
+	if cd, _ := codec.FromEnv(); cd != nil && cd.Enabled() {
+		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
+	}
+	log.Info("worker started", "payloads", payloads, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1
