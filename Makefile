@@ -11,7 +11,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium compose-cli
 
 all: build
 
@@ -31,7 +31,12 @@ chromium: ## headless Chromium for the runtime kit's browser.run (Debian's packa
 	  { echo "installing chromium (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium; }
 
-test: build temporal chromium ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+compose-cli: ## Debian's docker-compose, to validate docker-compose.yml (no Docker engine needed)
+	@command -v docker-compose >/dev/null 2>&1 || \
+	  { echo "installing docker-compose (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq docker-compose; }
+
+test: build temporal chromium compose-cli ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=4s
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
@@ -39,7 +44,7 @@ test: build temporal chromium ## the whole suite: unit (race detector on), workf
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e
 
-test-unit: ## everything that needs no Temporal server
+test-unit: compose-cli ## everything that needs no Temporal server
 	$(GO) test -count=1 -short ./...
 
 $(BIN)/staticcheck:
