@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/runtimekit"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // pidAlive: the process exists and is not a zombie.
@@ -178,4 +180,146 @@ steps:
 	}
 	validResult(t, started.WorkflowID)
 	recordHistory(t, started.WorkflowID, "host-lost")
+}
+
+// TestFileHandOffAcrossHosts: two workers on one task queue, each with its
+// own copy of the project (its own disk), run many runs of a plan whose
+// steps hand files to each other; in each of two rounds the worker that
+// holds some runs is SIGKILLed mid-run. Every run passes with the right
+// file content: a run stays on one host, and a run that loses its host
+// moves, running again there the steps whose files it lost.
+func TestFileHandOffAcrossHosts(t *testing.T) {
+	const queue = "capflow-handoff"
+	dirs := [2]string{filepath.Join(h.tmp, "handoff-a"), filepath.Join(h.tmp, "handoff-b")}
+	for _, d := range dirs {
+		if err := copyTree(h.project, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}
+	var alive []*exec.Cmd
+	start := func(dir string) *exec.Cmd {
+		t.Helper()
+		if err := h.startWorkerAt(dir, env...); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		w := h.workers[len(h.workers)-1]
+		alive = append(alive, w)
+		return w
+	}
+	defer func() {
+		for _, w := range alive {
+			_ = w.Process.Kill()
+			_ = w.Wait()
+		}
+	}()
+	file := h.writePlan(t, "handoff", `name: handoff
+inputs:
+  id: {type: string}
+steps:
+  - id: render
+    capability: text.render
+    with: {template: "note {{.id}}", values: {id: "${inputs.id}"}, output_path: ".capflow/out/handoff/${inputs.id}/note.txt", overwrite: true}
+  - id: pack
+    capability: archive.create
+    needs: [render]
+    with: {source: ".capflow/out/handoff/${inputs.id}/note.txt", output: ".capflow/out/handoff/${inputs.id}/note.tar.gz", overwrite: true}
+  - id: wait
+    capability: test.slow
+    needs: [pack]
+    heartbeat: 2s
+    with: {seconds: 3}
+  - id: unpack
+    capability: archive.extract
+    needs: [wait]
+    with: {archive: "${steps.pack.data.path}", dest: ".capflow/out/handoff/${inputs.id}/x", overwrite: true}
+  - id: read
+    capability: file.read
+    with: {path: "${steps.unpack.data.dest}/note.txt"}
+outputs:
+  note: ${steps.read.data.content}
+`)
+	startRun := func(id string) string {
+		t.Helper()
+		code, e, stderr := h.capflow(t, "run", file, "--task-queue", queue, "--detach", "--input", "id="+id)
+		var s struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		data(t, e, &s)
+		if code != 0 {
+			t.Fatalf("start %s: exit %d %s\n%s", id, code, e.Message, stderr)
+		}
+		return s.WorkflowID
+	}
+
+	victim := start(dirs[0])
+	for round := 0; round < 2; round++ {
+		survivor := dirs[1-round]
+		// The victim alone takes the first runs: they are its for sure.
+		var runs, held []string
+		for i := 0; i < 3; i++ {
+			id := fmt.Sprintf("r%d-held-%d", round, i)
+			held = append(held, startRun(id))
+		}
+		for _, wf := range held {
+			waitStepStarted(t, wf, "render")
+		}
+		other := start(survivor)
+		for i := 0; i < 3; i++ {
+			runs = append(runs, startRun(fmt.Sprintf("r%d-spread-%d", round, i)))
+		}
+		waitStepStarted(t, held[0], "wait")
+		_ = victim.Process.Kill()
+		_ = victim.Wait()
+
+		for i, wf := range append(held, runs...) {
+			var res struct {
+				runResult
+				LostHosts []string `json:"lost_hosts"`
+			}
+			code, e, stderr := h.capflow(t, "status", wf, "--follow", "--task-queue", queue)
+			data(t, e, &res)
+			name := fmt.Sprintf("r%d-held-%d", round, i)
+			if i >= len(held) {
+				name = fmt.Sprintf("r%d-spread-%d", round, i-len(held))
+			}
+			if code != 0 || res.Status != "passed" || res.Outputs["note"] != "note "+name {
+				t.Fatalf("round %d, run %s: exit %d %s (%s), note %v\n%s", round, name, code, res.Status, res.Message, res.Outputs["note"], stderr)
+			}
+			if i < len(held) {
+				// Held by the victim: moved to the survivor, its files made again there.
+				if len(res.LostHosts) != 1 || !strings.HasPrefix(res.Report.JSON, survivor) {
+					t.Fatalf("round %d, run %s: lost %v, report %s (want it on %s)", round, name, res.LostHosts, res.Report.JSON, survivor)
+				}
+				if b, err := os.ReadFile(filepath.Join(survivor, ".capflow/out/handoff", name, "x/note.txt")); err != nil || string(b) != "note "+name {
+					t.Fatalf("round %d, run %s: the survivor's copy of the note: %q %v", round, name, b, err)
+				}
+				if res.step(t, "render").Attempts < 1 || res.step(t, "pack").Status != "succeeded" {
+					t.Fatalf("round %d, run %s: %+v", round, name, res.Steps)
+				}
+			}
+		}
+		victim = other
+	}
+}
+
+// waitStepStarted waits until a step runs or has ended: the run was
+// resolved and its host chosen.
+func waitStepStarted(t *testing.T, id, step string) {
+	t.Helper()
+	var p wfapi.Result
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		v, err := h.client.QueryWorkflow(context.Background(), id, "", wfapi.ProgressQuery)
+		if err != nil || v.Get(&p) != nil {
+			continue
+		}
+		for _, s := range p.Steps {
+			if s.ID == step && s.Status != wfapi.StepPending && s.Status != "" {
+				return
+			}
+		}
+	}
+	t.Fatalf("step %s of %s never started: %s %s %+v", step, id, p.Status, p.Message, p.Steps)
 }

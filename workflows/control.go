@@ -365,6 +365,9 @@ func (s *scheduler) moveHost(st *stepState) {
 			for _, id := range ids {
 				st := s.steps[id]
 				st.moves++
+				if s.rehome(st) {
+					continue
+				}
 				s.launch(st)
 			}
 			return
@@ -380,6 +383,50 @@ func (s *scheduler) moveHost(st *stepState) {
 		}
 	})
 }
+
+// rehome runs before a step starts on the run's host after the run lost
+// another: the dependencies that ran on a lost host took their files with
+// it (an archive a later step unpacks, a report it reads), so the
+// idempotent ones run again here first and the step waits for them (their
+// own dependencies are checked the same way when they start again). A
+// dependency that is not idempotent is not repeated: the step runs, and
+// fails on its own if it needed that dependency's files. It reports
+// whether the step now waits.
+func (s *scheduler) rehome(st *stepState) bool {
+	if len(s.lostHosts) == 0 {
+		return false
+	}
+	var again []string
+	for _, d := range st.step.Deps {
+		p := s.steps[d]
+		if p.status == wfapi.StepSucceeded && p.host != s.rr.HostQueue && slices.Contains(s.lostHosts, p.host) &&
+			p.step.Idempotent && p.fe == nil && p.child == nil && !p.step.Approval && p.moves < maxMoves {
+			again = append(again, d)
+		}
+	}
+	// Versioned: runs that lost a host before this existed replay as they ran.
+	if len(again) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	reason := fmt.Sprintf("waiting for %s to run again on this host: %s was lost with their files", strings.Join(again, ", "), s.steps[again[0]].host)
+	if st.status == wfapi.StepRunning {
+		s.move(st, wfapi.StepPending, reason)
+	} else {
+		st.reason = reason
+	}
+	for _, d := range again {
+		p := s.steps[d]
+		p.moves++
+		p.dataFile, p.dataSHA, p.carried = "", "", false
+		workflow.GetLogger(s.ctx).Warn("running a step again: its host was lost", "step", d, "for", st.step.ID, "lost", p.host)
+		s.move(p, wfapi.StepPending, "run again: its host "+p.host+" was lost")
+		s.examine(d)
+	}
+	return true
+}
+
+// maxMoves bounds how often one step follows the run to another host.
+const maxMoves = 3
 
 // lostProcesses warns of the servers the run started on hosts it lost:
 // nobody could stop them.

@@ -332,6 +332,9 @@ func (s *scheduler) startReady() {
 // begin starts a ready step: its condition first, then its items (a
 // for_each step) or its one activity.
 func (s *scheduler) begin(st *stepState) {
+	if s.rehome(st) {
+		return
+	}
 	step := st.step
 	if step.ForEach != nil || step.When != "" {
 		if step.ForEach == nil {
