@@ -11,7 +11,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium compose-cli
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium compose-cli ts-client
 
 all: build
 
@@ -36,7 +36,13 @@ compose-cli: ## Debian's docker-compose, to validate docker-compose.yml (no Dock
 	  { echo "installing docker-compose (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq docker-compose; }
 
-test: build temporal chromium compose-cli ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+TS_CLIENT := examples/ts-client
+ts-client: $(TS_CLIENT)/dist/start-plan.js ## the TypeScript client example (npm), run by the e2e tests
+
+$(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/package-lock.json $(TS_CLIENT)/tsconfig.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+
+test: build temporal chromium compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=4s
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e

@@ -24,6 +24,7 @@ import (
 
 	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/metrics"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // TestWorkerMetricsAndHealth: a worker started with --metrics-addr answers
@@ -369,5 +370,60 @@ steps:
 	_ = cs.Process.Signal(syscall.SIGINT)
 	if err := cs.Wait(); err != nil {
 		t.Fatalf("codec server did not stop cleanly: %v\n%s", err, csOut.String())
+	}
+}
+
+// TestTypeScriptClient: a service written in TypeScript with Temporal's
+// own client (examples/ts-client) starts plans, follows the progress
+// query, validates input and result against schemas/, and exits with the
+// CLI's codes.
+func TestTypeScriptClient(t *testing.T) {
+	script := filepath.Join(h.repo, "examples/ts-client/dist/start-plan.js")
+	if !fileExists(script) {
+		t.Fatalf("%s is not built: run `make ts-client` (make test does)", script)
+	}
+	run := func(args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command("node", append([]string{script}, args...)...)
+		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+h.address, "CAPFLOW_SCHEMAS="+filepath.Join(h.repo, "schemas"))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+
+	code, out, stderr := run(filepath.Join(h.project, "plans/examples/file-pipeline.yaml"), "--input", "out_dir=.capflow/out/ts-client")
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Status != "passed" || len(r.Steps) != 4 {
+		t.Fatalf("exit %d, %v: %s\n%s", code, err, out, stderr)
+	}
+	if !strings.HasPrefix(r.WorkflowID, "ts-file-pipeline-") || !strings.Contains(stderr, "started "+r.WorkflowID) {
+		t.Fatalf("workflow %s; stderr:\n%s", r.WorkflowID, stderr)
+	}
+	for _, s := range r.Steps {
+		if s.Status != wfapi.StepSucceeded {
+			t.Fatalf("step %s %s", s.ID, s.Status)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.project, ".capflow/out/ts-client/MANIFEST.txt")); err != nil || !strings.Contains(string(b), "sha256 ") {
+		t.Fatalf("the plan's inputs did not reach it: %q %v", b, err)
+	}
+	if !fileExists(r.Report.JSON) {
+		t.Fatalf("no report at %s", r.Report.JSON)
+	}
+	validResult(t, r.WorkflowID)
+
+	gapPlan := h.writePlan(t, "ts-gap", "name: ts-gap\nsteps:\n  - {id: download, capability: youtube.download, with: {url: x}}\n")
+	if code, out, stderr := run(gapPlan); code != 3 || !strings.Contains(out, `"status":"partial-complete"`) {
+		t.Fatalf("a plan with a gap: exit %d %s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := run(gapPlan, "--input", "nonsense"); code != 2 || !strings.Contains(stderr, "want name=value") {
+		t.Fatalf("a bad argument: exit %d\n%s", code, stderr)
 	}
 }
