@@ -40,6 +40,8 @@ TS_CLIENT := examples/ts-client
 ts-client: $(TS_CLIENT)/dist/start-plan.js ## the TypeScript client example (npm), run by the e2e tests
 
 $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/package-lock.json $(TS_CLIENT)/tsconfig.json
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
+	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 test: build temporal chromium compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests

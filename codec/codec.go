@@ -209,9 +209,17 @@ func (c *Codec) Handler(origins []string) http.Handler {
 		allowed[strings.TrimRight(o, "/")] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && (allowed[o] || allowed["*"]) {
+		o := r.Header.Get("Origin")
+		switch {
+		case o != "" && allowed[o]:
 			w.Header().Set("Access-Control-Allow-Origin", o)
+			// The Web UI's "pass access token" sends its credentials.
 			w.Header().Set("Access-Control-Allow-Credentials", "true")
+		case o != "" && allowed["*"]:
+			// Any origin, but never with credentials.
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+		}
+		if w.Header().Get("Access-Control-Allow-Origin") != "" {
 			w.Header().Set("Access-Control-Allow-Headers", "Content-Type,X-Namespace,Authorization")
 			w.Header().Set("Access-Control-Allow-Methods", "POST,OPTIONS")
 			w.Header().Set("Vary", "Origin")

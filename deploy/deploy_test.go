@@ -66,11 +66,14 @@ func (m *mounts) UnmarshalYAML(b []byte) error {
 // returns the resolved file.
 func compose(t *testing.T, env ...string) composeFile {
 	t.Helper()
-	bin, args := "docker-compose", []string{"-f", "../docker-compose.yml", "config"}
-	if _, err := exec.LookPath(bin); err != nil {
-		t.Fatalf("docker-compose is not installed (make test installs Debian's docker-compose): %v", err)
+	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config")
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		// Compose v2, the docker CLI's plugin, validates the same way.
+		if exec.Command("docker", "compose", "version").Run() != nil {
+			t.Fatalf("neither docker-compose nor docker compose is installed (make test installs Debian's docker-compose): %v", err)
+		}
+		cmd = exec.Command("docker", "compose", "-f", "../docker-compose.yml", "config")
 	}
-	cmd := exec.Command(bin, args...)
 	cmd.Env = append(cleanEnv(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -142,7 +145,7 @@ func TestComposeStack(t *testing.T) {
 	if w.Build == nil || w.Build.Context != repo {
 		t.Fatalf("the worker is not built from the repository: %+v", w.Build)
 	}
-	if w.Environment["CAPFLOW_TEMPORAL_ADDRESS"] != "temporal:7233" || w.Environment["CAPFLOW_METRICS_ADDR"] != "0.0.0.0:9090" {
+	if w.Environment["CAPFLOW_TEMPORAL_ADDRESS"] != "temporal:7233" || w.Environment["CAPFLOW_METRICS_ADDR"] != "0.0.0.0:9090" || w.Environment["CAPFLOW_TEMPORAL_HOST_WAIT"] != "2m" {
 		t.Errorf("worker environment: %v", w.Environment)
 	}
 	if !strings.Contains(strings.Join(w.Healthcheck.Test, " "), "127.0.0.1:9090/healthz") {

@@ -149,15 +149,42 @@ func setup() (*harness, error) {
 // startServer starts the dev server on h.address with the run's database
 // file, so a restart finds every workflow where it was.
 func (h *harness) startServer() error {
-	var err error
+	args, err := devServerArgs(h.repo)
+	if err != nil {
+		return err
+	}
 	h.server, err = testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
 		ExistingPath:  h.temporalBin,
 		ClientOptions: &client.Options{HostPort: h.address, Namespace: "default"},
 		LogLevel:      "error",
 		Stdout:        h.serverLog, Stderr: h.serverLog,
 		DBFilename: filepath.Join(h.tmp, "temporal.db"),
+		ExtraArgs:  args,
 	})
 	return err
+}
+
+// devServerArgs are make dev's dev server settings (scripts/dev-server.args),
+// unless CAPFLOW_E2E_DEV_SERVER=default asks for Temporal's defaults (the
+// benchmarks compare paths on a default server) or gives flags of its own.
+func devServerArgs(repo string) ([]string, error) {
+	switch v := os.Getenv("CAPFLOW_E2E_DEV_SERVER"); {
+	case v == "default":
+		return nil, nil
+	case strings.HasPrefix(v, "--"): // settings to measure: "--dynamic-config-value k=v ..."
+		return strings.Fields(v), nil
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "scripts/dev-server.args"))
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			args = append(args, strings.Fields(line)...)
+		}
+	}
+	return args, nil
 }
 
 func (h *harness) teardown() {

@@ -340,6 +340,17 @@ steps:
 	if data(t, env, &r); code != 0 || r.Status != "passed" {
 		t.Fatalf("status with the key: exit %d %s", code, env.Message)
 	}
+	// rerun reads the first run's input from history: decrypted with the
+	// key, refused with a clear reason without it.
+	code, env, stderr = h.capflowEnv(t, []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=crypt-e2e"}, "rerun", r.WorkflowID)
+	if code != 2 || !strings.Contains(env.Message, "CAPFLOW_PAYLOAD_KEY") {
+		t.Fatalf("rerun without the key: exit %d %s\n%s", code, env.Message, stderr)
+	}
+	var again runResult
+	code, env, stderr = h.capflowEnv(t, key, "rerun", r.WorkflowID)
+	if data(t, env, &again); code != 0 || again.Status != "passed" || again.WorkflowID == r.WorkflowID {
+		t.Fatalf("rerun with the key: exit %d %s %s\n%s", code, again.Status, env.Message, stderr)
+	}
 
 	// The codec server, as the Web UI calls it.
 	addr := freePort()

@@ -396,19 +396,23 @@ func (s *scheduler) rehome(st *stepState) bool {
 	if len(s.lostHosts) == 0 {
 		return false
 	}
-	var again []string
+	var again, busy []string
 	for _, d := range st.step.Deps {
 		p := s.steps[d]
-		if p.status == wfapi.StepSucceeded && p.host != s.rr.HostQueue && slices.Contains(s.lostHosts, p.host) &&
-			p.step.Idempotent && p.fe == nil && p.child == nil && !p.step.Approval && p.moves < maxMoves {
+		switch {
+		case p.status == wfapi.StepSucceeded && p.host != s.rr.HostQueue && slices.Contains(s.lostHosts, p.host) &&
+			p.step.Idempotent && p.fe == nil && p.child == nil && !p.step.Approval && p.moves < maxMoves:
 			again = append(again, d)
+		case !p.status.Terminal():
+			// Already running again for a sibling: wait for it too.
+			busy = append(busy, d)
 		}
 	}
 	// Versioned: runs that lost a host before this existed replay as they ran.
-	if len(again) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(again)+len(busy) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
 	}
-	reason := fmt.Sprintf("waiting for %s to run again on this host: %s was lost with their files", strings.Join(again, ", "), s.steps[again[0]].host)
+	reason := fmt.Sprintf("waiting for %s to run again on this host: the run lost the host that had their files", strings.Join(append(again, busy...), ", "))
 	if st.status == wfapi.StepRunning {
 		s.move(st, wfapi.StepPending, reason)
 	} else {

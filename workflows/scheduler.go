@@ -406,7 +406,7 @@ func (s *scheduler) launch(st *stepState) {
 	if st.moves > 0 {
 		opts.ActivityID += fmt.Sprintf("-host-%d", st.moves)
 	}
-	st.host = s.rr.HostQueue
+	st.host = opts.TaskQueue // the run's host, or the tool's own queue
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
@@ -490,9 +490,11 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	if s.hostLost(err) && st.step.Idempotent && !s.stopped && !s.cancelled {
 		if st.host != s.rr.HostQueue {
 			// Scheduled on a host the run already left: run it where the
-			// run is now.
+			// run is now (after what it needs from the lost host).
 			st.env, st.moves = nil, st.moves+1
-			s.launch(st)
+			if !s.rehome(st) {
+				s.launch(st)
+			}
 			return
 		}
 		s.moveHost(st)

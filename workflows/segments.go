@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -98,6 +99,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 		s.count[st.status]--
 		s.count[status]++
 		st.status, st.whenFalse, st.carried, st.reason = status, whenFalse, true, r.Reasons[rs.ID]
+		st.host = r.Hosts[rs.ID]
 		if code, ok := r.Codes[rs.ID]; ok {
 			st.env = &envelope.Envelope{Error: envelope.ErrorFor(code)}
 		}
@@ -129,6 +131,12 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 	for i, rs := range s.rr.Steps {
 		st := s.steps[rs.ID]
 		letters[i] = wfapi.StateLetter(st.status, st.whenFalse)
+		if st.status == wfapi.StepSucceeded && st.host != "" && slices.Contains(s.lostHosts, st.host) {
+			if r.Hosts == nil {
+				r.Hosts = map[string]string{}
+			}
+			r.Hosts[rs.ID] = st.host
+		}
 		switch {
 		case st.status == wfapi.StepPending:
 			reads = append(reads, rs.With, rs.ForEach, whenExpr(rs.When))

@@ -319,7 +319,14 @@ func earlierRun(ctx context.Context, tc client.Client, id string) (wfapi.Input, 
 		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "history of %s", id)
 	}
 	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if payloads == nil || converter.GetDefaultDataConverter().FromPayloads(payloads, &in) != nil || in.Resume != nil {
+	if payloads == nil || in.Resume != nil {
+		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
+	}
+	if err := temporalx.DataConverter().FromPayloads(payloads, &in); err != nil {
+		// An encrypted input without the key says which key it needs.
+		return in, nil, caperr.New(caperr.InvalidInput, "run %s: its input cannot be read: %v", id, err)
+	}
+	if in.Resume != nil {
 		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
 	}
 	var res wfapi.Result

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
@@ -322,11 +321,11 @@ func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen m
 			key := fmt.Sprintf("%s attempt %d", step, pa.GetAttempt())
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.GetAttempt()-1, firstLine(f.GetMessage()), pa.GetAttempt(), pa.GetMaximumAttempts())
+				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.GetAttempt()-1, firstLine(temporalx.FailureMessage(f)), pa.GetAttempt(), pa.GetMaximumAttempts())
 			}
 		}
 		var hb wfapi.Heartbeat
-		if d := pa.GetHeartbeatDetails(); d == nil || converter.GetDefaultDataConverter().FromPayloads(d, &hb) != nil {
+		if d := pa.GetHeartbeatDetails(); d == nil || temporalx.DataConverter().FromPayloads(d, &hb) != nil {
 			continue
 		}
 		if a.verbose {

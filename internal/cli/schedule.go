@@ -14,14 +14,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -155,10 +154,7 @@ func (a *App) scheduleList() *cobra.Command {
 					return caperr.Wrap(caperr.DependencyUnavailable, err, "list schedules")
 				}
 				rows := []map[string]any{}
-				dc := converter.GetDefaultDataConverter()
-				if cd, err := codec.FromEnv(); err == nil {
-					dc = cd.DataConverter()
-				}
+				dc := temporalx.DataConverter()
 				for it.HasNext() {
 					e, err := it.Next()
 					if err != nil {

@@ -4,6 +4,8 @@ package temporalx
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -15,7 +17,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/caperr"
@@ -32,7 +37,7 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 	opts := client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}
 	// Always the codec: with no key it passes payloads through and names
 	// the missing key when it meets an encrypted one.
-	cd, err := codec.FromEnv()
+	cd, err := payloadCodec()
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ConfigError, err, "payload encryption")
 	}
@@ -66,6 +71,35 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot connect to Temporal at %s (namespace %s)", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
 	return c, nil
+}
+
+// payloadCodec is this process's codec, from the environment, made once.
+var payloadCodec = sync.OnceValues(codec.FromEnv)
+
+// DataConverter decodes what the client's own calls do not: payloads read
+// from history, heartbeat details, memos. Without a usable key it is the
+// default converter (Dial has reported the key's problem).
+func DataConverter() converter.DataConverter {
+	if cd, err := payloadCodec(); err == nil {
+		return cd.DataConverter()
+	}
+	return converter.GetDefaultDataConverter()
+}
+
+// FailureMessage is a failure's message, decrypted when payloads are.
+func FailureMessage(f *failurepb.Failure) string {
+	fc := temporal.GetDefaultFailureConverter()
+	if cd, err := payloadCodec(); err == nil {
+		fc = cd.FailureConverter()
+	}
+	if err := fc.FailureToError(f); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return app.Message()
+		}
+		return err.Error()
+	}
+	return f.GetMessage()
 }
 
 func tlsConfig(t config.TLS) (*tls.Config, error) {

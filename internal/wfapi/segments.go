@@ -85,6 +85,9 @@ type Resume struct {
 	// about servers it left on them.
 	LostHosts     []string `json:"lost_hosts,omitempty"`
 	LostProcesses []string `json:"lost_processes,omitempty"`
+	// Hosts of the succeeded steps that ran on a host the run lost: a
+	// step that needs their files has them run again first.
+	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
 // Letters of Resume.States, in the order of letterStates; 'w' is a step

@@ -1,0 +1,116 @@
+package workflows
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+const (
+	hostA = "capflow@host-a"
+	hostB = "capflow@host-b"
+)
+
+// lostHostRun runs a plan resolved on host A where the steps in lostOn
+// find no worker there (a schedule-to-start timeout, after delay when one
+// is given); the Host activity answers with host B. It returns the result
+// and the activities in the order they ran, as step@queue.
+func lostHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
+	t.Helper()
+	rr := resolvedFrom(t, src)
+	rr.HostQueue = hostA
+	for i := range rr.Steps {
+		if slices.Contains(notIdempotent, rr.Steps[i].ID) {
+			rr.Steps[i].Idempotent = false
+		}
+	}
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{}}
+	var order []string
+	for _, s := range rr.Steps {
+		id := s.ID
+		f.behave[id] = func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+			q := activity.GetInfo(ctx).TaskQueue
+			if delay, lost := lostOn[id]; lost && q == hostA {
+				time.Sleep(delay)
+				return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
+			f.mu.Lock()
+			order = append(order, id+"@"+strings.TrimPrefix(q, "capflow@"))
+			f.mu.Unlock()
+			return ok(ctx, attempt)
+		}
+	}
+	env := newEnv(t, f)
+	env.RegisterActivityWithOptions(func(ctx context.Context, id string) (*wfapi.HostInfo, error) {
+		return &wfapi.HostInfo{Queue: hostB, RunDir: "/runs/b"}, nil
+	}, activity.RegisterOptions{Name: wfapi.HostActivity})
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return &res, order
+}
+
+func before(order []string, a, b string) bool {
+	i, j := slices.Index(order, a), slices.Index(order, b)
+	return i >= 0 && j >= 0 && i < j
+}
+
+// Steps that need a dependency which ran on the lost host wait until it
+// ran again on the new host: both of two siblings, not only the first.
+func TestMovedRunRepeatsDependenciesOfTheLostHost(t *testing.T) {
+	res, order := lostHostRun(t, `name: r
+steps:
+  - {id: p, capability: x.p}
+  - {id: x, capability: x.x}
+  - {id: d, capability: x.d, needs: [p, x]}
+  - {id: e, capability: x.e, needs: [p, x]}
+`, map[string]time.Duration{"x": 0})
+	if res.Status != wfapi.StatusPassed || !slices.Equal(res.LostHosts, []string{hostA}) {
+		t.Fatalf("%s [%s] lost %v", res.Status, states(res), res.LostHosts)
+	}
+	if !before(order, "p@host-a", "p@host-b") || !before(order, "p@host-b", "d@host-b") || !before(order, "p@host-b", "e@host-b") {
+		t.Fatalf("order %v: p must run again on host b before d and e", order)
+	}
+}
+
+// A step whose host timeout comes after the run moved checks its
+// dependencies too.
+func TestLateLostStepRepeatsItsDependency(t *testing.T) {
+	res, order := lostHostRun(t, `name: r
+steps:
+  - {id: a1, capability: x.a}
+  - {id: a2, capability: x.a}
+  - {id: b, capability: x.b, needs: [a1]}
+  - {id: c, capability: x.c, needs: [a2]}
+`, map[string]time.Duration{"b": 0, "c": 300 * time.Millisecond})
+	if res.Status != wfapi.StatusPassed {
+		t.Fatalf("%s [%s]", res.Status, states(res))
+	}
+	if !before(order, "a1@host-b", "b@host-b") || !before(order, "a2@host-b", "c@host-b") {
+		t.Fatalf("order %v: a1 and a2 must run again on host b before b and c", order)
+	}
+}
+
+// A dependency that is not idempotent is not repeated: the step runs (and
+// would fail on its own if it needed that dependency's files).
+func TestNotIdempotentDependencyIsNotRepeated(t *testing.T) {
+	res, order := lostHostRun(t, `name: r
+steps:
+  - {id: charge, capability: x.charge}
+  - {id: x, capability: x.x}
+  - {id: mail, capability: x.mail, needs: [charge, x]}
+`, map[string]time.Duration{"x": 0}, "charge")
+	if res.Status != wfapi.StatusPassed || slices.Contains(order, "charge@host-b") || !slices.Contains(order, "mail@host-b") {
+		t.Fatalf("%s order %v", res.Status, order)
+	}
+}
