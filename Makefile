@@ -67,10 +67,10 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## gofmt, go vet, staticcheck, wor
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-bench: build temporal ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one dev server
+bench: build temporal ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one default-config dev server
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/...
-	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Overhead -benchtime 6x -timeout 60m ./e2e
-	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e
+	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench 'Overhead|Local' -benchtime 6x -timeout 60m ./e2e
+	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e
 
 FUZZTIME ?= 20s
 fuzz: ## a short fuzzing pass over every parser; crashers land in testdata/fuzz/ and stay there as seeds

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
@@ -131,4 +133,14 @@ func safeName(s string) string {
 // whose host was lost moves to the host of whichever worker answers).
 func (a *Activities) Host(ctx context.Context, workflowID string) (*wfapi.HostInfo, error) {
 	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: a.runDir(workflowID)}, nil
+}
+
+// wrongHost refuses a local activity that runs on a worker other than the
+// run's host (host: the run's host queue): the run's folder and processes
+// are not here. The workflow then runs it as a regular activity there.
+func (a *Activities) wrongHost(ctx context.Context, host string) error {
+	if host == "" || host == a.HostQueue || !activity.IsActivity(ctx) || !activity.GetInfo(ctx).IsLocalActivity {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's host is %s, this worker is %s", host, a.HostQueue), wfapi.ErrWrongHost, nil)
 }

@@ -25,6 +25,11 @@ import (
 // resolution and steps stored at Resolve, the steps of earlier segments
 // (Checkpoint), the envelopes stored by RunTool.
 func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
+	if in.Resolved != nil && in.Resolved.RunDir != "" {
+		if err := a.wrongHost(ctx, in.Resolved.HostQueue); err != nil {
+			return nil, err
+		}
+	}
 	dir := a.runDir(in.Result.WorkflowID)
 	if in.Resolved != nil && in.Resolved.RunDir != "" {
 		dir = in.Resolved.RunDir

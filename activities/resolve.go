@@ -237,6 +237,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			r := byStep[s.ID]
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
 			rs.Approval = m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == builtin.FlowApprove
+			rs.Local = m.Local(st.Timeout) && !rs.Approval && s.Plan == ""
 		}
 		rs.StepSettings = st
 		rs.Summary = rs.Summarize()

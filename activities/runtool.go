@@ -37,8 +37,13 @@ const MaxStoredData = 256 << 20
 // type is the contract code (non-retryable codes are final) and whose
 // details carry the envelope.
 func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	if err := a.wrongHost(ctx, in.Host); err != nil {
+		return nil, err
+	}
 	info := activity.GetInfo(ctx)
-	attempt := info.Attempt
+	// Attempts a step made as a local activity before it continued as a
+	// regular one count too: the tool and the attempt story see one series.
+	attempt := info.Attempt + in.AttemptsBefore
 	step := in.Step
 	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
 	var lost []string
@@ -46,7 +51,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	began := time.Now()
 	var maxAttempts int32
 	if info.RetryPolicy != nil {
-		maxAttempts = info.RetryPolicy.MaximumAttempts
+		maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
 	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		code := caperr.ToolFailure

@@ -41,12 +41,21 @@ func minimalNoop(ctx context.Context, tool string) error {
 	return err
 }
 
+// minimalInProcess is the in-process no-op: the least an activity can be.
+func minimalInProcess(ctx context.Context, tool string) error { return nil }
+
+// minimalWorkflow runs steps regular activities: the command tool, or the
+// in-process no-op when tool is "".
 func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
+	act := any(minimalNoop)
+	if tool == "" {
+		act = minimalInProcess
+	}
 	if !parallel {
 		for i := 0; i < steps; i++ {
-			if err := workflow.ExecuteActivity(ctx, minimalNoop, tool).Get(ctx, nil); err != nil {
+			if err := workflow.ExecuteActivity(ctx, act, tool).Get(ctx, nil); err != nil {
 				return err
 			}
 		}
@@ -54,7 +63,7 @@ func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool
 	}
 	fs := make([]workflow.Future, steps)
 	for i := range fs {
-		fs[i] = workflow.ExecuteActivity(ctx, minimalNoop, tool)
+		fs[i] = workflow.ExecuteActivity(ctx, act, tool)
 	}
 	for _, f := range fs {
 		if err := f.Get(ctx, nil); err != nil {
@@ -65,9 +74,16 @@ func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool
 }
 
 func capflowPlan(steps int, chain bool) map[string]any {
+	return capflowPlanOf("test.noop", nil, steps, chain)
+}
+
+func capflowPlanOf(capability string, with map[string]any, steps int, chain bool) map[string]any {
 	var list []any
 	for i := 0; i < steps; i++ {
-		s := map[string]any{"id": fmt.Sprintf("s%04d", i), "capability": "test.noop"}
+		s := map[string]any{"id": fmt.Sprintf("s%04d", i), "capability": capability}
+		if with != nil {
+			s["with"] = with
+		}
 		if chain && i > 0 {
 			s["needs"] = []any{fmt.Sprintf("s%04d", i-1)}
 		}
@@ -80,13 +96,7 @@ func capflowPlan(steps int, chain bool) map[string]any {
 // capflow and through the minimal workflow, alternating, on the same dev
 // server, and reports milliseconds per step for each and their ratio.
 func BenchmarkOverhead(b *testing.B) {
-	w := worker.New(h.client, minimalQueue, worker.Options{})
-	w.RegisterWorkflow(minimalWorkflow)
-	w.RegisterActivity(minimalNoop)
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
+	defer startMinimal(b)()
 	tool := filepath.Join(h.project, "tools/noop/run.sh")
 	for _, shape := range []struct {
 		name  string
@@ -122,6 +132,83 @@ func BenchmarkOverhead(b *testing.B) {
 			b.ReportMetric(float64(tCap)/float64(tMin), "capflow/minimal")
 			// The median of per-pair ratios: each pair ran back to back, so
 			// it resists the drift of a shared machine better than totals.
+			sort.Float64s(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+		})
+	}
+}
+
+// startMinimal starts the baseline's worker; the returned func stops it.
+func startMinimal(b *testing.B) func() {
+	w := worker.New(h.client, minimalQueue, worker.Options{})
+	w.RegisterWorkflow(minimalWorkflow)
+	w.RegisterActivity(minimalNoop)
+	w.RegisterActivity(minimalInProcess)
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return w.Stop
+}
+
+// BenchmarkLocal compares capflow's local path with the minimal workflow
+// of regular activities, side by side on one dev server: a 50-step chain
+// of a local builtin (text.render) against the in-process no-op, a
+// 50-step chain of a local command tool against the same command tool,
+// and a 500-step fan-out of the local builtin against the in-process
+// no-op. Targets (docs/performance.md): chains <= 0.1x, fan-out <= 1.0x.
+func BenchmarkLocal(b *testing.B) {
+	defer startMinimal(b)()
+	tool := filepath.Join(h.project, "tools/noop-local/run.sh")
+	render := map[string]any{"template": "ok"}
+	for _, shape := range []struct {
+		name       string
+		capability string
+		with       map[string]any
+		minimal    string // the baseline's tool ("" = in-process)
+		steps      int
+		chain      bool
+	}{
+		{"builtin-chain50", "text.render", render, "", 50, true},
+		{"command-chain50", "test.noop_local", nil, tool, 50, true},
+		{"builtin-fanout500", "text.render", render, "", 500, false},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			var tMin, tCap time.Duration
+			var ratios []float64
+			for i := 0; i < b.N; i++ {
+				m0, c0 := tMin, tCap
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				start := time.Now()
+				run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, shape.minimal, shape.steps, !shape.chain)
+				if err != nil || run.Get(ctx, nil) != nil {
+					b.Fatalf("minimal: %v", err)
+				}
+				tMin += time.Since(start)
+				start = time.Now()
+				run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow",
+					map[string]any{"plan": capflowPlanOf(shape.capability, shape.with, shape.steps, shape.chain)})
+				var res struct {
+					Status  string `json:"status"`
+					Message string `json:"message"`
+					Steps   []struct {
+						Execution string `json:"execution"`
+					} `json:"steps"`
+				}
+				if err != nil || run.Get(ctx, &res) != nil || res.Status != "passed" {
+					b.Fatalf("capflow: %v %s", err, res.Message)
+				}
+				tCap += time.Since(start)
+				cancel()
+				for _, s := range res.Steps {
+					if s.Execution != "local" {
+						b.Fatalf("a step ran %q, not local", s.Execution)
+					}
+				}
+				ratios = append(ratios, float64(tCap-c0)/float64(tMin-m0))
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N*shape.steps) }
+			b.ReportMetric(per(tMin), "minimal-ms/step")
+			b.ReportMetric(per(tCap), "capflow-ms/step")
 			sort.Float64s(ratios)
 			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
 		})

@@ -134,7 +134,10 @@ steps:
 // so another host) takes the step again and the rest of the run.
 func TestRunMovesWhenItsHostIsLost(t *testing.T) {
 	const queue = "capflow-hosts"
-	other := filepath.Join(h.tmp, "project-b")
+	other, err := os.MkdirTemp(h.tmp, "project-b-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := copyTree(h.project, other); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +223,10 @@ func TestFileHandOffAcrossHosts(t *testing.T) {
 			_ = w.Wait()
 		}
 	}()
+	// Heartbeats bound how long a step that was running on the killed
+	// worker goes unnoticed (tools heartbeat every second).
 	file := h.writePlan(t, "handoff", `name: handoff
+defaults: {heartbeat: 2s}
 inputs:
   id: {type: string}
 steps:
@@ -234,7 +240,6 @@ steps:
   - id: wait
     capability: test.slow
     needs: [pack]
-    heartbeat: 2s
     with: {seconds: 8}
   - id: unpack
     capability: archive.extract

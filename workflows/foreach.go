@@ -267,12 +267,13 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	opts := s.activityOptions(step)
 	opts.ActivityID = "step-" + label
 	opts.Summary = wfapi.StepSummary(label, step.Capability, step.Tool, step.Version)
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
+	cctx, cancel := workflow.WithCancel(s.ctx)
 	call, inputs, deps := s.itemCall(st, index)
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call}}
 	it.cancel, it.status = cancel, wfapi.StepRunning
-	f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
+	var path string
+	f := s.runTool(cctx, step, opts, in, &path)
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) { s.completeItem(id, index, f) })
 }

@@ -19,7 +19,8 @@ const maxBatchResult = 1 << 20
 // ItemsWorkflow runs one batch of a for_each step's items, up to
 // MaxParallel at a time, and returns each item's outcome.
 func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResult, error) {
-	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx)}
+	ctx = withLocal(ctx)
+	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx), local: usesLocal(ctx)}
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
 	var cancels []workflow.CancelFunc
@@ -35,13 +36,14 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 			label := wfapi.ItemLabel(in.Step.ID, item.Index)
 			opts.ActivityID = "step-" + label
 			opts.Summary = wfapi.StepSummary(label, in.Step.Capability, in.Step.Tool, in.Step.Version)
-			actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
+			cctx, cancel := workflow.WithCancel(ctx)
 			cancels = append(cancels, cancel)
 			call := in.Step
 			rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
 				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With,
 					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
-			f := workflow.ExecuteActivity(actx, wfapi.RunToolActivity, rin)
+			var path string
+			f := s.runTool(cctx, in.Step, opts, rin, &path)
 			s.sel.AddFuture(f, func(f workflow.Future) {
 				running--
 				var res wfapi.RunToolResult

@@ -35,6 +35,7 @@ var localRetry = &temporal.RetryPolicy{
 // run whose history grows long continues as new (segments.go); in.Resume
 // is then the state its previous segment left.
 func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
+	ctx = withLocal(ctx)
 	info := workflow.GetInfo(ctx)
 	started := workflow.Now(ctx)
 	res := &wfapi.Result{
@@ -141,14 +142,14 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 		res.Status, res.Message = wfapi.StatusInvalid, "the workflow input has neither a plan nor a request"
 		return true, nil
 	}
-	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	ropts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
-	})
+	}
 	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID}
 	if planValue == nil {
 		rin.PlanFile = in.PlanFile
 	}
-	if err := workflow.ExecuteActivity(rctx, wfapi.ResolveActivity, rin).Get(ctx, rr); err != nil {
+	if err := bookkeeping(ctx, usesLocal(ctx), ropts, wfapi.ResolveActivity, rin, rr); err != nil {
 		if temporal.IsCanceledError(err) {
 			res.Status, res.Message = wfapi.StatusCancelled, "cancelled while resolving"
 		} else {
@@ -244,7 +245,6 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 		// host; a lost host must not keep the run from ending.
 		fopts.TaskQueue, fopts.ScheduleToStartTimeout = rr.HostQueue, time.Minute
 	}
-	fctx := workflow.WithActivityOptions(dctx, fopts)
 	fin := wfapi.FinalizeInput{Result: *res, Resolved: rr, Segments: res.Segments}
 	if steps != nil {
 		fin.Result.Steps = steps
@@ -252,7 +252,7 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 		fin.Result.Lighten(wfapi.MaxResultBytes)
 	}
 	var paths wfapi.ReportPaths
-	err := workflow.ExecuteActivity(fctx, wfapi.FinalizeActivity, fin).Get(dctx, &paths)
+	err := bookkeeping(dctx, usesLocal(dctx), fopts, wfapi.FinalizeActivity, fin, &paths)
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
 		// The run's host is gone: any worker writes the report (the host's
@@ -285,11 +285,11 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 }
 
 func route(ctx workflow.Context, in wfapi.Input) (*wfapi.RouteResult, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute, RetryPolicy: localRetry, Summary: "route: request text → plan",
-	})
+	}
 	var rt wfapi.RouteResult
-	err := workflow.ExecuteActivity(actx, wfapi.RouteActivity, wfapi.RouteInput{Request: in.Request, Inputs: in.Inputs}).Get(ctx, &rt)
+	err := bookkeeping(ctx, usesLocal(ctx), opts, wfapi.RouteActivity, wfapi.RouteInput{Request: in.Request, Inputs: in.Inputs}, &rt)
 	if err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) {

@@ -121,7 +121,7 @@ func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	if b == nil {
 		b = ok
 	}
-	return b(ctx, activity.GetInfo(ctx).Attempt)
+	return b(ctx, activity.GetInfo(ctx).Attempt+in.AttemptsBefore) // as RunTool counts
 }
 
 // Decide evaluates lists and conditions as the real activity does, over

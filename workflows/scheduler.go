@@ -62,6 +62,8 @@ type stepState struct {
 	// times it was sent to another host after its own was lost.
 	host  string
 	moves int
+	// path is how the step ran: local, activity, or local then activity.
+	path string
 }
 
 type scheduler struct {
@@ -105,6 +107,8 @@ type scheduler struct {
 	reuse   *wfapi.Reuse
 	noReuse map[string]bool
 	// rehosting: a Host activity is looking for another host for the
+	// local: the run uses local activities (local.go).
+	local bool
 	// steps in moving; lostHosts are the hosts the run left.
 	rehosting bool
 	moving    []string
@@ -114,7 +118,7 @@ type scheduler struct {
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
-	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{},
+	s := &scheduler{ctx: ctx, rr: rr, res: res, steps: map[string]*stepState{}, dependents: map[string][]string{}, local: usesLocal(ctx),
 		sel: workflow.NewSelector(ctx), count: map[wfapi.StepState]int{}, wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
 	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	// A cancellation must rouse a loop that only waits for an operator (a
@@ -407,7 +411,7 @@ func (s *scheduler) launch(st *stepState) {
 		opts.ActivityID += fmt.Sprintf("-host-%d", st.moves)
 	}
 	st.host = opts.TaskQueue // the run's host, or the tool's own queue
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, opts))
+	cctx, cancel := workflow.WithCancel(s.ctx)
 	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
 	// Only idempotent steps are reused: a step with effects (a server it
@@ -416,7 +420,7 @@ func (s *scheduler) launch(st *stepState) {
 		in.Step.ReuseFrom = s.reuse.WorkflowID
 	}
 	in.Inputs, in.Deps = s.referenced(step.With)
-	st.future = workflow.ExecuteActivity(actx, wfapi.RunToolActivity, in)
+	st.future = s.runTool(cctx, step, opts, in, &st.path)
 	st.cancel = cancel
 	id := step.ID
 	s.sel.AddFuture(st.future, func(f workflow.Future) { s.complete(id, f) })
@@ -539,8 +543,10 @@ func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 	var canceled *temporal.CanceledError
 	switch {
 	case errors.As(err, &canceled):
-		var details wfapi.RunToolResult
-		if canceled.HasDetails() && canceled.Details(&details) == nil {
+		// Pointers: a local activity's error may carry its details as Go
+		// values (not payloads), which only a pointer receives.
+		var details *wfapi.RunToolResult
+		if canceled.HasDetails() && canceled.Details(&details) == nil && details != nil {
 			st.attempts = int(details.Attempt)
 		}
 		reason := s.stopReason
@@ -549,8 +555,8 @@ func (s *scheduler) failure(st *stepState, err error) (lostData []string) {
 		}
 		st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+reason)
 	case errors.As(err, &app):
-		var details wfapi.RunToolResult
-		if app.HasDetails() && app.Details(&details) == nil && details.Envelope.ToolID != "" {
+		var details *wfapi.RunToolResult
+		if app.HasDetails() && app.Details(&details) == nil && details != nil && details.Envelope.ToolID != "" {
 			env := details.Envelope
 			st.env, st.attempts, lostData, st.envFile = &env, int(details.Attempt), details.LostData, details.EnvelopeFile
 		} else {
@@ -782,7 +788,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: st.status, Tool: rs.Tool, Version: rs.Version,
 			Attempts: st.attempts, Reason: st.reason, Critical: rs.Critical, DataFile: st.dataFile, DataSHA256: st.dataSHA, EnvelopeFile: st.envFile,
-			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: st.joinNote}
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: st.joinNote, Execution: st.path}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {

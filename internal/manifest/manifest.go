@@ -17,6 +17,33 @@ const (
 	EntryBuiltin = "builtin"
 )
 
+// Execution paths (the manifest's execution field).
+const (
+	ExecAuto     = "auto"
+	ExecActivity = "activity"
+	ExecLocal    = "local"
+)
+
+// AutoLocalMax is the longest start-to-close timeout of a tool that
+// execution: auto runs as a local activity.
+const AutoLocalMax = 30 * time.Second
+
+// Local reports whether a step of this tool, with the given effective
+// start-to-close timeout, runs as a Temporal local activity: local when
+// the manifest says so, auto when idempotent and short; never a tool bound
+// to its own task queue (a local activity runs where the workflow does).
+func (m *Manifest) Local(timeout time.Duration) bool {
+	switch {
+	case m.TaskQueue != "":
+		return false
+	case m.Execution == ExecLocal:
+		return true
+	case m.Execution == ExecActivity:
+		return false
+	}
+	return m.Idempotent && timeout > 0 && timeout <= AutoLocalMax
+}
+
 // Result modes of a command tool.
 const (
 	ResultEnvelope = "envelope"
@@ -40,6 +67,8 @@ type Manifest struct {
 	Timeouts     Timeouts       `json:"timeouts"`
 	Retry        Retry          `json:"retry"`
 	TaskQueue    string         `json:"task_queue,omitempty"`
+	// Execution: auto (default), activity or local (docs/manifests.md).
+	Execution string `json:"execution"`
 
 	// Where it came from, filled by the loader.
 	Dir    string `json:"dir"`            // folder holding tool.yaml (command paths resolve here)

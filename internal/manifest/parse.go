@@ -60,6 +60,9 @@ func Parse(file, dir string, data []byte) (*Manifest, caperr.Problems) {
 	if m.Stability == "" {
 		m.Stability = "stable"
 	}
+	if m.Execution == "" {
+		m.Execution = ExecAuto
+	}
 	if m.Entrypoint.Type == EntryCommand && m.Entrypoint.Result == "" {
 		m.Entrypoint.Result = ResultEnvelope
 	}
@@ -76,6 +79,14 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 	at := func(path []string, format string, args ...any) {
 		p := doc.Root.PosOf(path)
 		probs = append(probs, caperr.New(caperr.InvalidInput, format, args...).At(doc.File, p.Line, p.Column, yamldoc.FieldPath(path)))
+	}
+	if raw["execution"] == ExecLocal {
+		if idem, _ := raw["idempotent"].(bool); !idem {
+			at([]string{"execution"}, "execution: local needs idempotent: true (a local activity runs again when its worker dies mid-step)")
+		}
+		if q, _ := raw["task_queue"].(string); q != "" {
+			at([]string{"execution"}, "execution: local cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", q)
+		}
 	}
 	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {
 		at([]string{"version"}, "version %q is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0)", v)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const good = `name: file-checksum
@@ -42,6 +43,29 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+func TestLocal(t *testing.T) {
+	for _, tc := range []struct {
+		execution, queue string
+		idempotent       bool
+		timeout          time.Duration
+		want             bool
+	}{
+		{"auto", "", true, 10 * time.Second, true},
+		{"auto", "", true, 30 * time.Second, true},
+		{"auto", "", true, 31 * time.Second, false},
+		{"auto", "", false, time.Second, false},
+		{"", "", true, time.Second, true}, // cached manifests from before the field
+		{"activity", "", true, time.Second, false},
+		{"local", "", true, 10 * time.Minute, true},
+		{"auto", "gpu", true, time.Second, false},
+	} {
+		m := &Manifest{Execution: tc.execution, TaskQueue: tc.queue, Idempotent: tc.idempotent}
+		if got := m.Local(tc.timeout); got != tc.want {
+			t.Errorf("%+v: Local(%s) = %v, want %v", tc, tc.timeout, got, tc.want)
+		}
+	}
+}
+
 func TestParseProblems(t *testing.T) {
 	tests := []struct {
 		name string
@@ -62,6 +86,10 @@ func TestParseProblems(t *testing.T) {
 			`7:input_schema.type: not a valid JSON Schema 2020-12`, `9:input_schema.properties.n.minLength: not a valid JSON Schema 2020-12`}},
 		{"entrypoint mismatch", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint:\n  type: command\n  url: http://x\n  command: ['sh -c run']\n", []string{
 			`7:entrypoint.url: "url" belongs to entrypoint type http`, `8:entrypoint.command[0]: never runs through a shell`}},
+		{"execution", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nexecution: fast\n", []string{
+			`6:execution: must be one of auto, activity, local`}},
+		{"local needs idempotent, not a queue", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntask_queue: gpu\nexecution: local\n", []string{
+			`7:execution: execution: local needs idempotent: true`, `7:execution: cannot go with task_queue "gpu"`}},
 		{"bad durations and deps", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntimeouts: {start_to_close: 5 minutes}\ndependencies:\n  - {kind: service, name: s}\n  - {kind: docker, name: d}\n", []string{
 			`6:timeouts.start_to_close: "5 minutes" is not a duration like 30s, 5m or 1h30m`, `8:dependencies[0]: a service dependency needs a url`, `9:dependencies[1].kind: must be one of binary, env, service`}},
 	}

@@ -131,6 +131,9 @@ type ResolvedStep struct {
 	// Approval: a flow.approve step, which waits in the workflow for a
 	// person's decision instead of running an activity.
 	Approval bool `json:"approval,omitempty"`
+	// Local: the step runs as a local activity (its tool's execution;
+	// docs/manifests.md).
+	Local bool `json:"local,omitempty"`
 	// Plan and PlanValue: a sub-plan step's file and the plan as checked
 	// at resolution (the child workflow runs exactly that).
 	Plan      string `json:"plan,omitempty"`
@@ -361,7 +364,18 @@ type RunToolInput struct {
 	Step       StepCall               `json:"step"`
 	Inputs     map[string]any         `json:"inputs,omitempty"`
 	Deps       map[string]StepOutcome `json:"deps,omitempty"`
+	// Host is the run's host queue when the step runs as a local activity:
+	// a worker on another host answers ErrWrongHost instead of running it.
+	Host string `json:"host,omitempty"`
+	// AttemptsBefore: attempts the step made as a local activity before
+	// this regular activity (its attempt numbers continue from there).
+	AttemptsBefore int32 `json:"attempts_before,omitempty"`
 }
+
+// ErrWrongHost is the error type of a local activity that ran on a worker
+// that is not the run's host; the workflow runs it as a regular activity
+// on the host instead.
+const ErrWrongHost = "CAPFLOW_WRONG_HOST"
 
 // RunToolResult is the RunTool activity's result (also the details of
 // its failures).
@@ -420,6 +434,9 @@ type StepResult struct {
 	// JoinNote says how an any/quorum join was met ("quorum: 3/4 (75%)
 	// met, continuing").
 	JoinNote string `json:"join_note,omitempty"`
+	// Execution is the path that ran the step: "local" (a local
+	// activity), "activity", or "local, then activity".
+	Execution string `json:"execution,omitempty"`
 	// InputsSHA256 and ReusedFrom: see RunToolResult.
 	InputsSHA256 string `json:"inputs_sha256,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`

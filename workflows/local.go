@@ -1,0 +1,129 @@
+package workflows
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// The fast path (docs/performance.md): steps whose tool runs as a local
+// activity, and capflow's own Resolve, Route and Finalize, run inside the
+// workflow task of the worker that runs the workflow, with no task
+// hand-off through the server. Runs recorded before it replay as they ran.
+const localChange = "local-activities"
+
+// withLocal records in ctx whether this run uses local activities (asked
+// once, at the start of the workflow).
+func withLocal(ctx workflow.Context) workflow.Context {
+	return workflow.WithValue(ctx, localKey{}, workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1) >= 1)
+}
+
+type localKey struct{}
+
+// usesLocal reports what withLocal recorded.
+func usesLocal(ctx workflow.Context) bool {
+	v, _ := ctx.Value(localKey{}).(bool)
+	return v
+}
+
+// LocalAttempts is how many attempts a local step makes as a local
+// activity (the SDK's local retry) before its remaining attempts run as a
+// regular activity, which heartbeats and shows in the Web UI's pending
+// activities.
+const LocalAttempts = 2
+
+// Execution paths, as a step's result reports them.
+const (
+	PathLocal    = "local"
+	PathActivity = "activity"
+	// PathLocalThenActivity: local attempts failed (or the workflow ran on
+	// another host than the run's), the rest ran as a regular activity.
+	PathLocalThenActivity = "local, then activity"
+)
+
+// runTool runs a step's (or an item's) RunTool: a local activity when the
+// step is local and the run uses local activities, else a regular
+// activity with opts. A local activity that lands on a worker that is not
+// the run's host, or whose attempts fail with attempts left, continues as
+// a regular activity. ctx may be cancellable; path gets the path taken.
+func (s *scheduler) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
+	if !s.local || !step.Local {
+		*path = PathActivity
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), wfapi.RunToolActivity, in)
+	}
+	*path = PathLocal
+	in.Host = s.rr.HostQueue
+	retry := *opts.RetryPolicy
+	retry.MaximumAttempts = int32(min(max(step.MaxAttempts, 1), LocalAttempts))
+	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: &retry, Summary: opts.Summary}
+	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), wfapi.RunToolActivity, in)
+	fut, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var out wfapi.RunToolResult
+		err := lf.Get(gctx, &out)
+		wrong := isWrongHost(err)
+		left := max(step.MaxAttempts, 1) - int(retry.MaximumAttempts)
+		if err == nil || ctx.Err() != nil || (!wrong && (left <= 0 || !retryable(err))) {
+			set.Set(out, err)
+			return
+		}
+		*path = PathLocalThenActivity
+		in.Host = ""
+		ropts := opts
+		if !wrong {
+			r := *opts.RetryPolicy
+			r.MaximumAttempts = int32(left)
+			ropts.RetryPolicy = &r
+			ropts.ActivityID += "-after-local"
+			in.AttemptsBefore = retry.MaximumAttempts
+		}
+		var again wfapi.RunToolResult
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ropts), wfapi.RunToolActivity, in).Get(gctx, &again)
+		set.Set(again, err)
+	})
+	return fut
+}
+
+// isWrongHost reports whether a local activity found itself on a worker
+// that is not the run's host.
+func isWrongHost(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == wfapi.ErrWrongHost
+}
+
+// retryable reports whether a failed attempt may be tried again: not a
+// cancellation, not an error the tool marked final.
+func retryable(err error) bool {
+	if temporal.IsCanceledError(err) {
+		return false
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return !app.NonRetryable() && !slices.Contains(caperr.NonRetryable(), app.Type())
+	}
+	return true
+}
+
+// bookkeeping runs one of capflow's own activities (Resolve, Route,
+// Finalize): locally when the run uses local activities, falling back to
+// a regular activity with opts when the local one landed on a worker that
+// is not the run's host (Finalize writes the run's folder).
+func bookkeeping(ctx workflow.Context, local bool, opts workflow.ActivityOptions, name string, in, out any) error {
+	if local {
+		lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: opts.RetryPolicy, Summary: opts.Summary}
+		if lopts.StartToCloseTimeout == 0 {
+			lopts.StartToCloseTimeout = 5 * time.Minute
+		}
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), name, in).Get(ctx, out)
+		if !isWrongHost(err) {
+			return err
+		}
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), name, in).Get(ctx, out)
+}

@@ -1,0 +1,162 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// paths records, per step, whether each of its attempts ran as a local
+// activity ("L") or a regular one ("A").
+type paths struct {
+	mu  sync.Mutex
+	got map[string]string
+}
+
+func (p *paths) wrap(id string, b behaviour) behaviour {
+	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		p.mu.Lock()
+		if activity.GetInfo(ctx).IsLocalActivity {
+			p.got[id] += "L"
+		} else {
+			p.got[id] += "A"
+		}
+		p.mu.Unlock()
+		return b(ctx, attempt)
+	}
+}
+
+func localRun(t *testing.T, src string, local []string, behave map[string]behaviour) (*wfapi.Result, *paths, *fakes) {
+	t.Helper()
+	rr := resolvedFrom(t, src)
+	for i := range rr.Steps {
+		for _, id := range local {
+			if rr.Steps[i].ID == id {
+				rr.Steps[i].Local = true
+			}
+		}
+	}
+	p := &paths{got: map[string]string{}}
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{}}
+	for _, s := range rr.Steps {
+		b := behave[s.ID]
+		if b == nil {
+			b = ok
+		}
+		f.behave[s.ID] = p.wrap(s.ID, b)
+	}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return &res, p, f
+}
+
+const localChain = `name: local
+steps:
+  - {id: a, capability: x.a}
+  - {id: b, capability: x.b, needs: [a]}
+  - {id: c, capability: x.c, needs: [b]}
+`
+
+func TestLocalStepsRunAsLocalActivities(t *testing.T) {
+	res, p, _ := localRun(t, localChain, []string{"a", "b"}, nil)
+	if res.Status != wfapi.StatusPassed || p.got["a"] != "L" || p.got["b"] != "L" || p.got["c"] != "A" {
+		t.Fatalf("%s paths %v", res.Status, p.got)
+	}
+	want := map[string]string{"a": PathLocal, "b": PathLocal, "c": PathActivity}
+	for _, s := range res.Steps {
+		if s.Execution != want[s.ID] || s.Attempts != 1 {
+			t.Fatalf("step %s: execution %q attempts %d", s.ID, s.Execution, s.Attempts)
+		}
+	}
+}
+
+// A local activity on a worker that is not the run's host runs again as a
+// regular activity on the host.
+func TestLocalOnTheWrongHostRunsOnTheHost(t *testing.T) {
+	wrongThenOK := func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+		if activity.GetInfo(ctx).IsLocalActivity {
+			return nil, temporal.NewNonRetryableApplicationError("elsewhere", wfapi.ErrWrongHost, nil)
+		}
+		return ok(ctx, attempt)
+	}
+	res, p, f := localRun(t, localChain, []string{"a"}, map[string]behaviour{"a": wrongThenOK})
+	if res.Status != wfapi.StatusPassed || p.got["a"] != "LA" || res.Steps[0].Execution != PathLocalThenActivity || res.Steps[0].Attempts != 1 {
+		t.Fatalf("%s paths %v step %+v", res.Status, p.got, res.Steps[0])
+	}
+	if in := f.inputs["a"]; in.Host != "" {
+		t.Fatalf("the regular attempt still names a host: %q", in.Host)
+	}
+}
+
+// Local attempts that fail go on as regular attempts, up to the step's
+// max_attempts in all; a failure the tool marks final stops at once.
+func TestLocalRetriesThenRegularRetries(t *testing.T) {
+	src := `name: local
+failure_policy: continue_all
+steps:
+  - {id: a, capability: x.a, retry: {max_attempts: 4}}
+  - {id: b, capability: x.b, retry: {max_attempts: 4}}
+  - {id: c, capability: x.c, retry: {max_attempts: 4}}
+`
+	res, p, _ := localRun(t, src, []string{"a", "b", "c"}, map[string]behaviour{
+		"a": failTimes(2, caperr.ToolFailure),  // 2 local failures, then a regular success
+		"b": failTimes(10, caperr.ToolFailure), // every attempt fails
+		"c": fail(caperr.InvalidInput),         // final at once
+	})
+	byID := map[string]wfapi.StepResult{}
+	for _, s := range res.Steps {
+		byID[s.ID] = s
+	}
+	if p.got["a"] != "LLA" || byID["a"].Status != wfapi.StepSucceeded || byID["a"].Execution != PathLocalThenActivity || byID["a"].Attempts != 3 {
+		t.Fatalf("a: paths %q %+v", p.got["a"], byID["a"])
+	}
+	if p.got["b"] != "LLAA" || byID["b"].Status != wfapi.StepFailed {
+		t.Fatalf("b: paths %q %s", p.got["b"], byID["b"].Status)
+	}
+	if p.got["c"] != "L" || byID["c"].Status != wfapi.StepFailed || byID["c"].Execution != PathLocal {
+		t.Fatalf("c: paths %q %+v", p.got["c"], byID["c"])
+	}
+}
+
+// Resolve and Finalize run as local activities.
+func TestBookkeepingRunsLocally(t *testing.T) {
+	rr := resolvedFrom(t, localChain)
+	var local []string
+	var mu sync.Mutex
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.RegisterActivityWithOptions(func(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
+		mu.Lock()
+		if activity.GetInfo(ctx).IsLocalActivity {
+			local = append(local, "resolve")
+		}
+		mu.Unlock()
+		return rr, nil
+	}, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
+		mu.Lock()
+		if activity.GetInfo(ctx).IsLocalActivity {
+			local = append(local, "finalize")
+		}
+		mu.Unlock()
+		return &wfapi.ReportPaths{JSON: "/r.json"}, nil
+	}, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusPassed || len(local) != 2 || res.Report.JSON != "/r.json" {
+		t.Fatalf("%s local %v report %v", res.Status, local, res.Report)
+	}
+}
