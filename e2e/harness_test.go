@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -44,7 +45,8 @@ type harness struct {
 	serverLog   *os.File
 
 	mu      sync.Mutex
-	workers []*exec.Cmd
+	workers []*exec.Cmd // the live ones
+	started int         // every worker started (each logs "worker started")
 }
 
 func TestMain(m *testing.M) {
@@ -257,6 +259,7 @@ func (h *harness) startWorkerAt(dir string, extra ...string) error {
 	}
 	h.mu.Lock()
 	h.workers = append(h.workers, cmd)
+	h.started++
 	h.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -272,7 +275,7 @@ func (h *harness) startWorkerAt(dir string, extra ...string) error {
 func (h *harness) workerCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.workers)
+	return h.started
 }
 
 func (h *harness) workerLog() string {
@@ -280,13 +283,27 @@ func (h *harness) workerLog() string {
 	return string(b)
 }
 
-// killWorker SIGKILLs the most recent worker.
+// killWorker SIGKILLs the most recent live worker.
 func (h *harness) killWorker() {
 	h.mu.Lock()
 	w := h.workers[len(h.workers)-1]
 	h.mu.Unlock()
-	_ = w.Process.Kill()
-	_ = w.Wait()
+	h.kill(w)
+}
+
+// kill SIGKILLs a worker and forgets it (a worker already killed is left
+// alone).
+func (h *harness) kill(w *exec.Cmd) {
+	h.mu.Lock()
+	i := slices.Index(h.workers, w)
+	if i >= 0 {
+		h.workers = slices.Delete(h.workers, i, i+1)
+	}
+	h.mu.Unlock()
+	if i >= 0 {
+		_ = w.Process.Kill()
+		_ = w.Wait()
+	}
 }
 
 // capflow runs the CLI binary against the test project.

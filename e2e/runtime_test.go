@@ -166,8 +166,7 @@ steps:
 	h.mu.Lock()
 	a := h.workers[len(h.workers)-2]
 	h.mu.Unlock()
-	_ = a.Process.Kill()
-	_ = a.Wait()
+	h.kill(a)
 	defer h.killWorker() // B
 	var res struct {
 		runResult
@@ -219,8 +218,7 @@ func TestFileHandOffAcrossHosts(t *testing.T) {
 	}
 	defer func() {
 		for _, w := range alive {
-			_ = w.Process.Kill()
-			_ = w.Wait()
+			h.kill(w)
 		}
 	}()
 	// Heartbeats bound how long a step that was running on the killed
@@ -285,8 +283,7 @@ outputs:
 		for _, wf := range held {
 			waitStepRunning(t, wf, "wait")
 		}
-		_ = victim.Process.Kill()
-		_ = victim.Wait()
+		h.kill(victim)
 
 		for i, wf := range append(held, runs...) {
 			var res struct {

@@ -23,9 +23,9 @@ func largePlan(n int) string {
 	fmt.Fprintf(&b, "name: large\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\n")
 	fmt.Fprintf(&b, "outputs: {first: \"${steps.w0.data.text}\", total: \"${steps.total.data.text}\"}\nsteps:\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "  - {id: w%d, capability: text.render, with: {template: \"item {{.n}} of a large plan\", values: {n: %d}}}\n", i, i)
+		fmt.Fprintf(&b, "  - {id: w%d, capability: test.render, with: {template: \"item {{.n}} of a large plan\", values: {n: %d}}}\n", i, i)
 	}
-	fmt.Fprintf(&b, "  - id: total\n    capability: text.render\n    with: {template: \"{{.a}} / {{.b}}\", values: {a: \"${steps.w0.data.text}\", b: \"${steps.w%d.data.text}\"}}\n", n-1)
+	fmt.Fprintf(&b, "  - id: total\n    capability: test.render\n    with: {template: \"{{.a}} / {{.b}}\", values: {a: \"${steps.w0.data.text}\", b: \"${steps.w%d.data.text}\"}}\n", n-1)
 	return b.String()
 }
 
@@ -133,19 +133,19 @@ const segmentedPlan = `name: segmented
 failure_policy: continue_all
 outputs: {first: "${steps.s0.data.text}", items: "${steps.each.data.count}"}
 steps:
-  - {id: s0, capability: text.render, with: {template: "first"}}
+  - {id: s0, capability: test.render, with: {template: "first"}}
 %s  - id: each
-    capability: text.render
+    capability: test.render
     needs: [s39]
     for_each: [1, 2, 3]
     with: {template: "item {{.n}}", values: {n: "${item}"}}
   - id: guarded
-    capability: text.render
+    capability: test.render
     needs: [each]
     when: steps.s0.data.text == "first" && steps.each.data.succeeded == 3
     with: {template: "{{.a}}", values: {a: "${steps.s0.data.text}"}}
   - {id: bad, capability: file.read, needs: [s10], with: {path: no-such-file.txt}}
-  - {id: after-bad, capability: text.render, needs: [bad], with: {template: "never"}}
+  - {id: after-bad, capability: test.render, needs: [bad], with: {template: "never"}}
 `
 
 // A run on a worker that continues as new every 100 events: every step's
@@ -159,7 +159,7 @@ func TestSegmentedRunKeepsItsMeaning(t *testing.T) {
 	defer h.killWorker()
 	var chain strings.Builder
 	for i := 1; i < 40; i++ {
-		fmt.Fprintf(&chain, "  - {id: s%d, capability: text.render, needs: [s%d], with: {template: \"s%d\"}}\n", i, i-1, i)
+		fmt.Fprintf(&chain, "  - {id: s%d, capability: test.render, needs: [s%d], with: {template: \"s%d\"}}\n", i, i-1, i)
 	}
 	file := h.writePlan(t, "segmented", fmt.Sprintf(segmentedPlan, chain.String()))
 	code, env, stderr := h.capflow(t, "run", file, "--task-queue", queue)

@@ -35,7 +35,9 @@ if healthy; then
   echo "● using the Temporal server already running at $ADDRESS"
 else
   echo "● starting the Temporal dev server on $ADDRESS (Web UI http://localhost:$UI_PORT)"
-  "$TEMPORAL" server start-dev \
+  # Tuned for capflow (docs/operations.md#a-tuned-dev-server); one flag per line.
+  mapfile -t tuning < <(grep -v '^#' scripts/dev-server.args | grep -v '^$' | tr ' ' '\n')
+  "$TEMPORAL" server start-dev "${tuning[@]}" \
     --db-filename "$STATE/temporal.db" --port "$PORT" --ui-port "$UI_PORT" --log-level warn \
     --search-attribute CapflowPlan=Keyword --search-attribute CapflowStatus=Keyword \
     >"$LOGS/dev-server.log" 2>&1 &
@@ -70,6 +72,7 @@ capflow is up:
   Temporal Web UI   http://localhost:$UI_PORT
   run a plan        bin/capflow run plans/examples/quorum-checksums.yaml
   check a plan      bin/capflow plan check plans/examples/media-to-drive.yaml
+  the fast path     time bin/capflow run plans/examples/local-chain.yaml   (50 local steps)
   logs              $LOGS/worker.log, $LOGS/dev-server.log
 Press Ctrl-C to stop the worker and the dev server.
 MSG

@@ -81,6 +81,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 			break
 		}
 		s.sel.Select(ctx)
+		s.flushLocal()
 		if ctx.Err() != nil && !stopped {
 			stopped = true
 			for _, c := range cancels {

@@ -47,6 +47,30 @@ const (
 	PathLocalThenActivity = "local, then activity"
 )
 
+// LocalFlush is how many local steps may end within one workflow task:
+// their results are recorded as markers when the task completes, so past
+// it the scheduler yields (a 1 ms timer) to keep each task's completion,
+// and the history's growth between segment checks, bounded.
+const LocalFlush = 100
+
+// flushLocal yields when LocalFlush local steps ended in this workflow
+// task. A new workflow task shows as a longer history: its markers are in.
+func (s *scheduler) flushLocal() {
+	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
+		s.seenLen, s.localDone = l, 0
+	}
+	if s.localDone >= LocalFlush && s.ctx.Err() == nil {
+		_ = workflow.Sleep(s.ctx, time.Millisecond)
+		s.seenLen, s.localDone = workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), 0
+	}
+}
+
+// historyLength is the history's length counting the markers of local
+// steps that ended in this workflow task (not in the history yet).
+func (s *scheduler) historyLength() int {
+	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone
+}
+
 // runTool runs a step's (or an item's) RunTool: a local activity when the
 // step is local and the run uses local activities, else a regular
 // activity with opts. A local activity that lands on a worker that is not
@@ -67,6 +91,7 @@ func (s *scheduler) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts 
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out wfapi.RunToolResult
 		err := lf.Get(gctx, &out)
+		s.localDone++
 		wrong := isWrongHost(err)
 		left := max(step.MaxAttempts, 1) - int(retry.MaximumAttempts)
 		if err == nil || ctx.Err() != nil || (!wrong && (left <= 0 || !retryable(err))) {

@@ -2,8 +2,11 @@ package workflows
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -158,5 +161,32 @@ func TestBookkeepingRunsLocally(t *testing.T) {
 	}
 	if res.Status != wfapi.StatusPassed || len(local) != 2 || res.Report.JSON != "/r.json" {
 		t.Fatalf("%s local %v report %v", res.Status, local, res.Report)
+	}
+}
+
+// Local steps that end in one workflow task are flushed every LocalFlush:
+// a 1 ms timer ends the task, so its completion stays bounded.
+func TestLocalStepsFlushEveryHundred(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: chain\nsteps:\n  - {id: s0, capability: x.s}\n")
+	for i := 1; i < 250; i++ {
+		fmt.Fprintf(&b, "  - {id: s%d, capability: x.s, needs: [s%d]}\n", i, i-1)
+	}
+	rr := resolvedFrom(t, b.String())
+	for i := range rr.Steps {
+		rr.Steps[i].Local = true
+	}
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.SetCurrentHistoryLength(10)
+	timers := 0
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusPassed || timers != 2 {
+		t.Fatalf("%s, %d flush timers for 250 local steps (want 2)", res.Status, timers)
 	}
 }

@@ -107,8 +107,11 @@ type scheduler struct {
 	reuse   *wfapi.Reuse
 	noReuse map[string]bool
 	// rehosting: a Host activity is looking for another host for the
-	// local: the run uses local activities (local.go).
-	local bool
+	// local: the run uses local activities (local.go); localDone local
+	// steps ended since the workflow task whose history length is seenLen.
+	local     bool
+	localDone int
+	seenLen   int
 	// steps in moving; lostHosts are the hosts the run left.
 	rehosting bool
 	moving    []string
@@ -196,7 +199,8 @@ func (s *scheduler) run() {
 		s.examine(id)
 	}
 	for {
-		if !s.draining && s.rr.SegmentEvents > 0 && workflow.GetInfo(s.ctx).GetCurrentHistoryLength() >= s.rr.SegmentEvents {
+		s.flushLocal()
+		if !s.draining && s.rr.SegmentEvents > 0 && s.historyLength() >= s.rr.SegmentEvents {
 			// Let what runs end, then continue as new (segments.go).
 			s.draining = true
 		}
