@@ -1,5 +1,5 @@
 #!/bin/sh
-# Does nothing, correctly: the baseline tool for benchmarks and pipelines.
-cat > /dev/null
-ts=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-printf '{"toolId":"noop","exitCode":0,"success":true,"timestamp":"%s","message":"noop","feedback":[],"data":{"ok":true}}' "$ts" > "$CAPFLOW_OUTPUT_PATH"
+# Does nothing, as cheaply as a command tool can: shell builtins only, no
+# other process (the local-path benchmark measures capflow, not the tool).
+while read -r _; do :; done
+printf '{"toolId":"noop-local","exitCode":0,"success":true,"timestamp":"2026-01-01T00:00:00Z","message":"noop","feedback":[],"data":{"ok":true}}' > "$CAPFLOW_OUTPUT_PATH"

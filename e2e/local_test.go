@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestLocalSteps: steps whose tools run as local activities (a builtin, a
+// command tool, for_each items) next to a regular one, on the real
+// server; a local tool that fails its local attempts goes on as a regular
+// activity with its attempts numbered on. The run's history is recorded
+// for the replay test.
+func TestLocalSteps(t *testing.T) {
+	p := h.writePlan(t, "local-steps", `name: local-steps
+outputs: {count: "${steps.count.data.result}"}
+steps:
+  - {id: count, capability: json.query, with: {query: "1 + 1"}}
+  - {id: shell, capability: test.noop_local, needs: [count]}
+  - id: each
+    capability: text.render
+    needs: [shell]
+    for_each: [1, 2, 3]
+    with: {template: "item {{.n}}", values: {n: "${item}"}}
+  - {id: flaky, capability: test.flaky_local, needs: [count]}
+  - {id: remote, capability: test.noop, needs: [each, flaky]}
+`)
+	code, r := h.run(t, p)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	want := map[string]string{"count": "local", "shell": "local", "flaky": "local, then activity", "remote": "activity"}
+	for id, path := range want {
+		if s := r.step(t, id); s.Execution != path {
+			t.Errorf("step %s ran %q, want %q", id, s.Execution, path)
+		}
+	}
+	flaky := r.step(t, "flaky")
+	if flaky.Attempts != 3 || flaky.Envelope == nil || !strings.Contains(string(mustJSON(t, flaky.Envelope.Data)), `"attempt":3`) {
+		t.Fatalf("flaky: %d attempts, envelope %+v", flaky.Attempts, flaky.Envelope)
+	}
+	if each := r.step(t, "each"); each.ItemCounts == nil || each.ItemCounts.Succeeded != 3 {
+		t.Fatalf("each: %+v", each.ItemCounts)
+	}
+	if r.Outputs["count"] != float64(2) {
+		t.Fatalf("outputs %v", r.Outputs)
+	}
+	validResult(t, r.WorkflowID)
+	recordHistory(t, r.WorkflowID, "local-steps")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
