@@ -82,10 +82,10 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 	}
 	if raw["execution"] == ExecLocal {
 		if idem, _ := raw["idempotent"].(bool); !idem {
-			at([]string{"execution"}, "execution: local needs idempotent: true (a local activity runs again when its worker dies mid-step)")
+			at([]string{"execution"}, "local needs idempotent: true (a local activity runs again when its worker dies mid-step)")
 		}
 		if q, _ := raw["task_queue"].(string); q != "" {
-			at([]string{"execution"}, "execution: local cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", q)
+			at([]string{"execution"}, "local cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", q)
 		}
 	}
 	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {

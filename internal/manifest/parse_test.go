@@ -89,7 +89,7 @@ func TestParseProblems(t *testing.T) {
 		{"execution", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nexecution: fast\n", []string{
 			`6:execution: must be one of auto, activity, local`}},
 		{"local needs idempotent, not a queue", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntask_queue: gpu\nexecution: local\n", []string{
-			`7:execution: execution: local needs idempotent: true`, `7:execution: cannot go with task_queue "gpu"`}},
+			`7:execution: local needs idempotent: true`, `7:execution: cannot go with task_queue "gpu"`}},
 		{"bad durations and deps", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntimeouts: {start_to_close: 5 minutes}\ndependencies:\n  - {kind: service, name: s}\n  - {kind: docker, name: d}\n", []string{
 			`6:timeouts.start_to_close: "5 minutes" is not a duration like 30s, 5m or 1h30m`, `8:dependencies[0]: a service dependency needs a url`, `9:dependencies[1].kind: must be one of binary, env, service`}},
 	}
