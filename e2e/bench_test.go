@@ -104,38 +104,57 @@ func BenchmarkOverhead(b *testing.B) {
 		chain bool
 	}{{"chain50", 50, true}, {"fanout500", 500, false}} {
 		b.Run(shape.name, func(b *testing.B) {
-			var tMin, tCap time.Duration
-			var ratios []float64
-			for i := 0; i < b.N; i++ {
-				m0, c0 := tMin, tCap
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				start := time.Now()
-				run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, tool, shape.steps, !shape.chain)
-				if err != nil || run.Get(ctx, nil) != nil {
-					b.Fatalf("minimal: %v", err)
-				}
-				tMin += time.Since(start)
-				start = time.Now()
-				run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow",
-					map[string]any{"plan": capflowPlan(shape.steps, shape.chain)})
-				var res map[string]any
-				if err != nil || run.Get(ctx, &res) != nil || res["status"] != "passed" {
-					b.Fatalf("capflow: %v %v", err, res["message"])
-				}
-				tCap += time.Since(start)
-				cancel()
-				ratios = append(ratios, float64(tCap-c0)/float64(tMin-m0))
-			}
-			per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N*shape.steps) }
-			b.ReportMetric(per(tMin), "minimal-ms/step")
-			b.ReportMetric(per(tCap), "capflow-ms/step")
-			b.ReportMetric(float64(tCap)/float64(tMin), "capflow/minimal")
-			// The median of per-pair ratios: each pair ran back to back, so
-			// it resists the drift of a shared machine better than totals.
-			sort.Float64s(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+			sideBySide(b, tool, shape.steps, shape.chain, capflowPlan(shape.steps, shape.chain), "")
 		})
 	}
+}
+
+// sideBySide runs the minimal workflow (of the command tool, or of the
+// in-process no-op when tool is "") and a capflow plan of the same shape,
+// alternating, b.N pairs, and reports milliseconds per step for each, the
+// ratio of totals and the median of the per-pair ratios. path, when set,
+// is the execution every capflow step must report.
+func sideBySide(b *testing.B, tool string, steps int, chain bool, plan map[string]any, path string) {
+	var tMin, tCap time.Duration
+	var ratios []float64
+	for i := 0; i < b.N; i++ {
+		m0, c0 := tMin, tCap
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		start := time.Now()
+		run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, tool, steps, !chain)
+		if err != nil || run.Get(ctx, nil) != nil {
+			b.Fatalf("minimal: %v", err)
+		}
+		tMin += time.Since(start)
+		start = time.Now()
+		run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow", map[string]any{"plan": plan})
+		var res struct {
+			Status  string `json:"status"`
+			Message string `json:"message"`
+			Steps   []struct {
+				Execution string `json:"execution"`
+			} `json:"steps"`
+		}
+		if err != nil || run.Get(ctx, &res) != nil || res.Status != "passed" {
+			b.Fatalf("capflow: %v %s", err, res.Message)
+		}
+		tCap += time.Since(start)
+		cancel()
+		for _, s := range res.Steps {
+			if path != "" && s.Execution != path {
+				b.Fatalf("a step ran %q, not %s", s.Execution, path)
+			}
+		}
+		ratios = append(ratios, float64(tCap-c0)/float64(tMin-m0))
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N*steps) }
+	b.ReportMetric(per(tMin), "minimal-ms/step")
+	b.ReportMetric(per(tCap), "capflow-ms/step")
+	b.ReportMetric(float64(tCap)/float64(tMin), "capflow/minimal")
+	// The median of per-pair ratios: each pair ran back to back, so it
+	// resists the drift of a shared machine better than totals.
+	sort.Float64s(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
 }
 
 // startMinimal starts the baseline's worker; the returned func stops it.
@@ -173,44 +192,7 @@ func BenchmarkLocal(b *testing.B) {
 		{"builtin-fanout500", "text.render", render, "", 500, false},
 	} {
 		b.Run(shape.name, func(b *testing.B) {
-			var tMin, tCap time.Duration
-			var ratios []float64
-			for i := 0; i < b.N; i++ {
-				m0, c0 := tMin, tCap
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				start := time.Now()
-				run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, shape.minimal, shape.steps, !shape.chain)
-				if err != nil || run.Get(ctx, nil) != nil {
-					b.Fatalf("minimal: %v", err)
-				}
-				tMin += time.Since(start)
-				start = time.Now()
-				run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow",
-					map[string]any{"plan": capflowPlanOf(shape.capability, shape.with, shape.steps, shape.chain)})
-				var res struct {
-					Status  string `json:"status"`
-					Message string `json:"message"`
-					Steps   []struct {
-						Execution string `json:"execution"`
-					} `json:"steps"`
-				}
-				if err != nil || run.Get(ctx, &res) != nil || res.Status != "passed" {
-					b.Fatalf("capflow: %v %s", err, res.Message)
-				}
-				tCap += time.Since(start)
-				cancel()
-				for _, s := range res.Steps {
-					if s.Execution != "local" {
-						b.Fatalf("a step ran %q, not local", s.Execution)
-					}
-				}
-				ratios = append(ratios, float64(tCap-c0)/float64(tMin-m0))
-			}
-			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N*shape.steps) }
-			b.ReportMetric(per(tMin), "minimal-ms/step")
-			b.ReportMetric(per(tCap), "capflow-ms/step")
-			sort.Float64s(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+			sideBySide(b, shape.minimal, shape.steps, shape.chain, capflowPlanOf(shape.capability, shape.with, shape.steps, shape.chain), "local")
 		})
 	}
 }

@@ -312,20 +312,27 @@ func (h *harness) capflow(t *testing.T, args ...string) (int, envelope.Envelope,
 	return h.capflowEnv(t, nil, args...)
 }
 
+// runCmd runs a command to its end: its exit code, stdout and stderr (a
+// command that cannot start fails the test).
+func runCmd(t *testing.T, cmd *exec.Cmd) (int, bytes.Buffer, bytes.Buffer) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out, errb
+	} else if err != nil {
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return 0, out, errb
+}
+
 // capflowEnv is capflow with extra environment variables.
 func (h *harness) capflowEnv(t *testing.T, extra []string, args ...string) (int, envelope.Envelope, string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", h.project, "--output", "json")...)
 	cmd.Env = append(h.env(), extra...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("capflow %v: %v", args, err)
-	}
+	code, out, errb := runCmd(t, cmd)
 	var env envelope.Envelope
 	dec := json.NewDecoder(&out)
 	if err := dec.Decode(&env); err != nil {

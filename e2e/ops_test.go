@@ -397,15 +397,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command("node", append([]string{script}, args...)...)
 		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+h.address, "CAPFLOW_SCHEMAS="+filepath.Join(h.repo, "schemas"))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, out, errb := runCmd(t, cmd)
 		return code, out.String(), errb.String()
 	}
 

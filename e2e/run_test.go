@@ -208,22 +208,33 @@ steps:
 
 func waitStepRunning(t *testing.T, id, step string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	waitStep(t, id, step, "running", func(s wfapi.StepState) bool { return s == wfapi.StepRunning })
+}
+
+// waitStepStarted waits until a step runs or has ended: the run was
+// resolved and its host chosen.
+func waitStepStarted(t *testing.T, id, step string) {
+	t.Helper()
+	waitStep(t, id, step, "started", func(s wfapi.StepState) bool { return s != wfapi.StepPending && s != "" })
+}
+
+// waitStep polls a run's progress query until a step's state is what
+// want accepts (at most a minute).
+func waitStep(t *testing.T, id, step, what string, want func(wfapi.StepState) bool) {
+	t.Helper()
+	var p wfapi.Result
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		v, err := h.client.QueryWorkflow(context.Background(), id, "", wfapi.ProgressQuery)
-		if err == nil {
-			var p wfapi.Result
-			if v.Get(&p) == nil {
-				for _, s := range p.Steps {
-					if s.ID == step && s.Status == wfapi.StepRunning {
-						return
-					}
-				}
+		if err != nil || v.Get(&p) != nil {
+			continue
+		}
+		for _, s := range p.Steps {
+			if s.ID == step && want(s.Status) {
+				return
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("step %s of %s never ran", step, id)
+	t.Fatalf("step %s of %s never %s: %s %s %+v", step, id, what, p.Status, p.Message, p.Steps)
 }
 
 func TestWorkerKilledMidRunResumes(t *testing.T) {

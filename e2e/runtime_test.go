@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/runtimekit"
-	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // pidAlive: the process exists and is not a zombie.
@@ -311,23 +309,4 @@ outputs:
 		}
 		victim = other
 	}
-}
-
-// waitStepStarted waits until a step runs or has ended: the run was
-// resolved and its host chosen.
-func waitStepStarted(t *testing.T, id, step string) {
-	t.Helper()
-	var p wfapi.Result
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		v, err := h.client.QueryWorkflow(context.Background(), id, "", wfapi.ProgressQuery)
-		if err != nil || v.Get(&p) != nil {
-			continue
-		}
-		for _, s := range p.Steps {
-			if s.ID == step && s.Status != wfapi.StepPending && s.Status != "" {
-				return
-			}
-		}
-	}
-	t.Fatalf("step %s of %s never started: %s %s %+v", step, id, p.Status, p.Message, p.Steps)
 }

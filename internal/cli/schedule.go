@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,7 +78,7 @@ func (a *App) scheduleCreate() *cobra.Command {
 			}
 			pol, ok := overlapPolicies[overlap]
 			if !ok {
-				return caperr.New(caperr.InvalidInput, "--overlap %q: one of %s", overlap, strings.Join(sortedKeys(overlapPolicies), ", ")).At("", 0, 0, "--overlap")
+				return caperr.New(caperr.InvalidInput, "--overlap %q: one of %s", overlap, strings.Join(slices.Sorted(maps.Keys(overlapPolicies)), ", ")).At("", 0, 0, "--overlap")
 			}
 			// The same checks as `plan check`: a schedule of a plan that
 			// cannot run would only fail on every tick.
@@ -138,7 +140,7 @@ func (a *App) scheduleCreate() *cobra.Command {
 	c.Flags().DurationVar(&every, "every", 0, "run at this interval (e.g. 15m, 1h)")
 	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
-	c.Flags().StringVar(&overlap, "overlap", "skip", "when a run is still going at the next time: "+strings.Join(sortedKeys(overlapPolicies), ", "))
+	c.Flags().StringVar(&overlap, "overlap", "skip", "when a run is still going at the next time: "+strings.Join(slices.Sorted(maps.Keys(overlapPolicies)), ", "))
 	c.Flags().StringVar(&note, "note", "", "a note kept with the schedule")
 	c.Flags().BoolVar(&paused, "paused", false, "create it paused (unpause in the Web UI or with the temporal CLI)")
 	return c
@@ -293,13 +295,4 @@ func scheduleError(name string, err error) error {
 		return caperr.New(caperr.InvalidInput, "schedule %s refused by Temporal: %s", name, bad.Message).At("", 0, 0, "--cron")
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "schedule %s", name)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -37,7 +37,7 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 	opts := client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}
 	// Always the codec: with no key it passes payloads through and names
 	// the missing key when it meets an encrypted one.
-	cd, err := payloadCodec()
+	cd, err := PayloadCodec()
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ConfigError, err, "payload encryption")
 	}
@@ -73,14 +73,16 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 	return c, nil
 }
 
-// payloadCodec is this process's codec, from the environment, made once.
-var payloadCodec = sync.OnceValues(codec.FromEnv)
+// PayloadCodec is this process's payload codec, from the environment,
+// made once (Dial, the decoders below and the worker's start-up line share
+// it).
+var PayloadCodec = sync.OnceValues(codec.FromEnv)
 
 // DataConverter decodes what the client's own calls do not: payloads read
 // from history, heartbeat details, memos. Without a usable key it is the
 // default converter (Dial has reported the key's problem).
 func DataConverter() converter.DataConverter {
-	if cd, err := payloadCodec(); err == nil {
+	if cd, err := PayloadCodec(); err == nil {
 		return cd.DataConverter()
 	}
 	return converter.GetDefaultDataConverter()
@@ -89,7 +91,7 @@ func DataConverter() converter.DataConverter {
 // FailureMessage is a failure's message, decrypted when payloads are.
 func FailureMessage(f *failurepb.Failure) string {
 	fc := temporal.GetDefaultFailureConverter()
-	if cd, err := payloadCodec(); err == nil {
+	if cd, err := PayloadCodec(); err == nil {
 		fc = cd.FailureConverter()
 	}
 	if err := fc.FailureToError(f); err != nil {

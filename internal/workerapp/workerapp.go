@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
-	"github.com/capflow/capflow/codec"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
@@ -175,7 +174,7 @@ func Main(args []string, stderr io.Writer) int {
 	hw := worker.New(c, acts.HostQueue, opts)
 	RegisterHostActivities(hw, acts)
 	payloads := "plain"
-	if cd, _ := codec.FromEnv(); cd != nil && cd.Enabled() {
+	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
 	log.Info("worker started", "payloads", payloads, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
