@@ -3,9 +3,12 @@ package activities
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -196,5 +199,70 @@ func TestItemFromAStoredList(t *testing.T) {
 	os.Remove(list) // cached: the next item needs no file
 	if p, err := run(1); err != nil || filepath.Base(p) != "b.txt" {
 		t.Fatalf("item 1: %v %v", p, err)
+	}
+}
+
+// The resolved steps travel in the Resolve result when small, packed when
+// only their packed form is small, and otherwise by reference alone (the
+// workflow loads pages); every form holds the same steps as resolved.json.
+func TestResolveCarriesStepsBySize(t *testing.T) {
+	steps := func(n int, with func(i int) map[string]any) map[string]any {
+		list := make([]any, n)
+		for i := range list {
+			list[i] = map[string]any{"id": fmt.Sprintf("s%05d", i), "capability": "text.render", "with": with(i)}
+		}
+		return map[string]any{"name": "sizes", "steps": list}
+	}
+	same := func(int) map[string]any { return map[string]any{"template": "ok"} }
+	// Each step's own with is large: packing shares nothing of it.
+	own := func(i int) map[string]any {
+		return map[string]any{"template": fmt.Sprintf("%d %s", i, strings.Repeat("x", 300))}
+	}
+	for _, c := range []struct {
+		name           string
+		plan           map[string]any
+		inline, packed bool
+	}{
+		{"small", steps(3, same), true, false},
+		{"many similar steps", steps(1500, same), false, true},
+		// Packed, they would make the result too large along with the plan.
+		{"too many similar steps", steps(4000, same), false, false},
+		{"large steps", steps(1000, own), false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, _ := newActivities(t)
+			v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: c.plan, WorkflowID: "w-" + strings.ReplaceAll(c.name, " ", "-")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rr wfapi.ResolveResult
+			_ = v.Get(&rr)
+			st, err := a.readStoredSteps(*rr.StepsRef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(c.plan["steps"].([]any))
+			if len(st.Steps) != n || rr.StepsRef.Count != n {
+				t.Fatalf("stored %d steps (ref counts %d), want %d", len(st.Steps), rr.StepsRef.Count, n)
+			}
+			if got := len(rr.Steps) > 0; got != c.inline {
+				t.Fatalf("steps inline: %v, want %v", got, c.inline)
+			}
+			if got := rr.PackedSteps != nil; got != c.packed {
+				t.Fatalf("steps packed: %v, want %v", got, c.packed)
+			}
+			carried := rr.Steps
+			if rr.PackedSteps != nil {
+				if carried, err = rr.PackedSteps.Unpack(); err != nil {
+					t.Fatal(err)
+				}
+				if raw, _ := json.Marshal(rr); len(raw) > wfapi.InlineStepsBytes {
+					t.Fatalf("the Resolve result is %d bytes", len(raw))
+				}
+			}
+			if carried != nil && !reflect.DeepEqual(carried, st.Steps) {
+				t.Fatal("the carried steps differ from the stored ones")
+			}
+		})
 	}
 }

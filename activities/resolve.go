@@ -133,7 +133,13 @@ func storeSteps(rr *wfapi.ResolveResult) error {
 	}
 	rr.StepsRef = ref
 	if len(raw) > wfapi.InlineStepsBytes {
-		rr.Steps, rr.Resolution = nil, nil
+		// Similar steps pack small: while the whole result stays within
+		// the bound, they travel packed and the run loads no pages.
+		packed := wfapi.PackSteps(rr.Steps)
+		rr.Steps, rr.Resolution, rr.PackedSteps = nil, nil, &packed
+		if b, err := json.Marshal(rr); err != nil || len(b) > wfapi.InlineStepsBytes {
+			rr.PackedSteps = nil
+		}
 	}
 	return nil
 }

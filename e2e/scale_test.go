@@ -97,6 +97,17 @@ func TestLargePlanContinuesAsNew(t *testing.T) {
 	if in.Plan != nil || in.PlanFile != "e2e-plans/large.yaml" {
 		t.Fatalf("input plan_file %q, plan set %v", in.PlanFile, in.Plan != nil)
 	}
+	// Its steps, packed, fit the Resolve result: the first segment loads no
+	// page (the later ones do, from their lean carry).
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == wfapi.LoadStepsActivity {
+			t.Fatalf("the first segment loaded the resolved steps (event %d)", ev.GetEventId())
+		}
+	}
 	lengths, sizes := chainHistories(t, r.WorkflowID, r.RunID)
 	if len(lengths) != r.Segments+1 {
 		t.Fatalf("%d histories for %d segments", len(lengths), r.Segments)

@@ -24,11 +24,20 @@ import (
 // report keeps them whole).
 const maxCarriedReason = 300
 
-// loadSteps fetches the resolved steps page by page when the Resolve
-// result left them out.
+// loadSteps unpacks the resolved steps the Resolve result carried packed,
+// or fetches them page by page when it left them out.
 func loadSteps(ctx workflow.Context, rr *wfapi.ResolveResult) error {
 	if len(rr.Steps) > 0 || rr.StepsRef == nil || rr.StepsRef.Count == 0 {
 		return nil
+	}
+	if p := rr.PackedSteps; p != nil {
+		rr.PackedSteps = nil
+		steps, err := p.Unpack()
+		if err == nil && len(steps) != rr.StepsRef.Count {
+			err = fmt.Errorf("the resolution carried %d steps, want %d", len(steps), rr.StepsRef.Count)
+		}
+		rr.Steps = steps
+		return err
 	}
 	actx := workflow.WithActivityOptions(ctx, onHost(rr, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "load the resolved steps",
@@ -64,7 +73,7 @@ func lean(rr *wfapi.ResolveResult, paged bool) *wfapi.ResolveResult {
 		return rr
 	}
 	c := *rr
-	c.Steps, c.Resolution = nil, nil
+	c.Steps, c.Resolution, c.PackedSteps = nil, nil, nil
 	return &c
 }
 

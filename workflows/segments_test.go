@@ -21,13 +21,20 @@ type segmentFakes struct {
 	*fakes
 	checkpoints map[int][]wfapi.StepResult
 	loads       int
+	// stored: the steps in resolved.json when the resolution left them
+	// out (else the resolution's own).
+	stored []wfapi.ResolvedStep
 }
 
 func (f *segmentFakes) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.loads++
-	page := wfapi.PackSteps(f.resolved.Steps[in.Page.From:in.Page.To])
+	stored := f.resolved.Steps
+	if f.stored != nil {
+		stored = f.stored
+	}
+	page := wfapi.PackSteps(stored[in.Page.From:in.Page.To])
 	return &page, nil
 }
 
@@ -67,7 +74,7 @@ func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result,
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 				t.Fatal(err)
 			}
-			if in.Resume == nil || in.Resume.Segment != segment+1 || len(in.Resume.Resolved.Steps) != 0 {
+			if in.Resume == nil || in.Resume.Segment != segment+1 || len(in.Resume.Resolved.Steps) != 0 || in.Resume.Resolved.PackedSteps != nil {
 				t.Fatalf("segment %d continued without a lean carry: %+v", segment, in.Resume)
 			}
 			continue
@@ -183,5 +190,59 @@ func TestContinueAsNewStopsOnFailFast(t *testing.T) {
 	}
 	if f.calls["s06"] != 0 {
 		t.Fatal("a step after the fail_fast stop ran")
+	}
+}
+
+// A resolution that carried its stored steps packed runs without loading
+// a page; a segment after continue-as-new loads them (its carry is lean).
+func TestPackedStepsRunWithoutLoading(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("name: packed\nsteps:\n  - {id: s00, capability: x.a}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&src, "  - {id: s%02d, capability: x.a, needs: [s%02d]}\n", i, i-1)
+	}
+	all := "s00=succeeded s01=succeeded s02=succeeded s03=succeeded s04=succeeded s05=succeeded s06=succeeded s07=succeeded s08=succeeded s09=succeeded"
+	for _, c := range []struct {
+		name      string
+		segEvents int
+		carry     func([]wfapi.ResolvedStep) []wfapi.ResolvedStep // what the resolution packs
+		status    wfapi.RunStatus
+		states    string
+		message   string
+	}{
+		{name: "one segment", status: wfapi.StatusPassed, states: all},
+		{name: "segments", segEvents: 30, status: wfapi.StatusPassed, states: all},
+		{name: "a step short", carry: func(s []wfapi.ResolvedStep) []wfapi.ResolvedStep { return s[1:] },
+			status: wfapi.StatusFailed, message: "cannot load the resolved steps: the resolution carried 9 steps, want 10"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rr := resolvedFrom(t, src.String())
+			steps := rr.Steps
+			carried := steps
+			if c.carry != nil {
+				carried = c.carry(steps)
+			}
+			packed := wfapi.PackSteps(carried)
+			rr.StepsRef = &wfapi.StepsRef{Count: len(steps), Pages: []wfapi.Page{{From: 0, To: len(steps)}}}
+			rr.Steps, rr.Resolution, rr.PackedSteps, rr.SegmentEvents = nil, nil, &packed, c.segEvents
+			f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+				checkpoints: map[int][]wfapi.StepResult{}, stored: steps}
+			res, segments := runSegments(t, f, 10)
+			if res.Status != c.status || !strings.Contains(res.Message, c.message) {
+				t.Fatalf("%s: %s", res.Status, res.Message)
+			}
+			if c.segEvents > 0 && segments < 1 {
+				t.Fatal("the run never continued as new")
+			}
+			if f.loads != segments {
+				t.Fatalf("%d page loads over %d segments: only the segments after the first load", f.loads, segments)
+			}
+			if got := states(res); c.states != "" && got != c.states {
+				t.Fatalf("states\n got %s\nwant %s", got, c.states)
+			}
+			if f.finalized == nil || f.finalized.Resolved == nil || f.finalized.Resolved.PackedSteps != nil || len(f.finalized.Resolved.Steps) != 0 {
+				t.Fatal("Finalize must get the lean resolution")
+			}
+		})
 	}
 }

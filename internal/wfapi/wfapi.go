@@ -192,6 +192,9 @@ type ResolveResult struct {
 	// StepsRef is where the resolved steps are stored; Steps and
 	// Resolution are left empty when they are too large to travel here.
 	StepsRef *StepsRef `json:"steps_ref,omitempty"`
+	// PackedSteps: stored steps that fit here once packed (what they share
+	// written once); the workflow unpacks them instead of loading pages.
+	PackedSteps *StepsPage `json:"packed_steps,omitempty"`
 	// HostQueue is the task queue of the worker host that resolved the run:
 	// its steps run there, where the run folder and its processes are
 	// ("": any worker, as runs recorded before).
