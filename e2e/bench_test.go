@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -158,15 +160,23 @@ func sideBySide(b *testing.B, tool string, steps int, chain bool, plan map[strin
 }
 
 // startMinimal starts the baseline's worker; the returned func stops it.
+// Its client logs warnings only, as capflow's worker does at info: the
+// SDK's default logger writes a line per activity, a cost the leanest
+// workflow does not pay.
 func startMinimal(b *testing.B) func() {
-	w := worker.New(h.client, minimalQueue, worker.Options{})
+	c, err := client.Dial(client.Options{HostPort: h.address, Namespace: "default",
+		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := worker.New(c, minimalQueue, worker.Options{})
 	w.RegisterWorkflow(minimalWorkflow)
 	w.RegisterActivity(minimalNoop)
 	w.RegisterActivity(minimalInProcess)
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}
-	return w.Stop
+	return func() { w.Stop(); c.Close() }
 }
 
 // BenchmarkLocal compares capflow's local path with the minimal workflow
