@@ -225,8 +225,8 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 	}{
 		{"small", steps(3, same), true, false},
 		{"many similar steps", steps(1500, same), false, true},
-		// Packed, they would make the result too large along with the plan.
-		{"too many similar steps", steps(4000, same), false, false},
+		// Packed, they would still make the result too large.
+		{"too many similar steps", steps(8000, same), false, false},
 		{"large steps", steps(1000, own), false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -250,6 +250,9 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 			}
 			if got := rr.PackedSteps != nil; got != c.packed {
 				t.Fatalf("steps packed: %v, want %v", got, c.packed)
+			}
+			if rr.PlanValue != nil {
+				t.Fatal("the result repeats the plan the input holds")
 			}
 			carried := rr.Steps
 			if rr.PackedSteps != nil {

@@ -96,6 +96,27 @@ func (a *Activities) cleanup(runDir string) *report.Cleanup {
 // the stored resolution, earlier segments' steps, stored envelopes.
 func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi.ResolveResult, error) {
 	rr := in.Resolved
+	if om := res.Omitted; om != nil {
+		var full wfapi.Preflight
+		raw, err := os.ReadFile(om.File)
+		if err == nil {
+			err = json.Unmarshal(raw, &full)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the run's gaps and problems are unreadable: %v", err)
+		}
+		res.Gaps, res.Problems = full.Gaps, full.Problems
+		if res.Policy != nil {
+			p := *res.Policy
+			p.Violations = full.Violations
+			res.Policy = &p
+		}
+		if rr != nil {
+			c := *rr
+			c.Gaps, c.Problems, c.Policy = res.Gaps, res.Problems, res.Policy
+			rr = &c
+		}
+	}
 	if rr != nil && rr.StepsRef != nil && (len(rr.Steps) < rr.StepsRef.Count || rr.Resolution == nil) {
 		st, err := a.readStoredSteps(*rr.StepsRef)
 		if err != nil {

@@ -28,15 +28,15 @@ import (
 // names, versions, digests, settings) is recorded in the run's history.
 func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
 	runDir := a.runDir(in.WorkflowID)
-	p, value, probs := a.planOf(in)
+	p, name, probs := a.planOf(in)
 	if len(probs) > 0 {
-		name := planName(value)
-		if in.PlanFile != "" && value == nil {
-			name = in.PlanFile
-		}
 		rep := preflight.InvalidReport(name, probs)
-		return &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
-			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes, PlanValue: value}, nil
+		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
+			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
+		if err := storeBounded(rr); err != nil {
+			return nil, temporal.NewApplicationError("cannot store the plan's problems: "+err.Error(), string(caperr.ObservabilityError))
+		}
+		return rr, nil
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -55,13 +55,13 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	}
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
-	if in.PlanFile == "" {
-		rr.PlanValue = value
-	}
 	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
 	rr.SegmentEvents = a.SegmentEvents
 	if rr.SegmentEvents == 0 {
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents
+	}
+	if err := storeBounded(rr); err != nil {
+		return nil, temporal.NewApplicationError("cannot store the gaps and policy violations: "+err.Error(), string(caperr.ObservabilityError))
 	}
 	if err := storeSteps(rr); err != nil {
 		return nil, temporal.NewApplicationError("cannot store the resolved steps: "+err.Error(), string(caperr.ObservabilityError))
@@ -69,33 +69,55 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	return rr, nil
 }
 
+// storeBounded keeps the result's gaps, problems and policy violations to
+// wfapi.MaxListed each; when it cuts any, all of them go to
+// <run>/preflight.json, where Finalize reads them for the report.
+func storeBounded(rr *wfapi.ResolveResult) error {
+	file := filepath.Join(rr.RunDir, wfapi.PreflightFile)
+	full := rr.Bound(file)
+	if full == nil {
+		return nil
+	}
+	raw, err := json.Marshal(full)
+	if err == nil {
+		err = os.MkdirAll(rr.RunDir, 0o755)
+	}
+	if err == nil {
+		err = writeAtomic(file, raw)
+	}
+	return err
+}
+
 // planOf reads the plan: the value in the input, or the project file it
-// names (how plans too large for a workflow input travel).
-func (a *Activities) planOf(in wfapi.ResolveInput) (*plan.Plan, any, caperr.Problems) {
+// names (how plans too large for a workflow input travel). name is what
+// the report calls a plan that has problems.
+func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, probs caperr.Problems) {
 	if in.PlanFile == "" {
 		p, probs := plan.FromValue("plan", in.Plan)
 		if len(probs) == 0 {
 			probs = plan.LoadSubPlans(p, a.Project.Root())
 		}
-		return p, in.Plan, probs
+		return p, planName(in.Plan, "plan"), probs
 	}
 	full, err := plan.InProject(a.Project.Root(), in.PlanFile)
 	if err != nil {
-		return nil, nil, caperr.Problems{caperr.New(caperr.InvalidInput, "plan_file %v", err).At(in.PlanFile, 0, 0, "plan_file")}
+		return nil, in.PlanFile, caperr.Problems{caperr.New(caperr.InvalidInput, "plan_file %v", err).At(in.PlanFile, 0, 0, "plan_file")}
 	}
 	data, err := yamldoc.ReadFile(full, in.PlanFile)
 	if err != nil {
-		return nil, nil, caperr.Problems{caperr.As(err, caperr.InvalidInput)}
+		return nil, in.PlanFile, caperr.Problems{caperr.As(err, caperr.InvalidInput)}
 	}
-	p, probs := plan.Parse(in.PlanFile, data)
+	p, probs = plan.Parse(in.PlanFile, data)
 	if len(probs) == 0 {
 		probs = plan.LoadSubPlansOf(p, a.Project.Root(), full)
 	}
-	var value any
-	if doc, err := yamldoc.Parse(in.PlanFile, data); err == nil {
-		value = doc.Root.Interface()
+	name = in.PlanFile
+	if len(probs) > 0 {
+		if doc, err := yamldoc.Parse(in.PlanFile, data); err == nil {
+			name = planName(doc.Root.Interface(), in.PlanFile)
+		}
 	}
-	return p, value, probs
+	return p, name, probs
 }
 
 // storeSteps writes the resolved steps and resolution to
@@ -196,13 +218,14 @@ func (a *Activities) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*w
 	return &page, nil
 }
 
-func planName(v any) string {
+// planName is a plan value's name, or otherwise.
+func planName(v any, otherwise string) string {
 	if m, ok := v.(map[string]any); ok {
-		if n, ok := m["name"].(string); ok {
+		if n, ok := m["name"].(string); ok && n != "" {
 			return n
 		}
 	}
-	return "plan"
+	return otherwise
 }
 
 // Resolved turns a plan and its preflight report into what the workflow

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capflow/capflow/internal/report"
@@ -213,4 +214,104 @@ func TestSegmentedRunKeepsItsMeaning(t *testing.T) {
 	validResult(t, r.WorkflowID)
 	recordRun(t, r.WorkflowID, r.RunID, "segments-first")
 	recordHistory(t, r.WorkflowID, "segments-last")
+}
+
+// A service that starts a run by plan_file with a broken multi-megabyte
+// plan gets an invalid result naming the file, line and field; the run's
+// history records no copy of the plan (it would pass Temporal's 2 MB
+// payload limit and end the run without a word).
+// A plan of 20,000 broken steps, started by plan_file from a service:
+// the result lists the first wfapi.MaxListed gaps or problems and counts
+// the rest, the report has them all, and no history nears the payload
+// limits (the whole list in one result once ended the run unheard).
+func TestThousandsOfGapsAndProblems(t *testing.T) {
+	const n = 20000
+	for _, c := range []struct {
+		name, capability, id string
+		status               wfapi.RunStatus
+	}{
+		{"gaps", "nope.nothing", "w%d", wfapi.StatusPartialComplete},
+		{"problems", "test.render", "bad %d", wfapi.StatusInvalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("name: many\npolicy: {limits: {max_steps: 50000}}\nsteps:\n")
+			for i := 0; i < n; i++ {
+				fmt.Fprintf(&b, "  - {id: \""+c.id+"\", capability: %s}\n", i, c.capability)
+			}
+			h.writePlan(t, "many-"+c.name, b.String())
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "many-" + c.name, TaskQueue: "capflow"}, wfapi.WorkflowType,
+				wfapi.Input{PlanFile: "e2e-plans/many-" + c.name + ".yaml"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res wfapi.Result
+			if err := run.Get(ctx, &res); err != nil {
+				t.Fatal(err)
+			}
+			listed, omitted := len(res.Gaps), 0
+			if c.name == "problems" {
+				listed = len(res.Problems)
+			}
+			if res.Omitted != nil {
+				omitted = res.Omitted.Gaps + res.Omitted.Problems
+			}
+			if res.Status != c.status || listed != wfapi.MaxListed || omitted != n-wfapi.MaxListed {
+				t.Fatalf("%s: %d listed, %d omitted (%+v): %s", res.Status, listed, omitted, res.Omitted, res.Message)
+			}
+			if c.name == "problems" && !strings.Contains(res.Message, "20000 problem(s)") {
+				t.Fatalf("message %q", res.Message)
+			}
+			raw, err := os.ReadFile(res.Report.JSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc report.Document
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(doc.Result.Gaps) + len(doc.Result.Problems); got != n {
+				t.Fatalf("the report has %d gaps and problems, want %d", got, n)
+			}
+			// The run still loads the stored steps in pages (~2 MB for 20,000
+			// steps, as a large plan that runs), far from the 10 MB warning.
+			_, sizes := chainHistories(t, run.GetID(), run.GetRunID())
+			if len(sizes) != 1 || sizes[0] > 4<<20 {
+				t.Fatalf("histories of %v bytes", sizes)
+			}
+		})
+	}
+}
+
+func TestInvalidLargePlanFile(t *testing.T) {
+	body := largePlan(20000) + "  - {id: bad step, capability: test.render}\n"
+	if len(body) < 2<<20 {
+		t.Fatalf("the plan is %d bytes, want over 2 MB", len(body))
+	}
+	h.writePlan(t, "large-invalid", body)
+	lines := strings.Count(body, "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "large-invalid-run", TaskQueue: "capflow"}, wfapi.WorkflowType,
+		wfapi.Input{PlanFile: "e2e-plans/large-invalid.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wfapi.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusInvalid || res.Plan != "large" || len(res.Problems) == 0 {
+		t.Fatalf("%s (%s): %+v", res.Status, res.Plan, res.Problems)
+	}
+	p := res.Problems[0]
+	if p.File != "e2e-plans/large-invalid.yaml" || p.Line != lines || p.Field != "steps[20001].id" || p.Code != "INVALID_INPUT" {
+		t.Fatalf("problem %+v, want the file, line %d, steps[20001].id", p, lines)
+	}
+	lengths, sizes := chainHistories(t, run.GetID(), run.GetRunID())
+	if len(lengths) != 1 || sizes[0] > 256<<10 {
+		t.Fatalf("histories %v events, %v bytes", lengths, sizes)
+	}
 }

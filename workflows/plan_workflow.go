@@ -160,7 +160,14 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	if rr.Route == nil {
 		rr.Route = res.Route
 	}
+	// The plan the run was given (or routed to) is in history already; the
+	// report gets it from here, so Resolve's recorded result need not hold
+	// it again (a plan file's is never recorded: it may be megabytes).
+	if rr.PlanValue == nil {
+		rr.PlanValue = planValue
+	}
 	res.Plan, res.Gaps, res.Resolution, res.Policy, res.Problems = rr.Plan, nonNilGaps(rr.Gaps), rr.Resolution, rr.Policy, rr.Problems
+	res.Omitted = rr.Omitted
 	if res.Resolution == nil {
 		res.Resolution = []gap.StepResolution{}
 	}

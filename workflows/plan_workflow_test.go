@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -725,5 +726,35 @@ func TestWhenOverASkippedStepSaysHowToGuard(t *testing.T) {
 	b := stepResult(res, "b")
 	if b.Status != wfapi.StepFailed || !strings.Contains(b.Envelope.Message, "guard with steps.a.success") {
 		t.Fatalf("%s: %+v", b.Status, b.Envelope)
+	}
+}
+
+// The report's plan is the one the run was given: Resolve does not record
+// it a second time, the workflow hands it to Finalize. A plan file's value
+// is never recorded.
+func TestFinalizeGetsThePlanGiven(t *testing.T) {
+	given := map[string]any{"name": "x", "steps": []any{map[string]any{"id": "a", "capability": "x.a"}}}
+	for _, c := range []struct {
+		name string
+		in   wfapi.Input
+		want any
+	}{
+		{"inline", wfapi.Input{Plan: given}, given},
+		{"file", wfapi.Input{PlanFile: "plans/x.yaml"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakes{resolved: resolvedFrom(t, "name: x\nsteps:\n  - {id: a, capability: x.a}\n"), calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+			env := newEnv(t, f)
+			env.ExecuteWorkflow(wfapi.WorkflowType, c.in)
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("workflow did not complete: %v", env.GetWorkflowError())
+			}
+			if f.finalized == nil || f.finalized.Resolved == nil {
+				t.Fatal("Finalize got no resolution")
+			}
+			if got := f.finalized.Resolved.PlanValue; !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("Finalize got plan %v, want %v", got, c.want)
+			}
+		})
 	}
 }

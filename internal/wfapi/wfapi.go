@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 )
 
@@ -179,9 +180,12 @@ type ResolveResult struct {
 	Gaps          []gap.Gap               `json:"gaps"`
 	Policy        *preflight.PolicyReport `json:"policy,omitempty"`
 	Problems      []preflight.Problem     `json:"problems,omitempty"`
-	Notes         []string                `json:"notes,omitempty"`
-	RunDir        string                  `json:"run_dir"`
-	Outputs       map[string]string       `json:"outputs,omitempty"`
+	// Omitted counts the gaps, problems and policy violations past
+	// MaxListed each that were left out (Preflight file has them all).
+	Omitted *Omitted          `json:"omitted,omitempty"`
+	Notes   []string          `json:"notes,omitempty"`
+	RunDir  string            `json:"run_dir"`
+	Outputs map[string]string `json:"outputs,omitempty"`
 	// AskTimeout bounds each wait for a decision (0: plan.DefaultAskTimeout).
 	AskTimeout time.Duration `json:"ask_timeout,omitempty"`
 	Route      *RouteInfo    `json:"route,omitempty"`
@@ -496,8 +500,11 @@ type Result struct {
 	Resolution []gap.StepResolution    `json:"resolution"`
 	Policy     *preflight.PolicyReport `json:"policy,omitempty"`
 	Problems   []preflight.Problem     `json:"problems,omitempty"`
-	Route      *RouteInfo              `json:"route,omitempty"`
-	Report     ReportPaths             `json:"report"`
+	// Omitted: a plan with more than MaxListed gaps, problems or policy
+	// violations lists the first ones here; the report has them all.
+	Omitted *Omitted    `json:"omitted,omitempty"`
+	Route   *RouteInfo  `json:"route,omitempty"`
+	Report  ReportPaths `json:"report"`
 	// Outputs are the plan's outputs, evaluated when the run ended.
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// Warnings are failures the run absorbed by their severity
@@ -535,4 +542,58 @@ type RouteResult struct {
 	Route   *RouteInfo `json:"route,omitempty"`
 	Message string     `json:"message,omitempty"`
 	Gaps    []gap.Gap  `json:"gaps,omitempty"`
+}
+
+// MaxListed bounds the gaps, problems and policy violations a run records
+// in history (each): a plan of thousands of broken steps must not make a
+// result past Temporal's payload limit, which would end the run unheard.
+const MaxListed = 100
+
+// PreflightFile, in the run folder, holds every gap, problem and policy
+// violation when some were left out of the recorded results.
+const PreflightFile = "preflight.json"
+
+// Omitted counts what a result left out of its lists.
+type Omitted struct {
+	Gaps       int    `json:"gaps,omitempty"`
+	Problems   int    `json:"problems,omitempty"`
+	Violations int    `json:"violations,omitempty"`
+	File       string `json:"file"`
+}
+
+// Preflight is the content of PreflightFile.
+type Preflight struct {
+	Gaps       []gap.Gap           `json:"gaps"`
+	Problems   []preflight.Problem `json:"problems"`
+	Violations []policy.Violation  `json:"violations"`
+}
+
+// Bound keeps at most MaxListed of each list and returns the full lists
+// when it cut any (nil when all fit).
+func (rr *ResolveResult) Bound(file string) *Preflight {
+	var viol []policy.Violation
+	if rr.Policy != nil {
+		viol = rr.Policy.Violations
+	}
+	if len(rr.Gaps) <= MaxListed && len(rr.Problems) <= MaxListed && len(viol) <= MaxListed {
+		return nil
+	}
+	full := &Preflight{Gaps: rr.Gaps, Problems: rr.Problems, Violations: viol}
+	om := &Omitted{File: file}
+	rr.Gaps, om.Gaps = cut(rr.Gaps)
+	rr.Problems, om.Problems = cut(rr.Problems)
+	if rr.Policy != nil {
+		p := *rr.Policy
+		p.Violations, om.Violations = cut(p.Violations)
+		rr.Policy = &p
+	}
+	rr.Omitted = om
+	return full
+}
+
+func cut[T any](list []T) ([]T, int) {
+	if len(list) <= MaxListed {
+		return list, 0
+	}
+	return list[:MaxListed:MaxListed], len(list) - MaxListed
 }
