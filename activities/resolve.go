@@ -78,14 +78,10 @@ func storeBounded(rr *wfapi.ResolveResult) error {
 	if full == nil {
 		return nil
 	}
-	raw, err := json.Marshal(full)
-	if err == nil {
-		err = os.MkdirAll(rr.RunDir, 0o755)
+	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
+		return err
 	}
-	if err == nil {
-		err = writeAtomic(file, raw)
-	}
-	return err
+	return writeJSON(file, full, false)
 }
 
 // planOf reads the plan: the value in the input, or the project file it

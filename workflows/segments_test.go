@@ -168,14 +168,19 @@ func TestContinueAsNewCarriesTheRun(t *testing.T) {
 	}
 }
 
-// A fail_fast stop ends the run in its segment: no continue-as-new after.
-func TestContinueAsNewStopsOnFailFast(t *testing.T) {
+// chainOfTen is a plan of ten chained steps, s00 to s09.
+func chainOfTen(name string) string {
 	var src strings.Builder
-	src.WriteString("name: long\nsteps:\n  - {id: s00, capability: x.a}\n")
+	fmt.Fprintf(&src, "name: %s\nsteps:\n  - {id: s00, capability: x.a}\n", name)
 	for i := 1; i < 10; i++ {
 		fmt.Fprintf(&src, "  - {id: s%02d, capability: x.a, needs: [s%02d]}\n", i, i-1)
 	}
-	rr := resolvedFrom(t, src.String())
+	return src.String()
+}
+
+// A fail_fast stop ends the run in its segment: no continue-as-new after.
+func TestContinueAsNewStopsOnFailFast(t *testing.T) {
+	rr := resolvedFrom(t, chainOfTen("long"))
 	rr.SegmentEvents = 30
 	rr.StepsRef = &wfapi.StepsRef{Count: len(rr.Steps), Pages: []wfapi.Page{{From: 0, To: len(rr.Steps)}}}
 	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{"s05": fail(caperr.TestFailure)}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
@@ -196,11 +201,6 @@ func TestContinueAsNewStopsOnFailFast(t *testing.T) {
 // A resolution that carried its stored steps packed runs without loading
 // a page; a segment after continue-as-new loads them (its carry is lean).
 func TestPackedStepsRunWithoutLoading(t *testing.T) {
-	var src strings.Builder
-	src.WriteString("name: packed\nsteps:\n  - {id: s00, capability: x.a}\n")
-	for i := 1; i < 10; i++ {
-		fmt.Fprintf(&src, "  - {id: s%02d, capability: x.a, needs: [s%02d]}\n", i, i-1)
-	}
 	all := "s00=succeeded s01=succeeded s02=succeeded s03=succeeded s04=succeeded s05=succeeded s06=succeeded s07=succeeded s08=succeeded s09=succeeded"
 	for _, c := range []struct {
 		name      string
@@ -216,7 +216,7 @@ func TestPackedStepsRunWithoutLoading(t *testing.T) {
 			status: wfapi.StatusFailed, message: "cannot load the resolved steps: the resolution carried 9 steps, want 10"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rr := resolvedFrom(t, src.String())
+			rr := resolvedFrom(t, chainOfTen("packed"))
 			steps := rr.Steps
 			carried := steps
 			if c.carry != nil {
