@@ -6,7 +6,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -106,13 +105,8 @@ func short(d string) string {
 	return d
 }
 
-// runDir is the folder of one run.
-func (a *Activities) runDir(workflowID string) string {
-	cfg := a.Project.Config
-	return filepath.Join(cfg.Abs(cfg.RunsDir), safeName(workflowID))
-}
-
-// safeName keeps workflow ids from escaping runs_dir.
+// safeName keeps step ids (and, before RunFolderName, workflow ids) from
+// escaping their folder.
 func safeName(s string) string {
 	out := []rune{}
 	for _, r := range s {
@@ -132,7 +126,11 @@ func safeName(s string) string {
 // Host answers this worker's host queue and the run's folder here (a run
 // whose host was lost moves to the host of whichever worker answers).
 func (a *Activities) Host(ctx context.Context, workflowID string) (*wfapi.HostInfo, error) {
-	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: a.runDir(workflowID)}, nil
+	dir, err := a.runFolder(ctx, workflowID, "")
+	if err != nil {
+		return nil, appError(err)
+	}
+	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: dir}, nil
 }
 
 // wrongHost refuses a local activity that runs on a worker other than the

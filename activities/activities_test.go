@@ -35,6 +35,10 @@ func newActivities(t *testing.T) (*Activities, string) {
 	return a, root
 }
 
+// testRun is the workflow ID the test activity environment gives every
+// activity: run folders derive from it.
+const testRun = "default-test-workflow-id"
+
 func env(a *Activities) *testsuite.TestActivityEnvironment {
 	var s testsuite.WorkflowTestSuite
 	e := s.NewTestActivityEnvironment()
@@ -49,7 +53,7 @@ func TestResolveAndRun(t *testing.T) {
 	plan := map[string]any{"name": "p", "steps": []any{
 		map[string]any{"id": "sum", "capability": "file.checksum", "with": map[string]any{"path": "${inputs.file}"}},
 	}, "inputs": map[string]any{"file": map[string]any{"type": "string"}}}
-	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, Inputs: map[string]any{"file": "a.txt"}, WorkflowID: "wf/../x"})
+	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, Inputs: map[string]any{"file": "a.txt"}, WorkflowID: testRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +66,7 @@ func TestResolveAndRun(t *testing.T) {
 		t.Fatalf("a workflow id must not escape runs_dir: %s", rr.RunDir)
 	}
 	st := rr.Steps[0]
-	in := wfapi.RunToolInput{WorkflowID: "wf", RunDir: rr.RunDir, Inputs: rr.Inputs,
+	in := wfapi.RunToolInput{WorkflowID: testRun, RunDir: rr.RunDir, Inputs: rr.Inputs,
 		Step: wfapi.StepCall{ID: st.ID, Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: st.Idempotent, With: st.With}}
 	v, err = e.ExecuteActivity(a.RunTool, in)
 	if err != nil {
@@ -72,6 +76,23 @@ func TestResolveAndRun(t *testing.T) {
 	_ = v.Get(&out)
 	if !out.Envelope.Success || out.Envelope.Data.(map[string]any)["sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
 		t.Fatalf("%+v", out)
+	}
+
+	// A run folder or a stored output that is not this run's: refused
+	// before anything is read or written.
+	for name, bad := range map[string]wfapi.RunToolInput{
+		"folder": {WorkflowID: testRun, RunDir: "/", Step: in.Step, Inputs: in.Inputs},
+		"run":    {WorkflowID: "another-run", Step: in.Step, Inputs: in.Inputs},
+		"output": {WorkflowID: testRun, Step: in.Step, Inputs: in.Inputs, Deps: map[string]wfapi.StepOutcome{"x": {Success: true, DataFile: "/etc/passwd"}}},
+	} {
+		_, err = e.ExecuteActivity(a.RunTool, bad)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != string(caperr.InvalidInput) || !app.NonRetryable() {
+			t.Fatalf("a foreign %s: %v", name, err)
+		}
+	}
+	if _, err := os.Stat("/steps"); err == nil {
+		t.Fatal("a step folder was made under /")
 	}
 
 	// A digest that no longer matches: refused, not retried.
@@ -90,8 +111,8 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	e := env(a)
 	reg, _ := a.registry()
 	m := reg.Tool("file-read", "")
-	runDir := filepath.Join(root, ".capflow/runs/wf")
-	v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+	runDir := filepath.Join(root, ".capflow/runs", testRun)
+	v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, RunDir: runDir,
 		Step: wfapi.StepCall{ID: "read", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true, With: map[string]any{"path": "big.txt"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +124,7 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	}
 	// A later step reads it back through its reference.
 	w := reg.Tool("file-write", "")
-	_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+	_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, RunDir: runDir,
 		Deps: map[string]wfapi.StepOutcome{"read": {Success: true, DataFile: out.DataFile}},
 		Step: wfapi.StepCall{ID: "write", Tool: w.Name, Version: w.Version, Digest: w.Digest, With: map[string]any{"path": "copy.txt", "content": "${steps.read.data.content}"}}})
 	if err != nil {
@@ -119,7 +140,7 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	// producer named for the workflow to re-run.
 	os.WriteFile(out.DataFile, []byte(`{"content":"forged"}`), 0o644)
 	for _, why := range []string{"was altered", "is missing"} {
-		_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: runDir,
+		_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, RunDir: runDir,
 			Deps: map[string]wfapi.StepOutcome{"read": {Success: true, DataFile: out.DataFile, DataSHA256: out.DataSHA256}},
 			Step: wfapi.StepCall{ID: "write2", Tool: w.Name, Version: w.Version, Digest: w.Digest, With: map[string]any{"path": "copy2.txt", "content": "${steps.read.data.content}"}}})
 		var app *temporal.ApplicationError
@@ -140,7 +161,7 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 func TestFinalizeWritesReports(t *testing.T) {
 	a, _ := newActivities(t)
 	e := env(a)
-	res := wfapi.Result{Status: "partial-complete", Plan: "p", WorkflowID: "wf-1", Message: "gaps",
+	res := wfapi.Result{Status: "partial-complete", Plan: "p", WorkflowID: testRun, Message: "gaps",
 		Gaps: []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
 	v, err := e.ExecuteActivity(a.Finalize, wfapi.FinalizeInput{Result: res})
 	if err != nil {
@@ -157,7 +178,7 @@ func TestFinalizeWritesReports(t *testing.T) {
 
 func TestResolveInvalidPlan(t *testing.T) {
 	a, _ := newActivities(t)
-	v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: map[string]any{"name": "bad", "steps": []any{map[string]any{"id": "A B"}}}, WorkflowID: "w"})
+	v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: map[string]any{"name": "bad", "steps": []any{map[string]any{"id": "A B"}}}, WorkflowID: testRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +199,13 @@ func TestItemFromAStoredList(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("A"), 0o644)
 	os.WriteFile(filepath.Join(root, "b.txt"), []byte("B"), 0o644)
 	raw := []byte(`{"files":["a.txt","b.txt"]}`)
-	list := filepath.Join(root, "list.json")
+	list := filepath.Join(root, ".capflow/runs", testRun, "steps/find/data.json")
+	os.MkdirAll(filepath.Dir(list), 0o755)
 	os.WriteFile(list, raw, 0o644)
 	sum := sha256.Sum256(raw)
 	deps := map[string]wfapi.StepOutcome{"find": {Success: true, DataFile: list, DataSHA256: hex.EncodeToString(sum[:])}}
 	run := func(index int) (string, error) {
-		v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "wf", RunDir: filepath.Join(root, ".capflow/runs/wf"), Deps: deps,
+		v, err := e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, RunDir: filepath.Join(root, ".capflow/runs", testRun), Deps: deps,
 			Step: wfapi.StepCall{ID: "sum", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true, With: map[string]any{"path": "${item}"},
 				Item: &wfapi.ItemCall{ForEach: "${steps.find.data.files}", ItemName: "item", Index: index}}})
 		if err != nil {
@@ -231,7 +253,7 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, _ := newActivities(t)
-			v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: c.plan, WorkflowID: "w-" + strings.ReplaceAll(c.name, " ", "-")})
+			v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: c.plan})
 			if err != nil {
 				t.Fatal(err)
 			}

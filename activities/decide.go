@@ -19,6 +19,13 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		code := caperr.CodeOf(err)
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(code).Retryable})
 	}
+	id, err := runOf(ctx, "")
+	if err == nil {
+		err = a.checkOutcomes(id, in.Deps)
+	}
+	if err != nil {
+		return fail(err)
+	}
 	scope, _, err := loadScope(in.Inputs, in.Deps)
 	if err != nil {
 		return fail(err)

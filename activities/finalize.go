@@ -30,16 +30,21 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 			return nil, err
 		}
 	}
-	dir := a.runDir(in.Result.WorkflowID)
-	if in.Resolved != nil && in.Resolved.RunDir != "" {
-		dir = in.Resolved.RunDir
+	recorded := ""
+	if in.Resolved != nil {
+		recorded = in.Resolved.RunDir
 	}
+	dir, err := a.runFolder(ctx, in.Result.WorkflowID, recorded)
+	if err != nil {
+		return nil, appError(err)
+	}
+	a.dropForeignFiles(&in)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
 	res := in.Result
-	rr, err := a.complete(in, &res)
+	rr, err := a.complete(in, dir, &res)
 	if err != nil {
 		// What is stored elsewhere (a lost host's folder) is missing: the
 		// report is still written, with what the workflow knows.
@@ -94,11 +99,15 @@ func (a *Activities) cleanup(runDir string) *report.Cleanup {
 
 // complete fills in what the workflow left out of the finalize input:
 // the stored resolution, earlier segments' steps, stored envelopes.
-func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi.ResolveResult, error) {
+func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Result) (*wfapi.ResolveResult, error) {
 	rr := in.Resolved
 	if om := res.Omitted; om != nil {
 		var full wfapi.Preflight
-		raw, err := os.ReadFile(om.File)
+		err := a.inRun(in.Result.WorkflowID, om.File)
+		var raw []byte
+		if err == nil {
+			raw, err = os.ReadFile(om.File)
+		}
 		if err == nil {
 			err = json.Unmarshal(raw, &full)
 		}
@@ -118,6 +127,9 @@ func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi
 		}
 	}
 	if rr != nil && rr.StepsRef != nil && (len(rr.Steps) < rr.StepsRef.Count || rr.Resolution == nil) {
+		if err := a.inRun(in.Result.WorkflowID, rr.StepsRef.File); err != nil {
+			return nil, err
+		}
 		st, err := a.readStoredSteps(*rr.StepsRef)
 		if err != nil {
 			return nil, err
@@ -131,7 +143,7 @@ func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi
 		byID := map[string]wfapi.StepResult{}
 		for n := 1; n <= in.Segments; n++ {
 			var part []wfapi.StepResult
-			raw, err := os.ReadFile(segmentFile(rr.RunDir, n))
+			raw, err := segmentSteps(dir, n)
 			if err == nil {
 				err = json.Unmarshal(raw, &part)
 			}
@@ -165,8 +177,32 @@ func (a *Activities) complete(in wfapi.FinalizeInput, res *wfapi.Result) (*wfapi
 	return rr, nil
 }
 
-// Checkpoint writes one segment's ended steps for the final report.
+// dropForeignFiles forgets the stored files a result names outside the
+// run's folder on this worker: a run that moved host names files of the
+// lost one, and no history value makes the report read a file elsewhere.
+func (a *Activities) dropForeignFiles(in *wfapi.FinalizeInput) {
+	id := in.Result.WorkflowID
+	steps := slices.Clone(in.Result.Steps)
+	for i := range steps {
+		s := &steps[i]
+		if a.inRun(id, s.DataFile) != nil {
+			s.DataFile, s.DataSHA256 = "", ""
+		}
+		if a.inRun(id, s.EnvelopeFile) != nil {
+			s.EnvelopeFile = ""
+		}
+	}
+	in.Result.Steps = steps
+}
+
+// Checkpoint writes one segment's ended steps for the final report (runs
+// recorded before checkpoints became blobs).
 func (a *Activities) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) error {
+	dir, err := a.runFolder(ctx, "", in.RunDir)
+	if err != nil {
+		return appError(err)
+	}
+	in.RunDir = dir
 	raw, err := json.Marshal(in.Steps)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(segmentFile(in.RunDir, in.Segment)), 0o755)

@@ -27,7 +27,10 @@ import (
 // gaps and applies policy: exactly `capflow plan check`. The result (tool
 // names, versions, digests, settings) is recorded in the run's history.
 func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
-	runDir := a.runDir(in.WorkflowID)
+	runDir, err := a.runFolder(ctx, in.WorkflowID, "")
+	if err != nil {
+		return nil, appError(err)
+	}
 	p, name, probs := a.planOf(in)
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(name, probs)
@@ -202,6 +205,13 @@ type stepsCache struct {
 
 // LoadSteps returns one page of the stored resolved steps.
 func (a *Activities) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
+	id, err := runOf(ctx, "")
+	if err == nil {
+		err = a.inRun(id, in.Ref.File)
+	}
+	if err != nil {
+		return nil, appError(err)
+	}
 	st, err := a.readStoredSteps(in.Ref)
 	if err != nil {
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ObservabilityError), temporal.ApplicationErrorOptions{NonRetryable: true})

@@ -35,7 +35,11 @@ func (a *Activities) earlierRun(id string) (*earlier, error) {
 	file := filepath.Join(a.runDir(id), "report.json")
 	st, err := os.Stat(file)
 	if err != nil {
-		return nil, err
+		// A run from before RunFolderName keeps its legacy folder.
+		file = filepath.Join(a.legacyRunDir(id), "report.json")
+		if st, err = os.Stat(file); err != nil {
+			return nil, err
+		}
 	}
 	a.mu.Lock()
 	c := a.earlier
@@ -93,6 +97,9 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, stepDir string, log h
 		Message: fmt.Sprintf("reused from %s: same tool and inputs, no tool ran", step.ReuseFrom), Timestamp: envelope.Timestamp(envelope.Now())})
 	res := &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}
 	if old.DataFile != "" {
+		if err := a.inRun(step.ReuseFrom, old.DataFile); err != nil {
+			return why("%v", err)
+		}
 		raw, err := os.ReadFile(old.DataFile)
 		if err != nil {
 			return why("its stored output is gone: %v", err)

@@ -40,6 +40,16 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if err := a.wrongHost(ctx, in.Host); err != nil {
 		return nil, err
 	}
+	// Before anything is read or written: the folder is this run's, and
+	// every stored output it names lies in it.
+	runDir, err := a.runFolder(ctx, in.WorkflowID, in.RunDir)
+	if err == nil {
+		err = a.checkOutcomes(in.WorkflowID, in.Deps)
+	}
+	if err != nil {
+		return nil, appError(err)
+	}
+	in.RunDir = runDir
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.

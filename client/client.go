@@ -62,9 +62,6 @@ type Run struct {
 // Start starts a run with the given input under workflow ID id ("" lets
 // Temporal choose).
 func (c *Client) Start(ctx context.Context, id string, in Input) (*Run, error) {
-	if in.Resume != nil {
-		return nil, errors.New("resume is the workflow's own: leave it empty")
-	}
 	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: id, TaskQueue: c.taskQueue}, WorkflowType, in)
 	if err != nil {
 		return nil, err

@@ -32,9 +32,10 @@ var localRetry = &temporal.RetryPolicy{
 }
 
 // PlanWorkflow runs one plan: Resolve, then the DAG, then Finalize. A
-// run whose history grows long continues as new (segments.go); in.Resume
-// is then the state its previous segment left.
-func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
+// run whose history grows long continues as new (segments.go); its start
+// then carries a reference to the state its previous segment stored.
+func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
+	strict := workflow.GetVersion(ctx, trustedInputChange, workflow.DefaultVersion, 1) >= 1
 	ctx = withLocal(ctx)
 	info := workflow.GetInfo(ctx)
 	started := workflow.Now(ctx)
@@ -58,8 +59,20 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 		return nil, err
 	}
 
+	in, resume := start.Input, start.Resume
+	if strict {
+		if refused := admit(ctx, &start); len(refused) > 0 {
+			return refuse(ctx, res, started, refused), nil
+		}
+		if c := start.Carry; c != nil {
+			if resume, err = loadCarry(ctx, c); err != nil {
+				res.Status, res.Message = wfapi.StatusFailed, "cannot load the run's carry: "+err.Error()
+				return finalize(ctx, res, nil, started, nil)
+			}
+		}
+	}
 	var rr wfapi.ResolveResult
-	if r := in.Resume; r != nil {
+	if r := resume; r != nil {
 		rr = r.Resolved
 		res.RunID, res.StartedAt, res.Plan, res.Route, res.Policy = r.FirstRunID, r.StartedAt, rr.Plan, rr.Route, rr.Policy
 		res.Gaps = nonNilGaps(rr.Gaps)
@@ -93,13 +106,13 @@ func PlanWorkflow(ctx workflow.Context, in wfapi.Input) (*wfapi.Result, error) {
 	upsert(res.Status)
 	sched = newScheduler(ctx, &rr, res)
 	sched.upsert = upsert
-	if in.Resume != nil {
-		sched.setReuse(in.Resume.Reuse)
+	if resume != nil {
+		sched.setReuse(resume.Reuse)
 	} else {
 		sched.setReuse(in.Reuse)
 	}
-	if in.Resume != nil {
-		if err := sched.resumeFrom(in.Resume); err != nil {
+	if resume != nil {
+		if err := sched.resumeFrom(resume); err != nil {
 			res.Status, res.Message = wfapi.StatusFailed, "cannot resume the run: "+err.Error()
 			return finalize(ctx, res, lean(&rr, paged), started, nil)
 		}
@@ -203,14 +216,21 @@ func blocked(rr *wfapi.ResolveResult, paged bool) []wfapi.StepResult {
 }
 
 // continueAsNew ends a drained segment: its steps go to a checkpoint, and
-// the run goes on as a new execution with the carry.
+// the run goes on as a new execution with a reference to its carry (runs
+// recorded before segment blobs: the carry itself).
 func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*wfapi.Result, error) {
-	cctx := workflow.WithActivityOptions(ctx, onHost(sched.rr, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: fmt.Sprintf("checkpoint: segment %d", sched.segment+1),
-	}))
-	err := workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
-		RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),
-	}).Get(ctx, nil)
+	carry := sched.carry(res.RunID, res.StartedAt)
+	var next wfapi.Start
+	var err error
+	if workflow.GetVersion(ctx, segmentBlobsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		cctx := workflow.WithActivityOptions(ctx, onHost(sched.rr, carryOptions("", sched.segment+1)))
+		err = workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
+			RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),
+		}).Get(ctx, nil)
+		next.Resume = carry
+	} else {
+		next.Carry, err = storeSegment(ctx, sched, carry)
+	}
 	if err != nil {
 		// Without the checkpoint the report would lose steps: end here.
 		if temporal.IsCanceledError(err) {
@@ -223,8 +243,7 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 		res.Steps = sched.results(true)
 		return finalize(ctx, res, lean(sched.rr, true), workflow.Now(ctx), nil)
 	}
-	carry := sched.carry(res.RunID, res.StartedAt)
-	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, wfapi.Input{Resume: carry})
+	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, next)
 }
 
 func nonNilGaps(g []gap.Gap) []gap.Gap {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -24,6 +25,7 @@ type segmentFakes struct {
 	// stored: the steps in resolved.json when the resolution left them
 	// out (else the resolution's own).
 	stored []wfapi.ResolvedStep
+	blobs  map[string][]byte
 }
 
 func (f *segmentFakes) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
@@ -36,6 +38,52 @@ func (f *segmentFakes) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (
 	}
 	page := wfapi.PackSteps(stored[in.Page.From:in.Page.To])
 	return &page, nil
+}
+
+// PutBlob keeps blob parts in memory; sealing a segment's blob records
+// its steps as that segment's checkpoint.
+func (f *segmentFakes) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.blobs == nil {
+		f.blobs = map[string][]byte{}
+	}
+	key := fmt.Sprintf("%s/%d", in.Name, in.Part)
+	f.blobs[key] = in.Data
+	if in.Seal == nil {
+		return nil
+	}
+	var whole []byte
+	for k := 0; k < in.Seal.Parts; k++ {
+		whole = append(whole, f.blobs[fmt.Sprintf("%s/%d", in.Name, k)]...)
+	}
+	if len(whole) != in.Seal.Size {
+		return fmt.Errorf("blob %s: %d bytes, sealed as %d", in.Name, len(whole), in.Seal.Size)
+	}
+	f.blobs[in.Name] = whole
+	var n int
+	if _, err := fmt.Sscanf(in.Name, "segment-%d.json", &n); err == nil {
+		if _, dup := f.checkpoints[n]; dup {
+			return fmt.Errorf("segment %d checkpointed twice", n)
+		}
+		var steps []wfapi.StepResult
+		if err := json.Unmarshal(whole, &steps); err != nil {
+			return err
+		}
+		f.checkpoints[n] = steps
+	}
+	return nil
+}
+
+func (f *segmentFakes) GetBlob(ctx context.Context, in wfapi.GetBlobInput) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	whole, ok := f.blobs[in.Name]
+	if !ok {
+		return nil, fmt.Errorf("no blob %s", in.Name)
+	}
+	from := min(len(whole), in.Part*wfapi.BlobPartBytes)
+	return whole[from:min(len(whole), from+wfapi.BlobPartBytes)], nil
 }
 
 func (f *segmentFakes) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) error {
@@ -53,14 +101,22 @@ func (f *segmentFakes) Checkpoint(ctx context.Context, in wfapi.CheckpointInput)
 // execution starts with a short history.
 func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result, int) {
 	t.Helper()
-	in := wfapi.Input{Plan: map[string]any{"name": "x"}}
+	in := wfapi.Start{Input: wfapi.Input{Plan: map[string]any{"name": "x"}}}
 	for segment := 0; segment < 50; segment++ {
 		env := newEnv(t, f.fakes)
 		env.RegisterActivityWithOptions(f.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
 		env.RegisterActivityWithOptions(f.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+		env.RegisterActivityWithOptions(f.PutBlob, activity.RegisterOptions{Name: wfapi.PutBlobActivity})
+		env.RegisterActivityWithOptions(f.GetBlob, activity.RegisterOptions{Name: wfapi.GetBlobActivity})
+		if segment > 0 {
+			env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", segment-1))
+		}
 		length := 3
 		env.SetCurrentHistoryLength(length)
-		env.SetOnActivityCompletedListener(func(*activity.Info, converter.EncodedValue, error) {
+		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+			if info.ActivityType.Name != wfapi.RunToolActivity {
+				return // a segment's own bookkeeping adds a few events only
+			}
 			length += perActivity
 			env.SetCurrentHistoryLength(length)
 		})
@@ -70,12 +126,16 @@ func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result,
 		}
 		var can *workflow.ContinueAsNewError
 		if err := env.GetWorkflowError(); errors.As(err, &can) {
-			in = wfapi.Input{}
+			in = wfapi.Start{}
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 				t.Fatal(err)
 			}
-			if in.Resume == nil || in.Resume.Segment != segment+1 || len(in.Resume.Resolved.Steps) != 0 || in.Resume.Resolved.PackedSteps != nil {
-				t.Fatalf("segment %d continued without a lean carry: %+v", segment, in.Resume)
+			if in.Resume != nil || in.Carry == nil || in.Carry.Segment != segment+1 || in.Plan != nil {
+				t.Fatalf("segment %d continued without a carry reference: %+v", segment, in)
+			}
+			var carry wfapi.Resume
+			if err := json.Unmarshal(f.blobs[in.Carry.Name], &carry); err != nil || len(carry.Resolved.Steps) != 0 || carry.Resolved.PackedSteps != nil {
+				t.Fatalf("segment %d stored no lean carry (%v): %+v", segment, err, carry)
 			}
 			continue
 		} else if err != nil {

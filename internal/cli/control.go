@@ -319,16 +319,18 @@ func earlierRun(ctx context.Context, tc client.Client, id string) (wfapi.Input, 
 		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "history of %s", id)
 	}
 	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if payloads == nil || in.Resume != nil {
+	if payloads == nil {
 		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
 	}
-	if err := temporalx.DataConverter().FromPayloads(payloads, &in); err != nil {
+	var start wfapi.Start
+	if err := temporalx.DataConverter().FromPayloads(payloads, &start); err != nil {
 		// An encrypted input without the key says which key it needs.
 		return in, nil, caperr.New(caperr.InvalidInput, "run %s: its input cannot be read: %v", id, err)
 	}
-	if in.Resume != nil {
+	if start.Resume != nil || start.Carry != nil || len(start.Refused) > 0 {
 		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
 	}
+	in = start.Input
 	var res wfapi.Result
 	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		return in, nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)

@@ -74,7 +74,8 @@ func (s StepState) Terminal() bool {
 }
 
 // Input starts a PlanWorkflow: a plan object, a plan file in the project,
-// or request text to route.
+// or request text to route. These are the only fields a client may send
+// (PlanWorkflow decodes them as a Start, which refuses any other).
 type Input struct {
 	Plan any `json:"plan,omitempty"`
 	// PlanFile is a plan file inside the project (a path from its root),
@@ -82,8 +83,6 @@ type Input struct {
 	PlanFile string         `json:"plan_file,omitempty"`
 	Request  string         `json:"request,omitempty"`
 	Inputs   map[string]any `json:"inputs,omitempty"`
-	// Resume is set by the run itself when it continues as new.
-	Resume *Resume `json:"resume,omitempty"`
 	// Reuse names an earlier run whose succeeded steps this run may reuse
 	// (docs/run-control.md, rerun).
 	Reuse *Reuse `json:"reuse,omitempty"`

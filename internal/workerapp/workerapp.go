@@ -55,6 +55,8 @@ func RegisterHostActivities(w worker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
 	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
+	w.RegisterActivityWithOptions(acts.PutBlob, activity.RegisterOptions{Name: wfapi.PutBlobActivity})
+	w.RegisterActivityWithOptions(acts.GetBlob, activity.RegisterOptions{Name: wfapi.GetBlobActivity})
 }
 
 // HostQueue is this host's own task queue for a project: the queue name,

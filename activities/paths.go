@@ -1,0 +1,148 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Paths come from the engine, never from history (docs/workflow.md): a
+// run's folder is derived from its workflow ID inside runs_dir, and every
+// path an activity is handed (a stored output, an envelope, the stored
+// steps) is checked to lie in that folder before it is opened.
+
+// maxFolderName keeps a run folder's name well within a file name's 255
+// bytes; longer IDs end in a digest of the whole ID.
+const maxFolderName = 180
+
+// RunFolderName is the folder name of a workflow ID: letters, digits and
+// '-' stay, '.' too unless it leads; every other byte becomes _XX (hex),
+// so distinct IDs give distinct names ("a/b" → a_2fb, "a_b" → a_5fb).
+func RunFolderName(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	name := b.String()
+	if name == "" {
+		return "_"
+	}
+	if len(name) > maxFolderName {
+		sum := sha256.Sum256([]byte(id))
+		name = name[:maxFolderName-33] + "~" + hex.EncodeToString(sum[:16])
+	}
+	return name
+}
+
+// runDir is the folder of one run on this worker.
+func (a *Activities) runDir(workflowID string) string {
+	cfg := a.Project.Config
+	return filepath.Join(cfg.Abs(cfg.RunsDir), RunFolderName(workflowID))
+}
+
+// legacyRunDir is where runs started before RunFolderName kept their
+// folder (distinct IDs could share one): a run recorded with it goes on
+// there.
+func (a *Activities) legacyRunDir(workflowID string) string {
+	cfg := a.Project.Config
+	return filepath.Join(cfg.Abs(cfg.RunsDir), safeName(workflowID))
+}
+
+// runOf is the workflow ID whose folder an activity works in: its own
+// workflow's, or, for an ItemsWorkflow batch, its parent run's (whose ID
+// the batch's own ID starts with, then a dot). claimed is the ID
+// the input names; a mismatch is refused.
+func runOf(ctx context.Context, claimed string) (string, error) {
+	if !activity.IsActivity(ctx) {
+		return claimed, nil // called directly (unit tests, the CLI)
+	}
+	info := activity.GetInfo(ctx)
+	own := info.WorkflowExecution.ID
+	switch {
+	case claimed == "" || claimed == own:
+		return own, nil
+	case info.WorkflowType != nil && info.WorkflowType.Name == wfapi.ItemsWorkflowType && strings.HasPrefix(own, claimed+"."):
+		return claimed, nil
+	}
+	return "", caperr.New(caperr.InvalidInput, "the activity of workflow %q names run %q", own, claimed)
+}
+
+// runFolder is the folder an activity of workflow claimedID works in.
+// recorded is the folder the run's history names (runs started before
+// RunFolderName, or "" to derive): it is accepted only when it is what
+// this worker derives for that ID.
+func (a *Activities) runFolder(ctx context.Context, claimedID, recorded string) (string, error) {
+	id, err := runOf(ctx, claimedID)
+	if err != nil {
+		return "", err
+	}
+	dir := a.runDir(id)
+	switch recorded {
+	case "", dir:
+		return dir, nil
+	case a.legacyRunDir(id):
+		return recorded, nil
+	}
+	return "", caperr.New(caperr.InvalidInput, "run folder %s is not the folder of run %s on this worker (%s)", recorded, id, dir)
+}
+
+// within checks that path lies inside dir (after cleaning; symlinks are
+// the tools' business: builtins open through os.Root).
+func within(dir, path string) error {
+	if path == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return caperr.New(caperr.InvalidInput, "%s is outside the run folder %s", path, dir)
+	}
+	return nil
+}
+
+// inRun checks paths against the folders of run id on this worker: its
+// own, and the one of runs recorded before RunFolderName.
+func (a *Activities) inRun(id string, paths ...string) error {
+	for _, p := range paths {
+		if within(a.runDir(id), p) != nil && within(a.legacyRunDir(id), p) != nil {
+			return caperr.New(caperr.InvalidInput, "%s is outside the folder of run %s", p, id)
+		}
+	}
+	return nil
+}
+
+// checkOutcomes refuses stored outputs outside the folder of run id.
+func (a *Activities) checkOutcomes(id string, deps map[string]wfapi.StepOutcome) error {
+	for _, dep := range slices.Sorted(maps.Keys(deps)) {
+		if err := a.inRun(id, deps[dep].DataFile); err != nil {
+			return fmt.Errorf("step %s: %w", dep, err)
+		}
+	}
+	return nil
+}
+
+// appError is the one conversion of a capflow error into a Temporal one:
+// its type is the contract code, retryable as the code table says
+// (docs/envelope.md); details ride along.
+func appError(err error, details ...any) error {
+	code := caperr.CodeOf(err)
+	return temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{
+		NonRetryable: !caperr.Lookup(code).Retryable, Details: details})
+}
