@@ -86,3 +86,17 @@ func TestCarryMustMatchItsDigest(t *testing.T) {
 		t.Fatalf("steps ran: %v", f.calls)
 	}
 }
+
+// A batch of items started by a client, not by its run, runs nothing.
+func TestItemsWorkflowRunsOnlyUnderItsRun(t *testing.T) {
+	f := &fakes{resolved: resolvedFrom(t, "name: x\nsteps:\n  - {id: a, capability: x.a}\n"), behave: map[string]behaviour{}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(wfapi.ItemsWorkflowType, wfapi.ItemsInput{WorkflowID: "victim", Step: f.resolved.Steps[0],
+		Items: []wfapi.BatchItem{{Index: 0, Value: "x", HasValue: true}}, MaxParallel: 1, StopAfterFailures: -1})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "only as a batch") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("items ran: %v", f.calls)
+	}
+}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -19,6 +20,11 @@ const maxBatchResult = 1 << 20
 // ItemsWorkflow runs one batch of a for_each step's items, up to
 // MaxParallel at a time, and returns each item's outcome.
 func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResult, error) {
+	// A batch is its run's own child: a client that starts one directly
+	// could name any tool and any folder.
+	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p == nil || p.ID != in.WorkflowID {
+		return nil, temporal.NewNonRetryableApplicationError("an ItemsWorkflow runs only as a batch of its run's for_each step", string(caperr.InvalidInput), nil)
+	}
 	ctx = withLocal(ctx)
 	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx), local: usesLocal(ctx)}
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
