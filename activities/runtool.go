@@ -78,9 +78,10 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		if step.Item == nil {
 			res.EnvelopeFile = storeEnvelope(stepDir, env)
 		}
+		fit(res, stepDir)
 		retryable := caperr.Lookup(code).Retryable && step.Idempotent
-		log.Info("step failed", "code", code, "retryable", retryable, "message", env.Message)
-		return nil, temporal.NewApplicationErrorWithOptions(env.Message, string(code), temporal.ApplicationErrorOptions{
+		log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
+		return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 			NonRetryable: !retryable, Details: []any{res}})
 	}
 	b := envelope.NewBuilder(step.Tool)
@@ -169,6 +170,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: stepDir,
 		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
 		OnFeedback: func(f envelope.Feedback) {
+			f, _ = f.Bounded()
 			latest.Store(&f)
 			heartbeat()
 		},
@@ -195,16 +197,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, InputsSHA256: inputsSHA}
 	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
-		if err := os.MkdirAll(stepDir, 0o755); err == nil {
-			p := filepath.Join(stepDir, "data.json")
-			if err := os.WriteFile(p, raw, 0o644); err == nil {
-				sum := sha256.Sum256(raw)
-				res.DataFile, res.DataSHA256 = p, hex.EncodeToString(sum[:])
-				res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
-				res.Envelope.Feedback = append(res.Envelope.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelInfo,
-					Message: fmt.Sprintf("data (%d bytes) stored in %s and passed by reference", len(raw), p), Timestamp: envelope.Timestamp(envelope.Now())})
-			}
-		}
+		storeData(res, stepDir, raw)
 	}
 	if step.Item == nil {
 		if story := attemptStory(stepDir, attempt, maxAttempts, began, "succeeded"); story != nil {
@@ -212,8 +205,51 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
 	}
+	fit(res, stepDir)
 	log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res, nil
+}
+
+// MaxResultPayload bounds a step's result in history: past it, its data
+// travels by reference whatever its size (docs/limits.md).
+const MaxResultPayload = 384 << 10
+
+// storeData writes a step's data to <step>/data.json and puts a reference
+// in its place.
+func storeData(res *wfapi.RunToolResult, stepDir string, raw []byte) {
+	if os.MkdirAll(stepDir, 0o755) != nil {
+		return
+	}
+	p := filepath.Join(stepDir, "data.json")
+	if writeAtomic(p, raw) != nil {
+		return
+	}
+	sum := sha256.Sum256(raw)
+	res.DataFile, res.DataSHA256 = p, hex.EncodeToString(sum[:])
+	res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
+	res.Envelope.Feedback = append(res.Envelope.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelInfo,
+		Message: fmt.Sprintf("data (%d bytes) stored in %s and passed by reference", len(raw), p), Timestamp: envelope.Timestamp(envelope.Now())})
+}
+
+// fit bounds what a step's result carries into history, whatever the
+// tool printed: the envelope cut to its limits (the whole one is kept in
+// the step folder), then its data by reference when the result is still
+// past MaxResultPayload.
+func fit(res *wfapi.RunToolResult, stepDir string) {
+	bounded, cut := res.Envelope.Bounded(res.EnvelopeFile)
+	if cut && res.EnvelopeFile == "" {
+		// An item keeps its envelope only when it had to be cut.
+		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
+		bounded, _ = res.Envelope.Bounded(res.EnvelopeFile)
+	}
+	res.Envelope = bounded
+	if res.DataFile != "" || res.Envelope.Data == nil || res.Envelope.Size() <= MaxResultPayload {
+		return
+	}
+	if raw, err := json.Marshal(res.Envelope.Data); err == nil {
+		storeData(res, stepDir, raw)
+		res.Envelope, _ = res.Envelope.Bounded(res.EnvelopeFile)
+	}
 }
 
 // EnvelopeFileName is the file in a step's folder that keeps its

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,7 +253,17 @@ func validResult(t *testing.T, id string) {
 	if err := h.client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &raw); err != nil {
 		t.Fatal(err)
 	}
-	if vs := schema.Embedded("workflow-result.schema.json", schemas.Must("workflow-result.schema.json")).Validate(raw); len(vs) > 0 {
-		t.Fatalf("the result of %s does not validate against its schema: %v", id, vs)
+	validAgainstResultSchema(t, id, raw)
+}
+
+// validAgainstResultSchema checks a value (a workflow result, or the data
+// of `capflow run|status|report --output json`) against the schema.
+func validAgainstResultSchema(t *testing.T, what string, v any) {
+	t.Helper()
+	raw, _ := json.Marshal(v)
+	var doc any
+	_ = json.Unmarshal(raw, &doc)
+	if vs := schema.Embedded("workflow-result.schema.json", schemas.Must("workflow-result.schema.json")).Validate(doc); len(vs) > 0 {
+		t.Fatalf("%s does not validate against schemas/workflow-result.schema.json: %v", what, vs)
 	}
 }

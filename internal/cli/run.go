@@ -399,29 +399,10 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	b := envelope.NewBuilder(id)
 	code, exit := StatusExit(string(res.Status))
 	msg := fmt.Sprintf("%s %s: %s", res.Plan, res.Status, res.Message)
-	data := map[string]any{"status": res.Status, "plan": res.Plan, "message": res.Message, "workflow_id": res.WorkflowID, "run_id": res.RunID, "warnings": res.Warnings,
-		"steps": res.Steps, "gaps": res.Gaps, "report": res.Report, "duration_ms": res.DurationMS, "resolution": res.Resolution, "url": url}
-	if res.Policy != nil {
-		data["policy"] = res.Policy
-	}
-	if res.Route != nil {
-		data["route"] = res.Route
-	}
-	if len(res.Problems) > 0 {
-		data["problems"] = res.Problems
-	}
-	if res.Outputs != nil {
-		data["outputs"] = res.Outputs
-	}
-	if res.StepsOmitted > 0 {
-		data["step_counts"], data["steps_omitted"] = res.StepCounts, res.StepsOmitted
-	}
-	if res.Segments > 0 {
-		data["segments"] = res.Segments
-	}
-	if len(res.LostHosts) > 0 {
-		data["lost_hosts"] = res.LostHosts
-	}
+	// The data is the workflow result itself, plus the Web UI link: what
+	// schemas/workflow-result.schema.json describes.
+	data := *res
+	data.URL = url
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
 		env = b.Succeed(fmt.Sprintf("%s is %s", res.WorkflowID, res.Status), data)

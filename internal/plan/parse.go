@@ -76,6 +76,12 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 		return nil, c.probs
 	}
 	b, _ := json.Marshal(raw)
+	if len(b) > MaxStepBytes {
+		c.checkStepSizes(raw)
+		if len(c.probs) > 0 {
+			return nil, c.probs
+		}
+	}
 	var p Plan
 	if err := json.Unmarshal(b, &p); err != nil {
 		c.at(nil, "cannot read plan: %v", err)
@@ -106,6 +112,23 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 		return nil, c.probs
 	}
 	return &p, nil
+}
+
+// MaxStepBytes bounds one step's JSON: a run's history holds each step
+// (docs/limits.md), so larger values belong in a file the step reads.
+const MaxStepBytes = 1 << 20
+
+// checkStepSizes refuses steps past MaxStepBytes (asked only of plans
+// larger than that).
+func (c *checker) checkStepSizes(raw map[string]any) {
+	steps, _ := raw["steps"].([]any)
+	for i, st := range steps {
+		b, _ := json.Marshal(st)
+		if len(b) > MaxStepBytes {
+			id, _ := st.(map[string]any)["id"].(string)
+			c.at(stepPath(i), "step %q is %d KB of JSON, past the %d KB a step may be: put large values in a file and pass its path", id, len(b)>>10, MaxStepBytes>>10)
+		}
+	}
 }
 
 func stepPath(i int, field ...string) []string {

@@ -254,3 +254,17 @@ steps:
 		}
 	}
 }
+
+// A step past 1 MB is refused before the run, naming it.
+func TestStepSizeLimit(t *testing.T) {
+	big := strings.Repeat("x", MaxStepBytes+10)
+	src := "name: big\nsteps:\n  - {id: small, capability: text.render, with: {template: ok}}\n  - id: huge\n    capability: text.render\n    with: {template: \"" + big + "\"}\n"
+	_, probs := Parse("big.yaml", []byte(src))
+	if len(probs) != 1 || probs[0].Line != 4 || probs[0].Field != "steps[1]" || !strings.Contains(probs[0].Message, `step "huge" is 1024 KB`) {
+		t.Fatalf("problems: %v", probs)
+	}
+	ok := strings.Repeat("x", MaxStepBytes-100)
+	if _, probs := Parse("ok.yaml", []byte("name: ok\nsteps:\n  - {id: a, capability: text.render, with: {template: \""+ok+"\"}}\n  - {id: b, capability: text.render, with: {template: \""+ok+"\"}}\n")); len(probs) != 0 {
+		t.Fatalf("two steps just under the limit: %v", probs)
+	}
+}

@@ -515,6 +515,9 @@ type Result struct {
 	StartedAt  string   `json:"started_at"`
 	EndedAt    string   `json:"ended_at,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
+	// URL is the run in the Temporal Web UI: the CLI adds it to the result
+	// it prints (the workflow leaves it empty).
+	URL string `json:"url,omitempty"`
 }
 
 // OutputNames lists the result's outputs, sorted.

@@ -1,0 +1,63 @@
+package envelope
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestBounded(t *testing.T) {
+	many := make([]Feedback, 30000)
+	for i := range many {
+		many[i] = Feedback{Phase: "p", Level: LevelInfo, Message: fmt.Sprintf("entry %d", i+1), Timestamp: "t"}
+	}
+	many[len(many)-1].Level = LevelError
+	small := Envelope{ToolID: "t", Message: "ok", Feedback: []Feedback{{Phase: "p", Level: LevelInfo, Message: "m"}}}
+	for _, c := range []struct {
+		name    string
+		in      Envelope
+		cut     bool
+		entries int
+		check   func(Envelope) string
+	}{
+		{name: "small", in: small, entries: 1},
+		{name: "a 3 MB message", in: Envelope{Message: strings.Repeat("é", 1500000)}, cut: true, check: func(e Envelope) string {
+			if len(e.Message) > MaxMessage || !strings.HasSuffix(e.Message, "… [cut]") || !strings.HasPrefix(e.Message, "éé") {
+				return fmt.Sprintf("message of %d bytes", len(e.Message))
+			}
+			return ""
+		}},
+		{name: "30,000 entries", in: Envelope{Feedback: many}, cut: true, entries: MaxFeedback, check: func(e Envelope) string {
+			last := e.Feedback[len(e.Feedback)-1]
+			if !strings.Contains(last.Message, "dropped 29901 of 30000 feedback entries") || !strings.Contains(last.Message, "in /step/env.json") {
+				return "last entry: " + last.Message
+			}
+			if e.Feedback[0].Message != "entry 1" || e.Feedback[len(e.Feedback)-2].Level != LevelError {
+				return "the first entry and the final error must stay"
+			}
+			return ""
+		}},
+		{name: "one huge entry", in: Envelope{Feedback: []Feedback{{Message: strings.Repeat("m", 9000), Detail: strings.Repeat("d", 9000)}}}, cut: true, entries: 1,
+			check: func(e Envelope) string {
+				if f := e.Feedback[0]; len(f.Message)+len(f.Detail) > MaxFeedbackEntry {
+					return fmt.Sprintf("entry of %d bytes", len(f.Message)+len(f.Detail))
+				}
+				return ""
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, cut := c.in.Bounded("/step/env.json")
+			if cut != c.cut || len(got.Feedback) != c.entries {
+				t.Fatalf("cut %v with %d entries, want %v with %d", cut, len(got.Feedback), c.cut, c.entries)
+			}
+			if c.check != nil {
+				if why := c.check(got); why != "" {
+					t.Fatal(why)
+				}
+			}
+			if got.Size() > 512<<10 {
+				t.Fatalf("bounded envelope is %d bytes", got.Size())
+			}
+		})
+	}
+}
