@@ -60,6 +60,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
 	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
 	rr.SegmentEvents = a.SegmentEvents
+	rr.SegmentBytes = wfapi.DefaultSegmentBytes
 	if rr.SegmentEvents == 0 {
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents
 	}

@@ -71,6 +71,15 @@ func (s *scheduler) historyLength() int {
 	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone
 }
 
+// segmentFull reports whether the history reached the run's recorded
+// segment length or size (docs/limits.md).
+func (s *scheduler) segmentFull() bool {
+	if s.rr.SegmentEvents > 0 && s.historyLength() >= s.rr.SegmentEvents {
+		return true
+	}
+	return s.rr.SegmentBytes > 0 && workflow.GetInfo(s.ctx).GetCurrentHistorySize() >= s.rr.SegmentBytes
+}
+
 // runTool runs a step's (or an item's) RunTool: a local activity when the
 // step is local and the run uses local activities, else a regular
 // activity with opts. A local activity that lands on a worker that is not

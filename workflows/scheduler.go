@@ -200,7 +200,7 @@ func (s *scheduler) run() {
 	}
 	for {
 		s.flushLocal()
-		if !s.draining && s.rr.SegmentEvents > 0 && s.historyLength() >= s.rr.SegmentEvents {
+		if !s.draining && s.segmentFull() {
 			// Let what runs end, then continue as new (segments.go).
 			s.draining = true
 		}

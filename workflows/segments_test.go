@@ -119,6 +119,7 @@ func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result,
 			}
 			length += perActivity
 			env.SetCurrentHistoryLength(length)
+			env.SetCurrentHistorySize(length * 100) // 100 bytes an event
 		})
 		env.ExecuteWorkflow(wfapi.WorkflowType, in)
 		if !env.IsWorkflowCompleted() {
@@ -225,6 +226,20 @@ func TestContinueAsNewCarriesTheRun(t *testing.T) {
 	}
 	if f.loads < 2*segments {
 		t.Fatalf("each segment reloads every page: %d loads over %d segments", f.loads, segments)
+	}
+}
+
+// A history that grows large in bytes before it grows long continues as
+// new too, at the size the run recorded.
+func TestContinueAsNewBySize(t *testing.T) {
+	rr := resolvedFrom(t, chainOfTen("heavy"))
+	rr.SegmentBytes = 3000 // 30 events of 100 bytes
+	rr.StepsRef = &wfapi.StepsRef{Count: len(rr.Steps), Pages: []wfapi.Page{{From: 0, To: len(rr.Steps)}}}
+	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+		checkpoints: map[int][]wfapi.StepResult{}}
+	res, segments := runSegments(t, f, 10)
+	if res.Status != wfapi.StatusPassed || segments < 2 || res.Segments != segments {
+		t.Fatalf("%s after %d segments (result says %d): %s", res.Status, segments, res.Segments, res.Message)
 	}
 }
 

@@ -27,6 +27,10 @@ const (
 	// starting steps, lets the running ones end and continues as new. Half
 	// of Temporal's 10,240-event warning leaves room for the drain.
 	DefaultSegmentEvents = 5000
+	// DefaultSegmentBytes is the history size at which a run continues as
+	// new whatever its length: local activities' markers make events of a
+	// few KB, and Temporal warns at 10 MB of history.
+	DefaultSegmentBytes = 4 << 20
 	// InlineStepsBytes: resolved steps up to this size travel in the
 	// Resolve result; larger ones are loaded in pages of PageBytes.
 	InlineStepsBytes = 256 << 10

@@ -208,6 +208,9 @@ type ResolveResult struct {
 	// SegmentEvents is the history length at which the run continues as
 	// new (0: never, as runs recorded before segments).
 	SegmentEvents int `json:"segment_events,omitempty"`
+	// SegmentBytes is the history size at which the run continues as new
+	// too (0: never, as runs recorded before it).
+	SegmentBytes int `json:"segment_bytes,omitempty"`
 }
 
 // StepOutcome is what a later step can reference of a finished one. Large
