@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
