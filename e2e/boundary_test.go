@@ -74,6 +74,9 @@ func TestForgedCarryIsRefused(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(h.project, ".capflow", "runs", id)); err == nil {
 				t.Fatal("a refused run made its run folder")
 			}
+			if c.field == "resume" {
+				recordHistory(t, id, "refused-input")
+			}
 		})
 	}
 	for _, p := range []string{marker, "/report.json", "/steps"} {

@@ -474,9 +474,34 @@ func recordRun(t *testing.T, workflowID, runID, name string) {
 	if err != nil {
 		t.Fatalf("record history: %v", err)
 	}
-	dst := filepath.Join(h.repo, "workflows/testdata/histories", name+".json")
+	dst := historyFile(name)
+	if dst == "" {
+		t.Logf("history %s: kept as recorded (label taken)", name)
+		return
+	}
 	_ = os.MkdirAll(filepath.Dir(dst), 0o755)
 	if err := os.WriteFile(dst, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// historyFile is where a new recording of name goes. Recorded histories
+// are never overwritten (each guards the workflow code it was recorded
+// with): a name taken gets the label CAPFLOW_HISTORY_LABEL, or the
+// commit's short hash; "" when that is taken too.
+func historyFile(name string) string {
+	dir := filepath.Join(h.repo, "workflows/testdata/histories")
+	dst := filepath.Join(dir, name+".json")
+	if !fileExists(dst) {
+		return dst
+	}
+	label := os.Getenv("CAPFLOW_HISTORY_LABEL")
+	if label == "" {
+		out, _ := exec.Command("git", "-C", h.repo, "rev-parse", "--short", "HEAD").Output()
+		label = strings.TrimSpace(string(out))
+	}
+	if dst = filepath.Join(dir, name+"."+label+".json"); label == "" || fileExists(dst) {
+		return ""
+	}
+	return dst
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/preflight"
@@ -73,7 +74,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 			s.refuse(name, fmt.Sprintf("field %q: %s", name, typeError(err)))
 		}
 	}
-	slices.SortFunc(s.Refused, func(a, b preflight.Problem) int { return cmpString(a.Field, b.Field) })
+	slices.SortFunc(s.Refused, func(a, b preflight.Problem) int { return strings.Compare(a.Field, b.Field) })
 	return nil
 }
 
@@ -104,22 +105,10 @@ func (s *Start) Validate() {
 }
 
 func typeError(err error) string {
-	var te *json.UnmarshalTypeError
-	if e, ok := err.(*json.UnmarshalTypeError); ok {
-		te = e
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
 		return fmt.Sprintf("a JSON %s where %s is expected", te.Value, te.Type)
 	}
 	return err.Error()
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RefusedMessage is the run's message when its input was refused.
