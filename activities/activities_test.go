@@ -78,18 +78,27 @@ func TestResolveAndRun(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 
-	// A run folder or a stored output that is not this run's: refused
-	// before anything is read or written.
-	for name, bad := range map[string]wfapi.RunToolInput{
-		"folder": {WorkflowID: testRun, RunDir: "/", Step: in.Step, Inputs: in.Inputs},
-		"run":    {WorkflowID: "another-run", Step: in.Step, Inputs: in.Inputs},
-		"output": {WorkflowID: testRun, Step: in.Step, Inputs: in.Inputs, Deps: map[string]wfapi.StepOutcome{"x": {Success: true, DataFile: "/etc/passwd"}}},
-	} {
-		_, err = e.ExecuteActivity(a.RunTool, bad)
-		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != string(caperr.InvalidInput) || !app.NonRetryable() {
-			t.Fatalf("a foreign %s: %v", name, err)
-		}
+	// Another run's ID is refused; a recorded folder that is not this
+	// worker's gives way to it; a stored output outside the run folder is
+	// never read (lost data: the producer runs again).
+	_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: "another-run", Step: in.Step, Inputs: in.Inputs})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(caperr.InvalidInput) || !app.NonRetryable() {
+		t.Fatalf("another run: %v", err)
+	}
+	v, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, RunDir: "/", Step: in.Step, Inputs: in.Inputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = v.Get(&out)
+	if rel, _ := filepath.Rel(rr.RunDir, out.EnvelopeFile); out.EnvelopeFile == "" || strings.HasPrefix(rel, "..") {
+		t.Fatalf("a recorded folder / was used: %s", out.EnvelopeFile)
+	}
+	_, err = e.ExecuteActivity(a.RunTool, wfapi.RunToolInput{WorkflowID: testRun, Step: in.Step, Inputs: in.Inputs,
+		Deps: map[string]wfapi.StepOutcome{"x": {Success: true, DataFile: "/etc/passwd"}}})
+	var details wfapi.RunToolResult
+	if !errors.As(err, &app) || app.Type() != string(caperr.ObservabilityError) || app.Details(&details) != nil || len(details.LostData) != 1 {
+		t.Fatalf("a foreign stored output: %v %+v", err, details)
 	}
 	if _, err := os.Stat("/steps"); err == nil {
 		t.Fatal("a step folder was made under /")
@@ -98,7 +107,6 @@ func TestResolveAndRun(t *testing.T) {
 	// A digest that no longer matches: refused, not retried.
 	in.Step.Digest = "sha256:0000"
 	_, err = e.ExecuteActivity(a.RunTool, in)
-	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != "CONFIG_ERROR" || !app.NonRetryable() || !strings.Contains(app.Message(), "changed since the plan was resolved") {
 		t.Fatalf("changed manifest: %v", err)
 	}

@@ -57,6 +57,9 @@ func seal(path string, b wfapi.Blob) error {
 	if b.Parts < 1 || b.Parts > 1<<16 {
 		return caperr.New(caperr.InvalidInput, "blob %s: %d parts", b.Name, b.Parts)
 	}
+	if sealed(path, b) {
+		return nil // a retried seal whose first attempt finished
+	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -91,6 +94,15 @@ func seal(path string, b wfapi.Blob) error {
 		os.Remove(partFile(path, k))
 	}
 	return nil
+}
+
+func sealed(path string, b wfapi.Blob) bool {
+	raw, err := os.ReadFile(path)
+	if err != nil || len(raw) != b.Size {
+		return false
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]) == b.SHA256
 }
 
 // GetBlob returns one part of a stored blob (the workflow checks the

@@ -20,11 +20,11 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(code).Retryable})
 	}
 	id, err := runOf(ctx, "")
-	if err == nil {
-		err = a.checkOutcomes(id, in.Deps)
-	}
 	if err != nil {
 		return fail(err)
+	}
+	if dep, path := a.foreignOutcome(id, in.Deps); dep != "" {
+		return fail(caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", dep, path))
 	}
 	scope, _, err := loadScope(in.Inputs, in.Deps)
 	if err != nil {

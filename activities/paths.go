@@ -93,14 +93,12 @@ func (a *Activities) runFolder(ctx context.Context, claimedID, recorded string) 
 	if err != nil {
 		return "", err
 	}
-	dir := a.runDir(id)
-	switch recorded {
-	case "", dir:
-		return dir, nil
-	case a.legacyRunDir(id):
+	if recorded != "" && recorded == a.legacyRunDir(id) {
 		return recorded, nil
 	}
-	return "", caperr.New(caperr.InvalidInput, "run folder %s is not the folder of run %s on this worker (%s)", recorded, id, dir)
+	// Anything else recorded (another host's folder, a forged one) gives
+	// way to this worker's folder for the run.
+	return a.runDir(id), nil
 }
 
 // within checks that path lies inside dir (after cleaning; symlinks are
@@ -127,14 +125,15 @@ func (a *Activities) inRun(id string, paths ...string) error {
 	return nil
 }
 
-// checkOutcomes refuses stored outputs outside the folder of run id.
-func (a *Activities) checkOutcomes(id string, deps map[string]wfapi.StepOutcome) error {
+// foreignOutcome names the first step (in id order) whose stored output
+// lies outside the folder of run id, and its path ("" when none does).
+func (a *Activities) foreignOutcome(id string, deps map[string]wfapi.StepOutcome) (string, string) {
 	for _, dep := range slices.Sorted(maps.Keys(deps)) {
-		if err := a.inRun(id, deps[dep].DataFile); err != nil {
-			return fmt.Errorf("step %s: %w", dep, err)
+		if a.inRun(id, deps[dep].DataFile) != nil {
+			return dep, deps[dep].DataFile
 		}
 	}
-	return nil
+	return "", ""
 }
 
 // appError is the one conversion of a capflow error into a Temporal one:

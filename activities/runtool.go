@@ -43,9 +43,6 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	// Before anything is read or written: the folder is this run's, and
 	// every stored output it names lies in it.
 	runDir, err := a.runFolder(ctx, in.WorkflowID, in.RunDir)
-	if err == nil {
-		err = a.checkOutcomes(in.WorkflowID, in.Deps)
-	}
 	if err != nil {
 		return nil, appError(err)
 	}
@@ -94,6 +91,12 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	// earlier steps live in files, which workflow code may not read. An
 	// item whose list is stored by reference reads that list through the
 	// worker's cache, so only what the step's with references is loaded.
+	if id, path := a.foreignOutcome(in.WorkflowID, in.Deps); id != "" {
+		// Another host's file (a run that moved) or a forged path: never
+		// read; the producer runs again here when it may.
+		lost = append(lost, id)
+		return fail(b.FailErr(caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", id, path), nil))
+	}
 	deps := in.Deps
 	if it := step.Item; it != nil && !it.HasValue {
 		deps = referencedBy(step.With, in.Deps)
@@ -130,6 +133,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if step.ReuseFrom != "" && step.Item == nil {
 		if res := a.reuse(step, inputsSHA, stepDir, log); res != nil {
 			res.Attempt = attempt
+			fit(res, stepDir)
 			return res, nil
 		}
 	}
@@ -243,12 +247,16 @@ func fit(res *wfapi.RunToolResult, stepDir string) {
 		bounded, _ = res.Envelope.Bounded(res.EnvelopeFile)
 	}
 	res.Envelope = bounded
-	if res.DataFile != "" || res.Envelope.Data == nil || res.Envelope.Size() <= MaxResultPayload {
-		return
+	if res.DataFile == "" && res.Envelope.Data != nil && res.Envelope.Size() > MaxResultPayload {
+		if raw, err := json.Marshal(res.Envelope.Data); err == nil {
+			storeData(res, stepDir, raw)
+			res.Envelope, _ = res.Envelope.Bounded(res.EnvelopeFile)
+		}
 	}
-	if raw, err := json.Marshal(res.Envelope.Data); err == nil {
-		storeData(res, stepDir, raw)
-		res.Envelope, _ = res.Envelope.Bounded(res.EnvelopeFile)
+	// JSON escapes (<, >, &, control bytes) can grow text sixfold: keep
+	// the latest feedback entries until the encoded envelope fits.
+	for fb := res.Envelope.Feedback; len(fb) > 1 && res.Envelope.Size() > MaxResultPayload; fb = res.Envelope.Feedback {
+		res.Envelope.Feedback = fb[len(fb)/2:]
 	}
 }
 

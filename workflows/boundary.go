@@ -29,7 +29,10 @@ func admit(ctx workflow.Context, s *wfapi.Start) []preflight.Problem {
 	// Only the server sets ContinuedExecutionRunID, and only a run that
 	// continued as new (or a cron run, which repeats its client's input)
 	// may carry the engine's state.
-	if info.ContinuedExecutionRunID == "" || info.CronSchedule != "" {
+	// A retried run repeats its client's first input too: only a first
+	// attempt continues, and a carry only from the run that stored it.
+	continued := info.ContinuedExecutionRunID != "" && info.CronSchedule == "" && info.Attempt <= 1
+	if !continued || (s.Carry != nil && s.Carry.From != info.ContinuedExecutionRunID) {
 		s.RefuseEngineFields()
 	}
 	s.Validate()
@@ -48,10 +51,16 @@ func refuse(ctx workflow.Context, res *wfapi.Result, started time.Time, refused 
 // carryOptions are the options of the activities that store and load a
 // segment's blobs: on the run's host, where its folder is.
 func carryOptions(host string, segment int) workflow.ActivityOptions {
-	return workflow.ActivityOptions{
+	o := workflow.ActivityOptions{
 		TaskQueue: host, StartToCloseTimeout: time.Minute, RetryPolicy: localRetry,
 		Summary: fmt.Sprintf("checkpoint: segment %d", segment),
 	}
+	if host != "" {
+		// The carry is on that host's disk: a lost host fails the run,
+		// naming the wait, instead of holding it forever.
+		o.ScheduleToStartTimeout = HostWait
+	}
+	return o
 }
 
 // loadCarry reads the state the previous segment stored.
@@ -78,5 +87,5 @@ func storeSegment(ctx workflow.Context, sched *scheduler, carry *wfapi.Resume) (
 	if err != nil {
 		return nil, err
 	}
-	return &wfapi.CarryRef{Blob: b, Segment: n, Host: opts.TaskQueue}, nil
+	return &wfapi.CarryRef{Blob: b, Segment: n, Host: opts.TaskQueue, From: workflow.GetInfo(ctx).WorkflowExecution.RunID}, nil
 }

@@ -25,12 +25,14 @@ func TestClientInputBoundary(t *testing.T) {
 	}{
 		{name: "a forged carry", input: `{"resume": ` + forged + `}`, field: "resume"},
 		{name: "a forged carry beside a plan", input: `{"plan": {"name": "x"}, "resume": ` + forged + `}`, field: "resume"},
+		{name: "a carry reference of another run", input: `{"carry": {"name": "carry-1.json", "sha256": "00", "size": 2, "parts": 1, "segment": 1, "from": "x"}}`,
+			field: "carry", continued: "earlier-run"},
 		{name: "a carry reference from a client", input: `{"carry": {"name": "carry-1.json", "sha256": "00", "size": 2, "parts": 1, "segment": 1}}`, field: "carry"},
 		{name: "an unknown option", input: `{"plan": {"name": "x"}, "run_dir": "/"}`, field: "run_dir"},
 		{name: "inputs of the wrong type", input: `{"plan": {"name": "x"}, "inputs": "x"}`, field: "inputs"},
 		{name: "a plan file of the wrong type", input: `{"plan_file": 7}`, field: "plan_file"},
 		{name: "reuse without a run", input: `{"plan": {"name": "x"}, "reuse": {"from": "a"}}`, field: "reuse.workflow_id"},
-		{name: "a carry reference that is a path", input: `{"carry": {"name": "../../etc/passwd", "sha256": "00", "size": 2, "parts": 1, "segment": 1}}`,
+		{name: "a carry reference that is a path", input: `{"carry": {"name": "../../etc/passwd", "sha256": "00", "size": 2, "parts": 1, "segment": 1, "from": "earlier-run"}}`,
 			field: "carry.name", continued: "earlier-run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestCarryMustMatchItsDigest(t *testing.T) {
 	env := newEnv(t, f.fakes)
 	env.RegisterActivityWithOptions(f.GetBlob, activity.RegisterOptions{Name: wfapi.GetBlobActivity})
 	env.SetContinuedExecutionRunID("earlier-run")
-	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Start{Carry: &wfapi.CarryRef{Segment: 1,
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Start{Carry: &wfapi.CarryRef{Segment: 1, From: "earlier-run",
 		Blob: wfapi.Blob{Name: "carry-1.json", SHA256: strings.Repeat("0", 64), Size: 14, Parts: 1}}})
 	var res wfapi.Result
 	if err := env.GetWorkflowResult(&res); err != nil {

@@ -77,7 +77,9 @@ func (s *scheduler) segmentFull() bool {
 	if s.rr.SegmentEvents > 0 && s.historyLength() >= s.rr.SegmentEvents {
 		return true
 	}
-	return s.rr.SegmentBytes > 0 && workflow.GetInfo(s.ctx).GetCurrentHistorySize() >= s.rr.SegmentBytes
+	// Bytes this segment added: its start (reloaded pages, the carry) may
+	// already be megabytes, and a segment must make progress.
+	return s.rr.SegmentBytes > 0 && workflow.GetInfo(s.ctx).GetCurrentHistorySize()-s.baseSize >= s.rr.SegmentBytes
 }
 
 // runTool runs a step's (or an item's) RunTool: a local activity when the

@@ -118,6 +118,8 @@ type scheduler struct {
 	lostHosts []string
 	// carriedWarnings: lost-process warnings of earlier segments.
 	carriedWarnings []string
+	// baseSize is the history size when the segment's DAG began.
+	baseSize int
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
@@ -177,6 +179,7 @@ func (s *scheduler) move(st *stepState, to wfapi.StepState, reason string) {
 // and only the dependents of a finished step are re-examined, so a
 // workflow task costs O(affected steps), not O(plan).
 func (s *scheduler) run() {
+	s.baseSize = workflow.GetInfo(s.ctx).GetCurrentHistorySize()
 	var stopTimer workflow.CancelFunc
 	if !s.deadline.IsZero() {
 		tctx, cancel := workflow.WithCancel(s.ctx)

@@ -108,8 +108,8 @@ func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result,
 		env.RegisterActivityWithOptions(f.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})
 		env.RegisterActivityWithOptions(f.PutBlob, activity.RegisterOptions{Name: wfapi.PutBlobActivity})
 		env.RegisterActivityWithOptions(f.GetBlob, activity.RegisterOptions{Name: wfapi.GetBlobActivity})
-		if segment > 0 {
-			env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", segment-1))
+		if in.Carry != nil {
+			env.SetContinuedExecutionRunID(in.Carry.From) // the server names the run that continued
 		}
 		length := 3
 		env.SetCurrentHistoryLength(length)

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"maps"
 	"slices"
-	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/preflight"
@@ -37,6 +37,9 @@ type CarryRef struct {
 	Segment int `json:"segment"`
 	// Host is the host queue that stored it (where it is loaded from).
 	Host string `json:"host,omitempty"`
+	// From is the run that stored it: the server's ContinuedExecutionRunID
+	// of the run that accepts it.
+	From string `json:"from"`
 }
 
 // clientFields are the fields of Input; engineFields are the engine's own.
@@ -62,9 +65,8 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 		"plan": &s.Plan, "plan_file": &s.PlanFile, "request": &s.Request, "inputs": &s.Inputs, "reuse": &s.Reuse,
 		"carry": &s.Carry, "resume": &s.Resume,
 	}
-	// Decoding order does not matter; refusals are sorted by field.
-	//workflowcheck:ignore
-	for name, raw := range fields {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[name]
 		dst, ok := targets[name]
 		if !ok {
 			s.refuse(name, fmt.Sprintf("unknown field %q: a client sends only %v", name, clientFields))
@@ -74,11 +76,21 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 			s.refuse(name, fmt.Sprintf("field %q: %s", name, typeError(err)))
 		}
 	}
-	slices.SortFunc(s.Refused, func(a, b preflight.Problem) int { return strings.Compare(a.Field, b.Field) })
 	return nil
 }
 
+// maxRefused bounds the refusals a result lists (an input of 60,000
+// unknown keys must not make a result past the payload limit).
+const maxRefused = 20
+
 func (s *Start) refuse(field, msg string) {
+	if len(s.Refused) >= maxRefused {
+		return
+	}
+	if len(field) > 100 {
+		field = field[:100] + "…"
+		msg = "a field name of more than 100 bytes"
+	}
 	s.Refused = append(s.Refused, preflight.Problem{Field: field, Message: msg, Code: caperr.InvalidInput})
 }
 
