@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"maps"
+	"regexp"
 	"slices"
 
 	"github.com/capflow/capflow/internal/caperr"
