@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -47,55 +48,82 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return nil, appError(err)
 	}
 	in.RunDir = runDir
+	r := a.newStepRun(ctx, in)
+	b := envelope.NewBuilder(in.Step.Tool)
+	m, err := a.manifest(in.Step.Tool, in.Step.Version, in.Step.Digest)
+	if err != nil {
+		return r.fail(b.FailErr(err, nil))
+	}
+	inputs, err := r.evalInputs(a)
+	if err != nil {
+		return r.fail(b.FailErr(err, nil))
+	}
+	// encoding/json sorts keys: equal inputs give equal digests.
+	rawIn, _ := json.Marshal(inputs)
+	inSum := sha256.Sum256(rawIn)
+	inputsSHA := hex.EncodeToString(inSum[:])
+	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
+		if res := a.reuse(in.Step, inputsSHA, r.stepDir, r.log); res != nil {
+			res.Attempt = r.attempt
+			fit(res, r.stepDir)
+			return res, nil
+		}
+	}
+	inMap, _ := inputs.(map[string]any)
+	hb := startBeats(ctx, r.attempt)
+	env := a.Runner.Run(ctx, toolrun.Request{
+		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: int(r.attempt),
+		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir,
+		Secrets:    toolrun.SecretsFromEnv(m, os.LookupEnv),
+		OnFeedback: hb.feedback, OnStderr: hb.stderr,
+	})
+	hb.stop()
+	if !env.Success {
+		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
+			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: r.attempt})
+		}
+		return r.fail(env)
+	}
+	return r.succeed(env, inputsSHA), nil
+}
+
+// stepRun is one attempt of one step (or item) in RunTool.
+type stepRun struct {
+	in          wfapi.RunToolInput
+	attempt     int32 // counting the attempts it made as a local activity
+	maxAttempts int32
+	stepDir     string
+	began       time.Time
+	log         hclog.Logger
+	// lost names producers whose stored output this step found missing.
+	lost []string
+}
+
+func (a *Activities) newStepRun(ctx context.Context, in wfapi.RunToolInput) *stepRun {
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
-	attempt := info.Attempt + in.AttemptsBefore
-	step := in.Step
-	log := a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", step.ID, "attempt", attempt)
-	var lost []string
-	stepDir := filepath.Join(in.RunDir, "steps", safeName(step.ID))
-	began := time.Now()
-	var maxAttempts int32
+	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(),
+		stepDir: filepath.Join(in.RunDir, "steps", safeName(in.Step.ID))}
 	if info.RetryPolicy != nil {
-		maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
+		r.maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
-	fail := func(env envelope.Envelope) (*wfapi.RunToolResult, error) {
-		code := caperr.ToolFailure
-		if env.Error != nil {
-			code = env.Error.Code
-		}
-		if step.Item == nil {
-			if story := attemptStory(stepDir, attempt, maxAttempts, began, fmt.Sprintf("failed (%s)", code)); story != nil {
-				env.Feedback = append(env.Feedback, *story)
-			}
-			recordAttempt(stepDir, attemptRecord{Attempt: attempt, Code: code, Message: env.Message, Started: began, Ended: time.Now()})
-		}
-		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, LostData: lost}
-		if step.Item == nil {
-			res.EnvelopeFile = storeEnvelope(stepDir, env)
-		}
-		fit(res, stepDir)
-		retryable := caperr.Lookup(code).Retryable && step.Idempotent
-		log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
-		return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
-			NonRetryable: !retryable, Details: []any{res}})
-	}
-	b := envelope.NewBuilder(step.Tool)
+	r.log = a.Logger.Named("runtool").With("workflow_id", in.WorkflowID, "step", in.Step.ID, "attempt", r.attempt)
+	return r
+}
 
-	m, err := a.manifest(step.Tool, step.Version, step.Digest)
-	if err != nil {
-		return fail(b.FailErr(err, nil))
-	}
-	// Evaluate references here, not in the workflow: large outputs of
-	// earlier steps live in files, which workflow code may not read. An
-	// item whose list is stored by reference reads that list through the
-	// worker's cache, so only what the step's with references is loaded.
+// evalInputs evaluates the step's with. References are evaluated here,
+// not in the workflow: large outputs of earlier steps live in files, which
+// workflow code may not read. An item whose list is stored by reference
+// reads that list through the worker's cache, so only what the step's
+// with references is loaded.
+func (r *stepRun) evalInputs(a *Activities) (any, error) {
+	in, step := r.in, r.in.Step
 	if id, path := a.foreignOutcome(in.WorkflowID, in.Deps); id != "" {
 		// Another host's file (a run that moved) or a forged path: never
 		// read; the producer runs again here when it may.
-		lost = append(lost, id)
-		return fail(b.FailErr(caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", id, path), nil))
+		r.lost = append(r.lost, id)
+		return nil, caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", id, path)
 	}
 	deps := in.Deps
 	if it := step.Item; it != nil && !it.HasValue {
@@ -103,116 +131,141 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	}
 	scope, lostID, err := loadScope(in.Inputs, deps)
 	if err != nil {
-		if lostID != "" {
-			lost = append(lost, lostID)
-		}
-		return fail(b.FailErr(err, nil))
+		r.lose(lostID)
+		return nil, err
 	}
 	if it := step.Item; it != nil {
 		item := it.Value
 		if !it.HasValue {
 			if item, lostID, err = a.itemOf(in.Inputs, referencedBy(it.ForEach, in.Deps), it.ForEach, it.Index); err != nil {
-				if lostID != "" {
-					lost = append(lost, lostID)
-				}
-				return fail(b.FailErr(err, nil))
+				r.lose(lostID)
+				return nil, err
 			}
 		}
 		scope.Item, scope.ItemName, scope.Index = item, it.ItemName, it.Index
-		stepDir = filepath.Join(stepDir, "items", strconv.Itoa(it.Index))
+		r.stepDir = filepath.Join(r.stepDir, "items", strconv.Itoa(it.Index))
 	}
 	inputs, err := scope.Eval(step.With)
 	if err != nil {
-		return fail(b.Fail(caperr.InvalidInput, "cannot evaluate the step's inputs: "+err.Error(), nil))
+		return nil, caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %s", err.Error())
 	}
-	inMap, _ := inputs.(map[string]any)
-	// encoding/json sorts keys: equal inputs give equal digests.
-	rawIn, _ := json.Marshal(inputs)
-	inSum := sha256.Sum256(rawIn)
-	inputsSHA := hex.EncodeToString(inSum[:])
-	if step.ReuseFrom != "" && step.Item == nil {
-		if res := a.reuse(step, inputsSHA, stepDir, log); res != nil {
-			res.Attempt = attempt
-			fit(res, stepDir)
-			return res, nil
-		}
-	}
+	return inputs, nil
+}
 
-	var latest atomic.Pointer[envelope.Feedback]
-	var linesMu sync.Mutex
-	var lines []string
-	lineSeq := 0
-	heartbeat := func() {
-		linesMu.Lock()
-		hb := wfapi.Heartbeat{Attempt: attempt, Latest: latest.Load(), Lines: slices.Clone(lines), LineSeq: lineSeq}
-		linesMu.Unlock()
-		activity.RecordHeartbeat(ctx, hb)
+func (r *stepRun) lose(id string) {
+	if id != "" {
+		r.lost = append(r.lost, id)
 	}
-	// Heartbeats carry the latest feedback event (the Web UI shows it) and
-	// are how a cancellation reaches a running tool.
-	stopBeat := make(chan struct{})
-	go func() {
-		// With a heartbeat timeout, beat well within it; without one,
-		// every 2s, which is how a cancellation reaches a long step.
-		period := info.HeartbeatTimeout / 3
-		if period <= 0 || period > 2*time.Second {
-			period = 2 * time.Second
+}
+
+// fail ends the attempt with the tool's failed envelope: recorded in the
+// step folder, cut to fit history, and returned as an ApplicationError of
+// its code (retryable only when the code is and the tool is idempotent).
+func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
+	code := caperr.ToolFailure
+	if env.Error != nil {
+		code = env.Error.Code
+	}
+	item := r.in.Step.Item != nil
+	if !item {
+		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, fmt.Sprintf("failed (%s)", code)); story != nil {
+			env.Feedback = append(env.Feedback, *story)
 		}
+		recordAttempt(r.stepDir, attemptRecord{Attempt: r.attempt, Code: code, Message: env.Message, Started: r.began, Ended: time.Now()})
+	}
+	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, LostData: r.lost}
+	if !item {
+		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
+	}
+	fit(res, r.stepDir)
+	retryable := caperr.Lookup(code).Retryable && r.in.Step.Idempotent
+	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
+	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
+		NonRetryable: !retryable, Details: []any{res}})
+}
+
+// succeed keeps a succeeded attempt's envelope: its data by reference when
+// large, the whole envelope in the step folder, the result cut to fit.
+func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToolResult {
+	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, InputsSHA256: inputsSHA}
+	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
+		storeData(res, r.stepDir, raw)
+	}
+	if r.in.Step.Item == nil {
+		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
+			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
+		}
+		res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
+	}
+	fit(res, r.stepDir)
+	r.log.Debug("step succeeded", "duration_ms", env.DurationMS)
+	return res
+}
+
+// beats sends a running tool's heartbeats: the latest feedback event (the
+// Web UI shows it) and its last stderr lines. They are also how a
+// cancellation reaches a running tool.
+type beats struct {
+	ctx     context.Context
+	attempt int32
+	latest  atomic.Pointer[envelope.Feedback]
+	mu      sync.Mutex
+	lines   []string
+	lineSeq int
+	done    chan struct{}
+}
+
+func startBeats(ctx context.Context, attempt int32) *beats {
+	b := &beats{ctx: ctx, attempt: attempt, done: make(chan struct{})}
+	// With a heartbeat timeout, beat well within it; without one, every
+	// 2s, which is how a cancellation reaches a long step.
+	period := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	if period <= 0 || period > 2*time.Second {
+		period = 2 * time.Second
+	}
+	go func() {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
-			case <-stopBeat:
+			case <-b.done:
 				return
 			case <-t.C:
-				heartbeat()
+				b.beat()
 			}
 		}
 	}()
-	env := a.Runner.Run(ctx, toolrun.Request{
-		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: step.ID, Attempt: int(attempt),
-		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: stepDir,
-		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
-		OnFeedback: func(f envelope.Feedback) {
-			f, _ = f.Bounded()
-			latest.Store(&f)
-			heartbeat()
-		},
-		OnStderr: func(line string) {
-			if len(line) > 300 {
-				line = line[:300] + "…"
-			}
-			linesMu.Lock()
-			lines = append(lines, line)
-			if len(lines) > wfapi.HeartbeatLines {
-				lines = lines[len(lines)-wfapi.HeartbeatLines:]
-			}
-			lineSeq++
-			linesMu.Unlock()
-			heartbeat()
-		},
-	})
-	close(stopBeat)
-	if !env.Success {
-		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
-			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt})
-		}
-		return fail(env)
-	}
-	res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt, InputsSHA256: inputsSHA}
-	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
-		storeData(res, stepDir, raw)
-	}
-	if step.Item == nil {
-		if story := attemptStory(stepDir, attempt, maxAttempts, began, "succeeded"); story != nil {
-			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
-		}
-		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
-	}
-	fit(res, stepDir)
-	log.Debug("step succeeded", "duration_ms", env.DurationMS)
-	return res, nil
+	return b
 }
+
+func (b *beats) beat() {
+	b.mu.Lock()
+	hb := wfapi.Heartbeat{Attempt: b.attempt, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
+	b.mu.Unlock()
+	activity.RecordHeartbeat(b.ctx, hb)
+}
+
+func (b *beats) feedback(f envelope.Feedback) {
+	f, _ = f.Bounded()
+	b.latest.Store(&f)
+	b.beat()
+}
+
+func (b *beats) stderr(line string) {
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	b.mu.Lock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > wfapi.HeartbeatLines {
+		b.lines = b.lines[len(b.lines)-wfapi.HeartbeatLines:]
+	}
+	b.lineSeq++
+	b.mu.Unlock()
+	b.beat()
+}
+
+func (b *beats) stop() { close(b.done) }
 
 // MaxResultPayload bounds a step's result in history: past it, its data
 // travels by reference whatever its size (docs/limits.md).

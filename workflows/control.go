@@ -7,11 +7,10 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -92,7 +91,7 @@ func (s *scheduler) pause(req ControlRequest) wfapi.ControlAnswer {
 	s.res.Status = wfapi.StatusPaused
 	s.upsert(wfapi.StatusPaused)
 	s.wakeUp()
-	running := s.count[wfapi.StepRunning]
+	running := s.m.Count(dag.Running)
 	return wfapi.ControlAnswer{Status: wfapi.StatusPaused, Message: fmt.Sprintf("paused by %s: no step or item starts until resume; %d running step(s) finish", req.By, running)}
 }
 
@@ -101,7 +100,7 @@ func (s *scheduler) resume(req ControlRequest) wfapi.ControlAnswer {
 	s.res.Status = wfapi.StatusRunning
 	s.upsert(wfapi.StatusRunning)
 	s.wakeUp()
-	return wfapi.ControlAnswer{Status: wfapi.StatusRunning, Message: fmt.Sprintf("resumed by %s: %d step(s) ready to start", req.By, len(s.ready))}
+	return wfapi.ControlAnswer{Status: wfapi.StatusRunning, Message: fmt.Sprintf("resumed by %s: %d step(s) ready to start", req.By, s.m.ReadyCount())}
 }
 
 // wakeUp lets the scheduler's loop look again after an update changed
@@ -117,7 +116,7 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 	case strings.TrimSpace(req.By) == "":
 		return errors.New("a decision needs who made it (by)")
 	case st.wait == nil:
-		why := fmt.Sprintf("step %s is %s, not waiting", req.Step, st.status)
+		why := fmt.Sprintf("step %s is %s, not waiting", req.Step, s.status(req.Step))
 		if n := len(st.decisions); n > 0 {
 			why += "; already decided: " + st.decisions[n-1].String()
 		}
@@ -162,11 +161,11 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 		msg := "approved by " + req.By + commentText(req.Comment)
 		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: now, Data: data, Message: msg,
 			Feedback: []envelope.Feedback{{Phase: "approve", Level: envelope.LevelInfo, Message: msg, Timestamp: now}}}
-		s.endWait(st, wfapi.StepSucceeded, "")
+		s.endWait(st, dag.Succeeded, "")
 	case wfapi.ActionReject:
 		st.env = s.synthEnvelope(st.step.Tool, caperr.Rejected, fmt.Sprintf("rejected by %s%s", req.By, commentText(req.Comment)))
 		st.env.Data = data
-		s.endWait(st, wfapi.StepFailed, st.env.Message)
+		s.endWait(st, dag.Failed, st.env.Message)
 	case wfapi.ActionRetry:
 		st.retries++
 		if req.Timeout != "" {
@@ -175,13 +174,13 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 		st.env = nil
 		s.start(st)
 	case wfapi.ActionSkip:
-		st.skippedByDecision = true
-		s.endWait(st, wfapi.StepSkipped, fmt.Sprintf("%s; skipped by %s%s", w.failure, req.By, commentText(req.Comment)))
+		s.m.MarkDecided(st.step.ID)
+		s.endWait(st, dag.Skipped, fmt.Sprintf("%s; skipped by %s%s", w.failure, req.By, commentText(req.Comment)))
 	case wfapi.ActionFail:
-		s.endWait(st, wfapi.StepFailed, fmt.Sprintf("%s; failed by %s%s", w.failure, req.By, commentText(req.Comment)))
+		s.endWait(st, dag.Failed, fmt.Sprintf("%s; failed by %s%s", w.failure, req.By, commentText(req.Comment)))
 	}
 	s.wakeUp()
-	return wfapi.ControlAnswer{Status: s.res.Status, Step: req.Step, State: st.status, Message: fmt.Sprintf("%s: %s", req.Step, d)}
+	return wfapi.ControlAnswer{Status: s.res.Status, Step: req.Step, State: s.status(req.Step), Message: fmt.Sprintf("%s: %s", req.Step, d)}
 }
 
 func commentText(c string) string {
@@ -192,12 +191,9 @@ func commentText(c string) string {
 }
 
 // endWait ends a wait in a final state and lets its dependents decide.
-func (s *scheduler) endWait(st *stepState, to wfapi.StepState, reason string) {
-	s.move(st, to, reason)
-	s.checkStop()
-	for _, d := range s.dependents[st.step.ID] {
-		s.examine(d)
-	}
+func (s *scheduler) endWait(st *stepState, to dag.State, reason string) {
+	code, cause := errorCodes(st.env)
+	s.m.End(st.step.ID, to, code, cause, reason)
 }
 
 // await puts a step in the waiting state until a decision or timeout.
@@ -227,10 +223,10 @@ func (s *scheduler) await(st *stepState, kind wfapi.WaitKind, prompt string, tim
 		} else {
 			st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
 		}
-		s.endWait(st, wfapi.StepFailed, msg)
+		s.endWait(st, dag.Failed, msg)
 	})
 	st.wait, st.before = w, before
-	s.move(st, wfapi.StepWaiting, "waiting for "+string(kind)+": "+prompt)
+	s.m.Wait(st.step.ID, "waiting for "+string(kind)+": "+prompt)
 }
 
 // awaitApproval starts a flow.approve step: it waits in the workflow,
@@ -259,23 +255,10 @@ func (s *scheduler) awaitApproval(st *stepState) {
 // asks reports whether a failed step waits for a decision instead of
 // failing: on_failure: ask, or a HIGH error under by_severity.
 func (s *scheduler) asks(st *stepState) bool {
-	if s.stopped || s.cancelled || st.env == nil || st.env.Error == nil || st.env.Error.Code == caperr.Cancelled {
+	if s.stopped() || st.env == nil || st.env.Error == nil || st.env.Error.Code == caperr.Cancelled {
 		return false
 	}
-	return st.step.OnFailure == plan.OnFailureAsk || (s.rr.FailurePolicy == plan.BySeverity && severity(st) == caperr.High)
-}
-
-// severity is a failed step's severity: its code's, or for a step whose
-// retries ran out, its last attempt's.
-func severity(st *stepState) caperr.Severity {
-	if st.env == nil || st.env.Error == nil {
-		return caperr.High
-	}
-	code := st.env.Error.Code
-	if code == caperr.RetryExhausted && st.env.Error.Cause != "" {
-		code = st.env.Error.Cause
-	}
-	return caperr.Lookup(code).Severity
+	return st.step.OnFailure == plan.OnFailureAsk || (s.rr.FailurePolicy == plan.BySeverity && dag.Severity(errorCodes(st.env)) == caperr.High)
 }
 
 // awaitDecision makes a failed step wait for retry, skip or fail.
@@ -293,159 +276,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// warnings lists the failures by_severity absorbed, most severe first.
-func (s *scheduler) warnings() []string {
-	if s.rr.FailurePolicy != plan.BySeverity {
-		return nil
-	}
-	var out []string
-	for _, sev := range []caperr.Severity{caperr.Medium, caperr.Low} {
-		for _, id := range s.ids {
-			st := s.steps[id]
-			if st.status == wfapi.StepFailed && severity(st) == sev {
-				out = append(out, fmt.Sprintf("%s %s failed (%s): %s", sev, id, st.env.Error.Code, firstLine(st.reason)))
-			}
-		}
-	}
-	return out
-}
-
-// hostLost reports whether an activity failed because no worker of the
-// run's host took it in time.
-func (s *scheduler) hostLost(err error) bool {
-	var timeout *temporal.TimeoutError
-	return s.rr.HostQueue != "" && errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
-}
-
-// moveHost sends an idempotent step whose host was lost to another host:
-// the Host activity, on the shared queue, answers with the host queue of
-// whichever worker takes it. Its earlier outputs stored on the lost host
-// are re-created by re-running their producers when a consumer misses
-// them (recreate).
-func (s *scheduler) moveHost(st *stepState) {
-	st.env, st.reason = nil, fmt.Sprintf("moving to another host: %s was lost", s.rr.HostQueue)
-	s.moving = append(s.moving, st.step.ID)
-	if s.rehosting {
-		return
-	}
-	s.rehosting = true
-	lost := s.rr.HostQueue
-	s.inflight++
-	actx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: localRetry,
-		Summary: "find another host: " + lost + " was lost",
-	})
-	s.sel.AddFuture(workflow.ExecuteActivity(actx, wfapi.HostActivity, s.res.WorkflowID), func(f workflow.Future) {
-		s.inflight--
-		s.rehosting = false
-		var next wfapi.HostInfo
-		err := f.Get(s.ctx, &next)
-		ids := s.moving
-		s.moving = nil
-		if s.stopped {
-			for _, id := range ids {
-				st := s.steps[id]
-				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
-				s.move(st, wfapi.StepCancelled, s.stopReason)
-				for _, d := range s.dependents[id] {
-					s.examine(d)
-				}
-			}
-			return
-		}
-		if err == nil && next.Queue != "" {
-			if next.Queue != lost {
-				s.lostHosts = append(s.lostHosts, lost)
-				workflow.GetLogger(s.ctx).Warn("the run's host was lost; moving on", "lost", lost, "host", next.Queue)
-			}
-			// The run's folder from here on is the new host's.
-			s.rr.HostQueue, s.rr.RunDir = next.Queue, next.RunDir
-			for _, id := range ids {
-				st := s.steps[id]
-				st.moves++
-				if s.rehome(st) {
-					continue
-				}
-				s.launch(st)
-			}
-			return
-		}
-		for _, id := range ids {
-			st := s.steps[id]
-			msg := fmt.Sprintf("%s: its host %s was lost and no other worker answered (%v)", id, lost, err)
-			st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
-			s.endFailed(st, msg)
-			for _, d := range s.dependents[id] {
-				s.examine(d)
-			}
-		}
-	})
-}
-
-// rehome runs before a step starts on the run's host after the run lost
-// another: the dependencies that ran on a lost host took their files with
-// it (an archive a later step unpacks, a report it reads), so the
-// idempotent ones run again here first and the step waits for them (their
-// own dependencies are checked the same way when they start again). A
-// dependency that is not idempotent is not repeated: the step runs, and
-// fails on its own if it needed that dependency's files. It reports
-// whether the step now waits.
-func (s *scheduler) rehome(st *stepState) bool {
-	if len(s.lostHosts) == 0 {
-		return false
-	}
-	var again, busy []string
-	for _, d := range st.step.Deps {
-		p := s.steps[d]
-		switch {
-		case p.status == wfapi.StepSucceeded && p.host != s.rr.HostQueue && slices.Contains(s.lostHosts, p.host) &&
-			p.step.Idempotent && p.fe == nil && p.child == nil && !p.step.Approval && p.moves < maxMoves:
-			again = append(again, d)
-		case !p.status.Terminal():
-			// Already running again for a sibling: wait for it too.
-			busy = append(busy, d)
-		}
-	}
-	// Versioned: runs that lost a host before this existed replay as they ran.
-	if len(again)+len(busy) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return false
-	}
-	reason := fmt.Sprintf("waiting for %s to run again on this host: the run lost the host that had their files", strings.Join(append(again, busy...), ", "))
-	if st.status == wfapi.StepRunning {
-		s.move(st, wfapi.StepPending, reason)
-	} else {
-		st.reason = reason
-	}
-	for _, d := range again {
-		p := s.steps[d]
-		p.moves++
-		p.dataFile, p.dataSHA, p.carried = "", "", false
-		workflow.GetLogger(s.ctx).Warn("running a step again: its host was lost", "step", d, "for", st.step.ID, "lost", p.host)
-		s.move(p, wfapi.StepPending, "run again: its host "+p.host+" was lost")
-		s.examine(d)
-	}
-	return true
-}
-
-// maxMoves bounds how often one step follows the run to another host.
-const maxMoves = 3
-
-// lostProcesses warns of the servers the run started on hosts it lost:
-// nobody could stop them.
-func (s *scheduler) lostProcesses() []string {
-	out := append([]string(nil), s.carriedWarnings...)
-	for _, id := range s.ids {
-		st := s.steps[id]
-		if st.status != wfapi.StepSucceeded || st.step.Capability != "server.start" || !slices.Contains(s.lostHosts, st.host) {
-			continue
-		}
-		pid := ""
-		if m, ok := st.env.Data.(map[string]any); ok {
-			pid = fmt.Sprint(m["pid"])
-		}
-		out = append(out, fmt.Sprintf("%s started pid %s on %s, which the run lost: it could not be stopped from here", id, pid, st.host))
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/expr"
 	"github.com/capflow/capflow/internal/plan"
@@ -74,35 +75,15 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 		}
 		st.env = s.synthEnvelope(st.step.Tool, caperr.InvalidInput, fmt.Sprintf("when %q: %v%s", st.step.When, err, hint))
 		st.started = workflow.Now(s.ctx)
-		s.move(st, wfapi.StepRunning, "")
-		s.move(st, wfapi.StepFailed, st.env.Message)
-		s.checkStop()
-		s.afterEnd(st.step.ID)
+		s.m.Start(st.step.ID)
+		s.m.End(st.step.ID, dag.Failed, caperr.InvalidInput, "", st.env.Message)
 		return false, true
 	}
 	if !run {
-		s.skipWhenFalse(st)
+		s.m.SkipWhenFalse(st.step.ID)
 		return false, true
 	}
 	return true, true
-}
-
-// skipWhenFalse ends a step whose condition is false: skipped, never a
-// failure, left out of its dependents' joins.
-func (s *scheduler) skipWhenFalse(st *stepState) {
-	if st.status != wfapi.StepPending && st.status != wfapi.StepRunning {
-		return
-	}
-	st.whenFalse = true
-	s.move(st, wfapi.StepSkipped, "when: false")
-	s.afterEnd(st.step.ID)
-}
-
-// afterEnd re-examines the dependents of a step that just ended.
-func (s *scheduler) afterEnd(id string) {
-	for _, d := range s.dependents[id] {
-		s.examine(d)
-	}
 }
 
 // decide asks the Decide activity for a for_each step's items (or a
@@ -118,45 +99,36 @@ func (s *scheduler) decide(st *stepState) {
 	})))
 	st.cancel = cancel
 	st.started = workflow.Now(s.ctx)
-	s.move(st, wfapi.StepRunning, "")
+	s.m.Start(step.ID)
 	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, in)
 	id := step.ID
-	s.sel.AddFuture(f, func(f workflow.Future) {
-		s.inflight--
-		st := s.steps[id]
-		var out wfapi.DecideResult
-		err := f.Get(s.ctx, &out)
-		if err == nil && s.stopped {
-			// The run stopped while the decision travelled: start nothing.
-			st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
-			s.move(st, wfapi.StepCancelled, s.stopReason)
-			s.afterEnd(id)
-			return
-		}
-		if err != nil {
-			var canceled *temporal.CanceledError
-			if errors.As(err, &canceled) || s.stopped {
-				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
-				s.move(st, wfapi.StepCancelled, s.stopReason)
-				s.afterEnd(id)
-				return
-			}
-			s.failure(st, err)
-			s.endFailed(st, st.env.Message)
-			s.afterEnd(id)
-			return
-		}
-		if st.step.ForEach == nil {
-			if !out.Run {
-				s.skipWhenFalse(st)
-				return
-			}
-			s.move(st, wfapi.StepPending, "")
-			s.startOne(st)
-			return
-		}
+	s.sel.AddFuture(f, func(f workflow.Future) { s.decided(id, f) })
+}
+
+// decided carries out the Decide activity's answer.
+func (s *scheduler) decided(id string, f workflow.Future) {
+	s.inflight--
+	st := s.steps[id]
+	var out wfapi.DecideResult
+	err := f.Get(s.ctx, &out)
+	var canceled *temporal.CanceledError
+	switch {
+	case s.stopped() || errors.As(err, &canceled):
+		// The run stopped while the decision travelled: start nothing.
+		st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason())
+		s.m.Cancel(id, s.stopReason())
+	case err != nil:
+		o := s.decode(st.step, err, s.stopReason())
+		st.env, st.attempts, st.envFile = o.env, o.attempts, o.envFile
+		s.fail(st, st.env.Message)
+	case st.step.ForEach != nil:
 		s.expand(st, &out)
-	})
+	case !out.Run:
+		s.m.SkipWhenFalse(id)
+	default:
+		s.m.Requeue(id, "")
+		s.startOne(st)
+	}
 }
 
 // expand creates a running for_each step's items.
@@ -225,7 +197,7 @@ func (s *scheduler) itemCall(st *stepState, index int) (*wfapi.ItemCall, map[str
 // startItems starts items of running for_each steps, in step id order,
 // within the plan's and each step's max_parallel.
 func (s *scheduler) startItems() {
-	for k := 0; k < len(s.work) && !s.stopped; {
+	for k := 0; k < len(s.work) && !s.stopped(); {
 		st := s.steps[s.work[k]]
 		fe := st.fe
 		if fe.batch {
@@ -263,13 +235,10 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	it := st.fe.items[index]
 	s.inflight++
 	st.fe.running++
-	label := wfapi.ItemLabel(step.ID, index)
-	opts := s.activityOptions(step)
-	opts.ActivityID = "step-" + label
-	opts.Summary = wfapi.StepSummary(label, step.Capability, step.Tool, step.Version)
+	opts := s.itemOptions(step, index)
 	cctx, cancel := workflow.WithCancel(s.ctx)
 	call, inputs, deps := s.itemCall(st, index)
-	in := wfapi.RunToolInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
+	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call}}
 	it.cancel, it.status = cancel, wfapi.StepRunning
 	var path string
@@ -296,11 +265,10 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 		it.env, it.attempts, it.status = &env, int(out.Attempt), wfapi.StepSucceeded
 	default:
 		// The item's failure decoded like a step's (codes, attempts).
-		tmp := &stepState{step: st.step}
-		s.failure(tmp, err)
-		it.env, it.attempts, it.reason = tmp.env, tmp.attempts, tmp.env.Message
+		o := s.decode(st.step, err, s.stopReason())
+		it.env, it.attempts, it.reason = o.env, o.attempts, o.env.Message
 		it.status = wfapi.StepFailed
-		if tmp.env.Error != nil && tmp.env.Error.Code == caperr.Cancelled && (s.stopped || s.cancelled || st.fe.abandoned) {
+		if o.env.Error != nil && o.env.Error.Code == caperr.Cancelled && (s.stopped() || st.fe.abandoned) {
 			it.status = wfapi.StepCancelled
 		}
 	}
@@ -313,8 +281,7 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 
 // itemFailuresExceeded reports whether more items failed than tolerated.
 func (s *scheduler) itemFailuresExceeded(st *stepState) bool {
-	c := itemCounts(st.fe)
-	return c.Failed > st.step.Tolerate.Allowed(c.Count-c.Skipped)
+	return tally(st.fe).Exceeded(st.step.Tolerate)
 }
 
 // abandonItems cancels a for_each step's running items and drops the ones
@@ -335,88 +302,88 @@ func (s *scheduler) abandonItems(st *stepState, reason string) {
 	s.finishIfDone(st)
 }
 
-func itemCounts(fe *forEach) wfapi.ItemCounts {
-	c := wfapi.ItemCounts{Count: len(fe.items)}
+// tally counts a for_each step's items by state.
+func tally(fe *forEach) dag.Tally {
+	var t dag.Tally
 	for _, it := range fe.items {
-		switch it.status {
-		case wfapi.StepSucceeded:
-			c.Succeeded++
-		case wfapi.StepFailed:
-			c.Failed++
-		case wfapi.StepSkipped:
-			c.Skipped++
-		case wfapi.StepRunning:
-			c.Running++
-		}
+		s, _ := dag.ParseState(string(it.status))
+		t.Add(s)
 	}
-	return c
+	return t
+}
+
+func itemCounts(fe *forEach) wfapi.ItemCounts {
+	t := tally(fe)
+	return wfapi.ItemCounts{Count: t.Count, Succeeded: t.Succeeded, Failed: t.Failed, Skipped: t.Skipped, Running: t.Running}
 }
 
 // finishIfDone ends a for_each step whose items have all ended: its data
 // is {count, succeeded, failed, items}; it fails when more items failed
 // than tolerate allows.
 func (s *scheduler) finishIfDone(st *stepState) bool {
-	if st.status != wfapi.StepRunning {
+	id := st.step.ID
+	if s.m.State(id) != dag.Running {
 		return false
 	}
-	cancelled := 0
-	for _, it := range st.fe.items {
-		switch it.status {
-		case wfapi.StepPending, wfapi.StepRunning:
-			return false
-		case wfapi.StepCancelled:
-			cancelled++
-		}
+	t := tally(st.fe)
+	to, done := dag.ItemsEnd(t, st.step.Tolerate, s.stopped())
+	if !done {
+		return false
 	}
-	c := itemCounts(st.fe)
-	items := make([]any, len(st.fe.items))
-	var firstFail *itemState
-	for i, it := range st.fe.items {
-		if it.status == wfapi.StepSucceeded && it.env != nil {
-			items[i] = it.env.Data
+	data := s.aggregate(st.fe, t)
+	msg := fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", t.Count, t.Succeeded, t.Failed, t.Skipped)
+	st.attempts = 1
+	switch to {
+	case dag.Cancelled:
+		st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason())
+		st.env.Data = data
+		s.m.Cancel(id, s.stopReason())
+	case dag.Failed:
+		code, why := caperr.ToolFailure, fmt.Sprintf("%s (tolerate %d)", msg, t.Allowed(st.step.Tolerate))
+		if ff := firstFailed(st.fe); ff != nil {
+			if ff.env != nil && ff.env.Error != nil {
+				code = ff.env.Error.Code
+			}
+			why += ": first failure: " + ff.reason
 		}
-		if it.status == wfapi.StepFailed && firstFail == nil {
-			firstFail = it
-		}
-	}
-	data := map[string]any{"count": c.Count, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "items": items}
-	// Marshalling only measures the data (map keys are sorted): deterministic.
-	//workflowcheck:ignore
-	if b, _ := json.Marshal(data); len(b) > maxAggregate || st.fe.itemsOmitted {
-		data["items"] = []any{}
-		data["items_omitted"] = fmt.Sprintf("%d bytes of item data (or an item's data stored by reference): see each item's result", len(b))
-	}
-	allowed := st.step.Tolerate.Allowed(c.Count - c.Skipped)
-	msg := fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
-	id := st.step.ID
-	switch {
-	case cancelled > 0 && (s.stopped || s.cancelled) && c.Failed <= allowed:
-		env := s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason)
-		env.Data = data
-		st.env = env
-		s.move(st, wfapi.StepCancelled, s.stopReason)
-	case c.Failed > allowed || cancelled > 0:
-		code := caperr.ToolFailure
-		if firstFail != nil && firstFail.env != nil && firstFail.env.Error != nil {
-			code = firstFail.env.Error.Code
-		}
-		why := fmt.Sprintf("%s (tolerate %d)", msg, allowed)
-		if firstFail != nil {
-			why += ": first failure: " + firstFail.reason
-		}
-		env := s.synthEnvelope(st.step.Tool, code, why)
-		env.Data = data
-		st.env = env
-		s.endFailed(st, why)
+		st.env = s.synthEnvelope(st.step.Tool, code, why)
+		st.env.Data = data
+		s.fail(st, why)
 	default:
 		ts := envelope.Timestamp(workflow.Now(s.ctx))
 		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: msg, Data: data,
 			Feedback: []envelope.Feedback{{Phase: "items", Level: envelope.LevelInfo, Message: msg, Timestamp: ts}}}
-		s.move(st, wfapi.StepSucceeded, "")
+		s.m.Succeed(id)
 	}
-	st.attempts = 1
-	s.afterEnd(id)
 	return true
+}
+
+// aggregate is a for_each step's data: {count, succeeded, failed,
+// skipped, items}, without the items past maxAggregate.
+func (s *scheduler) aggregate(fe *forEach, t dag.Tally) map[string]any {
+	items := make([]any, len(fe.items))
+	for i, it := range fe.items {
+		if it.status == wfapi.StepSucceeded && it.env != nil {
+			items[i] = it.env.Data
+		}
+	}
+	data := map[string]any{"count": t.Count, "succeeded": t.Succeeded, "failed": t.Failed, "skipped": t.Skipped, "items": items}
+	// Marshalling only measures the data (map keys are sorted): deterministic.
+	//workflowcheck:ignore
+	if b, _ := json.Marshal(data); len(b) > maxAggregate || fe.itemsOmitted {
+		data["items"] = []any{}
+		data["items_omitted"] = fmt.Sprintf("%d bytes of item data (or an item's data stored by reference): see each item's result", len(b))
+	}
+	return data
+}
+
+func firstFailed(fe *forEach) *itemState {
+	for _, it := range fe.items {
+		if it.status == wfapi.StepFailed {
+			return it
+		}
+	}
+	return nil
 }
 
 // itemResults lists a for_each step's items for the result.
@@ -428,109 +395,6 @@ func itemResults(fe *forEach) []wfapi.ItemResult {
 		out = append(out, wfapi.ItemResult{Index: i, Status: it.status, Attempts: it.attempts, Reason: it.reason})
 	}
 	return out
-}
-
-// startBatch runs the next ItemBatch pending items of a large for_each
-// step as a child ItemsWorkflow.
-func (s *scheduler) startBatch(st *stepState) {
-	step, fe := st.step, st.fe
-	var items []wfapi.BatchItem
-	for fe.next < len(fe.items) && len(items) < ItemBatch {
-		i := fe.next
-		fe.next++
-		if fe.items[i].status != wfapi.StepPending {
-			continue
-		}
-		bi := wfapi.BatchItem{Index: i}
-		if fe.inline {
-			bi.Value, bi.HasValue = fe.list[i], true
-		}
-		fe.items[i].status = wfapi.StepRunning
-		items = append(items, bi)
-	}
-	if len(items) == 0 {
-		return
-	}
-	par := step.MaxParallel
-	if room := s.rr.MaxParallel - s.inflight; s.rr.MaxParallel > 0 && (par <= 0 || par > room) {
-		par = max(room, 1)
-	}
-	if par <= 0 {
-		par = len(items)
-	}
-	stopAfter := -1
-	if s.rr.FailurePolicy != plan.ContinueAll {
-		c := itemCounts(fe)
-		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
-	}
-	in := wfapi.ItemsInput{WorkflowID: s.res.WorkflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter}
-	if fe.inline {
-		in.Inputs, in.Deps = s.referenced(step.With)
-	} else {
-		in.ForEach = step.ForEach
-		in.Inputs, in.Deps = s.referenced(step.With, step.ForEach)
-	}
-	fe.batchNo++
-	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:    fmt.Sprintf("%s.%s.items-%d", s.res.WorkflowID, step.ID, fe.batchNo),
-		StaticSummary: fmt.Sprintf("%s: items %d to %d of %d", step.ID, items[0].Index, items[len(items)-1].Index, len(fe.items)),
-	}))
-	fe.batchCancel, fe.batchRunning, fe.batchPar = cancel, true, par
-	fe.running += len(items)
-	s.inflight += par
-	f := workflow.ExecuteChildWorkflow(cctx, wfapi.ItemsWorkflowType, in)
-	id := step.ID
-	s.sel.AddFuture(f, func(f workflow.Future) { s.completeBatch(id, items, f) })
-}
-
-func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow.Future) {
-	st := s.steps[id]
-	fe := st.fe
-	s.inflight -= fe.batchPar
-	fe.batchRunning = false
-	fe.running -= len(items)
-	var out wfapi.ItemsResult
-	err := f.Get(s.ctx, &out)
-	byIndex := map[int]wfapi.ItemOutcome{}
-	for _, o := range out.Items {
-		byIndex[o.Index] = o
-	}
-	ts := envelope.Timestamp(workflow.Now(s.ctx))
-	failed := false
-	for _, bi := range items {
-		it := fe.items[bi.Index]
-		o, ok := byIndex[bi.Index]
-		switch {
-		case !ok || err != nil:
-			it.status, it.reason = wfapi.StepCancelled, "the batch ended early"
-			if err != nil && !s.stopped {
-				it.status, it.reason = wfapi.StepFailed, "the batch failed: "+err.Error()
-				it.env = s.synthEnvelope(st.step.Tool, caperr.ToolFailure, it.reason)
-				failed = true
-			}
-		case o.Status == wfapi.StepSucceeded:
-			it.status, it.attempts = o.Status, o.Attempts
-			it.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: "ok", Data: o.Data}
-		default:
-			it.status, it.attempts, it.reason = o.Status, o.Attempts, o.Reason
-			code := o.Code
-			if code == "" {
-				code = caperr.ToolFailure
-			}
-			it.env = s.synthEnvelope(st.step.Tool, code, o.Reason)
-			failed = failed || o.Status == wfapi.StepFailed
-		}
-	}
-	if s.stopped {
-		for _, it := range fe.items {
-			if it.status == wfapi.StepPending {
-				it.status, it.reason = wfapi.StepCancelled, "not started: "+s.stopReason
-			}
-		}
-	}
-	if !s.finishIfDone(st) && failed && s.itemFailuresExceeded(st) && s.rr.FailurePolicy != plan.ContinueAll {
-		s.abandonItems(st, "more items failed than tolerate allows")
-	}
 }
 
 // inlineScope gathers what the values reference, as a scope the workflow

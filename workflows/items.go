@@ -26,7 +26,8 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		return nil, temporal.NewNonRetryableApplicationError("an ItemsWorkflow runs only as a batch of its run's for_each step", string(caperr.InvalidInput), nil)
 	}
 	ctx = withLocal(ctx)
-	s := &scheduler{ctx: ctx, rr: &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, res: &wfapi.Result{WorkflowID: in.WorkflowID}, sel: workflow.NewSelector(ctx), local: usesLocal(ctx)}
+	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, in.WorkflowID)
+	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
 	var cancels []workflow.CancelFunc
@@ -38,10 +39,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 			item := in.Items[k]
 			next++
 			running++
-			opts := s.activityOptions(in.Step)
-			label := wfapi.ItemLabel(in.Step.ID, item.Index)
-			opts.ActivityID = "step-" + label
-			opts.Summary = wfapi.StepSummary(label, in.Step.Capability, in.Step.Tool, in.Step.Version)
+			opts := x.itemOptions(in.Step, item.Index)
 			cctx, cancel := workflow.WithCancel(ctx)
 			cancels = append(cancels, cancel)
 			call := in.Step
@@ -49,8 +47,8 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With,
 					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
 			var path string
-			f := s.runTool(cctx, in.Step, opts, rin, &path)
-			s.sel.AddFuture(f, func(f workflow.Future) {
+			f := x.runTool(cctx, in.Step, opts, rin, &path)
+			sel.AddFuture(f, func(f workflow.Future) {
 				running--
 				var res wfapi.RunToolResult
 				o := wfapi.ItemOutcome{Index: item.Index}
@@ -61,11 +59,10 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 						size += approxSize(o.Data)
 					}
 				} else {
-					tmp := &stepState{step: in.Step}
-					s.failure(tmp, err)
-					o.Status, o.Attempts, o.Reason = wfapi.StepFailed, tmp.attempts, tmp.env.Message
-					if tmp.env.Error != nil {
-						o.Code = tmp.env.Error.Code
+					d := x.decode(in.Step, err, "")
+					o.Status, o.Attempts, o.Reason = wfapi.StepFailed, d.attempts, d.env.Message
+					if d.env.Error != nil {
+						o.Code = d.env.Error.Code
 						if o.Code == caperr.Cancelled && (stopped || ctx.Err() != nil) {
 							o.Status = wfapi.StepCancelled
 						}
@@ -86,8 +83,8 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		if running == 0 && (stopped || next >= len(in.Items)) {
 			break
 		}
-		s.sel.Select(ctx)
-		s.flushLocal()
+		sel.Select(ctx)
+		x.flushLocal()
 		if ctx.Err() != nil && !stopped {
 			stopped = true
 			for _, c := range cancels {

@@ -55,7 +55,7 @@ const LocalFlush = 100
 
 // flushLocal yields when LocalFlush local steps ended in this workflow
 // task. A new workflow task shows as a longer history: its markers are in.
-func (s *scheduler) flushLocal() {
+func (s *executor) flushLocal() {
 	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
 		s.seenLen, s.localDone = l, 0
 	}
@@ -67,7 +67,7 @@ func (s *scheduler) flushLocal() {
 
 // historyLength is the history's length counting the markers of local
 // steps that ended in this workflow task (not in the history yet).
-func (s *scheduler) historyLength() int {
+func (s *executor) historyLength() int {
 	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone
 }
 
@@ -87,7 +87,7 @@ func (s *scheduler) segmentFull() bool {
 // activity with opts. A local activity that lands on a worker that is not
 // the run's host, or whose attempts fail with attempts left, continues as
 // a regular activity. ctx may be cancellable; path gets the path taken.
-func (s *scheduler) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
+func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	if !s.local || !step.Local {
 		*path = PathActivity
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), wfapi.RunToolActivity, in)

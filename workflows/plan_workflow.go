@@ -71,6 +71,12 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 			}
 		}
 	}
+	return runPlan(ctx, res, started, in, resume, &sched)
+}
+
+// runPlan resolves the plan (or takes the resolution an earlier segment
+// carried), then runs its DAG and writes its report.
+func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfapi.Input, resume *wfapi.Resume, schedp **scheduler) (*wfapi.Result, error) {
 	var rr wfapi.ResolveResult
 	if r := resume; r != nil {
 		rr = r.Resolved
@@ -79,11 +85,8 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 		if t, perr := time.Parse(envelope.TimeFormat, r.StartedAt); perr == nil {
 			started = t
 		}
-	} else {
-		var done bool
-		if done, err = resolve(ctx, in, res, &rr); done || err != nil {
-			return finalize(ctx, res, nil, started, nil)
-		}
+	} else if done, err := resolve(ctx, in, res, &rr); done || err != nil {
+		return finalize(ctx, res, nil, started, nil)
 	}
 	paged := len(rr.Steps) == 0 && rr.StepsRef != nil && rr.StepsRef.Count > 0
 	if err := loadSteps(ctx, &rr); err != nil {
@@ -101,16 +104,16 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 		upsert(res.Status)
 		return finalize(ctx, res, lean(&rr, paged), started, nil)
 	}
-
 	res.Status = wfapi.StatusRunning
 	upsert(res.Status)
-	sched = newScheduler(ctx, &rr, res)
+	sched := newScheduler(ctx, &rr, res)
+	*schedp = sched
 	sched.upsert = upsert
+	reuse := in.Reuse
 	if resume != nil {
-		sched.setReuse(resume.Reuse)
-	} else {
-		sched.setReuse(in.Reuse)
+		reuse = resume.Reuse
 	}
+	sched.setReuse(reuse)
 	if resume != nil {
 		if err := sched.resumeFrom(resume); err != nil {
 			res.Status, res.Message = wfapi.StatusFailed, "cannot resume the run: "+err.Error()
@@ -123,7 +126,7 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 		return continueAsNew(ctx, sched, res)
 	}
 	res.Status, res.Message = sched.outcome()
-	res.Warnings = append(sched.warnings(), sched.lostProcesses()...)
+	res.Warnings = append(sched.m.Warnings(), sched.lostProcesses()...)
 	res.LostHosts = sched.lostHosts
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
@@ -234,8 +237,7 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 	if err != nil {
 		// Without the checkpoint the report would lose steps: end here.
 		if temporal.IsCanceledError(err) {
-			sched.cancelled = true
-			sched.stop("the run was cancelled")
+			sched.m.CancelRun("the run was cancelled")
 			res.Status, res.Message = wfapi.StatusCancelled, "the run was cancelled"
 		} else {
 			res.Status, res.Message = wfapi.StatusFailed, "cannot checkpoint the run: "+err.Error()

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -501,22 +500,6 @@ func TestNoPlanNoRequest(t *testing.T) {
 	var res wfapi.Result
 	if err := env.GetWorkflowResult(&res); err != nil || res.Status != "invalid" {
 		t.Fatalf("%v %+v", err, res)
-	}
-}
-
-func TestTransitions(t *testing.T) {
-	valid := [][2]wfapi.StepState{{"pending", "running"}, {"pending", "skipped"}, {"running", "succeeded"}, {"running", "failed"}, {"running", "cancelled"}, {"pending", "cancelled"}}
-	for _, v := range valid {
-		if err := checkTransition("s", v[0], v[1]); err != nil {
-			t.Errorf("%v rejected: %v", v, err)
-		}
-	}
-	invalid := [][2]wfapi.StepState{{"succeeded", "running"}, {"failed", "succeeded"}, {"pending", "succeeded"}, {"skipped", "running"}, {"cancelled", "failed"}}
-	for _, v := range invalid {
-		var e ErrInvalidTransition
-		if err := checkTransition("s", v[0], v[1]); !errors.As(err, &e) {
-			t.Errorf("%v accepted", v)
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -85,8 +86,8 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 	s.segment = r.Segment
 	s.lostHosts, s.carriedWarnings = r.LostHosts, r.LostProcesses
 	for _, id := range r.Decided {
-		if st := s.steps[id]; st != nil {
-			st.skippedByDecision = true
+		if s.steps[id] != nil {
+			s.m.MarkDecided(id)
 		}
 	}
 	if r.Deadline != "" {
@@ -105,10 +106,12 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 			continue
 		}
 		st := s.steps[rs.ID]
-		s.count[st.status]--
-		s.count[status]++
-		st.status, st.whenFalse, st.carried, st.reason = status, whenFalse, true, r.Reasons[rs.ID]
-		st.host = r.Hosts[rs.ID]
+		state, err := dag.ParseState(string(status))
+		if err != nil {
+			return err
+		}
+		s.m.Restore(rs.ID, state, whenFalse, r.Reasons[rs.ID], r.Codes[rs.ID])
+		st.carried, st.host = true, r.Hosts[rs.ID]
 		if code, ok := r.Codes[rs.ID]; ok {
 			st.env = &envelope.Envelope{Error: envelope.ErrorFor(code)}
 		}
@@ -123,7 +126,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 // continuing reports whether this segment ends by continuing as new:
 // it drained with steps left to run and nothing stopped the run.
 func (s *scheduler) continuing() bool {
-	return s.draining && !s.stopped && s.err == nil && s.count[wfapi.StepPending] > 0 && s.count[wfapi.StepWaiting] == 0 && !s.paused
+	return s.draining && !s.stopped() && s.m.Err() == nil && s.m.Count(dag.Pending) > 0 && s.m.Count(dag.Waiting) == 0 && !s.paused
 }
 
 // carry is what the next segment needs.
@@ -139,24 +142,24 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 	var reads []any
 	for i, rs := range s.rr.Steps {
 		st := s.steps[rs.ID]
-		letters[i] = wfapi.StateLetter(st.status, st.whenFalse)
-		if st.status == wfapi.StepSucceeded && st.host != "" && slices.Contains(s.lostHosts, st.host) {
+		state, reason := s.m.State(rs.ID), s.m.Reason(rs.ID)
+		letters[i] = wfapi.StateLetter(s.status(rs.ID), s.m.WhenFalse(rs.ID))
+		if state == dag.Succeeded && st.host != "" && slices.Contains(s.lostHosts, st.host) {
 			if r.Hosts == nil {
 				r.Hosts = map[string]string{}
 			}
 			r.Hosts[rs.ID] = st.host
 		}
 		switch {
-		case st.status == wfapi.StepPending:
+		case state == dag.Pending:
 			reads = append(reads, rs.With, rs.ForEach, whenExpr(rs.When))
-		case st.status != wfapi.StepSucceeded && st.reason != "":
-			reason := st.reason
+		case state != dag.Succeeded && reason != "":
 			if len(reason) > maxCarriedReason {
 				reason = reason[:maxCarriedReason] + "…"
 			}
 			r.Reasons[rs.ID] = reason
 		}
-		if st.status == wfapi.StepFailed && st.env != nil && st.env.Error != nil {
+		if state == dag.Failed && st.env != nil && st.env.Error != nil {
 			code := st.env.Error.Code
 			if code == caperr.RetryExhausted && st.env.Error.Cause != "" {
 				code = st.env.Error.Cause
@@ -166,7 +169,7 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 			}
 			r.Codes[rs.ID] = code
 		}
-		if st.skippedByDecision {
+		if s.m.Decided(rs.ID) {
 			r.Decided = append(r.Decided, rs.ID)
 		}
 	}
@@ -176,7 +179,7 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 	}
 	_, deps := s.referenced(reads...)
 	for _, id := range sortedKeys(deps) {
-		if st := s.steps[id]; st.status.Terminal() {
+		if s.m.State(id).Terminal() {
 			if r.Outcomes == nil {
 				r.Outcomes = map[string]wfapi.StepOutcome{}
 			}
@@ -192,7 +195,7 @@ func (s *scheduler) ended() []wfapi.StepResult {
 	var out []wfapi.StepResult
 	for _, r := range s.results(true) {
 		st := s.steps[r.ID]
-		if st.carried || !st.status.Terminal() {
+		if st.carried || !s.m.State(r.ID).Terminal() {
 			continue
 		}
 		if r.EnvelopeFile != "" {

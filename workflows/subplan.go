@@ -20,7 +20,7 @@ func (s *scheduler) startChild(st *stepState) {
 	step := st.step
 	s.inflight++
 	st.started = workflow.Now(s.ctx)
-	s.move(st, wfapi.StepRunning, "")
+	s.m.Start(step.ID)
 	scope, deps, inline := s.inlineScope(step.With)
 	if inline {
 		// Pure: references resolved over values in history (map order
@@ -48,8 +48,8 @@ func (s *scheduler) startChild(st *stepState) {
 			s.endChild(st, nil, err)
 			return
 		}
-		if s.stopped {
-			s.endChild(st, nil, caperr.New(caperr.Cancelled, "not started: %s", s.stopReason))
+		if s.stopped() {
+			s.endChild(st, nil, caperr.New(caperr.Cancelled, "not started: %s", s.stopReason()))
 			return
 		}
 		s.execChild(st, out.With)
@@ -65,7 +65,7 @@ func orEmptyWith(w map[string]any) map[string]any {
 
 func (s *scheduler) execChild(st *stepState, with map[string]any) {
 	step := st.step
-	childID := s.res.WorkflowID + "." + step.ID
+	childID := s.workflowID + "." + step.ID
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:    childID,
 		StaticSummary: fmt.Sprintf("sub-plan %s of %s (step %s)", step.Plan, s.rr.Plan, step.ID),
@@ -103,10 +103,10 @@ func (s *scheduler) endChild(st *stepState, res *wfapi.Result, err error) {
 		st.env = &envelope.Envelope{ToolID: "capflow-plan", Success: true, Timestamp: ts, Message: msg, Data: data,
 			Feedback: []envelope.Feedback{{Phase: "plan", Level: envelope.LevelInfo, Message: msg, Timestamp: ts}}}
 		st.attempts = 1
-		s.move(st, wfapi.StepSucceeded, "")
-	case errors.As(err, &canceled) || (err == nil && res != nil && res.Status == wfapi.StatusCancelled) || (s.stopped && err != nil):
-		st.env = s.synthEnvelope("capflow-plan", caperr.Cancelled, "cancelled: "+s.stopReason)
-		s.move(st, wfapi.StepCancelled, s.stopReason)
+		s.m.Succeed(id)
+	case errors.As(err, &canceled) || (err == nil && res != nil && res.Status == wfapi.StatusCancelled) || (s.stopped() && err != nil):
+		st.env = s.synthEnvelope("capflow-plan", caperr.Cancelled, "cancelled: "+s.stopReason())
+		s.m.Cancel(id, s.stopReason())
 	default:
 		code, why := caperr.ToolFailure, ""
 		switch {
@@ -124,7 +124,6 @@ func (s *scheduler) endChild(st *stepState, res *wfapi.Result, err error) {
 		}
 		st.env = s.synthEnvelope("capflow-plan", code, why)
 		st.attempts = 1
-		s.endFailed(st, why)
+		s.fail(st, why)
 	}
-	s.afterEnd(id)
 }

@@ -1,0 +1,196 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// executor runs one unit of work of a step (the step, or one of its
+// for_each items) and decodes how it ended. PlanWorkflow's scheduler and
+// ItemsWorkflow share it: the activity options, the local-then-regular
+// fallback (local.go) and the reading of failures are written once.
+type executor struct {
+	ctx        workflow.Context
+	rr         *wfapi.ResolveResult // the run's host queue, host wait and folder
+	workflowID string               // the run's (its folder)
+	local      bool                 // the run uses local activities
+	// localDone local steps ended since the workflow task whose history
+	// length is seenLen (local.go).
+	localDone int
+	seenLen   int
+}
+
+func newExecutor(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) executor {
+	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx)}
+}
+
+// activityOptions are a step's (or item's) activity options: its timeouts
+// and retry policy, its readable summary.
+func (e *executor) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOptions {
+	// No heartbeat timeout unless the tool or plan asks for one: each
+	// one costs the server a timer per activity (measured: a 500-step
+	// fan-out ran 1.3-1.5x slower than a minimal workflow with a 10s
+	// default, 1.02x without). RunTool heartbeats anyway, so cancellation
+	// still reaches running tools within seconds.
+	hb := step.Heartbeat
+	if hb > step.Timeout && step.Timeout > 0 {
+		hb = step.Timeout
+	}
+	opts := workflow.ActivityOptions{
+		ActivityID:          "step-" + step.ID,
+		TaskQueue:           step.TaskQueue,
+		StartToCloseTimeout: step.Timeout,
+		HeartbeatTimeout:    hb,
+		WaitForCancellation: true,
+		Summary:             step.Summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: step.InitialInterval, BackoffCoefficient: step.Backoff, MaximumInterval: step.MaxInterval,
+			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
+		},
+	}
+	return onHost(e.rr, opts)
+}
+
+// itemOptions are the options of one item of a for_each step.
+func (e *executor) itemOptions(step wfapi.ResolvedStep, index int) workflow.ActivityOptions {
+	opts := e.activityOptions(step)
+	label := wfapi.ItemLabel(step.ID, index)
+	opts.ActivityID = "step-" + label
+	opts.Summary = wfapi.StepSummary(label, step.Capability, step.Tool, step.Version)
+	return opts
+}
+
+// HostWait bounds how long an activity waits for a worker on the run's
+// host: past it the host is taken as lost and the step fails, naming it.
+const HostWait = 15 * time.Minute
+
+// onHost sends an activity to the run's host queue (one host per run: its
+// folder and its processes are there) unless its tool names a queue.
+func onHost(rr *wfapi.ResolveResult, o workflow.ActivityOptions) workflow.ActivityOptions {
+	if rr != nil && rr.HostQueue != "" && o.TaskQueue == "" {
+		o.TaskQueue, o.ScheduleToStartTimeout = rr.HostQueue, hostWait(rr)
+	}
+	return o
+}
+
+// hostWait is the run's host wait: the one it recorded, else HostWait.
+func hostWait(rr *wfapi.ResolveResult) time.Duration {
+	if rr != nil && rr.HostWait > 0 {
+		return rr.HostWait
+	}
+	return HostWait
+}
+
+// outcome is how one unit of work ended, decoded from its activity.
+type outcome struct {
+	env      *envelope.Envelope
+	attempts int
+	envFile  string
+	// lost names producers whose stored output the step found missing.
+	lost []string
+}
+
+// decode reads a failed activity: the tool's own envelope when the
+// activity returned one, the last heartbeat after a timeout, the server's
+// retry state when retries ran out (then the code is RETRY_EXHAUSTED, the
+// last attempt's code kept as its cause). why says why a cancelled unit
+// was cancelled.
+func (e *executor) decode(step wfapi.ResolvedStep, err error, why string) outcome {
+	o := e.decodeError(step, err, why)
+	var act *temporal.ActivityError
+	exhausted := errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
+	if act != nil && act.RetryState() == enumspb.RETRY_STATE_UNSPECIFIED {
+		// The test server does not always say; the attempt count does.
+		exhausted = o.attempts >= step.MaxAttempts && o.env.Error != nil && o.env.Error.Retryable
+	}
+	if exhausted {
+		o.attempts = max(o.attempts, step.MaxAttempts)
+	}
+	if o.attempts == 0 {
+		// It was scheduled and ended: its first attempt at least (a
+		// cancelled RunTool reports its own attempt in the details).
+		o.attempts = 1
+	}
+	if exhausted && step.MaxAttempts > 1 && o.env.Error != nil {
+		cause := o.env.Error.Code
+		o.env.Error = envelope.ErrorFor(caperr.RetryExhausted)
+		o.env.Error.Cause = cause
+		o.env.ExitCode = max(o.env.ExitCode, 1)
+		o.env.Feedback = append(o.env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelError,
+			Message: fmt.Sprintf("retries exhausted after %d attempts; last error %s", o.attempts, cause), Detail: string(caperr.RetryExhausted),
+			Timestamp: envelope.Timestamp(workflow.Now(e.ctx))})
+	}
+	return o
+}
+
+func (e *executor) decodeError(step wfapi.ResolvedStep, err error, why string) outcome {
+	var o outcome
+	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &canceled):
+		// Pointers: a local activity's error may carry its details as Go
+		// values (not payloads), which only a pointer receives.
+		var details *wfapi.RunToolResult
+		if canceled.HasDetails() && canceled.Details(&details) == nil && details != nil {
+			o.attempts = int(details.Attempt)
+		}
+		if why == "" {
+			why = "the step was cancelled"
+		}
+		o.env = e.synthEnvelope(step.Tool, caperr.Cancelled, "cancelled: "+why)
+	case errors.As(err, &app):
+		var details *wfapi.RunToolResult
+		if app.HasDetails() && app.Details(&details) == nil && details != nil && details.Envelope.ToolID != "" {
+			env := details.Envelope
+			o.env, o.attempts, o.lost, o.envFile = &env, int(details.Attempt), details.LostData, details.EnvelopeFile
+		} else {
+			o.env = e.synthEnvelope(step.Tool, caperr.Code(app.Type()), app.Message())
+		}
+	case errors.As(err, &timeout):
+		var hb wfapi.Heartbeat
+		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
+			o.attempts = int(hb.Attempt)
+		}
+		msg := fmt.Sprintf("%s timed out (%s)", step.ID, strings.ToLower(timeout.TimeoutType().String()))
+		if timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			msg = fmt.Sprintf("%s: no worker on the run's host (%s) took it within %s: that host is lost", step.ID, e.rr.HostQueue, hostWait(e.rr))
+		}
+		o.env = e.synthEnvelope(step.Tool, caperr.TaskTimeout, msg)
+	default:
+		o.env = e.synthEnvelope(step.Tool, caperr.ToolFailure, err.Error())
+	}
+	return o
+}
+
+// synthEnvelope is an envelope the workflow writes itself (cancelled and
+// timed-out steps, skipped joins), stamped with workflow time.
+func (e *executor) synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
+	if tool == "" {
+		tool = "capflow"
+	}
+	ts := envelope.Timestamp(workflow.Now(e.ctx))
+	info := caperr.Lookup(code)
+	return &envelope.Envelope{ToolID: tool, ExitCode: max(info.ExitCode, 1), Success: false, Timestamp: ts, Message: msg,
+		Feedback: []envelope.Feedback{{Phase: "run", Level: envelope.LevelError, Message: msg, Detail: string(code), Timestamp: ts}},
+		Error:    envelope.ErrorFor(code)}
+}
+
+// errorCodes are an envelope's error code and its cause ("" when none).
+func errorCodes(env *envelope.Envelope) (code, cause caperr.Code) {
+	if env == nil || env.Error == nil {
+		return "", ""
+	}
+	return env.Error.Code, env.Error.Cause
+}

@@ -1,0 +1,173 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Host failover (docs/operations.md): a run's steps run on its host; when
+// the host is lost, idempotent steps follow the run to another.
+
+// hostLost reports whether an activity failed because no worker of the
+// run's host took it in time.
+func (s *scheduler) hostLost(err error) bool {
+	var timeout *temporal.TimeoutError
+	return s.rr.HostQueue != "" && errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// moveHost sends an idempotent step whose host was lost to another host:
+// the Host activity, on the shared queue, answers with the host queue of
+// whichever worker takes it. Its earlier outputs stored on the lost host
+// are re-created by re-running their producers when a consumer misses
+// them (recreate).
+func (s *scheduler) moveHost(st *stepState) {
+	st.env = nil
+	s.m.SetReason(st.step.ID, fmt.Sprintf("moving to another host: %s was lost", s.rr.HostQueue))
+	s.moving = append(s.moving, st.step.ID)
+	if s.rehosting {
+		return
+	}
+	s.rehosting = true
+	lost := s.rr.HostQueue
+	s.inflight++
+	actx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: localRetry,
+		Summary: "find another host: " + lost + " was lost",
+	})
+	s.sel.AddFuture(workflow.ExecuteActivity(actx, wfapi.HostActivity, s.workflowID), func(f workflow.Future) {
+		s.inflight--
+		s.rehosting = false
+		var next wfapi.HostInfo
+		err := f.Get(s.ctx, &next)
+		ids := s.moving
+		s.moving = nil
+		switch {
+		case s.stopped():
+			for _, id := range ids {
+				st := s.steps[id]
+				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason())
+				s.m.Cancel(id, s.stopReason())
+			}
+		case err == nil && next.Queue != "":
+			s.movedTo(lost, next, ids)
+		default:
+			for _, id := range ids {
+				st := s.steps[id]
+				msg := fmt.Sprintf("%s: its host %s was lost and no other worker answered (%v)", id, lost, err)
+				st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
+				s.fail(st, msg)
+			}
+		}
+	})
+}
+
+// movedTo starts the steps that waited for a new host there.
+func (s *scheduler) movedTo(lost string, next wfapi.HostInfo, ids []string) {
+	if next.Queue != lost {
+		s.lostHosts = append(s.lostHosts, lost)
+		workflow.GetLogger(s.ctx).Warn("the run's host was lost; moving on", "lost", lost, "host", next.Queue)
+	}
+	// The run's folder from here on is the new host's.
+	s.rr.HostQueue, s.rr.RunDir = next.Queue, next.RunDir
+	for _, id := range ids {
+		st := s.steps[id]
+		st.moves++
+		if s.rehome(st) {
+			continue
+		}
+		s.launch(st)
+	}
+}
+
+// followHost runs again a step whose activity no worker of its host took:
+// where the run is now when the run already left that host, else on the
+// host the Host activity finds.
+func (s *scheduler) followHost(st *stepState) {
+	if st.host != s.rr.HostQueue {
+		// Scheduled on a host the run already left: run it where the
+		// run is now (after what it needs from the lost host).
+		st.env, st.moves = nil, st.moves+1
+		if !s.rehome(st) {
+			s.launch(st)
+		}
+		return
+	}
+	s.moveHost(st)
+}
+
+// rehome runs before a step starts on the run's host after the run lost
+// another: the dependencies that ran on a lost host took their files with
+// it (an archive a later step unpacks, a report it reads), so the
+// idempotent ones run again here first and the step waits for them (their
+// own dependencies are checked the same way when they start again). A
+// dependency that is not idempotent is not repeated: the step runs, and
+// fails on its own if it needed that dependency's files. It reports
+// whether the step now waits.
+func (s *scheduler) rehome(st *stepState) bool {
+	if len(s.lostHosts) == 0 {
+		return false
+	}
+	var again, busy []string
+	for _, d := range st.step.Deps {
+		p := s.steps[d]
+		switch {
+		case s.m.State(d) == dag.Succeeded && p.host != s.rr.HostQueue && slices.Contains(s.lostHosts, p.host) &&
+			p.step.Idempotent && p.fe == nil && p.child == nil && !p.step.Approval && p.moves < maxMoves:
+			again = append(again, d)
+		case !s.m.State(d).Terminal():
+			// Already running again for a sibling: wait for it too.
+			busy = append(busy, d)
+		}
+	}
+	// Versioned: runs that lost a host before this existed replay as they ran.
+	if len(again)+len(busy) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	reason := fmt.Sprintf("waiting for %s to run again on this host: the run lost the host that had their files", strings.Join(append(again, busy...), ", "))
+	if s.m.State(st.step.ID) == dag.Running {
+		s.m.Requeue(st.step.ID, reason)
+	} else {
+		s.m.SetReason(st.step.ID, reason)
+	}
+	for _, d := range again {
+		p := s.steps[d]
+		p.moves++
+		p.dataFile, p.dataSHA, p.carried = "", "", false
+		workflow.GetLogger(s.ctx).Warn("running a step again: its host was lost", "step", d, "for", st.step.ID, "lost", p.host)
+		s.m.Requeue(d, "run again: its host "+p.host+" was lost")
+		s.m.Examine(d)
+	}
+	return true
+}
+
+// maxMoves bounds how often one step follows the run to another host.
+const maxMoves = 3
+
+// lostProcesses warns of the servers the run started on hosts it lost:
+// nobody could stop them.
+func (s *scheduler) lostProcesses() []string {
+	out := append([]string(nil), s.carriedWarnings...)
+	for _, id := range s.m.IDs() {
+		st := s.steps[id]
+		if s.m.State(id) != dag.Succeeded || st.step.Capability != "server.start" || !slices.Contains(s.lostHosts, st.host) {
+			continue
+		}
+		pid := ""
+		if m, ok := st.env.Data.(map[string]any); ok {
+			pid = fmt.Sprint(m["pid"])
+		}
+		out = append(out, fmt.Sprintf("%s started pid %s on %s, which the run lost: it could not be stopped from here", id, pid, st.host))
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"fmt"
+	"sort"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/dag"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// results renders the steps in plan order.
+func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
+	out := make([]wfapi.StepResult, 0, len(s.rr.Steps))
+	for _, rs := range s.rr.Steps {
+		st := s.steps[rs.ID]
+		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: s.status(rs.ID), Tool: rs.Tool, Version: rs.Version,
+			Attempts: st.attempts, Reason: s.m.Reason(rs.ID), Critical: rs.Critical, DataFile: st.dataFile, DataSHA256: st.dataSHA, EnvelopeFile: st.envFile,
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: s.m.JoinNote(rs.ID), Execution: st.path}
+		if !st.started.IsZero() {
+			r.StartedAt = envelope.Timestamp(st.started)
+			if !st.ended.IsZero() {
+				r.EndedAt = envelope.Timestamp(st.ended)
+				r.DurationMS = st.ended.Sub(st.started).Milliseconds()
+			}
+		}
+		if withEnvelopes && !st.carried {
+			r.Envelope = st.env
+		}
+		if st.fe != nil {
+			c := itemCounts(st.fe)
+			r.ItemCounts, r.Items = &c, itemResults(st.fe)
+		}
+		r.Child = st.child
+		if st.wait != nil {
+			w := st.wait.Wait
+			r.Waiting = &w
+		}
+		r.Decisions = st.decisions
+		out = append(out, r)
+	}
+	return out
+}
+
+// details keeps the Web UI's "current details" in step with the run,
+// from the machine's counters (no scan of the plan).
+func (s *scheduler) details() {
+	c := s.m.Count
+	done := c(dag.Succeeded) + c(dag.Failed) + c(dag.Skipped) + c(dag.Cancelled)
+	text := fmt.Sprintf("**%s**: %d/%d steps done (%d failed, %d skipped), %d running", s.rr.Plan, done, len(s.m.IDs()),
+		c(dag.Failed), c(dag.Skipped), c(dag.Running))
+	if s.paused {
+		text = fmt.Sprintf("**paused** by %s (capflow resume %s)\n\n%s", s.pausedBy, s.workflowID, text)
+	}
+	if c(dag.Waiting) > 0 {
+		// Rare and few: a scan is fine here.
+		for _, id := range s.m.IDs() {
+			if w := s.steps[id].wait; w != nil {
+				text += fmt.Sprintf("\n\n- %s waiting for %s: %s", id, w.Kind, w.Prompt)
+			}
+		}
+	}
+	workflow.SetCurrentDetails(s.ctx, text)
+}
+
+// referenced collects what the given values reference: the plan inputs and
+// the outcomes of earlier steps. Only that travels with an activity:
+// history grows with every activity input, so a 500-step fan-out must not
+// carry the plan's inputs 500 times.
+func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.StepOutcome) {
+	var inputs map[string]any
+	var deps map[string]wfapi.StepOutcome
+	addInput := func(name string) {
+		if v, ok := s.rr.Inputs[name]; ok {
+			if inputs == nil {
+				inputs = map[string]any{}
+			}
+			inputs[name] = v
+		}
+	}
+	addStep := func(id string, withData bool) {
+		ds := s.steps[id]
+		if ds == nil {
+			return
+		}
+		if deps == nil {
+			deps = map[string]wfapi.StepOutcome{}
+		}
+		o := deps[id]
+		o.Status = s.status(id)
+		o.Success = o.Status == wfapi.StepSucceeded
+		if o.Success && withData {
+			o.DataFile, o.DataSHA256 = ds.dataFile, ds.dataSHA
+			if ds.env != nil && ds.dataFile == "" {
+				o.Data = ds.env.Data
+			}
+		}
+		deps[id] = o
+	}
+	for _, v := range values {
+		if when, ok := v.(whenExpr); ok {
+			// Parsing a condition is pure; the step ids come back sorted.
+			//workflowcheck:ignore
+			for _, id := range plan.WhenSteps(string(when)) {
+				addStep(id, true)
+			}
+			for _, name := range sortedKeys(s.rr.Inputs) {
+				addInput(name)
+			}
+			continue
+		}
+		plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
+			if err != nil {
+				return
+			}
+			for _, r := range tpl.Refs() {
+				switch r.Kind {
+				case plan.RefInputs:
+					addInput(r.Name)
+				case plan.RefSteps:
+					addStep(r.Name, r.Field == "data")
+				}
+			}
+		})
+	}
+	return inputs, deps
+}
+
+// whenExpr marks a condition among the values passed to referenced: a
+// condition reads whole steps and any input.
+type whenExpr string
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	// Collecting keys to sort them is order-independent.
+	//workflowcheck:ignore
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
