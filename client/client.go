@@ -1,9 +1,9 @@
 // Package client starts and steers capflow runs from Go services, over any
 // Temporal client: start a plan (an object, a file in the workers' project,
 // or request text), wait for its result, read its progress, and send the
-// run-control updates (docs/workflow.md, docs/run-control.md). The types
-// are the workflow's own: one definition for the workflow, its activities,
-// the CLI and this package.
+// run-control updates (docs/workflow.md, docs/run-control.md). Its API
+// uses only its own types (types.go, result.go): importing it brings no
+// registry, CEL or JSON Schema code.
 package client
 
 import (
@@ -13,30 +13,6 @@ import (
 
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/capflow/capflow/internal/wfapi"
-)
-
-// The workflow's own types.
-type (
-	// Input starts a run.
-	Input = wfapi.Input
-	// Result is a run's result (and, mid-run, its progress).
-	Result = wfapi.Result
-	// StepResult is one step of a Result.
-	StepResult = wfapi.StepResult
-	// DecideRequest answers a waiting step.
-	DecideRequest = wfapi.DecideRequest
-	// ControlAnswer is what a run-control update changed.
-	ControlAnswer = wfapi.ControlAnswer
-	// Reuse makes a run reuse what succeeded in an earlier one.
-	Reuse = wfapi.Reuse
-)
-
-// Names registered with Temporal, for clients in other languages.
-const (
-	WorkflowType = wfapi.WorkflowType
-	Progress     = wfapi.ProgressQuery
 )
 
 // Client starts runs on a task queue.
@@ -45,10 +21,10 @@ type Client struct {
 	taskQueue string
 }
 
-// New wraps a Temporal client; taskQueue "" means "capflow".
+// New wraps a Temporal client; taskQueue "" means DefaultTaskQueue.
 func New(tc sdkclient.Client, taskQueue string) *Client {
 	if taskQueue == "" {
-		taskQueue = "capflow"
+		taskQueue = DefaultTaskQueue
 	}
 	return &Client{tc: tc, taskQueue: taskQueue}
 }
@@ -99,7 +75,7 @@ func (r *Run) Wait(ctx context.Context) (*Result, error) {
 
 // Progress is the run's state now (the progress query).
 func (r *Run) Progress(ctx context.Context) (*Result, error) {
-	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, "", Progress)
+	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, "", ProgressQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -112,18 +88,30 @@ func (r *Run) Progress(ctx context.Context) (*Result, error) {
 
 // Pause stops the run from starting steps until Resume.
 func (r *Run) Pause(ctx context.Context, by string) (*ControlAnswer, error) {
-	return r.update(ctx, wfapi.UpdatePause, "", map[string]string{"by": by})
+	return r.update(ctx, UpdatePause, "", ControlRequest{By: by})
 }
 
 // Resume resumes a paused run.
 func (r *Run) Resume(ctx context.Context, by string) (*ControlAnswer, error) {
-	return r.update(ctx, wfapi.UpdateResume, "", map[string]string{"by": by})
+	return r.update(ctx, UpdateResume, "", ControlRequest{By: by})
 }
 
 // Decide answers a waiting step (approve, reject, retry, skip, fail).
 // updateID makes a repeated call one decision ("": a new one each time).
 func (r *Run) Decide(ctx context.Context, updateID string, req DecideRequest) (*ControlAnswer, error) {
-	return r.update(ctx, wfapi.UpdateDecide, updateID, req)
+	return r.update(ctx, UpdateDecide, updateID, req)
+}
+
+// DecideOnce answers the wait the step is in now, under the update ID
+// DecisionID names: the same answer sent again (a retried request, a
+// second operator) is the same decision, never a second one. A step that
+// is not waiting is sent as is, for the run to refuse with its reason.
+func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer, error) {
+	updateID := ""
+	if p, err := r.Progress(ctx); err == nil {
+		updateID = p.DecisionUpdateID(req)
+	}
+	return r.Decide(ctx, updateID, req)
 }
 
 // Cancel cancels the run: its tools are stopped, its report still written.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/e2e/otherservice"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/schemas"
@@ -211,31 +212,35 @@ func TestLiveFeedback(t *testing.T) {
 	}
 }
 
-// The Go client package, as another service uses it: start a plan object,
-// read progress, steer it, wait for the result.
+// The Go client package, as another service uses it (e2e/otherservice
+// imports nothing of capflow but client): start a plan object, read
+// progress, steer it (a decision sent twice is one), wait for the result.
 func TestGoClient(t *testing.T) {
-	c := capflowclient.New(h.client, "")
-	ctx := context.Background()
 	plan := map[string]any{"name": "from-go", "steps": []any{
 		map[string]any{"id": "gate", "capability": "flow.approve", "with": map[string]any{"prompt": "go?"}},
 		map[string]any{"id": "sum", "capability": "file.checksum", "needs": []any{"gate"}, "with": map[string]any{"path": "capflow.yaml"}},
 	}}
-	run, err := c.StartPlan(ctx, "", plan, nil)
+	out, err := otherservice.ApproveAndWait(context.Background(), capflowclient.New(h.client, ""), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitProgress(t, run.ID, "gate waiting", func(p *wfapi.Result) bool { return stepOf(p, "gate").Status == wfapi.StepWaiting })
-	if _, err := run.Decide(ctx, "", capflowclient.DecideRequest{Step: "sum", Action: wfapi.ActionApprove, By: "svc"}); err == nil || !strings.Contains(err.Error(), "refused: step sum is pending, not waiting") {
-		t.Fatalf("a decision for a step that does not wait: %v", err)
+	if out.Refused != "step sum is pending, not waiting" {
+		t.Errorf("refused %q", out.Refused)
 	}
-	ans, err := run.Decide(ctx, "approve-once", capflowclient.DecideRequest{Step: "gate", Action: wfapi.ActionApprove, By: "svc"})
-	if err != nil || ans.State != wfapi.StepSucceeded {
-		t.Fatalf("approve: %v %+v", err, ans)
+	if out.First.State != capflowclient.StepSucceeded || *out.Again != *out.First {
+		t.Errorf("approve twice: %+v then %+v", out.First, out.Again)
 	}
-	res, err := run.Wait(ctx)
-	if err != nil || res.Status != wfapi.StatusPassed || stepOf(res, "sum").Envelope == nil {
-		t.Fatalf("%v %+v", err, res)
+	res := out.Result
+	var sum capflowclient.StepResult
+	for _, s := range res.Steps {
+		if s.ID == "sum" {
+			sum = s
+		}
 	}
+	if res.Status != capflowclient.StatusPassed || sum.Envelope == nil || !sum.Envelope.Success || len(res.Steps[0].Decisions) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	run := struct{ ID string }{res.WorkflowID}
 	// The result as any client receives it validates against the schema
 	// generated from the workflow's types; so does the input it was given.
 	validResult(t, run.ID)

@@ -31,9 +31,7 @@ type waitState struct {
 }
 
 // ControlRequest is the pause and resume updates' argument.
-type ControlRequest struct {
-	By string `json:"by"`
-}
+type ControlRequest = wfapi.ControlRequest
 
 // registerControl installs the update handlers; sched is nil until the
 // run is resolved, and the run is over once res ended.

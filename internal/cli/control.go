@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	capflowclient "github.com/capflow/capflow/client"
 	"io"
 	"os"
 	"os/user"
@@ -108,19 +109,16 @@ func operator(by string) string {
 	return "unknown"
 }
 
-// decide sends a decision. Its update ID names the wait it answers, so a
-// repeated call (a retried command) is the same decision, never a second.
+// decide sends a decision. Its update ID names the wait it answers
+// (capflowclient.DecisionUpdateID), so a repeated call (a retried
+// command) is the same decision, never a second.
 func (a *App) decide(cid, id string, req wfapi.DecideRequest) error {
 	updateID := ""
 	return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
 		if v, err := tc.QueryWorkflow(ctx, id, "", wfapi.ProgressQuery); err == nil {
-			var p wfapi.Result
+			var p capflowclient.Result
 			if v.Get(&p) == nil {
-				for _, s := range p.Steps {
-					if s.ID == req.Step && s.Waiting != nil {
-						updateID = fmt.Sprintf("decide/%s/%s", s.Waiting.ID, req.Action)
-					}
-				}
+				updateID = p.DecisionUpdateID(req)
 			}
 		}
 		return a.sendUpdate(ctx, cfg, tc, cid, id, wfapi.UpdateDecide, updateID, req)

@@ -6,6 +6,7 @@ package wfapi
 
 import (
 	"fmt"
+	"github.com/capflow/capflow/client"
 	"maps"
 	"slices"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // Names registered with Temporal.
 const (
-	WorkflowType     = "PlanWorkflow"
+	WorkflowType     = client.WorkflowType
 	ResolveActivity  = "Resolve"
 	RouteActivity    = "Route"
 	RunToolActivity  = "RunTool"
@@ -29,72 +30,56 @@ const (
 	// HostActivity answers the host queue of the worker that runs it: how a
 	// run whose host was lost finds another.
 	HostActivity  = "Host"
-	ProgressQuery = "progress"
+	ProgressQuery = client.ProgressQuery
 
 	SearchAttrPlan   = "CapflowPlan"
 	SearchAttrStatus = "CapflowStatus"
 )
 
-// RunStatus is a run's status (docs/workflow.md).
-type RunStatus string
+// The client's wire types (client/types.go), under the names the worker
+// has always used: one definition each.
+type (
+	RunStatus      = client.RunStatus
+	StepState      = client.StepState
+	Input          = client.Input
+	Reuse          = client.Reuse
+	ItemCounts     = client.ItemCounts
+	ItemResult     = client.ItemResult
+	RouteInfo      = client.RouteInfo
+	Omitted        = client.Omitted
+	WaitKind       = client.WaitKind
+	Action         = client.Action
+	Wait           = client.Wait
+	DecideRequest  = client.DecideRequest
+	Decision       = client.Decision
+	ControlAnswer  = client.ControlAnswer
+	ControlRequest = client.ControlRequest
+)
 
 // Run statuses.
 const (
-	StatusResolving       RunStatus = "resolving"
-	StatusRunning         RunStatus = "running"
-	StatusPassed          RunStatus = "passed"
-	StatusFailed          RunStatus = "failed"
-	StatusPartialComplete RunStatus = preflight.PartialComplete
-	StatusBlockedByPolicy RunStatus = preflight.BlockedByPolicy
-	StatusInvalid         RunStatus = preflight.Invalid
-	StatusCancelled       RunStatus = "cancelled"
+	StatusResolving       = client.StatusResolving
+	StatusRunning         = client.StatusRunning
+	StatusPaused          = client.StatusPaused
+	StatusPassed          = client.StatusPassed
+	StatusFailed          = client.StatusFailed
+	StatusPartialComplete = client.StatusPartialComplete
+	StatusBlockedByPolicy = client.StatusBlockedByPolicy
+	StatusInvalid         = client.StatusInvalid
+	StatusCancelled       = client.StatusCancelled
 )
-
-// StepState is a step's state (docs/plans.md).
-type StepState string
 
 // Step states.
 const (
-	StepPending   StepState = "pending"
-	StepRunning   StepState = "running"
-	StepSucceeded StepState = "succeeded"
-	StepFailed    StepState = "failed"
-	StepSkipped   StepState = "skipped"
-	StepCancelled StepState = "cancelled"
-	StepBlocked   StepState = "blocked"
+	StepPending   = client.StepPending
+	StepRunning   = client.StepRunning
+	StepWaiting   = client.StepWaiting
+	StepSucceeded = client.StepSucceeded
+	StepFailed    = client.StepFailed
+	StepSkipped   = client.StepSkipped
+	StepCancelled = client.StepCancelled
+	StepBlocked   = client.StepBlocked
 )
-
-// Terminal reports whether a step state is final.
-func (s StepState) Terminal() bool {
-	switch s {
-	case StepSucceeded, StepFailed, StepSkipped, StepCancelled, StepBlocked:
-		return true
-	}
-	return false
-}
-
-// Input starts a PlanWorkflow: a plan object, a plan file in the project,
-// or request text to route. These are the only fields a client may send
-// (PlanWorkflow decodes them as a Start, which refuses any other).
-type Input struct {
-	Plan any `json:"plan,omitempty"`
-	// PlanFile is a plan file inside the project (a path from its root),
-	// read by the worker: how plans too large for a workflow input travel.
-	PlanFile string         `json:"plan_file,omitempty"`
-	Request  string         `json:"request,omitempty"`
-	Inputs   map[string]any `json:"inputs,omitempty"`
-	// Reuse names an earlier run whose succeeded steps this run may reuse
-	// (docs/run-control.md, rerun).
-	Reuse *Reuse `json:"reuse,omitempty"`
-}
-
-// Reuse is a rerun's link to the run it reuses from: a step that
-// succeeded there, with the same tool digest and the same evaluated
-// inputs, and that is not From or downstream of it, runs no tool.
-type Reuse struct {
-	WorkflowID string `json:"workflow_id"`
-	From       string `json:"from,omitempty"`
-}
 
 // HostInfo is the Host activity's answer: a worker's host queue, and where
 // the run's folder is on that host.
@@ -146,12 +131,6 @@ func StepSummary(id, capability, tool, version string) string {
 		return fmt.Sprintf("%s · %s", id, capability)
 	}
 	return fmt.Sprintf("%s · %s → %s@%s", id, capability, tool, version)
-}
-
-// RouteInfo says how a request text became a plan.
-type RouteInfo struct {
-	Kind string `json:"kind"` // "rule" or "llm"
-	ID   string `json:"id"`
 }
 
 // ResolveInput is the Resolve activity's input.
@@ -347,23 +326,6 @@ type ChildRun struct {
 	Report     ReportPaths `json:"report"`
 }
 
-// ItemResult is one for_each item in the result and the progress query.
-type ItemResult struct {
-	Index    int       `json:"index"`
-	Status   StepState `json:"status"`
-	Attempts int       `json:"attempts,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
-}
-
-// ItemCounts summarise a for_each step's items.
-type ItemCounts struct {
-	Count     int `json:"count"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	Skipped   int `json:"skipped"`
-	Running   int `json:"running"`
-}
-
 // RunToolInput is the RunTool activity's input. References in Step.With
 // are evaluated inside the activity, so large outputs can travel as files.
 // Inputs and Deps hold only what the step references.
@@ -557,14 +519,6 @@ const MaxListed = 100
 // PreflightFile, in the run folder, holds every gap, problem and policy
 // violation when some were left out of the recorded results.
 const PreflightFile = "preflight.json"
-
-// Omitted counts what a result left out of its lists.
-type Omitted struct {
-	Gaps       int    `json:"gaps,omitempty"`
-	Problems   int    `json:"problems,omitempty"`
-	Violations int    `json:"violations,omitempty"`
-	File       string `json:"file"`
-}
 
 // Preflight is the content of PreflightFile.
 type Preflight struct {

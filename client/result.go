@@ -1,0 +1,215 @@
+package client
+
+// Result is a run's result and, mid-run, its progress.
+type Result struct {
+	Status     RunStatus    `json:"status"`
+	Plan       string       `json:"plan"`
+	Message    string       `json:"message"`
+	WorkflowID string       `json:"workflow_id"`
+	RunID      string       `json:"run_id"`
+	Steps      []StepResult `json:"steps"`
+	// StepCounts and StepsOmitted are set when the result was trimmed to
+	// stay small: Steps then lists only steps that did not succeed, and the
+	// report has every step.
+	StepCounts   map[StepState]int `json:"step_counts,omitempty"`
+	StepsOmitted int               `json:"steps_omitted,omitempty"`
+	// Segments counts the times the run continued as new.
+	Segments   int           `json:"segments,omitempty"`
+	Gaps       []Gap         `json:"gaps"`
+	Resolution []Resolution  `json:"resolution"`
+	Policy     *PolicyReport `json:"policy,omitempty"`
+	Problems   []Problem     `json:"problems,omitempty"`
+	// Omitted: a plan with more than 100 gaps, problems or policy
+	// violations lists the first ones; the report has them all.
+	Omitted *Omitted    `json:"omitted,omitempty"`
+	Route   *RouteInfo  `json:"route,omitempty"`
+	Report  ReportPaths `json:"report"`
+	// Outputs are the plan's outputs, evaluated when the run ended.
+	Outputs map[string]any `json:"outputs,omitempty"`
+	// Warnings are failures the run absorbed by their severity
+	// (failure_policy: by_severity), most severe first, and processes left
+	// on a lost host.
+	Warnings []string `json:"warnings,omitempty"`
+	// LostHosts are the host queues the run lost and moved away from.
+	LostHosts  []string `json:"lost_hosts,omitempty"`
+	StartedAt  string   `json:"started_at"`
+	EndedAt    string   `json:"ended_at,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
+	// URL is the run in the Temporal Web UI: the CLI adds it to the result
+	// it prints (the workflow leaves it empty).
+	URL string `json:"url,omitempty"`
+}
+
+// StepResult is one step of a Result.
+type StepResult struct {
+	ID         string    `json:"id"`
+	Capability string    `json:"capability"`
+	Status     StepState `json:"status"`
+	Tool       string    `json:"tool,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	Attempts   int       `json:"attempts"`
+	Reason     string    `json:"reason,omitempty"`
+	Critical   bool      `json:"critical,omitempty"`
+	StartedAt  string    `json:"started_at,omitempty"`
+	EndedAt    string    `json:"ended_at,omitempty"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	DataFile   string    `json:"data_file,omitempty"`
+	DataSHA256 string    `json:"data_sha256,omitempty"`
+	Envelope   *Envelope `json:"envelope,omitempty"`
+	// EnvelopeFile: the envelope as stored in the step's folder.
+	EnvelopeFile string `json:"envelope_file,omitempty"`
+	// JoinNote says how an any/quorum join was met ("quorum: 3/4 (75%)
+	// met, continuing").
+	JoinNote string `json:"join_note,omitempty"`
+	// Execution is the path that ran the step: "local" (a local
+	// activity), "activity", or "local, then activity".
+	Execution string `json:"execution,omitempty"`
+	// InputsSHA256 is the digest of the step's evaluated inputs;
+	// ReusedFrom names the run whose output it reused (no tool ran).
+	InputsSHA256 string `json:"inputs_sha256,omitempty"`
+	ReusedFrom   string `json:"reused_from,omitempty"`
+	// For a for_each step: its items' counts, and each item (up to 200;
+	// the report has them all).
+	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`
+	Items      []ItemResult `json:"items,omitempty"`
+	// Child is a sub-plan step's run.
+	Child *ChildRun `json:"child,omitempty"`
+	// Waiting says what a waiting step waits for; Decisions are the
+	// operators' answers so far.
+	Waiting   *Wait      `json:"waiting,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// ItemCounts counts a for_each step's items.
+type ItemCounts struct {
+	Count     int `json:"count"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	Running   int `json:"running"`
+}
+
+// ItemResult is one item of a for_each step.
+type ItemResult struct {
+	Index    int       `json:"index"`
+	Status   StepState `json:"status"`
+	Attempts int       `json:"attempts,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// ChildRun is a sub-plan step's run.
+type ChildRun struct {
+	WorkflowID string      `json:"workflow_id"`
+	RunID      string      `json:"run_id,omitempty"`
+	Status     RunStatus   `json:"status,omitempty"`
+	Report     ReportPaths `json:"report"`
+}
+
+// ReportPaths are a run's report files.
+type ReportPaths struct {
+	JSON     string `json:"json"`
+	Markdown string `json:"markdown"`
+}
+
+// RouteInfo says which route turned request text into the plan.
+type RouteInfo struct {
+	Kind string `json:"kind"` // "rule" or "llm"
+	ID   string `json:"id"`
+}
+
+// Omitted counts what a result left out of its lists, and names the file
+// in the run folder that has them all.
+type Omitted struct {
+	Gaps       int    `json:"gaps,omitempty"`
+	Problems   int    `json:"problems,omitempty"`
+	Violations int    `json:"violations,omitempty"`
+	File       string `json:"file"`
+}
+
+// Gap is a step no tool covers (docs/plans.md, the gap report).
+type Gap struct {
+	StepID               string         `json:"step_id"`
+	MissingCapability    string         `json:"missing_capability"`
+	Reason               string         `json:"reason"`
+	ReasonMessage        string         `json:"reason_message"`
+	ReasonDetails        map[string]any `json:"reason_details"`
+	ProposedToolName     string         `json:"proposed_tool_name"`
+	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
+	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`
+	Priority             string         `json:"priority"`
+}
+
+// Resolution is the tool chosen for a step.
+type Resolution struct {
+	StepID     string `json:"step_id"`
+	Capability string `json:"capability"`
+	Tool       string `json:"tool"`
+	Version    string `json:"version"`
+	Digest     string `json:"digest"`
+	Source     string `json:"source"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// PolicyReport is what the project's policy said of the plan.
+type PolicyReport struct {
+	Source      string         `json:"source,omitempty"`
+	Allowed     bool           `json:"allowed"`
+	Violations  []Violation    `json:"violations"`
+	Limits      map[string]int `json:"limits"`
+	MaxParallel int            `json:"max_parallel"`
+	Notes       []string       `json:"notes,omitempty"`
+}
+
+// Violation is one rule of the policy a plan breaks.
+type Violation struct {
+	Rule    string `json:"rule"`
+	StepID  string `json:"step_id,omitempty"`
+	Message string `json:"message"`
+}
+
+// Problem is one problem of a plan or an input, where it is.
+type Problem struct {
+	File    string    `json:"file,omitempty"`
+	Line    int       `json:"line,omitempty"`
+	Column  int       `json:"column,omitempty"`
+	Field   string    `json:"field,omitempty"`
+	Message string    `json:"message"`
+	Code    ErrorCode `json:"code"`
+}
+
+// ErrorCode is a contract error code (docs/errors.md), such as
+// TOOL_FAILURE.
+type ErrorCode string
+
+// Envelope is the result of one tool run (docs/envelope.md).
+type Envelope struct {
+	ToolID     string     `json:"toolId"`
+	ExitCode   int        `json:"exitCode"`
+	Success    bool       `json:"success"`
+	Timestamp  string     `json:"timestamp"`
+	Message    string     `json:"message"`
+	Feedback   []Feedback `json:"feedback"`
+	Data       any        `json:"data,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+}
+
+// Feedback is one event of a tool run.
+type Feedback struct {
+	Phase      string `json:"phase"`
+	Level      string `json:"level"`
+	Message    string `json:"message"`
+	Timestamp  string `json:"timestamp"`
+	Detail     string `json:"detail,omitempty"`
+	DurationMS *int64 `json:"duration_ms,omitempty"`
+}
+
+// ErrorInfo is a failed envelope's error.
+type ErrorInfo struct {
+	Code      ErrorCode `json:"code"`
+	Severity  string    `json:"severity"`
+	Retryable bool      `json:"retryable"`
+	// Cause is the code behind a summarising one: the last attempt's code
+	// of a step that ended RETRY_EXHAUSTED.
+	Cause ErrorCode `json:"cause,omitempty"`
+}

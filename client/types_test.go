@@ -1,0 +1,64 @@
+package client
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A service importing client (or written on it alone, e2e/otherservice)
+// pulls no registry, CEL, JSON Schema compiler or capflow internal package.
+func TestImportsAreLight(t *testing.T) {
+	for _, pkg := range []string{".", "../e2e/otherservice"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.Contains(dep, "capflow/capflow/internal") || strings.Contains(dep, "cel-go") || strings.Contains(dep, "jsonschema") {
+				t.Errorf("%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
+func TestDecisionUpdateID(t *testing.T) {
+	approve := DecideRequest{Step: "gate", Action: ActionApprove, By: "a"}
+	waiting := Result{Steps: []StepResult{{ID: "gate", Status: StepWaiting, Waiting: &Wait{ID: "gate#2"}}}}
+	answered := Result{Steps: []StepResult{{ID: "gate", Status: StepSucceeded, Decisions: []Decision{{Wait: "gate#2", Action: ActionApprove}}}}}
+	tests := []struct {
+		name string
+		r    Result
+		req  DecideRequest
+		want string
+	}{
+		{"the wait it answers", waiting, approve, "decide/gate#2/approve"},
+		{"sent again after it was answered: the same update", answered, approve, "decide/gate#2/approve"},
+		{"another answer to an answered wait: new, refused by the run", answered, DecideRequest{Step: "gate", Action: ActionReject}, ""},
+		{"a step that never waited", Result{Steps: []StepResult{{ID: "gate", Status: StepPending}}}, approve, ""},
+		{"no such step", waiting, DecideRequest{Step: "nope", Action: ActionApprove}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.DecisionUpdateID(tt.req); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatuses(t *testing.T) {
+	for _, s := range []RunStatus{StatusResolving, StatusRunning, StatusPaused} {
+		if s.Ended() {
+			t.Errorf("%s ended", s)
+		}
+	}
+	for _, s := range []RunStatus{StatusPassed, StatusFailed, StatusCancelled, StatusInvalid, StatusPartialComplete, StatusBlockedByPolicy} {
+		if !s.Ended() {
+			t.Errorf("%s not ended", s)
+		}
+	}
+	if StepWaiting.Terminal() || !StepBlocked.Terminal() {
+		t.Error("terminal states")
+	}
+}
