@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capflow/capflow/client"
+
 	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -208,7 +210,7 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 type beats struct {
 	ctx     context.Context
 	attempt int32
-	latest  atomic.Pointer[envelope.Feedback]
+	latest  atomic.Pointer[client.Feedback]
 	mu      sync.Mutex
 	lines   []string
 	lineSeq int
@@ -247,7 +249,8 @@ func (b *beats) beat() {
 
 func (b *beats) feedback(f envelope.Feedback) {
 	f, _ = f.Bounded()
-	b.latest.Store(&f)
+	wire := client.Feedback(f)
+	b.latest.Store(&wire)
 	b.beat()
 }
 

@@ -1,17 +1,21 @@
 // Package client starts and steers capflow runs from Go services, over any
 // Temporal client: start a plan (an object, a file in the workers' project,
-// or request text), wait for its result, read its progress, and send the
-// run-control updates (docs/workflow.md, docs/run-control.md). Its API
-// uses only its own types (types.go, result.go): importing it brings no
-// registry, CEL or JSON Schema code.
+// or request text), wait for its result, read its progress, send the
+// run-control updates (docs/workflow.md, docs/run-control.md), list runs
+// and schedule plans. Its API uses only its own types (types.go,
+// result.go, runs.go, schedules.go): importing it brings no registry, CEL
+// or JSON Schema code. The capflow CLI reaches Temporal through it.
 package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"go.temporal.io/api/serviceerror"
 	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -19,30 +23,66 @@ import (
 type Client struct {
 	tc        sdkclient.Client
 	taskQueue string
+	dc        converter.DataConverter
+	fc        converter.FailureConverter
+}
+
+// Option sets an optional part of a Client.
+type Option func(*Client)
+
+// WithConverters names the data and failure converters the Temporal client
+// was dialed with (payload encryption, say): the Client reads raw payloads
+// with them (a run's first input, heartbeats, schedule memos). Default: the
+// SDK's.
+func WithConverters(dc converter.DataConverter, fc converter.FailureConverter) Option {
+	return func(c *Client) { c.dc, c.fc = dc, fc }
 }
 
 // New wraps a Temporal client; taskQueue "" means DefaultTaskQueue.
-func New(tc sdkclient.Client, taskQueue string) *Client {
+func New(tc sdkclient.Client, taskQueue string, opts ...Option) *Client {
 	if taskQueue == "" {
 		taskQueue = DefaultTaskQueue
 	}
-	return &Client{tc: tc, taskQueue: taskQueue}
+	c := &Client{tc: tc, taskQueue: taskQueue, dc: converter.GetDefaultDataConverter(), fc: temporal.GetDefaultFailureConverter()}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
-// Run is one started (or found) run.
+// Close closes the Temporal client.
+func (c *Client) Close() { c.tc.Close() }
+
+// Run is one started (or found) run. RunID "" means its latest execution.
 type Run struct {
-	c  *Client
+	c     *Client
+	ID    string
+	RunID string
+}
+
+// StartOptions are a run's options beside its input.
+type StartOptions struct {
+	// ID is the workflow ID ("" lets Temporal choose).
 	ID string
+	// Summary and Details show in the Temporal Web UI.
+	Summary, Details string
 }
 
 // Start starts a run with the given input under workflow ID id ("" lets
 // Temporal choose).
 func (c *Client) Start(ctx context.Context, id string, in Input) (*Run, error) {
-	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: id, TaskQueue: c.taskQueue}, WorkflowType, in)
+	return c.StartWith(ctx, StartOptions{ID: id}, in)
+}
+
+// StartWith starts a run with options.
+func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run, error) {
+	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
+		ID: o.ID, TaskQueue: c.taskQueue, StaticSummary: o.Summary, StaticDetails: o.Details,
+	}, WorkflowType, in)
 	if err != nil {
 		return nil, err
 	}
-	return &Run{c: c, ID: r.GetID()}, nil
+	return &Run{c: c, ID: r.GetID(), RunID: r.GetRunID()}, nil
 }
 
 // StartPlan starts a plan given as an object (what a plan file parses to).
@@ -67,7 +107,7 @@ func (c *Client) Get(id string) *Run { return &Run{c: c, ID: id} }
 // Wait waits for the run's result (following continue-as-new).
 func (r *Run) Wait(ctx context.Context) (*Result, error) {
 	var res Result
-	if err := r.c.tc.GetWorkflow(ctx, r.ID, "").Get(ctx, &res); err != nil {
+	if err := r.c.tc.GetWorkflow(ctx, r.ID, r.RunID).Get(ctx, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -75,9 +115,9 @@ func (r *Run) Wait(ctx context.Context) (*Result, error) {
 
 // Progress is the run's state now (the progress query).
 func (r *Run) Progress(ctx context.Context) (*Result, error) {
-	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, "", ProgressQuery)
+	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, r.RunID, ProgressQuery)
 	if err != nil {
-		return nil, err
+		return nil, notFound("run", r.ID, err)
 	}
 	var res Result
 	if err := v.Get(&res); err != nil {
@@ -88,22 +128,22 @@ func (r *Run) Progress(ctx context.Context) (*Result, error) {
 
 // Pause stops the run from starting steps until Resume.
 func (r *Run) Pause(ctx context.Context, by string) (*ControlAnswer, error) {
-	return r.update(ctx, UpdatePause, "", ControlRequest{By: by})
+	return r.Update(ctx, UpdatePause, "", ControlRequest{By: by})
 }
 
 // Resume resumes a paused run.
 func (r *Run) Resume(ctx context.Context, by string) (*ControlAnswer, error) {
-	return r.update(ctx, UpdateResume, "", ControlRequest{By: by})
+	return r.Update(ctx, UpdateResume, "", ControlRequest{By: by})
 }
 
 // Decide answers a waiting step (approve, reject, retry, skip, fail).
 // updateID makes a repeated call one decision ("": a new one each time).
 func (r *Run) Decide(ctx context.Context, updateID string, req DecideRequest) (*ControlAnswer, error) {
-	return r.update(ctx, UpdateDecide, updateID, req)
+	return r.Update(ctx, UpdateDecide, updateID, req)
 }
 
 // DecideOnce answers the wait the step is in now, under the update ID
-// DecisionID names: the same answer sent again (a retried request, a
+// DecisionUpdateID names: the same answer sent again (a retried request, a
 // second operator) is the same decision, never a second one. A step that
 // is not waiting is sent as is, for the run to refuse with its reason.
 func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer, error) {
@@ -115,15 +155,34 @@ func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer
 }
 
 // Cancel cancels the run: its tools are stopped, its report still written.
-func (r *Run) Cancel(ctx context.Context) error { return r.c.tc.CancelWorkflow(ctx, r.ID, "") }
+func (r *Run) Cancel(ctx context.Context) error {
+	return notFound("run", r.ID, r.c.tc.CancelWorkflow(ctx, r.ID, ""))
+}
 
-// Refused is a run-control request the run's validator refused: nothing
-// changed.
+// Refused is a run-control request the run refused (its validator's
+// reason), or one sent to a run that has ended: nothing changed.
 type Refused struct{ Reason string }
 
 func (e *Refused) Error() string { return "refused: " + e.Reason }
 
-func (r *Run) update(ctx context.Context, name, updateID string, arg any) (*ControlAnswer, error) {
+// NotFound is a run (or schedule) that does not exist, or for an update,
+// a run that is no longer running.
+type NotFound struct{ What, ID string }
+
+func (e *NotFound) Error() string { return fmt.Sprintf("no %s %q", e.What, e.ID) }
+
+// notFound turns the server's NotFound into a *NotFound.
+func notFound(what, id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return &NotFound{What: what, ID: id}
+	}
+	return err
+}
+
+// Update sends one run-control update (UpdatePause, UpdateResume,
+// UpdateDecide) and waits for its answer.
+func (r *Run) Update(ctx context.Context, name, updateID string, arg any) (*ControlAnswer, error) {
 	h, err := r.c.tc.UpdateWorkflow(ctx, sdkclient.UpdateWorkflowOptions{
 		WorkflowID: r.ID, UpdateName: name, UpdateID: updateID, Args: []any{arg}, WaitForStage: sdkclient.WorkflowUpdateStageCompleted,
 	})
@@ -133,10 +192,22 @@ func (r *Run) update(ctx context.Context, name, updateID string, arg any) (*Cont
 	}
 	if err != nil {
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) {
+		switch {
+		case errors.As(err, &app):
 			return nil, &Refused{Reason: app.Message()}
+		case strings.Contains(err.Error(), "workflow execution already completed"):
+			return nil, &Refused{Reason: fmt.Sprintf("run %s has ended", r.ID)}
+		}
+		if err = notFound("run", r.ID, err); errors.As(err, new(*NotFound)) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("%s %s: %w", name, r.ID, err)
 	}
 	return &ans, nil
 }
+
+// Client is the Client the run was started or found with.
+func (r *Run) Client() *Client { return r.c }
+
+// GetRun finds one execution of a run ("" runID: its latest).
+func (c *Client) GetRun(id, runID string) *Run { return &Run{c: c, ID: id, RunID: runID} }

@@ -22,6 +22,19 @@ func TestImportsAreLight(t *testing.T) {
 	}
 }
 
+// The CLI is a client: it reaches Temporal only through this package.
+func TestCLIImportsNoSDKClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}: {{.Imports}} {{.TestImports}}", "../internal/cli/...", "../starter/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, "go.temporal.io/sdk/client") {
+			t.Errorf("%s", line)
+		}
+	}
+}
+
 func TestDecisionUpdateID(t *testing.T) {
 	approve := DecideRequest{Step: "gate", Action: ActionApprove, By: "a"}
 	waiting := Result{Steps: []StepResult{{ID: "gate", Status: StepWaiting, Waiting: &Wait{ID: "gate#2"}}}}

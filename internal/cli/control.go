@@ -4,21 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	capflowclient "github.com/capflow/capflow/client"
 	"io"
 	"os"
 	"os/user"
-	"strings"
 	"time"
 
+	capflowclient "github.com/capflow/capflow/client"
+
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
@@ -114,31 +107,22 @@ func operator(by string) string {
 // command) is the same decision, never a second.
 func (a *App) decide(cid, id string, req wfapi.DecideRequest) error {
 	updateID := ""
-	return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-		if v, err := tc.QueryWorkflow(ctx, id, "", wfapi.ProgressQuery); err == nil {
-			var p capflowclient.Result
-			if v.Get(&p) == nil {
-				updateID = p.DecisionUpdateID(req)
-			}
+	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+		if p, err := tc.Get(id).Progress(ctx); err == nil {
+			updateID = p.DecisionUpdateID(req)
 		}
 		return a.sendUpdate(ctx, cfg, tc, cid, id, wfapi.UpdateDecide, updateID, req)
 	})
 }
 
 func (a *App) control(cid, id, name, updateID string, arg any) error {
-	return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
 		return a.sendUpdate(ctx, cfg, tc, cid, id, name, updateID, arg)
 	})
 }
 
-func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc client.Client, cid, id, name, updateID string, arg any) error {
-	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: name, UpdateID: updateID, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var ans wfapi.ControlAnswer
-	if err == nil {
-		err = h.Get(ctx, &ans)
-	}
+func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc *capflowclient.Client, cid, id, name, updateID string, arg any) error {
+	ans, err := tc.Get(id).Update(ctx, name, updateID, arg)
 	if err != nil {
 		return updateError(id, err)
 	}
@@ -152,15 +136,13 @@ func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc client.Clie
 // request the run refused, or a run that is not there or has ended, is the
 // caller's (exit 2); a server that cannot be reached is not.
 func updateError(id string, err error) error {
-	var nf *serviceerror.NotFound
-	var app *temporal.ApplicationError
+	var nf *capflowclient.NotFound
+	var refused *capflowclient.Refused
 	switch {
 	case errors.As(err, &nf):
 		return caperr.New(caperr.InvalidInput, "no running run with ID %q (it does not exist or has ended)", id)
-	case errors.As(err, &app):
-		return caperr.New(caperr.InvalidInput, "refused: %s", app.Message())
-	case strings.Contains(err.Error(), "workflow execution already completed"):
-		return caperr.New(caperr.InvalidInput, "refused: run %s has ended", id)
+	case errors.As(err, &refused):
+		return caperr.New(caperr.InvalidInput, "refused: %s", refused.Reason)
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "update %s", id)
 }
@@ -174,36 +156,23 @@ func (a *App) runsCommand() *cobra.Command {
 			if limit < 1 || limit > 1000 {
 				return caperr.New(caperr.InvalidInput, "--limit %d is not between 1 and 1000", limit).At("", 0, 0, "--limit")
 			}
-			q := fmt.Sprintf("WorkflowType = '%s'", wfapi.WorkflowType)
-			for _, f := range []struct{ attr, v string }{{wfapi.SearchAttrStatus, status}, {wfapi.SearchAttrPlan, planName}, {"TemporalScheduledById", schedule}} {
-				if f.v == "" {
-					continue
-				}
-				if strings.ContainsAny(f.v, `'"\`) {
-					return caperr.New(caperr.InvalidInput, "%q: quotes are not allowed", f.v)
-				}
-				q += fmt.Sprintf(" AND %s = '%s'", f.attr, f.v)
+			where, err := capflowclient.Where(map[string]string{
+				capflowclient.SearchAttrStatus: status, capflowclient.SearchAttrPlan: planName, capflowclient.SearchAttrSchedule: schedule})
+			if err != nil {
+				return caperr.Wrap(caperr.InvalidInput, err, "")
 			}
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				var rows []map[string]any
-				var token []byte
-				for len(rows) < limit {
-					resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: cfg.Temporal.Namespace, Query: q, PageSize: int32(limit), NextPageToken: token})
-					if err != nil {
-						return caperr.Wrap(caperr.DependencyUnavailable, err, "list runs")
-					}
-					for _, e := range resp.Executions {
-						if len(rows) == limit {
-							break
-						}
-						if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
-							continue // a segment of a long run: its latest execution stands for it
-						}
-						rows = append(rows, runRow(e))
-					}
-					if token = resp.NextPageToken; len(token) == 0 {
-						break
-					}
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				runs, err := tc.List(ctx, where, limit)
+				if err != nil {
+					return caperr.Wrap(caperr.DependencyUnavailable, err, "list runs")
+				}
+				rows := make([]map[string]any, 0, len(runs))
+				for _, r := range runs {
+					rows = append(rows, runRow(r))
+				}
+				q := fmt.Sprintf("WorkflowType = '%s'", wfapi.WorkflowType)
+				if where != "" {
+					q += " AND " + where
 				}
 				env := envelope.NewBuilder("capflow-runs").Succeed(fmt.Sprintf("%d run(s)", len(rows)), map[string]any{"runs": rows, "query": q})
 				a.set(env, func(w io.Writer) {
@@ -225,28 +194,15 @@ func (a *App) runsCommand() *cobra.Command {
 }
 
 // runRow is one run in `capflow runs`: its search attributes say the plan
-// and capflow's status; a run that continued as new is listed once, by
-// its latest execution.
-func runRow(e *workflowpb.WorkflowExecutionInfo) map[string]any {
-	row := map[string]any{"workflow_id": e.GetExecution().GetWorkflowId(), "run_id": e.GetExecution().GetRunId(), "plan": "", "status": "", "schedule": ""}
-	if sa := e.GetSearchAttributes().GetIndexedFields(); sa != nil {
-		for key, attr := range map[string]string{wfapi.SearchAttrPlan: "plan", wfapi.SearchAttrStatus: "status", "TemporalScheduledById": "schedule"} {
-			var v string
-			if p := sa[key]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &v) == nil {
-				row[attr] = v
-			}
-		}
+// and capflow's status (Temporal's, once the execution did not complete).
+func runRow(r capflowclient.RunInfo) map[string]any {
+	row := map[string]any{"workflow_id": r.ID, "run_id": r.RunID, "plan": r.Plan, "status": r.Status, "schedule": r.Schedule,
+		"started_at": envelope.Timestamp(r.StartedAt), "ended_at": ""}
+	if r.Status == "" || (r.Execution != "completed" && r.Execution != "running") {
+		row["status"] = r.Execution
 	}
-	if row["status"] == "" || e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		row["status"] = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
-	}
-	if t := e.GetStartTime(); t != nil {
-		row["started_at"] = envelope.Timestamp(t.AsTime())
-	}
-	if t := e.GetCloseTime(); t != nil {
-		row["ended_at"] = envelope.Timestamp(t.AsTime())
-	} else {
-		row["ended_at"] = ""
+	if !r.EndedAt.IsZero() {
+		row["ended_at"] = envelope.Timestamp(r.EndedAt)
 	}
 	return row
 }
@@ -260,7 +216,7 @@ func (a *App) rerunCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
 				in, prev, err := earlierRun(ctx, tc, id)
 				if err != nil {
 					return err
@@ -282,7 +238,7 @@ func (a *App) rerunCommand() *cobra.Command {
 				if from != "" {
 					summary += " from " + from
 				}
-				return a.startRun(ctx, cfg, tc, "capflow-rerun", client.StartWorkflowOptions{ID: newID, TaskQueue: cfg.Temporal.TaskQueue, StaticSummary: summary}, in, detach)
+				return a.startRun(ctx, cfg, tc, "capflow-rerun", capflowclient.StartOptions{ID: newID, Summary: summary}, in, detach)
 			})
 		},
 	}
@@ -294,44 +250,21 @@ func (a *App) rerunCommand() *cobra.Command {
 
 // earlierRun returns the input an ended run was started with (from the
 // first event of its first execution) and its result.
-func earlierRun(ctx context.Context, tc client.Client, id string) (wfapi.Input, *wfapi.Result, error) {
+func earlierRun(ctx context.Context, tc *capflowclient.Client, id string) (wfapi.Input, *capflowclient.Result, error) {
 	var in wfapi.Input
-	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	info, err := tc.Describe(ctx, id)
 	if err != nil {
-		if notFound(err) {
-			return in, nil, caperr.New(caperr.InvalidInput, "no run with ID %q", id)
-		}
-		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", id)
+		return in, nil, runError(id, err, "describe")
 	}
-	info := desc.GetWorkflowExecutionInfo()
-	if info.GetCloseTime() == nil {
+	if info.Open {
 		return in, nil, caperr.New(caperr.InvalidInput, "%s is still running: rerun a run that ended", id)
 	}
-	first := info.GetFirstRunId()
-	it := tc.GetWorkflowHistory(ctx, id, first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return in, nil, caperr.New(caperr.InvalidInput, "run %s has no history", id)
+	if in, err = tc.FirstInput(ctx, id, info.FirstRunID); err != nil {
+		return in, nil, caperr.Wrap(caperr.InvalidInput, err, "")
 	}
-	ev, err := it.Next()
+	res, err := tc.Get(id).Wait(ctx)
 	if err != nil {
-		return in, nil, caperr.Wrap(caperr.DependencyUnavailable, err, "history of %s", id)
-	}
-	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if payloads == nil {
-		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
-	}
-	var start wfapi.Start
-	if err := temporalx.DataConverter().FromPayloads(payloads, &start); err != nil {
-		// An encrypted input without the key says which key it needs.
-		return in, nil, caperr.New(caperr.InvalidInput, "run %s: its input cannot be read: %v", id, err)
-	}
-	if start.Resume != nil || start.Carry != nil || len(start.Refused) > 0 {
-		return in, nil, caperr.New(caperr.InvalidInput, "run %s was not started with a plan capflow can run again", id)
-	}
-	in = start.Input
-	var res wfapi.Result
-	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		return in, nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
 	}
-	return in, &res, nil
+	return in, res, nil
 }

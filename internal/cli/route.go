@@ -7,8 +7,9 @@ import (
 	"os"
 	"strings"
 
+	capflowclient "github.com/capflow/capflow/client"
+
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -196,14 +197,14 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 		return nil
 	}
 	defer tc.Close()
-	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: NewWorkflowID(res.Plan.Name), TaskQueue: cfg.Temporal.TaskQueue,
-		StaticSummary: fmt.Sprintf("agent: %s", text), StaticDetails: staticDetails(res.Plan)},
-		wfapi.WorkflowType, wfapi.Input{Plan: res.PlanValue, Inputs: given})
+	run, err := tc.StartWith(ctx, capflowclient.StartOptions{ID: NewWorkflowID(res.Plan.Name),
+		Summary: fmt.Sprintf("agent: %s", text), Details: staticDetails(res.Plan)},
+		wfapi.Input{Plan: res.PlanValue, Inputs: given})
 	if err != nil {
 		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
-	a.phase("execution", "%s (%s)", run.GetID(), temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID()))
-	result, err := a.follow(ctx, tc, run)
+	a.phase("execution", "%s (%s)", run.ID, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.ID, run.RunID))
+	result, err := a.follow(ctx, tc.Get(run.ID))
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ type verdictData struct {
 	DryRun  bool
 	Route   *router.Result
 	Report  *preflight.Report
-	Result  *wfapi.Result
+	Result  *capflowclient.Result
 }
 
 func (a *App) setVerdict(id string, v verdictData) {

@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
+	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
@@ -84,16 +83,18 @@ func staticDetails(p *plan.Plan) string {
 	return b.String()
 }
 
-func (a *App) dial(ctx context.Context) (*config.Config, client.Client, error) {
+// dial connects to Temporal as the configuration says; the CLI reaches it
+// only through the client package.
+func (a *App) dial(ctx context.Context) (*config.Config, *capflowclient.Client, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := temporalx.Dial(ctx, cfg, a.log.Named("temporal"))
+	tc, err := temporalx.Dial(ctx, cfg, a.log.Named("temporal"))
 	if err != nil {
 		return cfg, nil, err
 	}
-	return cfg, c, nil
+	return cfg, capflowclient.New(tc, cfg.Temporal.TaskQueue, capflowclient.WithConverters(temporalx.DataConverter(), temporalx.FailureConverter())), nil
 }
 
 func (a *App) runCommand() *cobra.Command {
@@ -138,10 +139,8 @@ func (a *App) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.startRun(ctx, cfg, tc, cid, client.StartWorkflowOptions{
-				ID: id, TaskQueue: cfg.Temporal.TaskQueue,
-				StaticSummary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)),
-				StaticDetails: staticDetails(p),
+			return a.startRun(ctx, cfg, tc, cid, capflowclient.StartOptions{
+				ID: id, Summary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)), Details: staticDetails(p),
 			}, in, detach)
 		},
 	}
@@ -155,23 +154,24 @@ func (a *App) runCommand() *cobra.Command {
 
 // startRun starts a PlanWorkflow and follows it to its result (or, with
 // detach, prints its ID and returns).
-func (a *App) startRun(ctx context.Context, cfg *config.Config, tc client.Client, cid string, opts client.StartWorkflowOptions, in wfapi.Input, detach bool) error {
-	run, err := tc.ExecuteWorkflow(ctx, opts, wfapi.WorkflowType, in)
+func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclient.Client, cid string, opts capflowclient.StartOptions, in wfapi.Input, detach bool) error {
+	run, err := tc.StartWith(ctx, opts, in)
 	if err != nil {
 		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
-	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.GetID(), run.GetRunID())
+	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.ID, run.RunID)
 	if detach {
-		env := envelope.NewBuilder(cid).Succeed("started "+run.GetID(), map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url, "status": wfapi.StatusRunning})
+		env := envelope.NewBuilder(cid).Succeed("started "+run.ID, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url, "status": wfapi.StatusRunning})
 		a.set(env, func(w io.Writer) {
-			fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.GetID(), url, run.GetID())
+			fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.ID, url, run.ID)
 		})
 		return nil
 	}
-	fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.GetID(), url)
-	res, err := a.follow(ctx, tc, run)
+	fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.ID, url)
+	// Follow the run, not this execution: a long run continues as new.
+	res, err := a.follow(ctx, tc.Get(run.ID))
 	if err != nil {
-		a.set(failEnv(cid, err, map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "url": url}), nil)
+		a.set(failEnv(cid, err, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url}), nil)
 		return nil
 	}
 	a.setResult(cid, res, url)
@@ -206,10 +206,14 @@ func planInput(root, file string, value any, inputs map[string]any) (wfapi.Input
 }
 
 // follow waits for the run, printing step transitions to stderr.
-func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowRun) (*wfapi.Result, error) {
+func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclient.Result, error) {
 	done := make(chan error, 1)
-	var res wfapi.Result
-	go func() { done <- run.Get(context.Background(), &res) }()
+	var res *capflowclient.Result
+	go func() {
+		var err error
+		res, err = run.Wait(context.Background())
+		done <- err
+	}()
 	seen := map[string]wfapi.StepState{}
 	live := map[string]string{}
 	var phase wfapi.RunStatus
@@ -222,25 +226,21 @@ func (a *App) follow(ctx context.Context, tc client.Client, run client.WorkflowR
 			if err != nil {
 				return nil, caperr.Wrap(caperr.ToolFailure, err, "the run ended with an error")
 			}
-			a.printTransitions(&res, seen, &phase)
-			return &res, nil
+			a.printTransitions(res, seen, &phase)
+			return res, nil
 		case <-ctx.Done():
-			fmt.Fprintf(a.Stderr, "\nstopped waiting; the run goes on. Follow it: capflow status %s · stop it: capflow cancel %s\n", run.GetID(), run.GetID())
-			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.GetID())
+			fmt.Fprintf(a.Stderr, "\nstopped waiting; the run goes on. Follow it: capflow status %s · stop it: capflow cancel %s\n", run.ID, run.ID)
+			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.ID)
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			// The latest run: a long run continues as new under the same ID.
-			v, err := tc.QueryWorkflow(qctx, run.GetID(), "", wfapi.ProgressQuery)
+			p, err := run.Progress(qctx)
 			cancel()
 			if err != nil {
 				continue
 			}
-			var p wfapi.Result
-			if v.Get(&p) == nil {
-				a.printTransitions(&p, seen, &phase)
-			}
+			a.printTransitions(p, seen, &phase)
 			if ticks++; ticks%3 == 0 && p.Status != "" {
-				a.printLive(ctx, tc, run.GetID(), live)
+				a.printLive(ctx, run, live)
 			}
 		}
 	}
@@ -250,7 +250,7 @@ var stepMarks = map[wfapi.StepState]string{
 	wfapi.StepRunning: "…", wfapi.StepWaiting: "⏸", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
 }
 
-func (a *App) printTransitions(p *wfapi.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
+func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
 	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
 		return
 	}
@@ -302,32 +302,32 @@ func answerVerb(w *wfapi.Wait) string {
 
 // printLive prints what running steps say (their latest feedback event,
 // from heartbeat details) and each retry as it happens, once each.
-func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen map[string]string) {
+func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[string]string) {
 	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	desc, err := tc.DescribeWorkflowExecution(dctx, id, "")
+	info, err := run.Client().Describe(dctx, run.ID)
 	if err != nil {
 		return
 	}
-	for _, pa := range desc.GetPendingActivities() {
-		step := strings.TrimPrefix(pa.GetActivityId(), "step-")
-		if step == pa.GetActivityId() {
+	for _, pa := range info.Pending {
+		step := strings.TrimPrefix(pa.ActivityID, "step-")
+		if step == pa.ActivityID {
 			continue // capflow's own activities (resolve, finalize, ...)
 		}
-		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
-			key := fmt.Sprintf("%s attempt %d", step, pa.GetAttempt())
+		if pa.LastFailure != "" && pa.Attempt > 1 {
+			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.GetAttempt()-1, firstLine(temporalx.FailureMessage(f)), pa.GetAttempt(), pa.GetMaximumAttempts())
+				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.Attempt-1, firstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts)
 			}
 		}
-		var hb wfapi.Heartbeat
-		if d := pa.GetHeartbeatDetails(); d == nil || temporalx.DataConverter().FromPayloads(d, &hb) != nil {
+		if pa.Heartbeat == nil {
 			continue
 		}
+		hb := *pa.Heartbeat
 		if a.verbose {
 			a.printLines(step, hb, seen)
 		}
@@ -340,8 +340,8 @@ func (a *App) printLive(ctx context.Context, tc client.Client, id string, seen m
 		}
 		seen[step] = line
 		elapsed := ""
-		if t := pa.GetLastStartedTime(); t != nil {
-			elapsed = fmt.Sprintf(" (%s)", time.Since(t.AsTime()).Round(time.Second))
+		if !pa.Started.IsZero() {
+			elapsed = fmt.Sprintf(" (%s)", time.Since(pa.Started).Round(time.Second))
 		}
 		fmt.Fprintf(a.Stderr, "    ↳ %s %s%s\n", step, line, elapsed)
 	}
@@ -395,7 +395,7 @@ func countsText(c map[wfapi.StepState]int) string {
 }
 
 // setResult turns a workflow result into the command's envelope.
-func (a *App) setResult(id string, res *wfapi.Result, url string) {
+func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	b := envelope.NewBuilder(id)
 	code, exit := StatusExit(string(res.Status))
 	msg := fmt.Sprintf("%s %s: %s", res.Plan, res.Status, res.Message)
@@ -422,7 +422,7 @@ func (a *App) setResult(id string, res *wfapi.Result, url string) {
 	a.set(env, func(w io.Writer) { prettyResult(w, res, url) })
 }
 
-func prettyResult(w io.Writer, res *wfapi.Result, url string) {
+func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
 	if mark == "" {
 		mark = "✗"
@@ -478,14 +478,19 @@ func prettyResult(w io.Writer, res *wfapi.Result, url string) {
 	}
 }
 
-func notFound(err error) bool {
-	var nf *serviceerror.NotFound
-	return errors.As(err, &nf)
+// runError turns a client error about run id into the contract's table:
+// a run that is not there is the caller's input (exit 2).
+func runError(id string, err error, what string) error {
+	var nf *capflowclient.NotFound
+	if errors.As(err, &nf) {
+		return caperr.New(caperr.InvalidInput, "no run with ID %q", id)
+	}
+	return caperr.Wrap(caperr.DependencyUnavailable, err, "%s %s", what, id)
 }
 
 // withClient dials Temporal for a command; a failure to connect is the
 // command's error.
-func (a *App) withClient(f func(ctx context.Context, cfg *config.Config, tc client.Client) error) error {
+func (a *App) withClient(f func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error) error {
 	ctx := a.ctx
 	cfg, tc, err := a.dial(ctx)
 	if err != nil {
@@ -502,15 +507,12 @@ func (a *App) statusCommand() *cobra.Command {
 		Short: "A run's progress (every step's state), or its result when it has ended (--follow: live until it ends)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
 				if followRun {
-					if _, err := tc.DescribeWorkflowExecution(ctx, args[0], ""); err != nil {
-						if notFound(err) {
-							return caperr.New(caperr.InvalidInput, "no run with ID %q", args[0])
-						}
-						return caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", args[0])
+					if _, err := tc.Describe(ctx, args[0]); err != nil {
+						return runError(args[0], err, "describe")
 					}
-					res, err := a.follow(ctx, tc, tc.GetWorkflow(ctx, args[0], ""))
+					res, err := a.follow(ctx, tc.Get(args[0]))
 					if err != nil {
 						return err
 					}
@@ -532,34 +534,27 @@ func (a *App) statusCommand() *cobra.Command {
 }
 
 // fetch returns a run's result when it has ended, else its progress.
-func (a *App) fetch(ctx context.Context, tc client.Client, id string, wait bool) (*wfapi.Result, error) {
-	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wait bool) (*capflowclient.Result, error) {
+	info, err := tc.Describe(ctx, id)
 	if err != nil {
-		if notFound(err) {
-			return nil, caperr.New(caperr.InvalidInput, "no run with ID %q", id)
-		}
-		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "describe %s", id)
+		return nil, runError(id, err, "describe")
 	}
-	runID := desc.WorkflowExecutionInfo.Execution.RunId
-	if desc.WorkflowExecutionInfo.CloseTime == nil && !wait {
-		v, err := tc.QueryWorkflow(ctx, id, runID, wfapi.ProgressQuery)
+	run := tc.GetRun(id, info.RunID)
+	if info.Open && !wait {
+		p, err := run.Progress(ctx)
 		if err != nil {
 			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
-		}
-		var p wfapi.Result
-		if err := v.Get(&p); err != nil {
-			return nil, caperr.Wrap(caperr.InternalError, err, "decode progress")
 		}
 		if p.Status != wfapi.StatusPaused {
 			p.Status = wfapi.StatusRunning
 		}
-		return &p, nil
+		return p, nil
 	}
-	var res wfapi.Result
-	if err := tc.GetWorkflow(ctx, id, runID).Get(ctx, &res); err != nil {
+	res, err := run.Wait(ctx)
+	if err != nil {
 		return nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
 	}
-	return &res, nil
+	return res, nil
 }
 
 func (a *App) cancelCommand() *cobra.Command {
@@ -568,9 +563,9 @@ func (a *App) cancelCommand() *cobra.Command {
 		Short: "Cancel a run: running tools are stopped, the report is still written",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
-					if notFound(err) {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				if err := tc.Get(args[0]).Cancel(ctx); err != nil {
+					if errors.As(err, new(*capflowclient.NotFound)) {
 						err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
 					}
 					return err
@@ -594,9 +589,9 @@ func (a *App) reportCommand() *cobra.Command {
 		Short: "A finished run's result and its markdown report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				desc, err := tc.DescribeWorkflowExecution(ctx, args[0], "")
-				if err == nil && desc.WorkflowExecutionInfo.CloseTime == nil {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				info, err := tc.Describe(ctx, args[0])
+				if err == nil && info.Open {
 					return caperr.New(caperr.InvalidInput, "%s is still running; see capflow status %s", args[0], args[0])
 				}
 				res, err := a.fetch(ctx, tc, args[0], true)

@@ -5,36 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
+	capflowclient "github.com/capflow/capflow/client"
+
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/preflight"
-	"github.com/capflow/capflow/internal/temporalx"
-	"github.com/capflow/capflow/internal/wfapi"
 )
-
-// overlapPolicies are the --overlap values (Temporal's overlap policies).
-var overlapPolicies = map[string]enumspb.ScheduleOverlapPolicy{
-	"skip":            enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-	"buffer_one":      enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
-	"buffer_all":      enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ALL,
-	"cancel_other":    enumspb.SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER,
-	"terminate_other": enumspb.SCHEDULE_OVERLAP_POLICY_TERMINATE_OTHER,
-	"allow_all":       enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
-}
 
 // scheduleName is what a schedule may be called: its runs are named
 // <name>-<time>, so it follows the workflow ID rules capflow uses.
@@ -76,9 +60,8 @@ func (a *App) scheduleCreate() *cobra.Command {
 			if every < 0 || (every > 0 && every < time.Second) {
 				return caperr.New(caperr.InvalidInput, "--every %s: at least 1s", every).At("", 0, 0, "--every")
 			}
-			pol, ok := overlapPolicies[overlap]
-			if !ok {
-				return caperr.New(caperr.InvalidInput, "--overlap %q: one of %s", overlap, strings.Join(slices.Sorted(maps.Keys(overlapPolicies)), ", ")).At("", 0, 0, "--overlap")
+			if !slices.Contains(capflowclient.OverlapPolicies(), overlap) {
+				return caperr.New(caperr.InvalidInput, "--overlap %q: one of %s", overlap, strings.Join(capflowclient.OverlapPolicies(), ", ")).At("", 0, 0, "--overlap")
 			}
 			// The same checks as `plan check`: a schedule of a plan that
 			// cannot run would only fail on every tick.
@@ -98,35 +81,22 @@ func (a *App) scheduleCreate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
 				in, err := planInput(cfg.Root, file, value, given)
 				if err != nil {
 					return err
 				}
-				spec := client.ScheduleSpec{}
-				if cron != "" {
-					spec.CronExpressions = []string{cron}
-				} else {
-					spec.Intervals = []client.ScheduleIntervalSpec{{Every: every}}
-				}
-				opts := client.ScheduleOptions{
-					ID: name, Spec: spec, Overlap: pol, Paused: paused, Note: note,
-					Memo: map[string]any{memoPlan: ck.plan.Name, memoPlanFile: file},
-					Action: &client.ScheduleWorkflowAction{
-						ID: name, Workflow: wfapi.WorkflowType, Args: []any{in}, TaskQueue: cfg.Temporal.TaskQueue,
-						StaticSummary: fmt.Sprintf("plan %s · %d steps · schedule %s", ck.plan.Name, len(ck.plan.Steps), name),
-						StaticDetails: staticDetails(ck.plan),
-					},
-				}
-				h, err := tc.ScheduleClient().Create(ctx, opts)
+				sc, err := tc.CreateSchedule(ctx, capflowclient.ScheduleOptions{
+					Name: name, Cron: cron, Every: every, Overlap: overlap, Paused: paused, Note: note,
+					Memo:    map[string]string{memoPlan: ck.plan.Name, memoPlanFile: file},
+					Input:   in,
+					Summary: fmt.Sprintf("plan %s · %d steps · schedule %s", ck.plan.Name, len(ck.plan.Steps), name),
+					Details: staticDetails(ck.plan),
+				})
 				if err != nil {
 					return scheduleError(name, err)
 				}
-				d, err := h.Describe(ctx)
-				if err != nil {
-					return scheduleError(name, err)
-				}
-				row := scheduleRow(name, d.Schedule.Spec, d.Schedule.State.Paused, d.Schedule.State.Note, d.Info.NextActionTimes, d.Info.RecentActions, ck.plan.Name, file)
+				row := scheduleRow(*sc)
 				row["overlap"] = overlap
 				env := envelope.NewBuilder(cid).Succeed(fmt.Sprintf("schedule %s created: %s", name, row["spec"]), row)
 				a.set(env, func(w io.Writer) {
@@ -140,7 +110,7 @@ func (a *App) scheduleCreate() *cobra.Command {
 	c.Flags().DurationVar(&every, "every", 0, "run at this interval (e.g. 15m, 1h)")
 	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
-	c.Flags().StringVar(&overlap, "overlap", "skip", "when a run is still going at the next time: "+strings.Join(slices.Sorted(maps.Keys(overlapPolicies)), ", "))
+	c.Flags().StringVar(&overlap, "overlap", "skip", "when a run is still going at the next time: "+strings.Join(capflowclient.OverlapPolicies(), ", "))
 	c.Flags().StringVar(&note, "note", "", "a note kept with the schedule")
 	c.Flags().BoolVar(&paused, "paused", false, "create it paused (unpause in the Web UI or with the temporal CLI)")
 	return c
@@ -150,30 +120,15 @@ func (a *App) scheduleList() *cobra.Command {
 	return &cobra.Command{
 		Use: "list", Short: "The schedules in the namespace that start capflow plans", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				it, err := tc.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100})
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				list, err := tc.ListSchedules(ctx)
 				if err != nil {
 					return caperr.Wrap(caperr.DependencyUnavailable, err, "list schedules")
 				}
 				rows := []map[string]any{}
-				dc := temporalx.DataConverter()
-				for it.HasNext() {
-					e, err := it.Next()
-					if err != nil {
-						return caperr.Wrap(caperr.DependencyUnavailable, err, "list schedules")
-					}
-					if e.WorkflowType.Name != wfapi.WorkflowType {
-						continue
-					}
-					var planName, file string
-					if m := e.Memo.GetFields(); m != nil {
-						// Memos go through the codec (encrypted when a key is set).
-						_ = dc.FromPayload(m[memoPlan], &planName)
-						_ = dc.FromPayload(m[memoPlanFile], &file)
-					}
-					rows = append(rows, scheduleRow(e.ID, e.Spec, e.Paused, e.Note, e.NextActionTimes, e.RecentActions, planName, file))
+				for _, sc := range list {
+					rows = append(rows, scheduleRow(sc))
 				}
-				sort.Slice(rows, func(i, j int) bool { return fmt.Sprint(rows[i]["name"]) < fmt.Sprint(rows[j]["name"]) })
 				env := envelope.NewBuilder("capflow-schedule-list").Succeed(fmt.Sprintf("%d schedule(s)", len(rows)), map[string]any{"schedules": rows})
 				a.set(env, func(w io.Writer) {
 					var t [][]string
@@ -192,8 +147,8 @@ func (a *App) scheduleTrigger() *cobra.Command {
 	return &cobra.Command{
 		Use: "trigger NAME", Short: "Start one run of a schedule now (its overlap policy applies)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				if err := tc.ScheduleClient().GetHandle(ctx, args[0]).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				if err := tc.TriggerSchedule(ctx, args[0]); err != nil {
 					return scheduleError(args[0], err)
 				}
 				env := envelope.NewBuilder("capflow-schedule-trigger").Succeed("triggered "+args[0], map[string]any{"name": args[0]})
@@ -210,8 +165,8 @@ func (a *App) scheduleDelete() *cobra.Command {
 	return &cobra.Command{
 		Use: "delete NAME", Short: "Delete a schedule (runs it started go on)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClient(func(ctx context.Context, cfg *config.Config, tc client.Client) error {
-				if err := tc.ScheduleClient().GetHandle(ctx, args[0]).Delete(ctx); err != nil {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				if err := tc.DeleteSchedule(ctx, args[0]); err != nil {
 					return scheduleError(args[0], err)
 				}
 				env := envelope.NewBuilder("capflow-schedule-delete").Succeed("deleted "+args[0], map[string]any{"name": args[0]})
@@ -223,76 +178,28 @@ func (a *App) scheduleDelete() *cobra.Command {
 }
 
 // scheduleRow is one schedule as create and list print it.
-func scheduleRow(name string, spec *client.ScheduleSpec, paused bool, note string, next []time.Time, recent []client.ScheduleActionResult, planName, file string) map[string]any {
-	row := map[string]any{"name": name, "plan": planName, "plan_file": file, "spec": describeSpec(spec), "paused": paused, "note": note, "next_run": "", "last_run": ""}
-	if len(next) > 0 {
-		row["next_run"] = envelope.Timestamp(next[0])
-	}
-	if n := len(recent); n > 0 {
-		if r := recent[n-1].StartWorkflowResult; r != nil {
-			row["last_run"] = r.WorkflowID
-		}
+func scheduleRow(sc capflowclient.Schedule) map[string]any {
+	row := map[string]any{"name": sc.Name, "plan": sc.Memo[memoPlan], "plan_file": sc.Memo[memoPlanFile], "spec": sc.Spec,
+		"paused": sc.Paused, "note": sc.Note, "next_run": "", "last_run": sc.LastRun}
+	if !sc.NextRun.IsZero() {
+		row["next_run"] = envelope.Timestamp(sc.NextRun)
 	}
 	return row
-}
-
-func describeSpec(s *client.ScheduleSpec) string {
-	if s == nil {
-		return ""
-	}
-	var parts []string
-	parts = append(parts, s.CronExpressions...)
-	for _, iv := range s.Intervals {
-		parts = append(parts, "every "+iv.Every.String())
-	}
-	for _, c := range s.Calendars {
-		// The server turns cron expressions into calendar specs.
-		parts = append(parts, calendarText(c))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// calendarText prints a calendar spec back as the cron fields it came from
-// (minute hour day-of-month month day-of-week).
-func calendarText(c client.ScheduleCalendarSpec) string {
-	field := func(rs []client.ScheduleRange, all string) string {
-		if len(rs) == 0 {
-			return all
-		}
-		var out []string
-		for _, r := range rs {
-			switch {
-			case r.End > r.Start && r.Step > 1:
-				out = append(out, fmt.Sprintf("%d-%d/%d", r.Start, r.End, r.Step))
-			case r.End > r.Start:
-				out = append(out, fmt.Sprintf("%d-%d", r.Start, r.End))
-			default:
-				out = append(out, fmt.Sprint(r.Start))
-			}
-		}
-		return strings.Join(out, ",")
-	}
-	full := func(rs []client.ScheduleRange, lo, hi int) string {
-		if len(rs) == 1 && rs[0].Start == lo && rs[0].End == hi && rs[0].Step <= 1 {
-			return "*"
-		}
-		return field(rs, "*")
-	}
-	return strings.Join([]string{full(c.Minute, 0, 59), full(c.Hour, 0, 23), full(c.DayOfMonth, 1, 31), full(c.Month, 1, 12), full(c.DayOfWeek, 0, 6)}, " ")
 }
 
 // scheduleError turns the server's answer into a contract error: a
 // missing or existing schedule, or a spec it refused, is the user's input.
 func scheduleError(name string, err error) error {
-	var nf *serviceerror.NotFound
-	var bad *serviceerror.InvalidArgument
+	var nf *capflowclient.NotFound
+	var exists *capflowclient.Exists
+	var bad *capflowclient.InvalidSchedule
 	switch {
 	case errors.As(err, &nf):
 		return caperr.New(caperr.InvalidInput, "no schedule %q (capflow schedule list shows them)", name).At("", 0, 0, "NAME")
-	case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+	case errors.As(err, &exists):
 		return caperr.New(caperr.InvalidInput, "a schedule %q already exists: delete it first, or choose another name", name).At("", 0, 0, "NAME")
 	case errors.As(err, &bad):
-		return caperr.New(caperr.InvalidInput, "schedule %s refused by Temporal: %s", name, bad.Message).At("", 0, 0, "--cron")
+		return caperr.New(caperr.InvalidInput, "schedule %s refused by Temporal: %s", name, bad.Reason).At("", 0, 0, "--cron")
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "schedule %s", name)
 }

@@ -88,6 +88,15 @@ func DataConverter() converter.DataConverter {
 	return converter.GetDefaultDataConverter()
 }
 
+// FailureConverter is this process's failure converter: the codec's when
+// payloads are encrypted, else the SDK's.
+func FailureConverter() converter.FailureConverter {
+	if cd, err := PayloadCodec(); err == nil {
+		return cd.FailureConverter()
+	}
+	return temporal.GetDefaultFailureConverter()
+}
+
 // FailureMessage is a failure's message, decrypted when payloads are.
 func FailureMessage(f *failurepb.Failure) string {
 	fc := temporal.GetDefaultFailureConverter()

@@ -369,17 +369,8 @@ type RunToolResult struct {
 	LostData []string `json:"lost_data,omitempty"`
 }
 
-// Heartbeat is the detail of RunTool's heartbeats: the Web UI shows it as
-// the pending activity's details.
-type Heartbeat struct {
-	Attempt int32              `json:"attempt"`
-	Latest  *envelope.Feedback `json:"latest,omitempty"`
-	// Lines are the tool's latest plain stderr lines (at most
-	// HeartbeatLines), LineSeq how many it printed so far: a viewer prints
-	// the lines it has not seen.
-	Lines   []string `json:"lines,omitempty"`
-	LineSeq int      `json:"line_seq,omitempty"`
-}
+// Heartbeat is the detail of RunTool's heartbeats (the client's type).
+type Heartbeat = client.Heartbeat
 
 // HeartbeatLines bounds the stderr lines a heartbeat carries.
 const HeartbeatLines = 20

@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Search attributes capflow runs carry (plan and status; Temporal's own
+// schedule attribute names the schedule that started a run).
+const (
+	SearchAttrPlan     = "CapflowPlan"
+	SearchAttrStatus   = "CapflowStatus"
+	SearchAttrSchedule = "TemporalScheduledById"
+)
+
+// Heartbeat is what a running step's heartbeats carry: its attempt, its
+// latest feedback event, its last stderr lines (LineSeq counts every line
+// it printed, so a viewer prints only those it has not seen).
+type Heartbeat struct {
+	Attempt int32     `json:"attempt"`
+	Latest  *Feedback `json:"latest,omitempty"`
+	Lines   []string  `json:"lines,omitempty"`
+	LineSeq int       `json:"line_seq,omitempty"`
+}
+
+// RunInfo is what Temporal knows of a run's latest execution.
+type RunInfo struct {
+	ID, RunID, FirstRunID string
+	// Open: the run has not ended. Execution is Temporal's status of the
+	// execution in lower case ("running", "completed", "terminated", ...).
+	Open      bool
+	Execution string
+	StartedAt time.Time
+	EndedAt   time.Time // zero while open
+	// From the search attributes: the plan, capflow's status, the
+	// schedule that started it.
+	Plan, Status, Schedule string
+	// Pending are its running activities (Describe only).
+	Pending []PendingActivity
+}
+
+// PendingActivity is a running activity of a run: a step's (ActivityID
+// "step-<id>"), or capflow's own.
+type PendingActivity struct {
+	ActivityID  string
+	Attempt     int32
+	MaxAttempts int32
+	// LastFailure is the message of the attempt before this one.
+	LastFailure string
+	Started     time.Time
+	Heartbeat   *Heartbeat
+}
+
+// Describe is what Temporal knows of a run now.
+func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
+	desc, err := c.tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, notFound("run", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	ri := c.runInfo(info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus(), info.GetStartTime().AsTime(), info.GetCloseTime(), info.GetSearchAttributes().GetIndexedFields())
+	ri.FirstRunID = info.GetFirstRunId()
+	for _, pa := range desc.GetPendingActivities() {
+		p := PendingActivity{ActivityID: pa.GetActivityId(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
+		if f := pa.GetLastFailure(); f != nil {
+			p.LastFailure = c.failureMessage(f.GetMessage(), c.fc.FailureToError(f))
+		}
+		if t := pa.GetLastStartedTime(); t != nil {
+			p.Started = t.AsTime()
+		}
+		var hb Heartbeat
+		if d := pa.GetHeartbeatDetails(); d != nil && c.dc.FromPayloads(d, &hb) == nil {
+			p.Heartbeat = &hb
+		}
+		ri.Pending = append(ri.Pending, p)
+	}
+	return ri, nil
+}
+
+func (c *Client) failureMessage(raw string, err error) string {
+	var app *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return raw
+	case errors.As(err, &app):
+		return app.Message()
+	}
+	return err.Error()
+}
+
+// List lists runs of capflow plans, newest first, at most limit; where is
+// a visibility filter ANDed to it ("CapflowStatus = 'failed'", or ""). A
+// run that continued as new is listed once, by its latest execution.
+func (c *Client) List(ctx context.Context, where string, limit int) ([]RunInfo, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", WorkflowType)
+	if where != "" {
+		q += " AND " + where
+	}
+	var out []RunInfo
+	var token []byte
+	for len(out) < limit {
+		resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(limit), NextPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			if len(out) == limit {
+				break
+			}
+			if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+				continue // a segment of a long run: its latest execution stands for it
+			}
+			out = append(out, *c.runInfo(e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetStatus(), e.GetStartTime().AsTime(), e.GetCloseTime(), e.GetSearchAttributes().GetIndexedFields()))
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Where is a visibility filter over search attributes (attribute → value,
+// values without quotes), for List; "" for none.
+func Where(attrs map[string]string) (string, error) {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[k]
+		if v == "" {
+			continue
+		}
+		if strings.ContainsAny(v, `'"\`) {
+			return "", fmt.Errorf("%q: quotes are not allowed", v)
+		}
+		parts = append(parts, fmt.Sprintf("%s = '%s'", k, v))
+	}
+	return strings.Join(parts, " AND "), nil
+}
+
+// FirstInput is the input a run was started with: the first event of its
+// first execution. A run whose input carried anything but what a client
+// may send (an engine's carry) is refused.
+func (c *Client) FirstInput(ctx context.Context, id, firstRunID string) (Input, error) {
+	var in Input
+	it := c.tc.GetWorkflowHistory(ctx, id, firstRunID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return in, fmt.Errorf("run %s has no history", id)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return in, notFound("run", id, err)
+	}
+	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
+	var fields map[string]json.RawMessage
+	if payloads == nil {
+		return in, fmt.Errorf("run %s was not started with a plan capflow can run again", id)
+	}
+	if err := c.dc.FromPayloads(payloads, &fields); err != nil {
+		// An encrypted input without the key says which key it needs.
+		return in, fmt.Errorf("run %s: its input cannot be read: %v", id, err)
+	}
+	for k := range fields {
+		if !slices.Contains([]string{"plan", "plan_file", "request", "inputs", "reuse"}, k) {
+			return in, fmt.Errorf("run %s was not started with a plan capflow can run again", id)
+		}
+	}
+	raw, _ := json.Marshal(fields)
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, fmt.Errorf("run %s was not started with a plan capflow can run again", id)
+	}
+	return in, nil
+}
+
+// runInfo reads an execution's fields and its search attributes (which
+// are never encoded by a payload codec).
+func (c *Client) runInfo(id, runID string, st enumspb.WorkflowExecutionStatus, started time.Time, closed *timestamppb.Timestamp, attrs map[string]*commonpb.Payload) *RunInfo {
+	ri := &RunInfo{ID: id, RunID: runID, StartedAt: started, Open: closed == nil,
+		Execution: strings.ToLower(strings.TrimPrefix(st.String(), "WorkflowExecutionStatus"))}
+	if closed != nil {
+		ri.EndedAt = closed.AsTime()
+	}
+	for key, dst := range map[string]*string{SearchAttrPlan: &ri.Plan, SearchAttrStatus: &ri.Status, SearchAttrSchedule: &ri.Schedule} {
+		if p := attrs[key]; p != nil {
+			_ = converter.GetDefaultDataConverter().FromPayload(p, dst)
+		}
+	}
+	return ri
+}
