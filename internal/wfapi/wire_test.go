@@ -24,8 +24,8 @@ func TestResultIsTheClientsWireType(t *testing.T) {
 	step := StepResult{ID: "a", Capability: "x.y", Status: StepFailed, Tool: "t", Version: "1", Attempts: 2, Reason: "r", Critical: true,
 		StartedAt: "s", EndedAt: "e", DurationMS: 5, DataFile: "f", DataSHA256: "h", Envelope: &env, EnvelopeFile: "ef", JoinNote: "j",
 		Execution: "local", InputsSHA256: "i", ReusedFrom: "w", ItemCounts: &ItemCounts{Count: 1, Succeeded: 1}, Items: []ItemResult{{Index: 0, Status: StepSucceeded, Attempts: 1, Reason: "ok"}},
-		Child:   &ChildRun{WorkflowID: "c", RunID: "r", Status: StatusPassed, Report: ReportPaths{JSON: "j", Markdown: "m"}},
-		Waiting: &Wait{ID: "a#1", Kind: WaitDecision, Prompt: "p", Since: "s", Until: "u", Actions: WaitDecision.Actions()},
+		Child:     &ChildRun{WorkflowID: "c", RunID: "r", Status: StatusPassed, Report: ReportPaths{JSON: "j", Markdown: "m"}},
+		Waiting:   &Wait{ID: "a#1", Kind: WaitDecision, Prompt: "p", Since: "s", Until: "u", Actions: WaitDecision.Actions()},
 		Decisions: []Decision{{Wait: "a#1", Kind: WaitDecision, Action: ActionRetry, By: "b", Comment: "c", At: "t", Before: "failed X"}}}
 	res := Result{Status: StatusFailed, Plan: "p", Message: "m", WorkflowID: "w", RunID: "r", Steps: []StepResult{step},
 		StepCounts: map[StepState]int{StepFailed: 1}, StepsOmitted: 1, Segments: 2,
