@@ -3,8 +3,6 @@ package activities
 import (
 	"context"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/expr"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -16,8 +14,7 @@ import (
 // history, so the decision replays.
 func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.DecideResult, error) {
 	fail := func(err error) (*wfapi.DecideResult, error) {
-		code := caperr.CodeOf(err)
-		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(code).Retryable})
+		return nil, appError(err)
 	}
 	id, err := runOf(ctx, "")
 	if err != nil {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
@@ -40,7 +38,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	a.dropForeignFiles(&in)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
+		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
 	res := in.Result
@@ -58,10 +56,10 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	res.Report = *paths
 	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir)}
 	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
+		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	if err := writeAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), string(caperr.ObservabilityError))
+		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	out := *paths
 	out.Outputs = res.Outputs
@@ -211,7 +209,7 @@ func (a *Activities) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) e
 		err = writeAtomic(segmentFile(in.RunDir, in.Segment), raw)
 	}
 	if err != nil {
-		return temporal.NewApplicationError("cannot write the segment's steps: "+err.Error(), string(caperr.ObservabilityError))
+		return appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot write the segment's steps"))
 	}
 	return nil
 }

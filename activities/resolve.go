@@ -5,12 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
@@ -37,17 +35,17 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
 			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
 		if err := storeBounded(rr); err != nil {
-			return nil, temporal.NewApplicationError("cannot store the plan's problems: "+err.Error(), string(caperr.ObservabilityError))
+			return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the plan's problems"))
 		}
 		return rr, nil
 	}
 	reg, err := a.registry()
 	if err != nil {
-		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.CodeOf(err)), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(caperr.CodeOf(err)).Retryable})
+		return nil, appError(err)
 	}
 	pol, err := a.Project.Policy()
 	if err != nil {
-		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ConfigError), temporal.ApplicationErrorOptions{NonRetryable: true})
+		return nil, appError(caperr.As(err, caperr.ConfigError))
 	}
 	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
 	if len(rep.Gaps) > 0 && activity.IsActivity(ctx) {
@@ -65,10 +63,10 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents
 	}
 	if err := storeBounded(rr); err != nil {
-		return nil, temporal.NewApplicationError("cannot store the gaps and policy violations: "+err.Error(), string(caperr.ObservabilityError))
+		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the gaps and policy violations"))
 	}
 	if err := storeSteps(rr); err != nil {
-		return nil, temporal.NewApplicationError("cannot store the resolved steps: "+err.Error(), string(caperr.ObservabilityError))
+		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
 	return rr, nil
 }
@@ -215,11 +213,10 @@ func (a *Activities) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*w
 	}
 	st, err := a.readStoredSteps(in.Ref)
 	if err != nil {
-		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(caperr.ObservabilityError), temporal.ApplicationErrorOptions{NonRetryable: true})
+		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	if in.Page.From < 0 || in.Page.To > len(st.Steps) || in.Page.From > in.Page.To {
-		return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("page %d-%d is outside the %d stored steps", in.Page.From, in.Page.To, len(st.Steps)),
-			string(caperr.InternalError), temporal.ApplicationErrorOptions{NonRetryable: true})
+		return nil, appError(caperr.New(caperr.InternalError, "page %d-%d is outside the %d stored steps", in.Page.From, in.Page.To, len(st.Steps)))
 	}
 	page := wfapi.PackSteps(st.Steps[in.Page.From:in.Page.To])
 	return &page, nil

@@ -3,8 +3,6 @@ package activities
 import (
 	"context"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -14,12 +12,11 @@ import (
 // recorded in history (this activity's result) and in the report.
 func (a *Activities) Route(ctx context.Context, in wfapi.RouteInput) (*wfapi.RouteResult, error) {
 	if a.Router == nil {
-		return nil, temporal.NewApplicationErrorWithOptions("request routing is not configured on this worker", string(caperr.ConfigError), temporal.ApplicationErrorOptions{NonRetryable: true})
+		return nil, appError(caperr.New(caperr.ConfigError, "request routing is not configured on this worker"))
 	}
 	p, kind, id, msg, err := a.Router.Route(ctx, in.Request, in.Inputs)
 	if err != nil {
-		code := caperr.CodeOf(err)
-		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{NonRetryable: !caperr.Lookup(code).Retryable})
+		return nil, appError(err)
 	}
 	if p == nil {
 		return &wfapi.RouteResult{Message: msg}, nil
