@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -209,5 +210,61 @@ func TestOversizedStepIsInvalid(t *testing.T) {
 		if code != 2 || !strings.Contains(string(raw), `step \"huge\" is 1200 KB`) || !strings.Contains(string(raw), `"steps[1]"`) {
 			t.Fatalf("%v: exit %d, %.300s", cmd, code, raw)
 		}
+	}
+}
+
+// Steps whose input would pass 256 KB in history (a 600 KB with; three
+// 200 KB outputs read by one consumer) get it by reference: the run
+// passes, the tools see every byte, no activity input in history passes
+// 512 KB and no payload warning is logged.
+func TestLargeInputsTravelByReference(t *testing.T) {
+	chunk := strings.Repeat("a", 200<<10)
+	var b strings.Builder
+	b.WriteString("name: large-inputs\nsteps:\n")
+	b.WriteString("  - {id: wide, capability: test.render, with: {template: \"" + strings.Repeat("w", 600<<10) + "\"}}\n")
+	for _, id := range []string{"p1", "p2", "p3"} {
+		fmt.Fprintf(&b, "  - {id: %s, capability: test.render, with: {template: \"%s\"}}\n", id, chunk)
+	}
+	b.WriteString("  - {id: join, capability: test.render, with: {template: \"${steps.p1.data.text}${steps.p2.data.text}${steps.p3.data.text}\"}}\n")
+	file := h.writePlan(t, "large-inputs", b.String())
+	code, env, stderr := h.capflow(t, "run", file, "--id", "e2e-large-inputs")
+	var r runResult
+	data(t, env, &r)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+	}
+	join, wide := r.step(t, "join"), r.step(t, "wide")
+	raw, err := os.ReadFile(join.DataFile)
+	if err != nil || !strings.Contains(string(raw), `"bytes":`+fmt.Sprint(600<<10)) {
+		t.Fatalf("join's output: %v %.200s", err, raw)
+	}
+	if wide.DataFile == "" {
+		t.Fatalf("wide's 600 KB output is not stored by reference: %+v", wide)
+	}
+	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, r.RunID, false, 0)
+	spilled := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := ev.GetActivityTaskScheduledEventAttributes()
+		if a == nil {
+			continue
+		}
+		if n := proto.Size(a.GetInput()); n > 512<<10 {
+			t.Fatalf("activity %s has a %d KB input", a.GetActivityId(), n>>10)
+		}
+		for _, p := range a.GetInput().GetPayloads() {
+			if strings.Contains(string(p.GetData()), `"spilled":{"name":"input-`) {
+				spilled++
+			}
+		}
+	}
+	if spilled != 2 {
+		t.Errorf("%d spilled inputs, want 2 (wide and join)", spilled)
+	}
+	if n := payloadWarnings(t); n > 0 {
+		t.Fatalf("%d payload warnings in the worker log", n)
 	}
 }

@@ -48,6 +48,7 @@ func (s *scheduler) launch(st *stepState) {
 		in.Step.ReuseFrom = s.reuse.WorkflowID
 	}
 	in.Inputs, in.Deps = s.referenced(step.With)
+	in = s.fitInput(in)
 	f := s.runTool(cctx, step, opts, in, &st.path)
 	st.cancel = cancel
 	id := step.ID

@@ -141,7 +141,7 @@ type Blob struct {
 
 // blobName: blobs are named by the engine (segment-N.json, carry-N.json):
 // a name is never a path.
-var blobName = regexp.MustCompile(`^[a-z]+-[0-9]{1,9}\.json$`)
+var blobName = regexp.MustCompile(`^[a-z]+-[0-9a-f]{1,64}\.json$`)
 
 // ValidBlobName reports whether a blob name is one the engine gives.
 func ValidBlobName(name string) bool { return blobName.MatchString(name) }

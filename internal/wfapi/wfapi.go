@@ -341,6 +341,24 @@ type RunToolInput struct {
 	// AttemptsBefore: attempts the step made as a local activity before
 	// this regular activity (its attempt numbers continue from there).
 	AttemptsBefore int32 `json:"attempts_before,omitempty"`
+	// Spilled: the input would have passed MaxInputBytes, so its with,
+	// inputs, dependencies and item value are in this blob of the run
+	// folder (their fields here are empty); RunTool checks its digest.
+	Spilled *Blob `json:"spilled,omitempty"`
+}
+
+// MaxInputBytes bounds a RunTool input in history: past it, what the step
+// reads travels by reference (RunToolInput.Spilled, docs/limits.md).
+const MaxInputBytes = 256 << 10
+
+// Spill is what a spilled RunTool input stores in its blob.
+type Spill struct {
+	With   map[string]any         `json:"with,omitempty"`
+	Inputs map[string]any         `json:"inputs,omitempty"`
+	Deps   map[string]StepOutcome `json:"deps,omitempty"`
+	// Value and ForEach: an item's value, or its list's source.
+	Value   any `json:"value,omitempty"`
+	ForEach any `json:"for_each,omitempty"`
 }
 
 // ErrWrongHost is the error type of a local activity that ran on a worker
