@@ -135,19 +135,12 @@ func DecisionID(waitID string, req DecideRequest) string {
 }
 
 // DecisionUpdateID is the update ID of a decision on this run as its
-// progress shows it: the wait the step is in, or, once answered, the wait
-// its last decision answered with the same action (so a repeated request
-// gets the first one's answer). "" when neither: the run refuses it.
+// progress shows it: the wait the step is in ("" when it waits for
+// nothing: the run then refuses the decision, saying what was decided).
 func (r *Result) DecisionUpdateID(req DecideRequest) string {
 	for _, s := range r.Steps {
-		if s.ID != req.Step {
-			continue
-		}
-		if s.Waiting != nil {
+		if s.ID == req.Step && s.Waiting != nil {
 			return DecisionID(s.Waiting.ID, req)
-		}
-		if n := len(s.Decisions); n > 0 && s.Decisions[n-1].Action == req.Action {
-			return DecisionID(s.Decisions[n-1].Wait, req)
 		}
 	}
 	return ""

@@ -18,14 +18,16 @@ type Outcome struct {
 	// Refused is the run's answer to a decision for a step that does not
 	// wait.
 	Refused string
-	// First and Again are the answers to one approval sent twice.
-	First, Again *client.ControlAnswer
-	Result       *client.Result
+	// First answers the approval; Again is the run's refusal of the same
+	// approval sent once more (it says what was decided).
+	First  *client.ControlAnswer
+	Again  string
+	Result *client.Result
 }
 
 // ApproveAndWait starts plan, waits for its step gate to wait for an
-// approval, approves it (twice, as a retried request would), and waits
-// for the result.
+// approval, approves it (and once more, as a second operator would), and
+// waits for the result.
 func ApproveAndWait(ctx context.Context, c *client.Client, plan any) (*Outcome, error) {
 	run, err := c.StartPlan(ctx, "", plan, nil)
 	if err != nil {
@@ -45,9 +47,10 @@ func ApproveAndWait(ctx context.Context, c *client.Client, plan any) (*Outcome, 
 	if out.First, err = run.DecideOnce(ctx, approve); err != nil {
 		return nil, err
 	}
-	if out.Again, err = run.DecideOnce(ctx, approve); err != nil {
-		return nil, err
+	if _, err = run.DecideOnce(ctx, approve); !errors.As(err, &refused) {
+		return nil, fmt.Errorf("an approval sent twice: %v", err)
 	}
+	out.Again = refused.Reason
 	out.Result, err = run.Wait(ctx)
 	return &out, err
 }
