@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,11 +22,11 @@ import (
 // BlobDir is the folder of a run's blobs.
 const BlobDir = "blobs"
 
-func (a *Activities) blobPath(ctx context.Context, name string) (string, error) {
+func (a *Activities) blobPath(ctx context.Context, run, name string) (string, error) {
 	if !wfapi.ValidBlobName(name) {
 		return "", caperr.New(caperr.InvalidInput, "blob name %q is not one the engine gives", name)
 	}
-	dir, err := a.runFolder(ctx, "", "")
+	dir, err := a.runFolder(ctx, run, "")
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +38,7 @@ func partFile(path string, part int) string { return fmt.Sprintf("%s.part-%d", p
 // PutBlob stores one part; the sealing part joins every part into the
 // blob and checks its size and digest.
 func (a *Activities) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
-	path, err := a.blobPath(ctx, in.Name)
+	path, err := a.blobPath(ctx, in.Run, in.Name)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
@@ -108,7 +109,7 @@ func sealed(path string, b wfapi.Blob) bool {
 // GetBlob returns one part of a stored blob (the workflow checks the
 // digest of the whole).
 func (a *Activities) GetBlob(ctx context.Context, in wfapi.GetBlobInput) ([]byte, error) {
-	path, err := a.blobPath(ctx, in.Name)
+	path, err := a.blobPath(ctx, in.Run, in.Name)
 	if err != nil {
 		return nil, appError(err)
 	}
@@ -133,4 +134,21 @@ func segmentSteps(dir string, n int) ([]byte, error) {
 		return os.ReadFile(segmentFile(dir, n))
 	}
 	return raw, err
+}
+
+// readBlob decodes a sealed blob of the run folder dir into v, refusing
+// one whose size or digest is not what the workflow recorded.
+func readBlob(dir string, b wfapi.Blob, v any) error {
+	if !wfapi.ValidBlobName(b.Name) {
+		return caperr.New(caperr.InvalidInput, "blob %q is not a name the engine gives", b.Name)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, BlobDir, b.Name))
+	sum := sha256.Sum256(raw)
+	if err != nil || len(raw) != b.Size || hex.EncodeToString(sum[:]) != b.SHA256 {
+		return caperr.New(caperr.ObservabilityError, "the stored input %s is missing or altered", b.Name)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return caperr.Wrap(caperr.ObservabilityError, err, "the stored input %s", b.Name)
+	}
+	return nil
 }

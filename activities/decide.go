@@ -20,6 +20,20 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 	if err != nil {
 		return fail(err)
 	}
+	if b := in.Spilled; b != nil {
+		var full wfapi.DecideInput
+		dir, err := a.runFolder(ctx, "", "")
+		if err == nil {
+			err = readBlob(dir, *b, &full)
+		}
+		if err == nil && full.Spilled != nil {
+			err = caperr.New(caperr.InvalidInput, "a stored Decide input names another")
+		}
+		if err != nil {
+			return fail(caperr.As(err, caperr.ObservabilityError))
+		}
+		in = full
+	}
 	if dep, path := a.foreignOutcome(id, in.Deps); dep != "" {
 		return fail(caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", dep, path))
 	}

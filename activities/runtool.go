@@ -444,21 +444,12 @@ func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.Ste
 // unspill puts back what the workflow stored of a large input (its
 // digest checked: only what the workflow wrote is read).
 func unspill(runDir string, in *wfapi.RunToolInput) error {
-	b := in.Spilled
-	if b == nil {
+	if in.Spilled == nil {
 		return nil
 	}
-	if !wfapi.ValidBlobName(b.Name) {
-		return caperr.New(caperr.InvalidInput, "spilled input %q is not a name the engine gives", b.Name)
-	}
-	raw, err := os.ReadFile(filepath.Join(runDir, BlobDir, b.Name))
-	sum := sha256.Sum256(raw)
-	if err != nil || len(raw) != b.Size || hex.EncodeToString(sum[:]) != b.SHA256 {
-		return caperr.New(caperr.ObservabilityError, "the step's stored input %s is missing or altered", b.Name)
-	}
 	var sp wfapi.Spill
-	if err := json.Unmarshal(raw, &sp); err != nil {
-		return caperr.Wrap(caperr.ObservabilityError, err, "the step's stored input %s", b.Name)
+	if err := readBlob(runDir, *in.Spilled, &sp); err != nil {
+		return err
 	}
 	in.Step.With, in.Inputs, in.Deps, in.Spilled = sp.With, sp.Inputs, sp.Deps, nil
 	if it := in.Step.Item; it != nil {

@@ -268,3 +268,43 @@ func TestLargeInputsTravelByReference(t *testing.T) {
 		t.Fatalf("%d payload warnings in the worker log", n)
 	}
 }
+
+// A batch of for_each items whose values pass 256 KB (500 items of 1 KB,
+// inline in the plan) starts its child ItemsWorkflow with a reference to
+// its input in the run folder; every item still runs with its value.
+func TestLargeBatchTravelsByReference(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: large-batch\nsteps:\n  - id: fan\n    capability: test.render\n    for_each: [")
+	for i := 0; i < 600; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "\"%04d%s\"", i, strings.Repeat("v", 1020))
+	}
+	b.WriteString("]\n    max_parallel: 50\n    with: {template: \"${item}\"}\n")
+	file := h.writePlan(t, "large-batch", b.String())
+	code, env, stderr := h.capflow(t, "run", file, "--id", "e2e-large-batch")
+	var r runResult
+	data(t, env, &r)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+	}
+	if c := r.step(t, "fan").ItemCounts; c == nil || c.Succeeded != 600 {
+		t.Fatalf("items %+v", c)
+	}
+	for batch, wantSpilled := range map[int]bool{1: true, 2: false} {
+		it := h.client.GetWorkflowHistory(context.Background(), fmt.Sprintf("e2e-large-batch.fan.items-%d", batch), "", false, 0)
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
+		spilled := strings.Contains(string(in.GetPayloads()[0].GetData()), `"spilled":{"name":"items-`)
+		if n := proto.Size(in); n > 512<<10 || spilled != wantSpilled {
+			t.Errorf("batch %d: input %d KB, spilled %v", batch, n>>10, spilled)
+		}
+	}
+	if n := payloadWarnings(t); n > 0 {
+		t.Fatalf("%d payload warnings in the worker log", n)
+	}
+}

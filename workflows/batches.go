@@ -54,6 +54,11 @@ func (s *scheduler) startBatch(st *stepState) {
 		in.ForEach = step.ForEach
 		in.Inputs, in.Deps = s.referenced(step.With, step.ForEach)
 	}
+	// The batch reads its items' values, or the list's source (in.ForEach),
+	// never the step's own list: a literal list would travel whole with
+	// every batch.
+	in.Step.ForEach = nil
+	in = s.fitItems(in)
 	fe.batchNo++
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:    fmt.Sprintf("%s.%s.items-%d", s.workflowID, step.ID, fe.batchNo),

@@ -17,9 +17,10 @@ import (
 // Temporal's payload limits (docs/limits.md). The workflow computes the
 // digest itself: what it reads back is exactly what it stored.
 
-// storeBlob stores v as the blob name: every part but the last at once,
+// storeBlob stores v as the blob name of run's folder ("": this
+// workflow's): every part but the last at once,
 // then the last, which seals the blob.
-func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, name string, v any) (wfapi.Blob, error) {
+func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name string, v any) (wfapi.Blob, error) {
 	// encoding/json writes map keys sorted: the same bytes on every replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(v)
@@ -32,27 +33,27 @@ func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, name string,
 	part := func(k int) []byte { return raw[k*wfapi.BlobPartBytes : min(len(raw), (k+1)*wfapi.BlobPartBytes)] }
 	futures := make([]workflow.Future, 0, b.Parts-1)
 	for k := 0; k < b.Parts-1; k++ {
-		futures = append(futures, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, wfapi.PutBlobInput{Name: name, Part: k, Data: part(k)}))
+		futures = append(futures, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, wfapi.PutBlobInput{Run: run, Name: name, Part: k, Data: part(k)}))
 	}
 	for _, f := range futures {
 		if err := f.Get(ctx, nil); err != nil {
 			return b, err
 		}
 	}
-	last := wfapi.PutBlobInput{Name: name, Part: b.Parts - 1, Data: part(b.Parts - 1), Seal: &b}
+	last := wfapi.PutBlobInput{Run: run, Name: name, Part: b.Parts - 1, Data: part(b.Parts - 1), Seal: &b}
 	return b, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, last).Get(ctx, nil)
 }
 
 // loadBlob reads blob b back into v, refusing it unless its size and
 // digest are those recorded.
-func loadBlob(ctx workflow.Context, opts workflow.ActivityOptions, b wfapi.Blob, v any) error {
+func loadBlob(ctx workflow.Context, opts workflow.ActivityOptions, run string, b wfapi.Blob, v any) error {
 	if b.Parts < 1 || b.Parts > 1<<16 || b.Size > b.Parts*wfapi.BlobPartBytes {
 		return fmt.Errorf("blob %s: %d parts of %d bytes", b.Name, b.Parts, b.Size)
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	futures := make([]workflow.Future, b.Parts)
 	for k := range futures {
-		futures[k] = workflow.ExecuteActivity(actx, wfapi.GetBlobActivity, wfapi.GetBlobInput{Name: b.Name, Part: k})
+		futures[k] = workflow.ExecuteActivity(actx, wfapi.GetBlobActivity, wfapi.GetBlobInput{Run: run, Name: b.Name, Part: k})
 	}
 	var buf bytes.Buffer
 	for _, f := range futures {

@@ -66,7 +66,7 @@ func carryOptions(host string, segment int) workflow.ActivityOptions {
 // loadCarry reads the state the previous segment stored.
 func loadCarry(ctx workflow.Context, c *wfapi.CarryRef) (*wfapi.Resume, error) {
 	var r wfapi.Resume
-	if err := loadBlob(ctx, carryOptions(c.Host, c.Segment), c.Blob, &r); err != nil {
+	if err := loadBlob(ctx, carryOptions(c.Host, c.Segment), "", c.Blob, &r); err != nil {
 		return nil, err
 	}
 	if r.Segment != c.Segment {
@@ -80,10 +80,10 @@ func loadCarry(ctx workflow.Context, c *wfapi.CarryRef) (*wfapi.Resume, error) {
 func storeSegment(ctx workflow.Context, sched *scheduler, carry *wfapi.Resume) (*wfapi.CarryRef, error) {
 	n := sched.segment + 1
 	opts := onHost(sched.rr, carryOptions("", n))
-	if _, err := storeBlob(ctx, opts, fmt.Sprintf("segment-%d.json", n), sched.ended()); err != nil {
+	if _, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), sched.ended()); err != nil {
 		return nil, err
 	}
-	b, err := storeBlob(ctx, opts, fmt.Sprintf("carry-%d.json", n), carry)
+	b, err := storeBlob(ctx, opts, "", fmt.Sprintf("carry-%d.json", n), carry)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"fmt"
+	"time"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -24,6 +27,19 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	// could name any tool and any folder.
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p == nil || p.ID != in.WorkflowID {
 		return nil, temporal.NewNonRetryableApplicationError("an ItemsWorkflow runs only as a batch of its run's for_each step", string(caperr.InvalidInput), nil)
+	}
+	if b := in.Spilled; b != nil {
+		// The batch's input is in its run's folder: load it, digest checked.
+		var full wfapi.ItemsInput
+		opts := onHost(&wfapi.ResolveResult{HostQueue: in.HostQueue}, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: "load the batch's input"})
+		err := loadBlob(ctx, opts, in.WorkflowID, *b, &full)
+		if err == nil && (full.WorkflowID != in.WorkflowID || full.Spilled != nil) {
+			err = fmt.Errorf("it is not a batch of run %s", in.WorkflowID)
+		}
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("cannot load the batch's input: "+err.Error(), string(caperr.ObservabilityError), nil)
+		}
+		in = full
 	}
 	ctx = withLocal(ctx)
 	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, in.WorkflowID)

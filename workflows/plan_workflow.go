@@ -276,6 +276,11 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	fin := wfapi.FinalizeInput{Result: *res, Resolved: rr, Segments: res.Segments}
 	if steps != nil {
 		fin.Result.Steps = steps
+		if lastSegment(dctx, rr, res.Segments+1, steps) {
+			// Stored like the earlier segments' checkpoints: Finalize reads
+			// it from there.
+			fin.Result.Steps, fin.Segments = []wfapi.StepResult{}, res.Segments+1
+		}
 	} else {
 		fin.Result.Lighten(wfapi.MaxResultBytes)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -21,28 +22,16 @@ const spillInputsChange = "spill-inputs"
 // fitInput returns in as it may travel: itself when small, else with
 // what it reads moved to a blob.
 func (e *executor) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
-	// encoding/json sorts map keys: the same size and digest on replay.
-	//workflowcheck:ignore
-	raw, err := json.Marshal(in)
-	if err != nil || len(raw) <= wfapi.MaxInputBytes {
-		return in
-	}
-	if workflow.GetVersion(e.ctx, spillInputsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	raw, large := e.tooLarge(in)
+	if !large {
 		return in
 	}
 	sp := wfapi.Spill{With: in.Step.With, Inputs: in.Inputs, Deps: in.Deps}
 	if it := in.Step.Item; it != nil {
 		sp.Value, sp.ForEach = it.Value, it.ForEach
 	}
-	sum := sha256.Sum256(raw)
-	name := "input-" + hex.EncodeToString(sum[:8]) + ".json"
-	opts := onHost(e.rr, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry,
-		Summary: in.Step.ID + " · store its large input"})
-	b, err := storeBlob(e.ctx, opts, name, sp)
-	if err != nil {
-		// The input goes inline, as before: the server takes it up to its
-		// hard limit, and a step past that fails, naming the size.
-		workflow.GetLogger(e.ctx).Warn("cannot store a large step input; sending it inline", "step", in.Step.ID, "bytes", len(raw), "error", err)
+	b, ok := e.spill("input", raw, sp, in.Step.ID)
+	if !ok {
 		return in
 	}
 	in.Step.With, in.Inputs, in.Deps, in.Spilled = nil, nil, nil, &b
@@ -52,4 +41,74 @@ func (e *executor) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
 		in.Step.Item = &item
 	}
 	return in
+}
+
+// spill stores v (whose input form raw is too large) as a blob named
+// after raw's digest; ok is false when it could not be stored (the input
+// then goes inline, as before: the server takes it up to its hard limit).
+func (e *executor) spill(kind string, raw []byte, v any, step string) (wfapi.Blob, bool) {
+	sum := sha256.Sum256(raw)
+	name := kind + "-" + hex.EncodeToString(sum[:8]) + ".json"
+	opts := onHost(e.rr, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry,
+		Summary: step + " · store its large input"})
+	b, err := storeBlob(e.ctx, opts, e.workflowID, name, v)
+	if err != nil {
+		workflow.GetLogger(e.ctx).Warn("cannot store a large input; sending it inline", "step", step, "bytes", len(raw), "error", err)
+		return b, false
+	}
+	return b, true
+}
+
+// tooLarge encodes v and reports whether it passes wfapi.MaxInputBytes and
+// the run may spill it (recorded once the first time it is asked).
+func (e *executor) tooLarge(v any) ([]byte, bool) {
+	// encoding/json sorts map keys: the same size and digest on replay.
+	//workflowcheck:ignore
+	raw, err := json.Marshal(v)
+	if err != nil || len(raw) <= wfapi.MaxInputBytes {
+		return nil, false
+	}
+	return raw, workflow.GetVersion(e.ctx, spillInputsChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// fitDecide bounds a Decide activity's input like a step's.
+func (e *executor) fitDecide(in wfapi.DecideInput) wfapi.DecideInput {
+	raw, large := e.tooLarge(in)
+	if !large {
+		return in
+	}
+	if b, ok := e.spill("decide", raw, in, in.StepID); ok {
+		return wfapi.DecideInput{StepID: in.StepID, Spilled: &b}
+	}
+	return in
+}
+
+// fitItems bounds a batch's input (a child workflow's) like a step's.
+func (e *executor) fitItems(in wfapi.ItemsInput) wfapi.ItemsInput {
+	raw, large := e.tooLarge(in)
+	if !large {
+		return in
+	}
+	if b, ok := e.spill("items", raw, in, in.Step.ID); ok {
+		return wfapi.ItemsInput{WorkflowID: in.WorkflowID, HostQueue: in.HostQueue, Spilled: &b}
+	}
+	return in
+}
+
+// lastSegment stores the steps the last segment of a long run ended as its
+// checkpoint n when they would make Finalize's input pass
+// wfapi.MaxInputBytes; it reports whether it did.
+func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []wfapi.StepResult) bool {
+	// encoding/json sorts map keys: the same size on replay.
+	//workflowcheck:ignore
+	raw, err := json.Marshal(steps)
+	if err != nil || len(raw) <= wfapi.MaxInputBytes || workflow.GetVersion(ctx, spillInputsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	opts := onHost(rr, carryOptions("", n))
+	if _, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), steps); err != nil {
+		workflow.GetLogger(ctx).Warn("cannot store the last segment's steps; sending them inline", "bytes", len(raw), "error", err)
+		return false
+	}
+	return true
 }

@@ -161,6 +161,9 @@ const (
 // digest and keeps the whole as <run>/blobs/<name>. The run folder is the
 // one of the activity's own workflow: never a path from the input.
 type PutBlobInput struct {
+	// Run is the run whose folder holds the blob ("": the activity's own
+	// workflow; a for_each batch names its run).
+	Run  string `json:"run,omitempty"`
 	Name string `json:"name"`
 	Part int    `json:"part"`
 	Data []byte `json:"data"`
@@ -169,6 +172,7 @@ type PutBlobInput struct {
 
 // GetBlobInput asks for one part of a stored blob.
 type GetBlobInput struct {
+	Run  string `json:"run,omitempty"` // as in PutBlobInput
 	Name string `json:"name"`
 	Part int    `json:"part"`
 }

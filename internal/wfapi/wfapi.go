@@ -264,6 +264,10 @@ type ItemsInput struct {
 	// (-1: never) cancels the rest once more items failed.
 	MaxParallel       int `json:"max_parallel"`
 	StopAfterFailures int `json:"stop_after_failures"`
+	// Spilled: the batch's input would have passed MaxInputBytes; all of
+	// it is this blob of the run folder (only WorkflowID and HostQueue are
+	// set beside it), loaded and digest-checked by the batch.
+	Spilled *Blob `json:"spilled,omitempty"`
 }
 
 // BatchItem is one item of a batch.
@@ -303,6 +307,9 @@ type DecideInput struct {
 	Deps     map[string]StepOutcome `json:"deps,omitempty"`
 	// With, when set, is evaluated (a sub-plan step's inputs).
 	With map[string]any `json:"with,omitempty"`
+	// Spilled: the input would have passed MaxInputBytes; all of it is
+	// this blob of the run folder (StepID beside it).
+	Spilled *Blob `json:"spilled,omitempty"`
 }
 
 // DecideResult is the Decide activity's answer.

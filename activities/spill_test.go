@@ -1,0 +1,73 @@
+package activities
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// putTestBlob stores v as the workflow would (a sealed blob of the run
+// folder) and returns its reference.
+func putTestBlob(t *testing.T, runDir, name string, v any) wfapi.Blob {
+	t.Helper()
+	raw, _ := json.Marshal(v)
+	if err := os.MkdirAll(filepath.Join(runDir, BlobDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, BlobDir, name), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	return wfapi.Blob{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: len(raw), Parts: 1}
+}
+
+// A spilled step input is read back from the run folder, digest checked;
+// an altered one fails the step with OBSERVABILITY_ERROR, nothing run.
+func TestSpilledInputs(t *testing.T) {
+	a, root := newActivities(t)
+	e := env(a)
+	reg, _ := a.registry()
+	m := reg.Tool("text-render", "")
+	runDir := filepath.Join(root, ".capflow/runs", testRun)
+	big := strings.Repeat("b", 300<<10)
+	b := putTestBlob(t, runDir, "input-0123456789abcdef.json", wfapi.Spill{
+		With: map[string]any{"template": "${inputs.big}"}, Inputs: map[string]any{"big": big}})
+	in := wfapi.RunToolInput{WorkflowID: testRun, RunDir: runDir, Spilled: &b,
+		Step: wfapi.StepCall{ID: "render", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true}}
+	v, err := e.ExecuteActivity(a.RunTool, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wfapi.RunToolResult
+	_ = v.Get(&out)
+	raw, err := os.ReadFile(out.DataFile)
+	if err != nil || !strings.Contains(string(raw), big) {
+		t.Fatalf("the rendered text lacks the spilled input: %v", err)
+	}
+
+	d := putTestBlob(t, runDir, "decide-0123456789abcdef.json", wfapi.DecideInput{StepID: "d", When: "size(inputs.big) > 1000", Inputs: map[string]any{"big": big}})
+	v, err = e.ExecuteActivity(a.Decide, wfapi.DecideInput{StepID: "d", Spilled: &d})
+	var dec wfapi.DecideResult
+	if err != nil || v.Get(&dec) != nil || !dec.Run {
+		t.Fatalf("decide over a spilled input: %v %+v", err, dec)
+	}
+
+	if err := os.WriteFile(filepath.Join(runDir, BlobDir, b.Name), []byte(`{"with":{"template":"forged"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.ExecuteActivity(a.RunTool, in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(caperr.ObservabilityError) || !strings.Contains(app.Message(), "missing or altered") {
+		t.Fatalf("an altered spilled input: %v", err)
+	}
+}
