@@ -59,6 +59,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
 	rr.SegmentEvents = a.SegmentEvents
 	rr.SegmentBytes = wfapi.DefaultSegmentBytes
+	rr.ItemBatch, rr.LocalFlush, rr.LocalAttempts = wfapi.DefaultItemBatch, wfapi.DefaultLocalFlush, wfapi.DefaultLocalAttempts
 	if rr.SegmentEvents == 0 {
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents
 	}

@@ -19,7 +19,7 @@ import (
 func (s *scheduler) startBatch(st *stepState) {
 	step, fe := st.step, st.fe
 	var items []wfapi.BatchItem
-	for fe.next < len(fe.items) && len(items) < ItemBatch {
+	for fe.next < len(fe.items) && len(items) < orDefault(s.rr.ItemBatch, ItemBatch) {
 		i := fe.next
 		fe.next++
 		if fe.items[i].status != wfapi.StepPending {
@@ -47,7 +47,8 @@ func (s *scheduler) startBatch(st *stepState) {
 		c := itemCounts(fe)
 		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
 	}
-	in := wfapi.ItemsInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter}
+	in := wfapi.ItemsInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter,
+		LocalFlush: s.rr.LocalFlush, LocalAttempts: s.rr.LocalAttempts}
 	if fe.inline {
 		in.Inputs, in.Deps = s.referenced(step.With)
 	} else {

@@ -62,7 +62,7 @@ func (s *scheduler) expand(st *stepState, d *wfapi.DecideResult) {
 		}
 	}
 	fe.list, fe.inline = s.inlineList(st)
-	fe.batch = d.Count > ItemBatch
+	fe.batch = d.Count > orDefault(s.rr.ItemBatch, ItemBatch)
 	st.fe = fe
 	if s.finishIfDone(st) {
 		return

@@ -14,7 +14,7 @@ import (
 // ItemBatch is how many items of a for_each step one workflow runs: past
 // it, batches of ItemBatch items run as child ItemsWorkflows, so no
 // history nears Temporal's 10,240-event warning (an item costs ~3 events).
-var ItemBatch = 500
+var ItemBatch = wfapi.DefaultItemBatch
 
 // maxBatchResult bounds the item data a batch returns (payloads are
 // limited to 2 MB); past it items keep their statuses only.
@@ -42,7 +42,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		in = full
 	}
 	ctx = withLocal(ctx)
-	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue}, in.WorkflowID)
+	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts}, in.WorkflowID)
 	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0

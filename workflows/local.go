@@ -36,7 +36,7 @@ func usesLocal(ctx workflow.Context) bool {
 // activity (the SDK's local retry) before its remaining attempts run as a
 // regular activity, which heartbeats and shows in the Web UI's pending
 // activities.
-const LocalAttempts = 2
+const LocalAttempts = wfapi.DefaultLocalAttempts
 
 // Execution paths, as a step's result reports them.
 const (
@@ -51,7 +51,7 @@ const (
 // their results are recorded as markers when the task completes, so past
 // it the scheduler yields (a 1 ms timer) to keep each task's completion,
 // and the history's growth between segment checks, bounded.
-const LocalFlush = 100
+const LocalFlush = wfapi.DefaultLocalFlush
 
 // flushLocal yields when LocalFlush local steps ended in this workflow
 // task. A new workflow task shows as a longer history: its markers are in.
@@ -59,7 +59,7 @@ func (s *executor) flushLocal() {
 	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
 		s.seenLen, s.localDone = l, 0
 	}
-	if s.localDone >= LocalFlush && s.ctx.Err() == nil {
+	if s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) && s.ctx.Err() == nil {
 		_ = workflow.Sleep(s.ctx, time.Millisecond)
 		s.seenLen, s.localDone = workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), 0
 	}
@@ -95,7 +95,7 @@ func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts w
 	*path = PathLocal
 	in.Host = s.rr.HostQueue
 	retry := *opts.RetryPolicy
-	retry.MaximumAttempts = int32(min(max(step.MaxAttempts, 1), LocalAttempts))
+	retry.MaximumAttempts = int32(min(max(step.MaxAttempts, 1), orDefault(s.rr.LocalAttempts, LocalAttempts)))
 	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: &retry, Summary: opts.Summary}
 	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), wfapi.RunToolActivity, in)
 	fut, set := workflow.NewFuture(ctx)
@@ -162,4 +162,13 @@ func bookkeeping(ctx workflow.Context, local bool, opts workflow.ActivityOptions
 		}
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), name, in).Get(ctx, out)
+}
+
+// orDefault is a value the run recorded, or the workflow's default for
+// runs recorded before it was.
+func orDefault(recorded, def int) int {
+	if recorded > 0 {
+		return recorded
+	}
+	return def
 }

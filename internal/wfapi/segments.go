@@ -31,6 +31,16 @@ const (
 	// new whatever its length: local activities' markers make events of a
 	// few KB, and Temporal warns at 10 MB of history.
 	DefaultSegmentBytes = 4 << 20
+	// DefaultItemBatch is how many items of a for_each step one workflow
+	// runs: past it, batches run as child ItemsWorkflows (an item costs ~3
+	// events).
+	DefaultItemBatch = 500
+	// DefaultLocalFlush is how many local steps may end in one workflow
+	// task before the run yields so their markers are recorded.
+	DefaultLocalFlush = 100
+	// DefaultLocalAttempts is how many attempts a local step makes as a
+	// local activity before the rest run as a regular activity.
+	DefaultLocalAttempts = 2
 	// InlineStepsBytes: resolved steps up to this size travel in the
 	// Resolve result; larger ones are loaded in pages of PageBytes.
 	InlineStepsBytes = 256 << 10

@@ -190,6 +190,12 @@ type ResolveResult struct {
 	// SegmentBytes is the history size at which the run continues as new
 	// too (0: never, as runs recorded before it).
 	SegmentBytes int `json:"segment_bytes,omitempty"`
+	// ItemBatch, LocalFlush and LocalAttempts steer the run's decisions
+	// (Default*; 0: the workflow's own defaults, as runs recorded before
+	// they were recorded).
+	ItemBatch     int `json:"item_batch,omitempty"`
+	LocalFlush    int `json:"local_flush,omitempty"`
+	LocalAttempts int `json:"local_attempts,omitempty"`
 }
 
 // StepOutcome is what a later step can reference of a finished one. Large
@@ -264,6 +270,9 @@ type ItemsInput struct {
 	// (-1: never) cancels the rest once more items failed.
 	MaxParallel       int `json:"max_parallel"`
 	StopAfterFailures int `json:"stop_after_failures"`
+	// LocalFlush and LocalAttempts: the run's (ResolveResult).
+	LocalFlush    int `json:"local_flush,omitempty"`
+	LocalAttempts int `json:"local_attempts,omitempty"`
 	// Spilled: the batch's input would have passed MaxInputBytes; all of
 	// it is this blob of the run folder (only WorkflowID and HostQueue are
 	// set beside it), loaded and digest-checked by the batch.
