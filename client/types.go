@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/capflow/capflow/defaults"
 )
 
 // The wire types of a capflow run: what a client sends (Input), what a run
@@ -21,7 +23,7 @@ const (
 	UpdateResume  = "resume"
 	UpdateDecide  = "decide"
 	// DefaultTaskQueue is the task queue workers poll unless configured.
-	DefaultTaskQueue = "capflow"
+	DefaultTaskQueue = defaults.TaskQueue
 )
 
 // RunStatus is a run's status.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capflow/capflow/defaults"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -71,8 +73,9 @@ func (e *executor) itemOptions(step wfapi.ResolvedStep, index int) workflow.Acti
 }
 
 // HostWait bounds how long an activity waits for a worker on the run's
-// host: past it the host is taken as lost and the step fails, naming it.
-const HostWait = 15 * time.Minute
+// host when the run recorded no host wait of its own (runs recorded before
+// it was): past it the host is taken as lost and the step fails, naming it.
+const HostWait = defaults.HostWait
 
 // onHost sends an activity to the run's host queue (one host per run: its
 // folder and its processes are there) unless its tool names a queue.

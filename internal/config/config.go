@@ -3,6 +3,8 @@
 package config
 
 import (
+	shared "github.com/capflow/capflow/defaults"
+
 	"errors"
 	"fmt"
 	"os"
@@ -85,11 +87,11 @@ var defaults = map[string]any{
 	"policy":                   "policy.yaml",
 	"state_dir":                ".capflow/state",
 	"runs_dir":                 ".capflow/runs",
-	"temporal.address":         "localhost:7233",
-	"temporal.namespace":       "default",
-	"temporal.task_queue":      "capflow",
-	"temporal.segment_events":  5000,
-	"temporal.host_wait":       "15m",
+	"temporal.address":         shared.Address,
+	"temporal.namespace":       shared.Namespace,
+	"temporal.task_queue":      shared.TaskQueue,
+	"temporal.segment_events":  shared.SegmentEvents,
+	"temporal.host_wait":       strings.TrimSuffix(shared.HostWait.String(), "0s"),
 	"temporal.tls.enabled":     false,
 	"temporal.tls.cert":        "",
 	"temporal.tls.key":         "",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/capflow/capflow/defaults"
+
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
 )
@@ -26,7 +28,7 @@ const (
 	// DefaultSegmentEvents is the history length at which a run stops
 	// starting steps, lets the running ones end and continues as new. Half
 	// of Temporal's 10,240-event warning leaves room for the drain.
-	DefaultSegmentEvents = 5000
+	DefaultSegmentEvents = defaults.SegmentEvents
 	// DefaultSegmentBytes is the history size at which a run continues as
 	// new whatever its length: local activities' markers make events of a
 	// few KB, and Temporal warns at 10 MB of history.
