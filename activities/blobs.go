@@ -145,7 +145,7 @@ func readBlob(dir string, b wfapi.Blob, v any) error {
 	raw, err := os.ReadFile(filepath.Join(dir, BlobDir, b.Name))
 	sum := sha256.Sum256(raw)
 	if err != nil || len(raw) != b.Size || hex.EncodeToString(sum[:]) != b.SHA256 {
-		return caperr.New(caperr.ObservabilityError, "the stored input %s is missing or altered", b.Name)
+		return caperr.New(caperr.ObservabilityError, "%s in the run folder is missing or altered", b.Name)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "the stored input %s", b.Name)

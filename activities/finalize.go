@@ -141,9 +141,15 @@ func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Res
 		byID := map[string]wfapi.StepResult{}
 		for n := 1; n <= in.Segments; n++ {
 			var part []wfapi.StepResult
-			raw, err := segmentSteps(dir, n)
-			if err == nil {
-				err = json.Unmarshal(raw, &part)
+			var err error
+			if n <= len(in.Checkpoints) {
+				err = readBlob(dir, in.Checkpoints[n-1], &part)
+			} else {
+				// A run recorded before checkpoints carried their digests.
+				var raw []byte
+				if raw, err = segmentSteps(dir, n); err == nil {
+					err = json.Unmarshal(raw, &part)
+				}
 			}
 			if err != nil {
 				return nil, fmt.Errorf("segment %d of the run is unreadable: %v", n, err)

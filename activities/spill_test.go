@@ -71,3 +71,40 @@ func TestSpilledInputs(t *testing.T) {
 		t.Fatalf("an altered spilled input: %v", err)
 	}
 }
+
+// Finalize reads each earlier segment's steps from the checkpoint whose
+// digest the workflow recorded; an altered one makes the report say so,
+// its steps are never taken.
+func TestFinalizeChecksCheckpoints(t *testing.T) {
+	a, root := newActivities(t)
+	e := env(a)
+	runDir := filepath.Join(root, ".capflow/runs", testRun)
+	steps := []wfapi.StepResult{{ID: "a", Capability: "x.a", Status: wfapi.StepSucceeded, Attempts: 1}}
+	cp := putTestBlob(t, runDir, "segment-1.json", steps)
+	rr := &wfapi.ResolveResult{Plan: "p", Steps: []wfapi.ResolvedStep{{ID: "a", Capability: "x.a"}, {ID: "b", Capability: "x.b"}}}
+	fin := wfapi.FinalizeInput{Result: wfapi.Result{Status: wfapi.StatusPassed, Plan: "p", WorkflowID: testRun, Message: "ok",
+		Steps: []wfapi.StepResult{{ID: "b", Capability: "x.b", Status: wfapi.StepSucceeded, Attempts: 1}}},
+		Resolved: rr, Segments: 1, Checkpoints: []wfapi.Blob{cp}}
+	read := func() string {
+		t.Helper()
+		v, err := e.ExecuteActivity(a.Finalize, fin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths wfapi.ReportPaths
+		_ = v.Get(&paths)
+		js, _ := os.ReadFile(paths.JSON)
+		return string(js)
+	}
+	if js := read(); strings.Contains(js, "report incomplete") || !strings.Contains(js, `"id": "a"`) {
+		t.Fatalf("a checked checkpoint: %.600s", js)
+	}
+	forged := []wfapi.StepResult{{ID: "a", Capability: "x.a", Status: wfapi.StepFailed, Attempts: 9}}
+	raw, _ := json.Marshal(forged)
+	if err := os.WriteFile(filepath.Join(runDir, BlobDir, "segment-1.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if js := read(); !strings.Contains(js, "segment 1 of the run is unreadable: segment-1.json in the run folder is missing or altered") || strings.Contains(js, `"attempts": 9`) {
+		t.Fatalf("an altered checkpoint: %.800s", js)
+	}
+}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -80,9 +81,11 @@ func loadCarry(ctx workflow.Context, c *wfapi.CarryRef) (*wfapi.Resume, error) {
 func storeSegment(ctx workflow.Context, sched *scheduler, carry *wfapi.Resume) (*wfapi.CarryRef, error) {
 	n := sched.segment + 1
 	opts := onHost(sched.rr, carryOptions("", n))
-	if _, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), sched.ended()); err != nil {
+	seg, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), sched.ended())
+	if err != nil {
 		return nil, err
 	}
+	carry.Checkpoints = append(slices.Clone(sched.checkpoints), seg)
 	b, err := storeBlob(ctx, opts, "", fmt.Sprintf("carry-%d.json", n), carry)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -131,7 +132,7 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
 	if sched.segment > 0 {
-		return finalize(ctx, res, lean(&rr, true), started, sched.ended())
+		return finalize(ctx, res, lean(&rr, true), started, &segmentEnd{steps: sched.ended(), checkpoints: sched.checkpoints})
 	}
 	return finalize(ctx, res, lean(&rr, paged), started, nil)
 }
@@ -258,7 +259,14 @@ func nonNilGaps(g []gap.Gap) []gap.Gap {
 // finalize writes the reports, even when the run was cancelled, and
 // returns the result. steps, when set, is what this segment passes of a
 // run that continued as new (Finalize reads the rest from checkpoints).
-func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, started time.Time, steps []wfapi.StepResult) (*wfapi.Result, error) {
+// segmentEnd is what the last segment of a long run passes Finalize: the
+// steps it ended, and the earlier segments' checkpoints.
+type segmentEnd struct {
+	steps       []wfapi.StepResult
+	checkpoints []wfapi.Blob
+}
+
+func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, started time.Time, seg *segmentEnd) (*wfapi.Result, error) {
 	// A cancelled workflow's context is done: reports are written on a
 	// disconnected one so a cancelled run still leaves its report.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -274,12 +282,13 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 		fopts.TaskQueue, fopts.ScheduleToStartTimeout = rr.HostQueue, time.Minute
 	}
 	fin := wfapi.FinalizeInput{Result: *res, Resolved: rr, Segments: res.Segments}
-	if steps != nil {
-		fin.Result.Steps = steps
-		if lastSegment(dctx, rr, res.Segments+1, steps) {
+	if seg != nil {
+		fin.Result.Steps, fin.Checkpoints = seg.steps, seg.checkpoints
+		if b, ok := lastSegment(dctx, rr, res.Segments+1, seg.steps); ok {
 			// Stored like the earlier segments' checkpoints: Finalize reads
 			// it from there.
 			fin.Result.Steps, fin.Segments = []wfapi.StepResult{}, res.Segments+1
+			fin.Checkpoints = append(slices.Clone(seg.checkpoints), b)
 		}
 	} else {
 		fin.Result.Lighten(wfapi.MaxResultBytes)

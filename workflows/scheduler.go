@@ -81,8 +81,10 @@ type scheduler struct {
 	// ones end, and the run continues as new.
 	segment  int
 	draining bool
-	// baseSize is the history size when the segment's DAG began.
-	baseSize int
+	// baseSize is the history size when the segment's DAG began;
+	// checkpoints are the earlier segments' stored steps.
+	baseSize    int
+	checkpoints []wfapi.Blob
 	// paused: no step or item starts (control.go); wake lets an update
 	// rouse the loop; done: the DAG ended, updates are refused.
 	paused   bool

@@ -83,7 +83,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 	if len(r.States) != len(s.rr.Steps) {
 		return fmt.Errorf("the carried state names %d steps, the plan has %d", len(r.States), len(s.rr.Steps))
 	}
-	s.segment = r.Segment
+	s.segment, s.checkpoints = r.Segment, r.Checkpoints
 	s.lostHosts, s.carriedWarnings = r.LostHosts, r.LostProcesses
 	for _, id := range r.Decided {
 		if s.steps[id] != nil {

@@ -97,18 +97,19 @@ func (e *executor) fitItems(in wfapi.ItemsInput) wfapi.ItemsInput {
 
 // lastSegment stores the steps the last segment of a long run ended as its
 // checkpoint n when they would make Finalize's input pass
-// wfapi.MaxInputBytes; it reports whether it did.
-func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []wfapi.StepResult) bool {
+// wfapi.MaxInputBytes; it returns the blob and whether it did.
+func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []wfapi.StepResult) (wfapi.Blob, bool) {
 	// encoding/json sorts map keys: the same size on replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(steps)
 	if err != nil || len(raw) <= wfapi.MaxInputBytes || workflow.GetVersion(ctx, spillInputsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return false
+		return wfapi.Blob{}, false
 	}
 	opts := onHost(rr, carryOptions("", n))
-	if _, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), steps); err != nil {
+	b, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), steps)
+	if err != nil {
 		workflow.GetLogger(ctx).Warn("cannot store the last segment's steps; sending them inline", "bytes", len(raw), "error", err)
-		return false
+		return b, false
 	}
-	return true
+	return b, true
 }

@@ -104,6 +104,9 @@ type Resume struct {
 	// Hosts of the succeeded steps that ran on a host the run lost: a
 	// step that needs their files has them run again first.
 	Hosts map[string]string `json:"hosts,omitempty"`
+	// Checkpoints are the blobs of the earlier segments' ended steps, in
+	// order: Finalize checks each against its digest.
+	Checkpoints []Blob `json:"checkpoints,omitempty"`
 }
 
 // Letters of Resume.States, in the order of letterStates; 'w' is a step

@@ -518,8 +518,10 @@ type FinalizeInput struct {
 	Result   Result         `json:"result"`
 	Resolved *ResolveResult `json:"resolved,omitempty"`
 	// Segments > 0: the run continued as new that many times; the steps
-	// of earlier segments are read from their checkpoints.
-	Segments int `json:"segments,omitempty"`
+	// of earlier segments are read from their checkpoints, each checked
+	// against its blob in Checkpoints (runs recorded before: unchecked).
+	Segments    int    `json:"segments,omitempty"`
+	Checkpoints []Blob `json:"checkpoints,omitempty"`
 }
 
 // RouteInput is the Route activity's input.
