@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Following a run live: its step transitions from the progress query, what
+// running steps say from their heartbeats, retries as they happen.
+
+// follow waits for the run, printing step transitions to stderr.
+func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclient.Result, error) {
+	done := make(chan error, 1)
+	var res *capflowclient.Result
+	go func() {
+		var err error
+		res, err = run.Wait(context.Background())
+		done <- err
+	}()
+	seen := map[string]wfapi.StepState{}
+	live := map[string]string{}
+	var phase wfapi.RunStatus
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	ticks := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, caperr.Wrap(caperr.ToolFailure, err, "the run ended with an error")
+			}
+			a.printTransitions(res, seen, &phase)
+			return res, nil
+		case <-ctx.Done():
+			fmt.Fprintf(a.Stderr, "\nstopped waiting; the run goes on. Follow it: capflow status %s · stop it: capflow cancel %s\n", run.ID, run.ID)
+			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.ID)
+		case <-tick.C:
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			p, err := run.Progress(qctx)
+			cancel()
+			if err != nil {
+				continue
+			}
+			a.printTransitions(p, seen, &phase)
+			if ticks++; ticks%3 == 0 && p.Status != "" {
+				a.printLive(ctx, run, live)
+			}
+		}
+	}
+}
+
+var stepMarks = map[wfapi.StepState]string{
+	wfapi.StepRunning: "…", wfapi.StepWaiting: "⏸", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
+}
+
+func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
+	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+		return
+	}
+	if p.Status != *phase && p.Status != "" {
+		*phase = p.Status
+		fmt.Fprintf(a.Stderr, "  [%s]\n", p.Status)
+	}
+	for _, s := range p.Steps {
+		if seen[s.ID] == s.Status || s.Status == wfapi.StepPending {
+			continue
+		}
+		seen[s.ID] = s.Status
+		line := fmt.Sprintf("  %s %s · %s", stepMarks[s.Status], s.ID, s.Capability)
+		if s.Tool != "" {
+			line += " → " + s.Tool + "@" + s.Version
+		}
+		line += "  " + string(s.Status)
+		if s.Status == wfapi.StepRunning && s.JoinNote != "" {
+			line += " (" + s.JoinNote + ")"
+		}
+		if s.ReusedFrom != "" {
+			line += " (reused from " + s.ReusedFrom + ", no tool ran)"
+		}
+		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
+			line += fmt.Sprintf(": %s (answer: capflow %s %s %s)", s.Waiting.Prompt, answerVerb(s.Waiting), p.WorkflowID, s.ID)
+		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
+			line += ": " + s.Reason
+		}
+		fmt.Fprintln(a.Stderr, line)
+	}
+	if p.StepsOmitted > 0 {
+		// A large run lists only what did not succeed: say how far it is,
+		// when that changed.
+		line := fmt.Sprintf("  … %s", countsText(p.StepCounts))
+		if seen[progressKey] != wfapi.StepState(line) {
+			seen[progressKey] = wfapi.StepState(line)
+			fmt.Fprintln(a.Stderr, line)
+		}
+	}
+}
+
+// answerVerb is the command that answers a wait.
+func answerVerb(w *wfapi.Wait) string {
+	if w.Kind == wfapi.WaitApproval {
+		return "approve|approve --reject"
+	}
+	return "retry|skip|fail"
+}
+
+// printLive prints what running steps say (their latest feedback event,
+// from heartbeat details) and each retry as it happens, once each.
+func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[string]string) {
+	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := run.Client().Describe(dctx, run.ID)
+	if err != nil {
+		return
+	}
+	for _, pa := range info.Pending {
+		step := strings.TrimPrefix(pa.ActivityID, "step-")
+		if step == pa.ActivityID {
+			continue // capflow's own activities (resolve, finalize, ...)
+		}
+		if pa.LastFailure != "" && pa.Attempt > 1 {
+			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
+			if _, done := seen[key]; !done {
+				seen[key] = ""
+				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.Attempt-1, firstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts)
+			}
+		}
+		if pa.Heartbeat == nil {
+			continue
+		}
+		hb := *pa.Heartbeat
+		if a.verbose {
+			a.printLines(step, hb, seen)
+		}
+		if hb.Latest == nil {
+			continue
+		}
+		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, firstLine(hb.Latest.Message))
+		if seen[step] == line {
+			continue
+		}
+		seen[step] = line
+		elapsed := ""
+		if !pa.Started.IsZero() {
+			elapsed = fmt.Sprintf(" (%s)", time.Since(pa.Started).Round(time.Second))
+		}
+		fmt.Fprintf(a.Stderr, "    ↳ %s %s%s\n", step, line, elapsed)
+	}
+}
+
+// printLines prints the stderr lines of a heartbeat not printed yet (a
+// burst of more than wfapi.HeartbeatLines between two heartbeats is told
+// as a gap: the step folder's stderr.log has every line).
+func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string) {
+	key := fmt.Sprintf("%s lines %d", step, hb.Attempt) // each attempt counts its lines from 0
+	printed, _ := strconv.Atoi(seen[key])
+	if hb.LineSeq <= printed {
+		return
+	}
+	first := hb.LineSeq - len(hb.Lines) // seq of hb.Lines[0], 0-based
+	if first > printed {
+		fmt.Fprintf(a.Stderr, "    │ %s: … %d line(s) not shown (stderr.log has them)\n", step, first-printed)
+	}
+	for i, l := range hb.Lines {
+		if first+i >= printed {
+			fmt.Fprintf(a.Stderr, "    │ %s: %s\n", step, l)
+		}
+	}
+	seen[key] = strconv.Itoa(hb.LineSeq)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// progressKey keeps the last progress line of a large run among the seen
+// states (no step id has a space).
+const progressKey = "progress line"
+
+// countsText says how many steps are in each state, in lifecycle order.
+func countsText(c map[wfapi.StepState]int) string {
+	total := 0
+	for _, n := range c {
+		total += n
+	}
+	var parts []string
+	for _, st := range []wfapi.StepState{wfapi.StepSucceeded, wfapi.StepRunning, wfapi.StepPending, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepBlocked} {
+		if c[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[st], st))
+		}
+	}
+	return fmt.Sprintf("%d steps: %s", total, strings.Join(parts, ", "))
+}

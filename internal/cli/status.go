@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/temporalx"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// status, cancel and report: a run's progress or result, by ID.
+
+func (a *App) statusCommand() *cobra.Command {
+	var followRun bool
+	c := &cobra.Command{
+		Use:   "status ID",
+		Short: "A run's progress (every step's state), or its result when it has ended (--follow: live until it ends)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				if followRun {
+					if _, err := tc.Describe(ctx, args[0]); err != nil {
+						return runError(args[0], err, "describe")
+					}
+					res, err := a.follow(ctx, tc.Get(args[0]))
+					if err != nil {
+						return err
+					}
+					a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+					return nil
+				}
+				res, err := a.fetch(ctx, tc, args[0], false)
+				if err != nil {
+					return err
+				}
+				a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&followRun, "follow", false, "follow the run live until it ends (step transitions, latest feedback, retries)")
+	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "with --follow, also print the tools' stderr lines as they come")
+	return c
+}
+
+// fetch returns a run's result when it has ended, else its progress.
+func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wait bool) (*capflowclient.Result, error) {
+	info, err := tc.Describe(ctx, id)
+	if err != nil {
+		return nil, runError(id, err, "describe")
+	}
+	run := tc.GetRun(id, info.RunID)
+	if info.Open && !wait {
+		p, err := run.Progress(ctx)
+		if err != nil {
+			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
+		}
+		if p.Status != wfapi.StatusPaused {
+			p.Status = wfapi.StatusRunning
+		}
+		return p, nil
+	}
+	res, err := run.Wait(ctx)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
+	}
+	return res, nil
+}
+
+func (a *App) cancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a run: running tools are stopped, the report is still written",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				if err := tc.Get(args[0]).Cancel(ctx); err != nil {
+					if errors.As(err, new(*capflowclient.NotFound)) {
+						err = caperr.New(caperr.InvalidInput, "no running run with ID %q", args[0])
+					}
+					return err
+				}
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				res, err := a.fetch(wctx, tc, args[0], true)
+				if err != nil {
+					return err
+				}
+				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				return nil
+			})
+		},
+	}
+}
+
+func (a *App) reportCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report ID",
+		Short: "A finished run's result and its markdown report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
+				info, err := tc.Describe(ctx, args[0])
+				if err == nil && info.Open {
+					return caperr.New(caperr.InvalidInput, "%s is still running; see capflow status %s", args[0], args[0])
+				}
+				res, err := a.fetch(ctx, tc, args[0], true)
+				if err != nil {
+					return err
+				}
+				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				if md, err := os.ReadFile(res.Report.Markdown); err == nil {
+					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
+				}
+				return nil
+			})
+		},
+	}
+}
