@@ -15,12 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/capflow/capflow/client"
-
 	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capflow/capflow/defaults"
-
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/defaults"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"

@@ -9,10 +9,9 @@ import (
 	"os/user"
 	"time"
 
-	capflowclient "github.com/capflow/capflow/client"
-
 	"github.com/spf13/cobra"
 
+	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"

@@ -7,10 +7,9 @@ import (
 	"os"
 	"strings"
 
-	capflowclient "github.com/capflow/capflow/client"
-
 	"github.com/spf13/cobra"
 
+	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/policy"

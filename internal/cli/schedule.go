@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	capflowclient "github.com/capflow/capflow/client"
-
 	"github.com/spf13/cobra"
 
+	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"

@@ -3,8 +3,6 @@
 package config
 
 import (
-	shared "github.com/capflow/capflow/defaults"
-
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	shared "github.com/capflow/capflow/defaults"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"

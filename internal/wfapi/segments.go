@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/capflow/capflow/defaults"
-
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
 )

@@ -6,11 +6,11 @@ package wfapi
 
 import (
 	"fmt"
-	"github.com/capflow/capflow/client"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
