@@ -11,15 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
@@ -205,72 +202,6 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 	r.log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res
 }
-
-// beats sends a running tool's heartbeats: the latest feedback event (the
-// Web UI shows it) and its last stderr lines. They are also how a
-// cancellation reaches a running tool.
-type beats struct {
-	ctx     context.Context
-	attempt int32
-	latest  atomic.Pointer[client.Feedback]
-	mu      sync.Mutex
-	lines   []string
-	lineSeq int
-	done    chan struct{}
-}
-
-func startBeats(ctx context.Context, attempt int32) *beats {
-	b := &beats{ctx: ctx, attempt: attempt, done: make(chan struct{})}
-	// With a heartbeat timeout, beat well within it; without one, every
-	// 2s, which is how a cancellation reaches a long step.
-	period := activity.GetInfo(ctx).HeartbeatTimeout / 3
-	if period <= 0 || period > 2*time.Second {
-		period = 2 * time.Second
-	}
-	go func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-t.C:
-				b.beat()
-			}
-		}
-	}()
-	return b
-}
-
-func (b *beats) beat() {
-	b.mu.Lock()
-	hb := wfapi.Heartbeat{Attempt: b.attempt, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
-	b.mu.Unlock()
-	activity.RecordHeartbeat(b.ctx, hb)
-}
-
-func (b *beats) feedback(f envelope.Feedback) {
-	f, _ = f.Bounded()
-	wire := client.Feedback(f)
-	b.latest.Store(&wire)
-	b.beat()
-}
-
-func (b *beats) stderr(line string) {
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
-	b.mu.Lock()
-	b.lines = append(b.lines, line)
-	if len(b.lines) > wfapi.HeartbeatLines {
-		b.lines = b.lines[len(b.lines)-wfapi.HeartbeatLines:]
-	}
-	b.lineSeq++
-	b.mu.Unlock()
-	b.beat()
-}
-
-func (b *beats) stop() { close(b.done) }
 
 // MaxResultPayload bounds a step's result in history: past it, its data
 // travels by reference whatever its size (docs/limits.md).

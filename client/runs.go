@@ -105,10 +105,7 @@ func (c *Client) failureMessage(raw string, err error) string {
 // a visibility filter ANDed to it ("CapflowStatus = 'failed'", or ""). A
 // run that continued as new is listed once, by its latest execution.
 func (c *Client) List(ctx context.Context, where string, limit int) ([]RunInfo, error) {
-	q := fmt.Sprintf("WorkflowType = '%s'", WorkflowType)
-	if where != "" {
-		q += " AND " + where
-	}
+	q := ListQuery(where)
 	var out []RunInfo
 	var token []byte
 	for len(out) < limit {
@@ -130,6 +127,15 @@ func (c *Client) List(ctx context.Context, where string, limit int) ([]RunInfo, 
 		}
 	}
 	return out, nil
+}
+
+// ListQuery is the visibility query List sends for a filter.
+func ListQuery(where string) string {
+	q := fmt.Sprintf("WorkflowType = '%s'", WorkflowType)
+	if where != "" {
+		q += " AND " + where
+	}
+	return q
 }
 
 // Where is a visibility filter over search attributes (attribute → value,

@@ -169,11 +169,7 @@ func (a *App) runsCommand() *cobra.Command {
 				for _, r := range runs {
 					rows = append(rows, runRow(r))
 				}
-				q := fmt.Sprintf("WorkflowType = '%s'", wfapi.WorkflowType)
-				if where != "" {
-					q += " AND " + where
-				}
-				env := envelope.NewBuilder("capflow-runs").Succeed(fmt.Sprintf("%d run(s)", len(rows)), map[string]any{"runs": rows, "query": q})
+				env := envelope.NewBuilder("capflow-runs").Succeed(fmt.Sprintf("%d run(s)", len(rows)), map[string]any{"runs": rows, "query": capflowclient.ListQuery(where)})
 				a.set(env, func(w io.Writer) {
 					var table2 [][]string
 					for _, r := range rows {

@@ -1,0 +1,199 @@
+package toolrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// process is one run of a command tool's process group.
+type process struct {
+	argv      []string
+	env       []string
+	dir       string
+	stdin     []byte
+	stdout    *capped
+	stderrLog *os.File
+	red       *envelope.Redactor
+	log       hclog.Logger
+	grace     time.Duration
+	// What the run came to.
+	exit    int
+	waitErr error
+	elapsed time.Duration
+	events  []envelope.Feedback
+	detail  string // the stderr tail
+	stopped bool   // stopped by cancellation or timeout
+}
+
+// run starts the process and waits for it and its stderr. failed is set
+// (with the envelope) when it could not start.
+func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (envelope.Envelope, bool) {
+	// stderr goes through a pipe of our own and stdout through exec's copy
+	// bounded by WaitDelay: a tool that leaves a child (say, started with
+	// setsid) holding either open must not keep the step waiting forever.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return b.Fail(caperr.StartupError, err.Error(), nil), true
+	}
+	defer errR.Close()
+	start := time.Now()
+	cmd, err := startRetrying(func() *exec.Cmd {
+		cmd := exec.Command(p.argv[0], p.argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.SysProcAttr = p.dir, p.env, bytes.NewReader(p.stdin), procAttr()
+		cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdout, errW, ioGrace
+		return cmd
+	})
+	errW.Close()
+	if err != nil {
+		b.Error("start", "cannot start "+p.argv[0], err.Error())
+		return b.Fail(caperr.StartupError, fmt.Sprintf("cannot start %s: %v", req.Manifest.Name, err), nil), true
+	}
+	b.Info("start", fmt.Sprintf("started %s (pid %d)", filepath.Base(p.argv[0]), cmd.Process.Pid))
+	done := make(chan struct{})
+	var stopped atomic.Bool
+	go p.stopOnCancel(ctx, cmd.Process.Pid, done, &stopped)
+	var evMu sync.Mutex
+	tail := &tailBuffer{max: stderrTail}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readStderr(errR, p.stderrLog, p.red, tail, func(f envelope.Feedback) {
+			evMu.Lock()
+			p.events = append(p.events, f)
+			evMu.Unlock()
+			if req.OnFeedback != nil {
+				req.OnFeedback(f)
+			}
+		}, req.OnStderr, p.log)
+	}()
+	p.waitErr = cmd.Wait()
+	close(done)
+	select {
+	case <-readDone:
+	case <-time.After(ioGrace):
+		// Someone outside the tool's process group still holds stderr.
+		p.log.Warn("tool's stderr still open after it exited; not waiting for it")
+		errR.Close()
+		<-readDone
+	}
+	evMu.Lock()
+	defer evMu.Unlock()
+	p.elapsed, p.exit, p.detail, p.stopped = time.Since(start), cmd.ProcessState.ExitCode(), tail.String(), stopped.Load()
+	return envelope.Envelope{}, false
+}
+
+// stopOnCancel stops the whole process group when ctx ends: SIGTERM, then
+// SIGKILL after the grace period.
+func (p *process) stopOnCancel(ctx context.Context, pgid int, done <-chan struct{}, stopped *atomic.Bool) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	stopped.Store(true)
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	grace := p.grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	select {
+	case <-done:
+	case <-time.After(grace):
+		p.log.Warn("tool ignored SIGTERM; killing its process group", "pid", pgid)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
+// result reads the envelope of a process that ended: from its exit code
+// (result: exit_code), its output file, or its stdout.
+func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
+	if p.stopped || ctx.Err() != nil {
+		code := ctxCode(ctx)
+		b.Append(p.events...)
+		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, p.elapsed.Round(time.Millisecond), strings.ToLower(string(code))), p.detail)
+		return b.Fail(code, fmt.Sprintf("%s was stopped: %s", m.Name, ctxMessage(code)), nil)
+	}
+	if p.stdout.dropped > 0 {
+		p.events = append(p.events, envelope.Feedback{Phase: "output", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+			Message: fmt.Sprintf("stdout exceeded %d bytes; %d bytes dropped", maxOut, p.stdout.dropped)})
+	}
+	exit := p.exit
+	if m.Entrypoint.Result == manifest.ResultExitCode {
+		b.Append(p.events...)
+		data := map[string]any{"exit_code": exit, "stdout": lastBytes(p.stdout.buf.Bytes(), 64<<10)}
+		if exit == 0 {
+			return b.Succeed(fmt.Sprintf("%s exited 0", m.Name), data)
+		}
+		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), p.detail)
+		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
+	}
+	raw, source, rerr := readResult(outPath, p.stdout.buf.Bytes(), maxOut)
+	if rerr != nil {
+		return p.broken(b, rerr.Error())
+	}
+	if source == OutputFile && !p.red.Empty() {
+		// The tool's own file stays in the step folder for debugging:
+		// masked, like everything else capflow keeps.
+		_ = os.WriteFile(outPath, p.red.Bytes(raw), 0o600)
+	}
+	if raw == nil {
+		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)
+		if p.waitErr != nil && exit < 0 {
+			why = fmt.Sprintf("%s died (%v) without a result envelope", m.Name, p.waitErr)
+		}
+		return p.broken(b, why)
+	}
+	env, perr := decodeEnvelope(raw)
+	if perr != nil {
+		return p.broken(b, fmt.Sprintf("%s wrote an invalid envelope to %s: %v", m.Name, source, perr))
+	}
+	if env.Success && exit != 0 {
+		b.Append(env.Feedback...)
+		why := fmt.Sprintf("%s exited %d but its envelope says success", m.Name, exit)
+		b.Error("result", why, p.detail)
+		return b.FailWithExit(caperr.ToolFailure, exit, why, env.Data)
+	}
+	return p.tools(env)
+}
+
+// broken fails a process that gave no usable envelope.
+func (p *process) broken(b *envelope.Builder, why string) envelope.Envelope {
+	b.Append(p.events...)
+	b.Error("result", why, p.detail)
+	return b.FailWithExit(caperr.ToolFailure, nonzero(p.exit), why, nil)
+}
+
+// tools completes the tool's own envelope: its feedback (or the stderr
+// events), a known error code, the stderr tail on failure, its duration.
+func (p *process) tools(env *envelope.Envelope) envelope.Envelope {
+	if len(env.Feedback) == 0 {
+		env.Feedback = p.events
+	}
+	if !env.Success {
+		if env.Error == nil || !caperr.Known(env.Error.Code) {
+			env.Error = envelope.ErrorFor(caperr.ToolFailure)
+		}
+		if p.detail != "" {
+			env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: p.detail, Timestamp: envelope.Timestamp(envelope.Now())})
+		}
+	}
+	if env.DurationMS == 0 {
+		env.DurationMS = p.elapsed.Milliseconds()
+	}
+	return *env
+}
