@@ -188,6 +188,10 @@ func TestBoundedEvaluation(t *testing.T) {
 		{"text.render", map[string]any{"template": "{{range 10000}}{{range 100}}0123456789{{end}}{{end}}"}, caperr.InvalidInput, "larger than|memory"},
 		{"json.query", map[string]any{"query": "def f: [f]; f", "input": 1}, caperr.InvalidInput, "memory"},
 		{"json.query", map[string]any{"query": "[range(1e10)]", "input": 1}, caperr.InvalidInput, "memory"},
+		// One allocation each, too large for any sampling watchdog.
+		{"json.query", map[string]any{"query": `("x" * 1000000000) | length`, "input": 1}, caperr.InvalidInput, "memory"},
+		{"json.query", map[string]any{"query": `.[400000000] = 1`, "input": []any{}}, caperr.InvalidInput, "memory"},
+		{"json.query", map[string]any{"query": `"x" * 30000000 | explode | length`, "input": 1}, caperr.InvalidInput, "memory"},
 		{"file.read", map[string]any{"path": "x", "max_bytes": int64(9223372036854775807)}, caperr.InvalidInput, "max_bytes"},
 		{"file.read", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},
 		{"file.checksum", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},

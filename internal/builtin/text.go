@@ -16,6 +16,7 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/jq"
 	"github.com/capflow/capflow/internal/schema"
 )
 
@@ -25,12 +26,7 @@ func init() {
 }
 
 func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	q, err := gojq.Parse(str(in, "query"))
-	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "query %q", str(in, "query"))
-	}
-	code, err := gojq.Compile(q)
-	if err != nil {
+	if _, err := gojq.Parse(str(in, "query")); err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "query %q", str(in, "query"))
 	}
 	var input any
@@ -47,30 +43,13 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 			return nil, caperr.Wrap(caperr.InvalidInput, err, "%s is not JSON", pl.given)
 		}
 	default:
-		input = jqValue(in["input"])
+		input = schema.Normalize(in["input"])
 	}
-	results := []any{}
-	bctx, stop := budget(ctx)
-	defer stop()
-	iter := code.RunWithContext(bctx, input)
-	for {
-		v, ok := iter.Next()
-		if !ok {
-			break
-		}
-		if err, isErr := v.(error); isErr {
-			if berr := budgetErr(ctx, bctx, fmt.Sprintf("query %q", str(in, "query"))); berr != nil {
-				return nil, berr
-			}
-			if _, halt := err.(*gojq.HaltError); halt {
-				break
-			}
-			return nil, caperr.Wrap(caperr.InvalidInput, err, "query %q", str(in, "query"))
-		}
-		results = append(results, v)
-		if len(results) > 100000 {
-			return nil, caperr.New(caperr.InvalidInput, "query %q yields more than 100000 results", str(in, "query"))
-		}
+	qctx, cancel := context.WithTimeout(ctx, EvalTimeout)
+	defer cancel()
+	results, err := jq.Eval(qctx, str(in, "query"), input, int64(evalMemory))
+	if err != nil {
+		return nil, queryErr(ctx, str(in, "query"), err)
 	}
 	env.Feedback.Info("query", fmt.Sprintf("%d results", len(results)))
 	var first any
@@ -80,23 +59,22 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	return map[string]any{"result": first, "results": results, "count": len(results)}, nil
 }
 
-// jqValue converts numbers to the types gojq accepts (int, float64).
-func jqValue(v any) any {
-	return mapScalars(schema.Normalize(v), func(x any) any {
-		switch t := x.(type) {
-		case json.Number:
-			if i, err := t.Int64(); err == nil {
-				return int(i)
-			}
-			f, _ := t.Float64()
-			return f
-		case int64:
-			return int(t)
-		case uint64:
-			return float64(t)
-		}
-		return x
-	})
+// queryErr maps how a json.query evaluation failed to the contract's codes.
+func queryErr(ctx context.Context, query string, err error) error {
+	var qe *jq.QueryError
+	switch {
+	case ctx.Err() != nil:
+		return ctxErr(ctx, fmt.Sprintf("query %q", query))
+	case errors.As(err, &qe):
+		return caperr.New(caperr.InvalidInput, "query %q: %s", query, qe.Msg)
+	case errors.Is(err, jq.ErrMemory):
+		return caperr.New(caperr.InvalidInput, "query %q needs more than %s of memory: stopped", query, humanBytes(int64(evalMemory)))
+	case errors.Is(err, jq.ErrTooMany), errors.Is(err, jq.ErrTooLarge):
+		return caperr.New(caperr.InvalidInput, "query %q %s", query, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return caperr.New(caperr.TaskTimeout, "query %q ran longer than %s: stopped", query, EvalTimeout)
+	}
+	return caperr.Wrap(caperr.InternalError, err, "query %q", query)
 }
 
 // mapScalars rebuilds a JSON-like value with f applied to every scalar.

@@ -1,0 +1,41 @@
+package jq
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// capAddressSpace limits the process's address space to what it maps now
+// plus extra. RLIMIT_AS, not RLIMIT_DATA: the kernels this runs on do not
+// all enforce the latter for anonymous mappings.
+func capAddressSpace(extra uint64) error {
+	now, err := vmSize()
+	if err != nil {
+		return err
+	}
+	lim := now + extra
+	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
+}
+
+func vmSize() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		if rest, ok := bytes.CutPrefix(s.Bytes(), []byte("VmSize:")); ok {
+			kb, err := strconv.ParseUint(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmSize in /proc/self/status")
+}
+
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

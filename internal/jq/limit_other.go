@@ -1,0 +1,10 @@
+//go:build !linux
+
+package jq
+
+import "syscall"
+
+// Elsewhere the child has only its heap limit: no portable hard cap.
+func capAddressSpace(uint64) error { return nil }
+
+func procAttr() *syscall.SysProcAttr { return nil }

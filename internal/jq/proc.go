@@ -1,0 +1,174 @@
+package jq
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// child is one evaluator process, used by one evaluation at a time.
+type child struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *head
+}
+
+// pool keeps idle children per memory budget (a budget is fixed when the
+// child starts). At most GOMAXPROCS idle children are kept per budget;
+// busy ones are not counted: concurrency is the caller's to bound.
+type pool struct {
+	mu   sync.Mutex
+	idle map[int64][]*child
+}
+
+var pools = &pool{idle: map[int64][]*child{}}
+
+func (p *pool) get(memory int64) (*child, error) {
+	p.mu.Lock()
+	if cs := p.idle[memory]; len(cs) > 0 {
+		c := cs[len(cs)-1]
+		p.idle[memory] = cs[:len(cs)-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	return start(memory)
+}
+
+func (p *pool) put(memory int64, c *child) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle[memory]) >= runtime.GOMAXPROCS(0) {
+		c.kill()
+		return
+	}
+	p.idle[memory] = append(p.idle[memory], c)
+}
+
+func start(memory int64) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("jq evaluator: %w", err)
+	}
+	cmd := &exec.Cmd{Path: self, Args: []string{childName, strconv.FormatInt(memory, 10)}}
+	// No environment but one thread for Go code: a query has no use for
+	// the host's variables (jq's $ENV is empty), and every thread's stack
+	// counts against the address-space cap.
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.SysProcAttr = procAttr()
+	c := &child{cmd: cmd, stderr: &head{max: 4096}}
+	cmd.Stderr = c.stderr
+	if c.in, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("jq evaluator: %w", err)
+	}
+	c.out = bufio.NewReader(out)
+	return c, nil
+}
+
+// do sends one request and reads its answer, or gives up when ctx ends.
+func (c *child) do(ctx context.Context, req []byte) (response, error) {
+	type answer struct {
+		b   []byte
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		if err := writeFrame(c.in, req); err != nil {
+			done <- answer{err: err}
+			return
+		}
+		b, err := readFrame(c.out, MaxResultBytes)
+		done <- answer{b, err}
+	}()
+	select {
+	case <-ctx.Done():
+		c.kill()
+		<-done
+		return response{}, context.Cause(ctx)
+	case a := <-done:
+		if a.err == ErrTooLarge {
+			return response{}, ErrTooLarge
+		}
+		if a.err != nil {
+			return response{}, c.died()
+		}
+		var res response
+		if err := json.Unmarshal(a.b, &res); err != nil {
+			return response{}, fmt.Errorf("%w: %v", errChildFailed, err)
+		}
+		return res, nil
+	}
+}
+
+// died explains a child that stopped answering. Under the address-space
+// cap the runtime dies in one of several ways when a mapping is refused
+// (out of memory, a thread it cannot create, a fault in the collector);
+// a Go panic ("panic: ...") is a bug, not the budget.
+func (c *child) died() error {
+	c.kill()
+	msg := c.stderr.String()
+	if !strings.HasPrefix(msg, "panic: ") && containsAny(msg, "out of memory", "cannot allocate memory",
+		"stack exceeds", "pthread_create failed", "SIGSEGV") {
+		return ErrMemory
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return fmt.Errorf("%w: %s (%s)", errChildFailed, c.cmd.ProcessState, msg)
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *child) kill() {
+	_ = c.in.Close()
+	if c.cmd.Process != nil {
+		_ = c.cmd.Process.Kill()
+	}
+	_ = c.cmd.Wait()
+}
+
+// head keeps the first max bytes written to it (a dying Go runtime says
+// why first, then prints its goroutines).
+type head struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *head) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *head) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
