@@ -43,9 +43,17 @@ func (p *Policy) Check(steps []StepFacts, maxParallel int) []Violation {
 	return out
 }
 
+// CeilingSteps bounds max_steps whatever the policy says (0, unlimited,
+// included): past it a plan costs the checks themselves too much.
+const CeilingSteps = 100000
+
 // TooManySteps is the max_steps violation of a plan of n steps, or nil.
 func (p *Policy) TooManySteps(n int) *Violation {
-	if lim := p.Limits[MaxSteps]; lim > 0 && n > lim {
+	lim := p.Limits[MaxSteps]
+	if lim <= 0 || lim > CeilingSteps {
+		lim = CeilingSteps
+	}
+	if n > lim {
 		return &Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d", n, lim)}
 	}
 	return nil

@@ -113,8 +113,9 @@ func Check(req Request) *Report {
 		eff = base.Narrow(policy.Spec{Allow: p.Policy.Allow, Deny: p.Policy.Deny, Limits: p.Policy.Limits}, "plan "+p.Name)
 	}
 	r.EffectivePolicy = eff
-	if v := eff.TooManySteps(len(p.Steps)); v != nil {
-		// Refused before resolution: resolving a plan far past the limit
+	if v := eff.TooManySteps(max(len(p.Steps), plan.LeafSteps(p))); v != nil {
+		// Refused before resolution (and before anything walks each
+		// inclusion of a sub-plan): resolving a plan far past the limit
 		// would cost time and memory for an answer already known.
 		viol := []policy.Violation{*v}
 		r.Policy = PolicyReport{Source: eff.Source, Allowed: false, Violations: viol, Limits: eff.Limits,

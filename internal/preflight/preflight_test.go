@@ -1,6 +1,9 @@
 package preflight
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,38 @@ steps:
 	r := Check(Request{Plan: parse(t, "name: r\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}, retry: {max_attempts: 9}}\n"), Registry: coreRegistry(t), Policy: pol})
 	if r.Status != BlockedByPolicy || r.Policy.Violations[0].StepID != "s" {
 		t.Fatalf("%s %+v", r.Status, r.Policy)
+	}
+}
+
+// Each level includes the next one twice: 2^20 inclusions of the last
+// file. Loading reads each file once, the count is arithmetic, and the
+// policy refuses before anything walks the inclusions.
+func TestSubPlanBombIsCountedNotExpanded(t *testing.T) {
+	root := t.TempDir()
+	const depth = 20
+	for i := 0; i < depth; i++ {
+		src := "name: l\nsteps:\n"
+		if i == depth-1 {
+			src += "  - {id: a, capability: file.checksum, with: {path: x}}\n  - {id: b, capability: file.checksum, with: {path: x}}\n"
+		} else {
+			src += fmt.Sprintf("  - {id: a, plan: l%d.yaml}\n  - {id: b, plan: l%d.yaml}\n", i+1, i+1)
+		}
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("l%d.yaml", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := parse(t, "name: top\nsteps:\n  - {id: s, plan: l0.yaml}\n")
+	p.File = filepath.Join(root, "top.yaml")
+	if probs := plan.LoadSubPlans(p, root); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if n := plan.LeafSteps(p); n != 1<<depth {
+		t.Fatalf("counted %d steps, want %d", n, 1<<depth)
+	}
+	for _, pol := range []*policy.Policy{nil, {Limits: map[string]int{policy.MaxSteps: 0}}} {
+		r := Check(Request{Plan: p, Registry: coreRegistry(t), Policy: pol})
+		if r.Status != BlockedByPolicy || !strings.Contains(r.Message, "the plan has 1048576 steps") {
+			t.Fatalf("%s: %s", r.Status, r.Message)
+		}
 	}
 }
