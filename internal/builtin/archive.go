@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/capflow/capflow/internal/caperr"
 )
@@ -90,7 +91,6 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 		return nil, src.fail(err, "walk")
 	}
 	sort.Strings(files)
-	fsys := src.root.FS()
 	var names []any
 	add := func(w func(name string, info fs.FileInfo, r io.Reader) error) error {
 		for _, p := range files {
@@ -101,11 +101,13 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 			if base != "." {
 				name = strings.TrimPrefix(p, base+"/")
 			}
-			r, err := fsys.Open(p)
+			// Walked as a regular file; opened so that whatever replaced
+			// it since (a FIFO, say) is refused, never waited on.
+			r, err := src.root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return err
 			}
-			info, err := r.Stat()
+			info, err := Regular(r, "source", p)
 			if err == nil {
 				err = w(name, info, ctxReader{ctx, r})
 			}

@@ -97,9 +97,9 @@ func fileWrite(ctx context.Context, in map[string]any, env *Env) (any, error) {
 		if err := pl.mkdirParent(); err != nil {
 			return nil, err
 		}
-		f, err := pl.root.OpenFile(pl.rel, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, _, err := pl.open(os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return nil, pl.fail(err, "open")
+			return nil, err
 		}
 		_, err = f.Write(data)
 		if cerr := f.Close(); err == nil {

@@ -110,24 +110,57 @@ func escapes(err error) bool {
 }
 
 // openRegular opens a regular file for reading; devices, FIFOs and
-// sockets are refused before they are opened (a FIFO would block, a
-// device never ends).
+// sockets are refused (a FIFO would block, a device never ends).
 func (pl *place) openRegular() (*os.File, fs.FileInfo, error) {
-	st, err := pl.root.Stat(pl.rel)
-	if err != nil {
-		return nil, nil, pl.fail(err, "stat")
+	return pl.open(os.O_RDONLY, 0)
+}
+
+// open opens the place with flag, refusing anything but a regular file
+// (or a folder, said as such). The open never blocks (O_NONBLOCK: a FIFO
+// with no writer, or no reader, answers at once) and the check is on the
+// opened file, so a swap between a check and the open cannot pass.
+func (pl *place) open(flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	f, err := pl.root.OpenFile(pl.rel, flag|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, nil, caperr.New(caperr.InvalidInput, "%s %q is not a regular file (a FIFO)", pl.field, pl.given)
 	}
-	if st.IsDir() {
-		return nil, nil, caperr.New(caperr.InvalidInput, "%s %q is a directory", pl.field, pl.given)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, caperr.New(caperr.InvalidInput, "%s %q is not a regular file (%s)", pl.field, pl.given, st.Mode().Type())
-	}
-	f, err := pl.root.OpenFile(pl.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, pl.fail(err, "open")
 	}
+	st, err := Regular(f, pl.field, pl.given)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	return f, st, nil
+}
+
+// Regular returns f's file info when f is a regular file, and an
+// INVALID_INPUT error naming field and given otherwise.
+func Regular(f *os.File, field, given string) (fs.FileInfo, error) {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "%s %q", field, given)
+	case st.IsDir():
+		return nil, caperr.New(caperr.InvalidInput, "%s %q is a directory", field, given)
+	case !st.Mode().IsRegular():
+		return nil, caperr.New(caperr.InvalidInput, "%s %q is not a regular file (%s)", field, given, st.Mode().Type())
+	}
+	return st, nil
+}
+
+// OpenRegular opens the file at path for reading, as openRegular does.
+func OpenRegular(path, field, given string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Regular(f, field, given); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // mkdirParent creates the folders above the place.

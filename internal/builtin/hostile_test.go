@@ -176,6 +176,7 @@ func TestBoundedEvaluation(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	must(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+	must(t, syscall.Mkfifo(filepath.Join(root, "fifo.zip"), 0o600))
 	cases := []struct {
 		tool string
 		in   map[string]any
@@ -195,6 +196,9 @@ func TestBoundedEvaluation(t *testing.T) {
 		{"file.read", map[string]any{"path": "x", "max_bytes": int64(9223372036854775807)}, caperr.InvalidInput, "max_bytes"},
 		{"file.read", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},
 		{"file.checksum", map[string]any{"path": "fifo"}, caperr.InvalidInput, "not a regular file"},
+		{"file.write", map[string]any{"path": "fifo", "content": "x", "append": true}, caperr.InvalidInput, "not a regular file"},
+		{"json.query", map[string]any{"path": "fifo", "query": "."}, caperr.InvalidInput, "not a regular file"},
+		{"archive.extract", map[string]any{"archive": "fifo.zip", "dest": "out-fifo"}, caperr.InvalidInput, "not a regular file"},
 	}
 	for _, c := range cases {
 		start := time.Now()

@@ -1,6 +1,7 @@
 package runtimekit
 
 import (
+	"errors"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -86,7 +87,10 @@ func logsCollect(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 			}
 			file = p
 		}
-		f, err := os.Open(file)
+		f, err := builtin.OpenRegular(file, fmt.Sprintf("sources[%d]", i), src)
+		if ce := (*caperr.Error)(nil); errors.As(err, &ce) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, caperr.New(caperr.InvalidInput, "sources[%d] %q: %v (a server name the run started, or a file under the project or run folder)", i, src, err)
 		}

@@ -216,4 +216,14 @@ func TestLogsCollect(t *testing.T) {
 	if _, err := logsCollect(context.Background(), map[string]any{"sources": []any{"link.log"}}, env); code(err) != caperr.InvalidInput {
 		t.Fatalf("a source that leads outside through a link: %v", err)
 	}
+	// A FIFO with no writer would block the worker's thread until the
+	// step's timeout: refused at once.
+	if err := syscall.Mkfifo(filepath.Join(env.Root, "pipe.log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := logsCollect(ctx, map[string]any{"sources": []any{"pipe.log"}}, env); code(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a FIFO source: %v", err)
+	}
 }
