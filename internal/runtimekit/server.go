@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,101 +177,6 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		return data, err
 	}
 	return data, nil
-}
-
-// probe polls a record's readiness until it holds, the process exits
-// (STARTUP_ERROR) or time runs out (READINESS_TIMEOUT).
-func probe(ctx context.Context, r Record, exited <-chan error) (map[string]any, error) {
-	rd := r.Readiness
-	timeout, err := duration("readiness.timeout", rd.Timeout, 30*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	var evidence []string
-	note := func(s string) {
-		if len(evidence) == 0 || evidence[len(evidence)-1] != s {
-			evidence = append(evidence, s)
-		}
-		if len(evidence) > 20 {
-			evidence = evidence[len(evidence)-20:]
-		}
-	}
-	var logRE *regexp.Regexp
-	if rd.Type == "log" {
-		if logRE, err = regexp.Compile(rd.Target); err != nil {
-			return nil, caperr.New(caperr.InvalidInput, "readiness.target %q is not a regular expression: %v", rd.Target, err)
-		}
-	}
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
-		ok := false
-		switch rd.Type {
-		case "http":
-			resp, err := client.Get(rd.Target)
-			if err != nil {
-				note("GET " + rd.Target + ": " + err.Error())
-			} else {
-				resp.Body.Close()
-				note(fmt.Sprintf("GET %s → %d", rd.Target, resp.StatusCode))
-				ok = resp.StatusCode < 500
-			}
-		case "tcp":
-			c, err := net.DialTimeout("tcp", rd.Target, 2*time.Second)
-			if err != nil {
-				note("connect " + rd.Target + ": " + err.Error())
-			} else {
-				c.Close()
-				note("connect " + rd.Target + ": ok")
-				ok = true
-			}
-		case "log":
-			b, _ := os.ReadFile(r.LogPath)
-			if loc := logRE.FindIndex(b); loc != nil {
-				note(fmt.Sprintf("log %s matched %q", r.LogPath, string(b[loc[0]:loc[1]])))
-				ok = true
-			} else {
-				note(fmt.Sprintf("log %s: no line matches %q yet", r.LogPath, rd.Target))
-			}
-		default:
-			return nil, caperr.New(caperr.InvalidInput, "readiness.type %q: http, tcp or log", rd.Type)
-		}
-		data := map[string]any{"ready": ok, "checked_at": now(), "probe_evidence": evidence}
-		if ok {
-			return data, nil
-		}
-		dead := !alive(r.PID)
-		if exited != nil {
-			select {
-			case <-exited:
-				dead = true
-			default:
-			}
-		}
-		if dead {
-			return data, caperr.New(caperr.StartupError, "%s exited before it was ready: %s", r.Name, tail(r.LogPath))
-		}
-		if time.Now().After(deadline) {
-			return data, caperr.New(caperr.ReadinessTimeout, "%s was not ready within %s (%s)", r.Name, timeout, evidence[len(evidence)-1])
-		}
-		select {
-		case <-ctx.Done():
-			return data, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// tail is the end of a log, for messages.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return "(its log is empty)"
-	}
-	if len(b) > 500 {
-		b = b[len(b)-500:]
-	}
-	return "log ends: " + strings.TrimSpace(string(b))
 }
 
 func serverWaitReady(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
