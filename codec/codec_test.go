@@ -156,3 +156,26 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 		t.Fatal("an origin not allowed got a CORS grant")
 	}
 }
+
+// A body past the bound is refused (413) before it is decoded, chunked
+// (no Content-Length) or not.
+func TestHandlerBoundsTheBody(t *testing.T) {
+	c, _ := New(key(1))
+	srv := httptest.NewServer(c.Handler(nil))
+	defer srv.Close()
+	big := `{"payloads":[{"data":"` + strings.Repeat("A", MaxRequestBytes) + `"}]}`
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(big)
+		if chunked {
+			body = io.MultiReader(body) // hides the length: sent chunked
+		}
+		resp, err := http.Post(srv.URL+"/default/decode", "application/json", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("chunked %v: status %d", chunked, resp.StatusCode)
+		}
+	}
+}
