@@ -67,6 +67,9 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		msg = strings.ReplaceAll(msg, userURL, "schema")
 		return nil, []Violation{{Message: msg}}
 	}
+	if at, cycle := refCycle(doc); cycle != "" {
+		return nil, []Violation{{Path: at, Message: "$ref cycle: " + cycle + " (validating against it would never end)"}}
+	}
 	return &Schema{compiled: sch, doc: doc, url: url}, nil
 }
 
