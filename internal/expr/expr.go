@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/parser"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 )
@@ -49,7 +50,48 @@ func Check(src string, v Vars) error {
 	if !ast.OutputType().IsExactType(types.BoolType) && !ast.OutputType().IsExactType(types.DynType) {
 		return fmt.Errorf("the condition is a %s, not a bool", ast.OutputType())
 	}
+	return constants(env, ast)
+}
+
+// constants evaluates what a condition computes from literals alone
+// (`1 / 0`, `[1, 2][5]`, `uint(-1)`, a regular expression that does not
+// compile): such a failure is certain, so it is found before the run.
+// Each largest literal-only part is evaluated on its own (CEL's constant
+// folding skips what fails instead of reporting it).
+func constants(env *cel.Env, checked *cel.Ast) error {
+	root := celast.NavigateAST(checked.NativeRep())
+	for _, e := range celast.MatchDescendants(root, func(e celast.NavigableExpr) bool {
+		if !literalOnly(e) || (e.Kind() != celast.CallKind && e.Kind() != celast.SelectKind && e.Kind() != celast.MapKind) {
+			return false
+		}
+		parent, ok := e.Parent()
+		return !ok || !literalOnly(parent)
+	}) {
+		text, err := parser.Unparse(e, checked.NativeRep().SourceInfo())
+		if err != nil {
+			continue
+		}
+		if _, err := Eval("("+text+") == ("+text+")", nil, nil, "", nil, 0); err != nil {
+			return fmt.Errorf("always fails: %s: %s", text, err)
+		}
+	}
+	// Planning with optimisation compiles constant regular expressions.
+	if _, err := env.Program(checked, cel.EvalOptions(cel.OptOptimize)); err != nil {
+		return fmt.Errorf("always fails: %s", tidy(err.Error()))
+	}
 	return nil
+}
+
+// literalOnly is an expression that reads nothing: no variable, no
+// comprehension.
+func literalOnly(e celast.NavigableExpr) bool {
+	only := true
+	celast.PreOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+		if k := x.Kind(); k == celast.IdentKind || k == celast.ComprehensionKind {
+			only = false
+		}
+	}))
+	return only
 }
 
 // Syntax parses a condition without types (plan parsing: a malformed

@@ -34,6 +34,13 @@ func TestCheck(t *testing.T) {
 		{"steps.ghost.success", "undefined field 'ghost'"},
 		{"steps.find.data.count", "not a bool"},
 		{"steps.find.data.count >", "Syntax error"},
+		// What literals alone compute is known before the run.
+		{"steps.find.data.count > 1 / 0", "always fails: 1 / 0: division by zero"},
+		{"[1, 2][5] == 1 || steps.find.success", "always fails: [1, 2][5] == 1: index out of bounds: 5"},
+		{"uint(-1) > 0u", "always fails: uint(-1) > 0u: unsigned integer overflow"},
+		{`steps.find.data.files.exists(f, f.matches("[a-"))`, "always fails"},
+		{`"ab".matches("^a+b$") && steps.find.success`, ""},
+		{"inputs.min / 0 > 1", ""}, // not constant: found at run time
 	}
 	for _, c := range cases {
 		err := Check(c.src, vars)
