@@ -203,6 +203,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
 	res.Problems = append(res.Problems, c.conditions()...)
+	res.Problems = append(res.Problems, c.servers()...)
 	res.Problems = append(res.Problems, c.outputs()...)
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
 	for _, s := range p.Steps {

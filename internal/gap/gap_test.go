@@ -267,3 +267,44 @@ func TestOutputsReadDeclaredData(t *testing.T) {
 		t.Fatalf("%v", res.Problems)
 	}
 }
+
+// A step that names a server must depend on the step that starts it.
+func TestServerNamesNeedTheirStart(t *testing.T) {
+	reg, err := registry.Load(registry.Options{Root: t.TempDir(), ActiveKits: []string{"core", "runtime"}, Builtin: kits.Builtin()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "name: p\nsteps:\n  - {id: web, capability: server.start, with: {name: api, command: [sleep, '60']}}\n"
+	cases := []struct {
+		name, steps, want string
+	}{
+		{"waits after its start", "  - {id: wait, capability: server.wait_ready, needs: [web], with: {name: api}}\n", ""},
+		{"stops after a step after its start", "  - {id: wait, capability: server.wait_ready, needs: [web], with: {name: api}}\n  - {id: stop, capability: server.stop, needs: [wait], with: {name: api}}\n", ""},
+		{"stops everything", "  - {id: stop, capability: server.stop, with: {}}\n", ""},
+		{"a name built at run time", "  - {id: wait, capability: server.wait_ready, with: {name: '${steps.web.data.name}'}}\n", ""},
+		{"races its start", "  - {id: wait, capability: server.wait_ready, with: {name: api}}\n",
+			"step wait names server \"api\", started by step web, which it does not depend on: add needs: [web]"},
+		{"a server no step starts", "  - {id: stop, capability: server.stop, needs: [web], with: {name: apj}}\n",
+			"step stop names server \"apj\", which no step of the plan starts"},
+		{"logs of a server it does not wait for", "  - {id: logs, capability: logs.collect, with: {sources: [api, app.log]}}\n",
+			"step logs names server \"api\", started by step web"},
+		{"logs of a file", "  - {id: logs, capability: logs.collect, with: {sources: [app.log]}}\n", ""},
+	}
+	for _, c := range cases {
+		p, probs := plan.Parse("p.yaml", []byte(head+c.steps))
+		if len(probs) > 0 {
+			t.Fatalf("%s: %v", c.name, probs)
+		}
+		res := Check(p, reg, Options{})
+		got := ""
+		if len(res.Problems) > 0 {
+			got = res.Problems[0].Message
+			if res.Problems[0].Line != 4 || !strings.HasPrefix(res.Problems[0].Field, "steps[1].with.") {
+				t.Errorf("%s: positioned at %d %s", c.name, res.Problems[0].Line, res.Problems[0].Field)
+			}
+		}
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
