@@ -66,12 +66,33 @@ type Exists struct{ Name string }
 
 func (e *Exists) Error() string { return fmt.Sprintf("a schedule %q already exists", e.Name) }
 
-// InvalidSchedule is a schedule the server refused (a bad cron
-// expression, say).
-type InvalidSchedule struct{ Name, Reason string }
+// InvalidSchedule is a schedule refused, by the client or the server (a
+// bad cron expression, say).
+type InvalidSchedule struct {
+	Name, Reason string
+	Field        string // "cron", "overlap", or "" when the server said
+}
 
 func (e *InvalidSchedule) Error() string {
-	return fmt.Sprintf("schedule %s refused by Temporal: %s", e.Name, e.Reason)
+	return fmt.Sprintf("schedule %s is invalid: %s", e.Name, e.Reason)
+}
+
+// fiveFields checks a cron expression is standard five-field cron (or one
+// of its @ shorthands): Temporal also takes a leading seconds field and a
+// trailing year, and "*/5 * * * * *" would run every five seconds, not
+// minutes, so anything else is refused rather than reinterpreted.
+func fiveFields(cron string) error {
+	if strings.HasPrefix(cron, "@") {
+		switch cron {
+		case "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly":
+			return nil
+		}
+		return fmt.Errorf("%q is not a cron shorthand (@yearly, @monthly, @weekly, @daily, @hourly)", cron)
+	}
+	if n := len(strings.Fields(cron)); n != 5 {
+		return fmt.Errorf("%q has %d fields; cron here is five fields: minute hour day-of-month month day-of-week", cron, n)
+	}
+	return nil
 }
 
 // CreateSchedule creates a schedule and returns it as the server has it.
@@ -81,10 +102,13 @@ func (c *Client) CreateSchedule(ctx context.Context, o ScheduleOptions) (*Schedu
 		pol, ok = overlaps["skip"], true
 	}
 	if !ok {
-		return nil, &InvalidSchedule{Name: o.Name, Reason: fmt.Sprintf("overlap %q is not one of %s", o.Overlap, strings.Join(OverlapPolicies(), ", "))}
+		return nil, &InvalidSchedule{Name: o.Name, Field: "overlap", Reason: fmt.Sprintf("overlap %q is not one of %s", o.Overlap, strings.Join(OverlapPolicies(), ", "))}
 	}
 	spec := sdkclient.ScheduleSpec{}
 	if o.Cron != "" {
+		if err := fiveFields(o.Cron); err != nil {
+			return nil, &InvalidSchedule{Name: o.Name, Field: "cron", Reason: err.Error()}
+		}
 		spec.CronExpressions = []string{o.Cron}
 	} else {
 		spec.Intervals = []sdkclient.ScheduleIntervalSpec{{Every: o.Every}}

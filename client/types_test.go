@@ -74,3 +74,14 @@ func TestStatuses(t *testing.T) {
 		t.Error("terminal states")
 	}
 }
+
+func TestCronIsFiveFields(t *testing.T) {
+	for cron, ok := range map[string]bool{
+		"0 3 * * *": true, "*/5 * * * *": true, "@daily": true, "@hourly": true,
+		"*/5 * * * * *": false, "0 0 3 * * * 2027": false, "* * * *": false, "@every 5m": false, "@often": false,
+	} {
+		if err := fiveFields(cron); (err == nil) != ok {
+			t.Errorf("%q: %v", cron, err)
+		}
+	}
+}

@@ -180,6 +180,8 @@ steps:
 		{[]string{"e2e-fast", p, "--every", "10ms", "--input", "log=x"}, 2, "--every"},
 		{[]string{"e2e-overlap", p, "--every", "1h", "--overlap", "sometimes", "--input", "log=x"}, 2, "--overlap"},
 		{[]string{"e2e-cron", p, "--cron", "not a cron", "--input", "log=x"}, 2, "--cron"},
+		// Six fields (seconds first) would run every 5 s, not every 5 min.
+		{[]string{"e2e-seconds", p, "--cron", "*/5 * * * * *", "--input", "log=x"}, 2, "five fields"},
 		{[]string{"e2e-noinput", p, "--every", "1h"}, 2, ""},
 		{[]string{"e2e-gap", gapPlan, "--every", "1h"}, 3, ""},
 	} {

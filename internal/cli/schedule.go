@@ -198,7 +198,11 @@ func scheduleError(name string, err error) error {
 	case errors.As(err, &exists):
 		return caperr.New(caperr.InvalidInput, "a schedule %q already exists: delete it first, or choose another name", name).At("", 0, 0, "NAME")
 	case errors.As(err, &bad):
-		return caperr.New(caperr.InvalidInput, "schedule %s refused by Temporal: %s", name, bad.Reason).At("", 0, 0, "--cron")
+		field := "--cron"
+		if bad.Field == "overlap" {
+			field = "--overlap"
+		}
+		return caperr.New(caperr.InvalidInput, "schedule %s is invalid: %s", name, bad.Reason).At("", 0, 0, field)
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "schedule %s", name)
 }
