@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -56,4 +57,30 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// max_run_seconds is a deadline on the local path too: a chain of local
+// one-second steps under a 3 s budget stops near 3 s, failed, naming the
+// budget (it ran all six before: no timer fires within the workflow task
+// that runs local steps). Step timeouts longer than the budget are
+// clamped, not refused before the run.
+func TestDeadlineHoldsForLocalSteps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: local-deadline\npolicy: {limits: {max_run_seconds: 3}}\nsteps:\n  - {id: s0, capability: test.slow_local, with: {seconds: 1}}\n")
+	for i := 1; i < 6; i++ {
+		fmt.Fprintf(&b, "  - {id: s%d, capability: test.slow_local, needs: [s%d], with: {seconds: 1}}\n", i, i-1)
+	}
+	code, r := h.run(t, h.writePlan(t, "local-deadline", b.String()))
+	if code == 0 || r.Status != "failed" || !strings.Contains(r.Message, "max_run_seconds (3s)") {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	succeeded := 0
+	for _, s := range r.Steps {
+		if s.Status == "succeeded" {
+			succeeded++
+		}
+	}
+	if succeeded >= 5 {
+		t.Fatalf("%d one-second steps succeeded under a 3 s budget", succeeded)
+	}
 }

@@ -29,6 +29,39 @@ type executor struct {
 	// length is seenLen (local.go).
 	localDone int
 	seenLen   int
+	// deadline is when the run's max_run_seconds runs out (zero: none, or
+	// a run from before steps were clamped to it).
+	deadline time.Time
+}
+
+// withinDeadline clamps an activity's timeouts to what is left of the
+// run's time, so a step cannot outlive the run's budget. A local step
+// gets exactly what is left: no timer interrupts it within its workflow
+// task. A regular one gets deadlineGrace more: the run's timer cancels it
+// first (a cancelled step, its tool told to stop), the clamp is the
+// backstop.
+func (e *executor) withinDeadline(o workflow.ActivityOptions, local bool) workflow.ActivityOptions {
+	if e.deadline.IsZero() {
+		return o
+	}
+	left := max(e.deadline.Sub(workflow.Now(e.ctx)), time.Millisecond)
+	if !local {
+		left += deadlineGrace
+	}
+	if o.StartToCloseTimeout == 0 || o.StartToCloseTimeout > left {
+		o.StartToCloseTimeout = left
+	}
+	o.ScheduleToCloseTimeout = left
+	return o
+}
+
+const deadlineGrace = 10 * time.Second
+
+// pastDeadline reports whether the run's max_run_seconds ran out, or is
+// within slack of it (a timeout set to the deadline may be reported a
+// moment before workflow time reaches it).
+func (e *executor) pastDeadline(slack time.Duration) bool {
+	return !e.deadline.IsZero() && !workflow.Now(e.ctx).Add(slack).Before(e.deadline)
 }
 
 func newExecutor(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) executor {
@@ -166,12 +199,21 @@ func (e *executor) decodeError(step wfapi.ResolvedStep, err error, why string) o
 			o.attempts = int(hb.Attempt)
 		}
 		msg := fmt.Sprintf("%s timed out (%s)", step.ID, strings.ToLower(timeout.TimeoutType().String()))
-		if timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		switch {
+		case e.pastDeadline(time.Second):
+			msg = fmt.Sprintf("%s timed out: the run's max_run_seconds (%ds) ran out", step.ID, e.rr.MaxRunSeconds)
+		case timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
 			msg = fmt.Sprintf("%s: no worker on the run's host (%s) took it within %s: that host is lost", step.ID, e.rr.HostQueue, hostWait(e.rr))
 		}
 		o.env = e.synthEnvelope(step.Tool, caperr.TaskTimeout, msg)
 	default:
 		o.env = e.synthEnvelope(step.Tool, caperr.ToolFailure, err.Error())
+	}
+	if e.pastDeadline(time.Second) && o.env.Error != nil && o.env.Error.Code == caperr.TaskTimeout && !strings.Contains(o.env.Message, "max_run_seconds") {
+		// The step's time was the run's: say so.
+		env := *o.env
+		env.Message += fmt.Sprintf(" (the run's max_run_seconds, %ds, ran out)", e.rr.MaxRunSeconds)
+		o.env = &env
 	}
 	return o
 }

@@ -18,6 +18,10 @@ import (
 // hand-off through the server. Runs recorded before it replay as they ran.
 const localChange = "local-activities"
 
+// deadlineChange: steps' timeouts are clamped to what is left of the run's
+// max_run_seconds, and the run checks its deadline after local steps.
+const deadlineChange = "deadline-clamp"
+
 // withLocal records in ctx whether this run uses local activities (asked
 // once, at the start of the workflow).
 func withLocal(ctx workflow.Context) workflow.Context {
@@ -89,14 +93,17 @@ func (s *scheduler) segmentFull() bool {
 // a regular activity. ctx may be cancellable; path gets the path taken.
 func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	if !s.local || !step.Local {
+		opts = s.withinDeadline(opts, false)
 		*path = PathActivity
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), wfapi.RunToolActivity, in)
 	}
 	*path = PathLocal
+	opts = s.withinDeadline(opts, true)
 	in.Host = s.rr.HostQueue
 	retry := *opts.RetryPolicy
 	retry.MaximumAttempts = int32(min(max(step.MaxAttempts, 1), orDefault(s.rr.LocalAttempts, LocalAttempts)))
-	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: &retry, Summary: opts.Summary}
+	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
+		RetryPolicy: &retry, Summary: opts.Summary}
 	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), wfapi.RunToolActivity, in)
 	fut, set := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(gctx workflow.Context) {

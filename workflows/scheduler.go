@@ -123,6 +123,9 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	s.m = dag.New(nodes, rr.FailurePolicy, s)
 	if rr.MaxRunSeconds > 0 {
 		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
+		if workflow.GetVersion(ctx, deadlineChange, workflow.DefaultVersion, 1) >= 1 {
+			s.executor.deadline = s.deadline
+		}
 	}
 	return s
 }
@@ -175,6 +178,12 @@ func (s *scheduler) run() {
 	s.m.Examine(s.m.IDs()...)
 	for {
 		s.flushLocal()
+		if s.pastDeadline(0) && !s.timedOut {
+			// Local steps move workflow time within one task, where the
+			// deadline timer's firing cannot arrive: the run checks.
+			s.timedOut = true
+			s.m.Stop(s.timeoutText())
+		}
 		if !s.draining && s.segmentFull() {
 			// Let what runs end, then continue as new (segments.go).
 			s.draining = true
@@ -219,7 +228,7 @@ func (s *scheduler) startDeadline() workflow.CancelFunc {
 		workflow.TimerOptions{Summary: fmt.Sprintf("max_run_seconds %d", s.rr.MaxRunSeconds)})
 	s.sel.AddFuture(deadline, func(f workflow.Future) {
 		s.timerPending = false
-		if f.Get(s.ctx, nil) == nil {
+		if f.Get(s.ctx, nil) == nil && !s.timedOut {
 			s.timedOut = true
 			s.m.Stop(s.timeoutText())
 		}

@@ -96,6 +96,9 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 			return fmt.Errorf("carried deadline: %v", err)
 		}
 		s.deadline = d
+		if !s.executor.deadline.IsZero() {
+			s.executor.deadline = d
+		}
 	}
 	for i, rs := range s.rr.Steps {
 		status, whenFalse, err := wfapi.LetterState(r.States[i])

@@ -16,8 +16,7 @@ type Violation struct {
 type StepFacts struct {
 	ID          string
 	Capability  string
-	MaxAttempts int   // effective retry attempts (0 = unknown)
-	TimeoutSecs int64 // effective start-to-close timeout
+	MaxAttempts int // effective retry attempts (0 = unknown)
 }
 
 // Check returns every violation of the plan against p.
@@ -33,10 +32,6 @@ func (p *Policy) Check(steps []StepFacts, maxParallel int) []Violation {
 		if lim, ok := p.Limits[MaxToolRetries]; ok && s.MaxAttempts-1 > lim {
 			out = append(out, Violation{Rule: fmt.Sprintf("limits.max_tool_retries: %d", lim), StepID: s.ID,
 				Message: fmt.Sprintf("step %s may retry %d times; the policy allows %d", s.ID, s.MaxAttempts-1, lim)})
-		}
-		if lim, ok := p.Limits[MaxRunSeconds]; ok && lim > 0 && s.TimeoutSecs > int64(lim) {
-			out = append(out, Violation{Rule: fmt.Sprintf("limits.max_run_seconds: %d", lim), StepID: s.ID,
-				Message: fmt.Sprintf("step %s may run %ds, longer than the whole run may (%ds)", s.ID, s.TimeoutSecs, lim)})
 		}
 	}
 	_ = maxParallel // parallelism is clamped to the limit, never a violation

@@ -140,7 +140,7 @@ func Check(req Request) *Report {
 			continue // a sub-plan's own steps are checked with it
 		}
 		st := Settings(p, s, tools[s.ID])
-		f := policy.StepFacts{ID: s.ID, Capability: s.Capability, TimeoutSecs: int64(st.Timeout.Seconds())}
+		f := policy.StepFacts{ID: s.ID, Capability: s.Capability}
 		// Only retries the plan asks for can break the policy; built-in
 		// and tool defaults are clamped to it when the step runs.
 		if s.Retry != nil || p.Defaults.Retry.MaxAttempts > 0 {
