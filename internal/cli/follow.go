@@ -30,6 +30,9 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 	var phase wfapi.RunStatus
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
+	if !a.showsProgress() {
+		tick.Stop() // nothing to print: no queries for the worker to answer
+	}
 	ticks := 0
 	for {
 		select {
@@ -50,6 +53,10 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 				continue
 			}
 			a.printTransitions(p, seen, &phase)
+			// A progress answer costs the worker O(steps): large plans
+			// are asked less often (every 300 ms up to 1,000 steps, 3 s
+			// from 10,000).
+			tick.Reset(min(max(time.Duration(len(p.Steps))*300*time.Microsecond, 300*time.Millisecond), 3*time.Second))
 			if ticks++; ticks%3 == 0 && p.Status != "" {
 				a.printLive(ctx, run, live)
 			}
@@ -61,8 +68,13 @@ var stepMarks = map[wfapi.StepState]string{
 	wfapi.StepRunning: "…", wfapi.StepWaiting: "⏸", wfapi.StepSucceeded: "✓", wfapi.StepFailed: "✗", wfapi.StepSkipped: "↷", wfapi.StepCancelled: "⏹", wfapi.StepBlocked: "⛔",
 }
 
+// showsProgress: pretty output, or CAPFLOW_PROGRESS=1 with JSON output.
+func (a *App) showsProgress() bool {
+	return !a.jsonOutput() || os.Getenv("CAPFLOW_PROGRESS") == "1"
+}
+
 func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
-	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+	if !a.showsProgress() {
 		return
 	}
 	if p.Status != *phase && p.Status != "" {
@@ -114,7 +126,7 @@ func answerVerb(w *wfapi.Wait) string {
 // printLive prints what running steps say (their latest feedback event,
 // from heartbeat details) and each retry as it happens, once each.
 func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[string]string) {
-	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
+	if !a.showsProgress() {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
