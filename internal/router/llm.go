@@ -136,13 +136,18 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	resp, err := client.Do(req)
 	if err != nil {
 		l.logf("=== %s error ===\n%s", id, red.String(err.Error()))
-		if cctx.Err() != nil {
-			return nil, "", retryErr{caperr.New(caperr.TaskTimeout, "LLM call %s timed out after %s", id, timeout)}
+		if err := interrupted(ctx, cctx, id, timeout); err != nil {
+			return nil, "", err
 		}
 		return nil, "", retryErr{caperr.Wrap(caperr.DependencyUnavailable, err, "LLM call %s", id)}
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if ierr := interrupted(ctx, cctx, id, timeout); err != nil && ierr != nil {
+		// Cut off while the answer arrived: that is the signal or the
+		// timeout, not a malformed answer.
+		return nil, "", ierr
+	}
 	l.logf("=== %s response (HTTP %d) ===\n%s", id, resp.StatusCode, red.Bytes(raw))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
@@ -186,6 +191,19 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	}
 	y, _ := yaml.MarshalWithOptions(v, yaml.IndentSequence(true))
 	return p, string(y), nil
+}
+
+// interrupted says why an LLM call's context ended: the caller's (a
+// signal, a cancelled run: CANCELLED, never retried) or the call's own
+// timeout (TASK_TIMEOUT, worth another call); nil when it did not.
+func interrupted(ctx, cctx context.Context, id string, timeout time.Duration) error {
+	switch {
+	case ctx.Err() != nil:
+		return caperr.New(caperr.Cancelled, "LLM call %s cancelled", id)
+	case cctx.Err() != nil:
+		return retryErr{caperr.New(caperr.TaskTimeout, "LLM call %s timed out after %s (router.llm.timeout)", id, timeout)}
+	}
+	return nil
 }
 
 // Capability is what the LLM is shown of one capability (docs/router.md: the

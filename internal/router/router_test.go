@@ -273,3 +273,34 @@ func TestRequestOutsideProjectIsBadInput(t *testing.T) {
 		t.Fatalf("want INVALID_INPUT blaming the request, got %v", err)
 	}
 }
+
+// A signal during an LLM call (the caller's context ends) is CANCELLED and
+// not retried, whether it comes before the answer's headers or while its
+// body arrives; a call's own timeout says so.
+func TestLLMCallInterrupted(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	halfAnswer := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices": [`))
+		w.(http.Flusher).Flush()
+		<-release
+	}
+	silent := func(w http.ResponseWriter, r *http.Request) { <-release }
+	for name, h := range map[string]http.HandlerFunc{"before the headers": silent, "during the body": halfAnswer} {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close) // after release is closed (deferred)
+		l := &LLM{BaseURL: srv.URL, Model: "m", Timeout: 5 * time.Second}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, _, calls, err := l.Plan(ctx, "do it", nil, 3)
+		cancel()
+		if caperr.CodeOf(err) != caperr.Cancelled || calls != 1 {
+			t.Errorf("%s: %d call(s), %v", name, calls, err)
+		}
+		l.Timeout = 200 * time.Millisecond
+		_, _, _, err = l.Plan(context.Background(), "do it", nil, 1)
+		if !strings.Contains(fmt.Sprint(err), "timed out after 200ms (router.llm.timeout)") {
+			t.Errorf("%s: the timeout is not named: %v", name, err)
+		}
+	}
+}
