@@ -167,3 +167,29 @@ steps:
 		}
 	}
 }
+
+// A run whose step's worker died is cancelled promptly: the restarted
+// worker never had the step, no heartbeat timeout lets the server notice,
+// and the step's 10-minute start-to-close would hold the run. The step
+// gets CancelGrace to confirm, then is cancelled without its worker.
+func TestCancelAfterTheWorkerDied(t *testing.T) {
+	id := startDetached(t, h.writePlan(t, "cancel-dead-worker", `name: cancel-dead-worker
+steps:
+  - {id: hanging, capability: test.hang, timeout: 10m}
+`))
+	waitStepRunning(t, id, "hanging")
+	h.killWorker()
+	if err := h.startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, env, stderr := h.capflow(t, "cancel", id)
+	var r runResult
+	data(t, env, &r)
+	if code != 5 || r.Status != "cancelled" || time.Since(start) > 55*time.Second {
+		t.Fatalf("exit %d after %s: %s %s\n%s", code, time.Since(start), r.Status, env.Message, stderr)
+	}
+	if s := r.step(t, "hanging"); s.Status != "cancelled" || s.Envelope == nil || !strings.Contains(s.Envelope.Message, "did not confirm the cancellation within 30s") {
+		t.Fatalf("hanging: %s %+v", s.Status, s.Envelope)
+	}
+}

@@ -58,6 +58,10 @@ type stepState struct {
 	moves int
 	// path is how the step ran: local, activity, or local then activity.
 	path string
+	// graceCancel stops the wait for a halted activity's confirmation;
+	// abandoned: the step ended without it (cancelgrace.go).
+	graceCancel workflow.CancelFunc
+	abandoned   bool
 }
 
 type scheduler struct {
@@ -158,6 +162,7 @@ func (s *scheduler) Halt(id string, was dag.State) {
 		s.abandonItems(st, s.stopReason())
 	case st.cancel != nil:
 		st.cancel()
+		s.confirmCancel(st)
 	}
 }
 

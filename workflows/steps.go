@@ -57,8 +57,11 @@ func (s *scheduler) launch(st *stepState) {
 
 // complete records a finished activity.
 func (s *scheduler) complete(id string, f workflow.Future) {
-	s.inflight--
 	st := s.steps[id]
+	if !s.confirmed(st) {
+		return
+	}
+	s.inflight--
 	var out wfapi.RunToolResult
 	err := f.Get(s.ctx, &out)
 	if err == nil {

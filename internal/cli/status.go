@@ -13,6 +13,7 @@ import (
 	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -92,6 +93,13 @@ func (a *App) cancelCommand() *cobra.Command {
 				wctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
 				res, err := a.fetch(wctx, tc, args[0], true)
+				if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+					// Asked; the run winds down on its own time (a step
+					// whose worker is gone has 30 s to confirm).
+					msg := fmt.Sprintf("cancellation of %s requested; it has not ended within a minute: capflow status %s", args[0], args[0])
+					a.set(envelope.NewBuilder("capflow-cancel").Succeed(msg, map[string]any{"id": args[0], "ended": false}), nil)
+					return nil
+				}
 				if err != nil {
 					return err
 				}
