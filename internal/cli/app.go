@@ -6,10 +6,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -44,6 +47,8 @@ type App struct {
 	configFile string
 	output     string
 	outputPath string
+	// outputPathBad: --output-path was refused; nothing is written to it.
+	outputPathBad bool
 	// verbose: live output includes the tools' stderr lines.
 	verbose bool
 	flags   map[string]*pflag.Flag
@@ -230,12 +235,20 @@ func (a *App) print(r *result) int {
 	if r.exit != nil {
 		code = *r.exit
 	}
-	if a.outputPath != "" {
+	if a.outputPath != "" && !a.outputPathBad {
 		b, _ := json.MarshalIndent(r.env, "", "  ")
 		if err := writeOutputPath(a.outputPath, append(b, '\n')); err != nil {
-			fmt.Fprintf(a.Stderr, "capflow: cannot write --output-path %s: %v\n", a.outputPath, err)
+			// Checked before the command ran, so this is rare (the disk
+			// filled, the folder went): the printed envelope says it too.
+			msg := fmt.Sprintf("cannot write --output-path %s: %v", a.outputPath, err)
+			fmt.Fprintf(a.Stderr, "capflow: %s\n", msg)
 			if code == 0 {
 				code = 1
+			}
+			r.env.ExitCode, r.env.Success = code, false
+			r.env.Feedback = append(r.env.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelError, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
+			if r.env.Error == nil {
+				r.env.Error = &envelope.ErrorInfo{Code: caperr.ObservabilityError, Severity: caperr.High}
 			}
 		}
 	}
@@ -250,13 +263,43 @@ func (a *App) print(r *result) int {
 	return code
 }
 
+// checkOutputPath refuses an --output-path the envelope could not be
+// written to, before the command runs: a symbolic link (it may lead
+// anywhere: the file it names would be overwritten), anything but a
+// regular file, a folder that does not exist or cannot be written.
+func checkOutputPath(p string) error {
+	st, err := os.Lstat(p)
+	switch {
+	case err == nil && st.Mode()&os.ModeSymlink != 0:
+		return errors.New("is a symbolic link: refused (name the file itself)")
+	case err == nil && !st.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%s)", st.Mode().Type())
+	case err == nil:
+		f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("cannot be written: %w", errors.Unwrap(err))
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot be written: %w", errors.Unwrap(err))
+	}
+	dir := filepath.Dir(p)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot be written: its folder %s does not exist", dir)
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("cannot be written: its folder %s is not writable", dir)
+	}
+	return nil
+}
+
 // writeOutputPath writes the envelope file: a regular file only (opening
-// a FIFO nobody reads would block forever).
+// a FIFO nobody reads would block forever), never through a link.
 func writeOutputPath(p string, b []byte) error {
-	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+	if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("not a regular file (%s)", st.Mode().Type())
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return err
 	}
@@ -300,6 +343,12 @@ func (a *App) rootCommand() *cobra.Command {
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if a.output != "" && a.output != "json" && a.output != "pretty" {
 			return fmt.Errorf("--output must be pretty or json, not %q", a.output)
+		}
+		if a.outputPath != "" {
+			if err := checkOutputPath(a.outputPath); err != nil {
+				a.outputPathBad = true
+				return caperr.New(caperr.InvalidInput, "%s %v", a.outputPath, err).At("", 0, 0, "--output-path")
+			}
 		}
 		return nil
 	}

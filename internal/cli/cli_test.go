@@ -168,6 +168,36 @@ func TestOutputPathAndEnvJSON(t *testing.T) {
 	}
 }
 
+// --output-path names a regular file in a writable folder, never a link:
+// refused before the command runs (exit 2, the envelope says so, the
+// link's target untouched).
+func TestOutputPathRefusals(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	must(t, os.WriteFile(victim, []byte("precious"), 0o644))
+	must(t, os.Symlink(victim, filepath.Join(dir, "link.json")))
+	must(t, os.Mkdir(filepath.Join(dir, "ro"), 0o555))
+	cases := map[string]string{
+		filepath.Join(dir, "link.json"):      "is a symbolic link",
+		filepath.Join(dir, "missing", "x"):   "its folder",
+		dir:                                  "is not a regular file",
+		filepath.Join(dir, "ro", "env.json"): "not writable",
+	}
+	for p, want := range cases {
+		if os.Geteuid() == 0 && strings.HasSuffix(p, "ro/env.json") {
+			continue // root writes anywhere
+		}
+		code, out, _ := capflow(t, "version", "--output", "json", "--output-path", p)
+		env := envelopeOf(t, out)
+		if code != 2 || env.ExitCode != 2 || !strings.Contains(env.Message, want) || !strings.Contains(env.Message, "--output-path") {
+			t.Errorf("%s: exit %d, envelope %d %q", p, code, env.ExitCode, env.Message)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Fatalf("written through the link: %q", b)
+	}
+}
+
 // With json output every outcome is one envelope: unknown commands, bare
 // groups, help and version included; ids are kebab-case.
 func TestEveryOutcomeIsOneEnvelope(t *testing.T) {
@@ -251,5 +281,12 @@ func TestAgentDryRunListsPlannedOperations(t *testing.T) {
 	op := planned[0].(map[string]any)
 	if op["tool"] != "file-checksum@1.0.0" || op["runs"] != "builtin: file.checksum" {
 		t.Fatalf("planned operation: %v", op)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
