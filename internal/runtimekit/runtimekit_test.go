@@ -127,6 +127,9 @@ func TestReadiness(t *testing.T) {
 	}
 	taken := l.Addr().(*net.TCPAddr).Port
 	defer l.Close()
+	if err := os.Symlink("/etc", filepath.Join(env.Root, "etc-link")); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		in   map[string]any
@@ -145,6 +148,7 @@ func TestReadiness(t *testing.T) {
 		{"no such command", map[string]any{"name": "f", "command": []any{"no-such-binary-xyz"}}, caperr.StartupError, "not found"},
 		{"bad name", map[string]any{"name": "../x", "command": []any{"sleep", "1"}}, caperr.InvalidInput, "name"},
 		{"cwd outside", map[string]any{"name": "g", "command": []any{"sleep", "1"}, "cwd": "/etc"}, caperr.InvalidInput, "outside"},
+		{"cwd through a link that leads out", map[string]any{"name": "h", "command": []any{"sleep", "1"}, "cwd": "etc-link"}, caperr.InvalidInput, "outside"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,7 +87,9 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	}
 	cwd := env.Root
 	if in.Cwd != "" {
-		p, err := env.Path("cwd", in.Cwd)
+		// Symlinks resolved: a link inside the project that leads out of
+		// it is refused like every other builtin's path.
+		p, err := inside(env, "cwd", in.Cwd)
 		if err != nil {
 			return nil, err
 		}
