@@ -79,7 +79,15 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 // alone and listed.
 func (a *Activities) cleanup(runDir string) *report.Cleanup {
 	reg, err := runtimekit.ReadRegistry(runDir)
-	if err != nil || len(reg.Processes) == 0 {
+	if err != nil {
+		// The record is unreadable: what the run started is still found,
+		// by the token each of its servers carries, and the report says so.
+		stopped := runtimekit.Sweep(runDir, 5*time.Second)
+		a.Logger.Warn("cleanup", "run_dir", runDir, "error", err, "stopped", stopped)
+		return &report.Cleanup{Stopped: append([]int{}, stopped...), Skipped: []report.CleanupSkipped{},
+			Note: fmt.Sprintf("%v; the run's processes were found by their ownership token instead (%d stopped)", err, len(stopped))}
+	}
+	if len(reg.Processes) == 0 {
 		return nil
 	}
 	res, err := runtimekit.Stop(runDir, "", 5*time.Second)

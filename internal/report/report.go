@@ -28,6 +28,9 @@ type Document struct {
 type Cleanup struct {
 	Stopped []int            `json:"stopped"`
 	Skipped []CleanupSkipped `json:"skipped"`
+	// Note says how the processes were found when processes.json could
+	// not be read.
+	Note string `json:"note,omitempty"`
 }
 
 // CleanupSkipped is a process the cleanup did not signal, and why.
@@ -175,8 +178,11 @@ func Markdown(d Document) string {
 			}
 		}
 	}
-	if c := d.Cleanup; c != nil && (len(c.Stopped) > 0 || len(c.Skipped) > 0) {
+	if c := d.Cleanup; c != nil && (len(c.Stopped) > 0 || len(c.Skipped) > 0 || c.Note != "") {
 		fmt.Fprintf(&b, "\n## Processes at the end\n\nStopped %d process(es) the run still owned: %v.\n", len(c.Stopped), c.Stopped)
+		if c.Note != "" {
+			fmt.Fprintf(&b, "\n%s.\n", c.Note)
+		}
 		for _, sk := range c.Skipped {
 			fmt.Fprintf(&b, "- left alone: %s (pid %d): %s\n", sk.Name, sk.PID, sk.Reason)
 		}

@@ -3,7 +3,8 @@
 // and browser scenarios in headless Chromium. Its state lives in the run
 // folder: processes.json, logs/, artifacts/. A process is only ever
 // signalled after its identity (pid, start time, argv, cwd) matches the
-// ownership hash recorded when the run started it.
+// ownership hash recorded when the run started it, and the kernel shows
+// the run's ownership token in its environment (owner.go).
 package runtimekit
 
 import (
@@ -36,6 +37,7 @@ type Record struct {
 	Cwd        string     `json:"cwd"`
 	LogPath    string     `json:"log_path"`
 	Hash       string     `json:"ownership_hash"`
+	Token      string     `json:"ownership_token"`
 	StartedAt  string     `json:"started_at"`
 	Readiness  *Readiness `json:"readiness,omitempty"`
 	// StoppedAt is set once capflow stopped it (or found it gone).
@@ -103,7 +105,7 @@ func (r Record) Verify(runDir string) string {
 	if pgid, err := syscall.Getpgid(r.PID); err != nil || pgid != r.PGID {
 		return fmt.Sprintf("pid %d is no longer in process group %d", r.PID, r.PGID)
 	}
-	return ""
+	return r.checkToken(runDir)
 }
 
 // withRegistry reads processes.json under an exclusive lock, lets f

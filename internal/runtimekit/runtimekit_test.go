@@ -58,6 +58,7 @@ func TestOwnership(t *testing.T) {
 	}
 	pid := data["pid"].(int)
 	stranger := exec.Command("sleep", "60")
+	stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := stranger.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +74,19 @@ func TestOwnership(t *testing.T) {
 		recycled := Record{Name: "recycled", PID: stranger.Process.Pid, PGID: stranger.Process.Pid, StartTicks: 1, Argv: []string{"sleep", "60"}, Cwd: env.Root}
 		recycled.Hash = ownership(env.RunDir, recycled.PID, recycled.StartTicks, recycled.Argv, recycled.Cwd)
 		reg.Processes = append(reg.Processes, recycled)
+		// Everything a file can say, right: the stranger's pid, start
+		// time, group, a hash computed for them, even the run's real
+		// token. The stranger's environment lacks the token.
+		ticks, _ := startTicks(stranger.Process.Pid)
+		victim := Record{Name: "victim", PID: stranger.Process.Pid, PGID: stranger.Process.Pid, StartTicks: ticks, Argv: []string{"sleep", "60"}, Cwd: env.Root, Token: reg.Processes[0].Token}
+		victim.Hash = ownership(env.RunDir, victim.PID, victim.StartTicks, victim.Argv, victim.Cwd)
+		reg.Processes = append(reg.Processes, victim)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"forged", "recycled"} {
+	for _, name := range []string{"forged", "recycled", "victim"} {
 		res, err := Stop(env.RunDir, name, time.Second)
 		if code(err) != caperr.OwnershipValidationError || len(res.Skipped) != 1 || len(res.Stopped) != 0 {
 			t.Fatalf("%s: %v %+v", name, err, res)
@@ -88,7 +96,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("stop of a name never started: %v", err)
 	}
 	res, err := Stop(env.RunDir, "", time.Second)
-	if err != nil || len(res.Stopped) != 1 || res.Stopped[0] != pid || len(res.Skipped) != 2 {
+	if err != nil || len(res.Stopped) != 1 || res.Stopped[0] != pid || len(res.Skipped) != 3 {
 		t.Fatalf("stop all: %v %+v", err, res)
 	}
 	if alive(pid) {
@@ -101,6 +109,29 @@ func TestOwnership(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(env.RunDir, ProcessesFile), []byte("{oops"), 0o644)
 	if _, err := Stop(env.RunDir, "", time.Second); code(err) != caperr.OwnershipValidationError {
 		t.Fatalf("garbled processes.json: %v", err)
+	}
+}
+
+// A run whose processes.json cannot be read still stops what it started:
+// its servers carry its token, found through /proc. Nothing else is.
+func TestSweepWithoutTheRecord(t *testing.T) {
+	env := testEnv(t)
+	data, err := start(t, env, map[string]any{"name": "nap", "command": []any{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testEnv(t)
+	odata, err := start(t, other, map[string]any{"name": "nap", "command": []any{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(env.RunDir, ProcessesFile), []byte("{oops"), 0o644)
+	got := Sweep(env.RunDir, time.Second)
+	if len(got) != 1 || got[0] != data["pid"].(int) || alive(got[0]) {
+		t.Fatalf("swept %v, want [%d] stopped", got, data["pid"])
+	}
+	if !alive(odata["pid"].(int)) {
+		t.Fatal("another run's server was stopped")
 	}
 }
 

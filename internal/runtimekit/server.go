@@ -142,6 +142,8 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	for k, v := range in.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	token := newToken(env.RunDir)
+	cmd.Env = append(cmd.Env, OwnerEnv+"="+token) // last: the plan's env cannot replace it
 	// Its own process group: stopped as a whole, and untouched by signals
 	// meant for the worker.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -159,7 +161,7 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	}
 	argv := append([]string{bin}, in.Command[1:]...)
 	rec := Record{Name: in.Name, PID: pid, PGID: pid, StartTicks: ticks, Argv: argv, Cwd: cwd, LogPath: logPath,
-		Hash: ownership(env.RunDir, pid, ticks, argv, cwd), StartedAt: now(), Readiness: in.Readiness}
+		Hash: ownership(env.RunDir, pid, ticks, argv, cwd), Token: token, StartedAt: now(), Readiness: in.Readiness}
 	if err := withRegistry(env.RunDir, func(reg *Registry) error { reg.Processes = append(reg.Processes, rec); return nil }); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the process")
