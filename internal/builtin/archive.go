@@ -69,6 +69,7 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 		base = path.Dir(base)
 	}
 	var files []string
+	var skipped skips
 	err = fs.WalkDir(src.root.FS(), walkRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -76,10 +77,13 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 		if filepath.Join(src.base, filepath.FromSlash(p)) == out.abs {
 			return nil
 		}
-		if d.Type().IsRegular() {
-			if len(files) >= maxEntries {
-				return caperr.New(caperr.InvalidInput, "source %q holds more than %d files", src.given, maxEntries)
-			}
+		switch {
+		case d.IsDir():
+		case !d.Type().IsRegular():
+			skipped.addMode(p, d.Type())
+		case len(files) >= maxEntries:
+			return caperr.New(caperr.InvalidInput, "source %q holds more than %d files", src.given, maxEntries)
+		default:
 			files = append(files, p)
 		}
 		return nil
@@ -169,7 +173,7 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 	if names == nil {
 		names = []any{}
 	}
-	return map[string]any{"path": out.abs, "format": format, "files": names, "count": len(names), "bytes": size, "sha256": sum}, nil
+	return skipped.report(env, "archive", map[string]any{"path": out.abs, "format": format, "files": names, "count": len(names), "bytes": size, "sha256": sum}), nil
 }
 
 // maxEntries bounds the files one archive may hold or create.
@@ -212,7 +216,8 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 			_ = dest.root.Remove(dest.rel)
 		}
 	}
-	names, total, err := unpack(ctx, af, format, func(name string) (string, error) {
+	var skipped skips
+	names, total, err := unpack(ctx, af, format, &skipped, func(name string) (string, error) {
 		if !fs.ValidPath(name) || strings.Contains(name, "\\") {
 			return "", caperr.New(caperr.InvalidInput, "archive entry %q would be written outside %s", name, dest.given)
 		}
@@ -234,12 +239,12 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 	for i, n := range names {
 		out[i] = n
 	}
-	return map[string]any{"dest": dest.abs, "files": out, "count": len(out), "bytes": total}, nil
+	return skipped.report(env, "extract", map[string]any{"dest": dest.abs, "files": out, "count": len(out), "bytes": total}), nil
 }
 
 // unpack writes every regular entry of the archive to target(name), inside
 // dest's root, stopping at maxExtract bytes and maxEntries files.
-func unpack(ctx context.Context, f *os.File, format string, target func(string) (string, error), dest *place) ([]string, int64, error) {
+func unpack(ctx context.Context, f *os.File, format string, skipped *skips, target func(string) (string, error), dest *place) ([]string, int64, error) {
 	var names []string
 	var total int64
 	write := func(name string, mode fs.FileMode, r io.Reader) error {
@@ -280,7 +285,11 @@ func unpack(ctx context.Context, f *os.File, format string, target func(string) 
 			return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "open the archive")
 		}
 		for _, zf := range zr.File {
-			if zf.FileInfo().IsDir() || !zf.Mode().IsRegular() {
+			if zf.FileInfo().IsDir() {
+				continue
+			}
+			if !zf.Mode().IsRegular() {
+				skipped.add(zf.Name, modeName(zf.Mode()), "not extracted: only regular files (and their folders) are; a link could lead outside dest")
 				continue
 			}
 			r, err := zf.Open()
@@ -308,6 +317,7 @@ func unpack(ctx context.Context, f *os.File, format string, target func(string) 
 				return nil, 0, caperr.Wrap(caperr.InvalidInput, err, "read tar")
 			}
 			if h.Typeflag != tar.TypeReg {
+				skipped.addTar(h)
 				continue
 			}
 			if err := write(h.Name, fs.FileMode(h.Mode), tr); err != nil {

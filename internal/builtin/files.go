@@ -214,6 +214,7 @@ func fileList(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	defer pl.Close()
 	recursive := boolean(in, "recursive")
 	files := []any{}
+	var skipped skips
 	// Walking through the root's fs.FS: symlinks are listed as entries,
 	// never followed out of the project.
 	err = fs.WalkDir(pl.root.FS(), filepath.ToSlash(pl.rel), func(p string, d fs.DirEntry, err error) error {
@@ -229,10 +230,14 @@ func fileList(ctx context.Context, in map[string]any, env *Env) (any, error) {
 			}
 			return nil
 		}
-		if ok, _ := filepath.Match(pattern, d.Name()); ok && d.Type().IsRegular() {
-			if len(files) >= maxListed {
-				return caperr.New(caperr.InvalidInput, "dir %q holds more than %d matching files", pl.given, maxListed)
-			}
+		ok, _ := filepath.Match(pattern, d.Name())
+		switch {
+		case !ok:
+		case !d.Type().IsRegular():
+			skipped.addMode(filepath.Join(pl.base, filepath.FromSlash(p)), d.Type())
+		case len(files) >= maxListed:
+			return caperr.New(caperr.InvalidInput, "dir %q holds more than %d matching files", pl.given, maxListed)
+		default:
 			files = append(files, filepath.Join(pl.base, filepath.FromSlash(p)))
 		}
 		return nil
@@ -248,5 +253,5 @@ func fileList(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].(string) < files[j].(string) })
 	env.Feedback.Info("list", "found "+itoa(len(files))+" files")
-	return map[string]any{"dir": pl.abs, "files": files, "count": len(files)}, nil
+	return skipped.report(env, "list", map[string]any{"dir": pl.abs, "files": files, "count": len(files)}), nil
 }
