@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,13 +15,14 @@ import (
 )
 
 type agentData struct {
-	Verdict string                 `json:"verdict"`
-	Status  string                 `json:"status"`
-	Done    []map[string]string    `json:"done"`
-	Missing []map[string]string    `json:"missing"`
-	Route   map[string]string      `json:"route"`
-	Gaps    []map[string]any       `json:"gaps"`
-	Result  map[string]interface{} `json:"result"`
+	Verdict  string                 `json:"verdict"`
+	Headline string                 `json:"headline"`
+	Status   string                 `json:"status"`
+	Done     []map[string]string    `json:"done"`
+	Missing  []map[string]string    `json:"missing"`
+	Route    map[string]string      `json:"route"`
+	Gaps     []map[string]any       `json:"gaps"`
+	Result   map[string]interface{} `json:"result"`
 }
 
 func caps(ops []map[string]string) string {
@@ -51,6 +53,31 @@ func TestAgentRunsARoutedRequest(t *testing.T) {
 	var d agentData
 	data(t, env, &d)
 	if code != 0 || d.Verdict != "task completed" || caps(d.Done) != "checksum_1=file.checksum" {
+		t.Fatalf("exit %d: %+v", code, d)
+	}
+}
+
+// A Russian request is answered in Russian (the design's own words), and
+// pretty output ends with what the run found.
+func TestAgentAnswersInTheRequestsLanguage(t *testing.T) {
+	code, env, _ := h.capflow(t, "agent", "посчитай хеш tools/noop/run.sh")
+	var d agentData
+	data(t, env, &d)
+	sum, _ := d.Result["steps"].([]any)[0].(map[string]any)["envelope"].(map[string]any)["data"].(map[string]any)["sha256"].(string)
+	if code != 0 || d.Verdict != "task completed" || d.Headline != "Задача успешно выполнена" || len(sum) != 64 {
+		t.Fatalf("exit %d: %+v", code, d)
+	}
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), "agent", "посчитай хеш tools/noop/run.sh", "--project", h.project, "--output", "pretty")
+	cmd.Env = h.env()
+	code, out, _ := runCmd(t, cmd)
+	for _, want := range []string{"✓ Задача успешно выполнена", "выполненные операции:", "checksum_1  file.checksum", "ответ:", sum} {
+		if code != 0 || !strings.Contains(out.String(), want) {
+			t.Fatalf("exit %d, no %q in:\n%s", code, want, out.String())
+		}
+	}
+	code, env, _ = h.capflow(t, "agent", "скачай https://youtu.be/x и положи на гугл диск")
+	data(t, env, &d)
+	if code != 3 || d.Headline != "Задача не выполнена" {
 		t.Fatalf("exit %d: %+v", code, d)
 	}
 }

@@ -150,7 +150,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	}
 	if res.Plan == nil {
 		a.phase("planning", "%s", res.Message)
-		a.setVerdict(id, verdictData{Status: preflight.PartialComplete, Message: res.Message, Route: res})
+		a.setVerdict(id, verdictData{Lang: requestLanguage(text), Status: preflight.PartialComplete, Message: res.Message, Route: res})
 		return nil
 	}
 	a.phase("planning", "%s → plan %s with %d steps", res.Message, res.Plan.Name, len(res.Plan.Steps))
@@ -176,7 +176,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	} else {
 		a.phase("policy check", "blocked: %s", rep.Policy.Violations[0].Message)
 	}
-	vd := verdictData{Status: rep.Status, Message: rep.Message, Route: res, Report: rep}
+	vd := verdictData{Lang: requestLanguage(text), Status: rep.Status, Message: rep.Message, Route: res, Report: rep}
 	if rep.Status != preflight.Ready {
 		a.setVerdict(id, vd)
 		return nil
@@ -213,6 +213,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 }
 
 type verdictData struct {
+	Lang    string // the request's language: "ru" or "en"
 	Status  string
 	Message string
 	DryRun  bool
@@ -261,7 +262,8 @@ func (a *App) setVerdict(id string, v verdictData) {
 	if v.DryRun {
 		verdict = "dry run: ready to run"
 	}
-	data := map[string]any{"verdict": verdict, "status": v.Status, "done": done, "missing": missing}
+	data := map[string]any{"verdict": verdict, "status": v.Status, "done": done, "missing": missing,
+		"language": v.lang(), "headline": labels[v.lang()][verdict]}
 	if v.DryRun {
 		data["planned"] = planned
 	}
@@ -301,35 +303,5 @@ func (a *App) setVerdict(id string, v verdictData) {
 		}
 		env = b.FailWithExit(code, exit, msg, data)
 	}
-	a.set(env, func(w io.Writer) {
-		mark := "✓"
-		if !completed {
-			mark = "✗"
-		}
-		if v.DryRun {
-			mark = "○"
-		}
-		fmt.Fprintf(w, "%s %s\n  %s\n", mark, strings.ToUpper(verdict[:1])+verdict[1:], v.Message)
-		if len(done) > 0 {
-			fmt.Fprintln(w, "operations done:")
-			for _, d := range done {
-				fmt.Fprintf(w, "  ✓ %s  %s\n", d.StepID, d.Capability)
-			}
-		}
-		if len(planned) > 0 {
-			fmt.Fprintln(w, "operations that would run:")
-			for _, p := range planned {
-				fmt.Fprintf(w, "  → %s  %s → %s\n      %s\n", p.StepID, p.Capability, p.Tool, p.Runs)
-			}
-		}
-		if len(missing) > 0 {
-			fmt.Fprintln(w, "operations missing:")
-			for _, m := range missing {
-				fmt.Fprintf(w, "  ✗ %s  %s  (%s)\n", m.StepID, m.Capability, m.Reason)
-			}
-		}
-		if v.Result != nil && v.Result.Report.Markdown != "" {
-			fmt.Fprintf(w, "report: %s\n", v.Result.Report.Markdown)
-		}
-	})
+	a.set(env, func(w io.Writer) { printVerdict(w, v, verdict, done, planned, missing) })
 }

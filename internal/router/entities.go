@@ -39,14 +39,40 @@ var (
 	urlRe = regexp.MustCompile(`https?://[^\s"'<>]+`)
 	// fileRe leaves the delimiter after a name unconsumed (RE2 has no
 	// lookahead): the caller checks it, so "a.webm b.webm" yields both.
-	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.\-~]+/)*[\w.\-~]*[\w\-~]\.(?:[A-Za-z0-9]{1,5}))`)
+	fileRe   = regexp.MustCompile(`(?:^|[\s"'(])((?:[\p{L}\p{N}_.\-~]+/)*[\p{L}\p{N}_.\-~]*[\p{L}\p{N}_\-~]\.(?:[A-Za-z0-9]{1,5}))`)
 	folderRe = regexp.MustCompile(`(?i)(?:folder|directory|папк[уаеи]|каталог|carpeta|cartella|dossier)\s+["']?([^\s"',;]+)`)
 	// A folder: "./x", "../x/y" or "/x" (the last slash optional), or bare
 	// components each ending in a slash ("rec/", "a/b/").
-	dirRe   = regexp.MustCompile(`(?:\bin|\binto|\bto|\bfrom|\bunder|\bв|\bво|\bиз|\ben|\bdi)\s+["']?(\.{0,2}/(?:[\w.\-]+/?)*|(?:[\w.\-]+/)+)`)
-	allRe   = regexp.MustCompile(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`)
+	dirRe   = regexp.MustCompile(UnicodeBoundaries(`\b(?:in|into|to|from|under|в|во|из|en|di)\s+["']?(\.{0,2}/(?:[\p{L}\p{N}_.\-]+/?)*|(?:[\p{L}\p{N}_.\-]+/)+)`))
+	allRe   = regexp.MustCompile(UnicodeBoundaries(`\b(all|every|each|все|всё|всех|todos|todas|tutti|tutte)\b`))
 	spaceRe = regexp.MustCompile(`\s+`)
 )
+
+// wordBoundary stands for \b: Go's \b is ASCII only, so "в" or "все"
+// never sit between word boundaries. It consumes the character it finds
+// (RE2 has no lookaround): fine for matching, and the values extracted
+// are in groups.
+const wordBoundary = `(?:^|$|[^\p{L}\p{N}_])`
+
+// UnicodeBoundaries rewrites each \b of a pattern to a boundary that
+// knows letters of every script (routing rules are written with \b and
+// requests come in Russian as often as in English).
+func UnicodeBoundaries(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			if p[i+1] == 'b' {
+				b.WriteString(wordBoundary)
+			} else {
+				b.WriteString(p[i : i+2])
+			}
+			i++
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
 
 // Normalize lowercases, trims and collapses white space; URLs keep their
 // original case (they are case-sensitive) and are extracted first.

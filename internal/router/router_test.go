@@ -68,9 +68,22 @@ func TestShippedRules(t *testing.T) {
 		{"zip everything in docs/ please", "create-archive", "archive.create,file.checksum", `source: "docs"`},
 		{"fetch https://example.com/api/status", "fetch-url", "http.request", "method: GET"},
 		{"list the files in plans/examples/", "list-files", "file.list", `dir: "plans/examples"`},
+		// The same rules in Russian: Go's \b is ASCII only, so words like
+		// "все" and "в" need Unicode-aware boundaries.
+		{"скачай видео https://www.youtube.com/watch?v=x1 и положи на гугл диск в папку клипы", "video-to-drive", "youtube.download,drive.upload", `folder: "клипы"`},
+		{"скачай ролик https://youtu.be/x", "video-download", "youtube.download", `url: "https://youtu.be/x"`},
+		{"скачай с яндекс диска https://disk.yandex.ru/d/abc в загрузки/", "public-disk-download", "yadisk.download", `dest: "загрузки"`},
+		{"конвертируй все webm из incoming/ в mp4", "webm-to-mp4", "file.list,video.convert", `dir: "incoming"`},
+		{"конвертируй всё webm в rec/ в mp4", "webm-to-mp4", "file.list,video.convert", `dir: "rec"`},
+		{"загрузи отчёт.pdf на диск", "drive-upload", "drive.upload", `file: "отчёт.pdf"`},
+		{"посчитай хеш go.sum", "checksum", "file.checksum", `path: "go.sum"`},
+		{"распакуй archive.zip в out/", "extract-archive", "archive.extract", `dest: "out"`},
+		{"упакуй в архив всё из docs/", "create-archive", "archive.create,file.checksum", `source: "docs"`},
+		{"получи https://example.com/api/status", "fetch-url", "http.request", "method: GET"},
+		{"покажи список файлов в plans/examples/", "list-files", "file.list", `dir: "plans/examples"`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.intent, func(t *testing.T) {
+		t.Run(tt.intent+" "+tt.request, func(t *testing.T) {
 			res, err := r.Route(context.Background(), tt.request)
 			if err != nil {
 				t.Fatal(err)

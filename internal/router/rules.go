@@ -102,7 +102,7 @@ func ParseRules(display string, data []byte, _ string) (*Rules, error) {
 		compile := func(kind string, pats []string) []*regexp.Regexp {
 			var out []*regexp.Regexp
 			for j, p := range pats {
-				re, err := regexp.Compile(p)
+				re, err := regexp.Compile(UnicodeBoundaries(p))
 				if err != nil {
 					at(append(base, "match", kind, fmt.Sprint(j)), "invalid pattern: %v", err)
 					continue
