@@ -13,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -110,7 +111,7 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 	st := s.steps[req.Step]
 	switch {
 	case st == nil:
-		return fmt.Errorf("the run has no step %q", req.Step)
+		return fmt.Errorf("the run has no step %q%s", req.Step, s.stepPhrase(req.Step))
 	case strings.TrimSpace(req.By) == "":
 		return errors.New("a decision needs who made it (by)")
 	case st.wait == nil:
@@ -131,6 +132,21 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 		}
 	}
 	return nil
+}
+
+// stepPhrase suggests a step id near a mistyped one: a waiting step
+// first (what run control answers), else any.
+func (s *scheduler) stepPhrase(id string) string {
+	var waiting []string
+	for _, x := range s.m.IDs() {
+		if s.steps[x].wait != nil {
+			waiting = append(waiting, x)
+		}
+	}
+	if p := suggest.Phrase(id, waiting); p != "" {
+		return p
+	}
+	return suggest.Phrase(id, s.m.IDs())
 }
 
 func actionList(a []wfapi.Action) string {

@@ -105,6 +105,7 @@ const twoGates = gated + `  - {id: announce, capability: flow.approve, needs: [s
 func TestApprovalGivenAndRefused(t *testing.T) {
 	res, f, answers, progress := control(t, twoGates, []string{"gate", "announce"}, nil, []op{
 		{at: time.Minute, update: wfapi.UpdateDecide, arg: decide("nope", wfapi.ActionApprove), want: `no step "nope"`},
+		{at: time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gaet", wfapi.ActionApprove), want: `no step "gaet" (did you mean "gate"?)`},
 		{at: 2 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionRetry), want: "answer with approve or reject"},
 		{at: 3 * time.Minute, update: wfapi.UpdateDecide, arg: wfapi.DecideRequest{Step: "gate", Action: wfapi.ActionApprove}, want: "who made it"},
 		{at: 4 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, "looks good")},
@@ -129,8 +130,8 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 	if progress[0].Steps[1].Status != wfapi.StepWaiting || w == nil || w.Prompt != "Ship it?" || w.Kind != wfapi.WaitApproval {
 		t.Fatalf("progress while waiting: %+v", progress[0].Steps[1])
 	}
-	if answers[3].answer.State != wfapi.StepSucceeded {
-		t.Fatalf("the answer says %+v", answers[3].answer)
+	if answers[4].answer.State != wfapi.StepSucceeded {
+		t.Fatalf("the answer says %+v", answers[4].answer)
 	}
 
 	res, _, _, _ = control(t, gated, []string{"gate"}, nil, []op{

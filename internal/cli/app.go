@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/suggest"
 )
 
 // SoftMemoryLimit is the CLI's Go memory limit unless GOMEMLIMIT is set.
@@ -144,10 +146,11 @@ func (a *App) main(args []string) (code int) {
 	}
 	err := root.Execute()
 	if err != nil {
-		// Flag and argument errors from cobra: invalid input.
+		// Flag and argument errors from cobra: invalid input, on one line.
+		msg := cobraSuggestion.ReplaceAllString(err.Error(), ` (did you mean "$1"?)`)
 		b := envelope.NewBuilder(commandID(root, args))
-		b.Error("args", err.Error(), "")
-		env := b.Fail(caperr.InvalidInput, err.Error()+" (see --help)", nil)
+		b.Error("args", msg, "")
+		env := b.Fail(caperr.InvalidInput, msg+" (see --help)", nil)
 		return a.emit(&result{env: env})
 	}
 	if a.result == nil && a.jsonOutput() {
@@ -167,6 +170,9 @@ func (a *App) main(args []string) (code int) {
 	}
 	return a.emit(a.result)
 }
+
+// cobraSuggestion is cobra's multi-line "did you mean" for a root command.
+var cobraSuggestion = regexp.MustCompile(`\s*Did you mean this\?\s+(\S+)(?:\s+\S+)*\s*$`)
 
 // outputFlag finds --output before cobra parses the command line.
 func outputFlag(args []string) string {
@@ -384,7 +390,14 @@ func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 // output a bare group is a usage error (one envelope, exit 2).
 func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return caperr.New(caperr.InvalidInput, "unknown command %q for %q (see --help)", args[0], cmd.CommandPath())
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+				names = append(names, c.Aliases...)
+			}
+		}
+		return caperr.New(caperr.InvalidInput, "unknown command %q for %q%s (see --help)", args[0], cmd.CommandPath(), suggest.Phrase(args[0], names))
 	}
 	if a.jsonOutput() {
 		var subs []string

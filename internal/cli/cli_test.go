@@ -290,3 +290,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Every name a person types gets a "did you mean": subcommands, tools and
+// capabilities, plan files.
+func TestDidYouMean(t *testing.T) {
+	root := repoRoot(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools", "lst"}, `(did you mean "list"?)`},
+		{[]string{"plann", "check"}, `(did you mean "plan"?)`},
+		{[]string{"tools", "show", "file-cheksum", "--project", root}, `(did you mean "file-checksum"?)`},
+		{[]string{"tools", "run", "file.cheksum", "--project", root}, `(did you mean "file.checksum"?)`},
+		{[]string{"plan", "check", filepath.Join(root, "plans", "exampels", "conditions.yaml"), "--project", root}, `(did you mean "` + filepath.Join(root, "plans", "examples", "conditions.yaml") + `"?)`},
+	}
+	for _, c := range cases {
+		code, out, _ := capflow(t, append(c.args, "--output", "json")...)
+		env := envelopeOf(t, out)
+		if code == 0 || !strings.Contains(out, strings.ReplaceAll(c.want, `"`, `\"`)) {
+			t.Errorf("%v: exit %d %s", c.args, code, env.Message)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/wfapi"
-	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 func (a *App) planCommand() *cobra.Command {
@@ -59,7 +58,7 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return nil, err
 	}
-	data, err := yamldoc.ReadFile(file, file)
+	data, err := readPlanFile(file)
 	if err != nil {
 		return &checked{cfg: cfg, reg: reg, report: preflight.InvalidReport(file, caperr.Problems{asError(err)})}, nil
 	}

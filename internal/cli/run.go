@@ -43,7 +43,7 @@ func NewWorkflowID(planName string) string {
 // loadPlanFile parses a plan and returns it with its raw value (sent to
 // the workflow as the user wrote it).
 func loadPlanFile(file string) (*plan.Plan, any, caperr.Problems, error) {
-	data, err := yamldoc.ReadFile(file, file)
+	data, err := readPlanFile(file)
 	if err != nil {
 		return nil, nil, caperr.Problems{asError(err)}, nil
 	}

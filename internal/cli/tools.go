@@ -17,6 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -295,7 +296,7 @@ func (a *App) toolsRun() *cobra.Command {
 			}
 			m := findTool(reg, args[0])
 			if m == nil {
-				msg := fmt.Sprintf("no tool or capability named %q", args[0])
+				msg := fmt.Sprintf("no tool or capability named %q%s", args[0], toolPhrase(reg, args[0]))
 				if n := len(reg.Problems); n > 0 {
 					msg += fmt.Sprintf(" (%d manifest problem(s) keep some tools out: see capflow tools validate)", n)
 				}
@@ -367,7 +368,7 @@ func (a *App) toolsShow() *cobra.Command {
 			}
 			m := findTool(reg, args[0])
 			if m == nil {
-				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q (see capflow tools list)", args[0])
+				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q%s (see capflow tools list)", args[0], toolPhrase(reg, args[0]))
 			}
 			def := ToolDefinition{Manifest: m, Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m)}
 			env := envelope.NewBuilder("capflow-tools-show").Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
@@ -379,6 +380,17 @@ func (a *App) toolsShow() *cobra.Command {
 
 // findTool looks a tool up by name (with an optional @version prefix), or
 // by a capability it provides (the tool the registry would choose).
+// toolPhrase is " (did you mean ...?)" for a name close to a tool's or a
+// capability's, or "".
+func toolPhrase(reg *registry.Registry, arg string) string {
+	names := reg.Capabilities()
+	for _, m := range reg.Tools {
+		names = append(names, m.Name)
+	}
+	name, _ := registry.SplitPin(arg)
+	return suggest.Phrase(name, names)
+}
+
 func findTool(reg *registry.Registry, arg string) *manifest.Manifest {
 	name, ver := registry.SplitPin(arg)
 	if m := reg.Tool(name, ver); m != nil {
