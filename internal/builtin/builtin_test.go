@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -104,8 +105,16 @@ func TestArchives(t *testing.T) {
 func TestHTTPRequest(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/fail" {
+		switch r.URL.Path {
+		case "/fail":
 			w.WriteHeader(503)
+			return
+		case "/slow-headers":
+			time.Sleep(2 * time.Second)
+		case "/slow-body":
+			w.Write([]byte("start"))
+			w.(http.Flusher).Flush()
+			time.Sleep(2 * time.Second)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -121,6 +130,19 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	if _, err := call(t, "http.request", "", map[string]any{"url": srv.URL + "/ok", "expect_status": int64(201)}); caperr.CodeOf(err) != caperr.ToolFailure {
 		t.Fatalf("expect_status: %v", err)
+	}
+	// timeout_ms is TASK_TIMEOUT, before the headers or during the body.
+	for _, p := range []string{"/slow-headers", "/slow-body"} {
+		_, err := call(t, "http.request", "", map[string]any{"url": srv.URL + p, "timeout_ms": int64(200)})
+		if caperr.CodeOf(err) != caperr.TaskTimeout || !strings.Contains(err.Error(), "timeout_ms") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	// A CR or LF in a header is the input's fault, refused before sending.
+	for _, h := range []map[string]any{{"X-A": "v\r\nX-Injected: 1"}, {"X A": "v"}, {"X-A": "v\nb"}} {
+		if _, err := call(t, "http.request", "", map[string]any{"url": srv.URL + "/ok", "headers": h}); caperr.CodeOf(err) != caperr.InvalidInput {
+			t.Errorf("header %q: %v", h, err)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"golang.org/x/net/http/httpguts"
 )
 
 func init() { register("http.request", httpRequest) }
@@ -23,6 +24,7 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 		method = http.MethodGet
 	}
 	timeout := time.Duration(integer(in, "timeout_ms", 30000)) * time.Millisecond
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var body io.Reader
@@ -45,21 +47,25 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 	}
 	if h, ok := in["headers"].(map[string]any); ok {
 		for k, v := range h {
-			req.Header.Set(k, fmt.Sprint(v))
+			val := fmt.Sprint(v)
+			// A CR or LF would split the header (request smuggling): the
+			// input is wrong, whatever the transport would say.
+			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
+				return nil, caperr.New(caperr.InvalidInput, "headers.%s: not a valid HTTP header (a name of token characters; a value without CR, LF or NUL)", k)
+			}
+			req.Header.Set(k, val)
 		}
 	}
 	start := time.Now()
+	what := method + " " + str(in, "url")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, caperr.Wrap(caperr.TaskTimeout, err, "%s %s", method, str(in, "url"))
-		}
-		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "%s %s", method, str(in, "url"))
+		return nil, httpErr(outer, ctx, err, what, timeout)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody+1))
+	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, resp.Body}, maxHTTPBody+1))
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ToolFailure, err, "read response")
+		return nil, httpErr(outer, ctx, err, what+": reading the response", timeout)
 	}
 	truncated := len(b) > maxHTTPBody
 	if truncated {
@@ -88,4 +94,17 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 		return out, caperr.New(code, "%s %s returned %d", method, str(in, "url"), resp.StatusCode)
 	}
 	return out, nil
+}
+
+// httpErr names why a request failed: the step's own end (its timeout or
+// cancellation), the request's timeout_ms (TASK_TIMEOUT, as the docs
+// say), or the endpoint (DEPENDENCY_UNAVAILABLE).
+func httpErr(outer, ctx context.Context, err error, what string, timeout time.Duration) error {
+	switch {
+	case outer.Err() != nil:
+		return ctxErr(outer, what)
+	case ctx.Err() != nil:
+		return caperr.New(caperr.TaskTimeout, "%s: no answer within timeout_ms (%s)", what, timeout)
+	}
+	return caperr.Wrap(caperr.DependencyUnavailable, err, "%s", what)
 }
