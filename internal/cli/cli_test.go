@@ -313,3 +313,16 @@ func TestDidYouMean(t *testing.T) {
 		}
 	}
 }
+
+// tools validate warns of a project tool without description.md, and
+// passes.
+func TestValidateWarnsWithoutDescription(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "tools", "plain"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "tools", "plain", "tool.yaml"), []byte("name: plain\nversion: 1.0.0\ndescription: plain\ncapabilities: [test.plain]\ninput_schema: {type: object}\noutput_schema: {type: object}\nentrypoint: {type: command, command: [\"true\"]}\n"), 0o644))
+	code, out, _ := capflow(t, "tools", "validate", "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 0 || len(env.Feedback) == 0 || !strings.Contains(env.Feedback[0].Message, "tools/plain/tool.yaml: no description.md") {
+		t.Fatalf("exit %d %+v", code, env.Feedback)
+	}
+}

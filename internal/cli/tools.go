@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,6 +72,7 @@ func (a *App) toolsValidate() *cobra.Command {
 					root, tools, probs, warnings = cfg.Root, reg.Tools, reg.Problems, reg.Warnings
 				}
 			}
+			warnings = append(warnings, missingDescriptions(root, tools)...)
 			for _, w := range warnings {
 				b.Warn("registry", w)
 			}
@@ -111,6 +114,22 @@ func (a *App) toolsValidate() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// missingDescriptions warns of tools on disk with no description.md
+// beside their tool.yaml: tools show prints it, and it is where a tool
+// says what it needs, returns and bounds.
+func missingDescriptions(root string, tools []*manifest.Manifest) []string {
+	var out []string
+	for _, m := range tools {
+		if m.Dir == "" || strings.HasPrefix(m.File, "builtin:") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(m.Dir, registry.DescriptionFile)); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, fmt.Sprintf("%s: no %s beside it (what the tool does, needs and returns; capflow tools show prints it)", relTo(root, m.File), registry.DescriptionFile))
+		}
+	}
+	return out
 }
 
 func countFiles(ps caperr.Problems) int {
