@@ -305,10 +305,28 @@ func (c *checker) addGap(s *plan.Step, reason, msg string, details map[string]an
 	if deps := c.dependts[s.ID]; len(deps) > 0 {
 		details["blocks"] = deps
 	}
-	name := proposedName(s.Capability)
+	name := c.freeName(proposedName(s.Capability), s.ID)
 	in, out := c.proposeSchemas(s)
 	c.gaps[s.ID] = &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
 		ProposedToolName: name, ProposedInputSchema: in, ProposedOutputSchema: out, Priority: priority}
+}
+
+// freeName is name, or a variant no tool of the registry has: a tool
+// scaffolded from the proposal must not shadow an existing one (a
+// schema-incompatible file.read step proposing "file-read").
+func (c *checker) freeName(name, stepID string) string {
+	if c.reg == nil || c.reg.Tool(name, "") == nil {
+		return name
+	}
+	for i := 0; ; i++ {
+		cand := proposedName(name + "." + stepID)
+		if i > 0 {
+			cand = fmt.Sprintf("%s-%d", cand, i+1)
+		}
+		if c.reg.Tool(cand, "") == nil {
+			return cand
+		}
+	}
 }
 
 // proposedName turns youtube.download into youtube-download.

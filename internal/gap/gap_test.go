@@ -308,3 +308,13 @@ func TestServerNamesNeedTheirStart(t *testing.T) {
 		}
 	}
 }
+
+// A proposal never names an existing tool: a file.read step whose inputs
+// file-read cannot take proposes a tool beside it, not one that shadows it.
+func TestProposalNeverShadowsATool(t *testing.T) {
+	p := mustPlan(t, "name: p\nsteps:\n  - {id: grab, capability: file.read, with: {path: x, encoding: ebcdic}}\n")
+	res := Check(p, testRegistry(t), Options{})
+	if len(res.Gaps) != 1 || res.Gaps[0].Reason != SchemaIncompatible || res.Gaps[0].ProposedToolName != "file-read-grab" {
+		t.Fatalf("%+v", res.Gaps)
+	}
+}
