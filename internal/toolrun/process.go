@@ -35,7 +35,7 @@ type process struct {
 	exit    int
 	waitErr error
 	elapsed time.Duration
-	events  []envelope.Feedback
+	events  eventLog
 	detail  string // the stderr tail
 	stopped bool   // stopped by cancellation or timeout
 }
@@ -74,7 +74,7 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 		defer close(readDone)
 		readStderr(errR, p.stderrLog, p.red, tail, func(f envelope.Feedback) {
 			evMu.Lock()
-			p.events = append(p.events, f)
+			p.events.add(f)
 			evMu.Unlock()
 			if req.OnFeedback != nil {
 				req.OnFeedback(f)
@@ -124,17 +124,17 @@ func (p *process) stopOnCancel(ctx context.Context, pgid int, done <-chan struct
 func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
 	if p.stopped || ctx.Err() != nil {
 		code := ctxCode(ctx)
-		b.Append(p.events...)
+		b.Append(p.events.list()...)
 		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, p.elapsed.Round(time.Millisecond), strings.ToLower(string(code))), p.detail)
 		return b.Fail(code, fmt.Sprintf("%s was stopped: %s", m.Name, ctxMessage(code)), nil)
 	}
 	if p.stdout.dropped > 0 {
-		p.events = append(p.events, envelope.Feedback{Phase: "output", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+		p.events.add(envelope.Feedback{Phase: "output", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
 			Message: fmt.Sprintf("stdout exceeded %d bytes; %d bytes dropped", maxOut, p.stdout.dropped)})
 	}
 	exit := p.exit
 	if m.Entrypoint.Result == manifest.ResultExitCode {
-		b.Append(p.events...)
+		b.Append(p.events.list()...)
 		data := map[string]any{"exit_code": exit, "stdout": lastBytes(p.stdout.buf.Bytes(), 64<<10)}
 		if exit == 0 {
 			return b.Succeed(fmt.Sprintf("%s exited 0", m.Name), data)
@@ -173,17 +173,15 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 
 // broken fails a process that gave no usable envelope.
 func (p *process) broken(b *envelope.Builder, why string) envelope.Envelope {
-	b.Append(p.events...)
+	b.Append(p.events.list()...)
 	b.Error("result", why, p.detail)
 	return b.FailWithExit(caperr.ToolFailure, nonzero(p.exit), why, nil)
 }
 
-// tools completes the tool's own envelope: its feedback (or the stderr
-// events), a known error code, the stderr tail on failure, its duration.
+// tools completes the tool's own envelope: its feedback with the stderr
+// events it does not hold, a known error code, the stderr tail on failure, its duration.
 func (p *process) tools(env *envelope.Envelope) envelope.Envelope {
-	if len(env.Feedback) == 0 {
-		env.Feedback = p.events
-	}
+	env.Feedback = mergeFeedback(env.Feedback, p.events.list())
 	if !env.Success {
 		if env.Error == nil || !caperr.Known(env.Error.Code) {
 			env.Error = envelope.ErrorFor(caperr.ToolFailure)

@@ -3,6 +3,7 @@ package toolrun
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +129,33 @@ func TestStderrEventsBecomeFeedback(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(wd, StderrLog))
 	if strings.TrimSpace(string(log)) != "plain log" {
 		t.Fatalf("stderr log = %q", log)
+	}
+}
+
+// A tool that writes feedback of its own and progress events on stderr
+// keeps both, in time order, each once; a flood of events is bounded.
+func TestOwnFeedbackKeepsStderrEvents(t *testing.T) {
+	t.Parallel()
+	own := `{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:05Z","message":"ok","data":{"n":1},` +
+		`"feedback":[{"phase":"start","level":"info","message":"begin","timestamp":"2026-11-21T10:00:00Z"},` +
+		`{"phase":"dl","level":"info","message":"50%","timestamp":"2026-11-21T10:00:02Z"},` +
+		`{"phase":"end","level":"info","message":"done","timestamp":"2026-11-21T10:00:04Z"}]}`
+	m := script(t, `echo '{"phase":"dl","level":"info","message":"50%","timestamp":"2026-11-21T10:00:02Z"}' >&2
+echo '{"phase":"dl","level":"info","message":"90%","timestamp":"2026-11-21T10:00:03Z"}' >&2
+echo '`+own+`'`)
+	env := run(t, m, map[string]any{}, 10*time.Second)
+	var got []string
+	for _, f := range env.Feedback {
+		got = append(got, f.Message)
+	}
+	if strings.Join(got, ",") != "begin,50%,90%,done" {
+		t.Fatalf("feedback %v", got)
+	}
+	flood := script(t, `i=0; while [ $i -lt 1000 ]; do echo '{"phase":"p","level":"info","message":"tick '$i'"}' >&2; i=$((i+1)); done; echo '`+okEnvelope+`'`)
+	env = run(t, flood, map[string]any{}, 30*time.Second)
+	last := env.Feedback[len(env.Feedback)-1].Message
+	if len(env.Feedback) > maxEvents+1 || last != "tick 999" || !strings.Contains(fmt.Sprint(env.Feedback), "dropped") {
+		t.Fatalf("%d entries, last %q", len(env.Feedback), last)
 	}
 }
 
