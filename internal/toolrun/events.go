@@ -37,7 +37,9 @@ func (l *eventLog) add(f envelope.Feedback) {
 func (l *eventLog) list() []envelope.Feedback {
 	out := append([]envelope.Feedback{}, l.head...)
 	if l.dropped > 0 {
-		out = append(out, envelope.Feedback{Phase: "stderr", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+		// Stamped like the first event kept after the gap: in time order
+		// it stays between the two halves.
+		out = append(out, envelope.Feedback{Phase: "stderr", Level: envelope.LevelWarning, Timestamp: l.tail[l.next].Timestamp,
 			Message: fmt.Sprintf("dropped %d stderr events between the first and the last %d", l.dropped, maxEvents/2)})
 	}
 	out = append(out, l.tail[l.next:]...)
