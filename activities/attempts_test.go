@@ -26,3 +26,25 @@ func TestAttemptStory(t *testing.T) {
 		t.Fatalf("got %q", got.Message)
 	}
 }
+
+// A failure that is not retried for a reason other than spent attempts
+// says that reason.
+func TestNotRetriedSaysWhy(t *testing.T) {
+	cases := []struct {
+		code         caperr.Code
+		idempotent   bool
+		attempt, max int32
+		want         string
+	}{
+		{caperr.ToolFailure, true, 1, 3, ""},
+		{caperr.ToolFailure, true, 3, 3, ""},
+		{caperr.InvalidInput, true, 1, 3, "not retried: INVALID_INPUT is never retried"},
+		{caperr.InvalidInput, true, 3, 3, ""},
+		{caperr.ToolFailure, false, 1, 1, "not retried: the tool is not idempotent (another attempt could repeat its effects)"},
+	}
+	for _, c := range cases {
+		if got := notRetried(c.code, c.idempotent, c.attempt, c.max); got != c.want {
+			t.Errorf("%+v: %q", c, got)
+		}
+	}
+}

@@ -167,6 +167,11 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	if env.Error != nil {
 		code = env.Error.Code
 	}
+	retryable := caperr.Lookup(code).Retryable && r.in.Step.Idempotent
+	if why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts); why != "" {
+		env.Message += " (" + why + ")"
+		env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: why, Timestamp: envelope.Timestamp(envelope.Now())})
+	}
 	item := r.in.Step.Item != nil
 	if !item {
 		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, fmt.Sprintf("failed (%s)", code)); story != nil {
@@ -179,10 +184,24 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
 	}
 	fit(res, r.stepDir)
-	retryable := caperr.Lookup(code).Retryable && r.in.Step.Idempotent
 	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
 	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !retryable, Details: []any{res}})
+}
+
+// notRetried says why a failed attempt is the last when it was not for
+// want of attempts: its code is never retried, or the tool is not
+// idempotent (another attempt could repeat what the first did; such a
+// step gets one attempt). "" when it will be retried or used its
+// attempts.
+func notRetried(code caperr.Code, idempotent bool, attempt, max int32) string {
+	switch {
+	case !caperr.Lookup(code).Retryable && attempt < max:
+		return fmt.Sprintf("not retried: %s is never retried", code)
+	case !idempotent:
+		return "not retried: the tool is not idempotent (another attempt could repeat its effects)"
+	}
+	return ""
 }
 
 // succeed keeps a succeeded attempt's envelope: its data by reference when
