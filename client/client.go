@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -58,6 +59,9 @@ type Run struct {
 	c     *Client
 	ID    string
 	RunID string
+	// Existing: StartWith found a run under the ID (going, or ended
+	// without StartOptions.Rerun) and started nothing.
+	Existing bool
 }
 
 // StartOptions are a run's options beside its input.
@@ -66,6 +70,11 @@ type StartOptions struct {
 	ID string
 	// Summary and Details show in the Temporal Web UI.
 	Summary, Details string
+	// Rerun starts a new run under an ID whose run has ended. Without it,
+	// asking for the same ID again is idempotent: the existing run is
+	// returned (Run.Existing) and nothing starts. A run still going under
+	// the ID is always the one returned.
+	Rerun bool
 }
 
 // Start starts a run with the given input under workflow ID id ("" lets
@@ -76,9 +85,18 @@ func (c *Client) Start(ctx context.Context, id string, in Input) (*Run, error) {
 
 // StartWith starts a run with options.
 func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run, error) {
+	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	if o.Rerun {
+		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	}
 	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
 		ID: o.ID, TaskQueue: c.taskQueue, StaticSummary: o.Summary, StaticDetails: o.Details,
+		WorkflowIDReusePolicy: reuse, WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, WorkflowType, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return &Run{c: c, ID: o.ID, RunID: started.RunId, Existing: true}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

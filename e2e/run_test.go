@@ -505,3 +505,36 @@ func historyFile(name string) string {
 	}
 	return dst
 }
+
+// The same requested ID is idempotent (the design's own rule): asking
+// again reports the run that ran, and starts nothing; --rerun starts it
+// again.
+func TestSameIDReportsTheRunThatRan(t *testing.T) {
+	file := h.writePlan(t, "same-id", "name: same-id\nsteps:\n  - {id: a, capability: test.noop}\n")
+	runs := map[string]int{}
+	var first string
+	for i, args := range [][]string{{"--id", "e2e-same-id"}, {"--id", "e2e-same-id"}, {"--id", "e2e-same-id", "--rerun"}} {
+		code, env, stderr := h.capflow(t, append([]string{"run", file}, args...)...)
+		var r runResult
+		data(t, env, &r)
+		if code != 0 || r.Status != "passed" || r.WorkflowID != "e2e-same-id" {
+			t.Fatalf("run %d: exit %d %s %s\n%s", i, code, r.Status, r.Message, stderr)
+		}
+		runs[r.RunID]++
+		switch i {
+		case 0:
+			first = r.RunID
+		case 1:
+			if r.RunID != first || !strings.Contains(stderr, "exists already: nothing new started") {
+				t.Fatalf("asked again: run %s (first %s)\n%s", r.RunID, first, stderr)
+			}
+		case 2:
+			if r.RunID == first {
+				t.Fatal("--rerun started nothing")
+			}
+		}
+	}
+	if len(runs) != 2 {
+		t.Fatalf("runs %v", runs)
+	}
+}

@@ -97,7 +97,7 @@ func (a *App) dial(ctx context.Context) (*config.Config, *capflowclient.Client, 
 func (a *App) runCommand() *cobra.Command {
 	var inputs []string
 	var inputsFile, id string
-	var detach bool
+	var detach, rerun bool
 	c := &cobra.Command{
 		Use:   "run PLAN",
 		Short: "Start a plan on Temporal and wait for it with live progress (--detach: print the ID and return)",
@@ -137,7 +137,7 @@ func (a *App) runCommand() *cobra.Command {
 				return err
 			}
 			return a.startRun(ctx, cfg, tc, cid, capflowclient.StartOptions{
-				ID: id, Summary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)), Details: staticDetails(p),
+				ID: id, Summary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)), Details: staticDetails(p), Rerun: rerun,
 			}, in, detach)
 		},
 	}
@@ -145,6 +145,7 @@ func (a *App) runCommand() *cobra.Command {
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of plan inputs")
 	c.Flags().StringVar(&id, "id", "", "workflow ID (default capflow-<plan>-<random>)")
 	c.Flags().BoolVar(&detach, "detach", false, "print the workflow ID and return without waiting")
+	c.Flags().BoolVar(&rerun, "rerun", false, "with --id of a run that ended: start it again (without it, that run is reported)")
 	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "also print the tools' stderr lines as they come")
 	return c
 }
@@ -157,14 +158,24 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
 	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.ID, run.RunID)
+	verb := "started"
+	if run.Existing {
+		// The same ID asked again: that run is the answer (--rerun starts
+		// a new one once it ended).
+		verb = "exists already: nothing new started (--rerun starts it again once it ended);"
+	}
 	if detach {
-		env := envelope.NewBuilder(cid).Succeed("started "+run.ID, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url, "status": wfapi.StatusRunning})
+		status := string(wfapi.StatusRunning)
+		if info, err := tc.Describe(ctx, run.ID); err == nil && run.Existing && info.Status != "" {
+			status = info.Status
+		}
+		env := envelope.NewBuilder(cid).Succeed(verb+" "+run.ID, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url, "status": status, "existing": run.Existing})
 		a.set(env, func(w io.Writer) {
-			fmt.Fprintf(w, "started %s\n  Web UI: %s\n  follow: capflow status %s\n", run.ID, url, run.ID)
+			fmt.Fprintf(w, "%s %s\n  Web UI: %s\n  follow: capflow status %s\n", verb, run.ID, url, run.ID)
 		})
 		return nil
 	}
-	fmt.Fprintf(a.Stderr, "▶ %s started\n  Web UI: %s\n", run.ID, url)
+	fmt.Fprintf(a.Stderr, "▶ %s %s\n  Web UI: %s\n", run.ID, verb, url)
 	// Follow the run, not this execution: a long run continues as new.
 	res, err := a.follow(ctx, tc.Get(run.ID))
 	if err != nil {
