@@ -11,6 +11,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // Each attempt of a step leaves a line in the step's folder, so the
@@ -84,4 +86,31 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 	}
 	parts = append(parts, fmt.Sprintf("attempt %s %s", of(attempt), outcome))
 	return &envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: strings.Join(parts, "; "), Timestamp: envelope.Timestamp(envelope.Now())}
+}
+
+// readAttempts reads the failed attempts a step's folder recorded.
+func readAttempts(stepDir string) []report.Attempt {
+	f, err := os.Open(filepath.Join(stepDir, AttemptsFileName))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []report.Attempt
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r attemptRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			out = append(out, report.Attempt{N: r.Attempt, Code: r.Code, Message: r.Message, Started: r.Started, Ended: r.Ended})
+		}
+	}
+	return out
+}
+
+// transitions tells every step's history for report.json.
+func transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
+	out := make(map[string][]report.Transition, len(steps))
+	for _, s := range steps {
+		out[s.ID] = report.Transitions(s, readAttempts(filepath.Join(runDir, "steps", safeName(s.ID))))
+	}
+	return out
 }

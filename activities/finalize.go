@@ -54,7 +54,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
-	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir)}
+	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir), Transitions: transitions(dir, res.Steps)}
 	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,21 @@ steps:
 	}
 	if r.Outputs["count"] != float64(2) {
 		t.Fatalf("outputs %v", r.Outputs)
+	}
+	// report.json tells each step's history: flaky's two failed attempts.
+	var doc struct {
+		Transitions map[string][]struct{ State, At, Reason string } `json:"transitions"`
+	}
+	raw, err := os.ReadFile(r.Report.JSON)
+	if err != nil || json.Unmarshal(raw, &doc) != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	var states []string
+	for _, tr := range doc.Transitions["flaky"] {
+		states = append(states, tr.State)
+	}
+	if strings.Join(states, ",") != "running,retrying,running,retrying,succeeded" {
+		t.Fatalf("flaky's transitions: %+v", doc.Transitions["flaky"])
 	}
 	validResult(t, r.WorkflowID)
 	recordHistory(t, r.WorkflowID, "local-steps")

@@ -22,6 +22,8 @@ type Document struct {
 	// Cleanup is what the run's end did to the processes it still owned
 	// (docs/runtime.md).
 	Cleanup *Cleanup `json:"cleanup,omitempty"`
+	// Transitions are each step's state changes, by step id.
+	Transitions map[string][]Transition `json:"transitions,omitempty"`
 }
 
 // Cleanup: processes stopped when the run ended, and those left alone.
