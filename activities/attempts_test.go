@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,15 @@ func TestNotRetriedSaysWhy(t *testing.T) {
 		if got := notRetried(c.code, c.idempotent, c.attempt, c.max); got != c.want {
 			t.Errorf("%+v: %q", c, got)
 		}
+	}
+}
+
+func TestNearTimeoutWarns(t *testing.T) {
+	if nearTimeout(7*time.Second, 10*time.Second) != nil || nearTimeout(time.Hour, 0) != nil {
+		t.Fatal("warned below 80%, or without a timeout")
+	}
+	w := nearTimeout(8500*time.Millisecond, 10*time.Second)
+	if w == nil || w.Level != "warning" || !strings.Contains(w.Message, "8.5s, 85% of its 10s timeout") {
+		t.Fatalf("%+v", w)
 	}
 }

@@ -79,6 +79,9 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		OnFeedback: hb.feedback, OnStderr: hb.stderr,
 	})
 	hb.stop()
+	if w := nearTimeout(time.Since(r.began), activity.GetInfo(ctx).StartToCloseTimeout); w != nil {
+		env.Feedback = append(env.Feedback, *w)
+	}
 	if !env.Success {
 		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
 			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: r.attempt})
@@ -187,6 +190,21 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
 	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !retryable, Details: []any{res}})
+}
+
+// NearTimeout is the share of its timeout past which a step's envelope
+// carries a warning: the next run of it, a little slower, would fail.
+const NearTimeout = 0.8
+
+// nearTimeout warns of an attempt that used NearTimeout or more of its
+// start-to-close timeout (nil otherwise).
+func nearTimeout(took, timeout time.Duration) *envelope.Feedback {
+	if timeout <= 0 || float64(took) < NearTimeout*float64(timeout) {
+		return nil
+	}
+	return &envelope.Feedback{Phase: "timeout", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+		Message: fmt.Sprintf("the attempt took %s, %.0f%% of its %s timeout: raise the step's timeout (or the tool's timeouts.start_to_close) before it fails",
+			took.Round(time.Millisecond), 100*float64(took)/float64(timeout), timeout)}
 }
 
 // notRetried says why a failed attempt is the last when it was not for
