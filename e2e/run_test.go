@@ -538,3 +538,29 @@ func TestSameIDReportsTheRunThatRan(t *testing.T) {
 		t.Fatalf("runs %v", runs)
 	}
 }
+
+// A successful run's envelope tells the phases it went through, and each
+// failure the run absorbed (by_severity) is a warning in it.
+func TestRunEnvelopeTellsItsPhases(t *testing.T) {
+	file := h.writePlan(t, "phases", `name: phases
+failure_policy: by_severity
+steps:
+  - {id: a, capability: test.noop}
+  - {id: metrics, capability: test.medium_fail, needs: [a]}
+  - {id: b, capability: test.noop, needs: [a]}
+`)
+	code, env, stderr := h.capflow(t, "run", file)
+	var r runResult
+	data(t, env, &r)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s %s\n%s", code, r.Status, r.Message, stderr)
+	}
+	got := map[string]string{}
+	for _, f := range env.Feedback {
+		got[f.Phase] = f.Level + " " + f.Message
+	}
+	if !strings.HasPrefix(got["run"], "info passed from ") || got["steps"] != "info 2 succeeded, 1 failed" ||
+		!strings.HasPrefix(got["absorbed"], "warning ") || !strings.Contains(got["absorbed"], "metrics") || !strings.Contains(got["report"], "report.json") {
+		t.Fatalf("feedback: %v", got)
+	}
+}

@@ -222,6 +222,7 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	// schemas/workflow-result.schema.json describes.
 	data := *res
 	data.URL = url
+	resultPhases(b, res)
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
 		env = b.Succeed(fmt.Sprintf("%s is %s", res.WorkflowID, res.Status), data)
@@ -239,6 +240,41 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 		env = b.FailWithExit(code, exit, msg, data)
 	}
 	a.set(env, func(w io.Writer) { prettyResult(w, res, url) })
+}
+
+// resultPhases records in the envelope what the run went through: its
+// run (segments, duration), its steps by status, the failures it
+// absorbed (a warning each), its report.
+func resultPhases(b *envelope.Builder, res *capflowclient.Result) {
+	if res.StartedAt != "" {
+		msg := fmt.Sprintf("%s from %s", res.Status, res.StartedAt)
+		if res.EndedAt != "" {
+			msg += fmt.Sprintf(" to %s (%d ms)", res.EndedAt, res.DurationMS)
+		}
+		b.Info("run", msg)
+	}
+	counts := map[wfapi.StepState]int{}
+	for _, s := range res.Steps {
+		counts[s.Status]++
+	}
+	for st, n := range res.StepCounts {
+		counts[st] = n
+	}
+	var parts []string
+	for _, st := range []wfapi.StepState{wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepBlocked, wfapi.StepWaiting, wfapi.StepRunning, wfapi.StepPending} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	if len(parts) > 0 {
+		b.Info("steps", strings.Join(parts, ", "))
+	}
+	for _, w := range res.Warnings {
+		b.Warn("absorbed", w)
+	}
+	if res.Report.JSON != "" {
+		b.Info("report", res.Report.JSON+" · "+res.Report.Markdown)
+	}
 }
 
 func prettyResult(w io.Writer, res *capflowclient.Result, url string) {

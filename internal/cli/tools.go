@@ -338,6 +338,7 @@ func (a *App) toolsRun() *cobra.Command {
 			defer os.RemoveAll(wd)
 			// A short grace: capflow answers a signal within 2 s.
 			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second}
+			began := envelope.Now()
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
 				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
 				OnFeedback: func(f envelope.Feedback) {
@@ -347,6 +348,9 @@ func (a *App) toolsRun() *cobra.Command {
 				}})
 			if !env.Success && env.ExitCode == 0 {
 				env.ExitCode = 1
+			}
+			if env.Success {
+				env.Feedback = toolPhases(m, began, env.Feedback)
 			}
 			// The envelope keeps the tool's own exit status; capflow exits
 			// by its table (a failed tool: 1, cancelled: 5, ...).
@@ -399,6 +403,29 @@ func (a *App) toolsShow() *cobra.Command {
 
 // findTool looks a tool up by name (with an optional @version prefix), or
 // by a capability it provides (the tool the registry would choose).
+// toolPhases frames a successful tool run's feedback with the phases
+// capflow took it through: the tool chosen, its inputs checked, its output
+// checked.
+func toolPhases(m *manifest.Manifest, began time.Time, fb []envelope.Feedback) []envelope.Feedback {
+	// Stamped within the tool's own entries, whose clocks may be coarser:
+	// an envelope's feedback is in time order.
+	start, now := envelope.Timestamp(began), envelope.Timestamp(envelope.Now())
+	if len(fb) > 0 {
+		if t, err := time.Parse(time.RFC3339Nano, fb[0].Timestamp); err == nil && t.Before(began) {
+			start = fb[0].Timestamp
+		}
+		if t, err := time.Parse(time.RFC3339Nano, fb[len(fb)-1].Timestamp); err == nil && t.After(envelope.Now()) {
+			now = fb[len(fb)-1].Timestamp
+		}
+	}
+	out := []envelope.Feedback{
+		{Phase: "resolve", Level: envelope.LevelInfo, Message: fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), Timestamp: start},
+		{Phase: "validate", Level: envelope.LevelInfo, Message: "inputs match the tool's input_schema", Timestamp: start},
+	}
+	out = append(out, fb...)
+	return append(out, envelope.Feedback{Phase: "result", Level: envelope.LevelInfo, Message: "output matches the tool's output_schema", Timestamp: now})
+}
+
 // toolPhrase is " (did you mean ...?)" for a name close to a tool's or a
 // capability's, or "".
 func toolPhrase(reg *registry.Registry, arg string) string {
