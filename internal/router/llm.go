@@ -157,6 +157,12 @@ func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string,
 	case resp.StatusCode >= 400:
 		return nil, "", caperr.New(caperr.ConfigError, "the LLM endpoint answered HTTP %d: %s", resp.StatusCode, red.String(string(raw)))
 	}
+	return l.planOf(id, raw, red)
+}
+
+// planOf reads a chat-completions answer as a plan: its content a JSON
+// object, masked, every step with a confidence (fail-closed), parsed.
+func (l *LLM) planOf(id string, raw []byte, red *envelope.Redactor) (*plan.Plan, string, error) {
 	var cr chatResponse
 	if err := json.Unmarshal(raw, &cr); err != nil || len(cr.Choices) == 0 {
 		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: not a chat-completions answer", id)}
