@@ -114,3 +114,33 @@ func transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Tr
 	}
 	return out
 }
+
+// NearTimeout is the share of its timeout past which a step's envelope
+// carries a warning: the next run of it, a little slower, would fail.
+const NearTimeout = 0.8
+
+// nearTimeout warns of an attempt that used NearTimeout or more of its
+// start-to-close timeout (nil otherwise).
+func nearTimeout(took, timeout time.Duration) *envelope.Feedback {
+	if timeout <= 0 || float64(took) < NearTimeout*float64(timeout) {
+		return nil
+	}
+	return &envelope.Feedback{Phase: "timeout", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+		Message: fmt.Sprintf("the attempt took %s, %.0f%% of its %s timeout: raise the step's timeout (or the tool's timeouts.start_to_close) before it fails",
+			took.Round(time.Millisecond), 100*float64(took)/float64(timeout), timeout)}
+}
+
+// notRetried says why a failed attempt is the last when it was not for
+// want of attempts: its code is never retried, or the tool is not
+// idempotent (another attempt could repeat what the first did; such a
+// step gets one attempt). "" when it will be retried or used its
+// attempts.
+func notRetried(code caperr.Code, idempotent bool, attempt, max int32) string {
+	switch {
+	case !caperr.Lookup(code).Retryable && attempt < max:
+		return fmt.Sprintf("not retried: %s is never retried", code)
+	case !idempotent:
+		return "not retried: the tool is not idempotent (another attempt could repeat its effects)"
+	}
+	return ""
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -152,4 +154,106 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	if env.Error != nil {
 		fmt.Fprintf(w, "  error: %s (severity %s)\n", env.Error.Code, env.Error.Severity)
 	}
+}
+
+// checkOutputPath refuses an --output-path the envelope could not be
+// written to, before the command runs: a symbolic link (it may lead
+// anywhere: the file it names would be overwritten), anything but a
+// regular file, a folder that does not exist or cannot be written.
+func checkOutputPath(p string) error {
+	st, err := os.Lstat(p)
+	switch {
+	case err == nil && st.Mode()&os.ModeSymlink != 0:
+		return errors.New("is a symbolic link: refused (name the file itself)")
+	case err == nil && !st.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%s)", st.Mode().Type())
+	case err == nil:
+		f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("cannot be written: %w", errors.Unwrap(err))
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot be written: %w", errors.Unwrap(err))
+	}
+	dir := filepath.Dir(p)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot be written: its folder %s does not exist", dir)
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("cannot be written: its folder %s is not writable", dir)
+	}
+	return nil
+}
+
+// writeOutputPath writes the envelope file: a regular file only (opening
+// a FIFO nobody reads would block forever), never through a link.
+func writeOutputPath(p string, b []byte) error {
+	if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// emit prints the result and returns the exit code (the envelope's). Only
+// the first call prints: one envelope per process.
+func (a *App) emit(r *result) (code int) {
+	code = -1
+	a.emitted.Do(func() { code = a.print(r) })
+	if code < 0 {
+		// The safety net already answered; it exits the process.
+		select {}
+	}
+	return code
+}
+
+func (a *App) print(r *result) int {
+	if _, err := json.Marshal(r.env); err != nil {
+		// Data JSON cannot carry (NaN, ±Inf) would leave stdout empty:
+		// the envelope says so instead.
+		id := r.env.ToolID
+		r = &result{env: envelope.NewBuilder(id).Fail(caperr.InvalidInput, "the result cannot be written as JSON: "+err.Error(), nil)}
+	}
+	code := r.env.ExitCode
+	if r.exit != nil {
+		code = *r.exit
+	}
+	if a.outputPath != "" && !a.outputPathBad {
+		b, _ := json.MarshalIndent(r.env, "", "  ")
+		if err := writeOutputPath(a.outputPath, append(b, '\n')); err != nil {
+			// Checked before the command ran, so this is rare (the disk
+			// filled, the folder went): the printed envelope says it too.
+			msg := fmt.Sprintf("cannot write --output-path %s: %v", a.outputPath, err)
+			fmt.Fprintf(a.Stderr, "capflow: %s\n", msg)
+			if code == 0 {
+				code = 1
+			}
+			r.env.ExitCode, r.env.Success = code, false
+			r.env.Feedback = append(r.env.Feedback, envelope.Feedback{Phase: "output", Level: envelope.LevelError, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
+			if r.env.Error == nil {
+				r.env.Error = &envelope.ErrorInfo{Code: caperr.ObservabilityError, Severity: caperr.High}
+			}
+		}
+	}
+	if a.jsonOutput() {
+		b, _ := json.Marshal(r.env)
+		fmt.Fprintln(a.Stdout, string(b))
+	} else if r.pretty != nil {
+		r.pretty(a.Stdout)
+	} else {
+		prettyEnvelope(a.Stdout, r.env)
+	}
+	return code
 }
