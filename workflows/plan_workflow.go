@@ -5,6 +5,8 @@
 package workflows
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
@@ -35,7 +38,33 @@ var localRetry = &temporal.RetryPolicy{
 // PlanWorkflow runs one plan: Resolve, then the DAG, then Finalize. A
 // run whose history grows long continues as new (segments.go); its start
 // then carries a reference to the state its previous segment stored.
-func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
+func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*client.Result, error) {
+	res, err := planWorkflow(ctx, start)
+	if res == nil || err != nil {
+		return nil, err
+	}
+	return wireResult(res), nil
+}
+
+// wireResult maps the engine's result to the one wire type clients read
+// (client.Result): the same JSON, by test (client's wire test), decoded
+// with numbers kept exact.
+func wireResult(r *wfapi.Result) *client.Result {
+	// encoding/json writes map keys sorted: the same bytes on every replay.
+	//workflowcheck:ignore
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return &client.Result{Status: r.Status, WorkflowID: r.WorkflowID, RunID: r.RunID, Message: r.Message}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out client.Result
+	//workflowcheck:ignore
+	_ = dec.Decode(&out)
+	return &out
+}
+
+func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
 	strict := workflow.GetVersion(ctx, trustedInputChange, workflow.DefaultVersion, 1) >= 1
 	ctx = withLocal(ctx)
 	info := workflow.GetInfo(ctx)
@@ -45,13 +74,13 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 		StartedAt: envelope.Timestamp(started), Steps: []wfapi.StepResult{}, Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{},
 	}
 	var sched *scheduler
-	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (wfapi.Result, error) {
+	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (*client.Result, error) {
 		p := *res
 		if sched != nil {
 			p.Steps, p.Segments = sched.results(false), sched.segment
 		}
 		p.Trim(wfapi.MaxResultBytes)
-		return p, nil
+		return wireResult(&p), nil
 	})
 	if err != nil {
 		return nil, err
