@@ -2,6 +2,11 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/expr"
@@ -48,7 +53,7 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 			return fail(caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %v", err))
 		}
 		w, _ := v.(map[string]any)
-		return &wfapi.DecideResult{Run: true, With: w}, nil
+		return a.decidedWith(ctx, w)
 	}
 	if in.ForEach == nil {
 		run := true
@@ -80,4 +85,30 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		}
 	}
 	return out, nil
+}
+
+// decidedWith returns a sub-plan step's evaluated inputs: inline, or,
+// past wfapi.MaxInputBytes, as a blob in the run folder that the child
+// run loads (a result that large would not fit the activity's answer, nor
+// the child's input).
+func (a *Activities) decidedWith(ctx context.Context, w map[string]any) (*wfapi.DecideResult, error) {
+	raw, err := json.Marshal(w)
+	if err != nil || len(raw) <= wfapi.MaxInputBytes {
+		return &wfapi.DecideResult{Run: true, With: w}, nil
+	}
+	dir, err := a.runFolder(ctx, "", "")
+	if err != nil {
+		return nil, appError(err)
+	}
+	sum := sha256.Sum256(raw)
+	b := wfapi.Blob{Name: "input-" + hex.EncodeToString(sum[:8]) + ".json", SHA256: hex.EncodeToString(sum[:]), Size: len(raw),
+		Parts: (len(raw) + wfapi.BlobPartBytes - 1) / wfapi.BlobPartBytes}
+	err = os.MkdirAll(filepath.Join(dir, BlobDir), 0o755)
+	if err == nil {
+		err = writeAtomic(filepath.Join(dir, BlobDir, b.Name), raw)
+	}
+	if err != nil {
+		return nil, appError(caperr.As(err, caperr.ObservabilityError))
+	}
+	return &wfapi.DecideResult{Run: true, WithSpilled: &b}, nil
 }

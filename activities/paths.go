@@ -80,6 +80,11 @@ func runOf(ctx context.Context, claimed string) (string, error) {
 		return own, nil
 	case info.WorkflowType != nil && info.WorkflowType.Name == wfapi.ItemsWorkflowType && strings.HasPrefix(own, claimed+"."):
 		return claimed, nil
+	case info.WorkflowType != nil && info.WorkflowType.Name == wfapi.WorkflowType && strings.HasPrefix(own, claimed+"."):
+		// A sub-plan's run reads the inputs its parent stored: its workflow
+		// code names the parent only from the server's record of it (a
+		// client's parent_inputs are refused before anything runs).
+		return claimed, nil
 	}
 	return "", caperr.New(caperr.InvalidInput, "the activity of workflow %q names run %q", own, claimed)
 }

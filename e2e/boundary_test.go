@@ -267,6 +267,7 @@ func TestLargeInputsTravelByReference(t *testing.T) {
 	if n := payloadWarnings(t); n > 0 {
 		t.Fatalf("%d payload warnings in the worker log", n)
 	}
+	recordHistory(t, "e2e-large-inputs", "spill-inputs")
 }
 
 // A batch of for_each items whose values pass 256 KB (500 items of 1 KB,

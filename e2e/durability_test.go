@@ -192,4 +192,5 @@ steps:
 	if s := r.step(t, "hanging"); s.Status != "cancelled" || s.Envelope == nil || !strings.Contains(s.Envelope.Message, "did not confirm the cancellation within 30s") {
 		t.Fatalf("hanging: %s %+v", s.Status, s.Envelope)
 	}
+	recordHistory(t, id, "cancel-grace")
 }

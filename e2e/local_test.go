@@ -99,4 +99,5 @@ func TestDeadlineHoldsForLocalSteps(t *testing.T) {
 	if succeeded >= 5 {
 		t.Fatalf("%d one-second steps succeeded under a 3 s budget", succeeded)
 	}
+	recordHistory(t, r.WorkflowID, "deadline-local")
 }

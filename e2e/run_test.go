@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"os"
@@ -479,6 +481,15 @@ func recordRun(t *testing.T, workflowID, runID, name string) {
 		t.Logf("history %s: kept as recorded (label taken)", name)
 		return
 	}
+	if len(out) > 512<<10 {
+		// A run that carries large inputs has megabytes of history: kept
+		// gzipped (the replay test reads both).
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write(out)
+		_ = zw.Close()
+		dst, out = dst+".gz", b.Bytes()
+	}
 	_ = os.MkdirAll(filepath.Dir(dst), 0o755)
 	if err := os.WriteFile(dst, out, 0o644); err != nil {
 		t.Fatal(err)
@@ -492,7 +503,7 @@ func recordRun(t *testing.T, workflowID, runID, name string) {
 func historyFile(name string) string {
 	dir := filepath.Join(h.repo, "workflows/testdata/histories")
 	dst := filepath.Join(dir, name+".json")
-	if !fileExists(dst) {
+	if !fileExists(dst) && !fileExists(dst+".gz") {
 		return dst
 	}
 	label := os.Getenv("CAPFLOW_HISTORY_LABEL")
@@ -500,7 +511,7 @@ func historyFile(name string) string {
 		out, _ := exec.Command("git", "-C", h.repo, "rev-parse", "--short", "HEAD").Output()
 		label = strings.TrimSpace(string(out))
 	}
-	if dst = filepath.Join(dir, name+"."+label+".json"); label == "" || fileExists(dst) {
+	if dst = filepath.Join(dir, name+"."+label+".json"); label == "" || fileExists(dst) || fileExists(dst+".gz") {
 		return ""
 	}
 	return dst

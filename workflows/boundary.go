@@ -36,6 +36,9 @@ func admit(ctx workflow.Context, s *wfapi.Start) []preflight.Problem {
 	if !continued || (s.Carry != nil && s.Carry.From != info.ContinuedExecutionRunID) {
 		s.RefuseEngineFields()
 	}
+	if info.ParentWorkflowExecution == nil {
+		s.RefuseParentInputs()
+	}
 	s.Validate()
 	return s.Refused
 }
@@ -91,4 +94,18 @@ func storeSegment(ctx workflow.Context, sched *scheduler, carry *wfapi.Resume) (
 		return nil, err
 	}
 	return &wfapi.CarryRef{Blob: b, Segment: n, Host: opts.TaskQueue, From: workflow.GetInfo(ctx).WorkflowExecution.RunID}, nil
+}
+
+// loadParentInputs reads a sub-plan run's inputs from its parent's folder
+// (admit accepted the reference only because the server says this run
+// has a parent); the blob's digest is checked as it is read.
+func loadParentInputs(ctx workflow.Context, p *wfapi.ParentInputs) (map[string]any, error) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	opts := carryOptions(p.Host, 0)
+	opts.Summary = "load the inputs the parent run stored"
+	var v map[string]any
+	if err := loadBlob(ctx, opts, parent.ID, p.Blob, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

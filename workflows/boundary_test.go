@@ -29,6 +29,7 @@ func TestClientInputBoundary(t *testing.T) {
 		{name: "a carry reference of another run", input: `{"carry": {"name": "carry-1.json", "sha256": "00", "size": 2, "parts": 1, "segment": 1, "from": "x"}}`,
 			field: "carry", continued: "earlier-run"},
 		{name: "a carry reference from a client", input: `{"carry": {"name": "carry-1.json", "sha256": "00", "size": 2, "parts": 1, "segment": 1}}`, field: "carry"},
+		{name: "a parent's inputs from a client", input: `{"plan": {"name": "x"}, "parent_inputs": {"name": "input-00.json", "sha256": "00", "size": 2, "parts": 1}}`, field: "parent_inputs"},
 		{name: "an unknown option", input: `{"plan": {"name": "x"}, "run_dir": "/"}`, field: "run_dir"},
 		{name: "inputs of the wrong type", input: `{"plan": {"name": "x"}, "inputs": "x"}`, field: "inputs"},
 		{name: "a plan file of the wrong type", input: `{"plan_file": 7}`, field: "plan_file"},

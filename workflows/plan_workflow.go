@@ -100,6 +100,12 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 				return finalize(ctx, res, nil, started, nil)
 			}
 		}
+		if p := start.ParentInputs; p != nil {
+			if in.Inputs, err = loadParentInputs(ctx, p); err != nil {
+				res.Status, res.Message = wfapi.StatusFailed, "cannot load the inputs the parent run stored: "+err.Error()
+				return finalize(ctx, res, nil, started, nil)
+			}
+		}
 	}
 	return runPlan(ctx, res, started, in, resume, &sched)
 }

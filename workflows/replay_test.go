@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,8 @@ import (
 // named broken-*.json were altered on purpose and must fail.
 func TestReplayCommittedHistories(t *testing.T) {
 	files, _ := filepath.Glob("testdata/histories/*.json")
+	zipped, _ := filepath.Glob("testdata/histories/*.json.gz")
+	files = append(files, zipped...)
 	if len(files) < 5 {
 		t.Fatalf("want the committed histories, found %d", len(files))
 	}
@@ -47,7 +51,16 @@ func replay(r worker.WorkflowReplayer, file string) error {
 		return err
 	}
 	defer fh.Close()
-	hist, err := client.HistoryFromJSON(fh, client.HistoryJSONOptions{})
+	var in io.Reader = fh
+	if strings.HasSuffix(file, ".gz") {
+		// Histories of runs with large inputs are megabytes: kept gzipped.
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			return err
+		}
+		in = zr
+	}
+	hist, err := client.HistoryFromJSON(in, client.HistoryJSONOptions{})
 	if err != nil {
 		return err
 	}

@@ -61,14 +61,21 @@ func (e *executor) spill(kind string, raw []byte, v any, step string) (wfapi.Blo
 
 // tooLarge encodes v and reports whether it passes wfapi.MaxInputBytes and
 // the run may spill it (recorded once the first time it is asked).
-func (e *executor) tooLarge(v any) ([]byte, bool) {
+func (e *executor) tooLarge(v any) ([]byte, bool) { return e.tooLargeFor(v, spillInputsChange) }
+
+// childInputsChange: a sub-plan's large inputs travel by reference.
+const childInputsChange = "child-inputs"
+
+// tooLargeFor is tooLarge under the version change that lets this kind of
+// input spill.
+func (e *executor) tooLargeFor(v any, change string) ([]byte, bool) {
 	// encoding/json sorts map keys: the same size and digest on replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(v)
 	if err != nil || len(raw) <= wfapi.MaxInputBytes {
 		return nil, false
 	}
-	return raw, workflow.GetVersion(e.ctx, spillInputsChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	return raw, workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
 
 // fitDecide bounds a Decide activity's input like a step's.

@@ -32,7 +32,7 @@ func (s *scheduler) startChild(st *stepState) {
 			return
 		}
 		with, _ := v.(map[string]any)
-		s.execChild(st, with)
+		s.execChild(st, with, nil)
 		return
 	}
 	actx := workflow.WithActivityOptions(s.ctx, onHost(s.rr, workflow.ActivityOptions{
@@ -52,7 +52,7 @@ func (s *scheduler) startChild(st *stepState) {
 			s.endChild(st, nil, caperr.New(caperr.Cancelled, "not started: %s", s.stopReason()))
 			return
 		}
-		s.execChild(st, out.With)
+		s.execChild(st, out.With, out.WithSpilled)
 	})
 }
 
@@ -63,7 +63,27 @@ func orEmptyWith(w map[string]any) map[string]any {
 	return w
 }
 
-func (s *scheduler) execChild(st *stepState, with map[string]any) {
+// childInput is a sub-plan's start: its plan and inputs, or, when the
+// inputs are too large to travel (stored by the Decide activity, or here),
+// the reference the child loads them by (wfapi.ParentInputs).
+func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spilled *wfapi.Blob) wfapi.Start {
+	start := wfapi.Start{Input: wfapi.Input{Plan: step.PlanValue, Inputs: with}}
+	if spilled == nil {
+		raw, large := s.tooLargeFor(with, childInputsChange)
+		if !large {
+			return start
+		}
+		b, ok := s.spill("input", raw, with, step.ID)
+		if !ok {
+			return start
+		}
+		spilled = &b
+	}
+	start.Inputs, start.ParentInputs = nil, &wfapi.ParentInputs{Blob: *spilled, Host: s.rr.HostQueue}
+	return start
+}
+
+func (s *scheduler) execChild(st *stepState, with map[string]any, spilled *wfapi.Blob) {
 	step := st.step
 	childID := s.workflowID + "." + step.ID
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
@@ -71,7 +91,7 @@ func (s *scheduler) execChild(st *stepState, with map[string]any) {
 		StaticSummary: fmt.Sprintf("sub-plan %s of %s (step %s)", step.Plan, s.rr.Plan, step.ID),
 	}))
 	st.cancel = cancel
-	f := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, wfapi.Input{Plan: step.PlanValue, Inputs: with})
+	f := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, s.childInput(step, with, spilled))
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) {
 		var res wfapi.Result

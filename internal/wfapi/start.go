@@ -27,8 +27,20 @@ type Start struct {
 	// Resume is the inline carry of runs recorded before carries moved to
 	// the run folder; only their replay accepts it.
 	Resume *Resume `json:"resume,omitempty"`
+	// ParentInputs is set by the engine when a sub-plan step's evaluated
+	// inputs are too large to travel in the child's input: the blob in the
+	// parent run's folder that holds them. A run accepts it only as a
+	// child (its parent is the server's to say).
+	ParentInputs *ParentInputs `json:"parent_inputs,omitempty"`
 	// Refused lists the fields a client may not send, or sent malformed.
 	Refused []preflight.Problem `json:"-"`
+}
+
+// ParentInputs names a child run's inputs stored by its parent.
+type ParentInputs struct {
+	Blob
+	// Host is the parent's host queue (where its folder is).
+	Host string `json:"host,omitempty"`
 }
 
 // CarryRef names a segment's stored carry (a blob in the run folder).
@@ -45,7 +57,7 @@ type CarryRef struct {
 // clientFields are the fields of Input; engineFields are the engine's own.
 var (
 	clientFields = []string{"plan", "plan_file", "request", "inputs", "reuse"}
-	engineFields = []string{"carry", "resume"}
+	engineFields = []string{"carry", "resume", "parent_inputs"}
 )
 
 // UnmarshalJSON decodes a workflow input, never failing: unknown fields
@@ -63,7 +75,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 	}
 	targets := map[string]any{
 		"plan": &s.Plan, "plan_file": &s.PlanFile, "request": &s.Request, "inputs": &s.Inputs, "reuse": &s.Reuse,
-		"carry": &s.Carry, "resume": &s.Resume,
+		"carry": &s.Carry, "resume": &s.Resume, "parent_inputs": &s.ParentInputs,
 	}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]
@@ -94,8 +106,8 @@ func (s *Start) refuse(field, msg string) {
 	s.Refused = append(s.Refused, preflight.Problem{Field: field, Message: msg, Code: caperr.InvalidInput})
 }
 
-// RefuseEngineFields records the engine's own fields as refused: a client
-// sent them (the run is not a continuation of an earlier one).
+// RefuseEngineFields records the engine's carry fields as refused: a
+// client sent them (the run is not a continuation of an earlier one).
 func (s *Start) RefuseEngineFields() {
 	for _, f := range engineFields {
 		if (f == "carry" && s.Carry != nil) || (f == "resume" && s.Resume != nil) {
@@ -103,6 +115,15 @@ func (s *Start) RefuseEngineFields() {
 		}
 	}
 	s.Carry, s.Resume = nil, nil
+}
+
+// RefuseParentInputs records parent_inputs as refused: the run has no
+// parent, so a client sent it.
+func (s *Start) RefuseParentInputs() {
+	if s.ParentInputs != nil {
+		s.refuse("parent_inputs", fmt.Sprintf("field %q is the engine's own (set when a sub-plan starts); a client sends only %v", "parent_inputs", clientFields))
+	}
+	s.ParentInputs = nil
 }
 
 // Validate checks what decoding cannot: values a client sends that the
@@ -113,6 +134,9 @@ func (s *Start) Validate() {
 	}
 	if c := s.Carry; c != nil && !blobName.MatchString(c.Name) {
 		s.refuse("carry.name", "not a carry the engine stored")
+	}
+	if p := s.ParentInputs; p != nil && (!blobName.MatchString(p.Name) || s.Inputs != nil) {
+		s.refuse("parent_inputs.name", "not inputs the engine stored (and a run has its inputs one way)")
 	}
 }
 

@@ -330,8 +330,10 @@ type DecideResult struct {
 	// false.
 	Count int   `json:"count"`
 	Skip  []int `json:"skip,omitempty"`
-	// With is the evaluated With of the input.
-	With map[string]any `json:"with,omitempty"`
+	// With is the evaluated With of the input; WithSpilled, instead, the
+	// blob in the run folder that holds it when it passes MaxInputBytes.
+	With        map[string]any `json:"with,omitempty"`
+	WithSpilled *Blob          `json:"with_spilled,omitempty"`
 }
 
 // ChildRun links a sub-plan step to its child workflow and report.
