@@ -55,4 +55,5 @@ steps:
 		t.Fatalf("%d payload warnings in the worker log", n)
 	}
 	recordHistory(t, "e2e-large-sub-inputs", "child-inputs")
+	recordHistory(t, r.step(t, "decided").Child.WorkflowID, "child-inputs-child")
 }
