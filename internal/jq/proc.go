@@ -118,13 +118,17 @@ func (c *child) do(ctx context.Context, req []byte) (response, error) {
 
 // died explains a child that stopped answering. Under the address-space
 // cap the runtime dies in one of several ways when a mapping is refused
-// (out of memory, a thread it cannot create, a fault in the collector);
-// a Go panic ("panic: ...") is a bug, not the budget.
+// (out of memory, a thread it cannot create, a fault in the collector, the
+// race detector's shadow memory); a Go panic ("panic: ...") is a bug, not
+// the budget.
 func (c *child) died() error {
 	c.kill()
 	msg := c.stderr.String()
 	if !strings.HasPrefix(msg, "panic: ") && containsAny(msg, "out of memory", "cannot allocate memory",
-		"stack exceeds", "pthread_create failed", "SIGSEGV") {
+		"stack exceeds", "pthread_create failed", "SIGSEGV",
+		// A race-detector build (the tests') needs shadow memory for what
+		// it allocates, and says so in its own words.
+		"ThreadSanitizer failed to allocate", "address space collisions") {
 		return ErrMemory
 	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
