@@ -29,6 +29,8 @@ const maxFolderName = 180
 // RunFolderName is the folder name of a workflow ID: letters, digits and
 // '-' stay, '.' too unless it leads; every other byte becomes _XX (hex),
 // so distinct IDs give distinct names ("a/b" → a_2fb, "a_b" → a_5fb).
+// Case is kept: on a case-insensitive file system (not where workers run)
+// "Run-A" and "run-a" would share a folder.
 func RunFolderName(id string) string {
 	var b strings.Builder
 	for i := 0; i < len(id); i++ {
