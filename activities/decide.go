@@ -53,6 +53,9 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 			return fail(caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %v", err))
 		}
 		w, _ := v.(map[string]any)
+		if !in.SpillWith {
+			return &wfapi.DecideResult{Run: true, With: w}, nil
+		}
 		return a.decidedWith(ctx, w)
 	}
 	if in.ForEach == nil {

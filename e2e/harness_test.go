@@ -218,7 +218,7 @@ func (h *harness) teardown() {
 func (h *harness) env() []string {
 	return append(os.Environ(), "CAPFLOW_TEMPORAL_ADDRESS="+h.address, "E2E_TOKEN=e2e-super-secret-value", "CAPFLOW_LOG_LEVEL=info",
 		"CAPFLOW_ROUTER_LLM_BASE_URL="+h.llm.URL+"/v1", "CAPFLOW_ROUTER_LLM_MODEL=e2e-model", "CAPFLOW_ROUTER_LLM_API_KEY_ENV=E2E_LLM_KEY",
-		"E2E_LLM_KEY=sk-e2e-llm-key")
+		"E2E_LLM_KEY=sk-e2e-llm-key", "CAPFLOW_OWNERSHIP_KEY_FILE="+filepath.Join(h.tmp, "ownership.key"))
 }
 
 // fakeLLM speaks the chat-completions protocol: requests that mention

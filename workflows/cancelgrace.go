@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 )
 
 // CancelGrace is how long a halted step's activity has to confirm its
@@ -20,9 +21,18 @@ const CancelGrace = 30 * time.Second
 const cancelGraceChange = "cancel-grace"
 
 // confirmCancel gives a halted activity step CancelGrace to confirm;
-// past it the step is cancelled without its worker's word.
+// past it the step is cancelled without its worker's word. Version 2
+// waits only for a tool's activity in flight (version 1 also timed a
+// step between its Decide and its start, or a sub-plan's child, whose
+// ends the timer did not see).
 func (s *scheduler) confirmCancel(st *stepState) {
-	if st.child != nil || workflow.GetVersion(s.ctx, cancelGraceChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	v := workflow.GetVersion(s.ctx, cancelGraceChange, workflow.DefaultVersion, 2)
+	switch {
+	case v == workflow.DefaultVersion:
+		return
+	case v == 1 && st.child != nil:
+		return
+	case v >= 2 && (!st.toolActive || st.step.Plan != ""):
 		return
 	}
 	// Disconnected: a cancelled run's own context can start no timer.
@@ -33,6 +43,9 @@ func (s *scheduler) confirmCancel(st *stepState) {
 	s.sel.AddFuture(workflow.NewTimer(tctx, CancelGrace), func(f workflow.Future) {
 		if f.Get(tctx, nil) != nil || st.graceCancel == nil {
 			return // confirmed in time (the timer was cancelled)
+		}
+		if v >= 2 && (!st.toolActive || s.m.State(id) != dag.Running) {
+			return
 		}
 		st.graceCancel, st.abandoned = nil, true
 		s.inflight--
@@ -52,5 +65,6 @@ func (s *scheduler) confirmed(st *stepState) bool {
 		st.graceCancel()
 		st.graceCancel = nil
 	}
+	st.toolActive = false
 	return true
 }

@@ -30,8 +30,10 @@ type executor struct {
 	localDone int
 	seenLen   int
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
-	// a run from before steps were clamped to it).
-	deadline time.Time
+	// a run from before steps were clamped to it); deadlineV is the
+	// version of that behaviour the run recorded (deadline-clamp).
+	deadline  time.Time
+	deadlineV int
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the

@@ -112,7 +112,10 @@ func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts w
 		s.localDone++
 		wrong := isWrongHost(err)
 		left := max(step.MaxAttempts, 1) - int(retry.MaximumAttempts)
-		if err == nil || ctx.Err() != nil || (!wrong && (left <= 0 || !retryable(err))) {
+		// Past the run's deadline (its clamp is what timed the local
+		// attempt out), nothing goes on as a regular activity (version 2).
+		late := s.deadlineV >= 2 && s.pastDeadline(0)
+		if err == nil || ctx.Err() != nil || late || (!wrong && (left <= 0 || !retryable(err))) {
 			set.Set(out, err)
 			return
 		}

@@ -62,6 +62,9 @@ type stepState struct {
 	// abandoned: the step ended without it (cancelgrace.go).
 	graceCancel workflow.CancelFunc
 	abandoned   bool
+	// toolActive: its tool's activity is in flight (launched, not yet
+	// complete).
+	toolActive bool
 }
 
 type scheduler struct {
@@ -127,9 +130,11 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	s.m = dag.New(nodes, rr.FailurePolicy, s)
 	if rr.MaxRunSeconds > 0 {
 		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
-		if workflow.GetVersion(ctx, deadlineChange, workflow.DefaultVersion, 1) >= 1 {
+		v := workflow.GetVersion(ctx, deadlineChange, workflow.DefaultVersion, 2)
+		if v >= 1 {
 			s.executor.deadline = s.deadline
 		}
+		s.executor.deadlineV = int(v)
 	}
 	return s
 }

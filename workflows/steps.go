@@ -50,7 +50,7 @@ func (s *scheduler) launch(st *stepState) {
 	in.Inputs, in.Deps = s.referenced(step.With)
 	in = s.fitInput(in)
 	f := s.runTool(cctx, step, opts, in, &st.path)
-	st.cancel = cancel
+	st.cancel, st.toolActive = cancel, true
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) { s.complete(id, f) })
 }

@@ -39,7 +39,7 @@ func (s *scheduler) startChild(st *stepState) {
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · evaluate the sub-plan's inputs",
 	}))
-	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, s.fitDecide(wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps}))
+	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, s.fitDecide(wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps, SpillWith: true}))
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) {
 		st := s.steps[id]

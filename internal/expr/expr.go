@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/parser"
@@ -65,7 +66,7 @@ func constants(env *cel.Env, checked *cel.Ast) error {
 			return false
 		}
 		parent, ok := e.Parent()
-		return !ok || !literalOnly(parent)
+		return (!ok || !literalOnly(parent)) && !absorbed(e)
 	}) {
 		text, err := parser.Unparse(e, checked.NativeRep().SourceInfo())
 		if err != nil {
@@ -80,6 +81,24 @@ func constants(env *cel.Env, checked *cel.Ast) error {
 		return fmt.Errorf("always fails: %s", tidy(err.Error()))
 	}
 	return nil
+}
+
+// absorbed reports whether e sits where CEL may absorb its error: an
+// operand of || or && (the other side can decide), a branch of ?: or a
+// macro's body (which may never run). Its failure is not certain there.
+func absorbed(e celast.NavigableExpr) bool {
+	for p, ok := e.Parent(); ok; p, ok = p.Parent() {
+		if p.Kind() == celast.ComprehensionKind {
+			return true
+		}
+		if p.Kind() == celast.CallKind {
+			switch p.AsCall().FunctionName() {
+			case operators.LogicalOr, operators.LogicalAnd, operators.Conditional, operators.NotStrictlyFalse:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // literalOnly is an expression that reads nothing: no variable, no

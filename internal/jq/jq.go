@@ -81,16 +81,10 @@ func Eval(ctx context.Context, query string, input any, memory int64) ([]any, er
 	if err != nil {
 		return nil, err
 	}
-	c, err := pools.get(memory)
+	res, err := ask(ctx, memory, req)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.do(ctx, req)
-	if err != nil {
-		c.kill()
-		return nil, err
-	}
-	pools.put(memory, c)
 	switch res.Kind {
 	case "query":
 		return nil, &QueryError{Msg: res.Error}
@@ -104,6 +98,27 @@ func Eval(ctx context.Context, query string, input any, memory int64) ([]any, er
 		out = append(out, decode(r))
 	}
 	return out, nil
+}
+
+// ask sends a request to a pooled child. An idle child that died while
+// it waited (the OOM killer, say) fails before it read anything: the
+// request goes once more, to a fresh one.
+func ask(ctx context.Context, memory int64, req []byte) (response, error) {
+	for try := 0; ; try++ {
+		c, reused, err := pools.get(memory)
+		if err != nil {
+			return response{}, err
+		}
+		res, err := c.do(ctx, req)
+		if err == nil {
+			pools.put(memory, c)
+			return res, nil
+		}
+		c.kill()
+		if !reused || try > 0 || ctx.Err() != nil || !errors.Is(err, errChildFailed) {
+			return response{}, err
+		}
+	}
 }
 
 func writeFrame(w io.Writer, b []byte) error {

@@ -18,6 +18,12 @@ func capAddressSpace(extra uint64) error {
 		return err
 	}
 	lim := now + extra
+	// Under a lower hard limit already (the worker's own), keep that one:
+	// raising it is not allowed.
+	var cur syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &cur) == nil && cur.Max < lim {
+		lim = cur.Max
+	}
 	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
 }
 

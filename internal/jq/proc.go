@@ -32,16 +32,18 @@ type pool struct {
 
 var pools = &pool{idle: map[int64][]*child{}}
 
-func (p *pool) get(memory int64) (*child, error) {
+// get hands out an idle child (reused) or a new one.
+func (p *pool) get(memory int64) (c *child, reused bool, err error) {
 	p.mu.Lock()
 	if cs := p.idle[memory]; len(cs) > 0 {
 		c := cs[len(cs)-1]
 		p.idle[memory] = cs[:len(cs)-1]
 		p.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	p.mu.Unlock()
-	return start(memory)
+	c, err = start(memory)
+	return c, false, err
 }
 
 func (p *pool) put(memory int64, c *child) {

@@ -2,13 +2,16 @@ package runtimekit
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -78,7 +81,9 @@ func Sweep(runDir string, grace time.Duration) []int {
 		return nil
 	}
 	prefix := runKey(runDir) + "-"
-	var stopped []int
+	own := syscall.Getpgrp()
+	groups := map[int]int{} // process group -> a token carrier in it
+	var order []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid <= 1 || pid == os.Getpid() {
@@ -88,11 +93,85 @@ func Sweep(runDir string, grace time.Duration) []int {
 		if err != nil || !strings.HasPrefix(tok, prefix) {
 			continue
 		}
-		if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-			continue // a member of a group whose leader is handled
+		// By group, the leader's own first: members whose leader died
+		// (or left) are stopped with their group too.
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil || pgid <= 1 || pgid == own {
+			continue
 		}
-		terminate(pid, pid, grace)
-		stopped = append(stopped, pid)
+		if _, seen := groups[pgid]; !seen {
+			order = append(order, pgid)
+		}
+		if _, seen := groups[pgid]; !seen || pid == pgid {
+			groups[pgid] = pid
+		}
+	}
+	var stopped []int
+	for _, pgid := range order {
+		terminate(pgid, groups[pgid], grace)
+		stopped = append(stopped, groups[pgid])
 	}
 	return stopped
+}
+
+// OwnerKeyFile names the file of the key that seals ownership records
+// (default: capflow/ownership.key in the user's configuration folder,
+// created with mode 0600 on first use): outside every project, so a tool
+// that can write a run's processes.json still cannot seal a record.
+const OwnerKeyFile = "CAPFLOW_OWNERSHIP_KEY_FILE"
+
+var ownerKey = sync.OnceValues(loadOwnerKey)
+
+func loadOwnerKey() ([]byte, error) {
+	path := os.Getenv(OwnerKeyFile)
+	if path == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "capflow", "ownership.key")
+	}
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	text := []byte(hex.EncodeToString(key))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		// Another worker made it first: use theirs.
+		b, rerr := os.ReadFile(path)
+		if rerr == nil && len(b) >= 32 {
+			return b, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Write(text); err != nil {
+		return nil, err
+	}
+	return text, nil
+}
+
+// sealOf is a record's seal: an HMAC of what binds it to its process and
+// run, with the key ("" when there is no key to use).
+func sealOf(runDir string, r Record) string {
+	key, err := ownerKey()
+	if err != nil {
+		return ""
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "capflow-seal\x00%s\x00%d\x00%d\x00%s\x00%s\x00%s", runDir, r.PID, r.StartTicks, strings.Join(r.Argv, "\x00"), r.Cwd, r.Token)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// sealed reports whether r carries the seal only this host's key makes:
+// the proof that stands when a server rewrote its environment (nginx and
+// setproctitle overwrite it) and the token can no longer be read there.
+func (r Record) sealed(runDir string) bool {
+	want := sealOf(runDir, r)
+	return r.Seal != "" && want != "" && hmac.Equal([]byte(r.Seal), []byte(want))
 }

@@ -38,6 +38,7 @@ type Record struct {
 	LogPath    string     `json:"log_path"`
 	Hash       string     `json:"ownership_hash"`
 	Token      string     `json:"ownership_token"`
+	Seal       string     `json:"ownership_seal,omitempty"`
 	StartedAt  string     `json:"started_at"`
 	Readiness  *Readiness `json:"readiness,omitempty"`
 	// StoppedAt is set once capflow stopped it (or found it gone).
@@ -105,7 +106,10 @@ func (r Record) Verify(runDir string) string {
 	if pgid, err := syscall.Getpgid(r.PID); err != nil || pgid != r.PGID {
 		return fmt.Sprintf("pid %d is no longer in process group %d", r.PID, r.PGID)
 	}
-	return r.checkToken(runDir)
+	if why := r.checkToken(runDir); why != "" && !r.sealed(runDir) {
+		return why
+	}
+	return ""
 }
 
 // withRegistry reads processes.json under an exclusive lock, lets f

@@ -112,6 +112,32 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
+// A server that rewrites its environment (nginx, setproctitle; here env -i)
+// no longer shows its token: the record's seal, made with a key outside
+// the project, still proves it is the run's. A forged record has no seal.
+func TestSealStandsWhenTheTokenIsGone(t *testing.T) {
+	env := testEnv(t)
+	data, err := start(t, env, map[string]any{"name": "bare", "command": []any{"env", "-i", "sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := data["pid"].(int)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if tok, _ := environToken(pid); tok == "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if tok, _ := environToken(pid); tok != "" {
+		t.Fatal("env -i kept the token")
+	}
+	res, err := Stop(env.RunDir, "bare", time.Second)
+	if err != nil || len(res.Stopped) != 1 || alive(pid) {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
 // A run whose processes.json cannot be read still stops what it started:
 // its servers carry its token, found through /proc. Nothing else is.
 func TestSweepWithoutTheRecord(t *testing.T) {

@@ -162,6 +162,7 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	argv := append([]string{bin}, in.Command[1:]...)
 	rec := Record{Name: in.Name, PID: pid, PGID: pid, StartTicks: ticks, Argv: argv, Cwd: cwd, LogPath: logPath,
 		Hash: ownership(env.RunDir, pid, ticks, argv, cwd), Token: token, StartedAt: now(), Readiness: in.Readiness}
+	rec.Seal = sealOf(env.RunDir, rec)
 	if err := withRegistry(env.RunDir, func(reg *Registry) error { reg.Processes = append(reg.Processes, rec); return nil }); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the process")

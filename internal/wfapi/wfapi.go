@@ -316,6 +316,10 @@ type DecideInput struct {
 	Deps     map[string]StepOutcome `json:"deps,omitempty"`
 	// With, when set, is evaluated (a sub-plan step's inputs).
 	With map[string]any `json:"with,omitempty"`
+	// SpillWith: the caller reads DecideResult.WithSpilled (workflow code
+	// that knows it sets it; an older one, answered by a newer worker,
+	// gets its inputs inline as before).
+	SpillWith bool `json:"spill_with,omitempty"`
 	// Spilled: the input would have passed MaxInputBytes; all of it is
 	// this blob of the run folder (StepID beside it).
 	Spilled *Blob `json:"spilled,omitempty"`
