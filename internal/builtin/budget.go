@@ -71,7 +71,7 @@ func budgetErr(outer, ctx context.Context, what string) error {
 	case outer.Err() != nil:
 		return ctxErr(outer, what)
 	case errors.Is(context.Cause(ctx), errOverBudget):
-		return caperr.New(caperr.InvalidInput, "%s needs more than %s of memory: stopped", what, humanBytes(int64(evalMemory)))
+		return caperr.New(caperr.ResourceExhausted, "%s needs more than %s of memory (the memory limit): stopped", what, humanBytes(int64(evalMemory)))
 	case ctx.Err() != nil:
 		return caperr.New(caperr.TaskTimeout, "%s ran longer than %s: stopped", what, EvalTimeout)
 	}

@@ -68,7 +68,7 @@ func queryErr(ctx context.Context, query string, err error) error {
 	case errors.As(err, &qe):
 		return caperr.New(caperr.InvalidInput, "query %q: %s", query, qe.Msg)
 	case errors.Is(err, jq.ErrMemory):
-		return caperr.New(caperr.InvalidInput, "query %q needs more than %s of memory: stopped", query, humanBytes(int64(evalMemory)))
+		return caperr.New(caperr.ResourceExhausted, "query %q needs more than %s of memory (the memory limit): stopped", query, humanBytes(int64(evalMemory)))
 	case errors.Is(err, jq.ErrTooMany), errors.Is(err, jq.ErrTooLarge):
 		return caperr.New(caperr.InvalidInput, "query %q %s", query, err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -27,6 +27,7 @@ const (
 	Cancelled                Code = "CANCELLED"
 	InternalError            Code = "INTERNAL_ERROR"
 	Rejected                 Code = "REJECTED"
+	ResourceExhausted        Code = "RESOURCE_EXHAUSTED"
 )
 
 // Severity of an error, highest first.
@@ -83,6 +84,7 @@ var table = []Info{
 	{Cancelled, Low, false, 5, "the run or step was cancelled"},
 	{InternalError, Critical, false, 1, "an unexpected error inside capflow"},
 	{Rejected, High, false, 1, "an approval was refused"},
+	{ResourceExhausted, High, false, 1, "a step passed a resource limit (memory, processes, CPU time), naming it"},
 }
 
 var byCode = func() map[Code]Info {

@@ -40,8 +40,12 @@ func TestCodeOf(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	t.Parallel()
-	if len(All()) != 18 {
-		t.Fatalf("contract lists 18 codes, table has %d", len(All()))
+	// The contract's 18, and RESOURCE_EXHAUSTED (its section 16).
+	if len(All()) != 19 {
+		t.Fatalf("contract lists 19 codes, table has %d", len(All()))
+	}
+	if r := Lookup(ResourceExhausted); r.Severity != High || r.Retryable || r.ExitCode != 1 {
+		t.Fatalf("RESOURCE_EXHAUSTED: %+v", r)
 	}
 	if Lookup(PolicyBlocked).ExitCode != 4 || Lookup(Cancelled).ExitCode != 5 || Lookup(InvalidInput).ExitCode != 2 {
 		t.Fatal("exit codes do not follow docs/cli.md")
