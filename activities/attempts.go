@@ -50,16 +50,13 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 	if attempt <= 1 {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(stepDir, AttemptsFileName))
-	if err != nil {
+	records := attemptRecords(stepDir)
+	if records == nil {
 		return nil
 	}
-	defer f.Close()
 	byAttempt := map[int32]attemptRecord{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r attemptRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Attempt < attempt {
+	for _, r := range records {
+		if r.Attempt < attempt {
 			byAttempt[r.Attempt] = r
 		}
 	}
@@ -88,20 +85,30 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 	return &envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: strings.Join(parts, "; "), Timestamp: envelope.Timestamp(envelope.Now())}
 }
 
-// readAttempts reads the failed attempts a step's folder recorded.
-func readAttempts(stepDir string) []report.Attempt {
+// attemptRecords reads the failed attempts a step's folder recorded (nil
+// when it recorded none).
+func attemptRecords(stepDir string) []attemptRecord {
 	f, err := os.Open(filepath.Join(stepDir, AttemptsFileName))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var out []report.Attempt
+	out := []attemptRecord{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var r attemptRecord
 		if json.Unmarshal(sc.Bytes(), &r) == nil {
-			out = append(out, report.Attempt{N: r.Attempt, Code: r.Code, Message: r.Message, Started: r.Started, Ended: r.Ended})
+			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// readAttempts is attemptRecords as the report tells them.
+func readAttempts(stepDir string) []report.Attempt {
+	var out []report.Attempt
+	for _, r := range attemptRecords(stepDir) {
+		out = append(out, report.Attempt{N: r.Attempt, Code: r.Code, Message: r.Message, Started: r.Started, Ended: r.Ended})
 	}
 	return out
 }

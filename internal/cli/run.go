@@ -166,8 +166,10 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 	}
 	if detach {
 		status := string(wfapi.StatusRunning)
-		if info, err := tc.Describe(ctx, run.ID); err == nil && run.Existing && info.Status != "" {
-			status = info.Status
+		if run.Existing {
+			if info, err := tc.Describe(ctx, run.ID); err == nil && info.Status != "" {
+				status = info.Status
+			}
 		}
 		env := envelope.NewBuilder(cid).Succeed(verb+" "+run.ID, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url, "status": status, "existing": run.Existing})
 		a.set(env, func(w io.Writer) {
