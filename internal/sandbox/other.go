@@ -1,0 +1,51 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"os/exec"
+	"time"
+)
+
+// Support is what this machine offers for confinement: nothing but Linux.
+type Support struct{}
+
+// Request is one process tree to confine.
+type Request struct {
+	Argv              []string
+	Dir               string
+	Env               []string
+	Read, Write, Hide []string
+	Spec              Spec
+	Server            bool
+}
+
+// Tree is a confined process tree (never, here).
+type Tree struct{}
+
+// Probe reports that confinement needs Linux.
+func Probe() *Support { return &Support{} }
+
+// Missing says why this machine cannot confine a tool.
+func (s *Support) Missing() string { return "confinement needs Linux (namespaces, cgroups)" }
+
+// Controllers lists no cgroup controllers.
+func (s *Support) Controllers() []string { return nil }
+
+// Summary is one line for the worker's start-up log.
+func (s *Support) Summary() string { return "unconfined: " + s.Missing() }
+
+// Command always fails here.
+func (s *Support) Command(Request) (*exec.Cmd, *Tree, error) {
+	return nil, nil, errors.New(s.Missing())
+}
+
+func (t *Tree) Started()                                 {}
+func (t *Tree) Pid() int                                 { return 0 }
+func (t *Tree) Terminate(time.Duration, <-chan struct{}) {}
+func (t *Tree) Kill()                                    {}
+func (t *Tree) Finish(int, string) *Breach               { return nil }
+
+// Stop does nothing: no tree was ever confined here.
+func Stop(int, time.Duration, func() bool) string { return "" }

@@ -1,0 +1,156 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BwrapEnv names the bubblewrap binary to use instead of the one on PATH;
+// "none" makes the worker act as on a machine without it.
+const BwrapEnv = "CAPFLOW_BWRAP"
+
+// Support is what this machine offers for confinement, probed once.
+type Support struct {
+	bwrap   string
+	exe     string            // this executable: the helper that joins cgroups
+	missing string            // why nothing can be confined ("" = it can)
+	cgroups map[string]string // controller -> folder capflow's cgroups go in
+}
+
+var (
+	probeOnce sync.Once
+	probed    *Support
+)
+
+// Probe reports what this machine offers: whether bubblewrap can create
+// its namespaces here (tried once, for real), and which cgroup v1
+// controllers the worker may create cgroups under.
+func Probe() *Support {
+	probeOnce.Do(func() { probed = probe() })
+	return probed
+}
+
+func probe() *Support {
+	s := &Support{cgroups: map[string]string{}}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		s.missing = "cannot find this program's own executable: " + err.Error()
+		return s
+	}
+	s.exe = exe
+	s.bwrap, s.missing = findBwrap()
+	if s.missing == "" {
+		s.missing = tryBwrap(s.bwrap)
+	}
+	for _, c := range []string{"memory", "pids", "cpuacct"} {
+		if dir := cgroupParent(c); dir != "" {
+			s.cgroups[c] = dir
+		}
+	}
+	return s
+}
+
+// Missing says why this machine cannot confine a tool ("" when it can).
+func (s *Support) Missing() string { return s.missing }
+
+// Controllers lists the cgroup controllers capflow uses here.
+func (s *Support) Controllers() []string {
+	var out []string
+	for _, c := range []string{"memory", "pids", "cpuacct"} {
+		if s.cgroups[c] != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Summary is one line for the worker's start-up log and `capflow doctor`.
+func (s *Support) Summary() string {
+	if s.missing != "" {
+		return "unconfined: " + s.missing
+	}
+	cg := s.Controllers()
+	if len(cg) == 0 {
+		return "bubblewrap " + s.bwrap + "; no cgroups: memory and CPU time are limited per process (rlimits), pids not at all"
+	}
+	return fmt.Sprintf("bubblewrap %s; cgroup v1 %s", s.bwrap, strings.Join(cg, ", "))
+}
+
+func findBwrap() (string, string) {
+	name := os.Getenv(BwrapEnv)
+	switch name {
+	case "none":
+		return "", BwrapEnv + "=none: bubblewrap is switched off"
+	case "":
+		name = "bwrap"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", "bubblewrap (bwrap) is not installed (Debian package bubblewrap)"
+	}
+	return p, ""
+}
+
+// tryBwrap runs bubblewrap once with the namespaces a tool gets: a
+// kernel without unprivileged user namespaces refuses here, not mid-run.
+func tryBwrap(bwrap string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("bubblewrap cannot create its namespaces here (user namespaces off?): %v: %s", err, bytes.TrimSpace(out))
+	}
+	return ""
+}
+
+// cgroupParent is the folder capflow creates a controller's cgroups in:
+// "capflow" under the worker's own cgroup, when the worker may create it
+// and the controller's files are there ("" otherwise).
+func cgroupParent(controller string) string {
+	own := ownCgroup(controller)
+	if own == "" {
+		return ""
+	}
+	dir := filepath.Join("/sys/fs/cgroup", controller, own, "capflow")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	probe := map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.max", "cpuacct": "cpuacct.usage"}[controller]
+	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// ownCgroup reads the worker's cgroup v1 path for a controller.
+func ownCgroup(controller string) string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if c == controller {
+				return f[2]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,117 @@
+// Package sandbox confines the process tree of a command tool or a
+// runtime-kit server (docs/sandbox.md): Linux namespaces through
+// bubblewrap (its own PID namespace, a read-only view of the file system
+// with the step folder writable, no network but its own loopback), cgroup
+// v1 limits on the whole tree where the worker may create cgroups (memory,
+// pids, CPU time), and rlimits (file size; per-process memory and CPU time
+// where no cgroup is available). capflow checks no paths itself: the
+// kernel refuses what the tool may not do.
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Mode is the policy's `sandbox:` setting.
+type Mode int
+
+const (
+	// ModeDefault confines where the machine can and runs unconfined,
+	// with a warning in the step result, where it cannot.
+	ModeDefault Mode = iota
+	// ModeRequired refuses a step the machine cannot confine.
+	ModeRequired
+	// ModeOff runs every tool unconfined, as the worker's own user.
+	ModeOff
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeRequired:
+		return "required"
+	case ModeOff:
+		return "off"
+	}
+	return "default"
+}
+
+// ParseMode reads a policy's `sandbox:` value ("" is the default).
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "", "default":
+		return ModeDefault, nil
+	case "required":
+		return ModeRequired, nil
+	case "off":
+		return ModeOff, nil
+	}
+	return ModeDefault, fmt.Errorf("sandbox %q: want required, default or off", s)
+}
+
+// Spec is what one tool may use: the manifest's `sandbox:` block over
+// Defaults, with paths made absolute.
+type Spec struct {
+	// Network true shares the host's network; false leaves the tool its
+	// own loopback only.
+	Network bool
+	// Read and Write are absolute paths beyond the defaults (the project
+	// read-only; the step folder, or a server's run folder, writable).
+	Read, Write []string
+	Memory      int64         // bytes, of the whole tree
+	Pids        int           // processes and threads of the whole tree
+	CPU         time.Duration // CPU time of the whole tree
+	FileSize    int64         // bytes, of any one file written
+}
+
+// Defaults are the limits of a tool whose manifest declares none.
+var Defaults = Spec{Memory: 1 << 30, Pids: 256, CPU: 10 * time.Minute, FileSize: 1 << 30}
+
+// Breach is a limit a tree passed.
+type Breach struct {
+	Limit string // memory, pids, cpu or file_size
+	Max   string // the limit, as a person reads it
+	Seen  string // what was reached
+}
+
+func (b *Breach) Error() string {
+	if b.Seen == "" {
+		return fmt.Sprintf("passed its %s limit (%s)", b.Limit, b.Max)
+	}
+	return fmt.Sprintf("passed its %s limit (%s; reached %s)", b.Limit, b.Max, b.Seen)
+}
+
+// Bytes prints a size the way manifests write it (1GiB, 256MiB, 4096).
+func Bytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return fmt.Sprintf("%d%s", n/u.n, u.s)
+		}
+		if n >= u.n {
+			return fmt.Sprintf("%.1f%s", float64(n)/float64(u.n), u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// Describe is a one-line summary of what a spec allows, for `tools show`
+// and `plan check`.
+func (s Spec) Describe() string {
+	net := "own loopback only"
+	if s.Network {
+		net = "host network"
+	}
+	parts := []string{"network: " + net}
+	if len(s.Write) > 0 {
+		parts = append(parts, "also writes "+strings.Join(s.Write, ", "))
+	}
+	if len(s.Read) > 0 {
+		parts = append(parts, "also reads "+strings.Join(s.Read, ", "))
+	}
+	parts = append(parts, fmt.Sprintf("memory %s, pids %d, cpu %s, file_size %s", Bytes(s.Memory), s.Pids, s.CPU, Bytes(s.FileSize)))
+	return strings.Join(parts, "; ")
+}

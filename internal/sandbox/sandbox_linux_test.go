@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run real bubblewrap over real processes: a machine that
+// cannot confine fails them (make test installs bubblewrap).
+func support(t *testing.T) *Support {
+	t.Helper()
+	s := Probe()
+	if s.Missing() != "" {
+		t.Fatalf("this machine cannot confine: %s", s.Missing())
+	}
+	return s
+}
+
+type outcome struct {
+	exit   int
+	out    string
+	breach *Breach
+}
+
+func run(t *testing.T, spec Spec, step string, script string) outcome {
+	t.Helper()
+	s := support(t)
+	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", script}, Dir: step, Read: []string{filepath.Dir(step)},
+		Env: []string{"PATH=/usr/bin:/bin", "STEP=" + step}, Write: []string{step}, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tree.Started()
+	_ = cmd.Wait()
+	exit := cmd.ProcessState.ExitCode()
+	return outcome{exit, out.String(), tree.Finish(exit, out.String())}
+}
+
+func TestWritesOnlyInTheStepFolder(t *testing.T) {
+	project := t.TempDir()
+	step := filepath.Join(project, "step")
+	if err := os.Mkdir(step, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(project, "escaped.txt")
+	o := run(t, Defaults, step, fmt.Sprintf(`echo ok > "$STEP/out.txt" && echo bad > %q; echo "exit $?"; touch /etc/capflow-test 2>&1; echo tmp > /tmp/x && cat /tmp/x`, outside))
+	if b, err := os.ReadFile(filepath.Join(step, "out.txt")); err != nil || string(b) != "ok\n" {
+		t.Fatalf("step folder write: %q %v (%s)", b, err, o.out)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatalf("the tool wrote %s outside its step folder", outside)
+	}
+	if !strings.Contains(o.out, "exit 2") || !strings.Contains(o.out, "escaped.txt: Read-only file system") || !strings.Contains(o.out, "tmp\n") {
+		t.Fatalf("output: %s", o.out)
+	}
+	if _, err := os.Stat("/etc/capflow-test"); err == nil {
+		t.Fatal("the tool wrote in /etc")
+	}
+}
+
+func TestNoNetworkButItsOwnLoopback(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(); s.settimeout(2); print("open" if s.connect_ex(("127.0.0.1", %d))==0 else "refused")'`, port)
+	if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
+		t.Fatalf("confined tool reached the host's loopback server: %q", o.out)
+	}
+	withNet := Defaults
+	withNet.Network = true
+	if o := run(t, withNet, t.TempDir(), probe); strings.TrimSpace(o.out) != "open" {
+		t.Fatalf("network: true did not reach the host: %q", o.out)
+	}
+}
+
+func TestLimitsStopTheTree(t *testing.T) {
+	s := support(t)
+	if len(s.Controllers()) < 3 {
+		t.Fatalf("this machine's cgroups: %v (want memory, pids, cpuacct)", s.Controllers())
+	}
+	small := Defaults
+	small.Memory, small.Pids, small.CPU, small.FileSize = 64<<20, 16, 2*time.Second, 1<<20
+	cases := []struct {
+		name, script, limit string
+	}{
+		{"memory", `python3 -c 'b = bytearray(300 << 20); print(len(b))'`, "memory"},
+		{"pids", `for i in $(seq 40); do sleep 30 & done; wait`, "pids"},
+		{"cpu", `while :; do :; done`, "cpu"},
+		{"file size", `head -c 2000000 /dev/zero > "$STEP/big"`, "file_size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			o := run(t, small, t.TempDir(), c.script)
+			if o.breach == nil || o.breach.Limit != c.limit {
+				t.Fatalf("breach %v, want %s (exit %d, %s)", o.breach, c.limit, o.exit, o.out)
+			}
+			if o.exit == 0 {
+				t.Fatalf("exit 0 after passing %s", c.limit)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Fatalf("took %s to stop", d)
+			}
+		})
+	}
+}
+
+// A process the tool leaves behind (setsid, daemonized) dies with the step.
+func TestNothingOutlivesTheStep(t *testing.T) {
+	marker := uniqueSleep()
+	o := run(t, Defaults, t.TempDir(), fmt.Sprintf(`setsid %s </dev/null >/dev/null 2>&1 & sleep 0.3; pgrep -f %q >/dev/null && echo running`, marker, marker))
+	if o.exit != 0 || o.breach != nil || strings.TrimSpace(o.out) != "running" {
+		t.Fatalf("exit %d breach %v: %q", o.exit, o.breach, o.out)
+	}
+	waitGone(t, marker)
+}
+
+// uniqueSleep is a command line no other process has, to find by pgrep -f.
+func uniqueSleep() string { return fmt.Sprintf("sleep %d.%03d", 100000+time.Now().UnixNano()%100000, time.Now().Nanosecond()%1000) }
+
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		out, _ := exec.Command("pgrep", "-f", marker).Output()
+		if len(bytes.TrimSpace(out)) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := exec.Command("ps", "-eo", "pid,args").Output()
+	t.Fatalf("%s still runs:\n%s", marker, out)
+}
+
+// A server that daemonizes lives until Stop, and then nothing of it does.
+func TestServerTreeLivesUntilStop(t *testing.T) {
+	s := support(t)
+	marker := uniqueSleep()
+	dir := t.TempDir()
+	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`setsid sh -c 'trap "" TERM; %s; echo' </dev/null >/dev/null 2>&1 & exit 0`, marker)},
+		Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: Defaults, Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	time.Sleep(500 * time.Millisecond)
+	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(bytes.TrimSpace(out)) == 0 {
+		t.Fatal("the daemonized server did not survive its first process's exit")
+	}
+	alive := func() bool {
+		select {
+		case <-exited:
+			return false
+		default:
+			return true
+		}
+	}
+	if how := Stop(tree.Pid(), 300*time.Millisecond, alive); how != "SIGKILL after 300ms" {
+		t.Fatalf("stop: %s (the daemon ignores SIGTERM)", how)
+	}
+	waitGone(t, marker)
+	if err := syscall.Kill(tree.Pid(), 0); err == nil && alive() {
+		t.Fatal("bubblewrap still runs")
+	}
+}

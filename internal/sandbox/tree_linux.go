@@ -1,0 +1,290 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Request is one process tree to confine.
+type Request struct {
+	Argv []string
+	Dir  string
+	Env  []string
+	// Read are folders the tree reads beyond the system (the project, the
+	// tool's folder); Write the ones it writes (the step folder). Hide are
+	// files or folders it must not see at all (the worker's keys).
+	Read, Write, Hide []string
+	Spec              Spec
+	// Server: the tree outlives the process that started it (no
+	// die-with-parent) and lives as long as any of its processes does.
+	Server bool
+}
+
+// Tree is a confined process tree: its bubblewrap process, its cgroups.
+type Tree struct {
+	cmd   *exec.Cmd
+	cg    *cgroup
+	spec  Spec
+	rlim  bool // memory limited per process (no memory cgroup)
+	stop  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	found *Breach
+}
+
+// Command prepares req: an exec.Cmd (the caller sets its stdio, starts
+// it, then calls Started) and the Tree that watches it. The command is
+// this executable as the helper, which joins the cgroups and becomes
+// bubblewrap.
+func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
+	if s.missing != "" {
+		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
+	}
+	t := &Tree{spec: req.Spec, stop: make(chan struct{})}
+	cfg := helperConfig{Argv: s.bwrapArgs(req)}
+	if len(s.cgroups) > 0 && !req.Server {
+		cg, err := s.newCgroup(req.Spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.cg = cg
+		cfg.Procs = cg.procsFiles()
+	}
+	cfg.Rlimits, t.rlim = rlimits(req.Spec, t.cg, req.Server)
+	raw, _ := json.Marshal(cfg)
+	cmd := &exec.Cmd{Path: s.exe, Args: []string{helperName, string(raw)}, Dir: req.Dir, Env: req.Env}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !req.Server {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	t.cmd = cmd
+	return cmd, t, nil
+}
+
+// rlimits are the per-process limits: file size always; CPU time per
+// process as a backstop of the cgroup's; memory as address space only
+// where no memory cgroup counts the tree (and for servers, which get no
+// cgroups), and only when declared: an address-space limit breaks
+// runtimes that reserve more than they use (V8, the JVM).
+func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
+	var out []rlimit
+	if spec.FileSize > 0 {
+		out = append(out, rlimit{syscall.RLIMIT_FSIZE, uint64(spec.FileSize), uint64(spec.FileSize)})
+	}
+	if spec.CPU > 0 && !server {
+		sec := uint64(spec.CPU.Seconds() + 0.999)
+		out = append(out, rlimit{syscall.RLIMIT_CPU, sec, sec + 5})
+	}
+	byAS := spec.Memory > 0 && spec.Memory != Defaults.Memory && !cg.has("memory")
+	if byAS {
+		out = append(out, rlimit{syscall.RLIMIT_AS, uint64(spec.Memory), uint64(spec.Memory)})
+	}
+	return out, byAS
+}
+
+// bwrapArgs is the bubblewrap command line: every namespace new (user,
+// pid, ipc, uts, cgroup, and net unless the tool declared network), no
+// capabilities, the whole file system read-only with /tmp private, then
+// the tool's folders bound over it.
+func (s *Support) bwrapArgs(req Request) []string {
+	a := []string{s.bwrap, "--unshare-all", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	if req.Spec.Network {
+		a = append(a, "--share-net")
+	}
+	if !req.Server {
+		a = append(a, "--die-with-parent")
+	}
+	for _, p := range req.Hide {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", p)
+		} else if err == nil {
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	read := append([]string(nil), req.Read...)
+	if req.Server {
+		read = append(read, s.exe) // the init below
+	}
+	for _, p := range read {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	for _, p := range req.Spec.Read {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
+		a = append(a, "--bind", p, p)
+	}
+	if req.Dir != "" {
+		a = append(a, "--chdir", req.Dir)
+	}
+	a = append(a, "--")
+	if req.Server {
+		a = append(a, s.exe, initArg)
+	}
+	return append(a, req.Argv...)
+}
+
+// Started begins watching the tree's cgroups: a tree that passes a limit
+// is stopped at once.
+func (t *Tree) Started() {
+	if t.cg == nil {
+		return
+	}
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+				if b := t.cg.breach(t.spec); b != nil {
+					t.record(b)
+					t.Kill()
+					return
+				}
+			}
+		}
+	}()
+}
+
+func (t *Tree) record(b *Breach) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.found == nil {
+		t.found = b
+	}
+}
+
+// Pid is the bubblewrap process's pid (the tree's outermost process).
+func (t *Tree) Pid() int { return t.cmd.Process.Pid }
+
+// Terminate asks every process of the tree to stop (SIGTERM), and kills
+// the tree after grace unless done closes first.
+func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
+	signalMembers(t.Pid(), syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		t.Kill()
+	}
+}
+
+// Kill kills the whole tree now.
+func (t *Tree) Kill() { killTree(t.Pid()) }
+
+// Finish is called once the tree's bubblewrap has exited (status as
+// exec reports it, the stderr tail): it says which limit the tree
+// passed, if any, and removes the cgroups with anything left in them.
+func (t *Tree) Finish(exit int, tail string) *Breach {
+	t.once.Do(func() { close(t.stop) })
+	if b := t.cg.breach(t.spec); b != nil {
+		t.record(b)
+	}
+	t.cg.remove()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.found != nil {
+		return t.found
+	}
+	return t.fromExit(exit, tail)
+}
+
+// fromExit reads a breach from how the tool ended: the rlimit signals
+// (bubblewrap exits 128+signal), or the errors the kernel's refusals
+// become in a tool that handles them.
+func (t *Tree) fromExit(exit int, tail string) *Breach {
+	low := strings.ToLower(tail)
+	switch {
+	case exit == 128+int(syscall.SIGXFSZ) || strings.Contains(low, "file too large"):
+		return &Breach{Limit: "file_size", Max: Bytes(t.spec.FileSize)}
+	case exit == 128+int(syscall.SIGXCPU):
+		return &Breach{Limit: "cpu", Max: t.spec.CPU.String()}
+	case t.rlim && exit != 0 && (strings.Contains(low, "cannot allocate memory") || strings.Contains(low, "memoryerror") || strings.Contains(low, "out of memory")):
+		return &Breach{Limit: "memory", Max: Bytes(t.spec.Memory) + " of address space per process"}
+	}
+	return nil
+}
+
+// sandboxInit is the host pid of the sandbox's pid 1 (bubblewrap's
+// child in the new PID namespace), 0 when there is none (yet, or any more).
+func sandboxInit(outer int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", outer, outer))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
+
+// members lists the host pids of the processes in the sandbox's PID
+// namespace other than its init.
+func members(init int) []int {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
+	if err != nil {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == init {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// signalMembers sends sig to every process of the tree under outer (the
+// init of a PID namespace takes only the signals it handles).
+func signalMembers(outer int, sig syscall.Signal) {
+	if init := sandboxInit(outer); init > 0 {
+		for _, p := range members(init) {
+			_ = syscall.Kill(p, sig)
+		}
+	}
+}
+
+// killTree kills the sandbox's init, which takes its whole PID namespace
+// with it, and bubblewrap.
+func killTree(outer int) {
+	if init := sandboxInit(outer); init > 0 {
+		_ = syscall.Kill(init, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-outer, syscall.SIGKILL)
+}
+
+// Stop stops the tree a bubblewrap process leads, from any process (a
+// server's tree, found again by its pid): SIGTERM to every process in it,
+// the whole tree killed once grace passes. alive says whether the
+// bubblewrap process still runs.
+func Stop(outer int, grace time.Duration, alive func() bool) string {
+	signalMembers(outer, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive() {
+			return "SIGTERM"
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killTree(outer)
+	for i := 0; i < 40 && alive(); i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
+	return "SIGKILL after " + grace.String()
+}
