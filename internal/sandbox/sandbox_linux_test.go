@@ -141,7 +141,9 @@ func TestNothingOutlivesTheStep(t *testing.T) {
 }
 
 // uniqueSleep is a command line no other process has, to find by pgrep -f.
-func uniqueSleep() string { return fmt.Sprintf("sleep %d.%03d", 100000+time.Now().UnixNano()%100000, time.Now().Nanosecond()%1000) }
+func uniqueSleep() string {
+	return fmt.Sprintf("sleep %d.%03d", 100000+time.Now().UnixNano()%100000, time.Now().Nanosecond()%1000)
+}
 
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
