@@ -19,7 +19,9 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -71,12 +73,16 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 	}
 	inMap, _ := inputs.(map[string]any)
+	mode, err := a.sandboxMode(m)
+	if err != nil {
+		return r.fail(b.FailErr(err, nil))
+	}
 	hb := startBeats(ctx, r.attempt)
 	env := a.Runner.Run(ctx, toolrun.Request{
 		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: int(r.attempt),
 		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir,
 		Secrets:    toolrun.SecretsFromEnv(m, os.LookupEnv),
-		OnFeedback: hb.feedback, OnStderr: hb.stderr,
+		OnFeedback: hb.feedback, OnStderr: hb.stderr, Sandbox: mode,
 	})
 	hb.stop()
 	if w := nearTimeout(time.Since(r.began), activity.GetInfo(ctx).StartToCloseTimeout); w != nil {
@@ -395,4 +401,18 @@ func unspill(runDir string, in *wfapi.RunToolInput) error {
 		in.Step.Item = &item
 	}
 	return nil
+}
+
+// sandboxMode is the project policy's confinement, read when the tool
+// starts processes (a command tool, or a builtin with a sandbox: block):
+// a policy changed while the worker runs holds from the next step on.
+func (a *Activities) sandboxMode(m *manifest.Manifest) (sandbox.Mode, error) {
+	if m.Entrypoint.Type != manifest.EntryCommand && m.Sandbox == nil {
+		return sandbox.ModeDefault, nil
+	}
+	pol, err := a.Project.Policy()
+	if err != nil {
+		return sandbox.ModeDefault, caperr.WithCode(err, caperr.ConfigError)
+	}
+	return pol.Sandbox, nil
 }

@@ -84,7 +84,7 @@ func TestMediaTools(t *testing.T) {
 				if !strings.HasSuffix(out, tt.want) {
 					t.Fatalf("output %s", out)
 				}
-				if _, err := os.Stat(filepath.Join(root, out)); err != nil {
+				if _, err := os.Stat(out); err != nil || !strings.Contains(out, "/step/") {
 					t.Fatalf("no output file: %v", err)
 				}
 			} else if !strings.Contains(all, tt.want) {

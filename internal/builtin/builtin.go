@@ -12,6 +12,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 // Env is what a builtin may use besides its inputs.
@@ -25,6 +27,10 @@ type Env struct {
 	RunDir string
 	// Feedback receives progress events.
 	Feedback *envelope.Builder
+	// Sandbox is the policy's confinement, Confine the tool's manifest
+	// `sandbox:` block: for builtins that start processes (server.start).
+	Sandbox sandbox.Mode
+	Confine *manifest.Sandbox
 
 	created map[string]bool // the step folder's ledger, read once
 }

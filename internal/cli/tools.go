@@ -314,13 +314,17 @@ func (a *App) toolsRun() *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, m.Timeouts.StartToClose.D())
 				defer cancel()
 			}
+			pol, err := a.loadPolicy()
+			if err != nil {
+				return err
+			}
 			wd, _ := os.MkdirTemp("", "capflow-tool-")
 			defer os.RemoveAll(wd)
 			// A short grace: capflow answers a signal within 2 s.
 			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second}
 			began := envelope.Now()
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
-				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv),
+				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: pol.Sandbox,
 				OnFeedback: func(f envelope.Feedback) {
 					if !a.jsonOutput() {
 						fmt.Fprintf(a.Stderr, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)

@@ -69,6 +69,9 @@ type Manifest struct {
 	TaskQueue    string         `json:"task_queue,omitempty"`
 	// Execution: auto (default), activity or local (docs/manifests.md).
 	Execution string `json:"execution"`
+	// Sandbox is what the tool needs beyond the default confinement
+	// (nil: the defaults).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// Where it came from, filled by the loader.
 	Dir    string `json:"dir"`            // folder holding tool.yaml (command paths resolve here)

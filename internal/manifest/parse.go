@@ -88,6 +88,7 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 			at([]string{"execution"}, "local cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", q)
 		}
 	}
+	sandboxChecks(raw, at)
 	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {
 		at([]string{"version"}, "version %q is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0)", v)
 	}

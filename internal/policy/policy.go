@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -38,6 +39,8 @@ type Policy struct {
 	Allow  [][]string     `json:"allow,omitempty"`
 	Deny   []string       `json:"deny,omitempty"`
 	Limits map[string]int `json:"limits"`
+	// Sandbox is the project's confinement of command tools.
+	Sandbox sandbox.Mode `json:"sandbox"`
 	// Source names the file the policy came from ("" = defaults only).
 	Source string `json:"source,omitempty"`
 	// Notes records where a plan asked for more than the policy allows.
@@ -71,9 +74,11 @@ func Load(file, display string) (*Policy, error) {
 
 // Spec is the file's shape (and a plan's `policy:` block).
 type Spec struct {
-	Allow  []string       `json:"allow,omitempty"`
-	Deny   []string       `json:"deny,omitempty"`
-	Limits map[string]int `json:"limits,omitempty"`
+	// Sandbox is the file's alone: a plan's policy cannot change it.
+	Sandbox string         `json:"sandbox,omitempty"`
+	Allow   []string       `json:"allow,omitempty"`
+	Deny    []string       `json:"deny,omitempty"`
+	Limits  map[string]int `json:"limits,omitempty"`
 }
 
 // Parse validates a policy document with positions.
@@ -118,6 +123,7 @@ func Parse(display string, data []byte) (*Policy, error) {
 	// defaults); only a plan's own layer is restricted to narrowing.
 	p := Default()
 	p.Source = display
+	p.Sandbox, _ = sandbox.ParseMode(spec.Sandbox) // the schema admitted only known modes
 	for k, v := range spec.Limits {
 		p.Limits[k] = v
 	}
@@ -147,7 +153,7 @@ func (p *Policy) apply(s Spec, who string) {
 // Narrow returns p with a plan's own policy layered on top.
 func (p *Policy) Narrow(s Spec, who string) *Policy {
 	out := &Policy{Allow: append([][]string(nil), p.Allow...), Deny: append([]string(nil), p.Deny...),
-		Limits: copyLimits(p.Limits), Source: p.Source, Notes: append([]string(nil), p.Notes...)}
+		Limits: copyLimits(p.Limits), Sandbox: p.Sandbox, Source: p.Source, Notes: append([]string(nil), p.Notes...)}
 	out.apply(s, who)
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,14 +123,23 @@ const OwnerKeyFile = "CAPFLOW_OWNERSHIP_KEY_FILE"
 
 var ownerKey = sync.OnceValues(loadOwnerKey)
 
+// OwnerKeyPath is the key's file ("" when there is no configuration
+// folder): confined tools never see it.
+func OwnerKeyPath() string {
+	if path := os.Getenv(OwnerKeyFile); path != "" {
+		return path
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "capflow", "ownership.key")
+}
+
 func loadOwnerKey() ([]byte, error) {
-	path := os.Getenv(OwnerKeyFile)
+	path := OwnerKeyPath()
 	if path == "" {
-		dir, err := os.UserConfigDir()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(dir, "capflow", "ownership.key")
+		return nil, errors.New("no configuration folder for the ownership key ($HOME unset?)")
 	}
 	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
 		return b, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 // ProcessesFile is the run's record of the processes it started.
@@ -218,8 +219,12 @@ func Stop(runDir, name string, grace time.Duration) (*StopResult, error) {
 	return res, nil
 }
 
-// terminate sends SIGTERM to the group, then SIGKILL after grace.
+// terminate sends SIGTERM to the group, then SIGKILL after grace; a
+// confined server's whole sandbox (daemonized children too).
 func terminate(pgid, pid int, grace time.Duration) string {
+	if sandbox.Leads(pid) {
+		return sandbox.Stop(pid, grace, func() bool { return alive(pid) })
+	}
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {

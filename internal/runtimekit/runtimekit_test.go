@@ -17,6 +17,8 @@ import (
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 func testEnv(t *testing.T) *builtin.Env {
@@ -115,8 +117,11 @@ func TestOwnership(t *testing.T) {
 // A server that rewrites its environment (nginx, setproctitle; here env -i)
 // no longer shows its token: the record's seal, made with a key outside
 // the project, still proves it is the run's. A forged record has no seal.
+// (Unconfined: a confined server's recorded process is its bubblewrap,
+// which keeps the token whatever the server does.)
 func TestSealStandsWhenTheTokenIsGone(t *testing.T) {
 	env := testEnv(t)
+	env.Sandbox = sandbox.ModeOff
 	data, err := start(t, env, map[string]any{"name": "bare", "command": []any{"env", "-i", "sleep", "60"}})
 	if err != nil {
 		t.Fatal(err)
@@ -287,4 +292,43 @@ func TestLogsCollect(t *testing.T) {
 	if _, err := logsCollect(ctx, map[string]any{"sources": []any{"pipe.log"}}, env); code(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("a FIFO source: %v", err)
 	}
+}
+
+// A confined server that daemonizes keeps running until server.stop, which
+// leaves nothing of it; it writes in the run folder and nowhere else in
+// the project.
+func TestConfinedServerDaemonizes(t *testing.T) {
+	if why := sandbox.Probe().Missing(); why != "" {
+		t.Fatalf("this machine cannot confine: %s", why)
+	}
+	env := testEnv(t)
+	env.Confine = &manifest.Sandbox{Network: true}
+	marker := fmt.Sprintf("sleep %d.5", 200000+time.Now().UnixNano()%100000)
+	script := fmt.Sprintf(`echo run > %q; echo proj > %q 2>/dev/null || echo "read-only project"; setsid %s </dev/null >/dev/null 2>&1 & exit 0`,
+		filepath.Join(env.RunDir, "written.txt"), filepath.Join(env.Root, "escaped.txt"), marker)
+	data, err := start(t, env, map[string]any{"name": "d", "command": []any{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) == 0 {
+		t.Fatal("the daemonized server is gone before server.stop")
+	}
+	if _, err := os.Stat(filepath.Join(env.Root, "escaped.txt")); err == nil {
+		t.Fatal("the server wrote in the project outside the run folder")
+	}
+	if b, _ := os.ReadFile(filepath.Join(env.RunDir, "written.txt")); string(b) != "run\n" {
+		t.Fatalf("run folder write: %q", b)
+	}
+	res, err := Stop(env.RunDir, "d", 500*time.Millisecond)
+	if err != nil || len(res.Stopped) != 1 || res.Stopped[0] != data["pid"].(int) {
+		t.Fatalf("%v %+v", err, res)
+	}
+	for i := 0; i < 40; i++ {
+		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the daemonized server outlived server.stop")
 }

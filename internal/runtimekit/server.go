@@ -15,6 +15,7 @@ import (
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 func init() {
@@ -132,21 +133,21 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "log file")
 	}
-	cmd := exec.Command(bin, in.Command[1:]...)
-	cmd.Dir = cwd
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
+	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
 	if in.Port > 0 {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("PORT=%d", in.Port))
+		vars = append(vars, fmt.Sprintf("PORT=%d", in.Port))
 	}
 	for k, v := range in.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		vars = append(vars, k+"="+v)
 	}
 	token := newToken(env.RunDir)
-	cmd.Env = append(cmd.Env, OwnerEnv+"="+token) // last: the plan's env cannot replace it
-	// Its own process group: stopped as a whole, and untouched by signals
-	// meant for the worker.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	vars = append(vars, OwnerEnv+"="+token) // last: the plan's env cannot replace it
+	cmd, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
@@ -182,6 +183,40 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		return data, err
 	}
 	return data, nil
+}
+
+// serverCommand is the server's command: confined (its own PID
+// namespace, the run folder writable, the network the manifest declares)
+// unless the policy says sandbox: off or, by default, the machine cannot
+// confine. Its own process group either way: stopped as a whole, and
+// untouched by signals meant for the worker.
+func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (*exec.Cmd, error) {
+	plain := func() *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.SysProcAttr = cwd, vars, &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
+	if env.Sandbox == sandbox.ModeOff {
+		return plain(), nil
+	}
+	sup := sandbox.Probe()
+	if why := sup.Missing(); why != "" {
+		if env.Sandbox == sandbox.ModeRequired {
+			return nil, caperr.New(caperr.ConfigError, "the policy says sandbox: required, but this machine cannot confine the server: %s", why)
+		}
+		env.Feedback.Warn("sandbox", "server runs unconfined (policy sandbox: default): "+why)
+		return plain(), nil
+	}
+	spec, err := sandbox.SpecFor(env.Confine, env.Root)
+	if err != nil {
+		return nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
+	}
+	cmd, _, err := sup.Command(sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
+		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true})
+	if err != nil {
+		return nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
+	}
+	return cmd, nil
 }
 
 func serverWaitReady(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {

@@ -27,6 +27,9 @@ type Tree struct{}
 // Probe reports that confinement needs Linux.
 func Probe() *Support { return &Support{} }
 
+// Unavailable is a Support that cannot confine.
+func Unavailable(string) *Support { return &Support{} }
+
 // Missing says why this machine cannot confine a tool.
 func (s *Support) Missing() string { return "confinement needs Linux (namespaces, cgroups)" }
 
@@ -46,6 +49,9 @@ func (t *Tree) Pid() int                                 { return 0 }
 func (t *Tree) Terminate(time.Duration, <-chan struct{}) {}
 func (t *Tree) Kill()                                    {}
 func (t *Tree) Finish(int, string) *Breach               { return nil }
+
+// Leads is false: no tree was ever confined here.
+func Leads(int) bool { return false }
 
 // Stop does nothing: no tree was ever confined here.
 func Stop(int, time.Duration, func() bool) string { return "" }

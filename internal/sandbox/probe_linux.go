@@ -61,6 +61,10 @@ func probe() *Support {
 	return s
 }
 
+// Unavailable is a Support that cannot confine, for why: what a machine
+// without bubblewrap or user namespaces probes as.
+func Unavailable(why string) *Support { return &Support{missing: why, cgroups: map[string]string{}} }
+
 // Missing says why this machine cannot confine a tool ("" when it can).
 func (s *Support) Missing() string { return s.missing }
 

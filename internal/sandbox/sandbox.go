@@ -37,6 +37,16 @@ func (m Mode) String() string {
 	return "default"
 }
 
+// MarshalText writes the mode as policy.yaml does.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a mode.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	*m = v
+	return err
+}
+
 // ParseMode reads a policy's `sandbox:` value ("" is the default).
 func ParseMode(s string) (Mode, error) {
 	switch s {

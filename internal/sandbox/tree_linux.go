@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,8 @@ type Tree struct {
 	cmd   *exec.Cmd
 	cg    *cgroup
 	spec  Spec
-	rlim  bool // memory limited per process (no memory cgroup)
+	rlim  bool     // memory limited per process (no memory cgroup)
+	write []string // where the tree could write
 	stop  chan struct{}
 	once  sync.Once
 	mu    sync.Mutex
@@ -47,7 +49,7 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 	if s.missing != "" {
 		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
 	}
-	t := &Tree{spec: req.Spec, stop: make(chan struct{})}
+	t := &Tree{spec: req.Spec, stop: make(chan struct{}), write: append(append([]string(nil), req.Write...), req.Spec.Write...)}
 	cfg := helperConfig{Argv: s.bwrapArgs(req)}
 	if len(s.cgroups) > 0 && !req.Server {
 		cg, err := s.newCgroup(req.Spec)
@@ -109,7 +111,7 @@ func (s *Support) bwrapArgs(req Request) []string {
 			a = append(a, "--ro-bind", "/dev/null", p)
 		}
 	}
-	read := append([]string(nil), req.Read...)
+	read := append(append([]string(nil), req.Read...), pathDirs(req.Env)...)
 	if req.Server {
 		read = append(read, s.exe) // the init below
 	}
@@ -130,6 +132,22 @@ func (s *Support) bwrapArgs(req Request) []string {
 		a = append(a, s.exe, initArg)
 	}
 	return append(a, req.Argv...)
+}
+
+// pathDirs are the folders on the tree's PATH: programs the worker could
+// run stay runnable where the sandbox hides their folder (/tmp).
+func pathDirs(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				if filepath.IsAbs(d) {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Started begins watching the tree's cgroups: a tree that passes a limit
@@ -211,7 +229,35 @@ func (t *Tree) fromExit(exit int, tail string) *Breach {
 	case t.rlim && exit != 0 && (strings.Contains(low, "cannot allocate memory") || strings.Contains(low, "memoryerror") || strings.Contains(low, "out of memory")):
 		return &Breach{Limit: "memory", Max: Bytes(t.spec.Memory) + " of address space per process"}
 	}
+	if t.spec.FileSize > 0 {
+		// A process the tool ran was stopped at the limit, and the tool
+		// carried on: the file it was writing tells.
+		if f := fullFile(t.write, t.spec.FileSize); f != "" {
+			return &Breach{Limit: "file_size", Max: Bytes(t.spec.FileSize), Seen: f + " stopped at the limit"}
+		}
+	}
 	return nil
+}
+
+// fullFile finds a file of at least limit bytes in dirs (the kernel stops
+// a write at the limit exactly), looking at 10,000 entries at most.
+func fullFile(dirs []string, limit int64) string {
+	seen := 0
+	found := ""
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if seen++; err != nil || found != "" || seen > 10000 {
+				return filepath.SkipAll
+			}
+			if e.Type().IsRegular() {
+				if fi, err := e.Info(); err == nil && fi.Size() >= limit {
+					found = p
+				}
+			}
+			return nil
+		})
+	}
+	return found
 }
 
 // sandboxInit is the host pid of the sandbox's pid 1 (bubblewrap's
@@ -258,6 +304,18 @@ func signalMembers(outer int, sig syscall.Signal) {
 			_ = syscall.Kill(p, sig)
 		}
 	}
+}
+
+// Leads reports whether pid is a bubblewrap process whose child is the
+// init of its own PID namespace: a confined tree, stopped with Stop.
+func Leads(pid int) bool {
+	init := sandboxInit(pid)
+	if init == 0 {
+		return false
+	}
+	mine, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
+	return err1 == nil && err2 == nil && mine != its
 }
 
 // killTree kills the sandbox's init, which takes its whole PID namespace

@@ -112,10 +112,18 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		}
 	}()
 	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: inJSON, stdout: stdout,
-		stderrLog: stderrLog, red: red, log: log, grace: r.Grace}
+		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, workdir: wd}
 	p.dir = req.Root
 	if p.dir == "" {
 		p.dir = wd
+	}
+	warning, err := r.confine(req, p)
+	if err != nil {
+		b.Error("sandbox", "cannot confine the tool", err.Error())
+		return b.FailErr(err, nil)
+	}
+	if warning != "" {
+		p.events.add(unconfinedNote(warning))
 	}
 	if env, failed := p.run(ctx, req, b); failed {
 		return env

@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 // process is one run of a command tool's process group.
@@ -31,6 +32,10 @@ type process struct {
 	red       *envelope.Redactor
 	log       hclog.Logger
 	grace     time.Duration
+	workdir   string
+	// box confines the tool (nil: unconfined) with support's means.
+	box     *sandbox.Request
+	support *sandbox.Support
 	// What the run came to.
 	exit    int
 	waitErr error
@@ -38,6 +43,7 @@ type process struct {
 	events  eventLog
 	detail  string // the stderr tail
 	stopped bool   // stopped by cancellation or timeout
+	breach  *sandbox.Breach
 }
 
 // run starts the process and waits for it and its stderr. failed is set
@@ -52,21 +58,20 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	}
 	defer errR.Close()
 	start := time.Now()
-	cmd, err := startRetrying(func() *exec.Cmd {
-		cmd := exec.Command(p.argv[0], p.argv[1:]...)
-		cmd.Dir, cmd.Env, cmd.Stdin, cmd.SysProcAttr = p.dir, p.env, bytes.NewReader(p.stdin), procAttr()
-		cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdout, errW, ioGrace
-		return cmd
-	})
+	cmd, tree, err := p.start(errW)
 	errW.Close()
 	if err != nil {
 		b.Error("start", "cannot start "+p.argv[0], err.Error())
 		return b.Fail(caperr.StartupError, fmt.Sprintf("cannot start %s: %v", req.Manifest.Name, err), nil), true
 	}
-	b.Info("start", fmt.Sprintf("started %s (pid %d)", filepath.Base(p.argv[0]), cmd.Process.Pid))
+	how := ""
+	if tree != nil {
+		how = ", confined"
+	}
+	b.Info("start", fmt.Sprintf("started %s (pid %d%s)", filepath.Base(p.argv[0]), cmd.Process.Pid, how))
 	done := make(chan struct{})
 	var stopped atomic.Bool
-	go p.stopOnCancel(ctx, cmd.Process.Pid, done, &stopped)
+	go p.stopOnCancel(ctx, cmd.Process.Pid, tree, done, &stopped)
 	var evMu sync.Mutex
 	tail := &tailBuffer{max: stderrTail}
 	readDone := make(chan struct{})
@@ -94,23 +99,62 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	evMu.Lock()
 	defer evMu.Unlock()
 	p.elapsed, p.exit, p.detail, p.stopped = time.Since(start), cmd.ProcessState.ExitCode(), tail.String(), stopped.Load()
+	if tree != nil {
+		p.breach = tree.Finish(p.exit, p.detail)
+	}
 	return envelope.Envelope{}, false
 }
 
-// stopOnCancel stops the whole process group when ctx ends: SIGTERM, then
-// SIGKILL after the grace period.
-func (p *process) stopOnCancel(ctx context.Context, pgid int, done <-chan struct{}, stopped *atomic.Bool) {
+// start starts the tool, confined when p.box says so (tree set).
+func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
+	setup := func(cmd *exec.Cmd) {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = bytes.NewReader(p.stdin), p.stdout, stderr, ioGrace
+	}
+	if p.box == nil {
+		cmd, err := startRetrying(func() *exec.Cmd {
+			cmd := exec.Command(p.argv[0], p.argv[1:]...)
+			cmd.Dir, cmd.Env, cmd.SysProcAttr = p.dir, p.env, procAttr()
+			setup(cmd)
+			return cmd
+		})
+		return cmd, nil, err
+	}
+	// The tool is executed inside the sandbox, where a missing program is
+	// only an exit status: look it up first, as exec would.
+	if _, err := exec.LookPath(p.argv[0]); err != nil {
+		return nil, nil, err
+	}
+	cmd, tree, err := p.support.Command(*p.box)
+	if err != nil {
+		return nil, nil, err
+	}
+	setup(cmd)
+	if err := cmd.Start(); err != nil {
+		tree.Finish(-1, "")
+		return nil, nil, err
+	}
+	tree.Started()
+	return cmd, tree, nil
+}
+
+// stopOnCancel stops the whole process group (or confined tree) when
+// ctx ends: SIGTERM, then SIGKILL after the grace period.
+func (p *process) stopOnCancel(ctx context.Context, pgid int, tree *sandbox.Tree, done <-chan struct{}, stopped *atomic.Bool) {
 	select {
 	case <-done:
 		return
 	case <-ctx.Done():
 	}
 	stopped.Store(true)
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	grace := p.grace
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
+	if tree != nil {
+		tree.Terminate(grace, done)
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(grace):
@@ -127,6 +171,12 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 		b.Append(p.events.list()...)
 		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, p.elapsed.Round(time.Millisecond), strings.ToLower(string(code))), p.detail)
 		return b.Fail(code, fmt.Sprintf("%s was stopped: %s", m.Name, ctxMessage(code)), nil)
+	}
+	if p.breach != nil {
+		b.Append(p.events.list()...)
+		why := fmt.Sprintf("%s %s", m.Name, p.breach.Error())
+		b.Error("sandbox", why, p.detail)
+		return b.FailWithExit(caperr.ResourceExhausted, nonzero(p.exit), why, nil)
 	}
 	if p.stdout.dropped > 0 {
 		p.events.add(envelope.Feedback{Phase: "output", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),

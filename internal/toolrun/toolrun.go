@@ -19,11 +19,8 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/schema"
-
-	// The runtime kit registers its builtins (server.start, browser.run,
-	// ...) wherever tools run.
-	_ "github.com/capflow/capflow/internal/runtimekit"
 )
 
 // Request is one run of one tool.
@@ -48,6 +45,8 @@ type Request struct {
 	// OnStderr receives the tool's plain stderr lines, redacted (the live
 	// view of capflow run --verbose).
 	OnStderr func(line string)
+	// Sandbox is the project policy's confinement of command tools.
+	Sandbox sandbox.Mode
 }
 
 // Runner holds what every run needs.
@@ -58,6 +57,11 @@ type Runner struct {
 	// MaxStdout bounds the stdout kept for the envelope and the log
 	// file; 0 means 8 MiB. More output is dropped and noted.
 	MaxStdout int64
+	// Support is what the machine offers for confinement (nil: probed).
+	Support *sandbox.Support
+	// Hide are files and folders a confined tool must not see (the
+	// worker's ownership key).
+	Hide []string
 
 	schemas sync.Map // digest|in|out -> *schema.Schema
 }
@@ -178,7 +182,8 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.
 	if !ok {
 		return b.Fail(caperr.ToolNotFound, fmt.Sprintf("no builtin named %q in this worker", req.Manifest.Entrypoint.Name), nil)
 	}
-	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b}
+	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
+		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox}
 	data, err := func() (data any, err error) {
 		defer func() {
 			if p := recover(); p != nil {

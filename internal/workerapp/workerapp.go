@@ -28,6 +28,7 @@ import (
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -179,7 +180,11 @@ func Main(args []string, stderr io.Writer) int {
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
-	log.Info("worker started", "payloads", payloads, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	sbx := sandbox.Probe().Summary()
+	if pol, err := proj.Policy(); err == nil {
+		sbx = "policy " + pol.Sandbox.String() + "; " + sbx
+	}
+	log.Info("worker started", "payloads", payloads, "sandbox", sbx, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1

@@ -11,7 +11,9 @@ from capflow_tool import Tool  # noqa: E402
 t = Tool("image-thumbnail")
 src = t.inputs["input"]
 width = int(t.inputs.get("width", 320))
-dst = t.inputs.get("output") or os.path.splitext(src)[0] + ".thumb.png"
+# Written in the step folder (the project is read-only to a confined tool).
+dst = t.inputs.get("output") or os.path.splitext(os.path.basename(src))[0] + ".thumb.png"
+dst = os.path.join(os.environ.get("CAPFLOW_WORKDIR", "."), dst)
 if not os.path.exists(src):
     t.finish(False, f"input {src} does not exist", code="INVALID_INPUT", exit_code=2)
 t.event("scale", "info", f"scaling {os.path.basename(src)} to width {width}")

@@ -11,7 +11,10 @@ from capflow_tool import Tool  # noqa: E402
 t = Tool("video-convert")
 src = t.inputs["input"]
 fmt = t.inputs.get("format", "mp4")
-dst = t.inputs.get("output") or os.path.splitext(src)[0] + "." + fmt
+# Written in the step folder (the project is read-only to a confined tool):
+# the default name is the input's with the new extension.
+dst = t.inputs.get("output") or os.path.splitext(os.path.basename(src))[0] + "." + fmt
+dst = os.path.join(os.environ.get("CAPFLOW_WORKDIR", "."), dst)
 if not os.path.exists(src):
     t.finish(False, f"input {src} does not exist", code="INVALID_INPUT", exit_code=2)
 t.event("convert", "info", f"converting {os.path.basename(src)} to {fmt}")

@@ -1,0 +1,105 @@
+package toolrun
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	// Also registers the runtime kit's builtins wherever tools run.
+	"github.com/capflow/capflow/internal/runtimekit"
+	"github.com/capflow/capflow/internal/sandbox"
+)
+
+// maxInputPaths bounds the input paths a confined tool is given to read.
+const maxInputPaths = 64
+
+// confine decides how a command tool runs (docs/sandbox.md): in a
+// sandbox (box set), or unconfined because the policy says off or, with
+// the default policy, because the machine cannot confine (warning set).
+// An error is the step's CONFIG_ERROR.
+func (r *Runner) confine(req Request, p *process) (warning string, err error) {
+	if req.Sandbox == sandbox.ModeOff {
+		return "", nil
+	}
+	sup := r.Support
+	if sup == nil {
+		sup = sandbox.Probe()
+	}
+	if why := sup.Missing(); why != "" {
+		if req.Sandbox == sandbox.ModeRequired {
+			return "", caperr.New(caperr.ConfigError, "the policy says sandbox: required, but this machine cannot confine %s: %s", req.Manifest.Name, why)
+		}
+		return fmt.Sprintf("ran unconfined (policy sandbox: default): %s", why), nil
+	}
+	spec, err := sandbox.SpecFor(req.Manifest.Sandbox, req.Root)
+	if err != nil {
+		return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)
+	}
+	read := []string{req.Root, req.Manifest.Dir, req.RunDir}
+	read = append(read, inputPaths(req.Inputs, maxInputPaths)...)
+	p.support = sup
+	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
+		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec}
+	return "", nil
+}
+
+// sandboxEnv points TMPDIR at the sandbox's own /tmp: the worker's may
+// not exist in there.
+func sandboxEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR=/tmp")
+}
+
+// inputPaths are the absolute paths of existing files or folders among
+// the inputs' strings: a tool reads what its step was given even where
+// the sandbox hides the rest (/tmp).
+func inputPaths(v any, max int) []string {
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		if len(out) >= max {
+			return
+		}
+		switch x := v.(type) {
+		case string:
+			if filepath.IsAbs(x) && len(x) < 4096 {
+				if _, err := os.Stat(x); err == nil {
+					out = append(out, filepath.Clean(x))
+				}
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+func nonEmpty(xs []string) []string {
+	out := xs[:0]
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// unconfinedNote is the warning a step run unconfined carries.
+func unconfinedNote(why string) envelope.Feedback {
+	return envelope.Feedback{Phase: "sandbox", Level: envelope.LevelWarning, Message: why, Timestamp: envelope.Timestamp(envelope.Now())}
+}

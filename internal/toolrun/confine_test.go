@@ -1,0 +1,81 @@
+package toolrun
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
+)
+
+func runWith(t *testing.T, r *Runner, m *manifest.Manifest, mode sandbox.Mode) envelope.Envelope {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.Run(ctx, Request{Manifest: m, RunID: "run1", StepID: "s1", Root: t.TempDir(),
+		Workdir: filepath.Join(t.TempDir(), "step"), Sandbox: mode})
+}
+
+func warnings(env envelope.Envelope) string {
+	var out []string
+	for _, f := range env.Feedback {
+		if f.Phase == "sandbox" {
+			out = append(out, f.Level+": "+f.Message)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// The policy decides what happens where the machine cannot confine.
+func TestSandboxPolicyModes(t *testing.T) {
+	ok := "echo '" + okEnvelope + "'"
+	none := &Runner{Support: sandbox.Unavailable("bubblewrap (bwrap) is not installed")}
+	t.Run("required refuses", func(t *testing.T) {
+		env := runWith(t, none, script(t, ok), sandbox.ModeRequired)
+		if env.Success || env.Error.Code != caperr.ConfigError || !strings.Contains(env.Message, "sandbox: required") || !strings.Contains(env.Message, "bwrap") {
+			t.Fatalf("%+v", env)
+		}
+	})
+	t.Run("default warns", func(t *testing.T) {
+		env := runWith(t, none, script(t, ok), sandbox.ModeDefault)
+		if !env.Success || warnings(env) != "warning: ran unconfined (policy sandbox: default): bubblewrap (bwrap) is not installed" {
+			t.Fatalf("%+v\n%s", env, warnings(env))
+		}
+	})
+	t.Run("off is silent", func(t *testing.T) {
+		env := runWith(t, none, script(t, ok), sandbox.ModeOff)
+		if !env.Success || warnings(env) != "" {
+			t.Fatalf("%+v", env)
+		}
+	})
+}
+
+// A tool that passes a limit fails RESOURCE_EXHAUSTED naming it.
+func TestResourceExhausted(t *testing.T) {
+	if why := sandbox.Probe().Missing(); why != "" {
+		t.Fatalf("this machine cannot confine: %s", why)
+	}
+	tests := []struct {
+		name, body string
+		box        manifest.Sandbox
+		want       string
+	}{
+		{"memory", "python3 -c 'b = bytearray(400 << 20)'", manifest.Sandbox{Memory: 64 << 20}, "passed its memory limit (64MiB"},
+		{"pids", "for i in $(seq 30); do sleep 20 & done; wait", manifest.Sandbox{Pids: 10}, "passed its pids limit (10"},
+		{"file size", `head -c 300000 /dev/zero > "$CAPFLOW_WORKDIR/big"; echo '` + okEnvelope + `'`, manifest.Sandbox{FileSize: 100000}, "passed its file_size limit (97.7KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			box := tt.box
+			env := runWith(t, &Runner{}, script(t, tt.body, func(m *manifest.Manifest) { m.Sandbox = &box }), sandbox.ModeDefault)
+			if env.Success || env.Error.Code != caperr.ResourceExhausted || !strings.Contains(env.Message, tt.want) {
+				t.Fatalf("want RESOURCE_EXHAUSTED %q, got %+v %+v", tt.want, env, env.Error)
+			}
+		})
+	}
+}
