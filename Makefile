@@ -11,7 +11,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium compose-cli ts-client
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium bubblewrap compose-cli ts-client
 
 all: build
 
@@ -31,6 +31,11 @@ chromium: ## headless Chromium for the runtime kit's browser.run (Debian's packa
 	  { echo "installing chromium (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium; }
 
+bubblewrap: ## bubblewrap, which confines command tools and servers (Debian's package, installed once)
+	@command -v bwrap >/dev/null 2>&1 || \
+	  { echo "installing bubblewrap (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq bubblewrap; }
+
 compose-cli: ## Debian's docker-compose, to validate docker-compose.yml (no Docker engine needed)
 	@command -v docker-compose >/dev/null 2>&1 || \
 	  { echo "installing docker-compose (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
@@ -44,7 +49,7 @@ $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/pac
 	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-test: build temporal chromium compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+test: build temporal chromium bubblewrap compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
@@ -83,6 +88,7 @@ fuzz: ## a short fuzzing pass over every parser; crashers land in testdata/fuzz/
 	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime $(FUZZTIME) ./internal/plan
 
 dev: build temporal ## dev server + Web UI + worker, then an example run; Ctrl-C stops them
+	@$(MAKE) --no-print-directory bubblewrap || echo "bubblewrap could not be installed: tools run unconfined, with a warning (docs/sandbox.md)"
 	@TEMPORAL=$(TEMPORAL) ./scripts/dev.sh
 
 clean:

@@ -149,7 +149,7 @@ func TestRunControl(t *testing.T) {
 // rerun: what succeeded, with the same tool and inputs, is reused (no
 // tool runs); --from runs that step and what follows again.
 func TestRerunReusesWhatSucceeded(t *testing.T) {
-	logFile := filepath.Join(h.tmp, "rerun.log")
+	logFile := h.logPath("rerun.log")
 	_ = os.Remove(logFile)
 	var plan strings.Builder
 	plan.WriteString("name: rerun\nsteps:\n")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +76,7 @@ func (l attemptLog) startsAfterFinish(step string) (starts, after int) {
 // One run survives five SIGKILLs of its worker, each in the middle of a
 // step: every step completes, and no step that finished is ever run again.
 func TestRunSurvivesFiveWorkerKills(t *testing.T) {
-	log := filepath.Join(h.tmp, "five-kills.log")
+	log := h.logPath("five-kills.log")
 	var b strings.Builder
 	b.WriteString("name: five-kills\nsteps:\n")
 	for i := 1; i <= 6; i++ {
@@ -114,7 +113,7 @@ func TestRunSurvivesFiveWorkerKills(t *testing.T) {
 // dies mid-step the step fails (the heartbeat times out) instead of being
 // retried on another worker.
 func TestNonIdempotentToolNeverStartsTwice(t *testing.T) {
-	log := filepath.Join(h.tmp, "once.log")
+	log := h.logPath("once.log")
 	id := startDetached(t, h.writePlan(t, "once", `name: once
 steps:
   - {id: charge, capability: test.once, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 4, log: "`+log+`"}}
@@ -141,7 +140,7 @@ steps:
 // run completes, and the step that was running when it stopped is not
 // lost.
 func TestServerRestartMidRun(t *testing.T) {
-	log := filepath.Join(h.tmp, "restart.log")
+	log := h.logPath("restart.log")
 	id := startDetached(t, h.writePlan(t, "restart", `name: restart
 steps:
   - {id: before, capability: test.slow, with: {seconds: 3, log: "`+log+`"}}

@@ -306,6 +306,15 @@ func (h *harness) kill(w *exec.Cmd) {
 	}
 }
 
+// logPath is a file in the test project's logs/ folder, which the test
+// tools that keep a log declare writable (sandbox: {write: [logs]}): a
+// confined tool writes nowhere else but its step folder.
+func (h *harness) logPath(name string) string {
+	dir := filepath.Join(h.project, "logs")
+	_ = os.MkdirAll(dir, 0o755)
+	return filepath.Join(dir, name)
+}
+
 // capflow runs the CLI binary against the test project.
 func (h *harness) capflow(t *testing.T, args ...string) (int, envelope.Envelope, string) {
 	t.Helper()

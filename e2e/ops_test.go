@@ -158,7 +158,7 @@ func grepLines(text, sub string) string {
 // interval with the inputs it was given (runs named after it, listed by
 // `capflow runs --schedule`), can be triggered, listed and deleted.
 func TestSchedules(t *testing.T) {
-	log := filepath.Join(h.tmp, "schedule.log")
+	log := h.logPath("schedule.log")
 	p := h.writePlan(t, "scheduled", `name: scheduled
 inputs:
   log: {type: string}

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -114,21 +112,13 @@ steps:
 	recordHistory(t, r.WorkflowID, "quorum-absorbed")
 }
 
-func pidGone(t *testing.T, pidFile string) {
+func markerGone(t *testing.T, markerFile string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	b, err := os.ReadFile(pidFile)
+	b, err := os.ReadFile(markerFile)
 	if err != nil {
-		t.Fatalf("tool never wrote its pid: %v", err)
+		t.Fatalf("tool never wrote its marker: %v", err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("tool process %d is still alive", pid)
+	assertGone(t, strings.TrimSpace(string(b)))
 }
 
 func TestFailFastStopsSiblings(t *testing.T) {
@@ -149,7 +139,7 @@ steps:
 	if time.Since(start) > 60*time.Second {
 		t.Fatalf("fail_fast took %s", time.Since(start))
 	}
-	pidGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/hanging/pid"))
+	markerGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/hanging/marker"))
 	recordHistory(t, r.WorkflowID, "fail-fast")
 }
 
@@ -183,7 +173,7 @@ func TestMisbehavingTools(t *testing.T) {
 				t.Fatalf("a non-retryable failure ran %d times", s.Attempts)
 			}
 			if tt.capability == "test.hang" {
-				pidGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/s/pid"))
+				markerGone(t, filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/s/marker"))
 			}
 		})
 	}
@@ -192,14 +182,14 @@ func TestMisbehavingTools(t *testing.T) {
 func TestGapPlanRunsNothing(t *testing.T) {
 	p := h.writePlan(t, "gap", `name: gap
 steps:
-  - {id: before, capability: test.slow, with: {seconds: 1, log: "`+filepath.Join(h.tmp, "gap.log")+`"}}
+  - {id: before, capability: test.slow, with: {seconds: 1, log: "`+h.logPath("gap.log")+`"}}
   - {id: download, capability: youtube.download, with: {url: "x"}}
 `)
 	code, r := h.run(t, p)
 	if code != 3 || r.Status != "partial-complete" || len(r.Gaps) != 1 || r.step(t, "before").Status != "blocked" {
 		t.Fatalf("exit %d %s: %+v", code, r.Status, r)
 	}
-	if fileExists(filepath.Join(h.tmp, "gap.log")) {
+	if fileExists(h.logPath("gap.log")) {
 		t.Fatal("a step ran although the plan has a gap")
 	}
 	if !fileExists(r.Report.Markdown) {
@@ -240,7 +230,7 @@ func waitStep(t *testing.T, id, step, what string, want func(wfapi.StepState) bo
 }
 
 func TestWorkerKilledMidRunResumes(t *testing.T) {
-	log := filepath.Join(h.tmp, "kill.log")
+	log := h.logPath("kill.log")
 	p := h.writePlan(t, "kill", `name: kill
 steps:
   - {id: first, capability: test.slow, with: {seconds: 1, log: "`+log+`"}}
@@ -307,7 +297,7 @@ steps:
 		t.Fatal("a cancelled run must leave its report")
 	}
 	recordHistory(t, id, "cancelled")
-	pidGone(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/pid"))
+	markerGone(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/marker"))
 	// status and report of an ended run
 	code, env, _ = h.capflow(t, "status", id)
 	if code != 5 || !strings.Contains(env.Message, "cancelled") {

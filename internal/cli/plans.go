@@ -171,6 +171,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report) {
 			}
 		}
 	}
+	prettyConfinement(w, rep)
 	fmt.Fprintf(w, "\npolicy: ")
 	if rep.Policy.Allowed {
 		fmt.Fprintf(w, "allowed (max_parallel %d)\n", rep.Policy.MaxParallel)
@@ -189,6 +190,22 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report) {
 	}
 	for _, n := range rep.Policy.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+// prettyConfinement shows what the plan's process-starting tools may
+// touch: the defaults in one line, anything beyond them named.
+func prettyConfinement(w io.Writer, rep *preflight.Report) {
+	if len(rep.Confinement) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nsandbox (policy %s):\n", rep.Policy.Sandbox)
+	for _, c := range rep.Confinement {
+		what := "the defaults (project read-only, step folder writable, own loopback only)"
+		if len(c.Beyond) > 0 {
+			what = strings.Join(c.Beyond, "; ")
+		}
+		fmt.Fprintf(w, "  %s [%s]: %s\n", c.Tool, strings.Join(c.Steps, ", "), what)
 	}
 }
 

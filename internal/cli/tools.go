@@ -15,6 +15,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -361,6 +362,9 @@ type ToolDefinition struct {
 	// Runs is what a step of this tool would execute: the command line,
 	// the builtin function or the HTTP endpoint.
 	Runs string `json:"runs"`
+	// Confinement is how a step of it runs: what it may touch and use
+	// (docs/sandbox.md).
+	Confinement string `json:"confinement"`
 }
 
 func (a *App) toolsShow() *cobra.Command {
@@ -377,7 +381,8 @@ func (a *App) toolsShow() *cobra.Command {
 			if m == nil {
 				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q%s (see capflow tools list)", args[0], toolPhrase(reg, args[0]))
 			}
-			def := ToolDefinition{Manifest: m, Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m)}
+			def := ToolDefinition{Manifest: m, Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m),
+				Confinement: sandbox.Confinement(m)}
 			env := envelope.NewBuilder("capflow-tools-show").Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
 			a.set(env, func(w io.Writer) { prettyDefinition(w, def) })
 			return nil

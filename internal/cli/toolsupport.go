@@ -101,7 +101,7 @@ func prettyDefinition(w io.Writer, d ToolDefinition) {
 	m := d.Manifest
 	fmt.Fprintf(w, "%s@%s  %s\n  %s\n\n", m.Name, m.Version, strings.Join(m.Capabilities, ", "), m.Description)
 	table(w, []string{"  FIELD", "VALUE"}, [][]string{
-		{"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs},
+		{"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs}, {"  sandbox", d.Confinement},
 		{"  idempotent", fmt.Sprint(m.Idempotent)}, {"  stability", m.Stability}, {"  priority", fmt.Sprint(m.Priority)},
 	})
 	for _, s := range []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/registry"
 )
 
@@ -58,6 +59,8 @@ type PolicyReport struct {
 	Limits      map[string]int     `json:"limits"`
 	MaxParallel int                `json:"max_parallel"`
 	Notes       []string           `json:"notes,omitempty"`
+	// Sandbox is the project's confinement of command tools.
+	Sandbox sandbox.Mode `json:"sandbox"`
 }
 
 // Report is the outcome of a check.
@@ -71,6 +74,9 @@ type Report struct {
 	Policy     PolicyReport         `json:"policy"`
 	Problems   []Problem            `json:"problems,omitempty"`
 	Notes      []string             `json:"notes,omitempty"`
+	// Confinement lists the tools that start processes, and what each
+	// may touch.
+	Confinement []Confinement `json:"confinement,omitempty"`
 
 	// Effective policy, for the executor.
 	EffectivePolicy *policy.Policy `json:"-"`
@@ -156,7 +162,8 @@ func Check(req Request) *Report {
 		viol = []policy.Violation{}
 	}
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
-		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes}
+		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
+	r.Confinement = confinements(gr.Resolution)
 	switch {
 	case len(probs) > 0:
 		r.Status = Invalid

@@ -83,6 +83,7 @@ func Sweep(runDir string, grace time.Duration) []int {
 	}
 	prefix := runKey(runDir) + "-"
 	own := syscall.Getpgrp()
+	ns, _ := os.Readlink("/proc/self/ns/pid")
 	groups := map[int]int{} // process group -> a token carrier in it
 	var order []int
 	for _, e := range entries {
@@ -92,6 +93,11 @@ func Sweep(runDir string, grace time.Duration) []int {
 		}
 		tok, err := environToken(pid)
 		if err != nil || !strings.HasPrefix(tok, prefix) {
+			continue
+		}
+		// A process inside a confined server's PID namespace goes with
+		// its sandbox, whose bubblewrap (here) carries the token too.
+		if its, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); ns != "" && its != ns {
 			continue
 		}
 		// By group, the leader's own first: members whose leader died

@@ -142,13 +142,19 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	}
 	token := newToken(env.RunDir)
 	vars = append(vars, OwnerEnv+"="+token) // last: the plan's env cannot replace it
-	cmd, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
+	cmd, tree, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
 	if err != nil {
 		logf.Close()
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if err == nil && tree != nil {
+		if err = tree.Started(); err != nil {
+			_ = cmd.Wait()
+		}
+	}
+	if err != nil {
 		logf.Close()
 		return nil, caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
 	}
@@ -190,33 +196,33 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 // unless the policy says sandbox: off or, by default, the machine cannot
 // confine. Its own process group either way: stopped as a whole, and
 // untouched by signals meant for the worker.
-func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (*exec.Cmd, error) {
+func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (*exec.Cmd, *sandbox.Tree, error) {
 	plain := func() *exec.Cmd {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.SysProcAttr = cwd, vars, &syscall.SysProcAttr{Setpgid: true}
 		return cmd
 	}
 	if env.Sandbox == sandbox.ModeOff {
-		return plain(), nil
+		return plain(), nil, nil
 	}
 	sup := sandbox.Probe()
 	if why := sup.Missing(); why != "" {
 		if env.Sandbox == sandbox.ModeRequired {
-			return nil, caperr.New(caperr.ConfigError, "the policy says sandbox: required, but this machine cannot confine the server: %s", why)
+			return nil, nil, caperr.New(caperr.ConfigError, "the policy says sandbox: required, but this machine cannot confine the server: %s", why)
 		}
 		env.Feedback.Warn("sandbox", "server runs unconfined (policy sandbox: default): "+why)
-		return plain(), nil
+		return plain(), nil, nil
 	}
 	spec, err := sandbox.SpecFor(env.Confine, env.Root)
 	if err != nil {
-		return nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
+		return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
 	}
-	cmd, _, err := sup.Command(sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
+	cmd, tree, err := sup.Command(sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
 		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true})
 	if err != nil {
-		return nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
+		return nil, nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
 	}
-	return cmd, nil
+	return cmd, tree, nil
 }
 
 func serverWaitReady(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {

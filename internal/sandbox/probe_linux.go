@@ -23,6 +23,7 @@ type Support struct {
 	exe     string            // this executable: the helper that joins cgroups
 	missing string            // why nothing can be confined ("" = it can)
 	cgroups map[string]string // controller -> folder capflow's cgroups go in
+	pool    cgroupPool
 }
 
 var (
@@ -56,6 +57,7 @@ func probe() *Support {
 	for _, c := range []string{"memory", "pids", "cpuacct"} {
 		if dir := cgroupParent(c); dir != "" {
 			s.cgroups[c] = dir
+			sweepStale(dir)
 		}
 	}
 	return s

@@ -122,6 +122,10 @@ func (s Spec) Describe() string {
 	if len(s.Read) > 0 {
 		parts = append(parts, "also reads "+strings.Join(s.Read, ", "))
 	}
-	parts = append(parts, fmt.Sprintf("memory %s, pids %d, cpu %s, file_size %s", Bytes(s.Memory), s.Pids, s.CPU, Bytes(s.FileSize)))
+	cpu := "cpu " + s.CPU.String()
+	if s.CPU == 0 {
+		cpu = "cpu unlimited"
+	}
+	parts = append(parts, fmt.Sprintf("memory %s, pids %d, %s, file_size %s", Bytes(s.Memory), s.Pids, cpu, Bytes(s.FileSize)))
 	return strings.Join(parts, "; ")
 }

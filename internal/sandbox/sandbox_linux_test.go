@@ -43,7 +43,9 @@ func run(t *testing.T, spec Spec, step string, script string) outcome {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tree.Started()
+	if err := tree.Started(); err != nil {
+		t.Fatal(err)
+	}
 	_ = cmd.Wait()
 	exit := cmd.ProcessState.ExitCode()
 	return outcome{exit, out.String(), tree.Finish(exit, out.String())}
@@ -169,6 +171,9 @@ func TestServerTreeLivesUntilStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Started(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})

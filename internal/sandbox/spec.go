@@ -9,14 +9,12 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 )
 
-// SpecFor is a tool's spec: its manifest's `sandbox:` over Defaults, with
-// read paths made absolute against the project and write paths resolved
-// (symlinks too) and kept inside it. A declared write folder that does not
-// exist yet is created.
-func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
+// Declared is a tool's spec as its manifest writes it: the `sandbox:`
+// block over Defaults, paths as written ("project" and "step" left out).
+func Declared(m *manifest.Sandbox) Spec {
 	s := Defaults
 	if m == nil {
-		return s, nil
+		return s
 	}
 	s.Network = m.Network
 	if m.Memory > 0 {
@@ -31,24 +29,37 @@ func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
 	if m.FileSize > 0 {
 		s.FileSize = int64(m.FileSize)
 	}
-	for _, r := range m.Read {
-		if r == "project" {
-			continue
+	s.Read = without(m.Read, "project")
+	s.Write = without(m.Write, "step")
+	return s
+}
+
+func without(xs []string, skip string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != skip {
+			out = append(out, x)
 		}
-		if !filepath.IsAbs(r) {
-			r = filepath.Join(project, r)
-		}
-		s.Read = append(s.Read, r)
 	}
-	for _, w := range m.Write {
-		if w == "step" {
-			continue
+	return out
+}
+
+// SpecFor is a tool's spec to run with: Declared, with read paths made
+// absolute against the project and write paths resolved (symlinks too)
+// and kept inside it. A declared write folder not there yet is created.
+func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
+	s := Declared(m)
+	for i, r := range s.Read {
+		if !filepath.IsAbs(r) {
+			s.Read[i] = filepath.Join(project, r)
 		}
+	}
+	for i, w := range s.Write {
 		p, err := insideProject(project, w)
 		if err != nil {
 			return s, err
 		}
-		s.Write = append(s.Write, p)
+		s.Write[i] = p
 	}
 	return s, nil
 }
@@ -70,4 +81,54 @@ func insideProject(project, rel string) (string, error) {
 		return "", fmt.Errorf("sandbox write %q leads to %s, outside the project", rel, real)
 	}
 	return real, nil
+}
+
+// Confinement says how a tool runs, for `tools show` and `plan check`: a
+// command tool (or a builtin that starts processes) confined with what
+// it declared; other builtins in the worker; http tools as a call.
+func Confinement(m *manifest.Manifest) string {
+	switch {
+	case m.Entrypoint.Type == manifest.EntryCommand:
+		return "confined: " + Declared(m.Sandbox).Describe()
+	case m.Sandbox != nil:
+		// A builtin that starts a server: its tree runs until stopped.
+		s := Declared(m.Sandbox)
+		s.CPU = 0
+		return "server confined: " + s.Describe()
+	case m.Entrypoint.Type == manifest.EntryHTTP:
+		return "an HTTP call from the worker"
+	}
+	return "in the worker: files only inside the project and the run folder"
+}
+
+// Beyond lists what a manifest declares beyond the default confinement
+// (empty: the defaults): what a reviewer of a plan looks at.
+func Beyond(m *manifest.Sandbox) []string {
+	if m == nil {
+		return nil
+	}
+	s, d := Declared(m), Defaults
+	var out []string
+	if s.Network {
+		out = append(out, "network: the host's")
+	}
+	for _, w := range s.Write {
+		out = append(out, "writes "+w)
+	}
+	for _, r := range s.Read {
+		out = append(out, "reads "+r)
+	}
+	if s.Memory > d.Memory {
+		out = append(out, "memory "+Bytes(s.Memory))
+	}
+	if s.Pids > d.Pids {
+		out = append(out, fmt.Sprintf("pids %d", s.Pids))
+	}
+	if s.CPU > d.CPU {
+		out = append(out, "cpu "+s.CPU.String())
+	}
+	if s.FileSize > d.FileSize {
+		out = append(out, "file_size "+Bytes(s.FileSize))
+	}
+	return out
 }

@@ -133,7 +133,11 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 		tree.Finish(-1, "")
 		return nil, nil, err
 	}
-	tree.Started()
+	if err := tree.Started(); err != nil {
+		_ = cmd.Wait()
+		tree.Finish(-1, "")
+		return nil, nil, err
+	}
 	return cmd, tree, nil
 }
 

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sandboxTool writes a hostile command tool into the test project: a shell
+// script, with its manifest's sandbox: block (docs/sandbox.md).
+func sandboxTool(t *testing.T, name, sandbox, body string) {
+	t.Helper()
+	dir := filepath.Join(h.project, "tools", "sbx-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`name: sbx-%s
+version: 1.0.0
+description: a hostile tool (%s)
+capabilities: [sbx.%s]
+input_schema: {type: object}
+entrypoint: {type: command, command: [./run.sh], result: exit_code}
+%s`, name, name, strings.ReplaceAll(name, "-", "_"), sandbox)
+	if err := os.WriteFile(filepath.Join(dir, "tool.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+}
+
+// uniqueSleep is a command line no other process has, found by pgrep -f.
+func uniqueSleep() string {
+	n := time.Now().UnixNano()
+	return fmt.Sprintf("sleep %d.%03d", 300000+n%100000, n/1000%1000)
+}
+
+func running(marker string) bool {
+	out, _ := exec.Command("pgrep", "-f", marker).Output()
+	return len(strings.TrimSpace(string(out))) > 0
+}
+
+// assertGone fails unless no process matches marker within 15 s (a tool
+// that ignores SIGTERM is killed after the worker's 5 s grace), printing
+// what ps shows.
+func assertGone(t *testing.T, marker string) {
+	t.Helper()
+	for i := 0; i < 300 && running(marker); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if running(marker) {
+		out, _ := exec.Command("ps", "-eo", "pid,ppid,args").Output()
+		t.Fatalf("%q is still running:\n%s", marker, out)
+	}
+}
+
+// Hostile command tools under the default confinement and their declared
+// limits: each outcome exact, nothing left running.
+func TestSandboxHostileTools(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	escaped := filepath.Join(h.project, "escaped-by-tool.txt")
+	daemon, stubborn := uniqueSleep(), uniqueSleep()
+	sandboxTool(t, "write-outside", "", fmt.Sprintf("echo pwned > %q; echo ok > \"$CAPFLOW_WORKDIR/mine.txt\"\n", escaped))
+	sandboxTool(t, "connect-out", "", fmt.Sprintf(`exec python3 -c 'import socket,sys; s=socket.socket(); s.settimeout(3); sys.exit(0 if s.connect_ex(("127.0.0.1", %d)) else 7)'`+"\n", port))
+	sandboxTool(t, "allocate", "sandbox: {memory: 256MiB}", "exec python3 -c 'b = bytearray(3 << 30); print(len(b))'\n")
+	sandboxTool(t, "fork-bomb", "sandbox: {pids: 64}", "bomb() { bomb | bomb & }; bomb; sleep 30\n")
+	sandboxTool(t, "daemon", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\nsleep 0.3\n", daemon))
+	sandboxTool(t, "stubborn", "", fmt.Sprintf("trap '' TERM\nsetsid sh -c \"trap '' TERM; %s\" </dev/null >/dev/null 2>&1 &\nwhile :; do sleep 1; done\n", stubborn))
+	plan := h.writePlan(t, "sandbox-hostile", `name: sandbox-hostile
+failure_policy: continue_all
+steps:
+  - {id: write-outside, capability: sbx.write_outside}
+  - {id: connect-out, capability: sbx.connect_out}
+  - {id: allocate, capability: sbx.allocate, retry: {max_attempts: 1}}
+  - {id: fork-bomb, capability: sbx.fork_bomb, retry: {max_attempts: 1}}
+  - {id: daemon, capability: sbx.daemon}
+  - {id: stubborn, capability: sbx.stubborn, timeout: 3s, retry: {max_attempts: 1}}
+`)
+	code, r := h.run(t, plan)
+	if code != 1 || r.Status != "failed" {
+		t.Fatalf("exit %d status %s", code, r.Status)
+	}
+	// The write outside failed inside the tool (read-only file system);
+	// the step folder took its file.
+	if s := r.step(t, "write-outside"); s.Status != "succeeded" || fileExists(escaped) {
+		t.Fatalf("write-outside: %s, %s exists: %v", s.Status, escaped, fileExists(escaped))
+	}
+	// The host's loopback server is out of reach: the tool's connect fails.
+	if s := r.step(t, "connect-out"); s.Status != "failed" || s.Envelope.ExitCode != 7 {
+		t.Fatalf("connect-out reached the host: %s %+v", s.Status, s.Envelope)
+	}
+	for id, want := range map[string]string{"allocate": "passed its memory limit (256MiB", "fork-bomb": "passed its pids limit (64"} {
+		s := r.step(t, id)
+		if s.Status != "failed" || s.Envelope.Error == nil || s.Envelope.Error.Code != "RESOURCE_EXHAUSTED" || !strings.Contains(s.Envelope.Message, want) {
+			t.Fatalf("%s: %s %+v", id, s.Status, s.Envelope)
+		}
+	}
+	if s := r.step(t, "daemon"); s.Status != "succeeded" {
+		t.Fatalf("daemon: %s %+v", s.Status, s.Envelope)
+	}
+	if s := r.step(t, "stubborn"); s.Status != "failed" || s.Envelope.Error == nil || s.Envelope.Error.Code != "TASK_TIMEOUT" {
+		t.Fatalf("stubborn: %s %+v", s.Status, s.Envelope)
+	}
+	assertGone(t, daemon)
+	assertGone(t, stubborn)
+	assertGone(t, "sbx-fork-bomb")
+}
+
+// A worker killed mid-step takes the step's whole confined tree with it,
+// children that called setsid included.
+func TestSandboxWorkerDeathLeavesNothing(t *testing.T) {
+	child, main := uniqueSleep(), uniqueSleep()
+	sandboxTool(t, "long", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\n%s\n", child, main))
+	id := startDetached(t, h.writePlan(t, "sandbox-worker-death", `name: sandbox-worker-death
+steps:
+  - {id: long, capability: sbx.long, timeout: 10m}
+`))
+	waitStepRunning(t, id, "long")
+	for i := 0; i < 100 && !(running(child) && running(main)); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !running(child) || !running(main) {
+		t.Fatal("the tool's processes never started")
+	}
+	h.killWorker()
+	assertGone(t, child)
+	assertGone(t, main)
+	if err := h.startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	if code, env, stderr := h.capflow(t, "cancel", id); code != 5 {
+		t.Fatalf("cancel: exit %d %s\n%s", code, env.Message, stderr)
+	}
+}
