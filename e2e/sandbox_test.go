@@ -77,7 +77,7 @@ func TestSandboxHostileTools(t *testing.T) {
 	escaped := filepath.Join(h.project, "escaped-by-tool.txt")
 	daemon, stubborn := uniqueSleep(), uniqueSleep()
 	sandboxTool(t, "write-outside", "", fmt.Sprintf("echo pwned > %q; echo ok > \"$CAPFLOW_WORKDIR/mine.txt\"\n", escaped))
-	sandboxTool(t, "connect-out", "", fmt.Sprintf(`exec python3 -c 'import socket,sys; s=socket.socket(); s.settimeout(3); sys.exit(0 if s.connect_ex(("127.0.0.1", %d)) else 7)'`+"\n", port))
+	sandboxTool(t, "connect-out", "", fmt.Sprintf(`exec python3 -c 'import socket; s=socket.socket(); s.settimeout(3); print("open" if s.connect_ex(("127.0.0.1", %d)) == 0 else "refused")'`+"\n", port))
 	sandboxTool(t, "allocate", "sandbox: {memory: 256MiB}", "exec python3 -c 'b = bytearray(3 << 30); print(len(b))'\n")
 	sandboxTool(t, "fork-bomb", "sandbox: {pids: 64}", "bomb() { bomb | bomb & }; bomb; sleep 30\n")
 	sandboxTool(t, "daemon", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\nsleep 0.3\n", daemon))
@@ -102,7 +102,7 @@ steps:
 		t.Fatalf("write-outside: %s, %s exists: %v", s.Status, escaped, fileExists(escaped))
 	}
 	// The host's loopback server is out of reach: the tool's connect fails.
-	if s := r.step(t, "connect-out"); s.Status != "failed" || s.Envelope.ExitCode != 7 {
+	if s := r.step(t, "connect-out"); s.Status != "succeeded" || fmt.Sprint(s.Envelope.Data.(map[string]any)["stdout"]) != "refused\n" {
 		t.Fatalf("connect-out reached the host: %s %+v", s.Status, s.Envelope)
 	}
 	for id, want := range map[string]string{"allocate": "passed its memory limit (256MiB", "fork-bomb": "passed its pids limit (64"} {
@@ -146,5 +146,30 @@ steps:
 	}
 	if code, env, stderr := h.capflow(t, "cancel", id); code != 5 {
 		t.Fatalf("cancel: exit %d %s\n%s", code, env.Message, stderr)
+	}
+}
+
+// Three json.query items that each ask for a gigabyte at once: each is
+// stopped in its capped child (RESOURCE_EXHAUSTED), and the worker never
+// comes near a gigabyte itself.
+func TestBuiltinMemoryStaysOutOfTheWorker(t *testing.T) {
+	plan := h.writePlan(t, "builtin-memory", `name: builtin-memory
+max_parallel: 3
+steps:
+  - id: each
+    capability: json.query
+    for_each: [1, 2, 3]
+    with: {query: '("x" * 1000000000) | length', input: "${item}"}
+`)
+	code, r := h.run(t, plan)
+	if code != 1 || r.Status != "failed" {
+		t.Fatalf("exit %d status %s", code, r.Status)
+	}
+	s := r.step(t, "each")
+	if s.Envelope == nil || !strings.Contains(fmt.Sprint(s.Envelope.Data, s.Envelope.Message), "RESOURCE_EXHAUSTED") {
+		t.Fatalf("each: %s %+v", s.Status, s.Envelope)
+	}
+	if peak := workerPeakKB(); peak == 0 || peak > 1<<20 {
+		t.Fatalf("the worker peaked at %d MiB (want under 1 GiB)", peak>>10)
 	}
 }
