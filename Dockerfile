@@ -15,14 +15,16 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/capflow/capfl
 
 FROM debian:${DEBIAN_RELEASE}-slim
 # python3 for command tools written in Python; curl for the health check;
-# tini reaps the processes tools leave behind. WITH_CHROMIUM=true adds
+# tini reaps the processes tools leave behind; bubblewrap confines command
+# tools (docs/sandbox.md: inside a container it needs user namespaces,
+# which Docker's default seccomp profile refuses; docs/deployment.md). WITH_CHROMIUM=true adds
 # headless Chromium for the runtime kit's browser.run (~400 MB);
 # EXTRA_PACKAGES more Debian packages your tools need (e.g. "ffmpeg" for
 # the media kit: without it, plans using it report a dependency gap).
 ARG WITH_CHROMIUM=false
 ARG EXTRA_PACKAGES=""
 RUN apt-get update && \
-    apt-get install -y --no-install-recommends ca-certificates python3 curl tini \
+    apt-get install -y --no-install-recommends ca-certificates python3 curl tini bubblewrap \
       $( [ "$WITH_CHROMIUM" = true ] && echo chromium ) $EXTRA_PACKAGES && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/capflow /out/capflow-worker /usr/local/bin/
