@@ -158,6 +158,9 @@ type PolicyReport struct {
 	Limits      map[string]int `json:"limits"`
 	MaxParallel int            `json:"max_parallel"`
 	Notes       []string       `json:"notes,omitempty"`
+	// Sandbox is the project's confinement of command tools (required,
+	// off; absent: default).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Violation is one rule of the policy a plan breaks.

@@ -120,6 +120,16 @@ steps:
 	assertGone(t, daemon)
 	assertGone(t, stubborn)
 	assertGone(t, "sbx-fork-bomb")
+
+	// capflow tools run confines exactly as the worker does.
+	code, env, stderr := h.capflow(t, "tools", "run", "sbx.connect_out")
+	if code != 0 || fmt.Sprint(env.Data.(map[string]any)["stdout"]) != "refused\n" || !strings.Contains(fmt.Sprint(env.Feedback), "confined") {
+		t.Fatalf("tools run: exit %d %+v\n%s", code, env, stderr)
+	}
+	code, env, _ = h.capflow(t, "tools", "run", "sbx.allocate")
+	if code != 1 || env.Error == nil || env.Error.Code != "RESOURCE_EXHAUSTED" {
+		t.Fatalf("tools run sbx.allocate: exit %d %+v", code, env)
+	}
 }
 
 // A worker killed mid-step takes the step's whole confined tree with it,

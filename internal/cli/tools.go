@@ -15,8 +15,8 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
-	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/yamldoc"
 )

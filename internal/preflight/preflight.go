@@ -14,8 +14,8 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 // Plan statuses (docs/plans.md).
@@ -60,7 +60,7 @@ type PolicyReport struct {
 	MaxParallel int                `json:"max_parallel"`
 	Notes       []string           `json:"notes,omitempty"`
 	// Sandbox is the project's confinement of command tools.
-	Sandbox sandbox.Mode `json:"sandbox"`
+	Sandbox sandbox.Mode `json:"sandbox,omitempty"`
 }
 
 // Report is the outcome of a check.

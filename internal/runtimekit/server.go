@@ -65,6 +65,26 @@ type startInput struct {
 	Readiness *Readiness        `json:"readiness"`
 }
 
+// check refuses inputs the schema cannot: a bad name, an empty command,
+// no run folder, a readiness timeout that is no duration.
+func (in startInput) check(env *builtin.Env) error {
+	if !nameRE.MatchString(in.Name) {
+		return caperr.New(caperr.InvalidInput, "name %q: letters, digits, '.', '_' or '-'", in.Name)
+	}
+	if len(in.Command) == 0 || in.Command[0] == "" {
+		return caperr.New(caperr.InvalidInput, "command is empty")
+	}
+	if env.RunDir == "" {
+		return caperr.New(caperr.InvalidInput, "server.start runs inside a run (it needs the run folder)")
+	}
+	if in.Readiness != nil {
+		if _, err := duration("readiness.timeout", in.Readiness.Timeout, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // serverStart starts a process that outlives its step, records it in
 // processes.json and, with readiness, waits until it is ready.
 func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
@@ -72,19 +92,8 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	if err := decode(raw, &in); err != nil {
 		return nil, err
 	}
-	if !nameRE.MatchString(in.Name) {
-		return nil, caperr.New(caperr.InvalidInput, "name %q: letters, digits, '.', '_' or '-'", in.Name)
-	}
-	if len(in.Command) == 0 || in.Command[0] == "" {
-		return nil, caperr.New(caperr.InvalidInput, "command is empty")
-	}
-	if env.RunDir == "" {
-		return nil, caperr.New(caperr.InvalidInput, "server.start runs inside a run (it needs the run folder)")
-	}
-	if in.Readiness != nil {
-		if _, err := duration("readiness.timeout", in.Readiness.Timeout, 0); err != nil {
-			return nil, err
-		}
+	if err := in.check(env); err != nil {
+		return nil, err
 	}
 	cwd := env.Root
 	if in.Cwd != "" {
@@ -124,41 +133,10 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 			bin = filepath.Join(cwd, bin)
 		}
 	}
-	logDir := filepath.Join(env.RunDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, caperr.Wrap(caperr.ObservabilityError, err, "logs folder")
-	}
-	logPath := filepath.Join(logDir, in.Name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, logPath, token, err := launch(env, in, bin, cwd)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ObservabilityError, err, "log file")
-	}
-	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
-	if in.Port > 0 {
-		vars = append(vars, fmt.Sprintf("PORT=%d", in.Port))
-	}
-	for k, v := range in.Env {
-		vars = append(vars, k+"="+v)
-	}
-	token := newToken(env.RunDir)
-	vars = append(vars, OwnerEnv+"="+token) // last: the plan's env cannot replace it
-	cmd, tree, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
-	if err != nil {
-		logf.Close()
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	err = cmd.Start()
-	if err == nil && tree != nil {
-		if err = tree.Started(); err != nil {
-			_ = cmd.Wait()
-		}
-	}
-	if err != nil {
-		logf.Close()
-		return nil, caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
-	}
-	logf.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaps it whenever it ends
 	pid := cmd.Process.Pid
@@ -189,6 +167,46 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		return data, err
 	}
 	return data, nil
+}
+
+// launch starts the server with its log file as stdout and stderr, and
+// the run's ownership token last in its environment (the plan's env
+// cannot replace it).
+func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string, string, error) {
+	logDir := filepath.Join(env.RunDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, "", "", caperr.Wrap(caperr.ObservabilityError, err, "logs folder")
+	}
+	logPath := filepath.Join(logDir, in.Name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, "", "", caperr.Wrap(caperr.ObservabilityError, err, "log file")
+	}
+	defer logf.Close()
+	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
+	if in.Port > 0 {
+		vars = append(vars, fmt.Sprintf("PORT=%d", in.Port))
+	}
+	for k, v := range in.Env {
+		vars = append(vars, k+"="+v)
+	}
+	token := newToken(env.RunDir)
+	vars = append(vars, OwnerEnv+"="+token)
+	cmd, tree, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
+	if err != nil {
+		return nil, "", "", err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	if err == nil && tree != nil {
+		if err = tree.Started(); err != nil {
+			_ = cmd.Wait()
+		}
+	}
+	if err != nil {
+		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
+	}
+	return cmd, logPath, token, nil
 }
 
 // serverCommand is the server's command: confined (its own PID

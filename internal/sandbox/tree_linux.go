@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +46,8 @@ type Tree struct {
 	once                       sync.Once
 	mu                         sync.Mutex
 	found                      *Breach
+	// watching is the watch goroutine, done before the cgroups are reused.
+	watching sync.WaitGroup
 }
 
 // Command prepares req: an exec.Cmd of bubblewrap (the caller sets its
@@ -204,6 +205,7 @@ func (t *Tree) Started() error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	if t.cg != nil && !t.server() {
+		t.watching.Add(1)
 		go t.watch()
 	}
 	return nil
@@ -243,6 +245,7 @@ func (t *Tree) closePipes() {
 }
 
 func (t *Tree) watch() {
+	defer t.watching.Done()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -289,6 +292,7 @@ func (t *Tree) Kill() { killTree(t.Pid()) }
 // passed, if any, and removes the cgroups with anything left in them.
 func (t *Tree) Finish(exit int, tail string) *Breach {
 	t.once.Do(func() { close(t.stop); t.closePipes() })
+	t.watching.Wait() // the cgroups go back to the pool: nothing may read them for this tree
 	if b := t.cg.breach(t.spec); b != nil {
 		t.record(b)
 	}
@@ -299,136 +303,4 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 		return t.found
 	}
 	return t.fromExit(exit, tail)
-}
-
-// fromExit reads a breach from how the tool ended: the rlimit signals
-// (bubblewrap exits 128+signal), or the errors the kernel's refusals
-// become in a tool that handles them.
-func (t *Tree) fromExit(exit int, tail string) *Breach {
-	low := strings.ToLower(tail)
-	switch {
-	case exit == 128+int(syscall.SIGXFSZ) || strings.Contains(low, "file too large"):
-		return &Breach{Limit: "file_size", Max: Bytes(t.spec.FileSize)}
-	case exit == 128+int(syscall.SIGXCPU):
-		return &Breach{Limit: "cpu", Max: t.spec.CPU.String()}
-	case t.rlim && exit != 0 && (strings.Contains(low, "cannot allocate memory") || strings.Contains(low, "memoryerror") || strings.Contains(low, "out of memory")):
-		return &Breach{Limit: "memory", Max: Bytes(t.spec.Memory) + " of address space per process"}
-	}
-	if t.spec.FileSize > 0 {
-		// A process the tool ran was stopped at the limit, and the tool
-		// carried on: the file it was writing tells.
-		if f := fullFile(t.write, t.spec.FileSize); f != "" {
-			return &Breach{Limit: "file_size", Max: Bytes(t.spec.FileSize), Seen: f + " stopped at the limit"}
-		}
-	}
-	return nil
-}
-
-// fullFile finds a file of at least limit bytes in dirs (the kernel stops
-// a write at the limit exactly), looking at 10,000 entries at most.
-func fullFile(dirs []string, limit int64) string {
-	seen := 0
-	found := ""
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if seen++; err != nil || found != "" || seen > 10000 {
-				return filepath.SkipAll
-			}
-			if e.Type().IsRegular() {
-				if fi, err := e.Info(); err == nil && fi.Size() >= limit {
-					found = p
-				}
-			}
-			return nil
-		})
-	}
-	return found
-}
-
-// sandboxInit is the host pid of the sandbox's pid 1 (bubblewrap's
-// child in the new PID namespace), 0 when there is none (yet, or any more).
-func sandboxInit(outer int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", outer, outer))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
-}
-
-// members lists the host pids of the processes in the sandbox's PID
-// namespace other than its init.
-func members(init int) []int {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
-	if err != nil {
-		return nil
-	}
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == init {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// signalMembers sends sig to every process of the tree under outer (the
-// init of a PID namespace takes only the signals it handles).
-func signalMembers(outer int, sig syscall.Signal) {
-	if init := sandboxInit(outer); init > 0 {
-		for _, p := range members(init) {
-			_ = syscall.Kill(p, sig)
-		}
-	}
-}
-
-// Leads reports whether pid is a bubblewrap process whose child is the
-// init of its own PID namespace: a confined tree, stopped with Stop.
-func Leads(pid int) bool {
-	init := sandboxInit(pid)
-	if init == 0 {
-		return false
-	}
-	mine, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
-	return err1 == nil && err2 == nil && mine != its
-}
-
-// killTree kills the sandbox's init, which takes its whole PID namespace
-// with it, and bubblewrap.
-func killTree(outer int) {
-	if init := sandboxInit(outer); init > 0 {
-		_ = syscall.Kill(init, syscall.SIGKILL)
-	}
-	_ = syscall.Kill(-outer, syscall.SIGKILL)
-}
-
-// Stop stops the tree a bubblewrap process leads, from any process (a
-// server's tree, found again by its pid): SIGTERM to every process in it,
-// the whole tree killed once grace passes. alive says whether the
-// bubblewrap process still runs.
-func Stop(outer int, grace time.Duration, alive func() bool) string {
-	defer cgroupsOf(outer).remove()
-	signalMembers(outer, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !alive() {
-			return "SIGTERM"
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	killTree(outer)
-	for i := 0; i < 40 && alive(); i++ {
-		time.Sleep(25 * time.Millisecond)
-	}
-	return "SIGKILL after " + grace.String()
 }
