@@ -92,6 +92,9 @@ func TestParseProblems(t *testing.T) {
 			`7:execution: local needs idempotent: true`, `7:execution: cannot go with task_queue "gpu"`}},
 		{"bad durations and deps", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntimeouts: {start_to_close: 5 minutes}\ndependencies:\n  - {kind: service, name: s}\n  - {kind: docker, name: d}\n", []string{
 			`6:timeouts.start_to_close: "5 minutes" is not a duration like 30s, 5m or 1h30m`, `8:dependencies[0]: a service dependency needs a url`, `9:dependencies[1].kind: must be one of binary, env, service`}},
+		{"sandbox", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  memory: 2 gigs\n  write: [step, /etc, ../up, .]\n  pids: 0\n", []string{
+			`7:sandbox.memory: is not a size like 512MiB or 2GiB`, `8:sandbox.write[1]: write "/etc": only "step" or a path inside the project`,
+			`8:sandbox.write[2]: write "../up": only "step"`, `8:sandbox.write[3]: write "." would make the whole project writable`, `9:sandbox.pids: `}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

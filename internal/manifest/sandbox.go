@@ -72,8 +72,11 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 			continue
 		}
 		clean := filepath.Clean(s)
-		if filepath.IsAbs(s) || clean == ".." || strings.HasPrefix(clean, "../") {
+		switch {
+		case filepath.IsAbs(s) || clean == ".." || strings.HasPrefix(clean, "../"):
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q: only \"step\" or a path inside the project (relative to its root)", s)
+		case clean == ".":
+			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would make the whole project writable (its policy, tools and run records): name a folder inside it", s)
 		}
 	}
 }

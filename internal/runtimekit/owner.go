@@ -129,6 +129,10 @@ const OwnerKeyFile = "CAPFLOW_OWNERSHIP_KEY_FILE"
 
 var ownerKey = sync.OnceValues(loadOwnerKey)
 
+// EnsureOwnerKey makes the key now if it is not there yet: a confined
+// tool's sandbox hides it only if it exists when the sandbox is made.
+func EnsureOwnerKey() { _, _ = ownerKey() }
+
 // OwnerKeyPath is the key's file ("" when there is no configuration
 // folder): confined tools never see it.
 func OwnerKeyPath() string {

@@ -203,11 +203,18 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 			_ = cmd.Wait()
 		}
 	}
+	if err != nil && tree != nil {
+		tree.Abort()
+	}
 	if err != nil {
 		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
 	}
 	return cmd, logPath, token, nil
 }
+
+// StartsProcesses reports whether the builtin named name starts processes
+// (and so answers to the policy's sandbox: whatever its manifest says).
+func StartsProcesses(name string) bool { return name == "server.start" }
 
 // serverCommand is the server's command: confined (its own PID
 // namespace, the run folder writable, the network the manifest declares)
@@ -235,6 +242,7 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 	if err != nil {
 		return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
 	}
+	EnsureOwnerKey()
 	cmd, tree, err := sup.Command(sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
 		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true})
 	if err != nil {

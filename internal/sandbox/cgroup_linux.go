@@ -3,9 +3,11 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,7 +125,7 @@ func sweepStale(parent string) {
 		if _, err := fmt.Sscanf(e.Name(), "t%d-%d", &pid, &seq); err != nil || !e.IsDir() {
 			continue
 		}
-		if syscall.Kill(pid, 0) != nil {
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			_ = os.Remove(filepath.Join(parent, e.Name()))
 		}
 	}
@@ -210,7 +212,9 @@ func (cg *cgroup) remove() {
 			break
 		}
 		for _, p := range left {
-			_ = syscall.Kill(p, syscall.SIGKILL)
+			if p != os.Getpid() { // never the worker, whatever a cgroup says
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -221,22 +225,32 @@ func (cg *cgroup) remove() {
 	}
 }
 
-// cgroupsOf finds the cgroups capflow made for the tree pid leads (a
-// server's, from its record), read from /proc before the tree goes.
-func cgroupsOf(pid int) *cgroup {
+// treeName is the name of the cgroups capflow makes: t<worker pid>-<n>.
+var treeName = regexp.MustCompile(`^t[0-9]+-[0-9]+$`)
+
+// cgroupsOf finds the cgroups capflow made for a sandbox whose init is
+// init (a server's, from its record), read from /proc before the tree
+// goes: only folders named as capflow names them, right under this
+// machine's capflow folders.
+func (s *Support) cgroupsOf(init int) *cgroup {
 	cg := &cgroup{dirs: map[string]string{}}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", init))
 	if err != nil {
 		return cg
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 || !strings.Contains(f[2], "/capflow/t") {
+		if len(f) != 3 {
 			continue
 		}
-		for _, c := range []string{"memory", "pids", "cpuacct"} {
-			if f[1] == c {
-				cg.dirs[c] = filepath.Join("/sys/fs/cgroup", c, f[2])
+		for _, c := range strings.Split(f[1], ",") {
+			parent := s.cgroups[c]
+			if parent == "" {
+				continue
+			}
+			dir := filepath.Join("/sys/fs/cgroup", c, f[2])
+			if filepath.Dir(dir) == parent && treeName.MatchString(filepath.Base(dir)) {
+				cg.dirs[c] = dir
 			}
 		}
 	}

@@ -24,6 +24,31 @@ func sandboxInit(outer int) int {
 	return n
 }
 
+// ownNamespace reports whether pid is the init of a PID namespace other
+// than ours: a sandbox's, never a process of the worker's namespace (a
+// pid reused since would be one).
+func ownNamespace(pid int) bool {
+	mine, err1 := os.Readlink("/proc/self/ns/pid")
+	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	return err1 == nil && err2 == nil && mine != its && nsPid(pid) == 1
+}
+
+// nsPid is pid's number inside its own PID namespace (from NSpid).
+func nsPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
 // members lists the host pids of the processes in the sandbox's PID
 // namespace other than its init.
 func members(init int) []int {
@@ -45,13 +70,15 @@ func members(init int) []int {
 	return out
 }
 
-// signalMembers sends sig to every process of the tree under outer (the
-// init of a PID namespace takes only the signals it handles).
-func signalMembers(outer int, sig syscall.Signal) {
-	if init := sandboxInit(outer); init > 0 {
-		for _, p := range members(init) {
-			_ = syscall.Kill(p, sig)
-		}
+// signalMembers sends sig to every process of the sandbox whose init is
+// init (the init of a PID namespace takes only the signals it handles),
+// once init is checked to be one.
+func signalMembers(init int, sig syscall.Signal) {
+	if init <= 0 || !ownNamespace(init) {
+		return
+	}
+	for _, p := range members(init) {
+		_ = syscall.Kill(p, sig)
 	}
 }
 
@@ -59,30 +86,21 @@ func signalMembers(outer int, sig syscall.Signal) {
 // init of its own PID namespace: a confined tree, stopped with Stop.
 func Leads(pid int) bool {
 	init := sandboxInit(pid)
-	if init == 0 {
-		return false
-	}
-	mine, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
-	return err1 == nil && err2 == nil && mine != its
-}
-
-// killTree kills the sandbox's init, which takes its whole PID namespace
-// with it, and bubblewrap.
-func killTree(outer int) {
-	if init := sandboxInit(outer); init > 0 {
-		_ = syscall.Kill(init, syscall.SIGKILL)
-	}
-	_ = syscall.Kill(-outer, syscall.SIGKILL)
+	return init > 0 && ownNamespace(init)
 }
 
 // Stop stops the tree a bubblewrap process leads, from any process (a
 // server's tree, found again by its pid): SIGTERM to every process in it,
-// the whole tree killed once grace passes. alive says whether the
-// bubblewrap process still runs.
+// the whole tree killed once grace passes, then its cgroups removed.
+// alive says whether the bubblewrap process still runs.
 func Stop(outer int, grace time.Duration, alive func() bool) string {
-	defer cgroupsOf(outer).remove()
-	signalMembers(outer, syscall.SIGTERM)
+	init := sandboxInit(outer)
+	if init <= 0 || !ownNamespace(init) {
+		return "not a sandbox"
+	}
+	cg := Probe().cgroupsOf(init)
+	defer cg.remove()
+	signalMembers(init, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		if !alive() {
@@ -90,7 +108,7 @@ func Stop(outer int, grace time.Duration, alive func() bool) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	killTree(outer)
+	_ = syscall.Kill(init, syscall.SIGKILL) // its namespace goes with it
 	for i := 0; i < 40 && alive(); i++ {
 		time.Sleep(25 * time.Millisecond)
 	}

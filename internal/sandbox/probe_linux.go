@@ -20,7 +20,7 @@ const BwrapEnv = "CAPFLOW_BWRAP"
 // Support is what this machine offers for confinement, probed once.
 type Support struct {
 	bwrap   string
-	exe     string            // this executable: the helper that joins cgroups
+	exe     string            // this executable: a server's init inside its sandbox
 	missing string            // why nothing can be confined ("" = it can)
 	cgroups map[string]string // controller -> folder capflow's cgroups go in
 	pool    cgroupPool

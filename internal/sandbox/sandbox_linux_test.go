@@ -198,3 +198,43 @@ func TestServerTreeLivesUntilStop(t *testing.T) {
 		t.Fatal("bubblewrap still runs")
 	}
 }
+
+// A read-only bind does not stop a connect: the host's sockets (in /run,
+// in the homes) are hidden, not merely read-only.
+func TestHostSocketsAreHidden(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	for _, dir := range []string{"/run", home} {
+		d, err := os.MkdirTemp(dir, "capflow-sock-")
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		defer os.RemoveAll(d)
+		sock := filepath.Join(d, "s.sock")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+				c.Write([]byte("hello"))
+				c.Close()
+			}
+		}()
+		probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); print("open" if s.connect_ex(%q) == 0 else "hidden")'`, sock)
+		if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "hidden" {
+			t.Fatalf("a confined tool reached %s: %q", sock, o.out)
+		}
+	}
+}
+
+func TestRebindNeverUndoesAHiddenRoot(t *testing.T) {
+	hidden := []string{"/tmp", "/root"}
+	got := rebind([]string{"/tmp", "/", "/root", "/tmp/p", "/usr/bin", "/root/.pyenv", "/tmp/p"}, hidden)
+	if strings.Join(got, " ") != "/tmp/p /root/.pyenv" {
+		t.Fatalf("rebind: %v", got)
+	}
+	if got := toolchains([]string{"/root/.pyenv/shims", "/usr/bin"}); strings.Join(got, " ") != "/root/.pyenv/shims /root/.pyenv /usr/bin" {
+		t.Fatalf("toolchains: %v", got)
+	}
+}

@@ -64,21 +64,28 @@ func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
 	return s, nil
 }
 
+// insideProject resolves a declared write folder: created through an
+// os.Root of the project (a symlink cannot lead the creation out of it),
+// then resolved and checked to stay inside.
 func insideProject(project, rel string) (string, error) {
 	root, err := filepath.EvalSymlinks(project)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: project %s: %v", project, err)
 	}
-	p := filepath.Join(root, rel)
-	if err := os.MkdirAll(p, 0o755); err != nil {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: project %s: %v", project, err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll(filepath.Clean(rel), 0o755); err != nil {
 		return "", fmt.Errorf("sandbox write %q: %v", rel, err)
 	}
-	real, err := filepath.EvalSymlinks(p)
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
 	if err != nil {
 		return "", fmt.Errorf("sandbox write %q: %v", rel, err)
 	}
-	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("sandbox write %q leads to %s, outside the project", rel, real)
+	if real == root || !strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return "", fmt.Errorf("sandbox write %q leads to %s, not a folder inside the project", rel, real)
 	}
 	return real, nil
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,17 +34,20 @@ type Tree struct {
 	cmd    *exec.Cmd
 	cg     *cgroup
 	spec   Spec
+	server bool
 	limits []rlimit
 	init   int // the sandbox's init (bubblewrap's child), once known
-	// The info pipe (bubblewrap reports its child) and the block pipe
-	// (bubblewrap waits on it before it runs the tool).
-	info, infoW, block, blockR *os.File
-	rlim                       bool     // memory limited per process (no memory cgroup)
-	write                      []string // where the tree could write
-	stop                       chan struct{}
-	once                       sync.Once
-	mu                         sync.Mutex
-	found                      *Breach
+	// bubblewrap reports its child on infoW, and waits on blockR before
+	// it runs the tool.
+	infoR, infoW, blockW, blockR *os.File
+	asLimit                      bool     // memory limited per process (no memory cgroup)
+	writable                     []string // where the tree could write
+	began                        time.Time
+	stop                         chan struct{}
+	stopOnce                     sync.Once
+	ended                        atomic.Bool // bubblewrap exited: nothing of the tree is signalled any more
+	mu                           sync.Mutex
+	breach                       *Breach
 	// watching is the watch goroutine, done before the cgroups are reused.
 	watching sync.WaitGroup
 }
@@ -56,7 +58,8 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 	if s.missing != "" {
 		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
 	}
-	t := &Tree{sup: s, spec: req.Spec, stop: make(chan struct{}), write: append(append([]string(nil), req.Write...), req.Spec.Write...)}
+	t := &Tree{sup: s, spec: req.Spec, server: req.Server, stop: make(chan struct{}), began: time.Now(),
+		writable: append(append([]string(nil), req.Write...), req.Spec.Write...)}
 	// A server's cgroups hold its memory and processes to the limits by
 	// the kernel alone (nothing watches them after the step): Stop removes
 	// them.
@@ -67,14 +70,14 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 		}
 		t.cg = cg
 	}
-	t.limits, t.rlim = rlimits(req.Spec, t.cg, req.Server)
+	t.limits, t.asLimit = rlimits(req.Spec, t.cg, req.Server)
 	var err error
-	if t.info, t.infoW, err = os.Pipe(); err == nil {
-		t.blockR, t.block, err = os.Pipe()
+	if t.infoR, t.infoW, err = os.Pipe(); err == nil {
+		t.blockR, t.blockW, err = os.Pipe()
 	}
 	if err != nil {
 		t.closePipes()
-		t.cg.remove()
+		go t.cg.remove()
 		return nil, nil, err
 	}
 	args := s.bwrapArgs(req)
@@ -108,15 +111,15 @@ func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
 	return out, byAS
 }
 
-// bwrapArgs is the bubblewrap command line: every namespace new (user,
-// pid, ipc, uts, cgroup, and net unless the tool declared network), no
-// capabilities, the whole file system read-only with /tmp private, then
-// the tool's folders bound over it.
+// bwrapArgs is the bubblewrap command line: new namespaces (pid, ipc,
+// uts, cgroup, user unless the worker is root, and net unless the tool
+// declared network), no capabilities, the whole file system read-only
+// with the hidden roots emptied, then the tool's folders (mountArgs).
 func (s *Support) bwrapArgs(req Request) []string {
 	// fd 3 and 4 are the tree's info and block pipes (ExtraFiles).
 	a := []string{"bwrap", "--info-fd", "3", "--block-fd", "4", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--unshare-cgroup-try", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
 	// A user namespace is how bubblewrap works without privileges; a root
 	// worker's tools get none (it costs a millisecond a step): without
 	// capabilities and with no_new_privs, root in the sandbox can change
@@ -130,23 +133,7 @@ func (s *Support) bwrapArgs(req Request) []string {
 	if !req.Server {
 		a = append(a, "--die-with-parent")
 	}
-	for _, p := range req.Hide {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			a = append(a, "--tmpfs", p)
-		} else if err == nil {
-			a = append(a, "--ro-bind", "/dev/null", p)
-		}
-	}
-	read := append(append(append([]string(nil), req.Read...), pathDirs(req.Env)...), req.Spec.Read...)
-	if req.Server {
-		read = append(read, s.exe) // the init below
-	}
-	for _, p := range underTmp(read) {
-		a = append(a, "--ro-bind-try", p, p)
-	}
-	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
-		a = append(a, "--bind", p, p)
-	}
+	a = append(a, s.mountArgs(req)...)
 	if req.Dir != "" {
 		a = append(a, "--chdir", req.Dir)
 	}
@@ -157,54 +144,22 @@ func (s *Support) bwrapArgs(req Request) []string {
 	return append(a, req.Argv...)
 }
 
-// underTmp keeps the paths the private /tmp hides, each once: the rest
-// of the file system is readable already, and every bind is a mount to
-// make and tear down (a millisecond a step for a long PATH).
-func underTmp(paths []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range paths {
-		p = filepath.Clean(p)
-		if (p == "/tmp" || strings.HasPrefix(p, "/tmp/")) && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// pathDirs are the folders on the tree's PATH: programs the worker could
-// run stay runnable where the sandbox hides their folder (/tmp).
-func pathDirs(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, d := range filepath.SplitList(v) {
-				if filepath.IsAbs(d) {
-					out = append(out, d)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // Started finishes the start: bubblewrap has made the sandbox's init and
 // waits (its block fd) while the init joins the tree's cgroups and gets
 // its rlimits, so everything the tool forks is counted from its first
 // instruction; then the tool runs, and the cgroups are watched: a tree
-// that passes a limit is stopped at once. An error has killed the tree.
+// that passes a limit is stopped at once. An error has killed the tree
+// (before bubblewrap could go on) and the caller calls Abort after Wait.
 func (t *Tree) Started() error {
 	t.infoW.Close()
 	t.blockR.Close()
-	err := t.handshake()
-	t.info.Close()
-	t.block.Close()
-	if err != nil {
+	if err := t.handshake(); err != nil {
 		t.Kill()
+		t.closePipes()
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	if t.cg != nil && !t.server() {
+	t.closePipes()
+	if t.cg != nil && !t.server {
 		t.watching.Add(1)
 		go t.watch()
 	}
@@ -212,11 +167,11 @@ func (t *Tree) Started() error {
 }
 
 func (t *Tree) handshake() error {
-	_ = t.info.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = t.infoR.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var info struct {
 		Child int `json:"child-pid"`
 	}
-	if err := json.NewDecoder(t.info).Decode(&info); err != nil || info.Child <= 0 {
+	if err := json.NewDecoder(t.infoR).Decode(&info); err != nil || info.Child <= 0 {
 		return fmt.Errorf("bubblewrap did not report its child: %v", err)
 	}
 	t.init = info.Child
@@ -230,18 +185,32 @@ func (t *Tree) handshake() error {
 			return fmt.Errorf("rlimit %d: %w", l.Resource, err)
 		}
 	}
-	_, err := t.block.Write([]byte{1})
+	_, err := t.blockW.Write([]byte{1})
 	return err
 }
 
-func (t *Tree) server() bool { return t.cmd.SysProcAttr.Pdeathsig == 0 }
-
+// closePipes closes the handshake's pipes (again: errors ignored).
 func (t *Tree) closePipes() {
-	for _, f := range []*os.File{t.info, t.infoW, t.block, t.blockR} {
+	for _, f := range []*os.File{t.infoR, t.infoW, t.blockW, t.blockR} {
 		if f != nil {
-			f.Close()
+			_ = f.Close()
 		}
 	}
+}
+
+// Abort undoes a tree that never ran: a failed Start or Started (after
+// the caller's Wait). A step's cgroups go back to the pool, a server's
+// are removed.
+func (t *Tree) Abort() {
+	t.ended.Store(true)
+	t.stopOnce.Do(func() { close(t.stop) })
+	t.closePipes()
+	t.watching.Wait()
+	if t.server {
+		go t.cg.remove()
+		return
+	}
+	t.sup.release(t.cg)
 }
 
 func (t *Tree) watch() {
@@ -265,8 +234,8 @@ func (t *Tree) watch() {
 func (t *Tree) record(b *Breach) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.found == nil {
-		t.found = b
+	if t.breach == nil {
+		t.breach = b
 	}
 }
 
@@ -276,7 +245,9 @@ func (t *Tree) Pid() int { return t.cmd.Process.Pid }
 // Terminate asks every process of the tree to stop (SIGTERM), and kills
 // the tree after grace unless done closes first.
 func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
-	signalMembers(t.Pid(), syscall.SIGTERM)
+	if !t.ended.Load() {
+		signalMembers(t.init, syscall.SIGTERM)
+	}
 	select {
 	case <-done:
 	case <-time.After(grace):
@@ -284,14 +255,25 @@ func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
 	}
 }
 
-// Kill kills the whole tree now.
-func (t *Tree) Kill() { killTree(t.Pid()) }
+// Kill kills the whole tree now: the sandbox's init, which takes its PID
+// namespace with it, and bubblewrap (through exec's handle: never a pid
+// reused since).
+func (t *Tree) Kill() {
+	if t.ended.Load() {
+		return
+	}
+	if t.init > 0 && ownNamespace(t.init) {
+		_ = syscall.Kill(t.init, syscall.SIGKILL)
+	}
+	_ = t.cmd.Process.Kill()
+}
 
 // Finish is called once the tree's bubblewrap has exited (status as
 // exec reports it, the stderr tail): it says which limit the tree
 // passed, if any, and removes the cgroups with anything left in them.
 func (t *Tree) Finish(exit int, tail string) *Breach {
-	t.once.Do(func() { close(t.stop); t.closePipes() })
+	t.ended.Store(true)
+	t.stopOnce.Do(func() { close(t.stop); t.closePipes() })
 	t.watching.Wait() // the cgroups go back to the pool: nothing may read them for this tree
 	if b := t.cg.breach(t.spec); b != nil {
 		t.record(b)
@@ -299,8 +281,8 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 	t.sup.release(t.cg)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.found != nil {
-		return t.found
+	if t.breach != nil {
+		return t.breach
 	}
 	return t.fromExit(exit, tail)
 }

@@ -34,6 +34,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		}
 		return fmt.Sprintf("ran unconfined (policy sandbox: default): %s", why), nil
 	}
+	runtimekit.EnsureOwnerKey()
 	spec, err := sandbox.SpecFor(req.Manifest.Sandbox, req.Root)
 	if err != nil {
 		return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)

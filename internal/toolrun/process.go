@@ -130,12 +130,12 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 	}
 	setup(cmd)
 	if err := cmd.Start(); err != nil {
-		tree.Finish(-1, "")
+		tree.Abort()
 		return nil, nil, err
 	}
 	if err := tree.Started(); err != nil {
 		_ = cmd.Wait()
-		tree.Finish(-1, "")
+		tree.Abort()
 		return nil, nil, err
 	}
 	return cmd, tree, nil

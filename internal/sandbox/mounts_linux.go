@@ -1,0 +1,129 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// hiddenRoots are the folders a confined tool does not see: /tmp (a
+// private one instead), /run and /var/run (the host's sockets: Docker,
+// D-Bus, databases; a read-only bind does not stop a connect), and the
+// homes (/root, /home, the worker's $HOME: keys, credentials, agents'
+// sockets, capflow's ownership key). Only real folders: /var/run is
+// usually a link to /run.
+func hiddenRoots() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range []string{"/tmp", "/run", "/var/run", "/root", "/home", os.Getenv("HOME")} {
+		p = filepath.Clean(p)
+		if p == "/" || p == "." || seen[p] || covered(p, out) {
+			continue
+		}
+		if st, err := os.Lstat(p); err == nil && st.IsDir() {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// within reports whether p is root or lies under it.
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// covered reports whether p lies in one of roots.
+func covered(p string, roots []string) bool {
+	for _, r := range roots {
+		if within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// mountArgs lays out the tree's file system over the read-only root: the
+// hidden roots replaced by empty tmpfs, what the tool reads from them
+// bound back read-only, its write folders bound writable, and the Hide
+// paths covered last, so no bind above uncovers them.
+func (s *Support) mountArgs(req Request) []string {
+	hidden := hiddenRoots()
+	var a []string
+	for _, h := range hidden {
+		a = append(a, "--tmpfs", h)
+	}
+	read := append(append(append([]string(nil), req.Read...), toolchains(pathDirs(req.Env))...), req.Spec.Read...)
+	if req.Server {
+		read = append(read, s.exe) // the init below
+	}
+	for _, p := range rebind(read, hidden) {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range req.Hide {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", p)
+		} else if err == nil {
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return a
+}
+
+// rebind keeps the paths a hidden root hides, each once, and never a
+// hidden root itself or a folder above one (an input naming "/tmp" must
+// not undo the private /tmp). The rest of the file system is readable
+// already, and every bind is a mount to make and tear down.
+func rebind(paths, hidden []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if seen[p] || !covered(p, hidden) {
+			continue
+		}
+		above := false
+		for _, h := range hidden {
+			if within(h, p) {
+				above = true
+			}
+		}
+		if !above {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pathDirs are the folders on the tree's PATH.
+func pathDirs(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				if filepath.IsAbs(d) {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// toolchains are what a PATH needs to stay runnable where a folder of it
+// is hidden (a home): the folder itself, and for a version manager's
+// shims (pyenv, rbenv, nodenv) the manager's root, which they run from.
+func toolchains(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		out = append(out, d)
+		if filepath.Base(d) == "shims" {
+			out = append(out, filepath.Dir(d))
+		}
+	}
+	return out
+}
