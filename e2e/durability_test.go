@@ -119,7 +119,11 @@ steps:
   - {id: charge, capability: test.once, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 4, log: "`+log+`"}}
 `))
 	waitStepRunning(t, id, "charge")
-	time.Sleep(time.Second)
+	// Killed once the tool has surely started (it logs its start first).
+	for i := 0; i < 200 && !fileExists(log); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
 	h.killWorker()
 	if err := h.startWorker(); err != nil {
 		t.Fatal(err)
