@@ -19,10 +19,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
-	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
-	"github.com/capflow/capflow/internal/runtimekit"
-	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -402,19 +399,4 @@ func unspill(runDir string, in *wfapi.RunToolInput) error {
 		in.Step.Item = &item
 	}
 	return nil
-}
-
-// sandboxMode is the project policy's confinement, read when the tool
-// starts processes (a command tool, server.start, a builtin with a
-// sandbox: block):
-// a policy changed while the worker runs holds from the next step on.
-func (a *Activities) sandboxMode(m *manifest.Manifest) (sandbox.Mode, error) {
-	if m.Entrypoint.Type != manifest.EntryCommand && m.Sandbox == nil && !runtimekit.StartsProcesses(m.Entrypoint.Name) {
-		return sandbox.ModeDefault, nil
-	}
-	pol, err := a.Project.Policy()
-	if err != nil {
-		return sandbox.ModeDefault, caperr.WithCode(err, caperr.ConfigError)
-	}
-	return pol.Sandbox, nil
 }

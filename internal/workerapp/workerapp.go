@@ -180,11 +180,7 @@ func Main(args []string, stderr io.Writer) int {
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
-	sbx := sandbox.Probe().Summary()
-	if pol, err := proj.Policy(); err == nil {
-		sbx = "policy " + pol.Sandbox.String() + "; " + sbx
-	}
-	log.Info("worker started", "payloads", payloads, "sandbox", sbx, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1
@@ -221,4 +217,14 @@ func registryCheck(a *activities.Activities) (string, error) {
 		a.Logger.Warn("manifest problem", "problem", p.Error())
 	}
 	return fmt.Sprint(reg.Summary()), nil
+}
+
+// sandboxSummary is the start-up line's word on confinement: the policy's
+// mode and what the machine offers (docs/sandbox.md).
+func sandboxSummary(proj *project.Project) string {
+	sbx := sandbox.Probe().Summary()
+	if pol, err := proj.Policy(); err == nil {
+		sbx = "policy " + pol.Sandbox.String() + "; " + sbx
+	}
+	return sbx
 }
