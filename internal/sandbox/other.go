@@ -11,16 +11,6 @@ import (
 // Support is what this machine offers for confinement: nothing but Linux.
 type Support struct{}
 
-// Request is one process tree to confine.
-type Request struct {
-	Argv              []string
-	Dir               string
-	Env               []string
-	Read, Write, Hide []string
-	Spec              Spec
-	Server            bool
-}
-
 // Tree is a confined process tree (never, here).
 type Tree struct{}
 

@@ -78,6 +78,21 @@ type Spec struct {
 // Defaults are the limits of a tool whose manifest declares none.
 var Defaults = Spec{Memory: 1 << 30, Pids: 256, CPU: 10 * time.Minute, FileSize: 1 << 30}
 
+// Request is one process tree to confine.
+type Request struct {
+	Argv []string
+	Dir  string
+	Env  []string
+	// Read are folders the tree reads beyond the system (the project, the
+	// tool's folder); Write the ones it writes (the step folder). Hide are
+	// files or folders it must not see at all (the worker's keys).
+	Read, Write, Hide []string
+	Spec              Spec
+	// Server: the tree outlives the process that started it (no
+	// die-with-parent) and lives as long as any of its processes does.
+	Server bool
+}
+
 // Breach is a limit a tree passed.
 type Breach struct {
 	Limit string // memory, pids, cpu or file_size

@@ -13,21 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Request is one process tree to confine.
-type Request struct {
-	Argv []string
-	Dir  string
-	Env  []string
-	// Read are folders the tree reads beyond the system (the project, the
-	// tool's folder); Write the ones it writes (the step folder). Hide are
-	// files or folders it must not see at all (the worker's keys).
-	Read, Write, Hide []string
-	Spec              Spec
-	// Server: the tree outlives the process that started it (no
-	// die-with-parent) and lives as long as any of its processes does.
-	Server bool
-}
-
 // Tree is a confined process tree: its bubblewrap process, its cgroups.
 type Tree struct {
 	sup    *Support
