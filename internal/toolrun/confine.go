@@ -39,7 +39,12 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	if err != nil {
 		return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)
 	}
-	read := []string{req.Root, req.Manifest.Dir, req.RunDir}
+	// The folder holding the tool's folder (its kit, the project's tools
+	// folder): tools share code beside them (kits/media/lib).
+	read := []string{req.Root, req.RunDir}
+	if req.Manifest.Dir != "" {
+		read = append(read, filepath.Dir(req.Manifest.Dir))
+	}
 	read = append(read, inputPaths(req.Inputs, maxInputPaths)...)
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
