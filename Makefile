@@ -6,12 +6,13 @@ BIN := $(CURDIR)/bin
 # with `go install` (later ones carry a replace directive it refuses).
 TEMPORAL_VERSION ?= v1.5.1
 STATICCHECK_VERSION ?= v0.8.2
+VERSITYGW_VERSION ?= v1.8.0
 WORKFLOWCHECK_VERSION ?= v0.6.0
 TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories chromium bubblewrap compose-cli ts-client
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client
 
 all: build
 
@@ -22,6 +23,12 @@ build: ## bin/capflow and bin/capflow-worker
 $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_VERSION) into bin/ (a few minutes, once)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+$(BIN)/versitygw:
+	@echo "building versitygw $(VERSITYGW_VERSION) into bin/ (an S3-compatible server for the artifact store's tests; a few minutes, once)"
+	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+versitygw: $(BIN)/versitygw ## an S3-compatible server (versitygw) for the artifact store's tests
 
 temporal: ## the dev server binary (used from PATH when already installed)
 	@if [ "$(TEMPORAL)" = "$(BIN)/temporal" ]; then $(MAKE) --no-print-directory $(BIN)/temporal; fi
@@ -49,7 +56,7 @@ $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/pac
 	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-test: build temporal chromium bubblewrap compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+test: build temporal versitygw chromium bubblewrap compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e

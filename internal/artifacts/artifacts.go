@@ -1,0 +1,217 @@
+// Package artifacts is the store of step outputs: content-addressed blobs
+// (key sha256/<first two hex digits>/<sha256>) in a gocloud.dev/blob
+// bucket, a folder by default and S3 for clusters, so a worker on another
+// host reads what a step wrote and a cache can reuse it. Every read is
+// checked against its digest; a store that cannot be reached is
+// DEPENDENCY_UNAVAILABLE (retried), an artifact that is missing or altered
+// OBSERVABILITY_ERROR naming it.
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/s3blob" // s3:// URLs
+	"gocloud.dev/gcerrors"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// Store is an open artifact store.
+type Store struct {
+	bucket *blob.Bucket
+	// Where is the store as a person reads it (no query: it may name
+	// credentials' profiles, endpoints).
+	Where string
+	// Shared says the store was configured (not the host-local default):
+	// other hosts read it too.
+	Shared bool
+}
+
+// Options of Open.
+type Options struct {
+	// URL is capflow.yaml's artifacts.url: file:///abs/path or
+	// s3://bucket?endpoint=...&region=...&use_path_style=true&prefix=p/;
+	// "" is the host-local default, <StateDir>/artifacts.
+	URL string
+	// StateDir is the project's state folder (.capflow), absolute.
+	StateDir string
+}
+
+var schemes = map[string]bool{"file": true, "s3": true}
+
+// Open opens the store. A URL of a scheme capflow does not support, or
+// one that does not parse, is CONFIG_ERROR.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.URL == "" {
+		dir := filepath.Join(o.StateDir, "artifacts")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
+		}
+		// Temporary files beside the artifacts: a rename across file
+		// systems would fail.
+		b, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
+		if err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
+		}
+		return &Store{bucket: b, Where: "file://" + dir}, nil
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || !schemes[u.Scheme] {
+		return nil, caperr.New(caperr.ConfigError, "artifacts.url %q: want file:///absolute/folder or s3://bucket?endpoint=...&region=...", o.URL)
+	}
+	if u.Scheme == "file" && (u.Host != "" || !filepath.IsAbs(u.Path)) {
+		// gocloud.dev reads file://x/y as /y: refuse rather than write
+		// somewhere else than meant.
+		return nil, caperr.New(caperr.ConfigError, "artifacts.url %q: a file store needs an absolute path (file:///srv/capflow/artifacts)", o.URL)
+	}
+	b, err := blob.OpenBucket(ctx, o.URL)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "artifacts.url %q", o.URL)
+	}
+	return &Store{bucket: b, Where: u.Scheme + "://" + u.Host + u.Path, Shared: true}, nil
+}
+
+// Close releases the store.
+func (s *Store) Close() error { return s.bucket.Close() }
+
+var digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Key is where an artifact lives in the store.
+func Key(digest string) string { return "sha256/" + digest[:2] + "/" + digest }
+
+// Digest is the sha256 of raw, in hex.
+func Digest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// Put stores raw under its digest and returns it. An artifact already
+// there is the same bytes: writers that race write the same thing, and
+// the store keeps one (create-only where the store supports it).
+func (s *Store) Put(ctx context.Context, raw []byte) (string, error) {
+	d := Digest(raw)
+	return d, s.put(ctx, d, bytes.NewReader(raw))
+}
+
+// PutFile stores a file under its digest and returns the digest and size.
+func (s *Store) PutFile(ctx context.Context, path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
+	}
+	d := hex.EncodeToString(h.Sum(nil))
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
+	}
+	return d, n, s.put(ctx, d, f)
+}
+
+func (s *Store) put(ctx context.Context, d string, r io.Reader) error {
+	if ok, err := s.Has(ctx, d); err != nil || ok {
+		return err
+	}
+	w, err := s.bucket.NewWriter(ctx, Key(d), &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
+	if err != nil {
+		return s.fail(err, d)
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		_ = w.Close()
+		return s.fail(err, d)
+	}
+	if err := w.Close(); err != nil && gcerrors.Code(err) != gcerrors.FailedPrecondition {
+		return s.fail(err, d)
+	}
+	return nil
+}
+
+// Has reports whether the store holds the artifact.
+func (s *Store) Has(ctx context.Context, d string) (bool, error) {
+	if !digestRE.MatchString(d) {
+		return false, caperr.New(caperr.InvalidInput, "%q is not a sha256 digest", d)
+	}
+	ok, err := s.bucket.Exists(ctx, Key(d))
+	if err != nil {
+		return false, s.fail(err, d)
+	}
+	return ok, nil
+}
+
+// Get reads an artifact of at most max bytes and checks its digest.
+func (s *Store) Get(ctx context.Context, d string, max int64) ([]byte, error) {
+	if !digestRE.MatchString(d) {
+		return nil, caperr.New(caperr.InvalidInput, "%q is not a sha256 digest", d)
+	}
+	r, err := s.bucket.NewReader(ctx, Key(d), nil)
+	if err != nil {
+		return nil, s.fail(err, d)
+	}
+	defer r.Close()
+	if r.Size() > max {
+		return nil, caperr.New(caperr.ObservabilityError, "artifact sha256:%s is %d bytes, more than the %d allowed", d, r.Size(), max)
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, s.fail(err, d)
+	}
+	if got := Digest(raw); got != d {
+		return nil, caperr.New(caperr.ObservabilityError, "artifact sha256:%s in %s was altered (its bytes hash to %s)", d, s.Where, got)
+	}
+	return raw, nil
+}
+
+// Fetch writes an artifact to dest (atomically, checked against its
+// digest): how a worker on another host gets what a step wrote.
+func (s *Store) Fetch(ctx context.Context, d, dest string, max int64) error {
+	raw, err := s.Get(ctx, d, max)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
+	}
+	tmp := dest + ".fetch"
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
+	}
+	return os.Rename(tmp, dest)
+}
+
+// fail maps a store error to the contract's codes: missing is
+// OBSERVABILITY_ERROR naming the artifact, a context's end is its own
+// code, anything else (refused, timed out, denied) DEPENDENCY_UNAVAILABLE,
+// which the step retries.
+func (s *Store) fail(err error, d string) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s is not in the store %s", d, s.Where)
+	case gcerrors.Canceled:
+		return caperr.Wrap(caperr.Cancelled, err, "artifact store %s", s.Where)
+	case gcerrors.DeadlineExceeded:
+		return caperr.Wrap(caperr.TaskTimeout, err, "artifact store %s", s.Where)
+	}
+	if errors.Is(err, context.Canceled) {
+		return caperr.Wrap(caperr.Cancelled, err, "artifact store %s", s.Where)
+	}
+	return caperr.Wrap(caperr.DependencyUnavailable, err, "artifact store %s cannot be reached", s.Where)
+}
+
+// String names the store.
+func (s *Store) String() string { return fmt.Sprintf("artifacts at %s", s.Where) }
