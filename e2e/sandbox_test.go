@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -132,30 +133,46 @@ steps:
 	}
 }
 
-// A worker killed mid-step takes the step's whole confined tree with it,
-// children that called setsid included.
+// A worker stopped mid-step (SIGTERM: it stops its activities and exits;
+// SIGKILL: the kernel's parent-death signal) takes the step's whole
+// confined tree with it, children that called setsid included.
 func TestSandboxWorkerDeathLeavesNothing(t *testing.T) {
-	child, main := uniqueSleep(), uniqueSleep()
-	sandboxTool(t, "long", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\n%s\n", child, main))
-	id := startDetached(t, h.writePlan(t, "sandbox-worker-death", `name: sandbox-worker-death
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			child, main := uniqueSleep(), uniqueSleep()
+			sandboxTool(t, "long", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\n%s\n", child, main))
+			id := startDetached(t, h.writePlan(t, "sandbox-worker-death", `name: sandbox-worker-death
 steps:
   - {id: long, capability: sbx.long, timeout: 10m}
 `))
-	waitStepRunning(t, id, "long")
-	for i := 0; i < 100 && !(running(child) && running(main)); i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !running(child) || !running(main) {
-		t.Fatal("the tool's processes never started")
-	}
-	h.killWorker()
-	assertGone(t, child)
-	assertGone(t, main)
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
-	if code, env, stderr := h.capflow(t, "cancel", id); code != 5 {
-		t.Fatalf("cancel: exit %d %s\n%s", code, env.Message, stderr)
+			waitStepRunning(t, id, "long")
+			for i := 0; i < 100 && !(running(child) && running(main)); i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if !running(child) || !running(main) {
+				t.Fatal("the tool's processes never started")
+			}
+			h.mu.Lock()
+			w := h.workers[len(h.workers)-1]
+			h.mu.Unlock()
+			_ = w.Process.Signal(sig)
+			exited := make(chan struct{})
+			go func() { _, _ = w.Process.Wait(); close(exited) }()
+			select {
+			case <-exited:
+			case <-time.After(40 * time.Second):
+				t.Fatalf("the worker did not exit after %s", sig)
+			}
+			h.kill(w) // forgets it
+			assertGone(t, child)
+			assertGone(t, main)
+			if err := h.startWorker(); err != nil {
+				t.Fatal(err)
+			}
+			if code, env, stderr := h.capflow(t, "cancel", id); code != 5 {
+				t.Fatalf("cancel: exit %d %s\n%s", code, env.Message, stderr)
+			}
+		})
 	}
 }
 
