@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/project"
@@ -32,6 +33,9 @@ type Activities struct {
 	SearchAttributes bool
 	// Router turns request text into a plan (nil: routing unavailable).
 	Router Router
+
+	// Artifacts is the store of step outputs (nil: none).
+	Artifacts *artifacts.Store
 
 	// HostQueue is this worker's host queue: Resolve names it, and the
 	// run's steps go there (one host per run).

@@ -49,6 +49,9 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if err := unspill(runDir, &in); err != nil {
 		return nil, appError(err)
 	}
+	if err := a.localize(ctx, &in); err != nil {
+		return nil, appError(err)
+	}
 	r := a.newStepRun(ctx, in)
 	b := envelope.NewBuilder(in.Step.Tool)
 	m, err := a.manifest(in.Step.Tool, in.Step.Version, in.Step.Digest)
@@ -92,7 +95,11 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		}
 		return r.fail(env)
 	}
-	return r.succeed(env, inputsSHA), nil
+	res := r.succeed(env, inputsSHA)
+	if err := a.publish(ctx, res); err != nil {
+		return nil, appError(err)
+	}
+	return res, nil
 }
 
 // stepRun is one attempt of one step (or item) in RunTool.

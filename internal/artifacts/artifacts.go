@@ -55,17 +55,7 @@ var schemes = map[string]bool{"file": true, "s3": true}
 // one that does not parse, is CONFIG_ERROR.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.URL == "" {
-		dir := filepath.Join(o.StateDir, "artifacts")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
-		}
-		// Temporary files beside the artifacts: a rename across file
-		// systems would fail.
-		b, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
-		if err != nil {
-			return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
-		}
-		return &Store{bucket: b, Where: "file://" + dir}, nil
+		return openFolder(filepath.Join(o.StateDir, "artifacts"), false)
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil || !schemes[u.Scheme] {
@@ -76,11 +66,28 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// somewhere else than meant.
 		return nil, caperr.New(caperr.ConfigError, "artifacts.url %q: a file store needs an absolute path (file:///srv/capflow/artifacts)", o.URL)
 	}
+	if u.Scheme == "file" {
+		return openFolder(u.Path, true)
+	}
 	b, err := blob.OpenBucket(ctx, o.URL)
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ConfigError, err, "artifacts.url %q", o.URL)
 	}
 	return &Store{bucket: b, Where: u.Scheme + "://" + u.Host + u.Path, Shared: true}, nil
+}
+
+// openFolder opens a file store, making its folder: temporary files go
+// beside the artifacts (a rename across file systems, to a shared mount,
+// would fail), no metadata files.
+func openFolder(dir string, shared bool) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
+	}
+	b, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ConfigError, err, "artifact store %s", dir)
+	}
+	return &Store{bucket: b, Where: "file://" + dir, Shared: shared}, nil
 }
 
 // Close releases the store.

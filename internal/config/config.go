@@ -36,6 +36,16 @@ type Config struct {
 	RunsDir             string   `mapstructure:"runs_dir" json:"runs_dir"`
 	Temporal            Temporal `mapstructure:"temporal" json:"temporal"`
 	Router              Router   `mapstructure:"router" json:"router"`
+	// Artifacts is where step outputs are stored by digest
+	// (docs/artifacts.md).
+	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
+}
+
+// Artifacts says where the artifact store is.
+type Artifacts struct {
+	// URL: file:///absolute/folder or s3://bucket?endpoint=...; "" is
+	// the host-local <state_dir>/artifacts.
+	URL string `mapstructure:"url" json:"url,omitempty"`
 }
 
 // Temporal says how to reach the server.
@@ -103,6 +113,7 @@ var defaults = map[string]any{
 	"router.llm.model":         "",
 	"router.llm.api_key_env":   "",
 	"router.llm.timeout":       "60s",
+	"artifacts.url":            "",
 }
 
 // standardEnv are Temporal's own variables, read after CAPFLOW_*.

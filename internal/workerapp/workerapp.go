@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
@@ -147,12 +148,19 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	defer c.Close()
 	proj := project.New(cfg, log, stderr)
+	store, err := artifacts.Open(ctx, artifacts.Options{URL: cfg.Artifacts.URL, StateDir: cfg.Abs(cfg.StateDir)})
+	if err != nil {
+		log.Error("artifact store", "error", err.Error())
+		return 2
+	}
+	defer store.Close()
 	acts := &activities.Activities{
 		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
 		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
+		Artifacts:        store,
 	}
 	acts.HostWait, _ = time.ParseDuration(cfg.Temporal.HostWait)
 	// Warm the registry now so manifest problems show at start-up.
@@ -180,7 +188,7 @@ func Main(args []string, stderr io.Writer) int {
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
-	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1

@@ -1,0 +1,82 @@
+package activities
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// publish puts a succeeded step's stored data into the artifact store,
+// under the digest history records. With a shared store (other hosts read
+// it) a store that cannot take it fails the attempt, DEPENDENCY_UNAVAILABLE
+// and retried; the host-local default only logs.
+func (a *Activities) publish(ctx context.Context, res *wfapi.RunToolResult) error {
+	if a.Artifacts == nil || res.DataFile == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(res.DataFile)
+	if err == nil {
+		_, err = a.Artifacts.Put(ctx, raw)
+	}
+	if err != nil && a.Artifacts.Shared {
+		return err
+	}
+	if err != nil {
+		a.Logger.Warn("artifact store", "error", err.Error())
+	}
+	return nil
+}
+
+// localize brings the stored outputs a step reads onto this host: with a
+// shared store, an output that lies on another host (the run moved) or is
+// missing here is fetched by its digest into this run's folder, checked,
+// and read from there. One the store does not hold is left to the
+// lost-data path (the producer runs again where it may).
+func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error {
+	if a.Artifacts == nil || !a.Artifacts.Shared {
+		return nil
+	}
+	for id, o := range in.Deps {
+		if o.DataFile == "" || o.DataSHA256 == "" {
+			continue
+		}
+		if a.inRun(in.WorkflowID, o.DataFile) == nil {
+			if _, err := os.Stat(o.DataFile); err == nil {
+				continue
+			}
+		}
+		local, ok := localPath(in.RunDir, RunFolderName(in.WorkflowID), o.DataFile, id)
+		if !ok {
+			continue
+		}
+		err := a.Artifacts.Fetch(ctx, o.DataSHA256, local, MaxStoredData)
+		if caperr.CodeOf(err) == caperr.ObservabilityError {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		o.DataFile = local
+		in.Deps[id] = o
+	}
+	return nil
+}
+
+// localPath is where a stored output of another host goes in this run's
+// folder: at the same place under the run folder (steps/ID/data.json,
+// steps/ID/items/N/data.json), else steps/ID/data.json.
+func localPath(runDir, folder, remote, id string) (string, bool) {
+	rel := filepath.Join("steps", id, "data.json")
+	if i := strings.LastIndex(remote, "/"+folder+"/"); i >= 0 {
+		rel = filepath.Clean(remote[i+len(folder)+2:])
+	}
+	p := filepath.Join(runDir, rel)
+	if p == runDir || within(runDir, p) != nil {
+		return "", false
+	}
+	return p, true
+}
