@@ -285,52 +285,6 @@ func storeEnvelope(stepDir string, env envelope.Envelope) string {
 	return p
 }
 
-// readStored reads an earlier step's stored output and checks it against
-// the digest recorded in history; why says what is wrong, "" when nothing.
-func readStored(o wfapi.StepOutcome) ([]byte, string) {
-	st, err := os.Stat(o.DataFile)
-	if err != nil {
-		return nil, "is missing"
-	}
-	if !st.Mode().IsRegular() || st.Size() > MaxStoredData {
-		return nil, "is not a regular file of a plausible size"
-	}
-	raw, err := os.ReadFile(o.DataFile)
-	if err != nil {
-		return nil, "cannot be read: " + err.Error()
-	}
-	if o.DataSHA256 != "" {
-		sum := sha256.Sum256(raw)
-		if got := hex.EncodeToString(sum[:]); got != o.DataSHA256 {
-			return nil, fmt.Sprintf("was altered (sha256 %s, recorded %s)", got[:12], o.DataSHA256[:min(12, len(o.DataSHA256))])
-		}
-	}
-	return raw, ""
-}
-
-// loadScope builds the values references resolve against, reading stored
-// outputs back (checked against their recorded digests). lost names the
-// step whose stored output is missing or altered.
-func loadScope(inputs map[string]any, deps map[string]wfapi.StepOutcome) (plan.Scope, string, error) {
-	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
-	for id, o := range deps {
-		data := o.Data
-		if o.DataFile != "" {
-			raw, why := readStored(o)
-			if why == "" {
-				if err := json.Unmarshal(raw, &data); err != nil {
-					why = "is not JSON: " + err.Error()
-				}
-			}
-			if why != "" {
-				return scope, id, caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, %s", id, o.DataFile, why)
-			}
-		}
-		scope.Steps[id] = plan.StepOutcome{Success: o.Success, Data: data}
-	}
-	return scope, "", nil
-}
-
 // listOf evaluates a for_each source to its list.
 func listOf(scope plan.Scope, src any) ([]any, error) {
 	v, err := scope.Eval(src)
