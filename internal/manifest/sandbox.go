@@ -59,7 +59,8 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 		return
 	}
 	for _, k := range []string{"memory", "file_size"} {
-		if s, ok := sb[k].(string); ok {
+		// The schema reports what is no size at all; this, a size too large.
+		if s, ok := sb[k].(string); ok && sizeRE.MatchString(strings.TrimSpace(s)) {
 			if _, err := ParseSize(s); err != nil {
 				at([]string{"sandbox", k}, "%v", err)
 			}
