@@ -134,7 +134,7 @@ func (a *Activities) Host(ctx context.Context, workflowID string) (*wfapi.HostIn
 	if err != nil {
 		return nil, appError(err)
 	}
-	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: dir}, nil
+	return &wfapi.HostInfo{Queue: a.HostQueue, RunDir: dir, SharedStore: a.Artifacts != nil && a.Artifacts.Shared}, nil
 }
 
 // wrongHost refuses a local activity that runs on a worker other than the

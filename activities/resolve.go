@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -57,6 +58,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
 	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
+	rr.SharedStore = a.Artifacts != nil && a.Artifacts.Shared
 	rr.SegmentEvents = a.SegmentEvents
 	rr.SegmentBytes = wfapi.DefaultSegmentBytes
 	rr.ItemBatch, rr.LocalFlush, rr.LocalAttempts = wfapi.DefaultItemBatch, wfapi.DefaultLocalFlush, wfapi.DefaultLocalAttempts
@@ -251,6 +253,12 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	}
 	tools := map[string]*manifest.Manifest{}
 	byStep := map[string]gap.StepResolution{}
+	cached := map[string]time.Duration{}
+	for _, c := range rep.Cache {
+		if d, err := time.ParseDuration(c.TTL); err == nil && c.Cached {
+			cached[c.Step] = d
+		}
+	}
 	for _, r := range rep.Resolution {
 		tools[r.StepID] = r.Manifest
 		byStep[r.StepID] = r
@@ -274,6 +282,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			rs.Local = m.Local(st.Timeout) && !rs.Approval && s.Plan == ""
 		}
 		rs.StepSettings = st
+		rs.CacheTTL = cached[s.ID]
 		rs.Summary = rs.Summarize()
 		rr.Steps = append(rr.Steps, rs)
 	}

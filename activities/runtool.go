@@ -19,6 +19,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -73,6 +74,17 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 			return res, nil
 		}
 	}
+	key, note := "", (*envelope.Feedback)(nil)
+	if in.Step.CacheTTL > 0 && a.Artifacts != nil {
+		var why string
+		if key, why = a.cacheKey(m, rawIn, inputs); why != "" {
+			note = &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "not cached: " + why, Timestamp: envelope.Timestamp(envelope.Now())}
+		} else if res, miss := a.fromCache(ctx, r, key, inputs); res != nil {
+			return res, nil
+		} else {
+			note = miss
+		}
+	}
 	inMap, _ := inputs.(map[string]any)
 	mode, err := a.sandboxMode(m)
 	if err != nil {
@@ -89,13 +101,36 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if w := nearTimeout(time.Since(r.began), activity.GetInfo(ctx).StartToCloseTimeout); w != nil {
 		env.Feedback = append(env.Feedback, *w)
 	}
+	if note != nil {
+		env.Feedback = append(env.Feedback, *note)
+	}
 	if !env.Success {
 		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {
 			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: r.attempt})
 		}
 		return r.fail(env)
 	}
+	return a.succeeded(ctx, r, m, env, inputsSHA, key)
+}
+
+// succeeded keeps a succeeded attempt: the files its data names stored
+// (with a shared store, or for the cache), its result cached under key
+// (when it has one), its data in the store.
+func (a *Activities) succeeded(ctx context.Context, r *stepRun, m *manifest.Manifest, env envelope.Envelope, inputsSHA, key string) (*wfapi.RunToolResult, error) {
+	var arts []wfapi.Artifact
+	if a.Artifacts != nil && (a.Artifacts.Shared || key != "") {
+		var err error
+		if arts, err = a.outputFiles(ctx, m, env.Data); err != nil && a.Artifacts.Shared {
+			return nil, appError(err)
+		}
+	}
+	if key != "" {
+		if fb := a.toCache(ctx, r, key, m, env, arts); fb != nil {
+			env.Feedback = append(env.Feedback, *fb)
+		}
+	}
 	res := r.succeed(env, inputsSHA)
+	res.Artifacts, res.CacheKey = arts, key
 	if err := a.publish(ctx, res); err != nil {
 		return nil, appError(err)
 	}
@@ -149,6 +184,7 @@ func (r *stepRun) evalInputs(a *Activities) (any, error) {
 		r.lose(lostID)
 		return nil, err
 	}
+	movedFiles(scope, deps)
 	if it := step.Item; it != nil {
 		item := it.Value
 		if !it.HasValue {

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -46,6 +48,9 @@ func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error
 		return nil
 	}
 	for id, o := range in.Deps {
+		if err := a.localizeFiles(ctx, in, id, o); err != nil {
+			return err
+		}
 		if o.DataFile == "" || o.DataSHA256 == "" {
 			continue
 		}
@@ -69,6 +74,48 @@ func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error
 		in.Deps[id] = o
 	}
 	return nil
+}
+
+// localizeFiles fetches the files a dependency's data names that are not
+// on this host (the run moved): into this run's folder where they were in
+// the other host's, else steps/ID/artifacts/; the data is pointed at them
+// when the step's inputs are evaluated (movedFiles).
+func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id string, o wfapi.StepOutcome) error {
+	if len(o.Artifacts) == 0 {
+		return nil
+	}
+	arts := slices.Clone(o.Artifacts)
+	for i, art := range arts {
+		if st, err := os.Stat(art.Path); err == nil && st.Mode().IsRegular() && st.Size() == art.Bytes {
+			continue
+		}
+		local := filepath.Join(in.RunDir, "steps", safeName(id), "artifacts", filepath.Base(art.Path))
+		if folder := RunFolderName(in.WorkflowID); strings.Contains(art.Path, "/"+folder+"/") {
+			if p, ok := localPath(in.RunDir, folder, art.Path, id); ok {
+				local = p
+			}
+		}
+		if err := a.Artifacts.Fetch(ctx, art.SHA256, local, MaxArtifact); err != nil {
+			return err
+		}
+		arts[i].Path = local
+	}
+	o.Artifacts = arts
+	in.Deps[id] = o
+	return nil
+}
+
+// movedFiles points loaded data at the files localize fetched.
+func movedFiles(scope plan.Scope, deps map[string]wfapi.StepOutcome) {
+	for id, o := range deps {
+		out, ok := scope.Steps[id]
+		if !ok {
+			continue
+		}
+		for _, art := range o.Artifacts {
+			cache.Set(out.Data, art.Pointer, art.Path)
+		}
+	}
 }
 
 // localPath is where a stored output of another host goes in this run's

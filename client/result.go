@@ -40,6 +40,17 @@ type Result struct {
 	URL string `json:"url,omitempty"`
 }
 
+// Artifact is a file a step's output names (a field its tool's output
+// schema marks `format: path` or `x-capflow-artifact: true`), stored in
+// the artifact store by digest.
+type Artifact struct {
+	// Pointer is the field in the step's data (a JSON pointer).
+	Pointer string `json:"pointer"`
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Bytes   int64  `json:"bytes"`
+}
+
 // StepResult is one step of a Result.
 type StepResult struct {
 	ID         string    `json:"id"`
@@ -68,6 +79,13 @@ type StepResult struct {
 	// ReusedFrom names the run whose output it reused (no tool ran).
 	InputsSHA256 string `json:"inputs_sha256,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`
+	// CacheKey is the step's key in the result cache (docs/cache.md);
+	// CachedFrom names the run whose cached result it reused (no tool
+	// ran).
+	CacheKey   string `json:"cache_key,omitempty"`
+	CachedFrom string `json:"cached_from,omitempty"`
+	// Artifacts are the files its output names, stored by digest.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// For a for_each step: its items' counts, and each item (up to 200;
 	// the report has them all).
 	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`

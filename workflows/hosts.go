@@ -79,7 +79,7 @@ func (s *scheduler) movedTo(lost string, next wfapi.HostInfo, ids []string) {
 		workflow.GetLogger(s.ctx).Warn("the run's host was lost; moving on", "lost", lost, "host", next.Queue)
 	}
 	// The run's folder from here on is the new host's.
-	s.rr.HostQueue, s.rr.RunDir = next.Queue, next.RunDir
+	s.rr.HostQueue, s.rr.RunDir, s.rr.SharedStore = next.Queue, next.RunDir, next.SharedStore
 	for _, id := range ids {
 		st := s.steps[id]
 		st.moves++
@@ -130,6 +130,13 @@ func (s *scheduler) rehome(st *stepState) bool {
 			busy = append(busy, d)
 		}
 	}
+	// With a shared store the step reads what they stored from it
+	// (docs/artifacts.md); what the store lacks is made again the usual
+	// way, when the step reports it lost. Runs recorded before it never
+	// reach the version (their hosts did not say).
+	if len(again) > 0 && s.rr.SharedStore && workflow.GetVersion(s.ctx, "rehome-from-store", workflow.DefaultVersion, 1) == 1 {
+		again = nil
+	}
 	// Versioned: runs that lost a host before this existed replay as they ran.
 	if len(again)+len(busy) == 0 || workflow.GetVersion(s.ctx, "rehome-dependencies", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
@@ -143,7 +150,7 @@ func (s *scheduler) rehome(st *stepState) bool {
 	for _, d := range again {
 		p := s.steps[d]
 		p.moves++
-		p.dataFile, p.dataSHA, p.carried = "", "", false
+		p.dataFile, p.dataSHA, p.carried, p.artifacts = "", "", false, nil
 		workflow.GetLogger(s.ctx).Warn("running a step again: its host was lost", "step", d, "for", st.step.ID, "lost", p.host)
 		s.m.Requeue(d, "run again: its host "+p.host+" was lost")
 		s.m.Examine(d)

@@ -25,6 +25,13 @@ const (
 // and the activities in the order they ran, as step@queue.
 func lostHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
 	t.Helper()
+	return lostHostRunStore(t, false, src, lostOn, notIdempotent...)
+}
+
+// lostHostRunStore is lostHostRun where host B says whether its artifact
+// store is shared.
+func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
+	t.Helper()
 	rr := resolvedFrom(t, src)
 	rr.HostQueue = hostA
 	for i := range rr.Steps {
@@ -50,7 +57,7 @@ func lostHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notI
 	}
 	env := newEnv(t, f)
 	env.RegisterActivityWithOptions(func(ctx context.Context, id string) (*wfapi.HostInfo, error) {
-		return &wfapi.HostInfo{Queue: hostB, RunDir: "/runs/b"}, nil
+		return &wfapi.HostInfo{Queue: hostB, RunDir: "/runs/b", SharedStore: shared}, nil
 	}, activity.RegisterOptions{Name: wfapi.HostActivity})
 	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
 	var res wfapi.Result
@@ -112,5 +119,19 @@ steps:
 `, map[string]time.Duration{"x": 0}, "charge")
 	if res.Status != wfapi.StatusPassed || slices.Contains(order, "charge@host-b") || !slices.Contains(order, "mail@host-b") {
 		t.Fatalf("%s order %v", res.Status, order)
+	}
+}
+
+// With a shared store, the new host reads what finished steps stored from
+// it: no finished step runs again, idempotent or not.
+func TestSharedStoreRepeatsNothing(t *testing.T) {
+	res, order := lostHostRunStore(t, true, `name: r
+steps:
+  - {id: p, capability: x.p}
+  - {id: x, capability: x.x}
+  - {id: d, capability: x.d, needs: [p, x]}
+`, map[string]time.Duration{"x": 0})
+	if res.Status != wfapi.StatusPassed || !slices.Equal(order, []string{"p@host-a", "x@host-b", "d@host-b"}) {
+		t.Fatalf("%s order %v: p must run once, on host a", res.Status, order)
 	}
 }

@@ -356,7 +356,7 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	res.Outputs, paths.Outputs, paths.Steps = paths.Outputs, nil, nil
 	res.Report = paths
 	res.Trim(wfapi.MaxResultBytes)
-	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s", res.Status, res.Message))
+	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s%s", res.Status, res.Message, cachedNote(res.Steps)))
 	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"status": string(res.Status)}).Counter(wfapi.MetricRunsEnded).Inc(1)
 	return res, nil
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -19,7 +20,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: s.status(rs.ID), Tool: rs.Tool, Version: rs.Version,
 			Attempts: st.attempts, Reason: s.m.Reason(rs.ID), Critical: rs.Critical, DataFile: st.dataFile, DataSHA256: st.dataSHA, EnvelopeFile: st.envFile,
-			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, JoinNote: s.m.JoinNote(rs.ID), Execution: st.path}
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, CacheKey: st.cacheKey, CachedFrom: st.cachedFrom, Artifacts: st.artifacts, JoinNote: s.m.JoinNote(rs.ID), Execution: st.path}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {
@@ -43,6 +44,28 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+// cachedNote lists the steps that reused a cached result, for the Web
+// UI's details ("" when none did).
+func cachedNote(steps []wfapi.StepResult) string {
+	var b strings.Builder
+	n := 0
+	for _, st := range steps {
+		if st.CachedFrom == "" {
+			continue
+		}
+		if n++; n <= 10 {
+			fmt.Fprintf(&b, "\n- %s: cached result of %s (no tool ran)", st.ID, st.CachedFrom)
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	if n > 10 {
+		fmt.Fprintf(&b, "\n- and %d more", n-10)
+	}
+	return fmt.Sprintf("\n\n%d step(s) from the cache:%s", n, b.String())
 }
 
 // details keeps the Web UI's "current details" in step with the run,
@@ -93,7 +116,7 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 		o.Status = s.status(id)
 		o.Success = o.Status == wfapi.StepSucceeded
 		if o.Success && withData {
-			o.DataFile, o.DataSHA256 = ds.dataFile, ds.dataSHA
+			o.DataFile, o.DataSHA256, o.Artifacts = ds.dataFile, ds.dataSHA, ds.artifacts
 			if ds.env != nil && ds.dataFile == "" {
 				o.Data = ds.env.Data
 			}

@@ -49,9 +49,10 @@ type stepState struct {
 	before    string
 	retries   int
 	timeout   time.Duration
-	// inputsSHA and reusedFrom: see wfapi.RunToolResult.
-	inputsSHA  string
-	reusedFrom string
+	// inputsSHA, reusedFrom, cacheKey, cachedFrom and artifacts: see
+	// wfapi.RunToolResult.
+	inputsSHA, reusedFrom, cacheKey, cachedFrom string
+	artifacts                                   []wfapi.Artifact
 	// host is the host queue its activity last ran on; moves counts the
 	// times it was sent to another host after its own was lost.
 	host  string

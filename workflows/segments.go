@@ -119,7 +119,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 			st.env = &envelope.Envelope{Error: envelope.ErrorFor(code)}
 		}
 		if o, ok := r.Outcomes[rs.ID]; ok {
-			st.dataFile, st.dataSHA = o.DataFile, o.DataSHA256
+			st.dataFile, st.dataSHA, st.artifacts = o.DataFile, o.DataSHA256, o.Artifacts
 			st.env = &envelope.Envelope{Success: o.Success, Data: o.Data}
 		}
 	}

@@ -41,7 +41,7 @@ func (s *scheduler) launch(st *stepState) {
 	st.host = opts.TaskQueue // the run's host, or the tool's own queue
 	cctx, cancel := workflow.WithCancel(s.ctx)
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir,
-		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With}}
+		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
 	// Only idempotent steps are reused: a step with effects (a server it
 	// starts, a card it charges) runs again.
 	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 && step.Idempotent {
@@ -67,7 +67,7 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	if err == nil {
 		env := out.Envelope
 		st.env, st.dataFile, st.dataSHA, st.attempts, st.envFile = &env, out.DataFile, out.DataSHA256, int(out.Attempt), out.EnvelopeFile
-		st.inputsSHA, st.reusedFrom = out.InputsSHA256, out.ReusedFrom
+		st.inputsSHA, st.reusedFrom, st.cacheKey, st.cachedFrom, st.artifacts = out.InputsSHA256, out.ReusedFrom, out.CacheKey, out.CachedFrom, out.Artifacts
 		s.m.Succeed(id)
 		return
 	}

@@ -184,31 +184,61 @@ func (s *Store) Get(ctx context.Context, d string, max int64) ([]byte, error) {
 	return raw, nil
 }
 
-// Fetch writes an artifact to dest (atomically, checked against its
-// digest): how a worker on another host gets what a step wrote.
+// Fetch writes an artifact to dest (streamed, checked against its digest
+// before it takes dest's name): how a worker on another host gets what a
+// step wrote. An artifact larger than max is refused.
 func (s *Store) Fetch(ctx context.Context, d, dest string, max int64) error {
-	raw, err := s.Get(ctx, d, max)
+	if !digestRE.MatchString(d) {
+		return caperr.New(caperr.InvalidInput, "%q is not a sha256 digest", d)
+	}
+	r, err := s.bucket.NewReader(ctx, Key(d), nil)
 	if err != nil {
-		return err
+		return s.fail(err, d)
+	}
+	defer r.Close()
+	if r.Size() > max {
+		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s is %d bytes, more than the %d allowed", d, r.Size(), max)
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
 	}
-	tmp := dest + ".fetch"
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".fetch-*")
+	if err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
 	}
-	return os.Rename(tmp, dest)
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, max+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return s.fail(err, d)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != d {
+		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s in %s was altered (its bytes hash to %s)", d, s.Where, got)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
+	}
+	return os.Rename(tmp.Name(), dest)
 }
 
 // fail maps a store error to the contract's codes: missing is
 // OBSERVABILITY_ERROR naming the artifact, a context's end is its own
 // code, anything else (refused, timed out, denied) DEPENDENCY_UNAVAILABLE,
 // which the step retries.
-func (s *Store) fail(err error, d string) error {
+func (s *Store) fail(err error, d string) error { return s.failAs(err, "artifact sha256:"+d) }
+
+// failRecord is fail for a record.
+func (s *Store) failRecord(err error, name string) error { return s.failAs(err, "record "+name) }
+
+func isNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
+
+func (s *Store) failAs(err error, what string) error {
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
-		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s is not in the store %s", d, s.Where)
+		return caperr.New(caperr.ObservabilityError, "%s is not in the store %s", what, s.Where)
 	case gcerrors.Canceled:
 		return caperr.Wrap(caperr.Cancelled, err, "artifact store %s", s.Where)
 	case gcerrors.DeadlineExceeded:

@@ -80,6 +80,43 @@ func exercise(t *testing.T, s *Store) {
 	if got, err := s.Get(ctx, Digest(big), 8<<20); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("concurrent puts left %d bytes: %v", len(got), err)
 	}
+	records(t, s)
+}
+
+// records: named documents are written whole, replaced, listed and
+// deleted; a name that could leave the store is refused.
+func records(t *testing.T, s *Store) {
+	ctx := context.Background()
+	for _, v := range []string{`{"v":1}`, `{"v":2}`} {
+		if err := s.PutRecord(ctx, "cache/ab/abcdef.json", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.GetRecord(ctx, "cache/ab/abcdef.json", 1<<10); err != nil || string(got) != `{"v":2}` {
+		t.Fatalf("record: %q %v", got, err)
+	}
+	if err := s.PutRecord(ctx, "cache/cd/cdef.json", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Records(ctx, "cache/")
+	if err != nil || len(list) != 2 || list[0].Name != "cache/ab/abcdef.json" || list[0].Size != 7 {
+		t.Fatalf("records: %+v %v", list, err)
+	}
+	if err := s.DeleteRecord(ctx, "cache/cd/cdef.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRecord(ctx, "cache/cd/cdef.json"); err != nil {
+		t.Fatalf("deleting what is gone: %v", err)
+	}
+	if _, err := s.GetRecord(ctx, "cache/cd/cdef.json", 1<<10); code(err) != caperr.ObservabilityError {
+		t.Fatalf("a deleted record: %v", err)
+	}
+	for _, bad := range []string{"../x", "cache/../../etc", "/abs/x", "cache"} {
+		if err := s.PutRecord(ctx, bad, nil); code(err) != caperr.InvalidInput {
+			t.Fatalf("record name %q: %v", bad, err)
+		}
+	}
+	_ = s.DeleteRecord(ctx, "cache/ab/abcdef.json")
 }
 
 func TestFileStore(t *testing.T) {

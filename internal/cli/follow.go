@@ -97,6 +97,9 @@ func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.St
 		if s.ReusedFrom != "" {
 			line += " (reused from " + s.ReusedFrom + ", no tool ran)"
 		}
+		if s.CachedFrom != "" {
+			line += " (cached result of " + s.CachedFrom + ", no tool ran)"
+		}
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
 			line += fmt.Sprintf(": %s (answer: capflow %s %s %s)", s.Waiting.Prompt, answerVerb(s.Waiting), p.WorkflowID, s.ID)
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {

@@ -172,6 +172,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report) {
 		}
 	}
 	prettyConfinement(w, rep)
+	prettyCache(w, rep)
 	fmt.Fprintf(w, "\npolicy: ")
 	if rep.Policy.Allowed {
 		fmt.Fprintf(w, "allowed (max_parallel %d)\n", rep.Policy.MaxParallel)
@@ -206,6 +207,20 @@ func prettyConfinement(w io.Writer, rep *preflight.Report) {
 			what = strings.Join(c.Beyond, "; ")
 		}
 		fmt.Fprintf(w, "  %s [%s]: %s\n", c.Tool, strings.Join(c.Steps, ", "), what)
+	}
+}
+
+func prettyCache(w io.Writer, rep *preflight.Report) {
+	if len(rep.Cache) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncache:")
+	for _, c := range rep.Cache {
+		if c.Cached {
+			fmt.Fprintf(w, "  ✓ %s (%s): a result of the same tool and inputs up to %s old is reused\n", c.Step, c.Tool, c.TTL)
+		} else {
+			fmt.Fprintf(w, "  ✗ %s (%s): not cached: %s\n", c.Step, c.Tool, c.Why)
+		}
 	}
 }
 

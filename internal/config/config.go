@@ -39,6 +39,23 @@ type Config struct {
 	// Artifacts is where step outputs are stored by digest
 	// (docs/artifacts.md).
 	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
+	// Cache is the result cache's default (docs/cache.md).
+	Cache Cache `mapstructure:"cache" json:"cache"`
+}
+
+// Cache holds the cache's project defaults.
+type Cache struct {
+	// TTL: how old a cached result a step that opts in may reuse.
+	TTL string `mapstructure:"ttl" json:"ttl"`
+}
+
+// CacheTTL is cache.ttl as a duration (validated at Load).
+func (c *Config) CacheTTL() time.Duration {
+	d, err := time.ParseDuration(c.Cache.TTL)
+	if err != nil {
+		return 168 * time.Hour
+	}
+	return d
 }
 
 // Artifacts says where the artifact store is.
@@ -114,6 +131,7 @@ var defaults = map[string]any{
 	"router.llm.api_key_env":   "",
 	"router.llm.timeout":       "60s",
 	"artifacts.url":            "",
+	"cache.ttl":                "168h",
 }
 
 // standardEnv are Temporal's own variables, read after CAPFLOW_*.
@@ -232,6 +250,9 @@ func (c *Config) validate() error {
 	}
 	if d, err := time.ParseDuration(c.Temporal.HostWait); err != nil || d < time.Second || d > 24*time.Hour {
 		return caperr.New(caperr.ConfigError, "temporal.host_wait %q is not a duration between 1s and 24h", c.Temporal.HostWait).At(c.fileOrEnv(), 0, 0, "temporal.host_wait")
+	}
+	if d, err := time.ParseDuration(c.Cache.TTL); err != nil || d <= 0 {
+		return caperr.New(caperr.ConfigError, "cache.ttl %q is not a positive duration like 24h", c.Cache.TTL).At(c.fileOrEnv(), 0, 0, "cache.ttl")
 	}
 	if n := c.Temporal.SegmentEvents; n < 100 || n > 40000 {
 		return caperr.New(caperr.ConfigError, "temporal.segment_events %d is not between 100 and 40000", n).At(c.fileOrEnv(), 0, 0, "temporal.segment_events")

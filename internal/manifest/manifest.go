@@ -72,6 +72,9 @@ type Manifest struct {
 	// Sandbox is what the tool needs beyond the default confinement
 	// (nil: the defaults).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Cache caches the results of every step using the tool (nil: only
+	// steps that ask; docs/cache.md).
+	Cache *Cache `json:"cache,omitempty"`
 
 	// Where it came from, filled by the loader.
 	Dir    string `json:"dir"`            // folder holding tool.yaml (command paths resolve here)

@@ -399,7 +399,7 @@ func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{s.Tool != "", "tool"}, {s.IsForEach(), "for_each"}, {s.CapabilityContract != nil, "capability_contract"}} {
+		}{{s.Tool != "", "tool"}, {s.IsForEach(), "for_each"}, {s.CapabilityContract != nil, "capability_contract"}, {s.Cache != nil, "cache"}} {
 			if f.set {
 				c.at(stepPath(i, f.name), "%s does not apply to a sub-plan step", f.name)
 			}

@@ -106,6 +106,9 @@ type Step struct {
 	Tolerate *Tolerate `json:"tolerate,omitempty"`
 	// When is a CEL condition; false skips the step (never a failure).
 	When string `json:"when,omitempty"`
+	// Cache: reuse an earlier run's result of the same tool and inputs
+	// (nil: the tool's setting; docs/cache.md).
+	Cache *manifest.Cache `json:"cache,omitempty"`
 	// Plan is a sub-plan (a path from the project root) run as a child
 	// workflow instead of a tool; With holds its inputs.
 	Plan string `json:"plan,omitempty"`

@@ -8,6 +8,7 @@ package preflight
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/gap"
@@ -39,6 +40,8 @@ type Request struct {
 	// (`plan check` without --input): missing required inputs become notes
 	// instead of making the plan invalid. Wrong values are still invalid.
 	InputsOptional bool
+	// CacheTTL is the project's default cache TTL (0: config's default).
+	CacheTTL time.Duration
 }
 
 // Problem is a plan or input problem in JSON form.
@@ -77,6 +80,9 @@ type Report struct {
 	// Confinement lists the tools that start processes, and what each
 	// may touch.
 	Confinement []Confinement `json:"confinement,omitempty"`
+	// Cache lists the steps that ask for the result cache, and whether
+	// they get it.
+	Cache []CacheDecision `json:"cache,omitempty"`
 
 	// Effective policy, for the executor.
 	EffectivePolicy *policy.Policy `json:"-"`
@@ -164,6 +170,11 @@ func Check(req Request) *Report {
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
+	ttl := req.CacheTTL
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	r.Cache = cacheDecisions(p, tools, ttl)
 	switch {
 	case len(probs) > 0:
 		r.Status = Invalid

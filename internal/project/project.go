@@ -6,6 +6,7 @@
 package project
 
 import (
+	"context"
 	"io"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/depcheck"
 	"github.com/capflow/capflow/internal/plan"
@@ -88,6 +90,12 @@ func (p *Project) RegistryOptions() registry.Options {
 	}
 }
 
+// Artifacts opens the project's artifact store (artifacts.url;
+// docs/artifacts.md): CONFIG_ERROR when the URL is not allowed.
+func (p *Project) Artifacts(ctx context.Context) (*artifacts.Store, error) {
+	return artifacts.Open(ctx, artifacts.Options{URL: p.Config.Artifacts.URL, StateDir: p.Config.Abs(p.Config.StateDir)})
+}
+
 // Registry loads the tools.
 func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(p.RegistryOptions()) }
 
@@ -106,5 +114,6 @@ func (p *Project) Router(reg *registry.Registry, pol *policy.Policy) (*router.Ro
 // optionalInputs lets `plan check` run before inputs are known.
 func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Registry, pol *policy.Policy, optionalInputs bool) *preflight.Report {
 	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
-		MinConfidence: p.Config.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs})
+		MinConfidence: p.Config.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs,
+		CacheTTL: p.Config.CacheTTL()})
 }

@@ -122,6 +122,9 @@ func Markdown(d Document) string {
 			if s.ReusedFrom != "" {
 				note += " — reused from `" + s.ReusedFrom + "`"
 			}
+			if s.CachedFrom != "" {
+				note += " — cached result of `" + s.CachedFrom + "`, no tool ran"
+			}
 			for _, d := range s.Decisions {
 				note += " — " + d.String()
 			}

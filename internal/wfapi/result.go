@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/capflow/capflow/client"
+
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/preflight"
@@ -11,6 +13,9 @@ import (
 
 // The run's result and its parts (the workflow returns them mapped to
 // client.Result: the same JSON).
+
+// Artifact is a file a step's output names (the client's type).
+type Artifact = client.Artifact
 
 // StepResult is one step in the workflow result and the progress query.
 type StepResult struct {
@@ -39,6 +44,13 @@ type StepResult struct {
 	// InputsSHA256 and ReusedFrom: see RunToolResult.
 	InputsSHA256 string `json:"inputs_sha256,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`
+	// CacheKey is the step's key in the result cache (docs/cache.md);
+	// CachedFrom names the run whose cached result it reused (no tool
+	// ran).
+	CacheKey   string `json:"cache_key,omitempty"`
+	CachedFrom string `json:"cached_from,omitempty"`
+	// Artifacts are the files its output names, stored by digest.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// For a for_each step: its items' counts, and each item (up to
 	// MaxItemResults; the report has them all).
 	ItemCounts *ItemCounts  `json:"item_counts,omitempty"`

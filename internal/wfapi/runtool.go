@@ -62,6 +62,10 @@ type RunToolResult struct {
 	// the step ran no tool and carried that run's output over.
 	InputsSHA256 string `json:"inputs_sha256,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`
+	// CacheKey, CachedFrom and Artifacts: see StepResult.
+	CacheKey   string     `json:"cache_key,omitempty"`
+	CachedFrom string     `json:"cached_from,omitempty"`
+	Artifacts  []Artifact `json:"artifacts,omitempty"`
 	// LostData names the steps whose stored output this step found
 	// missing or altered (it failed with OBSERVABILITY_ERROR); the workflow
 	// re-runs those producers when they are idempotent.

@@ -82,6 +82,9 @@ const (
 type HostInfo struct {
 	Queue  string `json:"queue"`
 	RunDir string `json:"run_dir"`
+	// SharedStore: the host's artifact store is shared, so the run's
+	// finished steps' outputs are read from it, not made again there.
+	SharedStore bool `json:"shared_store,omitempty"`
 }
 
 // ResolvedStep is a step with everything the scheduler needs, fixed at
@@ -119,6 +122,9 @@ type ResolvedStep struct {
 	// at resolution (the child workflow runs exactly that).
 	Plan      string `json:"plan,omitempty"`
 	PlanValue any    `json:"plan_value,omitempty"`
+	// CacheTTL: the step's results are cached, and a hit no older than
+	// this is reused (0: not cached; docs/cache.md).
+	CacheTTL time.Duration `json:"cache_ttl,omitempty"`
 }
 
 // StepSummary is the activity summary the Web UI shows.
@@ -177,6 +183,8 @@ type ResolveResult struct {
 	// its steps run there, where the run folder and its processes are
 	// ("": any worker, as runs recorded before).
 	HostQueue string `json:"host_queue,omitempty"`
+	// SharedStore: the host's artifact store is shared (HostInfo).
+	SharedStore bool `json:"shared_store,omitempty"`
 	// HostWait: how long a step waits for a worker of that host before the
 	// run moves to another (0: the workflow's default).
 	HostWait time.Duration `json:"host_wait,omitempty"`
@@ -205,6 +213,9 @@ type StepOutcome struct {
 	// DataSHA256 is the stored file's digest, recorded in history: a
 	// consumer refuses a file that is missing or was altered.
 	DataSHA256 string `json:"data_sha256,omitempty"`
+	// Artifacts are the files its data names: a consumer on another host
+	// fetches them from the store (docs/artifacts.md).
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
 
 // Condition is what a `when` expression sees of a step: its data (as
@@ -236,6 +247,8 @@ type StepCall struct {
 	Item *ItemCall `json:"item,omitempty"`
 	// ReuseFrom: the run whose result this step may reuse (Reuse).
 	ReuseFrom string `json:"reuse_from,omitempty"`
+	// CacheTTL: see ResolvedStep.
+	CacheTTL time.Duration `json:"cache_ttl,omitempty"`
 }
 
 // DecideInput asks the Decide activity to evaluate a step's for_each list

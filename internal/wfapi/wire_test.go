@@ -23,7 +23,8 @@ func TestResultIsTheClientsWireType(t *testing.T) {
 		Error: &envelope.ErrorInfo{Code: caperr.RetryExhausted, Severity: caperr.High, Cause: caperr.ToolFailure}}
 	step := StepResult{ID: "a", Capability: "x.y", Status: StepFailed, Tool: "t", Version: "1", Attempts: 2, Reason: "r", Critical: true,
 		StartedAt: "s", EndedAt: "e", DurationMS: 5, DataFile: "f", DataSHA256: "h", Envelope: &env, EnvelopeFile: "ef", JoinNote: "j",
-		Execution: "local", InputsSHA256: "i", ReusedFrom: "w", ItemCounts: &ItemCounts{Count: 1, Succeeded: 1}, Items: []ItemResult{{Index: 0, Status: StepSucceeded, Attempts: 1, Reason: "ok"}},
+		Execution: "local", InputsSHA256: "i", ReusedFrom: "w", CacheKey: "k", CachedFrom: "cf",
+		Artifacts: []Artifact{{Pointer: "/out", Path: "/p", SHA256: "s", Bytes: 1}}, ItemCounts: &ItemCounts{Count: 1, Succeeded: 1}, Items: []ItemResult{{Index: 0, Status: StepSucceeded, Attempts: 1, Reason: "ok"}},
 		Child:     &ChildRun{WorkflowID: "c", RunID: "r", Status: StatusPassed, Report: ReportPaths{JSON: "j", Markdown: "m"}},
 		Waiting:   &Wait{ID: "a#1", Kind: WaitDecision, Prompt: "p", Since: "s", Until: "u", Actions: WaitDecision.Actions()},
 		Decisions: []Decision{{Wait: "a#1", Kind: WaitDecision, Action: ActionRetry, By: "b", Comment: "c", At: "t", Before: "failed X"}}}

@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
-	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
@@ -148,7 +147,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	defer c.Close()
 	proj := project.New(cfg, log, stderr)
-	store, err := artifacts.Open(ctx, artifacts.Options{URL: cfg.Artifacts.URL, StateDir: cfg.Abs(cfg.StateDir)})
+	store, err := proj.Artifacts(ctx)
 	if err != nil {
 		log.Error("artifact store", "error", err.Error())
 		return 2

@@ -1,0 +1,154 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PathField is a value a schema marks as a file: `format: path` or
+// `x-capflow-artifact: true`.
+type PathField struct {
+	Pointer string // JSON pointer in the value
+	Path    string
+}
+
+// Paths walks value along schema and returns the strings the schema
+// marks as files, in pointer order. Objects follow `properties` and
+// `additionalProperties`, arrays `items`; what the schema does not
+// describe is not looked at.
+func Paths(schema map[string]any, value any) []PathField {
+	var out []PathField
+	walk(schema, value, "", &out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+	return out
+}
+
+func walk(schema map[string]any, value any, ptr string, out *[]PathField) {
+	if schema == nil {
+		return
+	}
+	switch v := value.(type) {
+	case string:
+		if schema["format"] == "path" || schema["x-capflow-artifact"] == true {
+			*out = append(*out, PathField{Pointer: ptr, Path: v})
+		}
+	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
+		extra, _ := schema["additionalProperties"].(map[string]any)
+		for k, x := range v {
+			sub, _ := props[k].(map[string]any)
+			if sub == nil {
+				sub = extra
+			}
+			walk(sub, x, ptr+"/"+escape(k), out)
+		}
+	case []any:
+		items, _ := schema["items"].(map[string]any)
+		for i, x := range v {
+			walk(items, x, ptr+"/"+strconv.Itoa(i), out)
+		}
+	}
+}
+
+func escape(k string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(k) }
+
+// Set replaces the string at pointer in value (as Paths found it).
+func Set(value any, pointer, s string) bool {
+	parts := strings.Split(pointer, "/")[1:]
+	for i, p := range parts {
+		p = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
+		last := i == len(parts)-1
+		switch v := value.(type) {
+		case map[string]any:
+			if last {
+				v[p] = s
+				return true
+			}
+			value = v[p]
+		case []any:
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 0 || n >= len(v) {
+				return false
+			}
+			if last {
+				v[n] = s
+				return true
+			}
+			value = v[n]
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// MaxTreeFiles bounds the files of a folder digested for a key.
+const MaxTreeFiles = 10000
+
+// FileDigest is the sha256 of a file, or of a folder's tree (every
+// file's relative path and digest, symlinks by target), and its size.
+func FileDigest(path string) (string, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", 0, err
+	}
+	if st.Mode().IsRegular() {
+		return fileSum(path)
+	}
+	if !st.IsDir() {
+		return "", 0, fmt.Errorf("%s is neither a file nor a folder", path)
+	}
+	h := sha256.New()
+	var total int64
+	n := 0
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(path, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			t, _ := os.Readlink(p)
+			fmt.Fprintf(h, "L %q %q\n", rel, t)
+		case d.Type().IsRegular():
+			if n++; n > MaxTreeFiles {
+				return fmt.Errorf("%s holds more than %d files", path, MaxTreeFiles)
+			}
+			sum, size, err := fileSum(p)
+			if err != nil {
+				return err
+			}
+			total += size
+			fmt.Fprintf(h, "F %q %s\n", rel, sum)
+		case d.IsDir():
+			fmt.Fprintf(h, "D %q\n", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), total, nil
+}
+
+func fileSum(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
