@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // With a shared artifact store, a run whose host dies (and its disk with
@@ -16,7 +19,59 @@ import (
 // its file, fetched from the store). Without the store the consumer finds
 // the producer's data on the lost host, and the run fails.
 func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
-	const queue = "capflow-store"
+	store := filepath.Join(h.tmp, "shared-artifacts")
+	moveRun(t, "capflow-store", "CAPFLOW_ARTIFACTS_URL=file://"+store)
+	if arts, _ := filepath.Glob(filepath.Join(store, "sha256", "*", "*")); len(arts) < 3 {
+		t.Fatalf("the shared store holds %d artifacts", len(arts))
+	}
+}
+
+// The same over S3: a real S3-compatible server (versitygw over a folder).
+func TestS3StoreCarriesDataAcrossHosts(t *testing.T) {
+	addr, data := startS3(t)
+	moveRun(t, "capflow-store-s3", fmt.Sprintf("CAPFLOW_ARTIFACTS_URL=s3://capflow?endpoint=http://%s&region=us-east-1&use_path_style=true&prefix=e2e/", addr),
+		"AWS_ACCESS_KEY_ID=capflow", "AWS_SECRET_ACCESS_KEY=capflow-secret")
+	if arts, _ := filepath.Glob(filepath.Join(data, "capflow", "e2e", "sha256", "*", "*")); len(arts) < 3 {
+		t.Fatalf("the S3 server holds %d artifacts", len(arts))
+	}
+}
+
+// startS3 starts versitygw (make versitygw builds it into bin/) on a
+// loopback port over a folder holding the bucket "capflow".
+func startS3(t *testing.T) (string, string) {
+	t.Helper()
+	bin := os.Getenv("CAPFLOW_VERSITYGW_BIN")
+	if bin == "" {
+		bin = filepath.Join(h.repo, "bin", "versitygw")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no S3 server to test against: %v (make versitygw builds it; make test does)", err)
+	}
+	addr := freePort()
+	data := t.TempDir()
+	if err := os.Mkdir(filepath.Join(data, "capflow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(bin, "--port", addr, "--access", "capflow", "--secret", "capflow-secret", "posix", data)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	for i := 0; i < 100; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, data
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("versitygw did not listen on %s", addr)
+	return "", ""
+}
+
+// moveRun runs a plan on one host, kills it (and its disk) during a long
+// step, and lets a worker with its own copy of the project finish it from
+// the store the workers' environment (storeEnv) names.
+func moveRun(t *testing.T, queue string, storeEnv ...string) {
 	tool := filepath.Join(h.project, "tools", "big-once")
 	if err := os.MkdirAll(tool, 0o755); err != nil {
 		t.Fatal(err)
@@ -50,8 +105,7 @@ idempotent: false
 		}
 		dirs[i] = d
 	}
-	store := filepath.Join(h.tmp, "shared-artifacts")
-	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s", "CAPFLOW_ARTIFACTS_URL=file://" + store}
+	env := append([]string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}, storeEnv...)
 	startAt := func(dir string) {
 		t.Helper()
 		if err := h.startWorkerAt(dir, env...); err != nil {
@@ -121,8 +175,5 @@ outputs:
 	}
 	if len(st.Artifacts) != 1 || st.Artifacts[0].Pointer != "/file" {
 		t.Fatalf("the producer's file is not named as an artifact: %+v", st.Artifacts)
-	}
-	if _, err := os.Stat(store); err != nil {
-		t.Fatalf("no shared store: %v", err)
 	}
 }
