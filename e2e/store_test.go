@@ -20,7 +20,8 @@ import (
 // the producer's data on the lost host, and the run fails.
 func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
 	store := filepath.Join(h.tmp, "shared-artifacts")
-	moveRun(t, "capflow-store", "CAPFLOW_ARTIFACTS_URL=file://"+store)
+	id := moveRun(t, "capflow-store", "CAPFLOW_ARTIFACTS_URL=file://"+store)
+	recordHistory(t, id, "host-lost-store")
 	if arts, _ := filepath.Glob(filepath.Join(store, "sha256", "*", "*")); len(arts) < 3 {
 		t.Fatalf("the shared store holds %d artifacts", len(arts))
 	}
@@ -71,7 +72,7 @@ func startS3(t *testing.T) (string, string) {
 // moveRun runs a plan on one host, kills it (and its disk) during a long
 // step, and lets a worker with its own copy of the project finish it from
 // the store the workers' environment (storeEnv) names.
-func moveRun(t *testing.T, queue string, storeEnv ...string) {
+func moveRun(t *testing.T, queue string, storeEnv ...string) string {
 	tool := filepath.Join(h.project, "tools", "big-once")
 	if err := os.MkdirAll(tool, 0o755); err != nil {
 		t.Fatal(err)
@@ -176,4 +177,5 @@ outputs:
 	if len(st.Artifacts) != 1 || st.Artifacts[0].Pointer != "/file" {
 		t.Fatalf("the producer's file is not named as an artifact: %+v", st.Artifacts)
 	}
+	return s.WorkflowID
 }
