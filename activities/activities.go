@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/project"
@@ -51,6 +52,7 @@ type Activities struct {
 	earlier    *earlier                      // the report a rerun reuses from
 	tools      map[string]*manifest.Manifest // digest -> manifest
 	lists      map[string][]any              // for_each lists read from stored outputs
+	digests    cache.Memo                    // file digests of cache keys, by stat
 }
 
 // Router is what the Route activity needs of the request router.

@@ -31,7 +31,7 @@ func (a *Activities) cacheKey(m *manifest.Manifest, rawIn []byte, inputs any) (s
 	if why != "" {
 		return "", why
 	}
-	tool, err := toolFiles(m)
+	tool, err := a.toolFiles(m)
 	if err != nil {
 		return "", "its tool's folder cannot be digested: " + err.Error()
 	}
@@ -47,7 +47,7 @@ func (a *Activities) inputFiles(m *manifest.Manifest, inputs any) ([]string, str
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(a.Project.Root(), p)
 		}
-		sum, _, err := cache.FileDigest(p)
+		sum, _, err := a.digests.Digest(p)
 		switch {
 		case os.IsNotExist(err):
 			sum = "absent"
@@ -75,14 +75,14 @@ var buildDigest = sync.OnceValue(func() string {
 
 // toolFiles digests what a tool runs: a command tool's folder (its
 // scripts); a builtin is the worker's own build.
-func toolFiles(m *manifest.Manifest) (string, error) {
+func (a *Activities) toolFiles(m *manifest.Manifest) (string, error) {
 	if m.Entrypoint.Type == manifest.EntryBuiltin || m.Dir == "" {
 		return "build " + buildDigest(), nil
 	}
 	if st, err := os.Stat(m.Dir); err != nil || !st.IsDir() {
 		return "build " + buildDigest(), nil
 	}
-	sum, _, err := cache.FileDigest(m.Dir)
+	sum, _, err := a.digests.Digest(m.Dir)
 	return sum, err
 }
 

@@ -72,7 +72,7 @@ func (a *Activities) earlierRun(id string) (*earlier, error) {
 
 // reuse returns the earlier run's result for the step when it may be
 // reused, nil when the step must run (the log says why).
-func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
+func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
 	why := func(format string, args ...any) *wfapi.RunToolResult {
 		log.Info("not reused", "from", step.ReuseFrom, "why", fmt.Sprintf(format, args...))
 		return nil
@@ -91,6 +91,10 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, stepDir string, log h
 		return why("its tool changed (%s, now %s)", short(prev.digests[step.ID]), short(step.Digest))
 	case old.InputsSHA256 == "" || old.InputsSHA256 != inputsSHA:
 		return why("its inputs changed")
+	case old.CacheKey != "" && old.CacheKey != key:
+		// The same key as the cache's (docs/cache.md): what the tool runs
+		// or the files its inputs name changed.
+		return why("its tool's files or its input files changed")
 	}
 	env := *old.Envelope
 	env.Feedback = append(append([]envelope.Feedback(nil), env.Feedback...), envelope.Feedback{Phase: "reuse", Level: envelope.LevelInfo,

@@ -67,17 +67,22 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	rawIn, _ := json.Marshal(inputs)
 	inSum := sha256.Sum256(rawIn)
 	inputsSHA := hex.EncodeToString(inSum[:])
+	// Only an idempotent step has a key: only its result may stand for
+	// another run of it (a rerun's reuse, the cache).
+	key, why := "", ""
+	if in.Step.Idempotent {
+		key, why = a.cacheKey(m, rawIn, inputs)
+	}
 	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
-		if res := a.reuse(in.Step, inputsSHA, r.stepDir, r.log); res != nil {
-			res.Attempt = r.attempt
+		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
+			res.Attempt, res.CacheKey = r.attempt, key
 			fit(res, r.stepDir)
 			return res, nil
 		}
 	}
-	key, note := "", (*envelope.Feedback)(nil)
+	var note *envelope.Feedback
 	if in.Step.CacheTTL > 0 && a.Artifacts != nil {
-		var why string
-		if key, why = a.cacheKey(m, rawIn, inputs); why != "" {
+		if why != "" {
 			note = &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "not cached: " + why, Timestamp: envelope.Timestamp(envelope.Now())}
 		} else if res, miss := a.fromCache(ctx, r, key, inputs); res != nil {
 			return res, nil
@@ -118,13 +123,13 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 // (when it has one), its data in the store.
 func (a *Activities) succeeded(ctx context.Context, r *stepRun, m *manifest.Manifest, env envelope.Envelope, inputsSHA, key string) (*wfapi.RunToolResult, error) {
 	var arts []wfapi.Artifact
-	if a.Artifacts != nil && (a.Artifacts.Shared || key != "") {
+	if a.Artifacts != nil && (a.Artifacts.Shared || r.in.Step.CacheTTL > 0) {
 		var err error
 		if arts, err = a.outputFiles(ctx, m, env.Data); err != nil && a.Artifacts.Shared {
 			return nil, appError(err)
 		}
 	}
-	if key != "" {
+	if key != "" && r.in.Step.CacheTTL > 0 && a.Artifacts != nil {
 		if fb := a.toCache(ctx, r, key, m, env, arts); fb != nil {
 			env.Feedback = append(env.Feedback, *fb)
 		}

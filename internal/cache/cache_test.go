@@ -133,3 +133,20 @@ func TestEntriesLookupFindPurge(t *testing.T) {
 		t.Fatalf("left after purge: %v", list)
 	}
 }
+
+// The memo answers an unchanged file without reading it, and sees a
+// changed one.
+func TestMemoSeesChanges(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "in.bin")
+	must(t, os.WriteFile(f, []byte("one"), 0o644))
+	var m Memo
+	d1, _, err := m.Digest(f)
+	must(t, err)
+	if again, _, _ := m.Digest(f); again != d1 || len(m.m) != 1 {
+		t.Fatalf("memo: %s vs %s, %d remembered", again, d1, len(m.m))
+	}
+	must(t, os.WriteFile(f, []byte("two!"), 0o644))
+	if d2, _, _ := m.Digest(f); d2 == d1 || d2 != artifacts.Digest([]byte("two!")) {
+		t.Fatalf("a changed file kept its digest")
+	}
+}

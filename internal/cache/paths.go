@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // PathField is a value a schema marks as a file: `format: path` or
@@ -95,13 +96,18 @@ const MaxTreeFiles = 10000
 
 // FileDigest is the sha256 of a file, or of a folder's tree (every
 // file's relative path and digest, symlinks by target), and its size.
-func FileDigest(path string) (string, int64, error) {
+func FileDigest(path string) (string, int64, error) { return (*Memo)(nil).Digest(path) }
+
+// Digest is FileDigest, reading only the files that changed since the
+// memo last saw them.
+func (m *Memo) Digest(path string) (string, int64, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", 0, err
 	}
 	if st.Mode().IsRegular() {
-		return fileSum(path)
+		s, err := m.sum(path, st)
+		return s, st.Size(), err
 	}
 	if !st.IsDir() {
 		return "", 0, fmt.Errorf("%s is neither a file nor a folder", path)
@@ -122,11 +128,15 @@ func FileDigest(path string) (string, int64, error) {
 			if n++; n > MaxTreeFiles {
 				return fmt.Errorf("%s holds more than %d files", path, MaxTreeFiles)
 			}
-			sum, size, err := fileSum(p)
+			info, err := d.Info()
 			if err != nil {
 				return err
 			}
-			total += size
+			sum, err := m.sum(p, info)
+			if err != nil {
+				return err
+			}
+			total += info.Size()
 			fmt.Fprintf(h, "F %q %s\n", rel, sum)
 		case d.IsDir():
 			fmt.Fprintf(h, "D %q\n", rel)
@@ -151,4 +161,46 @@ func fileSum(path string) (string, int64, error) {
 		return "", 0, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// Memo remembers file digests by what stat says of the file (device,
+// inode, size, modification time), the way git's index does: a file
+// digested once is not read again until it changes. Safe for concurrent
+// use; the zero value is ready.
+type Memo struct {
+	mu sync.Mutex
+	m  map[memoKey]string
+}
+
+type memoKey struct {
+	path       string
+	dev, ino   uint64
+	size, nsec int64
+}
+
+// maxMemo bounds the remembered files (past it, the memo starts over).
+const maxMemo = 100000
+
+func (m *Memo) sum(path string, st os.FileInfo) (string, error) {
+	k := memoKey{path: path, size: st.Size(), nsec: st.ModTime().UnixNano()}
+	k.dev, k.ino = fileID(st)
+	if m != nil {
+		m.mu.Lock()
+		s, ok := m.m[k]
+		m.mu.Unlock()
+		if ok {
+			return s, nil
+		}
+	}
+	s, _, err := fileSum(path)
+	if err != nil || m == nil {
+		return s, err
+	}
+	m.mu.Lock()
+	if m.m == nil || len(m.m) >= maxMemo {
+		m.m = map[memoKey]string{}
+	}
+	m.m[k] = s
+	m.mu.Unlock()
+	return s, nil
 }
