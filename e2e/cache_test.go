@@ -15,7 +15,7 @@ import (
 // writes a random token into a file of its step folder (its output names
 // the file, `format: path`) and, given `read`, outputs that file's text.
 // It returns the tool's folder (removed at the test's end).
-func stampTool(t *testing.T, project string) string {
+func stampTool(t testing.TB, project string) string {
 	t.Helper()
 	dir := filepath.Join(project, "tools", "stamp")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
