@@ -51,7 +51,27 @@ func (a *Activities) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
 	if err != nil {
 		return appError(caperr.As(err, caperr.ObservabilityError))
 	}
+	if in.Seal != nil && a.Artifacts != nil && a.Artifacts.Shared {
+		// Another host may continue the run: it fetches the blob by digest.
+		if _, _, err := a.Artifacts.PutFile(ctx, path); err != nil {
+			return appError(err)
+		}
+	}
 	return nil
+}
+
+// fetchBlob brings a blob this host lacks (or holds altered) from a
+// shared store, by the digest the workflow recorded.
+func (a *Activities) fetchBlob(ctx context.Context, path, digest string) error {
+	if a.Artifacts == nil || !a.Artifacts.Shared || digest == "" {
+		return nil
+	}
+	if raw, err := os.ReadFile(path); err == nil {
+		if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) == digest {
+			return nil
+		}
+	}
+	return a.Artifacts.Fetch(ctx, digest, path, MaxStoredData)
 }
 
 func seal(path string, b wfapi.Blob) error {
@@ -113,6 +133,11 @@ func (a *Activities) GetBlob(ctx context.Context, in wfapi.GetBlobInput) ([]byte
 	if err != nil {
 		return nil, appError(err)
 	}
+	if _, err := os.Stat(path); err != nil {
+		if err := a.fetchBlob(ctx, path, in.SHA256); err != nil {
+			return nil, appError(err)
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, appError(caperr.New(caperr.ObservabilityError, "blob %s is unreadable: %v", in.Name, err))
@@ -136,13 +161,18 @@ func segmentSteps(dir string, n int) ([]byte, error) {
 	return raw, err
 }
 
-// readBlob decodes a sealed blob of the run folder dir into v, refusing
-// one whose size or digest is not what the workflow recorded.
-func readBlob(dir string, b wfapi.Blob, v any) error {
+// readBlob decodes a sealed blob of the run folder dir into v (fetched
+// from a shared store when this host lacks it), refusing one whose size
+// or digest is not what the workflow recorded.
+func (a *Activities) readBlob(ctx context.Context, dir string, b wfapi.Blob, v any) error {
 	if !wfapi.ValidBlobName(b.Name) {
 		return caperr.New(caperr.InvalidInput, "blob %q is not a name the engine gives", b.Name)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, BlobDir, b.Name))
+	path := filepath.Join(dir, BlobDir, b.Name)
+	if err := a.fetchBlob(ctx, path, b.SHA256); err != nil && caperr.CodeOf(err) != caperr.ObservabilityError {
+		return err
+	}
+	raw, err := os.ReadFile(path)
 	sum := sha256.Sum256(raw)
 	if err != nil || len(raw) != b.Size || hex.EncodeToString(sum[:]) != b.SHA256 {
 		return caperr.New(caperr.ObservabilityError, "%s in the run folder is missing or altered", b.Name)

@@ -29,7 +29,7 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		var full wfapi.DecideInput
 		dir, err := a.runFolder(ctx, "", "")
 		if err == nil {
-			err = readBlob(dir, *b, &full)
+			err = a.readBlob(ctx, dir, *b, &full)
 		}
 		if err == nil && full.Spilled != nil {
 			err = caperr.New(caperr.InvalidInput, "a stored Decide input names another")

@@ -42,7 +42,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
 	res := in.Result
-	rr, err := a.complete(in, dir, &res)
+	rr, err := a.complete(ctx, in, dir, &res)
 	if err != nil {
 		// What is stored elsewhere (a lost host's folder) is missing: the
 		// report is still written, with what the workflow knows.
@@ -105,7 +105,7 @@ func (a *Activities) cleanup(runDir string) *report.Cleanup {
 
 // complete fills in what the workflow left out of the finalize input:
 // the stored resolution, earlier segments' steps, stored envelopes.
-func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Result) (*wfapi.ResolveResult, error) {
+func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir string, res *wfapi.Result) (*wfapi.ResolveResult, error) {
 	rr := in.Resolved
 	if om := res.Omitted; om != nil {
 		var full wfapi.Preflight
@@ -133,10 +133,11 @@ func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Res
 		}
 	}
 	if rr != nil && rr.StepsRef != nil && (len(rr.Steps) < rr.StepsRef.Count || rr.Resolution == nil) {
-		if err := a.inRun(in.Result.WorkflowID, rr.StepsRef.File); err != nil {
+		ref, err := a.localSteps(ctx, in.Result.WorkflowID, *rr.StepsRef)
+		if err != nil {
 			return nil, err
 		}
-		st, err := a.readStoredSteps(*rr.StepsRef)
+		st, err := a.readStoredSteps(ref)
 		if err != nil {
 			return nil, err
 		}
@@ -146,36 +147,9 @@ func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Res
 		res.Resolution = st.Resolution
 	}
 	if in.Segments > 0 && rr != nil {
-		byID := map[string]wfapi.StepResult{}
-		for n := 1; n <= in.Segments; n++ {
-			var part []wfapi.StepResult
-			var err error
-			if n <= len(in.Checkpoints) {
-				err = readBlob(dir, in.Checkpoints[n-1], &part)
-			} else {
-				// A run recorded before checkpoints carried their digests.
-				var raw []byte
-				if raw, err = segmentSteps(dir, n); err == nil {
-					err = json.Unmarshal(raw, &part)
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("segment %d of the run is unreadable: %v", n, err)
-			}
-			for _, s := range part {
-				byID[s.ID] = s
-			}
+		if err := a.allSegments(ctx, in, dir, rr, res); err != nil {
+			return nil, err
 		}
-		for _, s := range res.Steps {
-			byID[s.ID] = s
-		}
-		all := make([]wfapi.StepResult, 0, len(rr.Steps))
-		for _, s := range rr.Steps {
-			if r, ok := byID[s.ID]; ok {
-				all = append(all, r)
-			}
-		}
-		res.Steps = all
 	}
 	for i := range res.Steps {
 		s := &res.Steps[i]
@@ -187,6 +161,42 @@ func (a *Activities) complete(in wfapi.FinalizeInput, dir string, res *wfapi.Res
 		}
 	}
 	return rr, nil
+}
+
+// allSegments gathers the steps of every segment of a run that continued
+// as new: each segment's checkpoint, then this segment's.
+func (a *Activities) allSegments(ctx context.Context, in wfapi.FinalizeInput, dir string, rr *wfapi.ResolveResult, res *wfapi.Result) error {
+	byID := map[string]wfapi.StepResult{}
+	for n := 1; n <= in.Segments; n++ {
+		var part []wfapi.StepResult
+		var err error
+		if n <= len(in.Checkpoints) {
+			err = a.readBlob(ctx, dir, in.Checkpoints[n-1], &part)
+		} else {
+			// A run recorded before checkpoints carried their digests.
+			var raw []byte
+			if raw, err = segmentSteps(dir, n); err == nil {
+				err = json.Unmarshal(raw, &part)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("segment %d of the run is unreadable: %v", n, err)
+		}
+		for _, s := range part {
+			byID[s.ID] = s
+		}
+	}
+	for _, s := range res.Steps {
+		byID[s.ID] = s
+	}
+	all := make([]wfapi.StepResult, 0, len(rr.Steps))
+	for _, s := range rr.Steps {
+		if r, ok := byID[s.ID]; ok {
+			all = append(all, r)
+		}
+	}
+	res.Steps = all
+	return nil
 }
 
 // dropForeignFiles forgets the stored files a result names outside the

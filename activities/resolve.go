@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/gap"
@@ -68,7 +69,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err := storeBounded(rr); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the gaps and policy violations"))
 	}
-	if err := storeSteps(rr); err != nil {
+	if err := storeSteps(ctx, rr, a.Artifacts); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
 	return rr, nil
@@ -125,7 +126,7 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 // <run>/resolved.json and records where (so a run can reload them when it
 // continues as new); when they are too large for the Resolve result they
 // leave it, and the workflow loads them page by page.
-func storeSteps(rr *wfapi.ResolveResult) error {
+func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.Store) error {
 	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
 		return err
 	}
@@ -140,6 +141,12 @@ func storeSteps(rr *wfapi.ResolveResult) error {
 	}
 	sum := sha256.Sum256(raw)
 	ref := &wfapi.StepsRef{File: file, SHA256: hex.EncodeToString(sum[:]), Count: len(rr.Steps)}
+	if store != nil && store.Shared {
+		// Another host may continue the run: it reads them by digest.
+		if _, err := store.Put(ctx, raw); err != nil {
+			return err
+		}
+	}
 	// Pages are cut by the size of the steps' own fields; what they share
 	// is written once a page.
 	from, bytes := 0, 0
@@ -200,6 +207,27 @@ func (a *Activities) readStoredSteps(ref wfapi.StepsRef) (*storedSteps, error) {
 	return &st, nil
 }
 
+// localSteps checks that the stored steps are in the run's folder on this
+// worker; a run that moved hosts finds them in a shared store instead (by
+// digest), brought into this host's run folder.
+func (a *Activities) localSteps(ctx context.Context, id string, ref wfapi.StepsRef) (wfapi.StepsRef, error) {
+	err := a.inRun(id, ref.File)
+	if err == nil {
+		if _, serr := os.Stat(ref.File); serr == nil {
+			return ref, nil
+		}
+	}
+	if a.Artifacts == nil || !a.Artifacts.Shared {
+		return ref, err
+	}
+	dir, derr := a.runFolder(ctx, id, "")
+	if derr != nil {
+		return ref, derr
+	}
+	ref.File = filepath.Join(dir, "resolved.json")
+	return ref, a.Artifacts.Fetch(ctx, ref.SHA256, ref.File, MaxStoredData)
+}
+
 type stepsCache struct {
 	sha   string
 	steps *storedSteps
@@ -209,7 +237,7 @@ type stepsCache struct {
 func (a *Activities) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
 	id, err := runOf(ctx, "")
 	if err == nil {
-		err = a.inRun(id, in.Ref.File)
+		in.Ref, err = a.localSteps(ctx, id, in.Ref)
 	}
 	if err != nil {
 		return nil, appError(err)

@@ -47,7 +47,7 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return nil, appError(err)
 	}
 	in.RunDir = runDir
-	if err := unspill(runDir, &in); err != nil {
+	if err := a.unspill(ctx, runDir, &in); err != nil {
 		return nil, appError(err)
 	}
 	if err := a.localize(ctx, &in); err != nil {
@@ -386,12 +386,12 @@ func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.Ste
 
 // unspill puts back what the workflow stored of a large input (its
 // digest checked: only what the workflow wrote is read).
-func unspill(runDir string, in *wfapi.RunToolInput) error {
+func (a *Activities) unspill(ctx context.Context, runDir string, in *wfapi.RunToolInput) error {
 	if in.Spilled == nil {
 		return nil
 	}
 	var sp wfapi.Spill
-	if err := readBlob(runDir, *in.Spilled, &sp); err != nil {
+	if err := a.readBlob(ctx, runDir, *in.Spilled, &sp); err != nil {
 		return err
 	}
 	in.Step.With, in.Inputs, in.Deps, in.Spilled = sp.With, sp.Inputs, sp.Deps, nil

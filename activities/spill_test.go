@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -106,5 +108,39 @@ func TestFinalizeChecksCheckpoints(t *testing.T) {
 	}
 	if js := read(); !strings.Contains(js, "segment 1 of the run is unreadable: segment-1.json in the run folder is missing or altered") || strings.Contains(js, `"attempts": 9`) {
 		t.Fatalf("an altered checkpoint: %.800s", js)
+	}
+}
+
+// A blob sealed on one host goes into a shared store; a host that lacks it
+// (the run moved) reads it from there, checked against its digest.
+func TestBlobsFollowTheRunThroughASharedStore(t *testing.T) {
+	store, err := artifacts.Open(context.Background(), artifacts.Options{URL: "file://" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, root := newActivities(t)
+	a.Artifacts = store
+	e := env(a)
+	raw := []byte(`{"with":{"template":"moved"}}`)
+	sum := sha256.Sum256(raw)
+	b := wfapi.Blob{Name: "input-0123456789abcdef.json", Size: len(raw), SHA256: hex.EncodeToString(sum[:]), Parts: 1}
+	if _, err := e.ExecuteActivity(a.PutBlob, wfapi.PutBlobInput{Name: b.Name, Data: raw, Seal: &b}); err != nil {
+		t.Fatal(err)
+	}
+	// The host's disk is lost: the blob is read from the store.
+	if err := os.RemoveAll(filepath.Join(root, ".capflow")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.ExecuteActivity(a.GetBlob, wfapi.GetBlobInput{Name: b.Name, Part: 0, SHA256: b.SHA256})
+	var got []byte
+	if err != nil || v.Get(&got) != nil || string(got) != string(raw) {
+		t.Fatalf("blob from the store: %q %v", got, err)
+	}
+	var sp wfapi.Spill
+	if err := os.Remove(filepath.Join(root, ".capflow", "runs", testRun, BlobDir, b.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.readBlob(context.Background(), filepath.Join(root, ".capflow", "runs", testRun), b, &sp); err != nil || sp.With["template"] != "moved" {
+		t.Fatalf("readBlob from the store: %v %+v", err, sp)
 	}
 }

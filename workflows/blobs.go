@@ -53,7 +53,7 @@ func loadBlob(ctx workflow.Context, opts workflow.ActivityOptions, run string, b
 	actx := workflow.WithActivityOptions(ctx, opts)
 	futures := make([]workflow.Future, b.Parts)
 	for k := range futures {
-		futures[k] = workflow.ExecuteActivity(actx, wfapi.GetBlobActivity, wfapi.GetBlobInput{Run: run, Name: b.Name, Part: k})
+		futures[k] = workflow.ExecuteActivity(actx, wfapi.GetBlobActivity, wfapi.GetBlobInput{Run: run, Name: b.Name, Part: k, SHA256: b.SHA256})
 	}
 	var buf bytes.Buffer
 	for _, f := range futures {

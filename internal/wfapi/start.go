@@ -199,4 +199,7 @@ type GetBlobInput struct {
 	Run  string `json:"run,omitempty"` // as in PutBlobInput
 	Name string `json:"name"`
 	Part int    `json:"part"`
+	// SHA256 is the whole blob's digest: a worker that lacks the blob
+	// (the run moved hosts) fetches it from a shared store.
+	SHA256 string `json:"sha256,omitempty"`
 }
