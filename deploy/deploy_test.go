@@ -99,11 +99,11 @@ func cleanEnv() []string {
 	return out
 }
 
-var pinned = regexp.MustCompile(`^[a-z0-9./-]+:[0-9][0-9.]*$`)
+var pinned = regexp.MustCompile(`^[a-z0-9./-]+:v?[0-9][0-9.]*$`)
 
 func TestComposeStack(t *testing.T) {
 	f := compose(t)
-	for _, name := range []string{"postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "capflow-worker", "capflow", "codec-server"} {
+	for _, name := range []string{"postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "capflow-worker", "capflow", "codec-server", "object-store"} {
 		if _, ok := f.Services[name]; !ok {
 			t.Fatalf("no service %s", name)
 		}
