@@ -72,7 +72,7 @@ func (a *App) cacheList() *cobra.Command {
 			for _, e := range all {
 				out = append(out, cacheEntry(e, now))
 			}
-			env := envelope.NewBuilder("capflow-cache-ls").Succeed(fmt.Sprintf("%d cached results in %s", len(out), c.Store.Where),
+			env := envelope.NewBuilder("capflow-cache-ls").Succeed(fmt.Sprintf("%s in %s", results(len(out)), c.Store.Where),
 				map[string]any{"store": c.Store.Where, "entries": out})
 			a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
 			return nil
@@ -117,6 +117,13 @@ func (a *App) cacheShow() *cobra.Command {
 	}
 }
 
+func results(n int) string {
+	if n == 1 {
+		return "1 cached result"
+	}
+	return fmt.Sprintf("%d cached results", n)
+}
+
 func short12(s string) string { return s[:min(12, len(s))] }
 
 func (a *App) cachePurge() *cobra.Command {
@@ -126,7 +133,7 @@ func (a *App) cachePurge() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			age, err := parseAge(olderThan)
 			if err != nil {
-				return caperr.New(caperr.InvalidInput, "--older-than %q: %v", olderThan, err).At("", 0, 0, "--older-than")
+				return caperr.New(caperr.InvalidInput, "%q is %v", olderThan, err).At("", 0, 0, "--older-than")
 			}
 			c, done, err := a.openCache(cmd.Context())
 			if err != nil {
@@ -142,7 +149,7 @@ func (a *App) cachePurge() *cobra.Command {
 			for _, e := range gone {
 				out = append(out, cacheEntry(e, now))
 			}
-			env := envelope.NewBuilder("capflow-cache-purge").Succeed(fmt.Sprintf("purged %d cached results from %s", len(out), c.Store.Where),
+			env := envelope.NewBuilder("capflow-cache-purge").Succeed(fmt.Sprintf("purged %s from %s", results(len(out)), c.Store.Where),
 				map[string]any{"store": c.Store.Where, "purged": out})
 			a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
 			return nil

@@ -75,6 +75,9 @@ func TestParseProblems(t *testing.T) {
 		{"bad reference syntax", "name: r\nsteps:\n  - {id: a, capability: x.y, with: {u: '${inputs}', v: '${steps.a}', w: '${oops.x}', z: '${inputs.x'}}\n",
 			[]string{"3:steps[0].with.u: names no input", "3:steps[0].with.v: is incomplete", "3:steps[0].with.w: is not a reference root", "3:steps[0].with.z: unterminated reference"}},
 		{"unknown field", "name: u\nstep: []\n", []string{`1:steps: missing required field "steps"`, `2:step: unknown field "step" (did you mean "steps"?)`}},
+		{"cache settings", "name: c\nsteps:\n  - {id: a, capability: x.y, cache: yes}\n  - {id: b, capability: x.y, cache: {ttl: 5x}}\n  - {id: c, capability: x.y, cache: {tll: 1h}}\n",
+			[]string{"3:steps[0].cache: must be boolean or object", `4:steps[1].cache.ttl: "5x" is not a duration`, `5:steps[2].cache.tll: unknown field "tll" (did you mean "ttl"?)`}},
+		{"cache on a sub-plan", "name: c\nsteps:\n  - {id: d, plan: sub.yaml, cache: true}\n", []string{"3:steps[0].cache: cache does not apply to a sub-plan step"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
