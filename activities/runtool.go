@@ -383,22 +383,3 @@ func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.Ste
 	})
 	return out
 }
-
-// unspill puts back what the workflow stored of a large input (its
-// digest checked: only what the workflow wrote is read).
-func (a *Activities) unspill(ctx context.Context, runDir string, in *wfapi.RunToolInput) error {
-	if in.Spilled == nil {
-		return nil
-	}
-	var sp wfapi.Spill
-	if err := a.readBlob(ctx, runDir, *in.Spilled, &sp); err != nil {
-		return err
-	}
-	in.Step.With, in.Inputs, in.Deps, in.Spilled = sp.With, sp.Inputs, sp.Deps, nil
-	if it := in.Step.Item; it != nil {
-		item := *it
-		item.Value, item.ForEach = sp.Value, sp.ForEach
-		in.Step.Item = &item
-	}
-	return nil
-}

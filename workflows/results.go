@@ -56,14 +56,14 @@ func cachedNote(steps []wfapi.StepResult) string {
 			continue
 		}
 		if n++; n <= 10 {
-			fmt.Fprintf(&b, "\n- %s: cached result of %s (no tool ran)", st.ID, st.CachedFrom)
+			b.WriteString(fmt.Sprintf("\n- %s: cached result of %s (no tool ran)", st.ID, st.CachedFrom))
 		}
 	}
 	if n == 0 {
 		return ""
 	}
 	if n > 10 {
-		fmt.Fprintf(&b, "\n- and %d more", n-10)
+		b.WriteString(fmt.Sprintf("\n- and %d more", n-10))
 	}
 	return fmt.Sprintf("\n\n%d step(s) from the cache:%s", n, b.String())
 }

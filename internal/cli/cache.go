@@ -67,17 +67,21 @@ func (a *App) cacheList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			out := []CacheEntry{}
-			for _, e := range all {
-				out = append(out, cacheEntry(e, now))
-			}
-			env := envelope.NewBuilder("capflow-cache-ls").Succeed(fmt.Sprintf("%s in %s", results(len(out)), c.Store.Where),
-				map[string]any{"store": c.Store.Where, "entries": out})
-			a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
+			a.setEntries("capflow-cache-ls", "entries", "%s in %s", c, all, time.Now())
 			return nil
 		},
 	}
+}
+
+// setEntries makes a command's result of entries: data {store, <field>},
+// the message from format (their count, the store), a table for people.
+func (a *App) setEntries(id, field, format string, c cache.Cache, entries []cache.Entry, now time.Time) {
+	out := []CacheEntry{}
+	for _, e := range entries {
+		out = append(out, cacheEntry(e, now))
+	}
+	env := envelope.NewBuilder(id).Succeed(fmt.Sprintf(format, results(len(out)), c.Store.Where), map[string]any{"store": c.Store.Where, field: out})
+	a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
 }
 
 func cacheTable(w io.Writer, entries []CacheEntry, message string) {
@@ -145,13 +149,7 @@ func (a *App) cachePurge() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := []CacheEntry{}
-			for _, e := range gone {
-				out = append(out, cacheEntry(e, now))
-			}
-			env := envelope.NewBuilder("capflow-cache-purge").Succeed(fmt.Sprintf("purged %s from %s", results(len(out)), c.Store.Where),
-				map[string]any{"store": c.Store.Where, "purged": out})
-			a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
+			a.setEntries("capflow-cache-purge", "purged", "purged %s from %s", c, gone, now)
 			return nil
 		},
 	}
