@@ -38,30 +38,34 @@ type Heartbeat struct {
 
 // RunInfo is what Temporal knows of a run's latest execution.
 type RunInfo struct {
-	ID, RunID, FirstRunID string
+	ID         string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	FirstRunID string `json:"first_run_id,omitempty"`
 	// Open: the run has not ended. Execution is Temporal's status of the
 	// execution in lower case ("running", "completed", "terminated", ...).
-	Open      bool
-	Execution string
-	StartedAt time.Time
-	EndedAt   time.Time // zero while open
+	Open      bool      `json:"open"`
+	Execution string    `json:"execution"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"` // zero while open
 	// From the search attributes: the plan, capflow's status, the
 	// schedule that started it.
-	Plan, Status, Schedule string
+	Plan     string `json:"plan"`
+	Status   string `json:"status"`
+	Schedule string `json:"schedule,omitempty"`
 	// Pending are its running activities (Describe only).
-	Pending []PendingActivity
+	Pending []PendingActivity `json:"pending,omitempty"`
 }
 
 // PendingActivity is a running activity of a run: a step's (ActivityID
 // "step-<id>"), or capflow's own.
 type PendingActivity struct {
-	ActivityID  string
-	Attempt     int32
-	MaxAttempts int32
+	ActivityID  string `json:"activity_id"`
+	Attempt     int32  `json:"attempt"`
+	MaxAttempts int32  `json:"max_attempts"`
 	// LastFailure is the message of the attempt before this one.
-	LastFailure string
-	Started     time.Time
-	Heartbeat   *Heartbeat
+	LastFailure string     `json:"last_failure,omitempty"`
+	Started     time.Time  `json:"started"`
+	Heartbeat   *Heartbeat `json:"heartbeat,omitempty"`
 }
 
 // Describe is what Temporal knows of a run now.

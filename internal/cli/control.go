@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/runctl"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -66,8 +65,8 @@ func (a *App) controlCommands() []*cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error {
 				req := wfapi.DecideRequest{Step: args[1], Action: act, By: operator(by), Comment: comment}
 				if act == wfapi.ActionRetry && timeout != "" {
-					if d, err := time.ParseDuration(timeout); err != nil || d <= 0 {
-						return caperr.New(caperr.InvalidInput, "--timeout %q is not a positive duration like 30s or 5m", timeout).At("", 0, 0, "--timeout")
+					if err := runctl.CheckTimeout(timeout); err != nil {
+						return err
 					}
 					req.Timeout = timeout
 				}
@@ -134,17 +133,7 @@ func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc *capflowcli
 // updateError turns what Temporal says into the contract's table: a
 // request the run refused, or a run that is not there or has ended, is the
 // caller's (exit 2); a server that cannot be reached is not.
-func updateError(id string, err error) error {
-	var nf *capflowclient.NotFound
-	var refused *capflowclient.Refused
-	switch {
-	case errors.As(err, &nf):
-		return caperr.New(caperr.InvalidInput, "no running run with ID %q (it does not exist or has ended)", id)
-	case errors.As(err, &refused):
-		return caperr.New(caperr.InvalidInput, "refused: %s", refused.Reason)
-	}
-	return caperr.Wrap(caperr.DependencyUnavailable, err, "update %s", id)
-}
+func updateError(id string, err error) error { return runctl.UpdateError(id, err) }
 
 func (a *App) runsCommand() *cobra.Command {
 	var status, planName, schedule string
@@ -212,28 +201,14 @@ func (a *App) rerunCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-				in, prev, err := earlierRun(ctx, tc, id)
+				in, opts, prev, err := runctl.Rerun(ctx, tc, id, from, newID)
 				if err != nil {
 					return err
 				}
-				if from != "" && prev.StepsOmitted == 0 {
-					known := false
-					for _, s := range prev.Steps {
-						known = known || s.ID == from
-					}
-					if !known {
-						return caperr.New(caperr.InvalidInput, "run %s has no step %q", id, from).At("", 0, 0, "--from")
-					}
+				if opts.ID == "" {
+					opts.ID = NewWorkflowID(prev.Plan)
 				}
-				in.Reuse = &wfapi.Reuse{WorkflowID: id, From: from}
-				if newID == "" {
-					newID = NewWorkflowID(prev.Plan)
-				}
-				summary := fmt.Sprintf("plan %s · rerun of %s", prev.Plan, id)
-				if from != "" {
-					summary += " from " + from
-				}
-				return a.startRun(ctx, cfg, tc, "capflow-rerun", capflowclient.StartOptions{ID: newID, Summary: summary}, in, detach)
+				return a.startRun(ctx, cfg, tc, "capflow-rerun", opts, in, detach)
 			})
 		},
 	}
@@ -241,25 +216,4 @@ func (a *App) rerunCommand() *cobra.Command {
 	c.Flags().StringVar(&newID, "id", "", "the new run's workflow ID (default capflow-<plan>-<random>)")
 	c.Flags().BoolVar(&detach, "detach", false, "print the new run's ID and return without waiting")
 	return c
-}
-
-// earlierRun returns the input an ended run was started with (from the
-// first event of its first execution) and its result.
-func earlierRun(ctx context.Context, tc *capflowclient.Client, id string) (wfapi.Input, *capflowclient.Result, error) {
-	var in wfapi.Input
-	info, err := tc.Describe(ctx, id)
-	if err != nil {
-		return in, nil, runError(id, err, "describe")
-	}
-	if info.Open {
-		return in, nil, caperr.New(caperr.InvalidInput, "%s is still running: rerun a run that ended", id)
-	}
-	if in, err = tc.FirstInput(ctx, id, info.FirstRunID); err != nil {
-		return in, nil, caperr.Wrap(caperr.InvalidInput, err, "")
-	}
-	res, err := tc.Get(id).Wait(ctx)
-	if err != nil {
-		return in, nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
-	}
-	return in, res, nil
 }

@@ -62,10 +62,7 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return &checked{cfg: cfg, reg: reg, report: preflight.InvalidReport(file, caperr.Problems{asError(err)})}, nil
 	}
-	p, probs := plan.Parse(file, data)
-	if len(probs) == 0 {
-		probs = plan.LoadSubPlans(p, cfg.Root)
-	}
+	p, probs := a.proj.ParsePlan(file, data)
 	if len(probs) > 0 {
 		return &checked{cfg: cfg, reg: reg, report: preflight.InvalidReport(file, probs)}, nil
 	}

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -19,26 +16,14 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/runctl"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // NewWorkflowID is capflow-<plan>-<8 hex>.
-func NewWorkflowID(planName string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
-			return r
-		}
-		if r >= 'A' && r <= 'Z' {
-			return r + 32
-		}
-		return '-'
-	}, planName)
-	return "capflow-" + name + "-" + hex.EncodeToString(b)
-}
+func NewWorkflowID(planName string) string { return runctl.NewWorkflowID(planName) }
 
 // loadPlanFile parses a plan and returns it with its raw value (sent to
 // the workflow as the user wrote it).
@@ -337,13 +322,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 
 // runError turns a client error about run id into the contract's table:
 // a run that is not there is the caller's input (exit 2).
-func runError(id string, err error, what string) error {
-	var nf *capflowclient.NotFound
-	if errors.As(err, &nf) {
-		return caperr.New(caperr.InvalidInput, "no run with ID %q", id)
-	}
-	return caperr.Wrap(caperr.DependencyUnavailable, err, "%s %s", what, id)
-}
+func runError(id string, err error, what string) error { return runctl.RunError(id, err, what) }
 
 // withClient dials Temporal for a command; a failure to connect is the
 // command's error.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/depcheck"
 	"github.com/capflow/capflow/internal/plan"
@@ -108,6 +109,16 @@ func (p *Project) Policy() (*policy.Policy, error) {
 // Router builds the request router over a registry and policy.
 func (p *Project) Router(reg *registry.Registry, pol *policy.Policy) (*router.Router, error) {
 	return router.FromConfig(p.Config, router.CatalogOf(reg), pol.Limits[policy.MaxLLMCalls], p.log.Named("router"), p.llmLog)
+}
+
+// ParsePlan parses a plan file's bytes and loads its sub-plans (from the
+// project root): every problem, positioned.
+func (p *Project) ParsePlan(file string, data []byte) (*plan.Plan, caperr.Problems) {
+	pl, probs := plan.Parse(file, data)
+	if len(probs) == 0 {
+		probs = plan.LoadSubPlans(pl, p.Config.Root)
+	}
+	return pl, probs
 }
 
 // Check runs the preflight checks of a plan against the project.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/console"
 	"github.com/capflow/capflow/internal/logging"
 	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
@@ -82,10 +83,18 @@ func Main(args []string, stderr io.Writer) int {
 	cfgFile := fs.String("config", "", "config file (default: <project>/capflow.yaml)")
 	queue := fs.String("task-queue", "", "task queue to poll (default: temporal.task_queue)")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("CAPFLOW_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on HOST:PORT (default: off; env CAPFLOW_METRICS_ADDR)")
+	consoleAddr := fs.String("console-addr", os.Getenv("CAPFLOW_CONSOLE_ADDR"), "serve the web console on HOST:PORT (default: off; env CAPFLOW_CONSOLE_ADDR; docs/console.md)")
+	consoleToken := fs.String("console-token", os.Getenv("CAPFLOW_CONSOLE_TOKEN"), "the token the console requires (needed off loopback; env CAPFLOW_CONSOLE_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := logging.New("capflow-worker", stderr, hclog.Info)
+	if *consoleAddr != "" {
+		if err := console.CheckAddr(*consoleAddr, *consoleToken); err != nil {
+			log.Error("console", "error", err.Error())
+			return 2
+		}
+	}
 	cfg, err := config.Load(config.Options{Project: *projectDir, File: *cfgFile})
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
@@ -147,6 +156,12 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	defer c.Close()
 	proj := project.New(cfg, log, stderr)
+	if *consoleAddr != "" {
+		if err := serveConsole(ctx, *consoleAddr, *consoleToken, c, proj, log); err != nil {
+			log.Error("console", "error", err.Error())
+			return 2
+		}
+	}
 	store, err := proj.Artifacts(ctx)
 	if err != nil {
 		log.Error("artifact store", "error", err.Error())

@@ -1,0 +1,45 @@
+package client
+
+import "context"
+
+// GraphQuery answers a run's plan as resolved: its steps and their edges
+// (what the console draws; any client may ask).
+const GraphQuery = "graph"
+
+// Graph is a run's plan as a graph.
+type Graph struct {
+	Plan  string      `json:"plan"`
+	Steps []GraphStep `json:"steps"`
+	// Omitted counts steps left out of a plan too large to answer whole.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// GraphStep is one step: what it runs and what it waits for.
+type GraphStep struct {
+	ID         string `json:"id"`
+	Capability string `json:"capability,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	Version    string `json:"version,omitempty"`
+	// Deps are every step it waits for; Data those whose output it reads
+	// (the others it only `needs`).
+	Deps []string `json:"deps,omitempty"`
+	Data []string `json:"data,omitempty"`
+	// ForEach, When, Plan and Approval: its control flow.
+	ForEach  bool   `json:"for_each,omitempty"`
+	When     string `json:"when,omitempty"`
+	Plan     string `json:"plan,omitempty"`
+	Approval bool   `json:"approval,omitempty"`
+}
+
+// Graph is the run's plan as resolved (empty before it is resolved).
+func (r *Run) Graph(ctx context.Context) (*Graph, error) {
+	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, r.RunID, GraphQuery)
+	if err != nil {
+		return nil, notFound("run", r.ID, err)
+	}
+	var g Graph
+	if err := v.Get(&g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}

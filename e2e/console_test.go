@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// consoleBrowser starts headless Chromium (Debian's, as the runtime kit
+// uses it) and returns a browser context.
+func consoleBrowser(t *testing.T) context.Context {
+	t.Helper()
+	bin := ""
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(b); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Fatal("no Chromium on PATH (make test installs Debian's chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelT(); cancel(); cancelAlloc() })
+	return ctx
+}
+
+// startConsole runs `capflow console` against the test server.
+func startConsole(t *testing.T, args ...string) string {
+	t.Helper()
+	addr := freePort()
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append([]string{"console", "--addr", addr}, args...)...)
+	cmd.Dir, cmd.Env = h.project, h.env()
+	logf, _ := os.Create(filepath.Join(h.tmp, "console.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; i < 100; i++ {
+		if b, _ := os.ReadFile(filepath.Join(h.tmp, "console.log")); strings.Contains(string(b), "capflow console on") {
+			return "http://" + addr
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(filepath.Join(h.tmp, "console.log"))
+	t.Fatalf("the console did not start:\n%s", b)
+	return ""
+}
+
+// nodeState is the state the run page shows for a step's node.
+func nodeState(id string) string {
+	return fmt.Sprintf(`(document.getElementById("step-%s") || {dataset: {}}).dataset.state || ""`, id)
+}
+
+// The console in a real browser: the runs page lists a run; its page
+// draws the plan (for_each, condition, approval) as a graph whose nodes
+// take their states live; approving from the page lets the run pass.
+func TestConsoleApproveInBrowser(t *testing.T) {
+	base := startConsole(t)
+	plan := h.writePlan(t, "console", `name: console
+steps:
+  - {id: first, capability: test.noop}
+  - id: each
+    capability: text.render
+    for_each: [a, b, c]
+    with: {template: "item {{.x}}", values: {x: "${item}"}}
+  - {id: check, capability: test.noop, needs: [first], when: "steps.first.success"}
+  - {id: ok, capability: flow.approve, needs: [each, check], with: {prompt: "Ship it?"}}
+  - {id: done, capability: test.noop, needs: [ok]}
+`)
+	code, e, stderr := h.capflow(t, "run", plan, "--detach")
+	var s struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	data(t, e, &s)
+	if code != 0 {
+		t.Fatalf("start: exit %d %s\n%s", code, e.Message, stderr)
+	}
+	ctx := consoleBrowser(t)
+	var runsText string
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(`a[href="/runs/`+s.WorkflowID+`"]`), chromedp.Text("#runs", &runsText)); err != nil {
+		t.Fatalf("runs page: %v", err)
+	}
+	if !strings.Contains(runsText, "console") {
+		t.Fatalf("the runs page: %q", runsText)
+	}
+	states := map[string]string{}
+	want := map[string]string{"first": "succeeded", "each": "succeeded", "check": "succeeded", "ok": "waiting", "done": "pending"}
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+s.WorkflowID), chromedp.WaitVisible("#graph svg")); err != nil {
+		t.Fatalf("run page: %v", err)
+	}
+	waitStates(t, ctx, want, states)
+	shot(t, ctx, "console-waiting.png")
+	var counts string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#step-each text.mark").textContent`, &counts)); err != nil || counts != "✓3 ✗0 of 3" {
+		t.Fatalf("the for_each node's counts: %q %v", counts, err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Click(`#step-ok`), chromedp.WaitVisible(`button[data-action="approve"]`),
+		chromedp.SendKeys(`#step textarea`, "looks good"), chromedp.Click(`button[data-action="approve"]`)); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	waitStates(t, ctx, map[string]string{"ok": "succeeded", "done": "succeeded"}, states)
+	var status string
+	if err := chromedp.Run(ctx, chromedp.Poll(`document.getElementById("status").textContent === "passed"`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text("#status", &status)); err != nil {
+		t.Fatalf("the run did not pass on the page: %v", err)
+	}
+	shot(t, ctx, "console-passed.png")
+	var res runResult
+	_, e, _ = h.capflow(t, "status", s.WorkflowID)
+	data(t, e, &res)
+	if d := res.step(t, "ok").Decisions; len(d) != 1 || d[0].Action != "approve" || d[0].By != "console" || d[0].Comment != "looks good" {
+		t.Fatalf("the decision: %+v", d)
+	}
+}
+
+// waitStates polls the run page until every step's node shows its state.
+func waitStates(t *testing.T, ctx context.Context, want, got map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := true
+		for id, w := range want {
+			var st string
+			if err := chromedp.Run(ctx, chromedp.Evaluate(nodeState(id), &st)); err != nil {
+				t.Fatal(err)
+			}
+			got[id] = st
+			ok = ok && st == w
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node states %v, want %v", got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// shot keeps a screenshot of the page in the test's folder (and in docs/
+// with CAPFLOW_SCREENSHOTS=1).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.tmp, "screenshots")
+	if os.Getenv("CAPFLOW_SCREENSHOTS") == "1" {
+		dir = filepath.Join(h.repo, "docs", "images")
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A console open to the network without a token is refused (exit 2,
+// CONFIG_ERROR), by the CLI and by the worker.
+func TestConsoleRefusesAnOpenAddress(t *testing.T) {
+	code, e, _ := h.capflow(t, "console", "--addr", "0.0.0.0:0")
+	if code != 2 || e.Error == nil || e.Error.Code != "CONFIG_ERROR" || !strings.Contains(e.Message, "--token") {
+		t.Fatalf("capflow console on 0.0.0.0: exit %d %s", code, e.Message)
+	}
+	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", h.project, "--console-addr", "0.0.0.0:0")
+	cmd.Env = h.env()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "is not local") {
+		t.Fatalf("capflow-worker --console-addr 0.0.0.0: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,231 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runctl"
+)
+
+// The JSON API the page reads (docs/console.md). Errors are
+// {"code", "message"} with the HTTP status of their code.
+
+func (s *Server) api(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/runs", s.listRuns)
+	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/runs/{id}/graph", s.getGraph)
+	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
+	mux.HandleFunc("POST /api/runs/{id}/{action}", s.control)
+	mux.HandleFunc("GET /api/plans", s.listPlans)
+	mux.HandleFunc("GET /api/plans/check", s.checkPlan)
+	mux.HandleFunc("GET /api/plans/graph.svg", s.planSVG)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	code := caperr.CodeOf(err)
+	if status == 0 {
+		switch code {
+		case caperr.InvalidInput, caperr.SchemaViolation:
+			status = http.StatusBadRequest
+		case caperr.DependencyUnavailable:
+			status = http.StatusBadGateway
+		default:
+			status = http.StatusInternalServerError
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": string(code), "message": err.Error()})
+}
+
+func reqCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 20*time.Second)
+}
+
+// listRuns answers []client.RunInfo, newest first; ?status= and ?plan=
+// filter (by capflow's search attributes).
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	var where []string
+	for key, attr := range map[string]string{"status": "CapflowStatus", "plan": "CapflowPlan"} {
+		if v := r.URL.Query().Get(key); v != "" {
+			where = append(where, fmt.Sprintf("%s = '%s'", attr, strings.ReplaceAll(v, "'", "")))
+		}
+	}
+	runs, err := s.o.Client.List(ctx, strings.Join(where, " AND "), 200)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, caperr.Wrap(caperr.DependencyUnavailable, err, "list runs"))
+		return
+	}
+	if runs == nil {
+		runs = []client.RunInfo{}
+	}
+	writeJSON(w, runs)
+}
+
+// getRun answers the run's client.Result: its progress while it runs (or
+// while a worker answers queries), else its result.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	run := s.o.Client.Get(id)
+	res, err := run.Progress(ctx)
+	if err != nil {
+		writeError(w, 0, runctl.RunError(id, err, "progress of"))
+		return
+	}
+	writeJSON(w, res)
+}
+
+func (s *Server) getGraph(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	g, err := s.o.Client.Get(id).Graph(ctx)
+	if err != nil {
+		writeError(w, 0, runctl.RunError(id, err, "graph of"))
+		return
+	}
+	writeJSON(w, g)
+}
+
+// getGraphSVG lays the run's plan out (once per run: a run's plan does not
+// change).
+func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	svg, ok := s.svg.get(id)
+	if !ok {
+		g, err := s.o.Client.Get(id).Graph(ctx)
+		if err != nil {
+			writeError(w, 0, runctl.RunError(id, err, "graph of"))
+			return
+		}
+		if svg, err = SVG(ctx, g); err != nil {
+			writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "layout"))
+			return
+		}
+		if len(g.Steps) > 0 {
+			s.svg.put(id, svg)
+		}
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write(svg)
+}
+
+// control sends a run-control request: pause, resume, cancel, decide
+// (body client.DecideRequest), rerun (body {"from": STEP}). The answer is
+// client.ControlAnswer (rerun: {"workflow_id"}).
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id, action := r.PathValue("id"), r.PathValue("action")
+	var body struct {
+		client.DecideRequest
+		From string `json:"from"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil {
+			writeError(w, http.StatusBadRequest, caperr.New(caperr.InvalidInput, "the request body is not JSON: %v", err))
+			return
+		}
+	}
+	if body.By == "" {
+		body.By = "console"
+	}
+	ans, err := s.act(ctx, id, action, body.DecideRequest, body.From)
+	if err != nil {
+		writeError(w, 0, err)
+		return
+	}
+	s.log.Info("control", "run", id, "action", action, "by", body.By)
+	writeJSON(w, ans)
+}
+
+func (s *Server) act(ctx context.Context, id, action string, req client.DecideRequest, from string) (any, error) {
+	run := s.o.Client.Get(id)
+	var ans *client.ControlAnswer
+	var err error
+	switch action {
+	case "pause":
+		ans, err = run.Pause(ctx, req.By)
+	case "resume":
+		ans, err = run.Resume(ctx, req.By)
+	case "cancel":
+		if err = run.Cancel(ctx); err == nil {
+			return map[string]string{"message": "cancel requested"}, nil
+		}
+	case "decide":
+		if err = runctl.CheckTimeout(req.Timeout); err != nil {
+			return nil, err
+		}
+		ans, err = run.DecideOnce(ctx, req)
+	case "rerun":
+		return s.rerun(ctx, id, from)
+	default:
+		return nil, caperr.New(caperr.InvalidInput, "unknown action %q: pause, resume, cancel, decide or rerun", action)
+	}
+	if err != nil {
+		return nil, runctl.UpdateError(id, err)
+	}
+	return ans, nil
+}
+
+func (s *Server) rerun(ctx context.Context, id, from string) (any, error) {
+	in, opts, prev, err := runctl.Rerun(ctx, s.o.Client, id, from, "")
+	if err != nil {
+		return nil, err
+	}
+	opts.ID = runctl.NewWorkflowID(prev.Plan)
+	run, err := s.o.Client.StartWith(ctx, opts, in)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "start the rerun")
+	}
+	return map[string]string{"workflow_id": run.ID, "message": opts.Summary}, nil
+}
+
+// svgCache keeps the last laid-out graphs of runs.
+type svgCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string][]byte
+}
+
+func newSVGCache(n int) *svgCache { return &svgCache{max: n, m: map[string][]byte{}} }
+
+func (c *svgCache) get(id string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[id]
+	return b, ok
+}
+
+func (c *svgCache) put(id string, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.m[id] = b
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}

@@ -1,0 +1,186 @@
+// capflow's web console: plain DOM, no framework. Every value shown comes
+// from the JSON API and is set as text, never as markup.
+"use strict";
+const capflow = (() => {
+  const el = (tag, attrs = {}, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k === "on") for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
+      else if (v !== undefined && v !== null) e.setAttribute(k, v);
+    }
+    for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+    return e;
+  };
+  const $ = (id) => document.getElementById(id);
+  const api = async (path, opts = {}) => {
+    const r = await fetch(path, { credentials: "same-origin", ...opts });
+    const body = r.headers.get("Content-Type")?.includes("json") ? await r.json() : await r.text();
+    if (!r.ok) throw new Error(body && body.message ? body.message : `${r.status} ${r.statusText}`);
+    return body;
+  };
+  const post = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+  const badge = (s) => el("span", { class: "badge " + s }, s);
+  const when = (t) => (t ? new Date(t).toLocaleString() : "");
+  const dur = (ms) => (ms >= 60000 ? `${Math.floor(ms / 60000)}m ${Math.round((ms % 60000) / 1000)}s` : ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : ms > 0 ? `${ms}ms` : "");
+  const notice = (text, error) => { const n = $("notice") || $("error"); if (n) n.replaceChildren(el("span", { class: error ? "notice error" : "notice" }, text)); };
+
+  // ---- runs ----
+  function runsPage() {
+    const load = async () => {
+      const q = new URLSearchParams();
+      if ($("status").value) q.set("status", $("status").value);
+      if ($("plan").value.trim()) q.set("plan", $("plan").value.trim());
+      try {
+        const runs = await api("/api/runs?" + q);
+        $("count").textContent = `${runs.length} run(s), live`;
+        $("runs").tBodies[0].replaceChildren(...runs.map((r) => {
+          const end = r.ended_at ? new Date(r.ended_at) : new Date();
+          const status = r.status && (r.execution === "completed" || r.execution === "running") ? r.status : r.execution;
+          return el("tr", {}, el("td", {}, el("a", { href: "/runs/" + encodeURIComponent(r.workflow_id) }, r.workflow_id)),
+            el("td", {}, r.plan), el("td", {}, badge(status)), el("td", {}, when(r.started_at)),
+            el("td", {}, dur(end - new Date(r.started_at))), el("td", {}, r.schedule || ""));
+        }));
+        $("error").replaceChildren();
+      } catch (e) { $("error").replaceChildren(el("p", { class: "notice error" }, e.message)); }
+    };
+    $("status").addEventListener("change", load);
+    $("plan").addEventListener("input", load);
+    load();
+    setInterval(load, 2000);
+  }
+
+  // ---- a run ----
+  function runPage(id) {
+    document.title = "capflow · " + id;
+    $("title").textContent = id;
+    let run = null, selected = null;
+    const base = "/api/runs/" + encodeURIComponent(id);
+    const act = async (action, body) => {
+      try {
+        const a = await post(base + "/" + action, body);
+        if (a.workflow_id) { location.href = "/runs/" + encodeURIComponent(a.workflow_id); return; }
+        notice(a.message || action + " sent");
+        refresh();
+      } catch (e) { notice(e.message, true); }
+    };
+    $("pause").onclick = () => act("pause");
+    $("resume").onclick = () => act("resume");
+    $("cancel").onclick = () => confirm("Cancel the run? Its tools are stopped.") && act("cancel");
+    $("rerun").onclick = () => act("rerun", {});
+    $("rerun-from").onclick = () => (selected ? act("rerun", { from: selected }) : notice("select a step first", true));
+    $("search").addEventListener("input", () => {
+      const q = $("search").value.trim();
+      document.querySelectorAll("#graph g.node").forEach((g) => g.classList.remove("found"));
+      if (!q) return;
+      const hit = [...document.querySelectorAll("#graph g.node")].find((g) => g.id.slice(5).includes(q));
+      if (hit) { hit.classList.add("found"); hit.scrollIntoView({ block: "center", inline: "center" }); }
+    });
+    const graph = async () => {
+      try {
+        const svg = await api(base + "/graph.svg");
+        $("graph").innerHTML = svg.slice(svg.indexOf("<svg")); // laid out by Graphviz from the run's plan
+        $("graph").querySelectorAll("title").forEach((t) => t.remove());
+        $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => { selected = g.id.slice(5); paint(); showStep(); }));
+        paint();
+      } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); setTimeout(graph, 2000); }
+    };
+    const paint = () => {
+      if (!run) return;
+      const steps = new Map(run.steps.map((s) => [s.id, s]));
+      document.querySelectorAll("#graph g.node").forEach((g) => {
+        const s = steps.get(g.id.slice(5));
+        const state = s ? s.status : run.steps_omitted ? "" : "pending";
+        g.setAttribute("class", `node step state-${state || "pending"}${g.id.slice(5) === selected ? " selected" : ""}`);
+        g.dataset.state = state || "pending";
+        mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.status === "waiting" ? "waiting" : s && s.cached_from ? "cached" : "");
+      });
+    };
+    const mark = (g, text) => {
+      let t = g.querySelector("text.mark");
+      if (!text) { if (t) t.remove(); return; }
+      if (!t) {
+        const box = g.getBBox();
+        t = document.createElementNS("http://www.w3.org/2000/svg", "text");
+        t.setAttribute("class", "mark"); t.setAttribute("x", box.x + box.width - 4); t.setAttribute("y", box.y + 12); t.setAttribute("text-anchor", "end");
+        g.append(t);
+      }
+      t.textContent = text;
+    };
+    const refresh = async () => {
+      try {
+        run = await api(base);
+        $("status").className = "badge " + run.status; $("status").textContent = run.status;
+        $("message").textContent = run.message || "";
+        paint(); summary(); if (selected) showStep();
+      } catch (e) { notice(e.message, true); }
+      if (!run || ["resolving", "running", "paused"].includes(run.status)) setTimeout(refresh, 1000);
+    };
+    const summary = () => {
+      const parts = [];
+      if (run.gaps && run.gaps.length) parts.push(el("h2", {}, "Gaps"), el("ul", { class: "problems" }, run.gaps.map((g) => el("li", {}, `${g.step_id}: ${g.missing_capability} (${g.reason})`))));
+      if (run.warnings && run.warnings.length) parts.push(el("h2", {}, "Warnings"), el("ul", {}, run.warnings.map((w) => el("li", {}, w))));
+      if (run.outputs && Object.keys(run.outputs).length) parts.push(el("h2", {}, "Outputs"), el("pre", {}, JSON.stringify(run.outputs, null, 2)));
+      if (run.report && run.report.markdown) parts.push(el("h2", {}, "Report"), el("p", { class: "muted" }, run.report.markdown));
+      $("summary").replaceChildren(...parts);
+    };
+    const showStep = () => {
+      const s = run && run.steps.find((x) => x.id === selected);
+      const box = $("step");
+      if (!s) { box.replaceChildren(el("h2", {}, selected || "Steps"), el("p", { class: "muted" }, "not started")); return; }
+      const env = s.envelope || {};
+      const rows = [["capability", s.capability], ["tool", s.tool ? `${s.tool}@${s.version}` : ""], ["status", badge(s.status)], ["attempts", s.attempts],
+        ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
+        ["items", s.item_counts ? `${s.item_counts.succeeded} succeeded, ${s.item_counts.failed} failed of ${s.item_counts.count}` : ""]];
+      const kids = [el("h2", {}, s.id), el("dl", {}, rows.filter((r) => r[1] !== undefined && r[1] !== "" && r[1] !== 0).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))];
+      if (s.child) kids.push(el("p", {}, "child run: ", el("a", { href: "/runs/" + encodeURIComponent(s.child.workflow_id) }, s.child.workflow_id)));
+      if (s.waiting) kids.push(ask(s));
+      if (env.message) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));
+      if (env.data !== undefined && env.data !== null) kids.push(el("pre", {}, JSON.stringify(env.data, null, 2)));
+      if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.error.message || ""}`));
+      if (env.feedback && env.feedback.length) kids.push(el("h2", {}, "Feedback"), el("ul", { class: "timeline" }, env.feedback.map((f) => el("li", { class: f.level }, `${f.phase}: ${f.message}`))));
+      if (s.artifacts && s.artifacts.length) kids.push(el("h2", {}, "Artifacts"), el("ul", {}, s.artifacts.map((a) => el("li", {}, `${a.path} (${a.bytes} bytes, sha256 ${a.sha256.slice(0, 12)})`))));
+      if (s.decisions && s.decisions.length) kids.push(el("h2", {}, "Decisions"), el("ul", {}, s.decisions.map((d) => el("li", {}, `${d.action} by ${d.by}${d.comment ? ": " + d.comment : ""} (${when(d.at)})`))));
+      box.replaceChildren(...kids);
+    };
+    const ask = (s) => {
+      const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)" });
+      const timeout = el("input", { placeholder: "retry timeout, e.g. 10m", size: 14 });
+      const decide = (action) => act("decide", { step: s.id, action, comment: comment.value, timeout: action === "retry" ? timeout.value : "" });
+      const buttons = (s.waiting.actions || []).map((a) => el("button", { class: a === "approve" ? "primary" : a === "reject" || a === "fail" ? "danger" : "", "data-action": a, on: { click: () => decide(a) } }, a));
+      return el("div", { class: "ask" }, el("strong", {}, s.waiting.prompt || "waiting"), comment, (s.waiting.actions || []).includes("retry") ? timeout : null, el("div", { class: "bar" }, buttons));
+    };
+    graph();
+    refresh();
+  }
+
+  // ---- plans ----
+  async function plansPage() {
+    const files = (await api("/api/plans")).plans;
+    $("file").replaceChildren(el("option", { value: "" }, `${files.length} plan file(s)`), ...files.map((f) => el("option", { value: f }, f)));
+    const show = async () => {
+      const f = $("file").value;
+      if (!f) return;
+      history.replaceState(null, "", "/plans?file=" + encodeURIComponent(f));
+      const q = "?file=" + encodeURIComponent(f);
+      try {
+        const rep = await api("/api/plans/check" + q);
+        $("status").className = "badge " + rep.status; $("status").textContent = rep.status; $("message").textContent = rep.message;
+        const gaps = new Set((rep.gaps || []).map((g) => g.step_id));
+        const kids = [el("h2", {}, rep.plan)];
+        if (rep.problems && rep.problems.length) kids.push(el("h2", {}, "Problems"), el("ul", { class: "problems" }, rep.problems.map((p) => el("li", {}, `${p.file || f}:${p.line || 0}:${p.column || 0} ${p.field || ""}: ${p.message}`))));
+        if (gaps.size) kids.push(el("h2", {}, "Gaps"), el("ul", { class: "problems" }, rep.gaps.map((g) => el("li", {}, `${g.step_id}: ${g.missing_capability}: ${g.reason_message || g.reason}`))));
+        kids.push(el("h2", {}, "Steps"), el("ul", {}, (rep.resolution || []).map((r) => el("li", {}, `${r.step_id} → ${r.tool ? r.tool + "@" + r.version : "none"}`))));
+        $("report").replaceChildren(...kids);
+        if (rep.status === "invalid") { $("graph").replaceChildren(el("p", { class: "notice error" }, "the plan is invalid: see its problems")); return; }
+        const svg = await api("/api/plans/graph.svg" + q);
+        $("graph").innerHTML = svg.slice(svg.indexOf("<svg"));
+        $("graph").querySelectorAll("title").forEach((t) => t.remove());
+        $("graph").querySelectorAll("g.node").forEach((g) => g.setAttribute("class", "node step " + (gaps.has(g.id.slice(5)) ? "state-gap" : "state-ready")));
+      } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); }
+    };
+    $("file").addEventListener("change", show);
+    const want = new URLSearchParams(location.search).get("file");
+    if (want) { $("file").value = want; show(); }
+  }
+  return { runsPage, runPage, plansPage };
+})();

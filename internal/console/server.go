@@ -1,0 +1,154 @@
+// Package console is capflow's web console (docs/console.md): the runs, a
+// run's plan as a live graph with its steps' details, run control, and
+// the project's plans with their checks. The page is embedded; it reads
+// JSON from /api/, whose shapes are the client package's types.
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/project"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// DefaultAddr is where the console listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Options of a console. Addr, Token and Logger may be left zero.
+type Options struct {
+	// Addr is the listen address (DefaultAddr when empty). An address that
+	// is not loopback needs a Token.
+	Addr string
+	// Token, when set, is required of every page and API call: as
+	// "Authorization: Bearer T", or once as ?token=T (kept in a cookie).
+	Token   string
+	Client  *client.Client
+	Project *project.Project
+	Logger  hclog.Logger
+}
+
+// CheckAddr refuses to serve a non-local address without a token
+// (CONFIG_ERROR): run control must not be open to a network.
+func CheckAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return caperr.New(caperr.ConfigError, "console address %q: want HOST:PORT (%v)", addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return caperr.New(caperr.ConfigError, "console address %q is not local: give --token (every request must then carry it) or listen on 127.0.0.1", addr)
+}
+
+// Server is a console.
+type Server struct {
+	o   Options
+	log hclog.Logger
+	svg *svgCache
+}
+
+// New makes a console.
+func New(o Options) (*Server, error) {
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if err := CheckAddr(o.Addr, o.Token); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32)}, nil
+}
+
+// Handler serves the pages, assets and API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	page := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			http.ServeFileFS(w, r, static, name)
+		}
+	}
+	mux.HandleFunc("GET /{$}", page("index.html"))
+	mux.HandleFunc("GET /runs/{id}", page("run.html"))
+	mux.HandleFunc("GET /plans", page("plans.html"))
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	s.api(mux)
+	return s.auth(mux)
+}
+
+// Listen binds the console's address (CONFIG_ERROR when it cannot).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.o.Addr)
+	if err != nil {
+		return nil, caperr.New(caperr.ConfigError, "console: cannot listen on %s: %v", s.o.Addr, err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return caperr.Wrap(caperr.InternalError, err, "console")
+	}
+	return nil
+}
+
+const cookieName = "capflow_console"
+
+// auth checks the token on every request: a header, the cookie, or a
+// ?token= that sets the cookie (so a link opens the console).
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.o.Token == "" {
+		return next
+	}
+	want := []byte(s.o.Token)
+	ok := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			q := r.URL.Query()
+			q.Del("token")
+			r.URL.RawQuery = q.Encode()
+			http.Redirect(w, r, r.URL.String(), http.StatusSeeOther)
+			return
+		}
+		if h := r.Header.Get("Authorization"); len(h) > 7 && ok(h[7:]) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c, err := r.Cookie(cookieName); err == nil && ok(c.Value) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusUnauthorized, caperr.New(caperr.PolicyBlocked, "the console needs its token (open it with ?token=..., or send Authorization: Bearer ...)"))
+	})
+}
