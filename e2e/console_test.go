@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +30,15 @@ func consoleBrowser(t *testing.T) context.Context {
 	if bin == "" {
 		t.Fatal("no Chromium on PATH (make test installs Debian's chromium)")
 	}
+	// Its profile is removed after the browser (t.TempDir's check would race
+	// Chromium's last writes).
+	profile, err := os.MkdirTemp(h.tmp, "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.UserDataDir(profile), chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
@@ -70,9 +79,11 @@ func nodeState(id string) string {
 // take their states live; approving from the page lets the run pass.
 func TestConsoleApproveInBrowser(t *testing.T) {
 	base := startConsole(t)
+	stampTool(t, h.project)
 	plan := h.writePlan(t, "console", `name: console
 steps:
   - {id: first, capability: test.noop}
+  - {id: stamp, capability: test.stamp, with: {text: console}, cache: true}
   - id: each
     capability: text.render
     for_each: [a, b, c]
@@ -99,7 +110,7 @@ steps:
 		t.Fatalf("the runs page: %q", runsText)
 	}
 	states := map[string]string{}
-	want := map[string]string{"first": "succeeded", "each": "succeeded", "check": "succeeded", "ok": "waiting", "done": "pending"}
+	want := map[string]string{"first": "succeeded", "stamp": "succeeded", "each": "succeeded", "check": "succeeded", "ok": "waiting", "done": "pending"}
 	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+s.WorkflowID), chromedp.WaitVisible("#graph svg")); err != nil {
 		t.Fatalf("run page: %v", err)
 	}
@@ -125,6 +136,24 @@ steps:
 	data(t, e, &res)
 	if d := res.step(t, "ok").Decisions; len(d) != 1 || d[0].Action != "approve" || d[0].By != "console" || d[0].Comment != "looks good" {
 		t.Fatalf("the decision: %+v", d)
+	}
+	// The file the stamp step's output names, from the console.
+	st := res.step(t, "stamp")
+	if len(st.Artifacts) != 1 {
+		t.Fatalf("stamp's artifacts: %+v", st.Artifacts)
+	}
+	resp, err := http.Get(base + "/api/runs/" + s.WorkflowID + "/artifacts/" + st.Artifacts[0].SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tok, _ := st.Envelope.Data.(map[string]any)["token"].(string)
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != tok || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("artifact: %d %q (token %q) %s", resp.StatusCode, body, tok, resp.Header.Get("Content-Type"))
+	}
+	if resp, err := http.Get(base + "/api/runs/" + s.WorkflowID + "/artifacts/" + strings.Repeat("0", 64)); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("an artifact the run does not name: %v %v", err, resp)
 	}
 }
 

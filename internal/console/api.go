@@ -19,9 +19,20 @@ import (
 
 func (s *Server) api(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/runs", s.listRuns)
-	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
-	mux.HandleFunc("GET /api/runs/{id}/graph", s.getGraph)
+	// A run's progress (its result once it ended), its resolved plan, and
+	// what Temporal says of it (running activities with their heartbeats:
+	// a step's stderr tail).
+	mux.HandleFunc("GET /api/runs/{id}", s.answer("progress of", func(ctx context.Context, id string) (any, error) {
+		return s.o.Client.Get(id).Progress(ctx)
+	}))
+	mux.HandleFunc("GET /api/runs/{id}/graph", s.answer("graph of", func(ctx context.Context, id string) (any, error) {
+		return s.o.Client.Get(id).Graph(ctx)
+	}))
+	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", func(ctx context.Context, id string) (any, error) {
+		return s.o.Client.Describe(ctx, id)
+	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
+	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
 	mux.HandleFunc("POST /api/runs/{id}/{action}", s.control)
 	mux.HandleFunc("GET /api/plans", s.listPlans)
 	mux.HandleFunc("GET /api/plans/check", s.checkPlan)
@@ -77,35 +88,23 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, runs)
 }
 
-// getRun answers the run's client.Result: its progress while it runs (or
-// while a worker answers queries), else its result.
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	id := r.PathValue("id")
-	run := s.o.Client.Get(id)
-	res, err := run.Progress(ctx)
-	if err != nil {
-		writeError(w, 0, runctl.RunError(id, err, "progress of"))
-		return
-	}
-	writeJSON(w, res)
-}
-
-func (s *Server) getGraph(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	id := r.PathValue("id")
-	g, err := s.o.Client.Get(id).Graph(ctx)
-	if err != nil {
-		writeError(w, 0, runctl.RunError(id, err, "graph of"))
-		return
-	}
-	writeJSON(w, g)
-}
-
 // getGraphSVG lays the run's plan out (once per run: a run's plan does not
 // change).
+// answer serves what ask says of the run the path names.
+func (s *Server) answer(what string, ask func(ctx context.Context, id string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := reqCtx(r)
+		defer cancel()
+		id := r.PathValue("id")
+		v, err := ask(ctx, id)
+		if err != nil {
+			writeError(w, 0, runctl.RunError(id, err, what))
+			return
+		}
+		writeJSON(w, v)
+	}
+}
+
 func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()

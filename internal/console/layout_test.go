@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,6 +23,24 @@ func TestSVGHasEveryStep(t *testing.T) {
 	for _, want := range []string{`id="step&#45;fetch"`, `id="step&#45;each"`, `id="step&#45;ok"`, "http.get → http&#45;get@1.0.0", "for each item", "waits for a person", `edge&#45;solid"`, `edge&#45;dashed"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %s", want)
+		}
+	}
+}
+
+// BenchmarkLayout2500 lays out a 2,500-step plan (docs/console.md: the run
+// page of such a plan loads in under 2 s).
+func BenchmarkLayout2500(b *testing.B) {
+	g := &client.Graph{Plan: "big"}
+	for i := 0; i < 2500; i++ {
+		s := client.GraphStep{ID: fmt.Sprintf("s%04d", i), Capability: "text.render", Tool: "text-render", Version: "1.0.0"}
+		if i > 0 {
+			s.Deps = []string{fmt.Sprintf("s%04d", (i-1)/3)}
+		}
+		g.Steps = append(g.Steps, s)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := SVG(context.Background(), g); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

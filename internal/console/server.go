@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/project"
 )
@@ -64,6 +66,9 @@ type Server struct {
 	o   Options
 	log hclog.Logger
 	svg *svgCache
+
+	mu        sync.Mutex
+	artifacts *artifacts.Store // opened at the first download
 }
 
 // New makes a console.

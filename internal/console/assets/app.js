@@ -53,7 +53,7 @@ const capflow = (() => {
   function runPage(id) {
     document.title = "capflow · " + id;
     $("title").textContent = id;
-    let run = null, selected = null;
+    let run = null, selected = null, tails = {};
     const base = "/api/runs/" + encodeURIComponent(id);
     const act = async (action, body) => {
       try {
@@ -111,6 +111,11 @@ const capflow = (() => {
         run = await api(base);
         $("status").className = "badge " + run.status; $("status").textContent = run.status;
         $("message").textContent = run.message || "";
+        if (run.steps.some((s) => s.status === "running")) {
+          const info = await api(base + "/describe").catch(() => null);
+          tails = {};
+          for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.activity_id.startsWith("step-")) tails[p.activity_id.slice(5).replace(/-(after-local|retry-\d+|rerun-\d+|host-\d+)$/, "")] = p.heartbeat.lines;
+        }
         paint(); summary(); if (selected) showStep();
       } catch (e) { notice(e.message, true); }
       if (!run || ["resolving", "running", "paused"].includes(run.status)) setTimeout(refresh, 1000);
@@ -138,7 +143,9 @@ const capflow = (() => {
       if (env.data !== undefined && env.data !== null) kids.push(el("pre", {}, JSON.stringify(env.data, null, 2)));
       if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.error.message || ""}`));
       if (env.feedback && env.feedback.length) kids.push(el("h2", {}, "Feedback"), el("ul", { class: "timeline" }, env.feedback.map((f) => el("li", { class: f.level }, `${f.phase}: ${f.message}`))));
-      if (s.artifacts && s.artifacts.length) kids.push(el("h2", {}, "Artifacts"), el("ul", {}, s.artifacts.map((a) => el("li", {}, `${a.path} (${a.bytes} bytes, sha256 ${a.sha256.slice(0, 12)})`))));
+      if (s.artifacts && s.artifacts.length) kids.push(el("h2", {}, "Artifacts"), el("ul", {}, s.artifacts.map((a) => el("li", {},
+        el("a", { href: base + "/artifacts/" + a.sha256, target: "_blank", rel: "noopener" }, a.path.split("/").pop()), ` ${a.bytes} bytes, sha256 ${a.sha256.slice(0, 12)}`))));
+      if (tails[s.id]) kids.push(el("h2", {}, "stderr (latest)"), el("pre", {}, tails[s.id].join("\n")));
       if (s.decisions && s.decisions.length) kids.push(el("h2", {}, "Decisions"), el("ul", {}, s.decisions.map((d) => el("li", {}, `${d.action} by ${d.by}${d.comment ? ": " + d.comment : ""} (${when(d.at)})`))));
       box.replaceChildren(...kids);
     };

@@ -1,0 +1,102 @@
+package console
+
+import (
+	"context"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/cache"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runctl"
+)
+
+// getArtifact serves a file a step of the run named (by its sha256, one
+// of the run's artifacts only): from the artifact store, else from this
+// host's copy when it still has that digest. Text and images show in the
+// browser; anything else downloads.
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id, digest := r.PathValue("id"), r.PathValue("sha256")
+	res, err := s.o.Client.Get(id).Progress(ctx)
+	if err != nil {
+		writeError(w, 0, runctl.RunError(id, err, "progress of"))
+		return
+	}
+	art, ok := findArtifact(res, digest)
+	if !ok {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "run %s names no artifact sha256:%s", id, digest))
+		return
+	}
+	tmp, err := os.MkdirTemp("", "capflow-console-")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "artifact"))
+		return
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "artifact")
+	if err := s.fetch(ctx, art, file); err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	name := filepath.Base(art.Path)
+	ctype := mime.TypeByExtension(filepath.Ext(name))
+	switch {
+	case ctype == "":
+		ctype = "application/octet-stream"
+	case strings.HasPrefix(ctype, "text/"):
+		ctype = "text/plain; charset=utf-8" // never rendered as a page of the console
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'")
+	if !strings.HasPrefix(ctype, "image/") && !strings.HasPrefix(ctype, "text/plain") {
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	}
+	http.ServeFile(w, r, file)
+}
+
+func findArtifact(res *client.Result, digest string) (client.Artifact, bool) {
+	for _, st := range res.Steps {
+		for _, a := range st.Artifacts {
+			if a.SHA256 == digest {
+				return a, true
+			}
+		}
+	}
+	return client.Artifact{}, false
+}
+
+// fetch brings an artifact to dest: from the store, else this host's copy
+// when its digest is still the recorded one.
+func (s *Server) fetch(ctx context.Context, art client.Artifact, dest string) error {
+	store, err := s.store(ctx)
+	if err == nil {
+		if err = store.Fetch(ctx, art.SHA256, dest, 64<<30); err == nil {
+			return nil
+		}
+	}
+	if sum, _, derr := cache.FileDigest(art.Path); derr == nil && sum == art.SHA256 {
+		return os.Symlink(art.Path, dest)
+	}
+	return caperr.New(caperr.ObservabilityError, "artifact %s (sha256:%s) is neither in the store nor on this host: %v", art.Path, art.SHA256, err)
+}
+
+// store opens the project's artifact store once.
+func (s *Server) store(ctx context.Context) (*artifacts.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.artifacts == nil {
+		st, err := s.o.Project.Artifacts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.artifacts = st
+	}
+	return s.artifacts, nil
+}
