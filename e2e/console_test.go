@@ -120,6 +120,10 @@ steps:
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#step-each text.mark").textContent`, &counts)); err != nil || counts != "✓3 ✗0 of 3" {
 		t.Fatalf("the for_each node's counts: %q %v", counts, err)
 	}
+	var items string
+	if err := chromedp.Run(ctx, chromedp.Click(`#step-each`), chromedp.WaitVisible(`#step table`), chromedp.Text(`#step table`, &items)); err != nil || !strings.Contains(items, "each[2]") {
+		t.Fatalf("the for_each step's items: %q %v", items, err)
+	}
 	if err := chromedp.Run(ctx, chromedp.Click(`#step-ok`), chromedp.WaitVisible(`button[data-action="approve"]`),
 		chromedp.SendKeys(`#step textarea`, "looks good"), chromedp.Click(`button[data-action="approve"]`)); err != nil {
 		t.Fatalf("approve: %v", err)
@@ -129,6 +133,10 @@ steps:
 	if err := chromedp.Run(ctx, chromedp.Poll(`document.getElementById("status").textContent === "passed"`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Text("#status", &status)); err != nil {
 		t.Fatalf("the run did not pass on the page: %v", err)
+	}
+	var report string
+	if err := chromedp.Run(ctx, chromedp.WaitVisible(`#report table`), chromedp.Text(`#report`, &report)); err != nil || !strings.Contains(report, "approved by console") {
+		t.Fatalf("the rendered report: %v\n%.500s", err, report)
 	}
 	shot(t, ctx, "console-passed.png")
 	var res runResult

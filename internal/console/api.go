@@ -32,6 +32,7 @@ func (s *Server) api(mux *http.ServeMux) {
 		return s.o.Client.Describe(ctx, id)
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
+	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
 	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
 	mux.HandleFunc("POST /api/runs/{id}/{action}", s.control)
 	mux.HandleFunc("GET /api/plans", s.listPlans)

@@ -19,6 +19,8 @@ const capflow = (() => {
     return body;
   };
   const post = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+  // A state's mark beside a node's id, so states read without colour too.
+  const icons = { succeeded: "✓", failed: "✗", running: "running…", waiting: "waiting", skipped: "skipped", cancelled: "cancelled", blocked: "blocked" };
   const badge = (s) => el("span", { class: "badge " + s }, s);
   const when = (t) => (t ? new Date(t).toLocaleString() : "");
   const dur = (ms) => (ms >= 60000 ? `${Math.floor(ms / 60000)}m ${Math.round((ms % 60000) / 1000)}s` : ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : ms > 0 ? `${ms}ms` : "");
@@ -53,7 +55,8 @@ const capflow = (() => {
   function runPage(id) {
     document.title = "capflow · " + id;
     $("title").textContent = id;
-    let run = null, selected = null, tails = {};
+    let run = null, selected = null, tails = {}, reportLoaded = false;
+    const report = el("div", { class: "report", id: "report" });
     const base = "/api/runs/" + encodeURIComponent(id);
     const act = async (action, body) => {
       try {
@@ -92,7 +95,7 @@ const capflow = (() => {
         const state = s ? s.status : run.steps_omitted ? "" : "pending";
         g.setAttribute("class", `node step state-${state || "pending"}${g.id.slice(5) === selected ? " selected" : ""}`);
         g.dataset.state = state || "pending";
-        mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.status === "waiting" ? "waiting" : s && s.cached_from ? "cached" : "");
+        mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.cached_from ? "✓ cached" : s ? icons[s.status] || "" : "");
       });
     };
     const mark = (g, text) => {
@@ -125,8 +128,13 @@ const capflow = (() => {
       if (run.gaps && run.gaps.length) parts.push(el("h2", {}, "Gaps"), el("ul", { class: "problems" }, run.gaps.map((g) => el("li", {}, `${g.step_id}: ${g.missing_capability} (${g.reason})`))));
       if (run.warnings && run.warnings.length) parts.push(el("h2", {}, "Warnings"), el("ul", {}, run.warnings.map((w) => el("li", {}, w))));
       if (run.outputs && Object.keys(run.outputs).length) parts.push(el("h2", {}, "Outputs"), el("pre", {}, JSON.stringify(run.outputs, null, 2)));
-      if (run.report && run.report.markdown) parts.push(el("h2", {}, "Report"), el("p", { class: "muted" }, run.report.markdown));
+      if (run.report && run.report.markdown) parts.push(el("h2", {}, "Report"), el("p", { class: "muted" }, run.report.markdown), report);
       $("summary").replaceChildren(...parts);
+      if (run.report && run.report.markdown && !reportLoaded && !["resolving", "running", "paused"].includes(run.status)) {
+        reportLoaded = true;
+        // Rendered by the console from report.md (its raw HTML escaped).
+        api(base + "/report").then((r) => { report.innerHTML = r.html; }).catch((e) => { report.replaceChildren(el("p", { class: "muted" }, e.message)); });
+      }
     };
     const showStep = () => {
       const s = run && run.steps.find((x) => x.id === selected);
@@ -137,6 +145,9 @@ const capflow = (() => {
         ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
         ["items", s.item_counts ? `${s.item_counts.succeeded} succeeded, ${s.item_counts.failed} failed of ${s.item_counts.count}` : ""]];
       const kids = [el("h2", {}, s.id), el("dl", {}, rows.filter((r) => r[1] !== undefined && r[1] !== "" && r[1] !== 0).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))];
+      if (s.items && s.items.length) kids.push(el("h2", {}, "Items"), el("table", {}, el("tbody", {}, s.items.map((it) =>
+        el("tr", {}, el("td", {}, `${s.id}[${it.index}]`), el("td", {}, badge(it.status)), el("td", {}, it.attempts ? `${it.attempts} attempt(s)` : ""), el("td", {}, it.reason || ""))))),
+        s.item_counts && s.item_counts.count > s.items.length ? el("p", { class: "muted" }, `the first ${s.items.length} of ${s.item_counts.count}; the report has them all`) : null);
       if (s.child) kids.push(el("p", {}, "child run: ", el("a", { href: "/runs/" + encodeURIComponent(s.child.workflow_id) }, s.child.workflow_id)));
       if (s.waiting) kids.push(ask(s));
       if (env.message) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));

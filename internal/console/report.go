@@ -1,0 +1,57 @@
+package console
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runctl"
+)
+
+// MaxReport bounds a report the console renders.
+const MaxReport = 4 << 20
+
+// markdown renders reports: GitHub tables; raw HTML in a report is
+// escaped, never passed through (goldmark's default).
+var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+
+// getReport renders the run's report.md as HTML, when the report is in
+// this project's runs folder (the console runs beside the project).
+func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	res, err := s.o.Client.Get(id).Progress(ctx)
+	if err != nil {
+		writeError(w, 0, runctl.RunError(id, err, "progress of"))
+		return
+	}
+	cfg := s.o.Project.Config
+	file := filepath.Clean(res.Report.Markdown)
+	runs := filepath.Clean(cfg.Abs(cfg.RunsDir))
+	if file == "." || !strings.HasPrefix(file, runs+string(filepath.Separator)) {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "run %s has no report in this project's runs folder %s (yet)", id, runs))
+		return
+	}
+	st, err := os.Stat(file)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxReport {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "the report %s is not readable here", file))
+		return
+	}
+	src, err := os.ReadFile(file)
+	var out bytes.Buffer
+	if err == nil {
+		err = markdown.Convert(src, &out)
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "render %s", file))
+		return
+	}
+	writeJSON(w, map[string]string{"file": file, "html": out.String()})
+}
