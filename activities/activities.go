@@ -19,6 +19,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -111,23 +112,8 @@ func short(d string) string {
 	return d
 }
 
-// safeName keeps step ids (and, before RunFolderName, workflow ids) from
-// escaping their folder.
-func safeName(s string) string {
-	out := []rune{}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			out = append(out, r)
-		default:
-			out = append(out, '_')
-		}
-	}
-	if len(out) == 0 || string(out) == "." || string(out) == ".." {
-		return fmt.Sprintf("run-%x", s)
-	}
-	return string(out)
-}
+// safeName keeps step ids from escaping their folder (runfolder.Safe).
+func safeName(s string) string { return runfolder.Safe(s) }
 
 // Host answers this worker's host queue and the run's folder here (a run
 // whose host was lost moves to the host of whichever worker answers).

@@ -2,9 +2,6 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -14,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -22,36 +20,8 @@ import (
 // path an activity is handed (a stored output, an envelope, the stored
 // steps) is checked to lie in that folder before it is opened.
 
-// maxFolderName keeps a run folder's name well within a file name's 255
-// bytes; longer IDs end in a digest of the whole ID.
-const maxFolderName = 180
-
-// RunFolderName is the folder name of a workflow ID: letters, digits and
-// '-' stay, '.' too unless it leads; every other byte becomes _XX (hex),
-// so distinct IDs give distinct names ("a/b" → a_2fb, "a_b" → a_5fb).
-// Case is kept: on a case-insensitive file system (not where workers run)
-// "Run-A" and "run-a" would share a folder.
-func RunFolderName(id string) string {
-	var b strings.Builder
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "_%02x", c)
-		}
-	}
-	name := b.String()
-	if name == "" {
-		return "_"
-	}
-	if len(name) > maxFolderName {
-		sum := sha256.Sum256([]byte(id))
-		name = name[:maxFolderName-33] + "~" + hex.EncodeToString(sum[:16])
-	}
-	return name
-}
+// RunFolderName is the folder name of a workflow ID (runfolder.Name).
+func RunFolderName(id string) string { return runfolder.Name(id) }
 
 // runDir is the folder of one run on this worker.
 func (a *Activities) runDir(workflowID string) string {

@@ -145,6 +145,16 @@ steps:
 	if d := res.step(t, "ok").Decisions; len(d) != 1 || d[0].Action != "approve" || d[0].By != "console" || d[0].Comment != "looks good" {
 		t.Fatalf("the decision: %+v", d)
 	}
+	// The inputs the stamp step's tool received.
+	if resp, err := http.Get(base + "/api/runs/" + s.WorkflowID + "/steps/stamp/inputs"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stamp's inputs: %v %v", err, resp)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != `{"text":"console"}` {
+			t.Fatalf("stamp's inputs: %s", body)
+		}
+	}
 	// The file the stamp step's output names, from the console.
 	st := res.step(t, "stamp")
 	if len(st.Artifacts) != 1 {

@@ -139,14 +139,21 @@ func (s *Store) put(ctx context.Context, d string, r io.Reader) error {
 	if err != nil {
 		return s.fail(err, d)
 	}
-	if _, err := io.Copy(w, r); err != nil {
-		_ = w.Close()
-		return s.fail(err, d)
+	_, err = io.Copy(w, r)
+	if cerr := w.Close(); err == nil {
+		err = cerr
 	}
-	if err := w.Close(); err != nil && gcerrors.Code(err) != gcerrors.FailedPrecondition {
-		return s.fail(err, d)
+	if err == nil || gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return nil
 	}
-	return nil
+	// A racing writer's create-only write can make the server refuse this
+	// one mid-body (S3 servers may answer 412 and close the connection):
+	// the artifact is there, and it is the same bytes (its key is their
+	// digest, checked on every read).
+	if ok, herr := s.Has(ctx, d); herr == nil && ok {
+		return nil
+	}
+	return s.fail(err, d)
 }
 
 // Has reports whether the store holds the artifact.

@@ -33,6 +33,7 @@ func (s *Server) api(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
 	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
+	mux.HandleFunc("GET /api/runs/{id}/steps/{step}/inputs", s.getInputs)
 	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
 	mux.HandleFunc("POST /api/runs/{id}/{action}", s.control)
 	mux.HandleFunc("GET /api/plans", s.listPlans)

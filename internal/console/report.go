@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runctl"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/toolrun"
 )
 
 // MaxReport bounds a report the console renders.
@@ -54,4 +57,28 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]string{"file": file, "html": out.String()})
+}
+
+// MaxInputs bounds a step's inputs the console shows.
+const MaxInputs = 1 << 20
+
+// getInputs answers a step's evaluated inputs as its command tool received
+// them (the step folder's input.json), when the run's folder is on this
+// host; builtins record none.
+func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	cfg := s.o.Project.Config
+	file := filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id), "steps", runfolder.Safe(step), toolrun.InputFile)
+	st, err := os.Stat(file)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxInputs {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host)", step))
+		return
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil || !json.Valid(raw) {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "the inputs of step %s are unreadable", step))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
 }

@@ -150,6 +150,7 @@ const capflow = (() => {
         s.item_counts && s.item_counts.count > s.items.length ? el("p", { class: "muted" }, `the first ${s.items.length} of ${s.item_counts.count}; the report has them all`) : null);
       if (s.child) kids.push(el("p", {}, "child run: ", el("a", { href: "/runs/" + encodeURIComponent(s.child.workflow_id) }, s.child.workflow_id)));
       if (s.waiting) kids.push(ask(s));
+      kids.push(el("h2", {}, "Inputs"), inputsBox(s.id));
       if (env.message) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));
       if (env.data !== undefined && env.data !== null) kids.push(el("pre", {}, JSON.stringify(env.data, null, 2)));
       if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.error.message || ""}`));
@@ -159,6 +160,16 @@ const capflow = (() => {
       if (tails[s.id]) kids.push(el("h2", {}, "stderr (latest)"), el("pre", {}, tails[s.id].join("\n")));
       if (s.decisions && s.decisions.length) kids.push(el("h2", {}, "Decisions"), el("ul", {}, s.decisions.map((d) => el("li", {}, `${d.action} by ${d.by}${d.comment ? ": " + d.comment : ""} (${when(d.at)})`))));
       box.replaceChildren(...kids);
+    };
+    // A step's evaluated inputs, read once (they do not change).
+    const inputs = {};
+    const inputsBox = (id) => {
+      const box = el("pre", {}, inputs[id] === undefined ? "…" : inputs[id]);
+      if (inputs[id] === undefined) {
+        api(base + "/steps/" + encodeURIComponent(id) + "/inputs").then((v) => JSON.stringify(v, null, 2)).catch((e) => e.message)
+          .then((text) => { inputs[id] = text; box.textContent = text; });
+      }
+      return box;
     };
     const ask = (s) => {
       const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)" });
