@@ -6,6 +6,11 @@ import "context"
 // (what the console draws; any client may ask).
 const GraphQuery = "graph"
 
+// StatesQuery answers every step's state now, in the graph's step order:
+// what the console paints a large plan from (the progress answer of a run
+// of thousands of steps leaves the succeeded and pending ones out).
+const StatesQuery = "states"
+
 // Graph is a run's plan as a graph.
 type Graph struct {
 	Plan  string      `json:"plan"`
@@ -42,4 +47,17 @@ func (r *Run) Graph(ctx context.Context) (*Graph, error) {
 		return nil, err
 	}
 	return &g, nil
+}
+
+// States is every step's state now, in the order of Graph.Steps.
+func (r *Run) States(ctx context.Context) ([]StepState, error) {
+	v, err := r.c.tc.QueryWorkflow(ctx, r.ID, r.RunID, StatesQuery)
+	if err != nil {
+		return nil, notFound("run", r.ID, err)
+	}
+	var out []StepState
+	if err := v.Get(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -18,7 +18,7 @@ import (
 
 // consoleBrowser starts headless Chromium (Debian's, as the runtime kit
 // uses it) and returns a browser context.
-func consoleBrowser(t *testing.T) context.Context {
+func consoleBrowser(t testing.TB) context.Context {
 	t.Helper()
 	bin := ""
 	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -47,7 +47,7 @@ func consoleBrowser(t *testing.T) context.Context {
 }
 
 // startConsole runs `capflow console` against the test server.
-func startConsole(t *testing.T, args ...string) string {
+func startConsole(t testing.TB, args ...string) string {
 	t.Helper()
 	addr := freePort()
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append([]string{"console", "--addr", addr}, args...)...)

@@ -26,6 +26,11 @@ func TestGraphQuery(t *testing.T) {
 	if g.Plan != "g" || len(g.Steps) != 3 {
 		t.Fatalf("graph %+v", g)
 	}
+	v, err = env.QueryWorkflow(client.StatesQuery)
+	var states []client.StepState
+	if err != nil || v.Get(&states) != nil || len(states) != 3 || states[2] != client.StepSucceeded {
+		t.Fatalf("states %v %v", states, err)
+	}
 	c := g.Steps[2]
 	if c.ID != "c" || c.Tool != "tool-c" || !slices.Equal(c.Deps, []string{"a", "b"}) || !slices.Equal(c.Data, []string{"a"}) || c.When != "steps.b.success" {
 		t.Fatalf("step c: %+v", c)

@@ -85,13 +85,7 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 	if err != nil {
 		return nil, err
 	}
-	err = workflow.SetQueryHandler(ctx, client.GraphQuery, func() (*client.Graph, error) {
-		if sched == nil {
-			return &client.Graph{Steps: []client.GraphStep{}}, nil
-		}
-		return graphOf(sched.rr), nil
-	})
-	if err != nil {
+	if err := registerGraph(ctx, &sched); err != nil {
 		return nil, err
 	}
 	if err := registerControl(ctx, &sched); err != nil {

@@ -22,16 +22,17 @@ func (s *Server) api(mux *http.ServeMux) {
 	// A run's progress (its result once it ended), its resolved plan, and
 	// what Temporal says of it (running activities with their heartbeats:
 	// a step's stderr tail).
-	mux.HandleFunc("GET /api/runs/{id}", s.answer("progress of", func(ctx context.Context, id string) (any, error) {
-		return s.o.Client.Get(id).Progress(ctx)
-	}))
+	mux.HandleFunc("GET /api/runs/{id}", s.answer("progress of", s.progress))
 	mux.HandleFunc("GET /api/runs/{id}/graph", s.answer("graph of", func(ctx context.Context, id string) (any, error) {
-		return s.o.Client.Get(id).Graph(ctx)
+		l, err := s.layout(ctx, id)
+		return l.graph, err
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", func(ctx context.Context, id string) (any, error) {
 		return s.o.Client.Describe(ctx, id)
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
+	mux.HandleFunc("GET /api/runs/{id}/groups", s.getGroups)
+	mux.HandleFunc("GET /api/runs/{id}/states", s.answer("states of", s.states))
 	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
 	mux.HandleFunc("GET /api/runs/{id}/steps/{step}/inputs", s.getInputs)
 	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
@@ -90,44 +91,55 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, runs)
 }
 
-// getGraphSVG lays the run's plan out (once per run: a run's plan does not
-// change).
-// answer serves what ask says of the run the path names.
-func (s *Server) answer(what string, ask func(ctx context.Context, id string) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := reqCtx(r)
-		defer cancel()
-		id := r.PathValue("id")
-		v, err := ask(ctx, id)
-		if err != nil {
-			writeError(w, 0, runctl.RunError(id, err, what))
-			return
-		}
-		writeJSON(w, v)
+// layout lays the run's plan out once (a run's plan does not change):
+// large plans with their interchangeable steps grouped.
+func (s *Server) layout(ctx context.Context, id string) (laidOut, error) {
+	if l, ok := s.svg.get(id); ok {
+		return l, nil
 	}
+	s.layoutMu.Lock() // one replay of an ended run's history, not one per request
+	defer s.layoutMu.Unlock()
+	if l, ok := s.svg.get(id); ok {
+		return l, nil
+	}
+	g, err := s.o.Client.Get(id).Graph(ctx)
+	if err != nil {
+		return laidOut{}, runctl.RunError(id, err, "graph of")
+	}
+	c := Collapse(g)
+	svg, err := SVG(ctx, c.Graph, c.Groups)
+	if err != nil {
+		return laidOut{}, caperr.Wrap(caperr.InternalError, err, "layout")
+	}
+	l := laidOut{svg: svg, groups: c.Groups, graph: g}
+	if len(g.Steps) > 0 {
+		s.svg.put(id, l)
+	}
+	return l, nil
 }
 
 func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	id := r.PathValue("id")
-	svg, ok := s.svg.get(id)
-	if !ok {
-		g, err := s.o.Client.Get(id).Graph(ctx)
-		if err != nil {
-			writeError(w, 0, runctl.RunError(id, err, "graph of"))
-			return
-		}
-		if svg, err = SVG(ctx, g); err != nil {
-			writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "layout"))
-			return
-		}
-		if len(g.Steps) > 0 {
-			s.svg.put(id, svg)
-		}
+	l, err := s.layout(ctx, r.PathValue("id"))
+	if err != nil {
+		writeError(w, 0, err)
+		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
-	_, _ = w.Write(svg)
+	_, _ = w.Write(l.svg)
+}
+
+// getGroups answers which steps each group node of the drawn graph holds.
+func (s *Server) getGroups(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	l, err := s.layout(ctx, r.PathValue("id"))
+	if err != nil {
+		writeError(w, 0, err)
+		return
+	}
+	writeJSON(w, map[string]any{"groups": l.groups})
 }
 
 // control sends a run-control request: pause, resume, cancel, decide
@@ -201,24 +213,31 @@ func (s *Server) rerun(ctx context.Context, id, from string) (any, error) {
 	return map[string]string{"workflow_id": run.ID, "message": opts.Summary}, nil
 }
 
+// laidOut is a run's drawn graph and its groups.
+type laidOut struct {
+	svg    []byte
+	groups map[string][]string
+	graph  *client.Graph
+}
+
 // svgCache keeps the last laid-out graphs of runs.
 type svgCache struct {
 	mu    sync.Mutex
 	max   int
 	order []string
-	m     map[string][]byte
+	m     map[string]laidOut
 }
 
-func newSVGCache(n int) *svgCache { return &svgCache{max: n, m: map[string][]byte{}} }
+func newSVGCache(n int) *svgCache { return &svgCache{max: n, m: map[string]laidOut{}} }
 
-func (c *svgCache) get(id string) ([]byte, bool) {
+func (c *svgCache) get(id string) (laidOut, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.m[id]
 	return b, ok
 }
 
-func (c *svgCache) put(id string, b []byte) {
+func (c *svgCache) put(id string, b laidOut) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[id]; !ok {
@@ -229,4 +248,48 @@ func (c *svgCache) put(id string, b []byte) {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
 	}
+}
+
+// answer serves what ask says of the run the path names.
+func (s *Server) answer(what string, ask func(ctx context.Context, id string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := reqCtx(r)
+		defer cancel()
+		id := r.PathValue("id")
+		v, err := ask(ctx, id)
+		if err != nil {
+			writeError(w, 0, runctl.RunError(id, err, what))
+			return
+		}
+		writeJSON(w, v)
+	}
+}
+
+// progress is a run's progress while it runs; once it ended, its result
+// (read from history: a query of an ended run makes a worker replay it
+// all, seconds for thousands of steps).
+func (s *Server) progress(ctx context.Context, id string) (any, error) {
+	run := s.o.Client.Get(id)
+	if info, err := s.o.Client.Describe(ctx, id); err == nil && !info.Open {
+		if res, err := run.Wait(ctx); err == nil {
+			return res, nil
+		}
+	}
+	return run.Progress(ctx)
+}
+
+// states answers every step's state; an ended run's are kept (they no
+// longer change, and asking costs a replay).
+func (s *Server) states(ctx context.Context, id string) (any, error) {
+	if st, ok := s.ended.Load(id); ok {
+		return st, nil
+	}
+	st, err := s.o.Client.Get(id).States(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := s.o.Client.Describe(ctx, id); err == nil && !info.Open {
+		s.ended.Store(id, st)
+	}
+	return st, nil
 }

@@ -18,14 +18,19 @@ import (
 // Every step is an SVG group with id "step-ID"; the page colours it by
 // state. Edges of data a step reads are solid, of `needs` only dashed.
 
-// Dot writes the graph in the dot language.
-func Dot(g *client.Graph) string {
+// Dot writes the graph in the dot language; groups (Collapse) are drawn
+// with their size and first and last members.
+func Dot(g *client.Graph, groups map[string][]string) string {
 	var b strings.Builder
 	b.WriteString("digraph plan {\n  rankdir=TB; nodesep=0.3; ranksep=0.45;\n")
 	b.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f3f4f6\", color=\"#9ca3af\", fontname=\"Helvetica\", fontsize=11];\n")
 	b.WriteString("  edge [color=\"#6b7280\", arrowsize=0.7];\n")
 	for _, s := range g.Steps {
-		fmt.Fprintf(&b, "  %q [id=%q, class=\"step\", label=%q];\n", s.ID, "step-"+s.ID, label(s))
+		l := label(s)
+		if m := groups[s.ID]; len(m) > 0 {
+			l = fmt.Sprintf("%d steps: %s … %s\n%s", len(m), m[0], m[len(m)-1], l[strings.Index(l, "\n")+1:])
+		}
+		fmt.Fprintf(&b, "  %q [id=%q, class=\"step\", label=%q];\n", s.ID, "step-"+s.ID, l)
 	}
 	for _, s := range g.Steps {
 		for _, d := range s.Deps {
@@ -72,8 +77,8 @@ func label(s client.GraphStep) string {
 // concurrent use).
 var layoutMu sync.Mutex
 
-// SVG lays the graph out.
-func SVG(ctx context.Context, g *client.Graph) ([]byte, error) {
+// SVG lays the graph out (groups: Collapse's, or nil).
+func SVG(ctx context.Context, g *client.Graph, groups map[string][]string) ([]byte, error) {
 	layoutMu.Lock()
 	defer layoutMu.Unlock()
 	gv, err := graphviz.New(ctx)
@@ -81,7 +86,7 @@ func SVG(ctx context.Context, g *client.Graph) ([]byte, error) {
 		return nil, err
 	}
 	defer gv.Close()
-	graph, err := graphviz.ParseBytes([]byte(Dot(g)))
+	graph, err := graphviz.ParseBytes([]byte(Dot(g, groups)))
 	if err != nil {
 		return nil, err
 	}

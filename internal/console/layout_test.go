@@ -15,7 +15,7 @@ func TestSVGHasEveryStep(t *testing.T) {
 		{ID: "each", Capability: "text.render", ForEach: true, Deps: []string{"fetch"}, Data: []string{"fetch"}},
 		{ID: "ok", Capability: "flow.approve", Approval: true, Deps: []string{"each"}, When: `steps.fetch.data.size > 3`},
 	}}
-	svg, err := SVG(context.Background(), g)
+	svg, err := SVG(context.Background(), g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,36 @@ func BenchmarkLayout2500(b *testing.B) {
 		g.Steps = append(g.Steps, s)
 	}
 	for i := 0; i < b.N; i++ {
-		if _, err := SVG(context.Background(), g); err != nil {
+		c := Collapse(g)
+		if _, err := SVG(context.Background(), c.Graph, c.Groups); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A fan-out of 2,500 branches is drawn as three nodes; its branches are
+// one group.
+func TestCollapseAFanOut(t *testing.T) {
+	g := &client.Graph{Plan: "fan", Steps: []client.GraphStep{{ID: "root", Capability: "x.a"}}}
+	var branches []string
+	for i := 0; i < 2500; i++ {
+		id := fmt.Sprintf("b%04d", i)
+		branches = append(branches, id)
+		g.Steps = append(g.Steps, client.GraphStep{ID: id, Capability: "x.b", Deps: []string{"root"}, Data: []string{"root"}})
+	}
+	g.Steps = append(g.Steps, client.GraphStep{ID: "join", Capability: "x.c", Deps: branches})
+	c := Collapse(g)
+	if len(c.Graph.Steps) != 3 || len(c.Groups) != 1 || len(c.Groups["group-1"]) != 2500 {
+		t.Fatalf("collapsed to %d nodes, groups %d", len(c.Graph.Steps), len(c.Groups))
+	}
+	if j := c.Graph.Steps[2]; j.ID != "join" || len(j.Deps) != 1 || j.Deps[0] != "group-1" {
+		t.Fatalf("the join: %+v", j)
+	}
+	svg, err := SVG(context.Background(), c.Graph, c.Groups)
+	if err != nil || !strings.Contains(string(svg), "2500 steps: b0000 … b2499") {
+		t.Fatalf("the group's label: %v", err)
+	}
+	if small := Collapse(&client.Graph{Steps: g.Steps[:10]}); len(small.Groups) != 0 {
+		t.Fatal("a small plan was collapsed")
 	}
 }

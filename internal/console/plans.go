@@ -103,7 +103,8 @@ func (s *Server) planSVG(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, caperr.New(caperr.InvalidInput, "%s", rep.Message))
 		return
 	}
-	svg, err := SVG(r.Context(), GraphOfPlan(p, rep.Resolution))
+	c := Collapse(GraphOfPlan(p, rep.Resolution))
+	svg, err := SVG(r.Context(), c.Graph, c.Groups)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "layout"))
 		return

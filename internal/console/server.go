@@ -69,6 +69,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	artifacts *artifacts.Store // opened at the first download
+	ended     sync.Map         // run ID -> the states of an ended run
+	layoutMu  sync.Mutex       // runs' graphs are asked for and laid out one at a time
 }
 
 // New makes a console.

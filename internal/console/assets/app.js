@@ -56,6 +56,10 @@ const capflow = (() => {
     document.title = "capflow · " + id;
     $("title").textContent = id;
     let run = null, selected = null, tails = {}, reportLoaded = false;
+    // The plan's step ids in order, each step's state now (the states
+    // query: complete even when a large run's progress leaves steps out),
+    // and the groups a large plan is drawn with.
+    let ids = [], states = new Map(), groups = {}, groupOf = {};
     const report = el("div", { class: "report", id: "report" });
     const base = "/api/runs/" + encodeURIComponent(id);
     const act = async (action, body) => {
@@ -75,26 +79,51 @@ const capflow = (() => {
       const q = $("search").value.trim();
       document.querySelectorAll("#graph g.node").forEach((g) => g.classList.remove("found"));
       if (!q) return;
-      const hit = [...document.querySelectorAll("#graph g.node")].find((g) => g.id.slice(5).includes(q));
+      const id = ids.find((x) => x.includes(q)) || q;
+      const hit = document.getElementById("step-" + (groupOf[id] || id)) || [...document.querySelectorAll("#graph g.node")].find((g) => g.id.slice(5).includes(q));
       if (hit) { hit.classList.add("found"); hit.scrollIntoView({ block: "center", inline: "center" }); }
     });
     const graph = async () => {
       try {
-        const svg = await api(base + "/graph.svg");
+        const [svg, g, gr] = await Promise.all([api(base + "/graph.svg"), api(base + "/graph"), api(base + "/groups")]);
+        ids = g.steps.map((s) => s.id);
+        groups = gr.groups || {};
+        for (const [gid, members] of Object.entries(groups)) for (const m of members) groupOf[m] = gid;
         $("graph").innerHTML = svg.slice(svg.indexOf("<svg")); // laid out by Graphviz from the run's plan
         $("graph").querySelectorAll("title").forEach((t) => t.remove());
         $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => { selected = g.id.slice(5); paint(); showStep(); }));
+        await loadStates(); // the states of a run that ended before the graph came
         paint();
       } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); setTimeout(graph, 2000); }
+    };
+    // A group's state is its most urgent member's.
+    const urgency = ["failed", "waiting", "running", "blocked", "pending", "cancelled", "skipped", "succeeded"];
+    const loadStates = async () => {
+      // A run that passed: every step it left out of its result succeeded.
+      if (run && run.status === "passed") { states = new Map(); return; }
+      if (!ids.length) return;
+      const st = await api(base + "/states").catch(() => null);
+      if (st) states = new Map(ids.map((id, i) => [id, st[i]]));
     };
     const paint = () => {
       if (!run) return;
       const steps = new Map(run.steps.map((s) => [s.id, s]));
+      const stateOf = (id) => states.get(id) || (steps.get(id) || {}).status || (run.status === "passed" ? "succeeded" : "pending");
       document.querySelectorAll("#graph g.node").forEach((g) => {
-        const s = steps.get(g.id.slice(5));
-        const state = s ? s.status : run.steps_omitted ? "" : "pending";
-        g.setAttribute("class", `node step state-${state || "pending"}${g.id.slice(5) === selected ? " selected" : ""}`);
-        g.dataset.state = state || "pending";
+        const id = g.id.slice(5);
+        if (groups[id]) {
+          const n = {};
+          for (const m of groups[id]) n[stateOf(m)] = (n[stateOf(m)] || 0) + 1;
+          const state = urgency.find((u) => n[u]) || "pending";
+          g.setAttribute("class", `node step group state-${state}${id === selected ? " selected" : ""}`);
+          g.dataset.state = state;
+          mark(g, `✓${n.succeeded || 0} ✗${n.failed || 0} of ${groups[id].length}`);
+          return;
+        }
+        const s = steps.get(id);
+        const state = stateOf(id);
+        g.setAttribute("class", `node step state-${state}${id === selected ? " selected" : ""}`);
+        g.dataset.state = state;
         mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.cached_from ? "✓ cached" : s ? icons[s.status] || "" : "");
       });
     };
@@ -112,6 +141,7 @@ const capflow = (() => {
     const refresh = async () => {
       try {
         run = await api(base);
+        await loadStates();
         $("status").className = "badge " + run.status; $("status").textContent = run.status;
         $("message").textContent = run.message || "";
         if (run.steps.some((s) => s.status === "running")) {
@@ -137,8 +167,9 @@ const capflow = (() => {
       }
     };
     const showStep = () => {
-      const s = run && run.steps.find((x) => x.id === selected);
       const box = $("step");
+      if (groups[selected]) { showGroup(box, selected); return; }
+      const s = run && run.steps.find((x) => x.id === selected);
       if (!s) { box.replaceChildren(el("h2", {}, selected || "Steps"), el("p", { class: "muted" }, "not started")); return; }
       const env = s.envelope || {};
       const rows = [["capability", s.capability], ["tool", s.tool ? `${s.tool}@${s.version}` : ""], ["status", badge(s.status)], ["attempts", s.attempts],
@@ -161,6 +192,15 @@ const capflow = (() => {
       if (s.decisions && s.decisions.length) kids.push(el("h2", {}, "Decisions"), el("ul", {}, s.decisions.map((d) => el("li", {}, `${d.action} by ${d.by}${d.comment ? ": " + d.comment : ""} (${when(d.at)})`))));
       box.replaceChildren(...kids);
     };
+    // A group lists its members and their states; a click shows one.
+    const showGroup = (box, gid) => {
+      const members = groups[gid];
+      box.replaceChildren(el("h2", {}, `${members.length} steps`), el("p", { class: "muted" }, "interchangeable steps drawn as one node (same tool, same dependencies and dependents)"),
+        el("table", {}, el("tbody", {}, members.slice(0, 500).map((m) => el("tr", {}, el("td", {}, el("a", { href: "#", on: { click: (e) => { e.preventDefault(); selected = m; showStepOf(box, m); } } }, m)),
+          el("td", {}, badge(states.get(m) || "pending")))))),
+        members.length > 500 ? el("p", { class: "muted" }, `the first 500 of ${members.length}; find a step by id above`) : null);
+    };
+    const showStepOf = (box, id) => { selected = id; showStep(); };
     // A step's evaluated inputs, read once (they do not change).
     const inputs = {};
     const inputsBox = (id) => {
