@@ -31,7 +31,11 @@ func (s *Server) api(mux *http.ServeMux) {
 		return s.o.Client.Describe(ctx, id)
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
-	mux.HandleFunc("GET /api/runs/{id}/groups", s.getGroups)
+	// Which steps each group node of the drawn graph holds.
+	mux.HandleFunc("GET /api/runs/{id}/groups", s.answer("groups of", func(ctx context.Context, id string) (any, error) {
+		l, err := s.layout(ctx, id)
+		return map[string]any{"groups": l.groups}, err
+	}))
 	mux.HandleFunc("GET /api/runs/{id}/states", s.answer("states of", s.states))
 	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
 	mux.HandleFunc("GET /api/runs/{id}/steps/{step}/inputs", s.getInputs)
@@ -128,18 +132,6 @@ func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
 	_, _ = w.Write(l.svg)
-}
-
-// getGroups answers which steps each group node of the drawn graph holds.
-func (s *Server) getGroups(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	l, err := s.layout(ctx, r.PathValue("id"))
-	if err != nil {
-		writeError(w, 0, err)
-		return
-	}
-	writeJSON(w, map[string]any{"groups": l.groups})
 }
 
 // control sends a run-control request: pause, resume, cancel, decide
@@ -268,7 +260,10 @@ func (s *Server) answer(what string, ask func(ctx context.Context, id string) (a
 // progress is a run's progress while it runs; once it ended, its result
 // (read from history: a query of an ended run makes a worker replay it
 // all, seconds for thousands of steps).
-func (s *Server) progress(ctx context.Context, id string) (any, error) {
+func (s *Server) progress(ctx context.Context, id string) (any, error) { return s.result(ctx, id) }
+
+// result is progress typed: what the API's handlers read of a run.
+func (s *Server) result(ctx context.Context, id string) (*client.Result, error) {
 	run := s.o.Client.Get(id)
 	if info, err := s.o.Client.Describe(ctx, id); err == nil && !info.Open {
 		if res, err := run.Wait(ctx); err == nil {

@@ -23,7 +23,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	id, digest := r.PathValue("id"), r.PathValue("sha256")
-	res, err := s.o.Client.Get(id).Progress(ctx)
+	res, err := s.result(ctx, id)
 	if err != nil {
 		writeError(w, 0, runctl.RunError(id, err, "progress of"))
 		return

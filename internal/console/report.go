@@ -30,7 +30,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	res, err := s.o.Client.Get(id).Progress(ctx)
+	res, err := s.result(ctx, id)
 	if err != nil {
 		writeError(w, 0, runctl.RunError(id, err, "progress of"))
 		return
