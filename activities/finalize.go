@@ -61,6 +61,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	if err := writeAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
+	a.storeReport(ctx, in.Result.WorkflowID, paths)
 	out := *paths
 	out.Outputs = res.Outputs
 	if in.Segments > 0 {
@@ -72,6 +73,24 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		out.Steps = &wfapi.StepsAnswer{Steps: t.Steps, Counts: t.StepCounts, Omitted: t.StepsOmitted}
 	}
 	return &out, nil
+}
+
+// storeReport puts the run's report into a shared artifact store, where a
+// console or CLI on another host reads it (project.RunReport). A failure is
+// a warning: the report is in the run's folder.
+func (a *Activities) storeReport(ctx context.Context, id string, paths *wfapi.ReportPaths) {
+	if a.Artifacts == nil || !a.Artifacts.Shared {
+		return
+	}
+	for _, file := range []string{paths.JSON, paths.Markdown} {
+		raw, err := os.ReadFile(file)
+		if err == nil {
+			err = a.Artifacts.PutRecord(ctx, report.RecordName(id, filepath.Base(file)), raw)
+		}
+		if err != nil {
+			a.Logger.Warn("report not stored", "workflow_id", id, "file", file, "error", err)
+		}
+	}
 }
 
 // cleanup stops every process the run still owns, whatever its status

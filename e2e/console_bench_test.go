@@ -43,6 +43,10 @@ func BenchmarkConsoleLargeRun(b *testing.B) {
 	base := startConsole(b)
 	for i := 0; i < b.N; i++ {
 		ctx := consoleBrowser(b)
+		// The browser starts before the clock does: the page is measured.
+		if err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		// A fresh console page each time; the layout is cached after the
 		// first (a run's plan does not change): the first is the cold load.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +51,15 @@ func consoleBrowser(t testing.TB) context.Context {
 // startConsole runs `capflow console` against the test server.
 func startConsole(t testing.TB, args ...string) string {
 	t.Helper()
+	return startConsoleEnv(t, nil, args...)
+}
+
+// startConsoleEnv is startConsole with extra environment variables.
+func startConsoleEnv(t testing.TB, env []string, args ...string) string {
+	t.Helper()
 	addr := freePort()
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append([]string{"console", "--addr", addr}, args...)...)
-	cmd.Dir, cmd.Env = h.project, h.env()
+	cmd.Dir, cmd.Env = h.project, append(h.env(), env...)
 	logf, _ := os.Create(filepath.Join(h.tmp, "console.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -230,5 +238,79 @@ func TestConsoleRefusesAnOpenAddress(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "is not local") {
 		t.Fatalf("capflow-worker --console-addr 0.0.0.0: %v\n%s", err, out)
+	}
+}
+
+// An ended run's graph and states come from its report.json when the
+// console's host has it (a query of an ended run replays its history), and
+// from the run itself when it does not: the same answer.
+func TestConsoleEndedRunFromReport(t *testing.T) {
+	plan := h.writePlan(t, "console-ended", `name: console-ended
+failure_policy: continue_all
+steps:
+  - {id: a, capability: test.noop}
+  - {id: b, capability: test.soft_fail, needs: [a]}
+  - {id: c, capability: test.noop, needs: [b]}
+  - {id: d, capability: test.render, needs: [a], with: {template: "x", values: {ok: "${steps.a.success}"}}}
+`)
+	code, r := h.run(t, plan)
+	if code == 0 || r.Status != "failed" {
+		t.Fatalf("exit %d, status %s: %s", code, r.Status, r.Message)
+	}
+	get := func(base, path string, v any) {
+		t.Helper()
+		resp, err := http.Get(base + "/api/runs/" + r.WorkflowID + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(body, v) != nil {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	want := []string{"succeeded", "failed", "skipped", "succeeded"}
+	var states []string
+	var g struct {
+		Steps []struct {
+			ID   string   `json:"id"`
+			Data []string `json:"data"`
+		} `json:"steps"`
+	}
+	get(startConsole(t), "/states", &states)
+	if !slices.Equal(states, want) {
+		t.Fatalf("states from the report: %v, want %v", states, want)
+	}
+	// The report is what the console read: altered, the console says so.
+	file := r.Report.JSON
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	steps := doc["result"].(map[string]any)["steps"].([]any)
+	if d := steps[3].(map[string]any); d["id"] == "d" {
+		d["status"] = "cancelled"
+	}
+	altered, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, altered, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	get(startConsole(t), "/states", &states)
+	if states[3] != "cancelled" {
+		t.Fatalf("states with an altered report: %v", states)
+	}
+	// Without the report, the run answers (replayed by a worker).
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	base := startConsole(t)
+	get(base, "/states", &states)
+	get(base, "/graph", &g)
+	if !slices.Equal(states, want) || len(g.Steps) != 4 || g.Steps[3].ID != "d" || !slices.Equal(g.Steps[3].Data, []string{"a"}) {
+		t.Fatalf("states from the run: %v, graph %+v", states, g)
 	}
 }

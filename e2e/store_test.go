@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +27,38 @@ func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
 	recordHistory(t, id, "host-lost-store")
 	if arts, _ := filepath.Glob(filepath.Join(store, "sha256", "*", "*")); len(arts) < 3 {
 		t.Fatalf("the shared store holds %d artifacts", len(arts))
+	}
+	// The report, written on the host that finished the run, is read on
+	// another (the test's project has no folder of the run): by the
+	// console, which draws the ended run from it, and by `capflow report`.
+	env := []string{"CAPFLOW_ARTIFACTS_URL=file://" + store}
+	base := startConsoleEnv(t, env)
+	var rep struct{ HTML string }
+	var states []string
+	getJSON(t, base+"/api/runs/"+id+"/report", &rep)
+	getJSON(t, base+"/api/runs/"+id+"/states", &states)
+	if !strings.Contains(rep.HTML, "store-move") || strings.Join(states, " ") != "succeeded succeeded succeeded succeeded succeeded" {
+		t.Fatalf("the console on another host: states %v, report %.300s", states, rep.HTML)
+	}
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), "report", id, "--project", h.project)
+	cmd.Env = append(h.env(), env...)
+	code, out, errb := runCmd(t, cmd)
+	if code != 0 || !strings.Contains(out.String(), "| check |") {
+		t.Fatalf("capflow report on another host: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
+
+// getJSON decodes what GET url answers (200 or the test fails).
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(body, v) != nil {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 }
 

@@ -24,7 +24,7 @@ type RecordInfo struct {
 	Modified time.Time
 }
 
-var recordRE = regexp.MustCompile(`^[a-z]+(/[0-9a-zA-Z._-]+)+$`)
+var recordRE = regexp.MustCompile(`^[a-z]+(/[0-9a-zA-Z._~-]+)+$`)
 
 func checkRecord(name string) error {
 	if !recordRE.MatchString(name) || strings.Contains(name, "..") {

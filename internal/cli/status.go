@@ -127,11 +127,28 @@ func (a *App) reportCommand() *cobra.Command {
 					return err
 				}
 				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
-				if md, err := os.ReadFile(res.Report.Markdown); err == nil {
+				if md := a.reportMarkdown(ctx, res); md != nil {
 					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
 				}
 				return nil
 			})
 		},
 	}
+}
+
+// reportMarkdown is a run's report.md: the file its result names, or, on
+// another host than the run's, the copy in the project's shared store.
+func (a *App) reportMarkdown(ctx context.Context, res *capflowclient.Result) []byte {
+	if md, err := os.ReadFile(res.Report.Markdown); err == nil {
+		return md
+	}
+	p, err := a.loadProject()
+	if err != nil {
+		return nil
+	}
+	md, err := p.RunReport(ctx, res.WorkflowID, res.Report.Markdown, 64<<20)
+	if err != nil {
+		return nil
+	}
+	return md
 }

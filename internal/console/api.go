@@ -97,7 +97,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 // layout lays the run's plan out once (a run's plan does not change):
 // large plans with their interchangeable steps grouped.
-func (s *Server) layout(ctx context.Context, id string) (laidOut, error) {
+func (s *Server) layout(ctx context.Context, id string) (l laidOut, err error) {
 	if l, ok := s.svg.get(id); ok {
 		return l, nil
 	}
@@ -106,8 +106,10 @@ func (s *Server) layout(ctx context.Context, id string) (laidOut, error) {
 	if l, ok := s.svg.get(id); ok {
 		return l, nil
 	}
-	g, err := s.o.Client.Get(id).Graph(ctx)
-	if err != nil {
+	var g *client.Graph
+	if e := s.endedRun(ctx, id); e != nil {
+		g = e.graph
+	} else if g, err = s.o.Client.Get(id).Graph(ctx); err != nil {
 		return laidOut{}, runctl.RunError(id, err, "graph of")
 	}
 	c := Collapse(g)
@@ -115,7 +117,7 @@ func (s *Server) layout(ctx context.Context, id string) (laidOut, error) {
 	if err != nil {
 		return laidOut{}, caperr.Wrap(caperr.InternalError, err, "layout")
 	}
-	l := laidOut{svg: svg, groups: c.Groups, graph: g}
+	l = laidOut{svg: svg, groups: c.Groups, graph: g}
 	if len(g.Steps) > 0 {
 		s.svg.put(id, l)
 	}
@@ -273,18 +275,11 @@ func (s *Server) result(ctx context.Context, id string) (*client.Result, error) 
 	return run.Progress(ctx)
 }
 
-// states answers every step's state; an ended run's are kept (they no
-// longer change, and asking costs a replay).
+// states answers every step's state; an ended run's from its report when
+// this host has it (asking costs a replay).
 func (s *Server) states(ctx context.Context, id string) (any, error) {
-	if st, ok := s.ended.Load(id); ok {
-		return st, nil
+	if e := s.endedRun(ctx, id); e != nil {
+		return e.states, nil
 	}
-	st, err := s.o.Client.Get(id).States(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if info, err := s.o.Client.Describe(ctx, id); err == nil && !info.Open {
-		s.ended.Store(id, st)
-	}
-	return st, nil
+	return s.o.Client.Get(id).States(ctx)
 }

@@ -20,7 +20,7 @@ const CollapseAbove = 300
 const minGroup = 4
 
 // Collapsed is a graph as drawn: Groups maps a group's node id
-// ("group-N") to its member steps, in plan order.
+// ("group-N", or "chain-N" for a chain) to its member steps, in plan order.
 type Collapsed struct {
 	Graph  *client.Graph       `json:"-"`
 	Groups map[string][]string `json:"groups"`
@@ -72,7 +72,77 @@ func Collapse(g *client.Graph) Collapsed {
 	for i := range steps {
 		steps[i].Deps, steps[i].Data = mapped(steps[i].Deps, drawn), mapped(steps[i].Data, drawn)
 	}
-	out.Graph = &client.Graph{Plan: g.Plan, Steps: steps, Omitted: g.Omitted}
+	out.Graph = &client.Graph{Plan: g.Plan, Steps: chains(out.Groups, steps), Omitted: g.Omitted}
+	return out
+}
+
+// chains draws a long run of steps that each wait for the one before (and
+// only for it), of the same capability and control flow, as one node
+// ("chain-N"): a chain of 2,500 renders is a node, not 2,500 ranks. Groups
+// are left as they are.
+func chains(groups map[string][]string, steps []client.GraphStep) []client.GraphStep {
+	dependents := map[string][]int{}
+	for i, s := range steps {
+		for _, d := range s.Deps {
+			dependents[d] = append(dependents[d], i)
+		}
+	}
+	alike := func(a, b client.GraphStep) bool {
+		return a.Capability == b.Capability && a.Tool == b.Tool && a.Version == b.Version && a.ForEach == b.ForEach &&
+			a.When == b.When && a.Plan == b.Plan && a.Approval == b.Approval
+	}
+	// next[i] is the step that follows step i in a chain.
+	next, follows := map[int]int{}, map[int]bool{}
+	for i, s := range steps {
+		ds := dependents[s.ID]
+		if len(ds) != 1 || groups[s.ID] != nil {
+			continue
+		}
+		n := steps[ds[0]]
+		if len(n.Deps) == 1 && groups[n.ID] == nil && alike(s, n) {
+			next[i], follows[ds[0]] = ds[0], true
+		}
+	}
+	drawn, grouped, n := make(map[string]string, len(steps)), false, 0
+	for _, s := range steps {
+		drawn[s.ID] = s.ID
+	}
+	for i := range steps {
+		if follows[i] {
+			continue
+		}
+		members := []string{steps[i].ID}
+		for j, ok := next[i]; ok; j, ok = next[j] {
+			members = append(members, steps[j].ID)
+		}
+		if len(members) < minGroup {
+			continue
+		}
+		n++
+		id := fmt.Sprintf("chain-%d", n)
+		groups[id], grouped = members, true
+		for _, m := range members {
+			drawn[m] = id
+		}
+	}
+	if !grouped {
+		return steps
+	}
+	out := steps[:0:0]
+	for _, s := range steps {
+		id := drawn[s.ID]
+		switch {
+		case id == s.ID:
+		case groups[id][0] == s.ID:
+			s.ID = id // the chain's node, where its first step was
+		default:
+			continue
+		}
+		out = append(out, s)
+	}
+	for i := range out {
+		out[i].Deps, out[i].Data = mapped(out[i].Deps, drawn), mapped(out[i].Data, drawn)
+	}
 	return out
 }
 

@@ -28,7 +28,11 @@ func Dot(g *client.Graph, groups map[string][]string) string {
 	for _, s := range g.Steps {
 		l := label(s)
 		if m := groups[s.ID]; len(m) > 0 {
-			l = fmt.Sprintf("%d steps: %s … %s\n%s", len(m), m[0], m[len(m)-1], l[strings.Index(l, "\n")+1:])
+			form := "%d steps: %s … %s\n%s"
+			if strings.HasPrefix(s.ID, "chain-") {
+				form = "%d steps in a chain: %s → … → %s\n%s"
+			}
+			l = fmt.Sprintf(form, len(m), m[0], m[len(m)-1], l[strings.Index(l, "\n")+1:])
 		}
 		fmt.Fprintf(&b, "  %q [id=%q, class=\"step\", label=%q];\n", s.ID, "step-"+s.ID, l)
 	}

@@ -72,3 +72,36 @@ func TestCollapseAFanOut(t *testing.T) {
 		t.Fatal("a small plan was collapsed")
 	}
 }
+
+// A long chain is drawn as one node between what it waits for and what
+// waits for it; a chain of different capabilities, or a short one, is not.
+func TestCollapseAChain(t *testing.T) {
+	g := &client.Graph{Plan: "chain", Steps: []client.GraphStep{{ID: "root", Capability: "x.a"}}}
+	prev := "root"
+	for i := 0; i < 400; i++ {
+		id := fmt.Sprintf("c%03d", i)
+		g.Steps = append(g.Steps, client.GraphStep{ID: id, Capability: "x.b", Deps: []string{prev}, Data: []string{prev}})
+		prev = id
+	}
+	g.Steps = append(g.Steps,
+		client.GraphStep{ID: "other", Capability: "x.c", Deps: []string{prev}},
+		client.GraphStep{ID: "s1", Capability: "x.b", Deps: []string{"other"}},
+		client.GraphStep{ID: "s2", Capability: "x.b", Deps: []string{"s1"}},
+		client.GraphStep{ID: "side", Capability: "x.b", Deps: []string{"root"}})
+	c := Collapse(g)
+	ids := []string{}
+	for _, s := range c.Graph.Steps {
+		ids = append(ids, s.ID+"<"+strings.Join(s.Deps, ",")+"|"+strings.Join(s.Data, ","))
+	}
+	want := "root<| chain-1<root|root other<chain-1| s1<other| s2<s1| side<root|"
+	if got := strings.Join(ids, " "); got != want {
+		t.Fatalf("drawn:\n%s\nwant\n%s", got, want)
+	}
+	if m := c.Groups["chain-1"]; len(m) != 400 || m[0] != "c000" || m[399] != "c399" {
+		t.Fatalf("the chain's members: %d", len(m))
+	}
+	svg, err := SVG(context.Background(), c.Graph, c.Groups)
+	if err != nil || !strings.Contains(string(svg), "400 steps in a chain: c000 → … → c399") {
+		t.Fatalf("the chain's label: %v", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -24,8 +23,8 @@ const MaxReport = 4 << 20
 // escaped, never passed through (goldmark's default).
 var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
 
-// getReport renders the run's report.md as HTML, when the report is in
-// this project's runs folder (the console runs beside the project).
+// getReport renders the run's report.md as HTML, from this project's runs
+// folder or the shared store the worker put it in.
 func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
@@ -35,24 +34,14 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, runctl.RunError(id, err, "progress of"))
 		return
 	}
-	cfg := s.o.Project.Config
-	file := filepath.Clean(res.Report.Markdown)
-	runs := filepath.Clean(cfg.Abs(cfg.RunsDir))
-	if file == "." || !strings.HasPrefix(file, runs+string(filepath.Separator)) {
-		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "run %s has no report in this project's runs folder %s (yet)", id, runs))
-		return
-	}
-	st, err := os.Stat(file)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxReport {
-		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "the report %s is not readable here", file))
-		return
-	}
-	src, err := os.ReadFile(file)
-	var out bytes.Buffer
-	if err == nil {
-		err = markdown.Convert(src, &out)
-	}
+	file := res.Report.Markdown
+	src, err := s.o.Project.RunReport(ctx, id, file, MaxReport)
 	if err != nil {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "run %s has no report readable here (yet): %v", id, err))
+		return
+	}
+	var out bytes.Buffer
+	if err := markdown.Convert(src, &out); err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "render %s", file))
 		return
 	}

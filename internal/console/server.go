@@ -69,7 +69,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	artifacts *artifacts.Store // opened at the first download
-	ended     sync.Map         // run ID -> the states of an ended run
+	ended     sync.Map         // run ID -> *ended: an ended run's graph and states
+	endedMu   sync.Mutex       // ended runs are read one at a time
 	layoutMu  sync.Mutex       // runs' graphs are asked for and laid out one at a time
 }
 
@@ -102,7 +103,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /plans", page("plans.html"))
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	s.api(mux)
-	return s.auth(mux)
+	return s.logged(s.auth(mux))
+}
+
+// logged logs each request at debug level with how long it took.
+func (s *Server) logged(next http.Handler) http.Handler {
+	if !s.log.IsDebug() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
+	})
 }
 
 // Listen binds the console's address (CONFIG_ERROR when it cannot).
