@@ -10,9 +10,9 @@ VERSITYGW_VERSION ?= v1.8.0
 WORKFLOWCHECK_VERSION ?= v0.6.0
 TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION)
+LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools
 
 all: build
 
@@ -56,7 +56,19 @@ $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/pac
 	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-test: build temporal versitygw chromium bubblewrap compose-cli ts-client ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+MCP_SERVERS := testdata/mcp-servers
+mcp-servers: $(MCP_SERVERS)/node_modules/.bin/mcp-server-everything ## MCP servers from npm for the e2e tests (docs/mcp.md)
+
+$(MCP_SERVERS)/node_modules/.bin/mcp-server-everything: $(MCP_SERVERS)/package-lock.json
+	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+transfer-tools: ## yt-dlp and rclone, which the net kit's tools run (Debian's packages, installed once)
+	@command -v yt-dlp >/dev/null 2>&1 && command -v rclone >/dev/null 2>&1 || \
+	  { echo "installing yt-dlp and rclone (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq yt-dlp rclone; }
+
+test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e

@@ -74,8 +74,13 @@ var buildDigest = sync.OnceValue(func() string {
 })
 
 // toolFiles digests what a tool runs: a command tool's folder (its
-// scripts); a builtin is the worker's own build.
+// scripts); a builtin is the worker's own build; an MCP tool is its
+// server's configuration (the server's code is not capflow's to digest).
 func (a *Activities) toolFiles(m *manifest.Manifest) (string, error) {
+	if m.Entrypoint.Type == manifest.EntryMCP {
+		b, _ := json.Marshal(a.Project.Config.MCPServers[m.Entrypoint.Server])
+		return "mcp " + artifacts.Digest(b), nil
+	}
 	if m.Entrypoint.Type == manifest.EntryBuiltin || m.Dir == "" {
 		return "build " + buildDigest(), nil
 	}

@@ -339,7 +339,13 @@ func runCmd(t *testing.T, cmd *exec.Cmd) (int, bytes.Buffer, bytes.Buffer) {
 // capflowEnv is capflow with extra environment variables.
 func (h *harness) capflowEnv(t *testing.T, extra []string, args ...string) (int, envelope.Envelope, string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", h.project, "--output", "json")...)
+	return h.capflowAt(t, h.project, extra, args...)
+}
+
+// capflowAt is capflow in another project folder.
+func (h *harness) capflowAt(t *testing.T, project string, extra []string, args ...string) (int, envelope.Envelope, string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", project, "--output", "json")...)
 	cmd.Env = append(h.env(), extra...)
 	code, out, errb := runCmd(t, cmd)
 	var env envelope.Envelope

@@ -49,7 +49,10 @@ type App struct {
 	outputPathBad bool
 	// verbose: live output includes the tools' stderr lines.
 	verbose bool
-	flags   map[string]*pflag.Flag
+	// progress: live lines on stderr even with JSON output (the MCP
+	// server turns them into progress notifications).
+	progress bool
+	flags    map[string]*pflag.Flag
 
 	log    hclog.Logger
 	result *result

@@ -73,7 +73,7 @@ func TestValidateBrokenManifests(t *testing.T) {
 		"tools/b/tool.yaml|1|description|missing required field",
 		"tools/b/tool.yaml|2|version|must be string",
 		"tools/b/tool.yaml|3|capabilities[0]|is not domain.action",
-		"tools/b/tool.yaml|4|entrypoint.type|must be one of command, http, builtin",
+		"tools/b/tool.yaml|4|entrypoint.type|must be one of command, http, builtin, mcp",
 		"tools/c/tool.yaml|4|capabilites|did you mean \"capabilities\"",
 		"tools/c/tool.yaml|7|input_schema.type|not a valid JSON Schema",
 		"tools/c/tool.yaml|8|priority|must be integer",

@@ -70,7 +70,7 @@ var stepMarks = map[wfapi.StepState]string{
 
 // showsProgress: pretty output, or CAPFLOW_PROGRESS=1 with JSON output.
 func (a *App) showsProgress() bool {
-	return !a.jsonOutput() || os.Getenv("CAPFLOW_PROGRESS") == "1"
+	return a.progress || !a.jsonOutput() || os.Getenv("CAPFLOW_PROGRESS") == "1"
 }
 
 func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {

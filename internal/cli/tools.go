@@ -23,7 +23,7 @@ import (
 
 func (a *App) toolsCommand() *cobra.Command {
 	c := &cobra.Command{Use: "tools", Short: "Validate, list, resolve, scaffold and run tools", RunE: a.groupRun}
-	c.AddCommand(a.toolsValidate(), a.toolsList(), a.toolsResolve(), a.toolsShow(), a.toolsScaffold(), a.toolsRun())
+	c.AddCommand(a.toolsValidate(), a.toolsList(), a.toolsResolve(), a.toolsShow(), a.toolsScaffold(), a.toolsRun(), a.toolsImportMCP())
 	return c
 }
 
@@ -322,7 +322,13 @@ func (a *App) toolsRun() *cobra.Command {
 			wd, _ := os.MkdirTemp("", "capflow-tool-")
 			defer os.RemoveAll(wd)
 			// A short grace: capflow answers a signal within 2 s.
-			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second}
+			proj, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			mcp := proj.MCP(Version)
+			defer mcp.Close()
+			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second, MCP: mcp}
 			began := envelope.Now()
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
 				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: pol.Sandbox,

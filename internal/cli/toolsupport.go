@@ -87,6 +87,8 @@ func Runs(m *manifest.Manifest) string {
 		return "command: " + strings.Join(m.Entrypoint.Command, " ") + " (in " + m.Dir + ")"
 	case manifest.EntryBuiltin:
 		return "builtin: " + m.Entrypoint.Name
+	case manifest.EntryMCP:
+		return "mcp: tool " + m.Entrypoint.Tool + " of server " + m.Entrypoint.Server
 	case manifest.EntryHTTP:
 		method := m.Entrypoint.Method
 		if method == "" {

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +42,29 @@ type Config struct {
 	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
 	// Cache is the result cache's default (docs/cache.md).
 	Cache Cache `mapstructure:"cache" json:"cache"`
+	// MCPServers are the MCP servers whose tools are capflow tools
+	// (docs/mcp.md), by name. Read from the file as written (viper would
+	// fold the case of environment variable names).
+	MCPServers map[string]MCPServer `mapstructure:"-" json:"mcp_servers,omitempty"`
+}
+
+// MCPServer is how to reach one MCP server: a command speaking stdio, or a
+// streamable-HTTP URL.
+type MCPServer struct {
+	Command []string          `json:"command,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// PassEnv names variables of the worker's environment the server gets
+	// (its credentials stay out of capflow.yaml).
+	PassEnv []string          `json:"pass_env,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// BearerTokenEnv names a variable holding an HTTP server's token.
+	BearerTokenEnv string `json:"bearer_token_env,omitempty"`
+	// Dir is a stdio server's working directory (relative: the project's).
+	Dir string `json:"dir,omitempty"`
+	// StartTimeout bounds starting and initializing a connection (a Go
+	// duration; default 30s).
+	StartTimeout string `json:"start_timeout,omitempty"`
 }
 
 // Cache holds the cache's project defaults.
@@ -203,6 +227,9 @@ func Load(opts Options) (*Config, error) {
 		if err := v.MergeConfigMap(raw); err != nil {
 			return nil, caperr.Wrap(caperr.ConfigError, err, "merge %s", file)
 		}
+		if err := decodeMCP(raw, cfg); err != nil {
+			return nil, err
+		}
 		cfg.File = file
 	case explicit || !errors.Is(err, os.ErrNotExist):
 		return nil, caperr.WithCode(err, caperr.ConfigError)
@@ -224,6 +251,23 @@ func Load(opts Options) (*Config, error) {
 		*l = splitList(*l)
 	}
 	return cfg, cfg.validate()
+}
+
+// decodeMCP takes mcp_servers from the file's own map (validated by the
+// schema already).
+func decodeMCP(raw map[string]any, cfg *Config) error {
+	m, ok := raw["mcp_servers"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg.MCPServers)
+	}
+	if err != nil {
+		return caperr.Wrap(caperr.ConfigError, err, "mcp_servers")
+	}
+	return nil
 }
 
 func splitList(in []string) []string {

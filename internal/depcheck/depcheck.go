@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,9 @@ type Checker struct {
 	LookupEnv func(string) (string, bool)
 	Client    *http.Client
 	Timeout   time.Duration
+	// MCPServers are the configured MCP servers: name -> the command of a
+	// stdio server (nil for an HTTP one).
+	MCPServers map[string][]string
 
 	mu    sync.Mutex
 	cache map[manifest.Dependency]error
@@ -73,6 +77,16 @@ func (c *Checker) check(d manifest.Dependency) error {
 		resp.Body.Close()
 		if resp.StatusCode >= 400 {
 			return fmt.Errorf("service %s answered HTTP %d at %s", d.Name, resp.StatusCode, d.URL)
+		}
+	case manifest.DepMCPServer:
+		cmd, ok := c.MCPServers[d.Name]
+		if !ok {
+			return fmt.Errorf("MCP server %q is not configured (mcp_servers in capflow.yaml, docs/mcp.md)", d.Name)
+		}
+		if len(cmd) > 0 && !strings.Contains(cmd[0], "/") {
+			if _, err := c.LookPath(cmd[0]); err != nil {
+				return fmt.Errorf("MCP server %q: its command %q is not on PATH", d.Name, cmd[0])
+			}
 		}
 	default:
 		return fmt.Errorf("unknown dependency kind %q", d.Kind)

@@ -189,7 +189,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		}
 		if c.opts.Deps != nil {
 			var missing []string
-			for _, d := range m.Dependencies {
+			for _, d := range m.Needs() {
 				if err := c.opts.Deps.Check(d); err != nil {
 					missing = append(missing, err.Error())
 				}

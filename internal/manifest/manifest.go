@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -15,6 +16,9 @@ const (
 	EntryCommand = "command"
 	EntryHTTP    = "http"
 	EntryBuiltin = "builtin"
+	// EntryMCP is a tool of an MCP server named in capflow.yaml's
+	// mcp_servers (docs/mcp.md).
+	EntryMCP = "mcp"
 )
 
 // Execution paths (the manifest's execution field).
@@ -95,6 +99,10 @@ type Entrypoint struct {
 	Name    string            `json:"name,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Result  string            `json:"result,omitempty"`
+	// Server and Tool: an mcp entrypoint's server (mcp_servers) and the
+	// name of its tool there.
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
 }
 
 // Dependency kinds.
@@ -102,7 +110,19 @@ const (
 	DepBinary  = "binary"
 	DepEnv     = "env"
 	DepService = "service"
+	// DepMCPServer is implied by an mcp entrypoint (its server must be
+	// configured); never written in tool.yaml.
+	DepMCPServer = "mcp_server"
 )
+
+// Needs is what the tool needs on a worker: its declared dependencies and
+// what its entrypoint implies (an mcp tool's server).
+func (m *Manifest) Needs() []Dependency {
+	if m.Entrypoint.Type != EntryMCP {
+		return m.Dependencies
+	}
+	return append(slices.Clone(m.Dependencies), Dependency{Kind: DepMCPServer, Name: m.Entrypoint.Server})
+}
 
 // Dependency is something the tool needs on the worker.
 type Dependency struct {

@@ -117,7 +117,10 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 	}
 	if ep, ok := raw["entrypoint"].(map[string]any); ok {
 		typ, _ := ep["type"].(string)
-		need := map[string]string{EntryCommand: "command", EntryHTTP: "url", EntryBuiltin: "name"}
+		need := map[string]string{EntryCommand: "command", EntryHTTP: "url", EntryBuiltin: "name", EntryMCP: "server"}
+		if _, has := ep["tool"]; typ == EntryMCP && !has {
+			at([]string{"entrypoint"}, "entrypoint of type mcp needs \"tool\" (the tool's name on the server)")
+		}
 		if f, ok := need[typ]; ok {
 			if _, has := ep[f]; !has {
 				at([]string{"entrypoint"}, "entrypoint of type %s needs %q", typ, f)

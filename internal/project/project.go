@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/mcpclient"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
@@ -97,6 +98,12 @@ func (p *Project) Artifacts(ctx context.Context) (*artifacts.Store, error) {
 	return artifacts.Open(ctx, artifacts.Options{URL: p.Config.Artifacts.URL, StateDir: p.Config.Abs(p.Config.StateDir)})
 }
 
+// MCP is a pool of sessions to the project's MCP servers (docs/mcp.md);
+// nothing starts until a tool is called. Close it when done.
+func (p *Project) MCP(version string) *mcpclient.Pool {
+	return mcpclient.New(mcpclient.Options{Servers: p.Config.MCPServers, Root: p.Config.Root, Version: version, Logger: p.log})
+}
+
 // Registry loads the tools.
 func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(p.RegistryOptions()) }
 
@@ -124,7 +131,12 @@ func (p *Project) ParsePlan(file string, data []byte) (*plan.Plan, caperr.Proble
 // Check runs the preflight checks of a plan against the project.
 // optionalInputs lets `plan check` run before inputs are known.
 func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Registry, pol *policy.Policy, optionalInputs bool) *preflight.Report {
+	deps := depcheck.New()
+	deps.MCPServers = map[string][]string{}
+	for name, s := range p.Config.MCPServers {
+		deps.MCPServers[name] = s.Command
+	}
 	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
-		MinConfidence: p.Config.Router.MinConfidence, Deps: depcheck.New(), InputsOptional: optionalInputs,
+		MinConfidence: p.Config.Router.MinConfidence, Deps: deps, InputsOptional: optionalInputs,
 		CacheTTL: p.Config.CacheTTL()})
 }

@@ -104,6 +104,8 @@ func Confinement(m *manifest.Manifest) string {
 		return "server confined: " + s.Describe()
 	case m.Entrypoint.Type == manifest.EntryHTTP:
 		return "an HTTP call from the worker"
+	case m.Entrypoint.Type == manifest.EntryMCP:
+		return "a call to MCP server " + m.Entrypoint.Server + " (not confined by capflow: the server runs as configured)"
 	}
 	return "in the worker: files only inside the project and the run folder"
 }

@@ -24,7 +24,7 @@ func TestManifestSchemaViolations(t *testing.T) {
 	for _, want := range []string{
 		`capabilites: unknown field "capabilites" (did you mean "capabilities"?)`,
 		`entrypoint/comand: unknown field "comand" (did you mean "command"?)`,
-		`entrypoint/type: must be one of command, http, builtin, not "shell"`,
+		`entrypoint/type: must be one of command, http, builtin, mcp, not "shell"`,
 		`priority: must be integer, not string`,
 		`capabilities/0: `,
 		`name: `,

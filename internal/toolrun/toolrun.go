@@ -19,6 +19,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/mcpclient"
 	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/schema"
 )
@@ -62,6 +63,8 @@ type Runner struct {
 	// Hide are files and folders a confined tool must not see (the
 	// worker's ownership key).
 	Hide []string
+	// MCP calls the tools of the project's MCP servers (nil: none).
+	MCP *mcpclient.Pool
 
 	schemas sync.Map // digest|in|out -> *schema.Schema
 }
@@ -115,6 +118,8 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 		env = r.runHTTP(ctx, req, b)
 	case manifest.EntryBuiltin:
 		env = runBuiltin(ctx, req, b)
+	case manifest.EntryMCP:
+		env = r.runMCP(ctx, req, b)
 	default:
 		env = b.Fail(caperr.InvalidInput, "unknown entrypoint type "+m.Entrypoint.Type, nil)
 	}

@@ -38,6 +38,9 @@ import (
 
 // Register registers the workflow and activities on a worker (or any
 // registry, e.g. a test environment).
+// Version is set at build time with -ldflags (the MCP client's version).
+var Version = "dev"
+
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
@@ -168,8 +171,10 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer store.Close()
+	mcp := proj.MCP(Version)
+	defer mcp.Close()
 	acts := &activities.Activities{
-		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun")}, Logger: log,
+		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/console"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/mcpserver"
+)
+
+// mcpCommand serves capflow to MCP clients (docs/mcp.md): over stdio, or
+// streamable HTTP with --http.
+func (a *App) mcpCommand() *cobra.Command {
+	var httpAddr, token, by string
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve capflow's tools (route, plan_check, run, status, decide, cancel, report) to MCP clients over stdio, or --http ADDR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			args := []string{"--output", "json", "--project", p.Config.Root}
+			if a.configFile != "" {
+				args = append(args, "--config", a.configFile)
+			}
+			srv := mcpserver.New(mcpserver.Options{Exec: execIn, Args: args, By: by, Version: Version,
+				PlanDir: filepath.Join(p.Config.Abs(p.Config.StateDir), "mcp")})
+			if httpAddr == "" {
+				// stdout is the protocol's: the closing envelope goes to stderr.
+				a.Stdout = a.Stderr
+				err = srv.Run(a.ctx, &mcp.StdioTransport{})
+				if err != nil && a.ctx.Err() == nil && !errors.Is(err, io.EOF) {
+					return caperr.Wrap(caperr.InternalError, err, "mcp over stdio")
+				}
+				a.set(envelope.NewBuilder("capflow-mcp").Succeed("the MCP client closed the session", nil), nil)
+				return nil
+			}
+			return a.serveMCPHTTP(srv, httpAddr, token)
+		},
+	}
+	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8090) instead of stdio")
+	c.Flags().StringVar(&token, "token", "", "with --http: a bearer token every request must carry (default $CAPFLOW_MCP_TOKEN; required off loopback)")
+	c.Flags().StringVar(&by, "by", "mcp", "who decisions made through MCP are recorded as")
+	return c
+}
+
+func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
+	if token == "" {
+		token = os.Getenv("CAPFLOW_MCP_TOKEN")
+	}
+	if err := console.CheckAddr(addr, token); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return caperr.New(caperr.ConfigError, "mcp: cannot listen on %s: %v", addr, err)
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if token != "" {
+		next, want := h, []byte("Bearer "+token)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				http.Error(w, "capflow mcp needs its token (Authorization: Bearer ...)", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-a.ctx.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}()
+	fmt.Fprintf(a.Stderr, "capflow mcp on http://%s/ (streamable HTTP); Ctrl-C stops it\n", ln.Addr())
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return caperr.Wrap(caperr.InternalError, err, "mcp")
+	}
+	a.set(envelope.NewBuilder("capflow-mcp").Succeed("mcp stopped", map[string]any{"addr": ln.Addr().String()}), nil)
+	return nil
+}
+
+// execIn runs one command in this process for the MCP server: like Main,
+// under ctx, with the live progress lines on stderr even in JSON output.
+func execIn(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return (&App{Stdout: stdout, Stderr: stderr, ctx: ctx, progress: true}).main(args)
+}

@@ -1,0 +1,322 @@
+// Package mcpclient calls the tools of MCP servers (docs/mcp.md) for the
+// worker and the CLI: one session per configured server per process,
+// started at first use and started again after it died or hung.
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+)
+
+// DefaultStartTimeout bounds starting a server and its initialize
+// handshake unless the server's start_timeout says otherwise.
+const DefaultStartTimeout = 30 * time.Second
+
+// Options of a Pool. Logger, LookupEnv and Version may be left zero.
+type Options struct {
+	Servers map[string]config.MCPServer
+	// Root is the project root: a stdio server's working directory unless
+	// it names its own (relative to Root).
+	Root string
+	// Version is capflow's, sent as the client's.
+	Version   string
+	Logger    hclog.Logger
+	LookupEnv func(string) (string, bool)
+}
+
+// Pool holds the sessions.
+type Pool struct {
+	o   Options
+	log hclog.Logger
+
+	mu       sync.Mutex
+	conns    map[string]*conn
+	progress sync.Map // progress token -> func(*mcp.ProgressNotificationParams)
+	next     atomic.Int64
+}
+
+type conn struct {
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	stderr *tail
+}
+
+// New makes a pool; nothing starts until a tool is called.
+func New(o Options) *Pool {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	return &Pool{o: o, log: o.Logger.Named("mcp"), conns: map[string]*conn{}}
+}
+
+// Progress is a server's progress on a call.
+type Progress = mcp.ProgressNotificationParams
+
+// Call calls a server's tool. Errors carry their contract code: a server
+// that cannot be started or that died is DEPENDENCY_UNAVAILABLE; one
+// that refuses the call (unknown tool, invalid arguments, garbage) is
+// TOOL_FAILURE; a call past ctx's deadline returns ctx's error, and the
+// server is stopped (the next call starts it again).
+func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress func(*Progress)) (*mcp.CallToolResult, error) {
+	cs, c, err := p.session(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if progress != nil {
+		tok := fmt.Sprintf("capflow-%d", p.next.Add(1))
+		p.progress.Store(tok, progress)
+		defer p.progress.Delete(tok)
+		params.SetProgressToken(tok)
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err == nil {
+		return res, nil
+	}
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		p.drop(server, cs, "did not answer "+tool+" in time")
+		return nil, ctx.Err()
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.As(err, &rpc):
+		return nil, caperr.New(caperr.ToolFailure, "MCP server %s refused %s: %s", server, tool, rpc.Message)
+	}
+	p.drop(server, cs, "failed")
+	return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %s failed during %s: %v%s", server, tool, err, c.stderr.String())
+}
+
+// Tools lists a server's tools and says who it is.
+func (p *Pool) Tools(ctx context.Context, server string) ([]*mcp.Tool, *mcp.Implementation, error) {
+	cs, _, err := p.session(ctx, server)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, nil, caperr.New(caperr.DependencyUnavailable, "MCP server %s: list tools: %v", server, err)
+		}
+		out = append(out, t)
+	}
+	return out, cs.InitializeResult().ServerInfo, nil
+}
+
+// Close stops every server.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = map[string]*conn{}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		if c.cs != nil {
+			_ = c.cs.Close()
+			c.cs = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+// session is a live session to the server, started when there is none.
+func (p *Pool) session(ctx context.Context, name string) (*mcp.ClientSession, *conn, error) {
+	p.mu.Lock()
+	c, ok := p.conns[name]
+	if !ok {
+		c = &conn{stderr: &tail{}}
+		p.conns[name] = c
+	}
+	p.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil {
+		return c.cs, c, nil
+	}
+	cs, err := p.connect(ctx, name, c.stderr)
+	if err != nil {
+		return nil, c, err
+	}
+	c.cs = cs
+	go func() {
+		// A server that exits or drops the connection is forgotten: the
+		// next call starts it again.
+		_ = cs.Wait()
+		p.drop(name, cs, "ended")
+	}()
+	return cs, c, nil
+}
+
+// drop forgets a session (and stops its server) unless it was replaced.
+func (p *Pool) drop(name string, cs *mcp.ClientSession, why string) {
+	p.mu.Lock()
+	c := p.conns[name]
+	p.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	mine := c.cs == cs
+	if mine {
+		c.cs = nil
+	}
+	c.mu.Unlock()
+	if mine {
+		p.log.Warn("MCP server stopped", "server", name, "why", why)
+		_ = cs.Close()
+	}
+}
+
+func (p *Pool) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if f, ok := p.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
+		f.(func(*Progress))(req.Params)
+	}
+}
+
+// connect starts the server (a command, or a session with an HTTP
+// endpoint) and runs the initialize handshake within its start timeout.
+func (p *Pool) connect(ctx context.Context, name string, stderr *tail) (*mcp.ClientSession, error) {
+	srv, ok := p.o.Servers[name]
+	if !ok {
+		return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %q is not configured (mcp_servers in capflow.yaml, docs/mcp.md)", name)
+	}
+	timeout := DefaultStartTimeout
+	if d, err := time.ParseDuration(srv.StartTimeout); err == nil && d > 0 {
+		timeout = d
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "capflow", Version: p.o.Version},
+		// No roots: a server keeps the folders its configuration gives it.
+		&mcp.ClientOptions{ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{}})
+	var t mcp.Transport
+	if len(srv.Command) > 0 {
+		t = &mcp.CommandTransport{Command: p.command(name, srv, stderr), TerminateDuration: 2 * time.Second}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: p.headers(srv)}, DisableStandaloneSSE: true}
+	}
+	start := time.Now()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		what := "did not start"
+		if cctx.Err() != nil {
+			what = fmt.Sprintf("did not finish its initialize handshake within %s (start_timeout)", timeout)
+		}
+		return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %s %s: %v%s", name, what, err, stderr.String())
+	}
+	info := cs.InitializeResult().ServerInfo
+	p.log.Info("MCP server connected", "server", name, "name", info.Name, "version", info.Version, "took", time.Since(start).Round(time.Millisecond))
+	return cs, nil
+}
+
+// command is a stdio server's process: its own environment (PATH, HOME,
+// the locale, what pass_env names, env), not the worker's whole one.
+func (p *Pool) command(name string, srv config.MCPServer, stderr *tail) *exec.Cmd {
+	cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
+	cmd.Dir = p.o.Root
+	if srv.Dir != "" {
+		cmd.Dir = srv.Dir
+		if !strings.HasPrefix(srv.Dir, "/") {
+			cmd.Dir = p.o.Root + "/" + srv.Dir
+		}
+	}
+	for _, k := range append([]string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}, srv.PassEnv...) {
+		if v, ok := p.o.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr.log = p.log.With("server", name)
+	cmd.Stderr = stderr
+	setProcAttr(cmd)
+	return cmd
+}
+
+// headers adds an HTTP server's headers and bearer token to each request.
+func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
+	h := http.Header{}
+	for k, v := range srv.Headers {
+		h.Set(k, v)
+	}
+	if srv.BearerTokenEnv != "" {
+		if v, ok := p.o.LookupEnv(srv.BearerTokenEnv); ok {
+			h.Set("Authorization", "Bearer "+v)
+		}
+	}
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		for k, v := range h {
+			r.Header[k] = v
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// tail keeps the last lines a server wrote to stderr (named in errors) and
+// logs each at debug level.
+type tail struct {
+	mu    sync.Mutex
+	log   hclog.Logger
+	lines []string
+	part  string
+}
+
+const tailLines = 8
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(b)
+	lines := strings.Split(s, "\n")
+	t.part = lines[len(lines)-1]
+	if len(t.part) > 4096 {
+		t.part = t.part[:4096]
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if len(l) > 512 {
+			l = l[:512] + "…"
+		}
+		if t.log != nil {
+			t.log.Debug("stderr", "line", l)
+		}
+		t.lines = append(t.lines, l)
+		if len(t.lines) > tailLines {
+			t.lines = t.lines[1:]
+		}
+	}
+	return len(b), nil
+}
+
+// String is the tail as an error's suffix ("" when the server wrote none).
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return "; its stderr ended: " + strings.Join(t.lines, " | ")
+}

@@ -1,0 +1,118 @@
+package toolrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/mcpclient"
+)
+
+// runMCP calls an MCP server's tool (docs/mcp.md): the step's data is the
+// tool's structuredContent, else {"content": [its content blocks]};
+// isError fails the step with TOOL_FAILURE and the tool's text; progress
+// notifications are live feedback.
+func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder) envelope.Envelope {
+	m := req.Manifest
+	ep := m.Entrypoint
+	if r.MCP == nil {
+		return b.Fail(caperr.DependencyUnavailable, fmt.Sprintf("%s: this process has no MCP servers configured (mcp_servers in capflow.yaml)", m.Name), nil)
+	}
+	// Notifications arrive on the session's goroutine, possibly late.
+	var mu sync.Mutex
+	var progress []envelope.Feedback
+	ended := false
+	res, err := r.MCP.Call(ctx, ep.Server, ep.Tool, req.Inputs, func(p *mcpclient.Progress) {
+		text := fmt.Sprintf("%g", p.Progress)
+		if p.Total > 0 {
+			text = fmt.Sprintf("%g of %g", p.Progress, p.Total)
+		}
+		if p.Message != "" {
+			text = p.Message + " (" + text + ")"
+		}
+		f := envelope.Feedback{Phase: "progress", Level: envelope.LevelInfo, Message: text, Timestamp: envelope.Timestamp(envelope.Now())}
+		mu.Lock()
+		defer mu.Unlock()
+		if ended || len(progress) >= maxProgress {
+			return
+		}
+		progress = append(progress, f)
+		if req.OnFeedback != nil {
+			req.OnFeedback(f)
+		}
+	})
+	mu.Lock()
+	ended = true
+	b.Append(progress...)
+	mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return b.Fail(ctxCode(ctx), fmt.Sprintf("%s: %s (MCP server %s, tool %s)", m.Name, ctxMessage(ctxCode(ctx)), ep.Server, ep.Tool), nil)
+		}
+		return b.Fail(caperr.CodeOf(err), err.Error(), nil)
+	}
+	data, err := mcpData(res)
+	if err != nil {
+		return b.Fail(caperr.ToolFailure, fmt.Sprintf("%s: MCP server %s answered %s out of contract: %v", m.Name, ep.Server, ep.Tool, err), nil)
+	}
+	text := contentText(res.Content)
+	if res.IsError {
+		if text == "" {
+			text = "the tool reported an error without text"
+		}
+		b.Error("tool", text, "")
+		return b.Fail(caperr.ToolFailure, fmt.Sprintf("%s: %s", m.Name, text), data)
+	}
+	msg := fmt.Sprintf("%s: %s/%s answered", m.Name, ep.Server, ep.Tool)
+	if text != "" && res.StructuredContent == nil {
+		msg = fmt.Sprintf("%s: %s", m.Name, firstLine(text, 200))
+	}
+	return b.Succeed(msg, data)
+}
+
+// maxProgress bounds the progress notifications a step keeps.
+const maxProgress = 200
+
+// mcpData is a result's data as plain JSON values.
+func mcpData(res *mcp.CallToolResult) (any, error) {
+	var v any = map[string]any{"content": res.Content}
+	if res.StructuredContent != nil {
+		v = res.StructuredContent
+	}
+	if res.Content == nil && res.StructuredContent == nil {
+		v = map[string]any{"content": []any{}}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(raw, &out)
+}
+
+// contentText joins a result's text blocks.
+func contentText(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok && t.Text != "" {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
