@@ -38,7 +38,7 @@ func TestAgentSeedRequestReportsWhatIsMissing(t *testing.T) {
 	var d agentData
 	data(t, env, &d)
 	if code != 3 || d.Verdict != "task not completed" || d.Route["id"] != "video-to-drive" || len(d.Done) != 0 ||
-		caps(d.Missing) != "download=youtube.download,upload=drive.upload" {
+		caps(d.Missing) != "download=media.download,upload=storage.upload" {
 		t.Fatalf("exit %d: %+v", code, d)
 	}
 	for _, phase := range []string{"planning", "gap check", "policy check"} {

@@ -78,6 +78,8 @@ func (c *Checker) check(d manifest.Dependency) error {
 		if resp.StatusCode >= 400 {
 			return fmt.Errorf("service %s answered HTTP %d at %s", d.Name, resp.StatusCode, d.URL)
 		}
+	case manifest.DepRcloneRemote:
+		return c.rcloneRemote(d.Name)
 	case manifest.DepMCPServer:
 		cmd, ok := c.MCPServers[d.Name]
 		if !ok {
@@ -92,4 +94,27 @@ func (c *Checker) check(d manifest.Dependency) error {
 		return fmt.Errorf("unknown dependency kind %q", d.Kind)
 	}
 	return nil
+}
+
+// rcloneRemote checks that rclone knows the remote (its config file, or
+// RCLONE_CONFIG_<NAME>_TYPE and friends in the environment).
+func (c *Checker) rcloneRemote(name string) error {
+	how := fmt.Sprintf("add it with `rclone config`, or set RCLONE_CONFIG_%s_TYPE (and the remote's options) in the worker's environment (docs/transfer.md)",
+		strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)))
+	bin, err := c.LookPath("rclone")
+	if err != nil {
+		return fmt.Errorf("rclone remote %q: rclone is not on PATH", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "listremotes").Output()
+	if err != nil {
+		return fmt.Errorf("rclone remote %q: rclone listremotes failed (%v): %s", name, err, how)
+	}
+	for _, l := range strings.Fields(string(out)) {
+		if l == name+":" {
+			return nil
+		}
+	}
+	return fmt.Errorf("rclone remote %q is not configured: %s", name, how)
 }

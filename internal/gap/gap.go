@@ -190,6 +190,15 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		if c.opts.Deps != nil {
 			var missing []string
 			for _, d := range m.Needs() {
+				if d.Kind == manifest.DepRcloneRemote {
+					// Name is the input naming the remote: a literal is
+					// checked, a reference is known only at run time.
+					remote, ok := s.With[d.Name].(string)
+					if !ok || strings.Contains(remote, "${") {
+						continue
+					}
+					d.Name = remote
+				}
 				if err := c.opts.Deps.Check(d); err != nil {
 					missing = append(missing, err.Error())
 				}

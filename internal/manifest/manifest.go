@@ -99,6 +99,10 @@ type Entrypoint struct {
 	Name    string            `json:"name,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Result  string            `json:"result,omitempty"`
+	// PassEnv: variables of the worker's environment a command tool
+	// inherits, by name or by a prefix ending in * (RCLONE_CONFIG_*): a
+	// configuration that lives in the environment, never in history.
+	PassEnv []string `json:"pass_env,omitempty"`
 	// Server and Tool: an mcp entrypoint's server (mcp_servers) and the
 	// name of its tool there.
 	Server string `json:"server,omitempty"`
@@ -110,6 +114,9 @@ const (
 	DepBinary  = "binary"
 	DepEnv     = "env"
 	DepService = "service"
+	// DepRcloneRemote: the rclone remote a step's input (the field Name)
+	// names must be configured where the step runs.
+	DepRcloneRemote = "rclone_remote"
 	// DepMCPServer is implied by an mcp entrypoint (its server must be
 	// configured); never written in tool.yaml.
 	DepMCPServer = "mcp_server"

@@ -55,14 +55,14 @@ func TestShippedRules(t *testing.T) {
 		caps    string // capabilities of the steps, in order
 		has     string // a fragment of the plan YAML
 	}{
-		{"Download https://www.youtube.com/watch?v=x1 and put it on my drive in folder clips", "video-to-drive", "youtube.download,drive.upload", `folder: "clips"`},
-		{"Скачай видео https://youtu.be/x и загрузи на диск", "video-to-drive", "youtube.download,drive.upload", `url: "https://youtu.be/x"`},
-		{"download this video https://youtu.be/x", "video-download", "youtube.download", "youtube.download"},
+		{"Download https://www.youtube.com/watch?v=x1 and put it on my drive in folder clips", "video-to-drive", "media.download,storage.upload", `folder: "clips"`},
+		{"Скачай видео https://youtu.be/x и загрузи на диск", "video-to-drive", "media.download,storage.upload", `url: "https://youtu.be/x"`},
+		{"download this video https://youtu.be/x", "video-download", "media.download", "media.download"},
 		{"grab https://disk.yandex.ru/d/abc please", "public-disk-download", "yadisk.download", "disk.yandex.ru/d/abc"},
 		{"convert all webm in rec/ to mp4", "webm-to-mp4", "file.list,video.convert", `for_each: "${steps.find.data.files}"`},
 		{"convert all webm files in ./incoming to mp4", "webm-to-mp4", "file.list,video.convert", `dir: "incoming"`},
 		{"перекодируй talk.webm в mp4", "webm-to-mp4", "video.convert", `input: "talk.webm"`},
-		{"upload report.pdf and notes.txt to the drive", "drive-upload", "drive.upload,drive.upload", `file: "notes.txt"`},
+		{"upload report.pdf and notes.txt to the drive", "drive-upload", "storage.upload,storage.upload", `file: "notes.txt"`},
 		{"what is the sha256 of go.sum?", "checksum", "file.checksum", `path: "go.sum"`},
 		{"unzip release.zip into out/", "extract-archive", "archive.extract", `dest: "out"`},
 		{"zip everything in docs/ please", "create-archive", "archive.create,file.checksum", `source: "docs"`},
@@ -70,12 +70,13 @@ func TestShippedRules(t *testing.T) {
 		{"list the files in plans/examples/", "list-files", "file.list", `dir: "plans/examples"`},
 		// The same rules in Russian: Go's \b is ASCII only, so words like
 		// "все" and "в" need Unicode-aware boundaries.
-		{"скачай видео https://www.youtube.com/watch?v=x1 и положи на гугл диск в папку клипы", "video-to-drive", "youtube.download,drive.upload", `folder: "клипы"`},
-		{"скачай ролик https://youtu.be/x", "video-download", "youtube.download", `url: "https://youtu.be/x"`},
+		{"скачай видео https://www.youtube.com/watch?v=x1 и положи на гугл диск в папку клипы", "video-to-drive", "media.download,storage.upload", `folder: "клипы"`},
+		{"скачай ролик https://youtu.be/x", "video-download", "media.download", `url: "https://youtu.be/x"`},
 		{"скачай с яндекс диска https://disk.yandex.ru/d/abc в загрузки/", "public-disk-download", "yadisk.download", `dest: "загрузки"`},
 		{"конвертируй все webm из incoming/ в mp4", "webm-to-mp4", "file.list,video.convert", `dir: "incoming"`},
 		{"конвертируй всё webm в rec/ в mp4", "webm-to-mp4", "file.list,video.convert", `dir: "rec"`},
-		{"загрузи отчёт.pdf на диск", "drive-upload", "drive.upload", `file: "отчёт.pdf"`},
+		{"загрузи отчёт.pdf на диск", "drive-upload", "storage.upload", `file: "отчёт.pdf"`},
+		{"Скачай http://127.0.0.1:8000/clip.webm и положи на Яндекс Диск", "video-to-yandex-disk", "media.download,storage.upload", "remote: yadisk"},
 		{"посчитай хеш go.sum", "checksum", "file.checksum", `path: "go.sum"`},
 		{"распакуй archive.zip в out/", "extract-archive", "archive.extract", `dest: "out"`},
 		{"упакуй в архив всё из docs/", "create-archive", "archive.create,file.checksum", `source: "docs"`},

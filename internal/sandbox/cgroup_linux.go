@@ -135,6 +135,10 @@ func sweepStale(parent string) {
 func (cg *cgroup) join(pid int) error {
 	for c, d := range cg.dirs {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				// bubblewrap exited at once: it could not lay out the tree.
+				return fmt.Errorf("the sandbox exited before it started the tool (bubblewrap could not set up its file system; run the tool with sandbox: off in policy.yaml to compare): %w", err)
+			}
 			return fmt.Errorf("cannot join the %s cgroup: %w", c, err)
 		}
 	}

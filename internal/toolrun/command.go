@@ -163,6 +163,7 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 			}
 		}
 	}
+	env = append(env, passEnv(m.Entrypoint.PassEnv, os.Environ())...)
 	for k, v := range m.Entrypoint.Env {
 		env = append(env, k+"="+v)
 	}
@@ -341,4 +342,23 @@ func closeQuiet(f *os.File) {
 	if f != nil {
 		_ = f.Close()
 	}
+}
+
+// passEnv picks the variables a manifest's pass_env names (NAME, or
+// PREFIX_* for every variable that starts so) from an environment.
+func passEnv(names, environ []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, n := range names {
+			if p, ok := strings.CutSuffix(n, "*"); (ok && strings.HasPrefix(k, p)) || k == n {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return out
 }

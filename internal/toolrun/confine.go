@@ -46,6 +46,13 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		read = append(read, filepath.Dir(req.Manifest.Dir))
 	}
 	read = append(read, inputPaths(req.Inputs, maxInputPaths)...)
+	for i, r := range read {
+		// Bound by what they point at: bubblewrap cannot bind onto a path
+		// that runs through a link (a kits folder linked into the project).
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			read[i] = real
+		}
+	}
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec}
