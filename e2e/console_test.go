@@ -100,14 +100,7 @@ steps:
   - {id: ok, capability: flow.approve, needs: [each, check], with: {prompt: "Ship it?"}}
   - {id: done, capability: test.noop, needs: [ok]}
 `)
-	code, e, stderr := h.capflow(t, "run", plan, "--detach")
-	var s struct {
-		WorkflowID string `json:"workflow_id"`
-	}
-	data(t, e, &s)
-	if code != 0 {
-		t.Fatalf("start: exit %d %s\n%s", code, e.Message, stderr)
-	}
+	s := struct{ WorkflowID string }{startDetached(t, plan)}
 	ctx := consoleBrowser(t)
 	var runsText string
 	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/"),
@@ -148,7 +141,7 @@ steps:
 	}
 	shot(t, ctx, "console-passed.png")
 	var res runResult
-	_, e, _ = h.capflow(t, "status", s.WorkflowID)
+	_, e, _ := h.capflow(t, "status", s.WorkflowID)
 	data(t, e, &res)
 	if d := res.step(t, "ok").Decisions; len(d) != 1 || d[0].Action != "approve" || d[0].By != "console" || d[0].Comment != "looks good" {
 		t.Fatalf("the decision: %+v", d)

@@ -54,15 +54,7 @@ steps:
 func TestRunControl(t *testing.T) {
 	_ = os.Remove(filepath.Join(h.project, "e2e-fixme.txt"))
 	file := h.writePlan(t, "control", controlPlan)
-	code, env, stderr := h.capflow(t, "run", file, "--detach")
-	var started struct {
-		WorkflowID string `json:"workflow_id"`
-	}
-	data(t, env, &started)
-	if code != 0 || started.WorkflowID == "" {
-		t.Fatalf("exit %d: %s\n%s", code, env.Message, stderr)
-	}
-	id := started.WorkflowID
+	id := startDetached(t, file)
 	waitProgress(t, id, "read waiting", func(p *wfapi.Result) bool { return stepOf(p, "read").Status == wfapi.StepWaiting })
 
 	for _, c := range []struct {

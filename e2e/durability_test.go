@@ -13,9 +13,15 @@ import (
 )
 
 // startDetached starts a plan without waiting and returns its workflow ID.
-func startDetached(t *testing.T, plan string) string {
+func startDetached(t *testing.T, plan string, args ...string) string {
 	t.Helper()
-	code, env, stderr := h.capflow(t, "run", plan, "--detach")
+	return startDetachedAt(t, h.project, nil, plan, args...)
+}
+
+// startDetachedAt is startDetached in another project, with variables.
+func startDetachedAt(t *testing.T, project string, extra []string, plan string, args ...string) string {
+	t.Helper()
+	code, env, stderr := h.capflowAt(t, project, extra, append([]string{"run", plan, "--detach"}, args...)...)
 	var started map[string]any
 	data(t, env, &started)
 	id, _ := started["workflow_id"].(string)

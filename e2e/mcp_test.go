@@ -157,20 +157,13 @@ steps:
 steps:
   - {id: long, capability: everything.trigger_long_running_operation, with: {duration: 4, steps: 4}, retry: {max_attempts: 2, initial_interval: 1s}}
 `)
-	code, e, stderr = h.capflowAt(t, dir, env, "run", killed, "--detach")
-	var s struct {
-		WorkflowID string `json:"workflow_id"`
-	}
-	data(t, e, &s)
-	if code != 0 {
-		t.Fatalf("start: exit %d %s\n%s", code, e.Message, stderr)
-	}
-	waitStepRunning(t, s.WorkflowID, "long")
+	id := startDetachedAt(t, dir, env, killed)
+	waitStepRunning(t, id, "long")
 	time.Sleep(1500 * time.Millisecond)
 	if out, err := exec.Command("pkill", "-KILL", "-f", filepath.Join(h.repo, "testdata", "mcp-servers")+".*everything").CombinedOutput(); err != nil {
 		t.Fatalf("pkill: %v %s", err, out)
 	}
-	code, r, stderr = capflow("status", s.WorkflowID, "--follow")
+	code, r, stderr = capflow("status", id, "--follow")
 	if st := r.step(t, "long"); code != 0 || r.Status != "passed" || st.Attempts != 2 {
 		t.Fatalf("after the server was killed: exit %d %s (%s), attempts %d\n%s", code, r.Status, r.Message, st.Attempts, stderr)
 	}

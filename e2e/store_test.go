@@ -167,14 +167,7 @@ outputs:
 	h.mu.Lock()
 	victim := h.workers[len(h.workers)-1]
 	h.mu.Unlock()
-	code, e, stderr := h.capflow(t, "run", plan, "--task-queue", queue, "--detach")
-	var s struct {
-		WorkflowID string `json:"workflow_id"`
-	}
-	data(t, e, &s)
-	if code != 0 {
-		t.Fatalf("start: exit %d %s\n%s", code, e.Message, stderr)
-	}
+	s := struct{ WorkflowID string }{startDetached(t, plan, "--task-queue", queue)}
 	waitStepRunning(t, s.WorkflowID, "wait")
 	// The token the producer wrote, as its file on the first host has it.
 	files, _ := filepath.Glob(filepath.Join(dirs[0], ".capflow", "runs", "*", "steps", "stamp", "token.txt"))
@@ -196,7 +189,7 @@ outputs:
 		t.Fatal(err)
 	}
 	var res runResult
-	code, e, stderr = h.capflow(t, "status", s.WorkflowID, "--follow", "--task-queue", queue)
+	code, e, stderr := h.capflow(t, "status", s.WorkflowID, "--follow", "--task-queue", queue)
 	data(t, e, &res)
 	if code != 0 || res.Status != "passed" || fmt.Sprint(res.Outputs["length"]) != "300000" {
 		t.Fatalf("exit %d %s (%s), outputs %v\n%s", code, res.Status, res.Message, res.Outputs, stderr)

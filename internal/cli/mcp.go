@@ -63,7 +63,7 @@ func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
 	if token == "" {
 		token = os.Getenv("CAPFLOW_MCP_TOKEN")
 	}
-	if err := console.CheckAddr(addr, token); err != nil {
+	if err := console.CheckListen("mcp", addr, token); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)

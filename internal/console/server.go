@@ -44,10 +44,14 @@ type Options struct {
 
 // CheckAddr refuses to serve a non-local address without a token
 // (CONFIG_ERROR): run control must not be open to a network.
-func CheckAddr(addr, token string) error {
+func CheckAddr(addr, token string) error { return CheckListen("console", addr, token) }
+
+// CheckListen is CheckAddr for any server of capflow's that controls runs
+// (what names it in the error: console, mcp).
+func CheckListen(what, addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return caperr.New(caperr.ConfigError, "console address %q: want HOST:PORT (%v)", addr, err)
+		return caperr.New(caperr.ConfigError, "%s address %q: want HOST:PORT (%v)", what, addr, err)
 	}
 	if token != "" {
 		return nil
@@ -58,7 +62,7 @@ func CheckAddr(addr, token string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return caperr.New(caperr.ConfigError, "console address %q is not local: give --token (every request must then carry it) or listen on 127.0.0.1", addr)
+	return caperr.New(caperr.ConfigError, "%s address %q is not local: give --token (every request must then carry it) or listen on 127.0.0.1", what, addr)
 }
 
 // Server is a console.

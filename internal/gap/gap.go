@@ -187,27 +187,10 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 				map[string]any{"confidence": *s.CoverageConfidence, "min_confidence": c.opts.MinConfidence, "rationale": s.CoverageRationale, "tool": m.ID()})
 			continue
 		}
-		if c.opts.Deps != nil {
-			var missing []string
-			for _, d := range m.Needs() {
-				if d.Kind == manifest.DepRcloneRemote {
-					// Name is the input naming the remote: a literal is
-					// checked, a reference is known only at run time.
-					remote, ok := s.With[d.Name].(string)
-					if !ok || strings.Contains(remote, "${") {
-						continue
-					}
-					d.Name = remote
-				}
-				if err := c.opts.Deps.Check(d); err != nil {
-					missing = append(missing, err.Error())
-				}
-			}
-			if len(missing) > 0 {
-				c.addGap(s, DependencyUnavailable, fmt.Sprintf("%s needs what this machine lacks: %s", m.ID(), strings.Join(missing, "; ")),
-					map[string]any{"tool": m.ID(), "missing": missing})
-				continue
-			}
+		if missing := c.missingNeeds(s, m); len(missing) > 0 {
+			c.addGap(s, DependencyUnavailable, fmt.Sprintf("%s needs what this machine lacks: %s", m.ID(), strings.Join(missing, "; ")),
+				map[string]any{"tool": m.ID(), "missing": missing})
+			continue
 		}
 		res.Resolution = append(res.Resolution, resolutions[s.ID])
 	}
@@ -222,6 +205,29 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 	}
 	res.Gaps = append(res.Gaps, subGaps...)
 	return c, res
+}
+
+// missingNeeds is what the step's tool needs that this machine lacks.
+func (c *checker) missingNeeds(s *plan.Step, m *manifest.Manifest) []string {
+	if c.opts.Deps == nil {
+		return nil
+	}
+	var missing []string
+	for _, d := range m.Needs() {
+		if d.Kind == manifest.DepRcloneRemote {
+			// Name is the input naming the remote: a literal is checked,
+			// a reference is known only at run time.
+			remote, ok := s.With[d.Name].(string)
+			if !ok || strings.Contains(remote, "${") {
+				continue
+			}
+			d.Name = remote
+		}
+		if err := c.opts.Deps.Check(d); err != nil {
+			missing = append(missing, err.Error())
+		}
+	}
+	return missing
 }
 
 // subPlanInputs is a sub-plan's inputs as one object schema: what a

@@ -256,3 +256,14 @@ echo "{\"toolId\":\"t\",\"exitCode\":0,\"success\":true,\"timestamp\":\"2026-11-
 		t.Fatalf("tool failed: %+v", env)
 	}
 }
+
+func TestPassEnv(t *testing.T) {
+	environ := []string{"RCLONE_CONFIG=/etc/r.conf", "RCLONE_CONFIG_GDRIVE_TYPE=drive", "RCLONE_CONFIGX=1", "SECRET=x", "RCLONE_VERBOSE=1"}
+	got := passEnv([]string{"RCLONE_CONFIG", "RCLONE_CONFIG_*"}, environ)
+	if strings.Join(got, " ") != "RCLONE_CONFIG=/etc/r.conf RCLONE_CONFIG_GDRIVE_TYPE=drive" {
+		t.Fatalf("passEnv: %v", got)
+	}
+	if passEnv(nil, environ) != nil {
+		t.Fatal("nothing named, nothing passed")
+	}
+}
