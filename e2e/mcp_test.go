@@ -41,7 +41,9 @@ mcp_servers:
   filesystem:
     command: [%s/mcp-server-filesystem, %s]
     start_timeout: 20s
-`, bin, bin, files)...)
+  bad:
+    command: [python3, %s]
+`, bin, bin, files, filepath.Join(h.repo, "e2e", "testdata", "mcp", "bad_server.py"))...)
 	if err := os.WriteFile(filepath.Join(dir, "capflow.yaml"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestMCPServersAsTools(t *testing.T) {
 		}
 		return code, r, stderr
 	}
-	for _, server := range []string{"everything", "filesystem"} {
+	for _, server := range []string{"everything", "filesystem", "bad"} {
 		if code, r, stderr := capflow("tools", "import-mcp", server); code != 0 {
 			t.Fatalf("import-mcp %s: exit %d %s\n%s", server, code, r.Message, stderr)
 		}
@@ -186,5 +188,27 @@ steps:
 	}
 	if st := r.step(t, "other"); st.Status != "succeeded" {
 		t.Fatalf("the step beside it: %+v", st)
+	}
+
+	// A server that answers out of contract (a result that is no
+	// CallToolResult): TOOL_FAILURE, the server kept; one that exits
+	// mid-call: DEPENDENCY_UNAVAILABLE, and the next call starts it again.
+	code, r, stderr = capflow("run", write("bad", `name: mcp-bad-server
+defaults: {retry: {max_attempts: 1}}
+steps:
+  - {id: wrong, capability: bad.wrong, on_failure: skip}
+  - {id: die, capability: bad.die, needs: [wrong], on_failure: skip}
+  - {id: ok, capability: bad.ok, needs: [die]}
+`))
+	codes := map[string]string{}
+	for _, st := range r.Steps {
+		codes[st.ID] = string(st.Status)
+		if st.Envelope != nil && st.Envelope.Error != nil {
+			codes[st.ID] += " " + string(st.Envelope.Error.Code)
+		}
+	}
+	if fmt.Sprint(codes) != "map[die:skipped DEPENDENCY_UNAVAILABLE ok:succeeded wrong:skipped TOOL_FAILURE]" ||
+		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") {
+		t.Fatalf("a misbehaving server: exit %d %v\n%s", code, codes, stderr)
 	}
 }

@@ -101,6 +101,13 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 	case errors.As(err, &rpc):
 		return nil, caperr.New(caperr.ToolFailure, "MCP server %s refused %s: %s", server, tool, rpc.Message)
 	}
+	// A server that still answers a ping sent an answer out of contract;
+	// one that does not has died or dropped the connection.
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if cs.Ping(pctx, nil) == nil {
+		return nil, caperr.New(caperr.ToolFailure, "MCP server %s answered %s out of contract: %v", server, tool, err)
+	}
 	p.drop(server, cs, "failed")
 	return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %s failed during %s: %v%s", server, tool, err, c.stderr.String())
 }
@@ -246,7 +253,7 @@ func (p *Pool) command(name string, srv config.MCPServer, stderr *tail) *exec.Cm
 	for k, v := range srv.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	stderr.log = p.log.With("server", name)
+	stderr.reset(p.log.With("server", name))
 	cmd.Stderr = stderr
 	setProcAttr(cmd)
 	return cmd
@@ -286,6 +293,13 @@ type tail struct {
 }
 
 const tailLines = 8
+
+// reset starts the tail of a new process.
+func (t *tail) reset(log hclog.Logger) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.log, t.lines, t.part = log, nil, ""
+}
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()

@@ -1,0 +1,75 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+)
+
+// A real server process that misbehaves on purpose (e2e/testdata/mcp):
+// each failure has its contract code, and the pool starts the server
+// again after it died or hung.
+func TestPoolAgainstAMisbehavingServer(t *testing.T) {
+	script, _ := filepath.Abs("../../e2e/testdata/mcp/bad_server.py")
+	p := New(Options{Servers: map[string]config.MCPServer{"bad": {Command: []string{"python3", script}}}, Root: t.TempDir()})
+	defer p.Close()
+	ctx := context.Background()
+	call := func(tool string, timeout time.Duration) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		res, err := p.Call(cctx, "bad", tool, map[string]any{}, nil)
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(res.StructuredContent)
+		return string(b), err
+	}
+	tools, info, err := p.Tools(ctx, "bad")
+	if err != nil || len(tools) != 4 || info.Name != "bad" {
+		t.Fatalf("tools: %v %v %v", tools, info, err)
+	}
+	for _, c := range []struct {
+		tool    string
+		timeout time.Duration
+		code    caperr.Code
+	}{
+		{"wrong", 10 * time.Second, caperr.ToolFailure},
+		{"die", 10 * time.Second, caperr.DependencyUnavailable},
+	} {
+		if _, err := call(c.tool, c.timeout); caperr.CodeOf(err) != c.code {
+			t.Errorf("%s: %v, want %s", c.tool, err, c.code)
+		}
+	}
+	if _, err := call("slow", 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("slow: %v", err)
+	}
+	if out, err := call("ok", 10*time.Second); err != nil || out != `{"ok":true}` {
+		t.Errorf("ok after a hung call: %s %v", out, err)
+	}
+	if _, err := p.Call(ctx, "nope", "x", nil, nil); caperr.CodeOf(err) != caperr.DependencyUnavailable || !strings.Contains(err.Error(), "not configured") {
+		t.Errorf("an unconfigured server: %v", err)
+	}
+}
+
+func TestTailKeepsTheLastLines(t *testing.T) {
+	tl := &tail{}
+	for i := 0; i < 20; i++ {
+		_, _ = tl.Write([]byte("line " + string(rune('a'+i)) + "\npart"))
+		_, _ = tl.Write([]byte("ial\n"))
+	}
+	got := tl.String()
+	if !strings.HasPrefix(got, "; its stderr ended: ") || strings.Count(got, "|") != tailLines-1 || !strings.HasSuffix(got, "partial") {
+		t.Fatalf("%q", got)
+	}
+	tl.reset(nil)
+	if tl.String() != "" {
+		t.Fatal("reset kept lines")
+	}
+}
