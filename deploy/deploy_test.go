@@ -301,22 +301,30 @@ func TestSetupScripts(t *testing.T) {
 		t.Run("namespace "+tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			log := filepath.Join(dir, "calls")
-			state := "absent"
-			if tc.exists {
-				state = "present"
-			}
+			// A stand-in server that keeps what is created, and answers
+			// "unavailable" to its first two questions (a fresh server).
 			fake := `#!/bin/sh
 echo "$*" >> ` + log + `
+d=` + dir + `
+n=$(cat $d/asked 2>/dev/null || echo 0); echo $((n+1)) > $d/asked
+[ $n -lt 2 ] && { echo "Unavailable: connection refused" >&2; exit 1; }
 case "$*" in
-  "operator namespace describe"*) [ ` + state + ` = present ] ;;
-  "operator search-attribute list"*) [ ` + state + ` = present ] && echo "CapflowPlan Keyword" && echo "CapflowStatus Keyword"; true ;;
+  "operator namespace describe"*) [ -e $d/ns ] || { echo "Error: Namespace prod is not found." >&2; exit 1; } ;;
+  "operator namespace create"*) touch $d/ns ;;
+  "operator search-attribute list"*) ls $d | grep Capflow; true ;;
+  "operator search-attribute create"*) touch $d/$(echo "$*" | sed 's/.*--name \([A-Za-z]*\).*/\1/') ;;
 esac
 `
+			if tc.exists {
+				for _, f := range []string{"ns", "CapflowPlan", "CapflowStatus"} {
+					_ = os.WriteFile(filepath.Join(dir, f), nil, 0o644)
+				}
+			}
 			if err := os.WriteFile(filepath.Join(dir, "temporal"), []byte(fake), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("sh", "compose/setup-namespace.sh")
-			cmd.Env = append(cleanEnv(), "PATH="+dir+":"+os.Getenv("PATH"), "NAMESPACE=prod")
+			cmd.Env = append(cleanEnv(), "PATH="+dir+":"+os.Getenv("PATH"), "NAMESPACE=prod", "SETUP_WAIT=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

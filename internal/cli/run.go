@@ -116,6 +116,8 @@ func (a *App) runCommand() *cobra.Command {
 			defer tc.Close()
 			if id == "" {
 				id = NewWorkflowID(p.Name)
+			} else if err := runctl.CheckID(id); err != nil {
+				return err
 			}
 			in, err := planInput(cfg.Root, args[0], value, given)
 			if err != nil {

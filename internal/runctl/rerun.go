@@ -98,7 +98,29 @@ func CheckTimeout(timeout string) error {
 	return nil
 }
 
-// NewWorkflowID is a new run's ID: capflow-<plan, lowercased>-<8 hex>.
+// MaxIDLength bounds a workflow ID: Temporal on PostgreSQL or MySQL keeps
+// IDs in VARCHAR(255), and a run's children add ".STEP" or
+// ".STEP.items-N" to its ID (deploy/temporal/capflow.yaml sets the
+// server's limit to 255 too).
+const MaxIDLength = 200
+
+// maxPlanPart keeps a generated ID well within MaxIDLength.
+const maxPlanPart = 120
+
+// CheckID refuses a workflow ID a SQL-backed server could not store, or
+// whose children's IDs would not fit (INVALID_INPUT).
+func CheckID(id string) error {
+	if strings.TrimSpace(id) != id || id == "" {
+		return caperr.New(caperr.InvalidInput, "workflow ID %q: empty, or blank at an end", id)
+	}
+	if len(id) > MaxIDLength {
+		return caperr.New(caperr.InvalidInput, "workflow ID of %d bytes: at most %d (Temporal on SQL stores 255, and sub-plans and batches add their step's id)", len(id), MaxIDLength)
+	}
+	return nil
+}
+
+// NewWorkflowID is a new run's ID: capflow-<plan, lowercased, at most 120
+// characters>-<8 hex>.
 func NewWorkflowID(planName string) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -111,5 +133,8 @@ func NewWorkflowID(planName string) string {
 		}
 		return '-'
 	}, planName)
+	if len(name) > maxPlanPart {
+		name = name[:maxPlanPart]
+	}
 	return "capflow-" + name + "-" + hex.EncodeToString(b)
 }
