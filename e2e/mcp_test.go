@@ -194,11 +194,13 @@ steps:
 	// CallToolResult): TOOL_FAILURE, the server kept; one that exits
 	// mid-call: DEPENDENCY_UNAVAILABLE, and the next call starts it again.
 	code, r, stderr = capflow("run", write("bad", `name: mcp-bad-server
+failure_policy: continue_all
+max_parallel: 1
 defaults: {retry: {max_attempts: 1}}
 steps:
-  - {id: wrong, capability: bad.wrong, on_failure: skip}
-  - {id: die, capability: bad.die, needs: [wrong], on_failure: skip}
-  - {id: ok, capability: bad.ok, needs: [die]}
+  - {id: wrong, capability: bad.wrong}
+  - {id: die, capability: bad.die}
+  - {id: ok, capability: bad.ok}
 `))
 	codes := map[string]string{}
 	for _, st := range r.Steps {
@@ -207,7 +209,7 @@ steps:
 			codes[st.ID] += " " + string(st.Envelope.Error.Code)
 		}
 	}
-	if fmt.Sprint(codes) != "map[die:skipped DEPENDENCY_UNAVAILABLE ok:succeeded wrong:skipped TOOL_FAILURE]" ||
+	if fmt.Sprint(codes) != "map[die:failed DEPENDENCY_UNAVAILABLE ok:succeeded wrong:failed TOOL_FAILURE]" ||
 		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") {
 		t.Fatalf("a misbehaving server: exit %d %v\n%s", code, codes, stderr)
 	}

@@ -38,7 +38,7 @@ func (a *App) mcpCommand() *cobra.Command {
 			if a.configFile != "" {
 				args = append(args, "--config", a.configFile)
 			}
-			srv := mcpserver.New(mcpserver.Options{Exec: execIn, Args: args, By: by, Version: Version,
+			srv := mcpserver.New(mcpserver.Options{Exec: execIn, Args: args, By: by, Version: Version, Root: p.Config.Root,
 				PlanDir: filepath.Join(p.Config.Abs(p.Config.StateDir), "mcp")})
 			if httpAddr == "" {
 				// stdout is the protocol's: the closing envelope goes to stderr.

@@ -76,11 +76,19 @@ func (a *App) toolsImportMCP() *cobra.Command {
 				a.set(b.Fail(caperr.InvalidInput, fmt.Sprintf("nothing imported from MCP server %s (%d tool(s) refused)", server, len(refused)), data), nil)
 				return nil
 			}
-			env := b.Succeed(fmt.Sprintf("imported %d tool(s) of MCP server %s (%s %s)", len(imported), server, info.Name, info.Version), data)
+			counts := map[string]int{}
+			for _, m := range imported {
+				counts[m["status"].(string)]++
+			}
+			msg := fmt.Sprintf("imported %d tool(s) of MCP server %s (%s %s)", counts["written"], server, info.Name, info.Version)
+			if n := counts["unchanged"] + counts["kept"]; n > 0 {
+				msg += fmt.Sprintf("; %d imported before, kept as they are (--force replaces them)", n)
+			}
+			env := b.Succeed(msg, data)
 			a.set(env, func(w io.Writer) {
 				fmt.Fprintf(w, "✓ %s\n", env.Message)
 				for _, m := range imported {
-					fmt.Fprintf(w, "  %s → %s (%s)\n", m["capability"], m["name"], relTo(p.Config.Root, m["dir"].(string)))
+					fmt.Fprintf(w, "  %s → %s (%s, %s)\n", m["capability"], m["name"], relTo(p.Config.Root, m["dir"].(string)), m["status"])
 				}
 				for _, r := range refused {
 					fmt.Fprintf(w, "  ✗ %s: %s\n", r["tool"], r["reason"])
@@ -133,9 +141,16 @@ func importTool(base, server, prefix string, info *mcp.Implementation, t *mcp.To
 	if _, probs := manifest.Parse(file, folder, raw); len(probs) > 0 {
 		return nil, errors.New(probs.Error())
 	}
-	if _, err := os.Stat(file); err == nil && !force {
-		return nil, fmt.Errorf("%s exists (--force replaces it)", file)
+	entry := map[string]any{"tool": t.Name, "name": name, "capability": capability, "dir": folder, "idempotent": idem}
+	if old, err := os.ReadFile(file); err == nil && !force {
+		// Imported before: kept as it is (it may have been edited).
+		entry["status"] = "kept"
+		if string(old) == string(raw) {
+			entry["status"] = "unchanged"
+		}
+		return entry, nil
 	}
+	entry["status"] = "written"
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return nil, err
 	}
@@ -147,7 +162,7 @@ func importTool(base, server, prefix string, info *mcp.Implementation, t *mcp.To
 			return nil, err
 		}
 	}
-	return map[string]any{"tool": t.Name, "name": name, "capability": capability, "dir": folder, "idempotent": idem}, nil
+	return entry, nil
 }
 
 // plainJSON is a schema as plain maps (the SDK hands them over as it got

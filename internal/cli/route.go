@@ -244,7 +244,8 @@ func (a *App) setVerdict(id string, v verdictData) {
 	case v.Report != nil:
 		gaps := map[string]string{}
 		for _, g := range v.Report.Gaps {
-			gaps[g.StepID] = g.Reason
+			// What is missing and what to do about it (the gap's message).
+			gaps[g.StepID] = g.Reason + ": " + g.ReasonMessage
 		}
 		for _, s := range v.Route.Plan.Steps {
 			reason := "not run: the plan is " + v.Status

@@ -99,7 +99,7 @@ func (c *Checker) check(d manifest.Dependency) error {
 // rcloneRemote checks that rclone knows the remote (its config file, or
 // RCLONE_CONFIG_<NAME>_TYPE and friends in the environment).
 func (c *Checker) rcloneRemote(name string) error {
-	how := fmt.Sprintf("add it with `rclone config`, or set RCLONE_CONFIG_%s_TYPE (and the remote's options) in the worker's environment (docs/transfer.md)",
+	how := fmt.Sprintf("set RCLONE_CONFIG_%s_TYPE (and the remote's options), or RCLONE_CONFIG naming a file `rclone config` wrote, in the environment of the worker and of the process that checks plans (capflow; docs/transfer.md)",
 		strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)))
 	bin, err := c.LookPath("rclone")
 	if err != nil {

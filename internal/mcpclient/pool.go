@@ -203,7 +203,7 @@ func (p *Pool) onProgress(_ context.Context, req *mcp.ProgressNotificationClient
 func (p *Pool) connect(ctx context.Context, name string, stderr *tail) (*mcp.ClientSession, error) {
 	srv, ok := p.o.Servers[name]
 	if !ok {
-		return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %q is not configured (mcp_servers in capflow.yaml, docs/mcp.md)", name)
+		return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %q is not configured in this process (mcp_servers of capflow.yaml as it was when the worker started: restart the worker after changing it; docs/mcp.md)", name)
 	}
 	timeout := DefaultStartTimeout
 	if d, err := time.ParseDuration(srv.StartTimeout); err == nil && d > 0 {

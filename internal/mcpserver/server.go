@@ -31,6 +31,9 @@ type Options struct {
 	Args []string
 	// PlanDir is where plans given as objects are written (made on use).
 	PlanDir string
+	// Root is the project root: a plan's relative path is the project's
+	// (an agent starts the server wherever it likes).
+	Root string
 	// By names who decides (recorded with each decision).
 	By      string
 	Version string
@@ -109,6 +112,9 @@ func (h *handlers) planFile(raw json.RawMessage) (string, error) {
 	if json.Unmarshal(raw, &path) == nil {
 		if path == "" {
 			return "", fmt.Errorf("plan: give a plan file's path in the project or a plan object")
+		}
+		if !filepath.IsAbs(path) && h.o.Root != "" {
+			path = filepath.Join(h.o.Root, path)
 		}
 		return path, nil
 	}

@@ -36,6 +36,13 @@ func TestPlanArgument(t *testing.T) {
 	if f, err := h.planFile(json.RawMessage(`"plans/a.yaml"`)); err != nil || f != "plans/a.yaml" {
 		t.Fatalf("a path: %q %v", f, err)
 	}
+	h.o.Root = "/srv/project"
+	if f, err := h.planFile(json.RawMessage(`"plans/a.yaml"`)); err != nil || f != "/srv/project/plans/a.yaml" {
+		t.Fatalf("a path in the project: %q %v", f, err)
+	}
+	if f, _ := h.planFile(json.RawMessage(`"/abs/a.yaml"`)); f != "/abs/a.yaml" {
+		t.Fatalf("an absolute path: %q", f)
+	}
 	f, err := h.planFile(json.RawMessage(`{"name": "p", "steps": []}`))
 	if err != nil || filepath.Dir(f) != h.o.PlanDir {
 		t.Fatalf("an object: %q %v", f, err)
