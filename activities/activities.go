@@ -47,6 +47,10 @@ type Activities struct {
 	// SegmentEvents is the history length at which a run continues as
 	// new (0: wfapi.DefaultSegmentEvents).
 	SegmentEvents int
+	// Heartbeats lets a running tool ride out a Temporal outage: the
+	// worker's client (nil: a failed heartbeat stops the tool, as the SDK
+	// does).
+	Heartbeats Heartbeater
 
 	mu         sync.Mutex
 	stepsCache *stepsCache

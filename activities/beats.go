@@ -50,11 +50,13 @@ func startBeats(ctx context.Context, attempt int32) *beats {
 	return b
 }
 
-func (b *beats) beat() {
+func (b *beats) beat() { activity.RecordHeartbeat(b.ctx, b.details()) }
+
+// details is what a heartbeat carries now.
+func (b *beats) details() any {
 	b.mu.Lock()
-	hb := wfapi.Heartbeat{Attempt: b.attempt, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
-	b.mu.Unlock()
-	activity.RecordHeartbeat(b.ctx, hb)
+	defer b.mu.Unlock()
+	return wfapi.Heartbeat{Attempt: b.attempt, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
 }
 
 func (b *beats) feedback(f envelope.Feedback) {

@@ -96,6 +96,8 @@ func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return r.fail(b.FailErr(err, nil))
 	}
 	hb := startBeats(ctx, r.attempt)
+	ctx, ride := a.rideOutOutages(ctx, hb.details)
+	defer ride()
 	env := a.Runner.Run(ctx, toolrun.Request{
 		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: int(r.attempt),
 		Root: a.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir,

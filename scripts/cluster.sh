@@ -89,7 +89,7 @@ setup_schema() {
   db_env
   # setup-postgres.sh finds the schema where the admin-tools image keeps
   # it; here it is the server module's own.
-  TEMPORAL_SCHEMA_DIR=$("$BIN/temporal-schema-dir") PATH="$BIN:$PATH" \
+  TEMPORAL_SCHEMA_DIR=$BIN/temporal-schema PATH="$BIN:$PATH" \
     sh deploy/compose/setup-postgres.sh >"$LOGS/schema.log" 2>&1 ||
     { echo "setup-postgres.sh failed:" >&2; tail -20 "$LOGS/schema.log" >&2; exit 1; }
 }
@@ -151,8 +151,10 @@ up() {
   start_server
   echo "● the namespace and search attributes (deploy/compose/setup-namespace.sh)"
   setup_namespace
-  echo "● the Web UI on $CAPFLOW_UI_URL"
-  start_ui
+  if [ -x "$BIN/temporal-ui-server" ]; then
+    echo "● the Web UI on $CAPFLOW_UI_URL"
+    start_ui
+  fi
   echo "● a capflow worker (log: $LOGS/worker.log)"
   start_worker
   echo "cluster ready: TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS"

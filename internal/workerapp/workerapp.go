@@ -180,6 +180,7 @@ func Main(args []string, stderr io.Writer) int {
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
 		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
 		Artifacts:        store,
+		Heartbeats:       c,
 	}
 	acts.HostWait, _ = time.ParseDuration(cfg.Temporal.HostWait)
 	// Warm the registry now so manifest problems show at start-up.

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Temporal server that is SIGKILLed while a step runs and comes back 6 s
+// later loses nothing: the tool, which is not idempotent, keeps running
+// (its heartbeats fail meanwhile; the SDK alone would cancel it within
+// seconds), the step succeeds in its first attempt, and the tool ran once.
+func TestAServerRestartDoesNotStopARunningTool(t *testing.T) {
+	dir := t.TempDir()
+	if err := copyTree(h.project, dir); err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(dir, "tools", "slow-once")
+	_ = os.MkdirAll(tool, 0o755)
+	_ = os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: slow-once
+version: 1.0.0
+description: Sleeps, not idempotent
+capabilities: [test.slow_once]
+input_schema: {type: object, required: [seconds], properties: {seconds: {type: integer}, log: {type: string}}}
+entrypoint: {type: command, command: [./run.sh]}
+idempotent: false
+timeouts: {start_to_close: 5m, heartbeat: 30s}
+sandbox: {write: [logs]}
+`), 0o644)
+	_ = os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/../slow/run.sh\"\n"), 0o755)
+	addr := freePort()
+	db := filepath.Join(dir, "outage.db")
+	var server *exec.Cmd
+	start := func() {
+		t.Helper()
+		server = exec.Command(h.temporalBin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strings.Split(addr, ":")[1],
+			"--db-filename", db, "--log-level", "error", "--search-attribute", "CapflowPlan=Keyword", "--search-attribute", "CapflowStatus=Keyword")
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 100; i++ {
+			if exec.Command(h.temporalBin, "operator", "cluster", "health", "--address", addr).Run() == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatal("the dev server did not start")
+	}
+	start()
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	env := []string{"CAPFLOW_TEMPORAL_ADDRESS=" + addr}
+	if err := h.startWorkerAt(dir, env...); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	w := h.workers[len(h.workers)-1]
+	h.mu.Unlock()
+	t.Cleanup(func() { h.kill(w) })
+	log := filepath.Join(dir, "logs", "outage.log")
+	_ = os.MkdirAll(filepath.Dir(log), 0o755)
+	plan := filepath.Join(dir, "outage.yaml")
+	_ = os.WriteFile(plan, []byte(fmt.Sprintf("name: outage\nsteps:\n  - {id: s, capability: test.slow_once, with: {seconds: 16, log: %q}}\n", log)), 0o644)
+	id := startDetachedAt(t, dir, env, plan)
+	for i := 0; ; i++ {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "attempt 1") {
+			break
+		}
+		if i > 300 {
+			t.Fatal("the step did not start")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	_ = server.Process.Kill()
+	_ = server.Wait()
+	time.Sleep(6 * time.Second)
+	start()
+	code, e, stderr := h.capflowAt(t, dir, env, "status", id, "--follow")
+	var r runResult
+	data(t, e, &r)
+	b, _ := os.ReadFile(log)
+	if st := r.step(t, "s"); code != 0 || r.Status != "passed" || st.Attempts != 1 || strings.Count(string(b), "attempt") != 1 || !strings.Contains(string(b), "finished 1") {
+		t.Fatalf("after a server restart: exit %d %s (%s), attempts %d, the tool's log:\n%s\n%s", code, r.Status, r.Message, st.Attempts, b, stderr)
+	}
+	if !strings.Contains(h.workerLog(), "a heartbeat did not reach the Temporal server: the tool keeps running") {
+		t.Fatal("the worker did not say it rode out the outage")
+	}
+}
