@@ -8,11 +8,15 @@ TEMPORAL_VERSION ?= v1.5.1
 STATICCHECK_VERSION ?= v0.8.2
 VERSITYGW_VERSION ?= v1.8.0
 WORKFLOWCHECK_VERSION ?= v0.6.0
+# make cluster: the Temporal server docker-compose.yml runs (its image tag),
+# and the Web UI server (the nearest release published as a Go module).
+TEMPORAL_SERVER_VERSION ?= v1.31.0
+TEMPORAL_UI_VERSION ?= v2.50.1
 TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools
+.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
 
 all: build
 
@@ -56,6 +60,35 @@ $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/pac
 	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
+# The server, its SQL tool and the PostgreSQL schema it ships (only the
+# .sql files: Go files under bin/ would join this module).
+$(BIN)/temporal-server:
+	@echo "building the Temporal server $(TEMPORAL_SERVER_VERSION) and its SQL tool into bin/ (several minutes, once)"
+	@set -e; tmp=$$(mktemp -d); GOBIN=$$tmp $(GO) install go.temporal.io/server/cmd/server@$(TEMPORAL_SERVER_VERSION) go.temporal.io/server/cmd/tools/sql@$(TEMPORAL_SERVER_VERSION); \
+	  src=$$($(GO) env GOMODCACHE)/go.temporal.io/server@$(TEMPORAL_SERVER_VERSION)/schema; rm -rf $(BIN)/temporal-schema; \
+	  (cd $$src && find postgresql -name '*.sql' -exec install -D -m 644 {} $(BIN)/temporal-schema/{} \;); \
+	  mv $$tmp/sql $(BIN)/temporal-sql-tool; mv $$tmp/server $@; rm -rf $$tmp
+
+$(BIN)/temporal-ui-server:
+	@echo "building the Temporal Web UI server $(TEMPORAL_UI_VERSION) into bin/ (once)"
+	@set -e; tmp=$$(mktemp -d); GOBIN=$$tmp $(GO) install github.com/temporalio/ui-server/v2/cmd/server@$(TEMPORAL_UI_VERSION); \
+	  install -D -m 644 $$($(GO) env GOMODCACHE)/github.com/temporalio/ui-server/v2@$(TEMPORAL_UI_VERSION)/config/docker.yaml $(BIN)/temporal-ui/config/docker.yaml; \
+	  echo 'host: {{ env "TEMPORAL_UI_IP" | default "127.0.0.1" }}' >> $(BIN)/temporal-ui/config/docker.yaml; \
+	  mv $$tmp/server $@; rm -rf $$tmp
+
+postgresql: ## PostgreSQL for make cluster (Debian's package, installed once; make cluster runs its own instance)
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || \
+	  { echo "installing postgresql (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq postgresql; }
+
+cluster-tools: build temporal postgresql $(BIN)/temporal-server $(BIN)/temporal-ui-server
+
+cluster-test: cluster-tools ## the durability suite against a private cluster of make cluster's shape, faults included
+	@./scripts/cluster-test.sh
+
+cluster: cluster-tools ## the production shape without Docker: PostgreSQL, the Temporal server, its Web UI and a worker; Ctrl-C stops them
+	@./scripts/cluster.sh
+
 MCP_SERVERS := testdata/mcp-servers
 mcp-servers: $(MCP_SERVERS)/node_modules/.bin/mcp-server-everything ## MCP servers from npm for the e2e tests (docs/mcp.md)
 
@@ -68,10 +101,11 @@ transfer-tools: ## yt-dlp and rclone, which the net kit's tools run (Debian's pa
 	  { echo "installing yt-dlp and rclone (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq yt-dlp rclone; }
 
-test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
+	./scripts/cluster-test.sh
 
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e

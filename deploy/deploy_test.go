@@ -113,6 +113,11 @@ func TestComposeStack(t *testing.T) {
 			t.Errorf("%s: image %q is not pinned to a version", name, s.Image)
 		}
 	}
+	// make cluster builds the server the compose stack runs.
+	mk, _ := os.ReadFile("../Makefile")
+	if tag := strings.TrimPrefix(f.Services["temporal"].Image, "temporalio/server:"); !strings.Contains(string(mk), "TEMPORAL_SERVER_VERSION ?= v"+tag+"\n") {
+		t.Errorf("the Makefile's TEMPORAL_SERVER_VERSION is not the compose stack's server, %s", tag)
+	}
 	for _, name := range []string{"postgresql", "temporal", "temporal-ui", "capflow-worker"} {
 		hc := f.Services[name].Healthcheck
 		if hc == nil || len(hc.Test) == 0 || hc.Test[0] == "NONE" {

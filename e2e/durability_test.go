@@ -157,13 +157,19 @@ steps:
   - {id: after, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [before]}
 `))
 	waitStepRunning(t, id, "before")
-	if err := h.server.Stop(); err != nil {
-		t.Fatalf("stop the dev server: %v", err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := h.startServer(); err != nil {
-		b, _ := os.ReadFile(h.serverLog.Name())
-		t.Fatalf("restart the dev server: %v\n%s", err, b)
+	if onCluster() {
+		h.cluster(t, "stop", "server")
+		time.Sleep(2 * time.Second)
+		h.cluster(t, "start", "server")
+	} else {
+		if err := h.server.Stop(); err != nil {
+			t.Fatalf("stop the dev server: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := h.startServer(); err != nil {
+			b, _ := os.ReadFile(h.serverLog.Name())
+			t.Fatalf("restart the dev server: %v\n%s", err, b)
+		}
 	}
 	res := waitResult(t, id, 2*time.Minute)
 	if res.Status != wfapi.StatusPassed {

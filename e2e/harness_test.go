@@ -123,13 +123,33 @@ func setup() (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.temporalBin = tbin
+	if err := h.connect(tmp); err != nil {
+		return nil, err
+	}
+	h.llm = httptest.NewServer(http.HandlerFunc(fakeLLM))
+	if err := h.startWorker(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// connect starts the tests' own dev server, or, under make cluster-test
+// (CAPFLOW_E2E_TEMPORAL_ADDRESS), uses the cluster's server.
+func (h *harness) connect(tmp string) error {
+	if addr := os.Getenv("CAPFLOW_E2E_TEMPORAL_ADDRESS"); addr != "" {
+		h.address = addr
+		c, err := client.Dial(client.Options{HostPort: addr, Namespace: "default"})
+		h.client = c
+		return err
+	}
 	// The dev server binds more ports than the frontend; a port that was
 	// free when picked can be taken by then, so try a few.
 	serverLog, err := os.Create(filepath.Join(tmp, "devserver.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	h.serverLog, h.temporalBin = serverLog, tbin
+	h.serverLog = serverLog
 	for attempt := 1; ; attempt++ {
 		h.address = freePort()
 		if err = h.startServer(); err == nil {
@@ -137,15 +157,25 @@ func setup() (*harness, error) {
 		}
 		if attempt == 3 {
 			b, _ := os.ReadFile(serverLog.Name())
-			return nil, fmt.Errorf("start dev server: %w\n%s", err, b)
+			return fmt.Errorf("start dev server: %w\n%s", err, b)
 		}
 	}
 	h.client = h.server.Client()
-	h.llm = httptest.NewServer(http.HandlerFunc(fakeLLM))
-	if err := h.startWorker(); err != nil {
-		return nil, err
+	return nil
+}
+
+// onCluster reports whether the tests run on make cluster-test's cluster
+// (PostgreSQL, the Temporal server built from its module).
+func onCluster() bool { return os.Getenv("CAPFLOW_E2E_CLUSTER") == "1" }
+
+// cluster runs scripts/cluster.sh (kill, stop or start a component of
+// make cluster-test's cluster).
+func (h *harness) cluster(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(h.repo, "scripts", "cluster.sh"), args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cluster.sh %v: %v\n%s", args, err, out)
 	}
-	return h, nil
 }
 
 // startServer starts the dev server on h.address with the run's database

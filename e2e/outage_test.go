@@ -8,7 +8,40 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/internal/wfapi"
 )
+
+// outageServer is a Temporal server the test may SIGKILL and start again:
+// make cluster-test's (through scripts/cluster.sh), else a dev server of
+// its own on a database file in dir.
+func outageServer(t *testing.T, dir string) (addr string, kill, start func()) {
+	if onCluster() {
+		return h.address, func() { h.cluster(t, "kill", "server") }, func() { h.cluster(t, "start", "server") }
+	}
+	addr = freePort()
+	var server *exec.Cmd
+	start = func() {
+		t.Helper()
+		server = exec.Command(h.temporalBin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strings.Split(addr, ":")[1],
+			"--db-filename", filepath.Join(dir, "outage.db"), "--log-level", "error",
+			"--search-attribute", "CapflowPlan=Keyword", "--search-attribute", "CapflowStatus=Keyword")
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 100; i++ {
+			if exec.Command(h.temporalBin, "operator", "cluster", "health", "--address", addr).Run() == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatal("the dev server did not start")
+	}
+	kill = func() { _ = server.Process.Kill(); _ = server.Wait() }
+	start()
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	return addr, kill, start
+}
 
 // A Temporal server that is SIGKILLed while a step runs and comes back 6 s
 // later loses nothing: the tool, which is not idempotent, keeps running
@@ -32,27 +65,8 @@ timeouts: {start_to_close: 5m, heartbeat: 30s}
 sandbox: {write: [logs]}
 `), 0o644)
 	_ = os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/../slow/run.sh\"\n"), 0o755)
-	addr := freePort()
-	db := filepath.Join(dir, "outage.db")
-	var server *exec.Cmd
-	start := func() {
-		t.Helper()
-		server = exec.Command(h.temporalBin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strings.Split(addr, ":")[1],
-			"--db-filename", db, "--log-level", "error", "--search-attribute", "CapflowPlan=Keyword", "--search-attribute", "CapflowStatus=Keyword")
-		if err := server.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 100; i++ {
-			if exec.Command(h.temporalBin, "operator", "cluster", "health", "--address", addr).Run() == nil {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatal("the dev server did not start")
-	}
-	start()
-	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
-	env := []string{"CAPFLOW_TEMPORAL_ADDRESS=" + addr}
+	addr, kill, start := outageServer(t, dir)
+	env := []string{"CAPFLOW_TEMPORAL_ADDRESS=" + addr, "CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-outage"}
 	if err := h.startWorkerAt(dir, env...); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +89,7 @@ sandbox: {write: [logs]}
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	_ = server.Process.Kill()
-	_ = server.Wait()
+	kill()
 	time.Sleep(6 * time.Second)
 	start()
 	code, e, stderr := h.capflowAt(t, dir, env, "status", id, "--follow")
@@ -88,5 +101,44 @@ sandbox: {write: [logs]}
 	}
 	if !strings.Contains(h.workerLog(), "a heartbeat did not reach the Temporal server: the tool keeps running") {
 		t.Fatal("the worker did not say it rode out the outage")
+	}
+}
+
+// PostgreSQL restarted under a running plan: the run ends as it would
+// have, each step ran once, and `capflow runs` lists it (visibility on
+// PostgreSQL). make cluster-test runs it; the dev server has no PostgreSQL.
+func TestClusterPostgresRestart(t *testing.T) {
+	if !onCluster() {
+		t.Skip("needs make cluster-test's PostgreSQL (this run uses the dev server)")
+	}
+	log := h.logPath("pg-restart.log")
+	id := startDetached(t, h.writePlan(t, "pg-restart", `name: pg-restart
+steps:
+  - {id: a, capability: test.slow, with: {seconds: 4, log: "`+log+`"}}
+  - {id: b, capability: test.slow, with: {seconds: 2, log: "`+log+`"}, needs: [a]}
+`))
+	waitStepRunning(t, id, "a")
+	h.cluster(t, "stop", "postgres")
+	time.Sleep(3 * time.Second)
+	h.cluster(t, "start", "postgres")
+	res := waitResult(t, id, 3*time.Minute)
+	if res.Status != wfapi.StatusPassed {
+		t.Fatalf("after a PostgreSQL restart: %s %s", res.Status, res.Message)
+	}
+	l := readAttemptLog(t, log)
+	for _, step := range []string{"a", "b"} {
+		if starts, after := l.startsAfterFinish(step); starts != 1 || after != 0 {
+			t.Fatalf("%s: %d starts, %d after finishing", step, starts, after)
+		}
+	}
+	for i := 0; ; i++ {
+		_, e, _ := h.capflow(t, "runs", "--plan", "pg-restart")
+		if strings.Contains(fmt.Sprint(e.Data), id) {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("capflow runs does not list %s: %v", id, e.Data)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -11,8 +11,9 @@
 #   scripts/cluster.sh kill|start server|postgres|worker|ui   for fault tests
 #
 # Ports: the frontend on CLUSTER_TEMPORAL_PORT (7233), the others counted
-# from it; PostgreSQL on CLUSTER_PG_PORT (frontend + 8199). State (the
-# database, logs, pids) in CLUSTER_STATE (.capflow/cluster).
+# from it; PostgreSQL on CLUSTER_PG_PORT (frontend + 8199); the Web UI on
+# CLUSTER_UI_PORT (frontend + 1000). State (the database, logs, pids) in
+# CLUSTER_STATE (.capflow/cluster). CLUSTER_WORKER=0: no worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,7 +40,12 @@ pg_bin() {
   [ -n "$d" ] || { echo "PostgreSQL is not installed (make cluster installs Debian's postgresql)" >&2; exit 1; }
   echo "$d"
 }
-pid_of() { cat "$STATE/$1.pid" 2>/dev/null || true; }
+# PostgreSQL's own pid is in its postmaster.pid (as root, the recorded one
+# is runuser's, which does not pass signals on).
+pid_of() {
+  if [ "$1" = postgres ] && [ -s "$PGDATA/postmaster.pid" ]; then head -1 "$PGDATA/postmaster.pid"; return; fi
+  cat "$STATE/$1.pid" 2>/dev/null || true
+}
 alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 wait_port() { # name port seconds
   for _ in $(seq 1 $(($3 * 5))); do
@@ -53,6 +59,11 @@ wait_port() { # name port seconds
 
 start_postgres() {
   local pg; pg=$(pg_bin)
+  if [ "$(id -u)" = 0 ]; then
+    chmod 755 "$STATE"
+    runuser -u postgres -- test -x "$STATE" ||
+      { echo "the postgres user cannot reach $STATE: give CLUSTER_STATE a folder every user can traverse" >&2; exit 1; }
+  fi
   if [ ! -s "$PGDATA/PG_VERSION" ]; then
     mkdir -p "$PGDATA"
     [ "$(id -u)" = 0 ] && chown postgres "$PGDATA" && chmod 700 "$PGDATA"
@@ -115,8 +126,9 @@ setup_namespace() {
 }
 
 start_ui() {
-  TEMPORAL_ADDRESS=127.0.0.1:$PORT TEMPORAL_UI_PORT=$UI_PORT TEMPORAL_UI_PUBLIC_PATH="" TEMPORAL_CORS_ORIGINS="" \
-    "$BIN/temporal-ui-server" --env "" start >>"$LOGS/ui.log" 2>&1 &
+  # The image's configuration (config/docker.yaml, from the same variables).
+  TEMPORAL_ADDRESS=127.0.0.1:$PORT TEMPORAL_UI_PORT=$UI_PORT \
+    "$BIN/temporal-ui-server" --root "$BIN/temporal-ui" --env docker start >>"$LOGS/ui.log" 2>&1 &
   echo $! >"$STATE/ui.pid"
   wait_port ui "$UI_PORT" 60
 }
@@ -134,9 +146,10 @@ start_worker() {
 }
 
 stop() { # name [signal]
-  local p; p=$(pid_of "$1")
+  local p sig=${2:-TERM}; p=$(pid_of "$1")
   [ -n "$p" ] || return 0
-  kill "-${2:-TERM}" "$p" 2>/dev/null || true
+  [ "$1" = postgres ] && [ "$sig" = TERM ] && sig=INT # PostgreSQL's fast shutdown
+  kill "-$sig" "$p" 2>/dev/null || true
   for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$p" 2>/dev/null || true
   rm -f "$STATE/$1.pid"
@@ -155,8 +168,10 @@ up() {
     echo "● the Web UI on $CAPFLOW_UI_URL"
     start_ui
   fi
-  echo "● a capflow worker (log: $LOGS/worker.log)"
-  start_worker
+  if [ "${CLUSTER_WORKER:-1}" = 1 ]; then
+    echo "● a capflow worker (log: $LOGS/worker.log)"
+    start_worker
+  fi
   echo "cluster ready: TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS"
 }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# make cluster-test: a private cluster of make cluster's shape (its own
+# ports and state folder; no worker of its own: the tests start theirs),
+# then the durability suite against it, faults included: the Temporal
+# server SIGKILLed and restarted, PostgreSQL restarted, workers SIGKILLed,
+# two workers on separate project copies, run control and schedules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-7833}
+export CLUSTER_STATE=${CLUSTER_STATE:-$(mktemp -d /tmp/capflow-cluster-test-XXXXXX)}
+export CLUSTER_WORKER=0
+trap 'scripts/cluster.sh down; [ "${KEEP_CLUSTER_STATE:-}" = 1 ] || rm -rf "$CLUSTER_STATE"' EXIT
+scripts/cluster.sh up
+tests='^(TestAServerRestartDoesNotStopARunningTool|TestClusterPostgresRestart|TestServerRestartMidRun|TestRunSurvivesFiveWorkerKills|TestNonIdempotentToolNeverStartsTwice|TestSharedStoreCarriesDataAcrossHosts|TestRunControl|TestSchedules|TestExamplesRunAsPromised)$'
+log=$CLUSTER_STATE/logs/e2e.log
+code=0
+CAPFLOW_E2E_TEMPORAL_ADDRESS=127.0.0.1:$CLUSTER_TEMPORAL_PORT CAPFLOW_E2E_CLUSTER=1 \
+  ${GO:-go} test -count=1 -timeout 20m -v -run "${CLUSTER_TESTS:-$tests}" ./e2e >"$log" 2>&1 || code=$?
+grep -v '\[DEBUG\]' "$log" | grep -E '^(--- |ok|FAIL|PASS|panic|    )' || true
+exit "$code"
