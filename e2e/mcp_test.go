@@ -22,10 +22,7 @@ func mcpProject(t *testing.T, queue string) (string, []string, string) {
 	if _, err := os.Stat(filepath.Join(bin, "mcp-server-everything")); err != nil {
 		t.Fatalf("the MCP servers from npm are not installed (make mcp-servers): %v", err)
 	}
-	dir := t.TempDir()
-	if err := copyTree(h.project, dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectCopy(t)
 	files := filepath.Join(dir, "files")
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		t.Fatal(err)
@@ -48,13 +45,7 @@ mcp_servers:
 		t.Fatal(err)
 	}
 	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue}
-	if err := h.startWorkerAt(dir, env...); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	t.Cleanup(func() { h.kill(w) })
+	workerAt(t, dir, env...)
 	return dir, env, files
 }
 

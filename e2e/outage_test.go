@@ -48,10 +48,7 @@ func outageServer(t *testing.T, dir string) (addr string, kill, start func()) {
 // (its heartbeats fail meanwhile; the SDK alone would cancel it within
 // seconds), the step succeeds in its first attempt, and the tool ran once.
 func TestAServerRestartDoesNotStopARunningTool(t *testing.T) {
-	dir := t.TempDir()
-	if err := copyTree(h.project, dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectCopy(t)
 	tool := filepath.Join(dir, "tools", "slow-once")
 	_ = os.MkdirAll(tool, 0o755)
 	_ = os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: slow-once
@@ -67,13 +64,7 @@ sandbox: {write: [logs]}
 	_ = os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/../slow/run.sh\"\n"), 0o755)
 	addr, kill, start := outageServer(t, dir)
 	env := []string{"CAPFLOW_TEMPORAL_ADDRESS=" + addr, "CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-outage"}
-	if err := h.startWorkerAt(dir, env...); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	t.Cleanup(func() { h.kill(w) })
+	workerAt(t, dir, env...)
 	log := filepath.Join(dir, "logs", "outage.log")
 	_ = os.MkdirAll(filepath.Dir(log), 0o755)
 	plan := filepath.Join(dir, "outage.yaml")

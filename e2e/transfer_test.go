@@ -24,10 +24,7 @@ func transferProject(t *testing.T, queue string, env []string) string {
 			t.Fatalf("%s is not installed (make transfer-tools): %v", bin, err)
 		}
 	}
-	dir := t.TempDir()
-	if err := copyTree(h.project, dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectCopy(t)
 	cfg, err := os.ReadFile(filepath.Join(dir, "capflow.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,13 +36,7 @@ func transferProject(t *testing.T, queue string, env []string) string {
 	if err := os.WriteFile(filepath.Join(dir, "capflow.yaml"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.startWorkerAt(dir, append(env, "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue)...); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	t.Cleanup(func() { h.kill(w) })
+	workerAt(t, dir, append(env, "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue)...)
 	return dir
 }
 

@@ -80,6 +80,7 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 			p.Steps, p.Segments = sched.results(false), sched.segment
 		}
 		p.Trim(wfapi.MaxResultBytes)
+		p.Warnings = append(slices.Clone(p.Warnings), unreadSignals(ctx)...)
 		return wireResult(&p), nil
 	})
 	if err != nil {
@@ -378,4 +379,14 @@ func route(ctx workflow.Context, in wfapi.Input) (*wfapi.RouteResult, error) {
 		return nil, err
 	}
 	return &rt, nil
+}
+
+// unreadSignals warns of signals sent to the run: capflow reads none (run
+// control is updates), and Temporal accepts any signal silently.
+func unreadSignals(ctx workflow.Context) []string {
+	var out []string
+	for _, name := range workflow.GetUnhandledSignalNames(ctx) {
+		out = append(out, fmt.Sprintf("a signal %q was sent to this run, which reads no signals: run control is updates (capflow approve, pause, ...; docs/run-control.md)", name))
+	}
+	return out
 }

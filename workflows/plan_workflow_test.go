@@ -329,3 +329,24 @@ func TestLostStoredOutput(t *testing.T) {
 		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
 	}
 }
+
+// A signal sent to a run is read by nothing: the progress answer says so
+// (Temporal accepts any signal silently).
+func TestUnreadSignalsAreWarned(t *testing.T) {
+	src := "name: s\nsteps:\n  - {id: slow, capability: x.b}\n"
+	f := &fakes{resolved: resolvedFrom(t, src), behave: map[string]behaviour{"slow": block}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	env := newEnv(t, f)
+	var progress wfapi.Result
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow("approve", map[string]string{"step": "slow"}) }, time.Second)
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(wfapi.ProgressQuery)
+		if err == nil {
+			_ = v.Get(&progress)
+		}
+		env.CancelWorkflow()
+	}, 2*time.Second)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "s"}})
+	if len(progress.Warnings) != 1 || !strings.Contains(progress.Warnings[0], `a signal "approve" was sent to this run, which reads no signals`) {
+		t.Fatalf("warnings: %q", progress.Warnings)
+	}
+}
