@@ -223,6 +223,9 @@ func (p *Pool) connect(ctx context.Context, name string, stderr *tail) (*mcp.Cli
 	start := time.Now()
 	cs, err := client.Connect(cctx, t, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller's time ran out, not the server's
+		}
 		what := "did not start"
 		if cctx.Err() != nil {
 			what = fmt.Sprintf("did not finish its initialize handshake within %s (start_timeout)", timeout)

@@ -47,6 +47,10 @@ func TestPoolAgainstAMisbehavingServer(t *testing.T) {
 			t.Errorf("%s: %v, want %s", c.tool, err, c.code)
 		}
 	}
+	// The server died: the next call starts it again.
+	if out, err := call("ok", 10*time.Second); err != nil || out != `{"ok":true}` {
+		t.Errorf("ok after the server died: %s %v", out, err)
+	}
 	if _, err := call("slow", 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow: %v", err)
 	}
