@@ -60,13 +60,13 @@ $(TS_CLIENT)/dist/start-plan.js: $(TS_CLIENT)/src/start-plan.ts $(TS_CLIENT)/pac
 	  { echo "Node.js >= 20 is needed for @temporalio/client (found $$(node --version))"; exit 1; }
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-# The server, its SQL tool and the PostgreSQL schema it ships (only the
-# .sql files: Go files under bin/ would join this module).
+# The server, its SQL tool and the PostgreSQL schema it ships (its .sql and
+# manifest files: Go files under bin/ would join this module).
 $(BIN)/temporal-server:
 	@echo "building the Temporal server $(TEMPORAL_SERVER_VERSION) and its SQL tool into bin/ (several minutes, once)"
 	@set -e; tmp=$$(mktemp -d); GOBIN=$$tmp $(GO) install go.temporal.io/server/cmd/server@$(TEMPORAL_SERVER_VERSION) go.temporal.io/server/cmd/tools/sql@$(TEMPORAL_SERVER_VERSION); \
 	  src=$$($(GO) env GOMODCACHE)/go.temporal.io/server@$(TEMPORAL_SERVER_VERSION)/schema; rm -rf $(BIN)/temporal-schema; \
-	  (cd $$src && find postgresql -name '*.sql' -exec install -D -m 644 {} $(BIN)/temporal-schema/{} \;); \
+	  (cd $$src && find postgresql \( -name '*.sql' -o -name '*.json' \) -exec install -D -m 644 {} $(BIN)/temporal-schema/{} \;); \
 	  mv $$tmp/sql $(BIN)/temporal-sql-tool; mv $$tmp/server $@; rm -rf $$tmp
 
 $(BIN)/temporal-ui-server:
