@@ -101,7 +101,7 @@ transfer-tools: ## yt-dlp and rclone, which the net kit's tools run (Debian's pa
 	  { echo "installing yt-dlp and rclone (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq yt-dlp rclone; }
 
-test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass and end-to-end tests
+test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass, end-to-end tests, and cluster-test
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
