@@ -125,10 +125,11 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## gofmt, go vet, staticcheck, wor
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-bench: build temporal ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one default-config dev server
+bench: build temporal cluster-tools ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one default-config dev server
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/...
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench 'Overhead|Local|Store|Console' -benchtime 6x -timeout 60m ./e2e
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e
+	./scripts/cluster-test.sh bench
 
 # A count, not a duration: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as "context deadline exceeded" on a loaded machine

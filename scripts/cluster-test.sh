@@ -4,6 +4,8 @@
 # then the durability suite against it, faults included: the Temporal
 # server SIGKILLed and restarted, PostgreSQL restarted, workers SIGKILLed,
 # two workers on separate project copies, run control and schedules.
+# `cluster-test.sh bench` runs BenchmarkOverhead there instead (make bench:
+# what PostgreSQL costs next to the dev server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-7833}
@@ -14,7 +16,11 @@ scripts/cluster.sh up
 tests='^(TestAServerRestartDoesNotStopARunningTool|TestClusterPostgresRestart|TestServerRestartMidRun|TestRunSurvivesFiveWorkerKills|TestNonIdempotentToolNeverStartsTwice|TestSharedStoreCarriesDataAcrossHosts|TestRunControl|TestSchedules|TestExamplesRunAsPromised)$'
 log=$CLUSTER_STATE/logs/e2e.log
 code=0
-CAPFLOW_E2E_TEMPORAL_ADDRESS=127.0.0.1:$CLUSTER_TEMPORAL_PORT CAPFLOW_E2E_CLUSTER=1 \
-  ${GO:-go} test -count=1 -timeout 20m -v -run "${CLUSTER_TESTS:-$tests}" ./e2e >"$log" 2>&1 || code=$?
+export CAPFLOW_E2E_TEMPORAL_ADDRESS=127.0.0.1:$CLUSTER_TEMPORAL_PORT CAPFLOW_E2E_CLUSTER=1
+if [ "${1:-}" = bench ]; then
+  ${GO:-go} test -run '^$' -bench Overhead -benchtime "${BENCHTIME:-6x}" -timeout 60m ./e2e 2>&1 | grep -v '\[DEBUG\]' | grep -E '^(Benchmark|ok|FAIL|PASS|goos|cpu)' || code=1
+  exit "$code"
+fi
+${GO:-go} test -count=1 -timeout 20m -v -run "${CLUSTER_TESTS:-$tests}" ./e2e >"$log" 2>&1 || code=$?
 grep -v '\[DEBUG\]' "$log" | grep -E '^(--- |ok|FAIL|PASS|panic|    )' || true
 exit "$code"
