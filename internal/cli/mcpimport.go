@@ -41,7 +41,7 @@ func (a *App) toolsImportMCP() *cobra.Command {
 			if prefix == "" {
 				prefix = snake(server)
 			}
-			if !regexp.MustCompile(`^[a-z0-9_]+$`).MatchString(prefix) {
+			if !prefixRE.MatchString(prefix) {
 				return caperr.New(caperr.InvalidInput, "--capability-prefix %q: want lowercase letters, digits and _ (the capability's domain)", prefix)
 			}
 			base := dir
@@ -112,7 +112,10 @@ func importTool(base, server, prefix string, info *mcp.Implementation, t *mcp.To
 		return nil, fmt.Errorf("no capability can be made of its name (%q)", capability)
 	}
 	desc := strings.TrimSpace(t.Description)
-	short := firstLineOf(desc)
+	short := strings.TrimSpace(firstLine(desc))
+	if len(short) > 200 {
+		short = short[:200] + "…"
+	}
 	if short == "" {
 		short = fmt.Sprintf("%s of MCP server %s", t.Name, server)
 	}
@@ -177,12 +180,16 @@ func plainJSON(v any) any {
 	return out
 }
 
-var camel = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+var (
+	camel    = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+	nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)
+	prefixRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+)
 
 // snake is a tool name as a capability's action: getSum, get-sum → get_sum.
 func snake(s string) string {
 	s = strings.ToLower(camel.ReplaceAllString(s, "${1}_${2}"))
-	s = regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(s, "_")
+	s = nonAlnum.ReplaceAllString(s, "_")
 	return strings.Trim(s, "_")
 }
 
@@ -196,14 +203,4 @@ func semverOf(v string) string {
 		return m
 	}
 	return "0.0.0"
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return strings.TrimSpace(s)
 }

@@ -266,13 +266,23 @@ func (s *Server) progress(ctx context.Context, id string) (any, error) { return 
 
 // result is progress typed: what the API's handlers read of a run.
 func (s *Server) result(ctx context.Context, id string) (*client.Result, error) {
-	run := s.o.Client.Get(id)
-	if info, err := s.o.Client.Describe(ctx, id); err == nil && !info.Open {
-		if res, err := run.Wait(ctx); err == nil {
-			return res, nil
-		}
+	if res := s.endedResult(ctx, id); res != nil {
+		return res, nil
 	}
-	return run.Progress(ctx)
+	return s.o.Client.Get(id).Progress(ctx)
+}
+
+// endedResult is an ended run's result, read from its history's last event;
+// nil while it runs (or when it cannot be read).
+func (s *Server) endedResult(ctx context.Context, id string) *client.Result {
+	if info, err := s.o.Client.Describe(ctx, id); err != nil || info.Open {
+		return nil
+	}
+	res, err := s.o.Client.Get(id).Wait(ctx)
+	if err != nil {
+		return nil
+	}
+	return res
 }
 
 // states answers every step's state; an ended run's from its report when

@@ -34,12 +34,8 @@ func (s *Server) endedRun(ctx context.Context, id string) *ended {
 	if e, ok := s.ended.Load(id); ok {
 		return e.(*ended)
 	}
-	info, err := s.o.Client.Describe(ctx, id)
-	if err != nil || info.Open {
-		return nil
-	}
-	res, err := s.o.Client.Get(id).Wait(ctx)
-	if err != nil {
+	res := s.endedResult(ctx, id)
+	if res == nil {
 		return nil
 	}
 	start := time.Now()
