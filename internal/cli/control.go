@@ -124,7 +124,7 @@ func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc *capflowcli
 	if err != nil {
 		return updateError(id, err)
 	}
-	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, id, "")
+	url := temporalx.RunURL(cfg.Temporal, id, "")
 	env := envelope.NewBuilder(cid).Succeed(ans.Message, map[string]any{"workflow_id": id, "status": ans.Status, "step": ans.Step, "state": ans.State, "url": url})
 	a.set(env, func(w io.Writer) { fmt.Fprintf(w, "✓ %s\n  run %s is %s\n", ans.Message, id, ans.Status) })
 	return nil

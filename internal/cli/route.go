@@ -202,7 +202,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 	if err != nil {
 		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
-	a.phase("execution", "%s (%s)", run.ID, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.ID, run.RunID))
+	a.phase("execution", "%s (%s)", run.ID, temporalx.RunURL(cfg.Temporal, run.ID, run.RunID))
 	result, err := a.follow(ctx, tc.Get(run.ID))
 	if err != nil {
 		return err

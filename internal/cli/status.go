@@ -36,14 +36,14 @@ func (a *App) statusCommand() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+					a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 					return nil
 				}
 				res, err := a.fetch(ctx, tc, args[0], false)
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-status", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				return nil
 			})
 		},
@@ -104,7 +104,7 @@ func (a *App) cancelCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				return nil
 			})
 		},
@@ -126,7 +126,7 @@ func (a *App) reportCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, res.WorkflowID, res.RunID))
+				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				if md := a.reportMarkdown(ctx, res); md != nil {
 					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
 				}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -174,20 +175,27 @@ func keys(m map[string]enumspb.IndexedValueType) []string {
 	return out
 }
 
-// UIBase is the Web UI for a frontend address: the dev server serves it
-// on port 8233 of the same host, unless CAPFLOW_UI_URL says otherwise.
-func UIBase(address string) string {
-	if u := os.Getenv("CAPFLOW_UI_URL"); u != "" {
-		return strings.TrimRight(u, "/")
+// UIBase is the Web UI runs are linked to: temporal.ui_url, else
+// CAPFLOW_UI_URL, else the frontend's host with its port + 1000, where the
+// dev server (its --ui-port default) and make cluster serve it.
+func UIBase(t config.Temporal) string {
+	for _, u := range []string{t.UIURL, os.Getenv("CAPFLOW_UI_URL")} {
+		if u != "" {
+			return strings.TrimRight(u, "/")
+		}
 	}
-	host, _, err := net.SplitHostPort(address)
+	host, port, err := net.SplitHostPort(t.Address)
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, "8233")
+	ui := "8233"
+	if n, err := strconv.Atoi(port); err == nil && n > 0 && n+1000 <= 65535 {
+		ui = strconv.Itoa(n + 1000)
+	}
+	return "http://" + net.JoinHostPort(host, ui)
 }
 
 // RunURL links to a run in the Web UI.
-func RunURL(address, namespace, workflowID, runID string) string {
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", UIBase(address), namespace, workflowID, runID)
+func RunURL(t config.Temporal, workflowID, runID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", UIBase(t), t.Namespace, workflowID, runID)
 }
