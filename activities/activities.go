@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hashicorp/go-hclog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -51,6 +53,8 @@ type Activities struct {
 	// worker's client (nil: a failed heartbeat stops the tool, as the SDK
 	// does).
 	Heartbeats Heartbeater
+	// Tracer records each attempt of a step as a span (nil: not traced).
+	Tracer trace.Tracer
 
 	mu         sync.Mutex
 	stepsCache *stepsCache

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
@@ -54,6 +56,10 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
+	// The run's trace, when the worker traces: this activity's span is in it.
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		res.TraceID = sc.TraceID().String()
+	}
 	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir), Transitions: transitions(dir, res.Steps)}
 	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
@@ -63,7 +69,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	}
 	a.storeReport(ctx, in.Result.WorkflowID, paths)
 	out := *paths
-	out.Outputs = res.Outputs
+	out.Outputs, out.TraceID = res.Outputs, res.TraceID
 	if in.Segments > 0 {
 		// The workflow knows only its last segment in full: the result's
 		// steps come from here, trimmed as the workflow would.

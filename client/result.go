@@ -38,6 +38,9 @@ type Result struct {
 	// URL is the run in the Temporal Web UI: the CLI adds it to the result
 	// it prints (the workflow leaves it empty).
 	URL string `json:"url,omitempty"`
+	// TraceID is the run's OpenTelemetry trace, when its worker traces
+	// (telemetry.otlp_endpoint, docs/observability.md).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Artifact is a file a step's output names (a field its tool's output

@@ -61,7 +61,7 @@ func (s *scheduler) startBatch(st *stepState) {
 	in.Step.ForEach = nil
 	in = s.fitItems(in)
 	fe.batchNo++
-	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
+	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{
 		WorkflowID:    fmt.Sprintf("%s.%s.items-%d", s.workflowID, step.ID, fe.batchNo),
 		StaticSummary: fmt.Sprintf("%s: items %d to %d of %d", step.ID, items[0].Index, items[len(items)-1].Index, len(fe.items)),
 	}))

@@ -59,7 +59,7 @@ func (s *scheduler) decide(st *stepState) {
 	in := wfapi.DecideInput{StepID: step.ID, ForEach: step.ForEach, ItemName: step.ItemName, When: step.When}
 	in.Inputs, in.Deps = s.referenced(step.ForEach, whenExpr(step.When))
 	in = s.fitDecide(in)
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.ctx, onHost(s.rr, workflow.ActivityOptions{
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.stepCtx(step.ID), onHost(s.rr, workflow.ActivityOptions{
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · decide: for_each items and when",
 	})))

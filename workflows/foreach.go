@@ -155,7 +155,7 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	s.inflight++
 	st.fe.running++
 	opts := s.itemOptions(step, index)
-	cctx, cancel := workflow.WithCancel(s.ctx)
+	cctx, cancel := workflow.WithCancel(s.stepCtx(step.ID))
 	call, inputs, deps := s.itemCall(st, index)
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call, CacheTTL: step.CacheTTL}}

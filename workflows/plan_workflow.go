@@ -357,10 +357,11 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	if a := paths.Steps; a != nil {
 		res.Steps, res.StepCounts, res.StepsOmitted = a.Steps, a.Counts, a.Omitted
 	}
-	res.Outputs, paths.Outputs, paths.Steps = paths.Outputs, nil, nil
+	res.Outputs, res.TraceID = paths.Outputs, paths.TraceID
+	paths.Outputs, paths.Steps, paths.TraceID = nil, nil, ""
 	res.Report = paths
 	res.Trim(wfapi.MaxResultBytes)
-	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s%s", res.Status, res.Message, cachedNote(res.Steps)))
+	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s%s%s", res.Status, res.Message, cachedNote(res.Steps), traceNote(res.TraceID)))
 	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"status": string(res.Status)}).Counter(wfapi.MetricRunsEnded).Inc(1)
 	return res, nil
 }
@@ -389,4 +390,12 @@ func unreadSignals(ctx workflow.Context) []string {
 		out = append(out, fmt.Sprintf("a signal %q was sent to this run, which reads no signals: run control is updates (capflow approve, pause, ...; docs/run-control.md)", name))
 	}
 	return out
+}
+
+// traceNote names the run's trace in its Web UI details.
+func traceNote(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "\n\ntrace `" + id + "`"
 }

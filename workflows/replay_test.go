@@ -9,10 +9,14 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/hashicorp/go-hclog"
 )
 
 // TestReplayCommittedHistories replays histories recorded from real runs
@@ -26,20 +30,43 @@ func TestReplayCommittedHistories(t *testing.T) {
 	if len(files) < 5 {
 		t.Fatalf("want the committed histories, found %d", len(files))
 	}
+	// A worker that traces (internal/telemetry) replays the same histories:
+	// its spans never change a workflow's commands.
+	tracing, err := telemetry.Setup(config.Telemetry{OTLPEndpoint: "http://127.0.0.1:9"}, "replay", hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traced []interceptor.WorkerInterceptor
+	for _, i := range tracing.Interceptors() {
+		traced = append(traced, i)
+	}
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-			r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
-			err := replay(r, f)
-			broken := strings.HasPrefix(filepath.Base(f), "broken-")
-			switch {
-			case broken && err == nil:
-				t.Fatal("an altered history replayed cleanly: the replay test cannot detect non-determinism")
-			case !broken && err != nil:
-				t.Fatalf("replay failed (non-deterministic change to PlanWorkflow?): %v", err)
-			}
-		})
+		for _, variant := range []struct {
+			name string
+			opts worker.WorkflowReplayerOptions
+		}{{"", worker.WorkflowReplayerOptions{}}, {"/traced", worker.WorkflowReplayerOptions{Interceptors: traced}}} {
+			t.Run(filepath.Base(f)+variant.name, func(t *testing.T) {
+				replayOne(t, f, variant.opts)
+			})
+		}
+	}
+}
+
+// replayOne replays file, expecting failure when it is a broken-* one.
+func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
+	r, err := worker.NewWorkflowReplayerWithOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	err = replay(r, f)
+	broken := strings.HasPrefix(filepath.Base(f), "broken-")
+	switch {
+	case broken && err == nil:
+		t.Fatal("an altered history replayed cleanly: the replay test cannot detect non-determinism")
+	case !broken && err != nil:
+		t.Fatalf("replay failed (non-deterministic change to PlanWorkflow?): %v", err)
 	}
 }
 

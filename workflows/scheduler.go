@@ -9,6 +9,7 @@ import (
 	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/wftrace"
 )
 
 // The scheduler drives the run's state machine (internal/dag) with
@@ -155,6 +156,30 @@ func (s *scheduler) Moved(t dag.Transition) {
 	if !st.started.IsZero() {
 		m.Timer(wfapi.MetricStepDuration).Record(st.ended.Sub(st.started))
 	}
+	s.traceStep(st, t.To)
+}
+
+// stepCtx is the scheduler's context with the step's trace span as the
+// parent of what the step starts.
+func (s *scheduler) stepCtx(id string) workflow.Context { return wftrace.StepContext(s.ctx, id) }
+
+// traceStep exports the span of a step that ended (wftrace).
+func (s *scheduler) traceStep(st *stepState, to dag.State) {
+	start := st.started
+	if start.IsZero() {
+		start = st.ended
+	}
+	code, cause := errorCodes(st.env)
+	msg := ""
+	if st.env != nil && st.env.Error != nil {
+		msg = st.env.Message
+	}
+	tool := st.step.Tool
+	if st.step.Version != "" {
+		tool += "@" + st.step.Version
+	}
+	wftrace.EndStep(s.ctx, wftrace.Step{ID: st.step.ID, Capability: st.step.Capability, Tool: tool, Status: to.String(),
+		Code: string(code), Cause: string(cause), Message: msg, Attempts: st.attempts, Path: st.path, Start: start, End: st.ended})
 }
 
 // Halt stops a running or waiting step of a run that stopped (dag.Effects).

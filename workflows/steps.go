@@ -39,7 +39,7 @@ func (s *scheduler) launch(st *stepState) {
 		opts.ActivityID += fmt.Sprintf("-host-%d", st.moves)
 	}
 	st.host = opts.TaskQueue // the run's host, or the tool's own queue
-	cctx, cancel := workflow.WithCancel(s.ctx)
+	cctx, cancel := workflow.WithCancel(s.stepCtx(step.ID))
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
 	// Only idempotent steps are reused: a step with effects (a server it

@@ -35,7 +35,7 @@ func (s *scheduler) startChild(st *stepState) {
 		s.execChild(st, with, nil)
 		return
 	}
-	actx := workflow.WithActivityOptions(s.ctx, onHost(s.rr, workflow.ActivityOptions{
+	actx := workflow.WithActivityOptions(s.stepCtx(step.ID), onHost(s.rr, workflow.ActivityOptions{
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · evaluate the sub-plan's inputs",
 	}))
@@ -86,7 +86,7 @@ func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spi
 func (s *scheduler) execChild(st *stepState, with map[string]any, spilled *wfapi.Blob) {
 	step := st.step
 	childID := s.workflowID + "." + step.ID
-	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
+	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{
 		WorkflowID:    childID,
 		StaticSummary: fmt.Sprintf("sub-plan %s of %s (step %s)", step.Plan, s.rr.Plan, step.ID),
 	}))

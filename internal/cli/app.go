@@ -28,6 +28,7 @@ import (
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/internal/telemetry"
 )
 
 // SoftMemoryLimit is the CLI's Go memory limit unless GOMEMLIMIT is set.
@@ -59,6 +60,8 @@ type App struct {
 	proj   *project.Project
 	// ctx ends on SIGINT or SIGTERM; every command's work derives from it.
 	ctx context.Context
+	// tracing exports the client's spans (telemetry.otlp_endpoint).
+	tracing *telemetry.Tracing
 	// emitted guards the one envelope a run prints (the normal one, or
 	// the safety net's on a signal the command did not answer in time).
 	emitted sync.Once
@@ -120,6 +123,11 @@ func (a *App) main(args []string) (code int) {
 		debug.SetMemoryLimit(SoftMemoryLimit)
 	}
 	a.log = logging.New("capflow", a.Stderr, hclog.Warn)
+	defer func() {
+		if err := a.tracing.Shutdown(2 * time.Second); err != nil {
+			a.log.Warn("telemetry", "error", err.Error())
+		}
+	}()
 	defer func() {
 		// Never a Go stack trace for any input: a panic is a bug, reported
 		// as INTERNAL_ERROR in the envelope.

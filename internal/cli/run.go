@@ -17,6 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/runctl"
+	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -72,7 +73,12 @@ func (a *App) dial(ctx context.Context) (*config.Config, *capflowclient.Client, 
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := temporalx.Dial(ctx, cfg, a.log.Named("temporal"))
+	if a.tracing == nil {
+		if a.tracing, err = telemetry.Setup(cfg.Telemetry, "capflow", a.log.Named("telemetry")); err != nil {
+			return cfg, nil, err
+		}
+	}
+	tc, err := temporalx.Dial(ctx, cfg, a.log.Named("temporal"), a.tracing.ClientOption())
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -144,7 +150,7 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 	if err != nil {
 		return caperr.Wrap(caperr.DependencyUnavailable, err, "cannot start the run")
 	}
-	url := temporalx.RunURL(cfg.Temporal.Address, cfg.Temporal.Namespace, run.ID, run.RunID)
+	url := temporalx.RunURL(cfg.Temporal, run.ID, run.RunID)
 	verb := "started"
 	if run.Existing {
 		// The same ID asked again: that run is the answer (--rerun starts
@@ -319,6 +325,9 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	}
 	if url != "" {
 		fmt.Fprintf(w, "Web UI: %s\n", url)
+	}
+	if res.TraceID != "" {
+		fmt.Fprintf(w, "trace: %s\n", res.TraceID)
 	}
 }
 

@@ -42,6 +42,8 @@ type Config struct {
 	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
 	// Cache is the result cache's default (docs/cache.md).
 	Cache Cache `mapstructure:"cache" json:"cache"`
+	// Telemetry is where traces go (docs/observability.md).
+	Telemetry Telemetry `mapstructure:"telemetry" json:"telemetry"`
 	// MCPServers are the MCP servers whose tools are capflow tools
 	// (docs/mcp.md), by name. Read from the file as written (viper would
 	// fold the case of environment variable names).
@@ -65,6 +67,14 @@ type MCPServer struct {
 	// StartTimeout bounds starting and initializing a connection (a Go
 	// duration; default 30s).
 	StartTimeout string `json:"start_timeout,omitempty"`
+}
+
+// Telemetry says where OpenTelemetry spans are exported.
+type Telemetry struct {
+	// OTLPEndpoint is an OTLP/HTTP collector's base URL ("": no tracing).
+	OTLPEndpoint string `mapstructure:"otlp_endpoint" json:"otlp_endpoint,omitempty"`
+	// ServiceName overrides the spans' service.name.
+	ServiceName string `mapstructure:"service_name" json:"service_name,omitempty"`
 }
 
 // Cache holds the cache's project defaults.
@@ -94,6 +104,9 @@ type Temporal struct {
 	Address   string `mapstructure:"address" json:"address"`
 	Namespace string `mapstructure:"namespace" json:"namespace"`
 	TaskQueue string `mapstructure:"task_queue" json:"task_queue"`
+	// UIURL is the Web UI runs are linked to ("": the frontend's host,
+	// its port + 1000).
+	UIURL string `mapstructure:"ui_url" json:"ui_url,omitempty"`
 	// SegmentEvents is the history length at which a long run continues
 	// as new (docs/limits.md); recorded per run by the worker resolving it.
 	SegmentEvents int `mapstructure:"segment_events" json:"segment_events"`
@@ -156,6 +169,9 @@ var defaults = map[string]any{
 	"router.llm.timeout":       "60s",
 	"artifacts.url":            "",
 	"cache.ttl":                "168h",
+	"telemetry.otlp_endpoint":  "",
+	"telemetry.service_name":   "",
+	"temporal.ui_url":          "",
 }
 
 // standardEnv are Temporal's own variables, read after CAPFLOW_*.

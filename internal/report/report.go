@@ -94,6 +94,9 @@ func Markdown(d Document) string {
 	if r.Route != nil {
 		fmt.Fprintf(&b, "| routed by | %s `%s` |\n", r.Route.Kind, r.Route.ID)
 	}
+	if r.TraceID != "" {
+		fmt.Fprintf(&b, "| trace | `%s` |\n", r.TraceID)
+	}
 	for _, h := range r.LostHosts {
 		fmt.Fprintf(&b, "| lost host | `%s` (the run moved on) |\n", h)
 	}

@@ -76,6 +76,8 @@ type ReportPaths struct {
 	// Steps (Finalize's answer for a run that continued as new): every
 	// step as the report has it, trimmed to fit the result.
 	Steps *StepsAnswer `json:"steps,omitempty"`
+	// TraceID (Finalize's answer only): the run's trace, when traced.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // StepsAnswer is the steps part of a trimmed result.
@@ -123,6 +125,9 @@ type Result struct {
 	// URL is the run in the Temporal Web UI: the CLI adds it to the result
 	// it prints (the workflow leaves it empty).
 	URL string `json:"url,omitempty"`
+	// TraceID is the run's OpenTelemetry trace, when its worker traces
+	// (telemetry.otlp_endpoint, docs/observability.md).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // OutputNames lists the result's outputs, sorted.

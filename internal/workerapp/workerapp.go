@@ -30,6 +30,7 @@ import (
 	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/sandbox"
+	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -116,39 +117,29 @@ func Main(args []string, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
-	// The metrics endpoint starts before the dial so the SDK's client
-	// metrics go to it; /healthz answers "unhealthy" until the worker runs.
 	var ready atomic.Pointer[readiness]
 	ready.Store(&readiness{err: errors.New("starting")})
-	var ms *metrics.Server
-	if *metricsAddr != "" {
-		ms, err = metrics.Start(*metricsAddr, map[string]metrics.Check{
-			"worker": func(context.Context) error { return ready.Load().err },
-			"registry": func(context.Context) error {
-				r := ready.Load()
-				if r.acts == nil {
-					return errors.New("not loaded yet")
-				}
-				_, err := r.acts.Project.Registry()
-				return err
-			},
-			"temporal": func(ctx context.Context) error {
-				r := ready.Load()
-				if r.client == nil {
-					return errors.New("not connected yet")
-				}
-				_, err := r.client.CheckHealth(ctx, &client.CheckHealthRequest{})
-				return err
-			},
-		}, log.Named("metrics"))
-		if err != nil {
-			log.Error("metrics", "error", fmt.Sprintf("cannot listen on %s: %v", *metricsAddr, err))
-			return 2
-		}
-		defer ms.Close()
-		log.Info("metrics and health", "metrics", "http://"+ms.Addr+"/metrics", "healthz", "http://"+ms.Addr+"/healthz")
+	ms, err := startMetrics(*metricsAddr, &ready, log)
+	if err != nil {
+		log.Error("metrics", "error", err.Error())
+		return 2
 	}
-	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"), func(o *client.Options) {
+	if ms != nil {
+		defer ms.Close()
+	}
+	tracing, err := telemetry.Setup(cfg.Telemetry, "capflow-worker", log.Named("telemetry"))
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		return 2
+	}
+	// Deferred before the client's close: runs after it, when the workers
+	// have stopped and their last spans ended.
+	defer func() {
+		if err := tracing.Shutdown(5 * time.Second); err != nil {
+			log.Warn("telemetry", "error", err.Error())
+		}
+	}()
+	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"), tracing.ClientOption(), func(o *client.Options) {
 		if ms != nil {
 			o.MetricsHandler = ms.Handler
 		}
@@ -181,6 +172,7 @@ func Main(args []string, stderr io.Writer) int {
 		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
 		Artifacts:        store,
 		Heartbeats:       c,
+		Tracer:           tracing.Tracer(),
 	}
 	acts.HostWait, _ = time.ParseDuration(cfg.Temporal.HostWait)
 	// Warm the registry now so manifest problems show at start-up.
@@ -208,7 +200,7 @@ func Main(args []string, stderr io.Writer) int {
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
-	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root)
+	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1
@@ -225,6 +217,47 @@ func Main(args []string, stderr io.Writer) int {
 	hw.Stop()
 	w.Stop()
 	return 0
+}
+
+// startMetrics serves /metrics and /healthz on addr (nil: addr is "").
+// It starts before the dial so the SDK's client metrics go to it;
+// /healthz answers "unhealthy" until the worker runs.
+func startMetrics(addr string, ready *atomic.Pointer[readiness], log hclog.Logger) (*metrics.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ms, err := metrics.Start(addr, map[string]metrics.Check{
+		"worker": func(context.Context) error { return ready.Load().err },
+		"registry": func(context.Context) error {
+			r := ready.Load()
+			if r.acts == nil {
+				return errors.New("not loaded yet")
+			}
+			_, err := r.acts.Project.Registry()
+			return err
+		},
+		"temporal": func(ctx context.Context) error {
+			r := ready.Load()
+			if r.client == nil {
+				return errors.New("not connected yet")
+			}
+			_, err := r.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	}, log.Named("metrics"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %v", addr, err)
+	}
+	log.Info("metrics and health", "metrics", "http://"+ms.Addr+"/metrics", "healthz", "http://"+ms.Addr+"/healthz")
+	return ms, nil
+}
+
+// tracesTo is the start-up line's word on tracing.
+func tracesTo(cfg *config.Config) string {
+	if u, err := telemetry.TracesURL(cfg.Telemetry.OTLPEndpoint); err == nil {
+		return u
+	}
+	return "off"
 }
 
 // readiness is what /healthz reports on: the client once dialled, the
