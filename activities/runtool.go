@@ -134,6 +134,11 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 			note = miss
 		}
 	}
+	if !in.Step.Idempotent {
+		if err := r.claimStart(activity.GetInfo(ctx).WorkflowExecution.RunID); err != nil {
+			return r.fail(b.FailErr(err, nil))
+		}
+	}
 	inMap, _ := inputs.(map[string]any)
 	mode, err := a.sandboxMode(m)
 	if err != nil {

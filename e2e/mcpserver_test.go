@@ -130,9 +130,20 @@ func TestCapflowAsMCPServer(t *testing.T) {
 	if isErr || env["data"].(map[string]any)["status"] != "passed" {
 		t.Fatalf("run with wait: %v", env)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.ContainsFunc(progress, func(p string) bool { return strings.Contains(p, "✓ b") }) {
+	// The server sends every notification before its answer, but the
+	// client hands notifications to their handler on its own goroutines:
+	// the last ones may land a moment after the answer.
+	seen := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(progress, func(p string) bool { return strings.Contains(p, "✓ b") })
+	}
+	for deadline := time.Now().Add(3 * time.Second); !seen() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !seen() {
+		mu.Lock()
+		defer mu.Unlock()
 		t.Fatalf("progress notifications: %q", progress)
 	}
 }

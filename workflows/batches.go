@@ -59,6 +59,7 @@ func (s *scheduler) startBatch(st *stepState) {
 	// never the step's own list: a literal list would travel whole with
 	// every batch.
 	in.Step.ForEach = nil
+	in.ResetOf = s.resetOf
 	in = s.fitItems(in)
 	fe.batchNo++
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{

@@ -34,6 +34,9 @@ type executor struct {
 	// version of that behaviour the run recorded (deadline-clamp).
 	deadline  time.Time
 	deadlineV int
+	// resetOf is the run this one was reset from ("" when it was not):
+	// see wfapi.RunToolInput.ResetOf.
+	resetOf string
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the
@@ -67,7 +70,18 @@ func (e *executor) pastDeadline(slack time.Duration) bool {
 }
 
 func newExecutor(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) executor {
-	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx)}
+	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), resetOf: resetOf(ctx)}
+}
+
+// resetOf is the run this one was reset from: a reset run keeps its
+// original's started event, so its original run ID is not its own. A run
+// that continued as new, or started again under the same ID, has its own.
+func resetOf(ctx workflow.Context) string {
+	info := workflow.GetInfo(ctx)
+	if info.OriginalRunID != "" && info.OriginalRunID != info.WorkflowExecution.RunID {
+		return info.OriginalRunID
+	}
+	return ""
 }
 
 // activityOptions are a step's (or item's) activity options: its timeouts

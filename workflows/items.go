@@ -62,6 +62,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 			rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
 				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
 					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
+			rin.ResetOf = in.ResetOf
 			rin = x.fitInput(rin)
 			var path string
 			f := x.runTool(cctx, in.Step, opts, rin, &path)

@@ -22,6 +22,10 @@ type RunToolInput struct {
 	// AttemptsBefore: attempts the step made as a local activity before
 	// this regular activity (its attempt numbers continue from there).
 	AttemptsBefore int32 `json:"attempts_before,omitempty"`
+	// ResetOf is the run this one was reset from (temporal workflow
+	// reset): a non-idempotent step that already started there is not
+	// started again (docs/workflow.md). Empty when an operator retried it.
+	ResetOf string `json:"reset_of,omitempty"`
 	// Spilled: the input would have passed MaxInputBytes, so its with,
 	// inputs, dependencies and item value are in this blob of the run
 	// folder (their fields here are empty); RunTool checks its digest.
