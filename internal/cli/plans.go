@@ -17,8 +17,8 @@ import (
 )
 
 func (a *App) planCommand() *cobra.Command {
-	c := &cobra.Command{Use: "plan", Short: "Check plans and draw them; nothing runs", RunE: a.groupRun}
-	c.AddCommand(a.planCheck(), a.planGraph())
+	c := &cobra.Command{Use: "plan", Short: "Check, draw and test plans; nothing runs on a server", RunE: a.groupRun}
+	c.AddCommand(a.planCheck(), a.planGraph(), a.planTest())
 	return c
 }
 

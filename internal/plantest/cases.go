@@ -1,0 +1,64 @@
+package plantest
+
+import (
+	"github.com/capflow/capflow/client"
+)
+
+// Case is one test case: the run's inputs, what steps answer, and what
+// the run must come to.
+type Case struct {
+	Name   string
+	Inputs map[string]any
+	// Steps are given results by step id, or "id[i]" for one item.
+	Steps  map[string]Given
+	Expect Expect
+	// Line is where the case starts in its file.
+	Line int
+}
+
+// Given is what a step answers in a case.
+type Given struct {
+	Data     any
+	HasData  bool
+	Error    *GivenError
+	Decision *GivenDecision
+}
+
+// GivenError is a step's failure.
+type GivenError struct {
+	Code    string
+	Message string
+}
+
+// GivenDecision answers a waiting step: approved (flow.approve), or an
+// action (retry, skip, fail; approve, reject).
+type GivenDecision struct {
+	Approved *bool
+	Action   string
+	By       string
+	Comment  string
+}
+
+func (g *GivenDecision) request(step string) client.DecideRequest {
+	action := client.Action(g.Action)
+	if g.Approved != nil {
+		action = client.ActionApprove
+		if !*g.Approved {
+			action = client.ActionReject
+		}
+	}
+	by := g.By
+	if by == "" {
+		by = "plan test"
+	}
+	return client.DecideRequest{Step: step, Action: action, By: by, Comment: g.Comment}
+}
+
+// Expect is what a case's run must come to.
+type Expect struct {
+	Status  string
+	Steps   map[string]string
+	Outputs map[string]any
+	// Order: pairs of steps, the first ended before the second started.
+	Order [][2]string
+}

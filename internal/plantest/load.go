@@ -1,0 +1,192 @@
+package plantest
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/schemas"
+)
+
+// LoadCases reads a case file for s's plan. Every fault is a problem with
+// the file, line and field: the file's shape (schemas/plan-test.schema.json),
+// step ids the plan does not have, data its tool's output schema refuses,
+// unknown error codes.
+func (s *Suite) LoadCases(file string) ([]*Case, error) {
+	data, err := yamldoc.ReadFile(file, file)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := yamldoc.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Root.Kind != yamldoc.Map {
+		return nil, caperr.New(caperr.InvalidInput, "a case file is a mapping with cases: [...]").At(file, doc.Root.Pos.Line, doc.Root.Pos.Column, "")
+	}
+	l := &loader{s: s, file: file, root: doc.Root}
+	sch := schema.Embedded("plan-test.schema.json", schemas.Must("plan-test.schema.json"))
+	for _, v := range sch.Validate(doc.Root.Interface()) {
+		l.problem(v.Path, "%s", v.Message)
+	}
+	if len(l.probs) > 0 {
+		l.probs.Sort()
+		return nil, l.probs
+	}
+	var cases []*Case
+	for i, n := range doc.Root.Get("cases").Items {
+		cases = append(cases, l.caseAt(i, n))
+	}
+	if len(l.probs) > 0 {
+		l.probs.Sort()
+		return nil, l.probs
+	}
+	return cases, nil
+}
+
+type loader struct {
+	s     *Suite
+	file  string
+	root  *yamldoc.Node
+	probs caperr.Problems
+}
+
+func (l *loader) problem(path []string, format string, args ...any) {
+	p := l.root.PosOf(path)
+	l.probs = append(l.probs, caperr.New(caperr.InvalidInput, format, args...).At(l.file, p.Line, p.Column, yamldoc.FieldPath(path)))
+}
+
+var itemKey = regexp.MustCompile(`^(.+)\[([0-9]+)\]$`)
+
+// caseAt reads the valid-shaped case i and checks it against the plan.
+func (l *loader) caseAt(i int, n *yamldoc.Node) *Case {
+	at := []string{"cases", strconv.Itoa(i)}
+	c := &Case{Name: n.Get("name").Interface().(string), Steps: map[string]Given{}, Line: n.Pos.Line}
+	if in := n.Get("inputs"); in != nil {
+		c.Inputs, _ = in.Interface().(map[string]any)
+	}
+	if steps := n.Get("steps"); steps != nil {
+		for _, k := range steps.Keys {
+			c.Steps[k.Name] = l.given(append(at, "steps", k.Name), k.Name, k.Value)
+		}
+	}
+	if ex := n.Get("expect"); ex != nil {
+		c.Expect = l.expect(append(at, "expect"), ex)
+	}
+	return c
+}
+
+// given reads what a step answers, checking its id, its data and its code.
+func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
+	id, item := key, false
+	if m := itemKey.FindStringSubmatch(key); m != nil {
+		id, item = m[1], true
+	}
+	step := l.s.Plan.Step(id)
+	switch {
+	case step == nil:
+		l.problem(path, "the plan has no step %q%s", id, suggest.Phrase(id, l.s.stepIDs()))
+	case item && !step.IsForEach():
+		l.problem(path, "%s is not a for_each step: it has no items", id)
+	}
+	var g Given
+	if d := n.Get("data"); d != nil {
+		g.Data, g.HasData = d.Interface(), true
+		if sch := l.s.schemas[id]; sch != nil {
+			for _, v := range sch.Validate(g.Data) {
+				l.problem(append(append(path, "data"), v.Path...), "%s (the output schema of %s's tool)", v.Message, id)
+			}
+		}
+	}
+	if e := n.Get("error"); e != nil {
+		m := e.Interface().(map[string]any)
+		g.Error = &GivenError{Code: m["code"].(string)}
+		g.Error.Message, _ = m["message"].(string)
+		if !caperr.Known(caperr.Code(g.Error.Code)) {
+			l.problem(append(path, "error", "code"), "%s is not an error code (docs/errors.md)%s", g.Error.Code, suggest.Phrase(g.Error.Code, codes()))
+		}
+	}
+	if d := n.Get("decision"); d != nil {
+		m := d.Interface().(map[string]any)
+		g.Decision = &GivenDecision{}
+		if a, ok := m["approved"].(bool); ok {
+			g.Decision.Approved = &a
+		}
+		g.Decision.Action, _ = m["action"].(string)
+		g.Decision.By, _ = m["by"].(string)
+		g.Decision.Comment, _ = m["comment"].(string)
+	}
+	if g.HasData && g.Error != nil {
+		l.problem(path, "%s has both data and an error: a step either succeeds or fails", key)
+	}
+	return g
+}
+
+// expect reads a case's expectations, checking the step ids and output
+// names it uses.
+func (l *loader) expect(path []string, n *yamldoc.Node) Expect {
+	m := n.Interface().(map[string]any)
+	var e Expect
+	e.Status, _ = m["status"].(string)
+	if steps, ok := m["steps"].(map[string]any); ok {
+		e.Steps = map[string]string{}
+		for id, st := range steps {
+			e.Steps[id] = st.(string)
+			l.knownStep(append(path, "steps", id), id)
+		}
+	}
+	if outs, ok := m["outputs"].(map[string]any); ok {
+		e.Outputs = outs
+		for name := range outs {
+			if _, ok := l.s.Plan.Outputs[name]; !ok {
+				l.problem(append(path, "outputs", name), "the plan has no output %q%s", name, suggest.Phrase(name, sortedKeys(l.s.Plan.Outputs)))
+			}
+		}
+	}
+	if order, ok := m["order"].([]any); ok {
+		for i, pair := range order {
+			p := pair.([]any)
+			a, _ := p[0].(string)
+			b, _ := p[1].(string)
+			l.knownStep(append(path, "order", strconv.Itoa(i), "0"), a)
+			l.knownStep(append(path, "order", strconv.Itoa(i), "1"), b)
+			e.Order = append(e.Order, [2]string{a, b})
+		}
+	}
+	return e
+}
+
+func (l *loader) knownStep(path []string, id string) {
+	if l.s.Plan.Step(id) == nil {
+		l.problem(path, "the plan has no step %q%s", id, suggest.Phrase(id, l.s.stepIDs()))
+	}
+}
+
+func (s *Suite) stepIDs() []string {
+	ids := make([]string, 0, len(s.Plan.Steps))
+	for _, st := range s.Plan.Steps {
+		ids = append(ids, st.ID)
+	}
+	return ids
+}
+
+func codes() []string {
+	var out []string
+	for _, i := range caperr.All() {
+		out = append(out, string(i.Code))
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

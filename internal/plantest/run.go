@@ -1,0 +1,59 @@
+package plantest
+
+import (
+	"time"
+)
+
+// Report is how a plan's test went.
+type Report struct {
+	Plan     string    `json:"plan"`
+	File     string    `json:"file"`
+	Cases    []*Result `json:"cases"`
+	Passed   int       `json:"passed"`
+	Failed   int       `json:"failed"`
+	Coverage *Coverage `json:"coverage"`
+	// DurationMS is the whole test's time, cases and set-up.
+	DurationMS int64 `json:"duration_ms"`
+}
+
+type caseRun struct {
+	result  *Result
+	reasons map[string]string
+}
+
+// HappyPath is the case made up for a plan with no case file: its
+// default inputs, every step answering its generated result, and the run
+// expected to pass.
+func HappyPath() *Case {
+	return &Case{Name: "happy path (generated)", Steps: map[string]Given{}, Expect: Expect{Status: "passed"}}
+}
+
+// Run runs the cases, one after the other, and measures their coverage.
+func (s *Suite) Run(cases []*Case) *Report {
+	start := time.Now()
+	rep := &Report{Plan: s.Plan.Name, File: s.File}
+	var runs []caseRun
+	for i, c := range cases {
+		t0 := time.Now()
+		o := s.run(c, i+1)
+		r := check(c, o)
+		r.DurationMS = time.Since(t0).Milliseconds()
+		r.Generated = c.Name == HappyPath().Name && c.Line == 0
+		cr := caseRun{result: r, reasons: map[string]string{}}
+		if o.res != nil {
+			for _, st := range o.res.Steps {
+				cr.reasons[st.ID] = st.Reason
+			}
+		}
+		runs = append(runs, cr)
+		rep.Cases = append(rep.Cases, r)
+		if r.Passed {
+			rep.Passed++
+		} else {
+			rep.Failed++
+		}
+	}
+	rep.Coverage = cover(s.Plan, runs)
+	rep.DurationMS = time.Since(start).Milliseconds()
+	return rep
+}

@@ -1,0 +1,185 @@
+// Package plantest runs a plan against test cases without tools and
+// without a server (docs/plan-tests.md): the real PlanWorkflow, and
+// capflow's own activities, in the Temporal SDK's test environment; each
+// step's result comes from the case, or is generated from its tool's
+// output schema.
+package plantest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/log"
+
+	"go.temporal.io/sdk/activity"
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/workflows"
+)
+
+// outcome is what a case's run came to.
+type outcome struct {
+	res   *wfapi.Result
+	err   error
+	calls map[string]int // RunTool calls by step or item label
+	// started and ended: when each step's tool first started and last
+	// ended, in the order of the test's tool calls.
+	started, ended map[string]int
+}
+
+// run executes one case.
+func (r *Suite) run(c *Case, n int) outcome {
+	var s testsuite.WorkflowTestSuite
+	// The test environment logs every event at debug: not for people.
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	for name, fn := range map[string]any{
+		wfapi.ResolveActivity: r.acts.Resolve, wfapi.DecideActivity: r.acts.Decide, wfapi.FinalizeActivity: r.acts.Finalize,
+		wfapi.LoadStepsActivity: r.acts.LoadSteps, wfapi.CheckpointActivity: r.acts.Checkpoint, wfapi.PutBlobActivity: r.acts.PutBlob,
+		wfapi.GetBlobActivity: r.acts.GetBlob, wfapi.HostActivity: r.acts.Host,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	t := &tools{r: r, c: c, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
+	env.RegisterActivityWithOptions(t.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	decide := &decider{env: env, c: c, sent: map[string]bool{}}
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { decide.soon() })
+	// One workflow ID, so one run folder, per case.
+	env.SetStartWorkflowOptions(sdkclient.StartWorkflowOptions{ID: fmt.Sprintf("plan-test-%d", n)})
+	env.ExecuteWorkflow(wfapi.WorkflowType, client.Input{Plan: r.value, Inputs: c.Inputs})
+	out := outcome{calls: t.calls, started: t.started, ended: t.ended}
+	if err := env.GetWorkflowError(); err != nil {
+		out.err = err
+		return out
+	}
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		out.err = err
+		return out
+	}
+	out.res = &res
+	return out
+}
+
+// tools is the case's stand-in for every tool.
+type tools struct {
+	r              *Suite
+	c              *Case
+	mu             sync.Mutex
+	calls          map[string]int
+	seq            int
+	started, ended map[string]int
+}
+
+// mark counts a tool's start or end in the order of calls.
+func (t *tools) mark(m map[string]int, id string, first bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	if _, ok := m[id]; !ok || !first {
+		m[id] = t.seq
+	}
+}
+
+// RunTool answers a step (or item) as the case says, else with the
+// generated result of its tool's output schema.
+func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	label := in.Step.ID
+	if it := in.Step.Item; it != nil {
+		label = wfapi.ItemLabel(in.Step.ID, it.Index)
+	}
+	t.mu.Lock()
+	t.calls[label]++
+	t.mu.Unlock()
+	t.mark(t.started, in.Step.ID, true)
+	defer t.mark(t.ended, in.Step.ID, false)
+	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsBefore
+	given, ok := t.c.Steps[label]
+	if !ok && in.Step.Item != nil {
+		given, ok = t.c.Steps[in.Step.ID]
+	}
+	if ok && given.Error != nil {
+		code := caperr.Code(given.Error.Code)
+		msg := given.Error.Message
+		if msg == "" {
+			msg = fmt.Sprintf("%s failed (%s, given by the case)", label, code)
+		}
+		env := envelope.NewBuilder(in.Step.Tool).Fail(code, msg, nil)
+		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
+		retryable := caperr.Lookup(code).Retryable && in.Step.Idempotent
+		return nil, temporal.NewApplicationErrorWithOptions(msg, string(code), temporal.ApplicationErrorOptions{NonRetryable: !retryable, Details: []any{res}})
+	}
+	data := t.r.outputs[in.Step.ID]
+	if ok && given.HasData {
+		data = given.Data
+	}
+	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", clone(data))
+	return &wfapi.RunToolResult{Envelope: env, Attempt: attempt}, nil
+}
+
+// clone is a deep copy of JSON data: steps must not share the maps they
+// were given.
+func clone(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// decider answers steps waiting for a person with the case's decisions.
+// A waiting step starts a timer (its ask timeout), which the test
+// environment would fire at once: when a timer is scheduled, the progress
+// query says which steps wait, and the case's decision goes in first.
+type decider struct {
+	env  *testsuite.TestWorkflowEnvironment
+	c    *Case
+	sent map[string]bool
+}
+
+func (d *decider) soon() {
+	d.env.RegisterDelayedCallback(d.answer, 0)
+}
+
+func (d *decider) answer() {
+	v, err := d.env.QueryWorkflow(wfapi.ProgressQuery)
+	if err != nil {
+		return
+	}
+	var p wfapi.Result
+	if v.Get(&p) != nil {
+		return
+	}
+	for _, s := range p.Steps {
+		given, ok := d.c.Steps[s.ID]
+		if s.Status != wfapi.StepWaiting || !ok || given.Decision == nil || d.sent[s.ID] {
+			continue
+		}
+		d.sent[s.ID] = true
+		req := given.Decision.request(s.ID)
+		d.env.UpdateWorkflow(client.UpdateDecide, "plantest-"+s.ID, noopUpdate{}, req)
+	}
+}
+
+// noopUpdate receives an update's outcome (the result says what it did).
+type noopUpdate struct{}
+
+func (noopUpdate) Accept()             {}
+func (noopUpdate) Reject(error)        {}
+func (noopUpdate) Complete(any, error) {}

@@ -1,0 +1,108 @@
+package plantest
+
+import (
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/yamldoc"
+)
+
+// Suite is a plan made ready to test: resolved against the project's
+// tools, with a result generated for each step from its tool's output
+// schema.
+type Suite struct {
+	Plan   *plan.Plan
+	File   string
+	Report *preflight.Report
+	value  any
+	// outputs and schemas: each step's generated result and its tool's
+	// output schema (nil when the tool declares none).
+	outputs map[string]any
+	schemas map[string]*schema.Schema
+	acts    *activities.Activities
+	runsDir string
+}
+
+// Prepare loads and checks planFile in the project of cfg. A plan that
+// would not run (problems, gaps, policy) is an error: a test of it would
+// say nothing.
+func Prepare(cfg *config.Config, planFile string, log hclog.Logger) (*Suite, error) {
+	data, err := yamldoc.ReadFile(planFile, planFile)
+	if err != nil {
+		return nil, err
+	}
+	p, probs := plan.Parse(planFile, data)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	doc, _ := yamldoc.Parse(planFile, data)
+	runs, err := os.MkdirTemp("", "capflow-plan-test-")
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "a folder for the test runs")
+	}
+	c := *cfg
+	c.RunsDir = runs
+	proj := project.New(&c, log, io.Discard)
+	s := &Suite{Plan: p, File: planFile, value: doc.Root.Interface(), runsDir: runs,
+		outputs: map[string]any{}, schemas: map[string]*schema.Schema{},
+		acts: &activities.Activities{Project: proj, Logger: log}}
+	if err := s.resolve(proj); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolve checks the plan as a run would and generates each step's result.
+func (s *Suite) resolve(proj *project.Project) error {
+	reg, err := proj.Registry()
+	if err != nil {
+		return err
+	}
+	pol, err := proj.Policy()
+	if err != nil {
+		return err
+	}
+	s.Report = proj.Check(s.Plan, nil, reg, pol, true)
+	if s.Report.Status != preflight.Ready && len(s.Report.Gaps)+len(s.Report.Problems) > 0 {
+		return caperr.New(caperr.InvalidInput, "%s is not ready to run (%s): %s; `capflow plan check %s` says why", s.File, s.Report.Status, s.Report.Message, s.File)
+	}
+	for _, r := range s.Report.Resolution {
+		if r.Manifest == nil {
+			continue
+		}
+		doc := r.Manifest.OutputSchema
+		s.outputs[r.StepID] = generated(doc)
+		if doc != nil {
+			// The registry compiled it when it loaded the manifest.
+			if sch, vs := schema.Compile(doc); len(vs) == 0 {
+				s.schemas[r.StepID] = sch
+			}
+		}
+	}
+	return nil
+}
+
+// generated is a result that satisfies an output schema: its first
+// example, else its default, else a minimal valid value.
+func generated(doc map[string]any) any {
+	if doc == nil {
+		return map[string]any{}
+	}
+	if ex, ok := doc["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	return schema.Sample(doc)
+}
+
+// Close removes the test runs' folders.
+func (s *Suite) Close() { _ = os.RemoveAll(s.runsDir) }
