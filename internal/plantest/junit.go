@@ -57,4 +57,3 @@ func DefaultCases(planFile string) string {
 	}
 	return ""
 }
-
