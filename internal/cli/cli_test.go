@@ -326,3 +326,38 @@ func TestValidateWarnsWithoutDescription(t *testing.T) {
 		t.Fatalf("exit %d %+v", code, env.Feedback)
 	}
 }
+
+// capflow plan test: exit 0 when every case passes, 1 (TEST_FAILURE) with
+// the diffs when one fails, 2 for a case file with faults; JUnit on
+// request; the case file beside the plan found by itself.
+func TestPlanTest(t *testing.T) {
+	root := repoRoot(t)
+	plan := filepath.Join(root, "plans", "examples", "conditions.yaml")
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code, out, _ := capflow(t, "plan", "test", plan, "--project", root, "--coverage", "--junit", junit, "--output", "json")
+	var env struct {
+		Success bool
+		Message string
+		Data    struct {
+			Passed, Failed int
+			Coverage       struct{ Taken, Total int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &env); err != nil || code != 0 || !env.Success || env.Data.Passed != 3 || env.Data.Coverage.Total != 14 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `<testsuite name="conditions" tests="3" failures="0"`) {
+		t.Fatalf("junit: %v %s", err, b)
+	}
+	cases := filepath.Join(t.TempDir(), "cases.yaml")
+	_ = os.WriteFile(cases, []byte("cases:\n  - name: wrong\n    expect: {status: failed}\n"), 0o644)
+	code, out, _ = capflow(t, "plan", "test", plan, "--project", root, "--cases", cases)
+	if code != 1 || !strings.Contains(out, "✗ wrong: passed") || !strings.Contains(out, "status: expected failed, got passed") {
+		t.Fatalf("a failed case: exit %d\n%s", code, out)
+	}
+	_ = os.WriteFile(cases, []byte("cases:\n  - name: typo\n    steps: {fnd: {data: {}}}\n"), 0o644)
+	code, out, _ = capflow(t, "plan", "test", plan, "--project", root, "--cases", cases, "--output", "json")
+	if code != 2 || !strings.Contains(out, `the plan has no step \"fnd\" (did you mean \"find\"?)`) || !strings.Contains(out, `"line":3`) {
+		t.Fatalf("a bad case file: exit %d\n%s", code, out)
+	}
+}

@@ -39,7 +39,7 @@ func (a *App) planTest() *cobra.Command {
 			if casesFile == "" {
 				casesFile = plantest.DefaultCases(args[0])
 			}
-			cases := []*plantest.Case{plantest.HappyPath()}
+			cases := []*plantest.Case{s.HappyPath()}
 			if casesFile != "" {
 				if cases, err = s.LoadCases(casesFile); err != nil {
 					return err

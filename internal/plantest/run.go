@@ -2,6 +2,8 @@ package plantest
 
 import (
 	"time"
+
+	"github.com/capflow/capflow/internal/preflight"
 )
 
 // Report is how a plan's test went.
@@ -23,10 +25,33 @@ type caseRun struct {
 
 // HappyPath is the case made up for a plan with no case file: its
 // default inputs, every step answering its generated result, and the run
-// expected to pass.
-func HappyPath() *Case {
-	return &Case{Name: "happy path (generated)", Steps: map[string]Given{}, Expect: Expect{Status: "passed"}}
+// expected to pass, or, when the plan has gaps or the policy refuses it,
+// to end as `capflow plan check` says.
+func (s *Suite) HappyPath() *Case {
+	want := "passed"
+	if st := s.Report.Status; st != preflight.Ready && st != preflight.Invalid {
+		want = st
+	}
+	return &Case{Name: happyName, Inputs: s.sampleInputs(), Steps: map[string]Given{}, Expect: Expect{Status: want}}
 }
+
+// sampleInputs gives each required input without a default a value its
+// declaration accepts (examples first).
+func (s *Suite) sampleInputs() map[string]any {
+	in := map[string]any{}
+	for name, decl := range s.Plan.Inputs {
+		if _, ok := decl["default"]; ok {
+			continue
+		}
+		if req, ok := decl["required"].(bool); ok && !req {
+			continue
+		}
+		in[name] = generated(decl)
+	}
+	return in
+}
+
+const happyName = "happy path (generated)"
 
 // Run runs the cases, one after the other, and measures their coverage.
 func (s *Suite) Run(cases []*Case) *Report {
@@ -38,7 +63,7 @@ func (s *Suite) Run(cases []*Case) *Report {
 		o := s.run(c, i+1)
 		r := check(c, o)
 		r.DurationMS = time.Since(t0).Milliseconds()
-		r.Generated = c.Name == HappyPath().Name && c.Line == 0
+		r.Generated = c.Name == happyName && c.Line == 0
 		cr := caseRun{result: r, reasons: map[string]string{}}
 		if o.res != nil {
 			for _, st := range o.res.Steps {

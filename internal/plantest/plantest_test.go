@@ -1,0 +1,226 @@
+package plantest
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
+)
+
+func repo(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func prepare(t testing.TB, plan string) *Suite {
+	t.Helper()
+	cfg, err := config.Load(config.Options{Project: repo(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func casesOf(t testing.TB, s *Suite) []*Case {
+	t.Helper()
+	file := DefaultCases(s.File)
+	if file == "" {
+		return []*Case{s.HappyPath()}
+	}
+	cases, err := s.LoadCases(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// Every example plan passes its cases (tests/<plan>), or its generated
+// happy path.
+func TestExamplePlans(t *testing.T) {
+	plans, _ := filepath.Glob(filepath.Join(repo(t), "plans", "examples", "*.yaml"))
+	if len(plans) < 10 {
+		t.Fatalf("want the example plans, found %d", len(plans))
+	}
+	withCases := 0
+	for _, p := range plans {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			s := prepare(t, p)
+			if DefaultCases(p) != "" {
+				withCases++
+			}
+			rep := s.Run(casesOf(t, s))
+			for _, c := range rep.Cases {
+				if !c.Passed {
+					t.Errorf("case %q: %v", c.Name, c.Diffs)
+				}
+			}
+		})
+	}
+	if withCases < 4 {
+		t.Errorf("only %d example plans have cases", withCases)
+	}
+}
+
+// Steps that wait for people get the case's decisions: an approval, a
+// rejection, a skip and a retry of a failed step; unanswered, the wait
+// outlasts the run's max_run_seconds.
+func TestDecisions(t *testing.T) {
+	s := prepare(t, filepath.Join("testdata", "gated.yaml"))
+	rep := s.Run(casesOf(t, s))
+	for _, c := range rep.Cases {
+		if !c.Passed {
+			t.Errorf("case %q: %v", c.Name, c.Diffs)
+		}
+	}
+	if rep.Passed != 4 {
+		t.Fatalf("passed %d of %d", rep.Passed, len(rep.Cases))
+	}
+}
+
+// A case file's faults are reported together, each at its line and
+// field, before anything runs.
+func TestCaseFileProblems(t *testing.T) {
+	s := prepare(t, filepath.Join(repo(t), "plans", "examples", "conditions.yaml"))
+	_, err := s.LoadCases(filepath.Join("testdata", "bad-cases.yaml"))
+	var probs caperr.Problems
+	if p, ok := err.(caperr.Problems); ok {
+		probs = p
+	}
+	if len(probs) != 1 || probs[0].Line != 13 || probs[0].Field != "cases[1].unknown" || !strings.Contains(probs[0].Message, `unknown field "unknown"`) {
+		t.Fatalf("shape problems: %v", err)
+	}
+	// With the shape right, the plan-aware checks.
+	data, _ := os.ReadFile(filepath.Join("testdata", "bad-cases.yaml"))
+	fixed := filepath.Join(t.TempDir(), "cases.yaml")
+	_ = os.WriteFile(fixed, []byte(strings.Replace(string(data), "    unknown: 1\n", "", 1)), 0o644)
+	_, err = s.LoadCases(fixed)
+	probs, _ = err.(caperr.Problems)
+	var got []string
+	for _, p := range probs {
+		got = append(got, fmt.Sprintf(":%d:%d: %s %s", p.Line, p.Column, p.Field, p.Message))
+	}
+	for _, w := range []string{
+		`:4:7: cases[0].steps.fnd the plan has no step "fnd" (did you mean "find"?)`,
+		`:5:21: cases[0].steps.find.data.count must be integer, not string (the output schema of find's tool)`,
+		`:6:7: cases[0].steps.notify[0] notify is not a for_each step: it has no items`,
+		`:7:25: cases[0].steps.archive.error.code TOOL_FAILUR is not an error code (docs/errors.md) (did you mean "TOOL_FAILURE"?)`,
+		`:9:15: cases[0].expect.steps.archiv the plan has no step "archiv" (did you mean "archive"?)`,
+		`:12:7: cases[1].steps.find find has both data and an error: a step either succeeds or fails`,
+	} {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("missing problem %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, p := range probs {
+		if p.Code != caperr.InvalidInput {
+			t.Errorf("%s: code %s", p.Location(), p.Code)
+		}
+	}
+}
+
+// A case whose expectations do not hold says, per field, what was
+// expected and what the run did; JUnit carries the same.
+func TestFailedCaseSaysWhy(t *testing.T) {
+	s := prepare(t, filepath.Join(repo(t), "plans", "examples", "for-each-checksums.yaml"))
+	c := &Case{Name: "wrong", Steps: map[string]Given{
+		"find": {HasData: true, Data: map[string]any{"dir": "d", "count": 2, "files": []any{"a", "b"}}},
+	}, Expect: Expect{Status: "failed", Steps: map[string]string{"sum": "failed", "summary": "succeeded"},
+		Outputs: map[string]any{"files": 3}, Order: [][2]string{{"summary", "find"}}}}
+	rep := s.Run([]*Case{c})
+	r := rep.Cases[0]
+	want := []string{
+		"status: expected failed, got passed",
+		"steps.sum: expected failed, got succeeded",
+		"outputs.files: expected 3, got 2",
+		"order: expected summary to end before find started: find started while summary ran",
+	}
+	if r.Passed || rep.Failed != 1 || len(r.Diffs) != len(want) {
+		t.Fatalf("diffs: %q", r.Diffs)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(r.Diffs[i], w) {
+			t.Errorf("diff %d = %q, want %q…", i, r.Diffs[i], w)
+		}
+	}
+	b, err := rep.JUnit()
+	var suite junitSuite
+	if err != nil || xml.Unmarshal(b, &suite) != nil || suite.Failures != 1 || suite.Cases[0].Failure == nil ||
+		!strings.Contains(suite.Cases[0].Failure.Text, "outputs.files: expected 3, got 2") {
+		t.Fatalf("junit: %v\n%s", err, b)
+	}
+}
+
+// Coverage names, for each branch, the cases that took it, and the
+// branches none did.
+func TestCoverage(t *testing.T) {
+	s := prepare(t, filepath.Join(repo(t), "plans", "examples", "conditions.yaml"))
+	cov := s.Run(casesOf(t, s)).Coverage
+	got := map[string]string{}
+	for _, b := range cov.Branches {
+		got[b.Kind+" "+b.Step+" "+b.Outcome] = strings.Join(b.Cases, "; ")
+	}
+	for k, v := range map[string]string{
+		"when archive false":  "too few files, notice asked",
+		"when notify true":    "too few files, notice asked",
+		"join done not met":   "the archive fails, the run fails fast",
+		"step find failed":    "",
+		"step archive failed": "the archive fails, the run fails fast",
+	} {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if cov.Total != 14 || cov.Taken != 11 {
+		t.Errorf("taken %d of %d", cov.Taken, cov.Total)
+	}
+}
+
+// BenchmarkFiftyStepPlan: 100 cases of a 50-step plan (target: under
+// 10 s on a 2-core machine; docs/performance.md).
+func BenchmarkFiftyStepPlan(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("name: fifty\nsteps:\n")
+	for i := 0; i < 50; i++ {
+		if i == 0 {
+			sb.WriteString("  - {id: s0, capability: file.checksum, with: {path: plans/examples/data/a.txt}}\n")
+			continue
+		}
+		sb.WriteString("  - {id: s" + itoa(i) + ", capability: file.checksum, needs: [s" + itoa(i-1) + "], with: {path: plans/examples/data/a.txt}}\n")
+	}
+	plan := filepath.Join(b.TempDir(), "fifty.yaml")
+	_ = os.WriteFile(plan, []byte(sb.String()), 0o644)
+	s := prepare(b, plan)
+	cases := make([]*Case, 100)
+	for i := range cases {
+		cases[i] = s.HappyPath()
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		if rep := s.Run(cases); rep.Failed > 0 {
+			b.Fatalf("%v", rep.Cases[0].Diffs)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
