@@ -156,6 +156,19 @@ func ancestors(spans []span, s span) []string {
 	return out
 }
 
+// uniqueSpans fails when two spans share an ID: a span exported twice (by
+// a replay, by a second worker).
+func uniqueSpans(t *testing.T, spans []span) {
+	t.Helper()
+	seen := map[string]string{}
+	for _, s := range spans {
+		if other, ok := seen[s.ID]; ok {
+			t.Errorf("spans %q and %q share the ID %s", other, s.Name, s.ID)
+		}
+		seen[s.ID] = s.Name
+	}
+}
+
 // tracedProject is a copy of the test project whose capflow.yaml sends
 // traces to c, with its own worker on queue.
 func tracedProject(t *testing.T, c *collector, queue string) (string, []string) {
@@ -203,6 +216,7 @@ steps:
 		t.Fatalf("exit %d, status %s, trace %q: %s\n%s", code, res.Status, traceID, e.Message, stderr)
 	}
 	spans := c.wait(t, traceID, "run "+res.WorkflowID)
+	uniqueSpans(t, spans)
 	for _, s := range spans {
 		for k, v := range s.Attrs {
 			if strings.Contains(v, "TRACE-MARKER-INPUT") {
@@ -304,6 +318,7 @@ steps:
 		t.Fatalf("after the worker was killed: %s %s, trace %q", res.Status, res.Message, res.TraceID)
 	}
 	spans := c.wait(t, res.TraceID, "run "+id)
+	uniqueSpans(t, spans)
 	ids := map[string]bool{}
 	for _, s := range spans {
 		ids[s.ID] = true

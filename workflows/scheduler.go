@@ -161,7 +161,9 @@ func (s *scheduler) Moved(t dag.Transition) {
 
 // stepCtx is the scheduler's context with the step's trace span as the
 // parent of what the step starts.
-func (s *scheduler) stepCtx(id string) workflow.Context { return wftrace.StepContext(s.ctx, id) }
+func (s *scheduler) stepCtx(id string) workflow.Context {
+	return wftrace.StepContext(s.ctx, id, s.steps[id].reruns)
+}
 
 // traceStep exports the span of a step that ended (wftrace).
 func (s *scheduler) traceStep(st *stepState, to dag.State) {
@@ -178,7 +180,7 @@ func (s *scheduler) traceStep(st *stepState, to dag.State) {
 	if st.step.Version != "" {
 		tool += "@" + st.step.Version
 	}
-	wftrace.EndStep(s.ctx, wftrace.Step{ID: st.step.ID, Capability: st.step.Capability, Tool: tool, Status: to.String(),
+	wftrace.EndStep(s.ctx, wftrace.Step{ID: st.step.ID, Run: st.reruns, Capability: st.step.Capability, Tool: tool, Status: to.String(),
 		Code: string(code), Cause: string(cause), Message: msg, Attempts: st.attempts, Path: st.path, Start: start, End: st.ended})
 }
 

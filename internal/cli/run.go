@@ -74,7 +74,7 @@ func (a *App) dial(ctx context.Context) (*config.Config, *capflowclient.Client, 
 		return nil, nil, err
 	}
 	if a.tracing == nil {
-		if a.tracing, err = telemetry.Setup(cfg.Telemetry, "capflow", a.log.Named("telemetry")); err != nil {
+		if a.tracing, err = telemetry.Setup(cfg.Telemetry, "capflow"); err != nil {
 			return cfg, nil, err
 		}
 	}

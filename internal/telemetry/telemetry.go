@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/logging"
 )
 
 // TracesPath is added to telemetry.otlp_endpoint, as OTLP's base
@@ -51,9 +54,9 @@ type Tracing struct {
 type spanKey struct{}
 
 // Setup starts exporting to cfg's endpoint under service; nil, nil when
-// no endpoint is configured. log receives export failures (a collector
-// that is down never stops a run).
-func Setup(cfg config.Telemetry, service string, log hclog.Logger) (*Tracing, error) {
+// no endpoint is configured. Export failures are logged on stderr (a
+// collector that is down never stops a run).
+func Setup(cfg config.Telemetry, service string) (*Tracing, error) {
 	if cfg.OTLPEndpoint == "" {
 		return nil, nil
 	}
@@ -68,20 +71,30 @@ func Setup(cfg config.Telemetry, service string, log hclog.Logger) (*Tracing, er
 	if cfg.ServiceName != "" {
 		service = cfg.ServiceName
 	}
-	provider := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
-		sdktrace.WithIDGenerator(&idGenerator{}),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
-	)
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("trace export failed", "endpoint", endpoint, "error", err)
-	}))
+	handleErrors(endpoint)
+	return newTracing(sdktrace.WithBatcher(exp), service)
+}
+
+// WithExporter is tracing that hands each span, as it ends, to exp (tests
+// read what a run exports).
+func WithExporter(exp sdktrace.SpanExporter, service string) (*Tracing, error) {
+	return newTracing(sdktrace.WithSyncer(exp), service)
+}
+
+func newTracing(export sdktrace.TracerProviderOption, service string) (*Tracing, error) {
+	provider := sdktrace.NewTracerProvider(export, sdktrace.WithIDGenerator(&idGenerator{}),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
 	t := &Tracing{provider: provider, tracer: provider.Tracer("capflow"), key: spanKey{}}
 	inner, err := temporalotel.NewTracer(temporalotel.TracerOptions{
 		Tracer: provider.Tracer("temporal-sdk-go"), SpanContextKey: t.key, DisableBaggage: true,
 		// The CLI and the console ask a run's progress every few hundred
 		// milliseconds: a span each would bury the run's own.
 		DisableQueryTracing: true,
+		// A malformed parent from some client must not fail its workflow.
+		AllowInvalidParentSpans: true,
+		// The SDK exports update spans again on every replay: runInbound
+		// traces updates itself.
+		DisableUpdateTracing: true,
 	})
 	if err != nil {
 		return nil, err
@@ -90,12 +103,30 @@ func Setup(cfg config.Telemetry, service string, log hclog.Logger) (*Tracing, er
 	return t, nil
 }
 
+// handleErrors sends OpenTelemetry's export errors to a log of this
+// process, once: OpenTelemetry's handler is global, and the MCP server runs
+// many commands in one process, each with its own Setup.
+func handleErrors(endpoint string) {
+	errorsOnce.Do(func() {
+		log := logging.New("capflow-telemetry", os.Stderr, hclog.Warn)
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			log.Warn("trace export failed", "endpoint", endpoint, "error", err)
+		}))
+	})
+}
+
+var errorsOnce sync.Once
+
 // TracesURL is the URL spans are posted to: the endpoint with
 // TracesPath added, unless it ends with it.
 func TracesURL(endpoint string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", caperr.New(caperr.ConfigError, "telemetry.otlp_endpoint %q is not an http:// or https:// URL like http://127.0.0.1:4318", endpoint)
+	}
+	if u.User != nil {
+		// The endpoint is logged; a collector's token belongs in a header.
+		return "", caperr.New(caperr.ConfigError, "telemetry.otlp_endpoint must not carry credentials: set OTEL_EXPORTER_OTLP_HEADERS instead")
 	}
 	if !strings.HasSuffix(u.Path, TracesPath) {
 		u.Path = strings.TrimRight(u.Path, "/") + TracesPath

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/interceptor"
 
@@ -37,7 +36,7 @@ func TestTracesURL(t *testing.T) {
 
 // Off: no endpoint, no tracing, and a nil *Tracing still works.
 func TestTracingOff(t *testing.T) {
-	tr, err := Setup(config.Telemetry{}, "x", hclog.NewNullLogger())
+	tr, err := Setup(config.Telemetry{}, "x")
 	if err != nil || tr != nil {
 		t.Fatalf("Setup without an endpoint = %v, %v", tr, err)
 	}
@@ -47,16 +46,17 @@ func TestTracingOff(t *testing.T) {
 }
 
 // The run's own span is the same span on every worker that replays it:
-// IDs from the SDK's idempotency key, the trace of a parent when there is
-// one, else a trace derived from the run.
+// IDs derived from the run, the trace of a parent when there is one, else
+// a trace derived from the run.
 func TestRunWorkflowSpansAreDeterministic(t *testing.T) {
-	tr, err := Setup(config.Telemetry{OTLPEndpoint: "http://127.0.0.1:9"}, "x", hclog.NewNullLogger())
+	tr, err := Setup(config.Telemetry{OTLPEndpoint: "http://127.0.0.1:9"}, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tr.Shutdown(0) }()
-	start := func(key string, parent interceptor.TracerSpanRef) trace.SpanContext {
-		s, err := tr.temporal.StartSpan(&interceptor.TracerStartSpanOptions{Operation: "RunWorkflow", Name: "PlanWorkflow", IdempotencyKey: key, Parent: parent})
+	start := func(run string, parent interceptor.TracerSpanRef) trace.SpanContext {
+		s, err := tr.temporal.StartSpan(&interceptor.TracerStartSpanOptions{Operation: "RunWorkflow", Name: "PlanWorkflow",
+			Tags: map[string]string{workflowIDTag: "wf", runIDTag: run}, IdempotencyKey: "ignored:" + run, Parent: parent})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,40 +14,78 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	capclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/wftrace"
 )
 
 // runTracer is the SDK's OpenTelemetry tracer with one change: a
-// workflow's own span (RunWorkflow) takes identifiers derived from the
-// run (the SDK's idempotency key), and, when no client sent a parent, a
-// trace ID derived from it too. The OpenTelemetry tracer ignores the key:
-// each worker that replays a run would start a new span, in a new trace.
+// workflow's own span (RunWorkflow) is not started by it. The SDK starts
+// that span again on every replay and ends it whenever the workflow leaves
+// the worker's cache, and the OpenTelemetry tracer gives it a new ID each
+// time (in a new trace when no client sent a parent). Here it gets IDs
+// derived from the run, and it is exported once, by runInbound, when the
+// run ends on a worker that is not replaying it.
 type runTracer struct {
 	interceptor.Tracer
 	otel trace.Tracer
 }
 
+// runSpan is a workflow's RunWorkflow span until runInbound exports it.
+type runSpan struct {
+	sc, parent trace.SpanContext
+	name       string
+	start      time.Time
+	attrs      []attribute.KeyValue
+}
+
+// Finish does nothing: runInbound exports the span.
+func (*runSpan) Finish(*interceptor.TracerFinishSpanOptions) {}
+
 func (r *runTracer) StartSpan(o *interceptor.TracerStartSpanOptions) (interceptor.TracerSpan, error) {
-	if o.Operation != "RunWorkflow" || o.IdempotencyKey == "" {
+	if p, ok := o.Parent.(*runSpan); ok {
+		// A span beneath the workflow's (a signal's, an update's).
+		o.Parent = r.Tracer.SpanFromContext(trace.ContextWithSpanContext(context.Background(), p.sc))
+	}
+	wf, run := o.Tags[workflowIDTag], o.Tags[runIDTag]
+	if o.Operation != "RunWorkflow" || wf == "" || run == "" {
 		return r.Tracer.StartSpan(o)
 	}
-	ctx := withIDs(context.Background(), derive("run", o.IdempotencyKey))
-	if p := refContext(o.Parent); p.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, p)
+	// From the run's IDs, not the SDK's idempotency key: a signal handled
+	// before the workflow starts would change the key's counter.
+	ids := derive("run", wf, run)
+	parent := refContext(o.Parent)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: ids.trace, SpanID: ids.span, TraceFlags: trace.FlagsSampled})
+	if parent.IsValid() {
+		sc = sc.WithTraceID(parent.TraceID()).WithTraceFlags(parent.TraceFlags()).WithTraceState(parent.TraceState())
 	}
 	attrs := make([]attribute.KeyValue, 0, len(o.Tags))
-	for k, v := range o.Tags {
-		attrs = append(attrs, attribute.String(k, v))
+	for _, k := range sortedKeys(o.Tags) {
+		attrs = append(attrs, attribute.String(k, o.Tags[k]))
 	}
-	_, span := r.otel.Start(ctx, o.Operation+":"+o.Name, trace.WithTimestamp(o.Time),
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return r.Tracer.SpanFromContext(trace.ContextWithSpan(context.Background(), span)), nil
+	return &runSpan{sc: sc, parent: parent, name: o.Operation + ":" + o.Name, start: o.Time, attrs: attrs}, nil
+}
+
+// The tags Temporal's interceptor sets on a workflow's span.
+const (
+	workflowIDTag = "temporalWorkflowID"
+	runIDTag      = "temporalRunID"
+)
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // refContext is the span context of a parent the SDK's tracer handed
 // over: a span (from a context) or a reference read from a header.
 func refContext(p interceptor.TracerSpanRef) trace.SpanContext {
 	switch p := p.(type) {
+	case *runSpan:
+		return p.sc
 	case interface{ SpanContext() trace.SpanContext }:
 		return p.SpanContext()
 	case interface{ WithRemote(bool) trace.SpanContext }:
@@ -67,6 +108,8 @@ func (w *workflowInterceptor) InterceptWorkflow(_ workflow.Context, next interce
 type runInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
 	t *Tracing
+	// run is the run span, once the workflow started.
+	run trace.SpanContext
 }
 
 // ExecuteWorkflow runs the workflow inside its run span: a span whose
@@ -74,29 +117,50 @@ type runInbound struct {
 // every span the workflow starts, exported when the run ends (or
 // continues as new).
 func (r *runInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
-	parent := r.t.spanOn(ctx)
-	if !parent.IsValid() {
+	wfSpan, ok := ctx.Value(r.t.key).(*runSpan)
+	if !ok {
 		return r.Next.ExecuteWorkflow(ctx, in)
 	}
 	info := workflow.GetInfo(ctx)
-	run := r.t.child(parent, "run", info.Namespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	run := r.t.child(wfSpan.sc, "run", info.Namespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	r.run = run
 	ctx = r.t.withSpan(ctx, run)
 	ctx = wftrace.With(ctx, &stepTracer{t: r.t, run: run})
 	res, err := r.Next.ExecuteWorkflow(ctx, in)
 	if workflow.IsReplaying(ctx) {
 		return res, err
 	}
+	status, msg := runStatus(res, err)
+	ended, failed := workflow.Now(ctx), status != "passed" && status != "continued"
 	attrs := []attribute.KeyValue{
 		attribute.String("capflow.workflow_id", info.WorkflowExecution.ID),
 		attribute.String("capflow.run_id", info.WorkflowExecution.RunID),
 		attribute.String("capflow.workflow_type", info.WorkflowType.Name),
+		attribute.String("capflow.status", status),
 	}
-	status, msg := runStatus(res, err)
-	attrs = append(attrs, attribute.String("capflow.status", status))
 	if cr, ok := res.(*capclient.Result); ok && cr != nil {
 		attrs = append(attrs, attribute.String("capflow.plan", cr.Plan))
 	}
-	r.t.export(parent, run, "run "+info.WorkflowExecution.ID, info.WorkflowStartTime, workflow.Now(ctx), status != "passed" && status != "continued", msg, attrs)
+	r.t.export(wfSpan.sc, run, "run "+info.WorkflowExecution.ID, info.WorkflowStartTime, ended, failed, msg, attrs)
+	r.t.export(wfSpan.parent, wfSpan.sc, wfSpan.name, wfSpan.start, ended, failed, msg, wfSpan.attrs)
+	return res, err
+}
+
+// ExecuteUpdate traces an update (pause, resume, decide) beneath the run
+// span, once: when it completes on a worker that is not replaying.
+func (r *runInbound) ExecuteUpdate(ctx workflow.Context, in *interceptor.UpdateInput) (any, error) {
+	start := workflow.Now(ctx)
+	res, err := r.Next.ExecuteUpdate(ctx, in)
+	if !r.run.IsValid() || workflow.IsReplaying(ctx) {
+		return res, err
+	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	r.t.export(r.run, r.t.child(r.run, "update", id), "HandleUpdate:"+in.Name, start, workflow.Now(ctx), err != nil, msg,
+		[]attribute.KeyValue{attribute.String("temporalUpdateID", id)})
 	return res, err
 }
 
@@ -108,8 +172,21 @@ func runStatus(res any, err error) (status, msg string) {
 	case err != nil:
 		return "error", err.Error()
 	}
-	if cr, ok := res.(*capclient.Result); ok && cr != nil {
-		return string(cr.Status), cr.Message
+	switch r := res.(type) {
+	case *capclient.Result:
+		if r != nil {
+			return string(r.Status), r.Message
+		}
+	case *wfapi.ItemsResult:
+		failed := 0
+		for _, it := range r.Items {
+			if it.Status == wfapi.StepFailed {
+				failed++
+			}
+		}
+		if failed > 0 {
+			return "failed", fmt.Sprintf("%d items of the batch failed", failed)
+		}
 	}
 	return "passed", ""
 }
@@ -120,8 +197,16 @@ type stepTracer struct {
 	run trace.SpanContext
 }
 
-func (s *stepTracer) StepContext(ctx workflow.Context, id string) workflow.Context {
-	return s.t.withSpan(ctx, s.t.child(s.run, "step", id))
+func (s *stepTracer) StepContext(ctx workflow.Context, id string, run int) workflow.Context {
+	return s.t.withSpan(ctx, s.step(id, run))
+}
+
+// step is the span context of a step's run-th run.
+func (s *stepTracer) step(id string, run int) trace.SpanContext {
+	if run == 0 {
+		return s.t.child(s.run, "step", id)
+	}
+	return s.t.child(s.run, "step", id, strconv.Itoa(run))
 }
 
 func (s *stepTracer) EndStep(_ workflow.Context, st wftrace.Step) {
@@ -138,7 +223,7 @@ func (s *stepTracer) EndStep(_ workflow.Context, st wftrace.Step) {
 		}
 	}
 	failed := st.Status == "failed" || st.Status == "cancelled"
-	s.t.export(s.run, s.t.child(s.run, "step", st.ID), st.ID, st.Start, st.End, failed, st.Message, attrs)
+	s.t.export(s.run, s.step(st.ID, st.Run), st.ID, st.Start, st.End, failed, st.Message, attrs)
 }
 
 // child is the span context of a span beneath parent identified by parts.
@@ -148,14 +233,6 @@ func (t *Tracing) child(parent trace.SpanContext, parts ...string) trace.SpanCon
 		TraceFlags: parent.TraceFlags(), TraceState: parent.TraceState()})
 }
 
-// spanOn is the span context Temporal's interceptor set on ctx.
-func (t *Tracing) spanOn(ctx workflow.Context) trace.SpanContext {
-	if s, ok := ctx.Value(t.key).(interceptor.TracerSpan); ok {
-		return refContext(s)
-	}
-	return trace.SpanContext{}
-}
-
 // withSpan is ctx with sc as the parent of the spans Temporal's
 // interceptor starts from it.
 func (t *Tracing) withSpan(ctx workflow.Context, sc trace.SpanContext) workflow.Context {
@@ -163,9 +240,14 @@ func (t *Tracing) withSpan(ctx workflow.Context, sc trace.SpanContext) workflow.
 	return workflow.WithValue(ctx, t.key, ref)
 }
 
-// export sends a span that ended: sc beneath parent, from start to end.
+// export sends a span that ended: sc beneath parent (none when invalid),
+// from start to end.
 func (t *Tracing) export(parent, sc trace.SpanContext, name string, start, end time.Time, failed bool, msg string, attrs []attribute.KeyValue) {
-	ctx := withIDs(trace.ContextWithSpanContext(context.Background(), parent), fixedIDs{trace: sc.TraceID(), span: sc.SpanID()})
+	ctx := context.Background()
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	ctx = withIDs(ctx, fixedIDs{trace: sc.TraceID(), span: sc.SpanID()})
 	_, span := t.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	if failed {
 		span.SetStatus(codes.Error, msg)

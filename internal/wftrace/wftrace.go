@@ -14,7 +14,10 @@ import (
 
 // Step is how one step of a run went: its span's name is ID.
 type Step struct {
-	ID         string
+	ID string
+	// Run counts the times the step ran again (to re-create an output a
+	// consumer found lost): each time is a span of its own.
+	Run        int
 	Capability string
 	// Tool is tool@version.
 	Tool   string
@@ -32,8 +35,8 @@ type Step struct {
 type Tracer interface {
 	// StepContext is ctx with the step's span as the parent of what the
 	// step starts (its activities, its child workflow). Pure: the span's
-	// identity derives from the run and the step id.
-	StepContext(ctx workflow.Context, id string) workflow.Context
+	// identity derives from the run, the step id and run (Step.Run).
+	StepContext(ctx workflow.Context, id string, run int) workflow.Context
 	// EndStep exports the step's span.
 	EndStep(ctx workflow.Context, s Step)
 }
@@ -52,9 +55,9 @@ func from(ctx workflow.Context) Tracer {
 
 // StepContext is ctx with the step's span as the parent of what the step
 // starts; ctx itself when the run is not traced.
-func StepContext(ctx workflow.Context, id string) workflow.Context {
+func StepContext(ctx workflow.Context, id string, run int) workflow.Context {
 	if t := from(ctx); t != nil {
-		return t.StepContext(ctx, id)
+		return t.StepContext(ctx, id, run)
 	}
 	return ctx
 }

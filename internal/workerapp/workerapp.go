@@ -127,7 +127,7 @@ func Main(args []string, stderr io.Writer) int {
 	if ms != nil {
 		defer ms.Close()
 	}
-	tracing, err := telemetry.Setup(cfg.Telemetry, "capflow-worker", log.Named("telemetry"))
+	tracing, err := telemetry.Setup(cfg.Telemetry, "capflow-worker")
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
 		return 2
