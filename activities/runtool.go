@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -15,9 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -36,46 +32,6 @@ const MaxInlineData = 256 << 10
 
 // MaxStoredData bounds a stored output a consumer will read back.
 const MaxStoredData = 256 << 20
-
-// RunTool runs one attempt of a step or item (runTool), traced as an
-// attempt span beneath the step's when the worker traces.
-func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
-	if a.Tracer == nil {
-		return a.runTool(ctx, in)
-	}
-	label := in.Step.ID
-	attrs := []attribute.KeyValue{attribute.String("capflow.step", in.Step.ID), attribute.String("capflow.tool", in.Step.Tool+"@"+in.Step.Version)}
-	if in.Step.Item != nil {
-		label = wfapi.ItemLabel(in.Step.ID, in.Step.Item.Index)
-		attrs = append(attrs, attribute.Int("capflow.item", in.Step.Item.Index))
-	}
-	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsBefore
-	attrs = append(attrs, attribute.Int("capflow.attempt", int(attempt)))
-	ctx, span := a.Tracer.Start(ctx, fmt.Sprintf("%s attempt %d", label, attempt), trace.WithAttributes(attrs...))
-	res, err := a.runTool(ctx, in)
-	endAttempt(span, res, err)
-	return res, err
-}
-
-// endAttempt ends an attempt's span with how the attempt ended.
-func endAttempt(span trace.Span, res *wfapi.RunToolResult, err error) {
-	defer span.End()
-	var app *temporal.ApplicationError
-	switch {
-	case errors.As(err, &app):
-		span.SetAttributes(attribute.String("capflow.error_code", app.Type()))
-		span.SetStatus(codes.Error, app.Message())
-	case err != nil:
-		span.SetStatus(codes.Error, err.Error())
-	case res != nil:
-		span.SetAttributes(attribute.Int("capflow.exit_code", res.Envelope.ExitCode))
-		for k, v := range map[string]string{"capflow.cached_from": res.CachedFrom, "capflow.reused_from": res.ReusedFrom} {
-			if v != "" {
-				span.SetAttributes(attribute.String(k, v))
-			}
-		}
-	}
-}
 
 // runTool runs one attempt of a step. A failed tool becomes an
 // ApplicationError whose type is the contract code (non-retryable codes
@@ -117,22 +73,9 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if in.Step.Idempotent {
 		key, why = a.cacheKey(m, rawIn, inputs)
 	}
-	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
-		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
-			res.Attempt, res.CacheKey = r.attempt, key
-			fit(res, r.stepDir)
-			return res, nil
-		}
-	}
-	var note *envelope.Feedback
-	if in.Step.CacheTTL > 0 && a.Artifacts != nil {
-		if why != "" {
-			note = &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "not cached: " + why, Timestamp: envelope.Timestamp(envelope.Now())}
-		} else if res, miss := a.fromCache(ctx, r, key, inputs); res != nil {
-			return res, nil
-		} else {
-			note = miss
-		}
+	res, note := a.earlierResult(ctx, r, key, why, inputsSHA, inputs)
+	if res != nil {
+		return res, nil
 	}
 	if !in.Step.Idempotent {
 		if err := r.claimStart(activity.GetInfo(ctx).WorkflowExecution.RunID); err != nil {
@@ -167,6 +110,27 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		return r.fail(env)
 	}
 	return a.succeeded(ctx, r, m, env, inputsSHA, key)
+}
+
+// earlierResult is a result that stands for this attempt: a rerun's
+// reuse of its earlier run, or the cache's (key and why: cacheKey's).
+// note says why the cache had none, when the step asked it.
+func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, inputsSHA string, inputs any) (*wfapi.RunToolResult, *envelope.Feedback) {
+	in := r.in
+	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
+		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
+			res.Attempt, res.CacheKey = r.attempt, key
+			fit(res, r.stepDir)
+			return res, nil
+		}
+	}
+	if in.Step.CacheTTL == 0 || a.Artifacts == nil {
+		return nil, nil
+	}
+	if why != "" {
+		return nil, &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "not cached: " + why, Timestamp: envelope.Timestamp(envelope.Now())}
+	}
+	return a.fromCache(ctx, r, key, inputs)
 }
 
 // succeeded keeps a succeeded attempt: the files its data names stored

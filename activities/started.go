@@ -2,7 +2,9 @@ package activities
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,45 +16,42 @@ import (
 // a run, Temporal and capflow see to it (no retries, no rerun to re-create
 // an output). A run reset with `temporal workflow reset` is a new run of
 // the same workflow that replays its original's history up to the reset
-// point and goes on from there: a step that ran after that point would
-// start again, while the new history says nothing of the first time. The
-// step's folder, which a reset does not touch, keeps who started it.
+// point and goes on from there: a step that ran after that point starts
+// again (and one that was running then is sent out again), while the new
+// history says nothing of the first time. The step's folder, which a reset
+// does not touch, keeps which run of the chain (wfapi.RunToolInput.Lineage)
+// started it.
 
 // startedFile is the record of the run that last started a
-// non-idempotent step (or one of its items).
-func startedFile(stepDir string, item *int) string {
-	if item != nil {
-		return filepath.Join(stepDir, fmt.Sprintf("started-%d.json", *item))
-	}
-	return filepath.Join(stepDir, "started.json")
-}
+// non-idempotent step or item (an item's folder is its own).
+func startedFile(stepDir string) string { return filepath.Join(stepDir, "started.json") }
 
 // startRecord is what startedFile holds.
 type startRecord struct {
 	RunID   string    `json:"run_id"`
+	Lineage string    `json:"lineage,omitempty"`
+	Retry   int       `json:"retry,omitempty"`
 	Attempt int32     `json:"attempt"`
 	Started time.Time `json:"started"`
 }
 
 // claimStart records that runID starts this attempt of a non-idempotent
-// step, unless this run was reset from another (r.in.ResetOf) and another
-// run started it already: then it refuses with POLICY_BLOCKED, naming
-// both. An operator's retry sends no ResetOf and always runs.
+// step, unless another run of the same chain started it already and no
+// operator retried it since: then it refuses with POLICY_BLOCKED, naming
+// that run. A record it cannot read refuses too: the guard fails closed.
 func (r *stepRun) claimStart(runID string) error {
-	var item *int
-	if it := r.in.Step.Item; it != nil {
-		item = &it.Index
+	path := startedFile(r.stepDir)
+	var prev startRecord
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil || json.Unmarshal(b, &prev) != nil:
+		return caperr.New(caperr.ObservabilityError, "%s is not idempotent, and the record of the run that last started it (%s) cannot be read: it is not started blindly", r.label(), path)
+	case r.in.Lineage != "" && prev.Lineage == r.in.Lineage && prev.RunID != runID && r.in.Retry <= prev.Retry:
+		return caperr.New(caperr.PolicyBlocked, "%s is not idempotent and already started in run %s of this workflow (attempt %d, %s); this run (%s) came from it by a reset (temporal workflow reset), so it is not started again: %s",
+			r.label(), prev.RunID, prev.Attempt, prev.Started.UTC().Format(time.RFC3339), runID, r.override())
 	}
-	path := startedFile(r.stepDir, item)
-	if r.in.ResetOf != "" {
-		var prev startRecord
-		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &prev) == nil && prev.RunID != "" && prev.RunID != runID {
-			return caperr.New(caperr.PolicyBlocked,
-				"%s is not idempotent and already started in run %s (attempt %d, %s); this run was reset from %s (temporal workflow reset), so it is not started again: `capflow retry` runs it anyway (with on_failure: ask the run waits for that)",
-				r.label(), prev.RunID, prev.Attempt, prev.Started.UTC().Format(time.RFC3339), r.in.ResetOf)
-		}
-	}
-	b, _ := json.Marshal(startRecord{RunID: runID, Attempt: r.attempt, Started: time.Now()})
+	b, _ = json.Marshal(startRecord{RunID: runID, Lineage: r.in.Lineage, Retry: r.in.Retry, Attempt: r.attempt, Started: time.Now()})
 	if err := os.MkdirAll(r.stepDir, 0o755); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "recording the start of a non-idempotent step")
 	}
@@ -60,6 +59,14 @@ func (r *stepRun) claimStart(runID string) error {
 		return caperr.Wrap(caperr.ObservabilityError, err, "recording the start of a non-idempotent step")
 	}
 	return nil
+}
+
+// override says how to run a refused step anyway.
+func (r *stepRun) override() string {
+	if r.in.Step.Item != nil {
+		return "an item cannot be retried alone; `capflow rerun` starts the run again"
+	}
+	return "`capflow retry` runs it anyway (with on_failure: ask the run waits for that)"
 }
 
 // label names the step, or the item, in messages.

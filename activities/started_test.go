@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,31 +12,41 @@ import (
 
 func TestClaimStart(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resetOf string, item *wfapi.ItemCall, runID string) error {
-		r := &stepRun{in: wfapi.RunToolInput{ResetOf: resetOf, Step: wfapi.StepCall{ID: "charge", Item: item}}, attempt: 1, stepDir: dir}
+	start := func(lineage string, retry int, runID string) error {
+		r := &stepRun{in: wfapi.RunToolInput{Lineage: lineage, Retry: retry, Step: wfapi.StepCall{ID: "charge"}}, attempt: 1, stepDir: dir}
 		return r.claimStart(runID)
 	}
-	if err := run("", nil, "r1"); err != nil {
-		t.Fatalf("first start: %v", err)
+	for _, c := range []struct {
+		what           string
+		lineage, runID string
+		retry          int
+		refused        bool
+	}{
+		{"the first start", "L1", "r1", 0, false},
+		{"the same run again", "L1", "r1", 0, false},
+		{"a reset run (same chain, another run)", "L1", "r2", 0, true},
+		{"an operator's retry in the reset run", "L1", "r2", 1, false},
+		{"a reset to before that retry's attempt ended", "L1", "r3", 1, true},
+		{"`run --id --rerun`: a new chain", "L2", "r4", 0, false},
+		{"a reset of the rerun", "L2", "r5", 0, true},
+	} {
+		err := start(c.lineage, c.retry, c.runID)
+		if refused := caperr.CodeOf(err) == caperr.PolicyBlocked; refused != c.refused {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if c.refused && (!strings.Contains(err.Error(), "already started in run r") || !strings.Contains(err.Error(), "capflow retry")) {
+			t.Fatalf("%s: %v", c.what, err)
+		}
 	}
-	// Started again under another run ID without a reset: `run --id
-	// --rerun` or an operator's retry. Recorded, not refused.
-	if err := run("", nil, "r2"); err != nil {
-		t.Fatalf("a rerun: %v", err)
+	// An unreadable record: refused, not started blindly.
+	_ = os.WriteFile(filepath.Join(dir, "started.json"), []byte("{not json"), 0o644)
+	if err := start("L2", 0, "r6"); caperr.CodeOf(err) != caperr.ObservabilityError {
+		t.Fatalf("an unreadable record: %v", err)
 	}
-	// The same run again (a retry within the reset run) is no conflict.
-	if err := run("r1", nil, "r2"); err != nil {
-		t.Fatalf("same run: %v", err)
-	}
-	err := run("r1", nil, "r3")
-	if caperr.CodeOf(err) != caperr.PolicyBlocked || !strings.Contains(err.Error(), "already started in run r2") || !strings.Contains(err.Error(), "reset from r1") {
-		t.Fatalf("a reset run: %v", err)
-	}
-	// Items have records of their own.
-	if err := run("r1", &wfapi.ItemCall{Index: 3}, "r3"); err != nil {
-		t.Fatalf("an item never started: %v", err)
-	}
-	if err := run("r1", &wfapi.ItemCall{Index: 3}, "r4"); caperr.CodeOf(err) != caperr.PolicyBlocked || !strings.Contains(err.Error(), "charge[3]") {
-		t.Fatalf("an item started by another run: %v", err)
+	// An item says how it can run again.
+	item := &stepRun{in: wfapi.RunToolInput{Lineage: "L", Step: wfapi.StepCall{ID: "charge", Item: &wfapi.ItemCall{Index: 3}}}, attempt: 1, stepDir: t.TempDir()}
+	_ = item.claimStart("a")
+	if err := item.claimStart("b"); caperr.CodeOf(err) != caperr.PolicyBlocked || !strings.Contains(err.Error(), "charge[3]") || !strings.Contains(err.Error(), "capflow rerun") {
+		t.Fatalf("an item: %v", err)
 	}
 }

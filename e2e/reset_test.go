@@ -104,12 +104,46 @@ steps:
 			}
 			msg := charge.Envelope.Message
 			if res.Status != wfapi.StatusFailed || charge.Status != wfapi.StepFailed || charge.Envelope.Error.Code != caperr.PolicyBlocked ||
-				!strings.Contains(msg, "already started in run "+first.RunID) || !strings.Contains(msg, "reset from "+first.RunID) {
+				!strings.Contains(msg, "already started in run "+first.RunID) || !strings.Contains(msg, "came from it by a reset") {
 				t.Fatalf("want charge failed with POLICY_BLOCKED naming run %s and the reset, got %s / %s %s: %s", first.RunID, res.Status, charge.Status, charge.Envelope.Error.Code, msg)
 			}
 			if a := stepOf(&res, "a"); a.Status != wfapi.StepSucceeded {
 				t.Fatalf("step a: %s", a.Status)
 			}
 		})
+	}
+}
+
+// A step that was running at the reset point is sent out again by the
+// server, with its original input: it is refused all the same.
+func TestAResetDoesNotRerunARunningNonIdempotentStep(t *testing.T) {
+	log := h.logPath("reset-running.log")
+	plan := h.writePlan(t, "reset-running", fmt.Sprintf(`name: reset-running
+steps:
+  - {id: a, capability: test.noop}
+  - {id: charge, capability: test.once, retry: {max_attempts: 1}, with: {seconds: 3, log: %q}, needs: [a]}
+  - {id: b, capability: test.noop, needs: [a]}
+`, log))
+	id := startDetached(t, plan)
+	waitStepRunning(t, id, "charge")
+	waitStep(t, id, "b", "succeeded", func(s wfapi.StepState) bool { return s == wfapi.StepSucceeded })
+	first, err := h.client.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The task that recorded b's end: charge is still running there.
+	resetAfter(t, id, "b")
+	res := waitResult(t, id, time.Minute)
+	charge := stepOf(&res, "charge")
+	starts := 0
+	for _, l := range readAttemptLog(t, log).lines {
+		if l[0] == "attempt" {
+			starts++
+		}
+	}
+	firstRun := first.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	if starts != 1 || charge.Status != wfapi.StepFailed || charge.Envelope.Error.Code != caperr.PolicyBlocked ||
+		!strings.Contains(charge.Envelope.Message, "already started in run "+firstRun) {
+		t.Fatalf("want charge refused (started once, in %s), got %d starts, %s %+v", firstRun, starts, charge.Status, charge.Envelope)
 	}
 }

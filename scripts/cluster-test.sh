@@ -13,7 +13,7 @@ export CLUSTER_STATE=${CLUSTER_STATE:-$(mktemp -d /tmp/capflow-cluster-test-XXXX
 export CLUSTER_WORKER=0
 trap 'scripts/cluster.sh down; [ "${KEEP_CLUSTER_STATE:-}" = 1 ] || rm -rf "$CLUSTER_STATE"' EXIT
 scripts/cluster.sh up
-tests='^(TestAServerRestartDoesNotStopARunningTool|TestClusterPostgresRestart|TestServerRestartMidRun|TestRunSurvivesFiveWorkerKills|TestNonIdempotentToolNeverStartsTwice|TestSharedStoreCarriesDataAcrossHosts|TestRunControl|TestSchedules|TestExamplesRunAsPromised|TestRunsAreTraced|TestATraceSurvivesAWorkerKill|TestAResetDoesNotRerunANonIdempotentStep)$'
+tests='^(TestAServerRestartDoesNotStopARunningTool|TestClusterPostgresRestart|TestServerRestartMidRun|TestRunSurvivesFiveWorkerKills|TestNonIdempotentToolNeverStartsTwice|TestSharedStoreCarriesDataAcrossHosts|TestRunControl|TestSchedules|TestExamplesRunAsPromised|TestRunsAreTraced|TestATraceSurvivesAWorkerKill|TestAResetDoesNotRerunANonIdempotentStep|TestAResetDoesNotRerunARunningNonIdempotentStep)$'
 log=$CLUSTER_STATE/logs/e2e.log
 code=0
 export CAPFLOW_E2E_TEMPORAL_ADDRESS=127.0.0.1:$CLUSTER_TEMPORAL_PORT CAPFLOW_E2E_CLUSTER=1

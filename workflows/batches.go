@@ -59,8 +59,8 @@ func (s *scheduler) startBatch(st *stepState) {
 	// never the step's own list: a literal list would travel whole with
 	// every batch.
 	in.Step.ForEach = nil
-	in.ResetOf = s.resetOf
 	in = s.fitItems(in)
+	in.Lineage = s.lineage
 	fe.batchNo++
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{
 		WorkflowID:    fmt.Sprintf("%s.%s.items-%d", s.workflowID, step.ID, fe.batchNo),

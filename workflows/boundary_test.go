@@ -30,6 +30,9 @@ func TestClientInputBoundary(t *testing.T) {
 			field: "carry", continued: "earlier-run"},
 		{name: "a carry reference from a client", input: `{"carry": {"name": "carry-1.json", "sha256": "00", "size": 2, "parts": 1, "segment": 1}}`, field: "carry"},
 		{name: "a parent's inputs from a client", input: `{"plan": {"name": "x"}, "parent_inputs": {"name": "input-00.json", "sha256": "00", "size": 2, "parts": 1}}`, field: "parent_inputs"},
+		// A lineage from a client would let it pass for another run's chain
+		// (and have a reset's guard refuse, or allow, what it should not).
+		{name: "a lineage from a client", input: `{"plan": {"name": "x"}, "lineage": "0190-some-other-run"}`, field: "lineage"},
 		{name: "an unknown option", input: `{"plan": {"name": "x"}, "run_dir": "/"}`, field: "run_dir"},
 		{name: "inputs of the wrong type", input: `{"plan": {"name": "x"}, "inputs": "x"}`, field: "inputs"},
 		{name: "a plan file of the wrong type", input: `{"plan_file": 7}`, field: "plan_file"},

@@ -34,9 +34,8 @@ type executor struct {
 	// version of that behaviour the run recorded (deadline-clamp).
 	deadline  time.Time
 	deadlineV int
-	// resetOf is the run this one was reset from ("" when it was not):
-	// see wfapi.RunToolInput.ResetOf.
-	resetOf string
+	// lineage: see wfapi.RunToolInput.Lineage.
+	lineage string
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the
@@ -70,18 +69,24 @@ func (e *executor) pastDeadline(slack time.Duration) bool {
 }
 
 func newExecutor(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) executor {
-	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), resetOf: resetOf(ctx)}
+	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), lineage: lineageOf(ctx)}
 }
 
-// resetOf is the run this one was reset from: a reset run keeps its
-// original's started event, so its original run ID is not its own. A run
-// that continued as new, or started again under the same ID, has its own.
-func resetOf(ctx workflow.Context) string {
-	info := workflow.GetInfo(ctx)
-	if info.OriginalRunID != "" && info.OriginalRunID != info.WorkflowExecution.RunID {
-		return info.OriginalRunID
+// withLineage records the run's lineage in ctx: its parent's for a
+// sub-plan (or a batch), else its chain's first run ID.
+func withLineage(ctx workflow.Context, parents string) workflow.Context {
+	if parents == "" {
+		parents = workflow.GetInfo(ctx).FirstRunID
 	}
-	return ""
+	return workflow.WithValue(ctx, lineageKey{}, parents)
+}
+
+type lineageKey struct{}
+
+// lineageOf is what withLineage recorded.
+func lineageOf(ctx workflow.Context) string {
+	l, _ := ctx.Value(lineageKey{}).(string)
+	return l
 }
 
 // activityOptions are a step's (or item's) activity options: its timeouts

@@ -160,8 +160,8 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call, CacheTTL: step.CacheTTL}}
 	it.cancel, it.status = cancel, wfapi.StepRunning
-	in.ResetOf = s.resetOf
 	in = s.fitInput(in)
+	in.Lineage = s.lineage
 	var path string
 	f := s.runTool(cctx, step, opts, in, &path)
 	id := step.ID

@@ -39,9 +39,11 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("cannot load the batch's input: "+err.Error(), string(caperr.ObservabilityError), nil)
 		}
+		lineage := in.Lineage
 		in = full
+		in.Lineage = lineage
 	}
-	ctx = withLocal(ctx)
+	ctx = withLineage(withLocal(ctx), in.Lineage)
 	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts}, in.WorkflowID)
 	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
@@ -62,8 +64,8 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 			rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
 				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
 					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
-			rin.ResetOf = in.ResetOf
 			rin = x.fitInput(rin)
+			rin.Lineage = in.Lineage
 			var path string
 			f := x.runTool(cctx, in.Step, opts, rin, &path)
 			sel.AddFuture(f, func(f workflow.Future) {

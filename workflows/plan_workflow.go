@@ -111,6 +111,8 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 			}
 		}
 	}
+	// After admit: only a parent sets a lineage.
+	ctx = withLineage(ctx, start.Lineage)
 	return runPlan(ctx, res, started, in, resume, &sched)
 }
 
@@ -285,6 +287,11 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 		res.Steps = sched.results(true)
 		return finalize(ctx, res, lean(sched.rr, true), workflow.Now(ctx), nil)
 	}
+	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
+		// A sub-plan's next segment keeps its parent's lineage; a root's
+		// first run ID is kept by the server.
+		next.Lineage = sched.lineage
+	}
 	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, next)
 }
 
@@ -390,12 +397,4 @@ func unreadSignals(ctx workflow.Context) []string {
 		out = append(out, fmt.Sprintf("a signal %q was sent to this run, which reads no signals: run control is updates (capflow approve, pause, ...; docs/run-control.md)", name))
 	}
 	return out
-}
-
-// traceNote names the run's trace in its Web UI details.
-func traceNote(id string) string {
-	if id == "" {
-		return ""
-	}
-	return "\n\ntrace `" + id + "`"
 }

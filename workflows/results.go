@@ -166,3 +166,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// traceNote names the run's trace in its Web UI details.
+func traceNote(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "\n\ntrace `" + id + "`"
+}

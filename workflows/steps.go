@@ -47,12 +47,10 @@ func (s *scheduler) launch(st *stepState) {
 	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 && step.Idempotent {
 		in.Step.ReuseFrom = s.reuse.WorkflowID
 	}
-	if st.retries == 0 {
-		// An operator's retry runs it, reset or not.
-		in.ResetOf = s.resetOf
-	}
 	in.Inputs, in.Deps = s.referenced(step.With)
 	in = s.fitInput(in)
+	// After fitInput: runs recorded without these measured without them.
+	in.Lineage, in.Retry = s.lineage, st.retries
 	f := s.runTool(cctx, step, opts, in, &st.path)
 	st.cancel, st.toolActive = cancel, true
 	id := step.ID

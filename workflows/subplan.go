@@ -67,7 +67,7 @@ func orEmptyWith(w map[string]any) map[string]any {
 // inputs are too large to travel (stored by the Decide activity, or here),
 // the reference the child loads them by (wfapi.ParentInputs).
 func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spilled *wfapi.Blob) wfapi.Start {
-	start := wfapi.Start{Input: wfapi.Input{Plan: step.PlanValue, Inputs: with}}
+	start := wfapi.Start{Input: wfapi.Input{Plan: step.PlanValue, Inputs: with}, Lineage: s.lineage}
 	if spilled == nil {
 		raw, large := s.tooLargeFor(with, childInputsChange)
 		if !large {

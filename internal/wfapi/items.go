@@ -39,8 +39,8 @@ type ItemsInput struct {
 	// LocalFlush and LocalAttempts: the run's (ResolveResult).
 	LocalFlush    int `json:"local_flush,omitempty"`
 	LocalAttempts int `json:"local_attempts,omitempty"`
-	// ResetOf: the parent run's (RunToolInput.ResetOf).
-	ResetOf string `json:"reset_of,omitempty"`
+	// Lineage: the parent run's (RunToolInput.Lineage).
+	Lineage string `json:"lineage,omitempty"`
 	// Spilled: the batch's input would have passed MaxInputBytes; all of
 	// it is this blob of the run folder (only WorkflowID and HostQueue are
 	// set beside it), loaded and digest-checked by the batch.

@@ -22,10 +22,13 @@ type RunToolInput struct {
 	// AttemptsBefore: attempts the step made as a local activity before
 	// this regular activity (its attempt numbers continue from there).
 	AttemptsBefore int32 `json:"attempts_before,omitempty"`
-	// ResetOf is the run this one was reset from (temporal workflow
-	// reset): a non-idempotent step that already started there is not
-	// started again (docs/workflow.md). Empty when an operator retried it.
-	ResetOf string `json:"reset_of,omitempty"`
+	// Lineage is the first run ID of the run's chain (its root's, for a
+	// sub-plan or a batch): kept across continue-as-new and reset, new for
+	// `run --id --rerun`. With Retry (the operator retries the step had),
+	// it lets a non-idempotent step that another run of the same chain
+	// started refuse to start again (docs/workflow.md).
+	Lineage string `json:"lineage,omitempty"`
+	Retry   int    `json:"retry,omitempty"`
 	// Spilled: the input would have passed MaxInputBytes, so its with,
 	// inputs, dependencies and item value are in this blob of the run
 	// folder (their fields here are empty); RunTool checks its digest.

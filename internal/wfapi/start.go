@@ -32,6 +32,9 @@ type Start struct {
 	// parent run's folder that holds them. A run accepts it only as a
 	// child (its parent is the server's to say).
 	ParentInputs *ParentInputs `json:"parent_inputs,omitempty"`
+	// Lineage is set by the engine for a sub-plan's run: its parent's
+	// lineage (RunToolInput.Lineage). Accepted only from a parent.
+	Lineage string `json:"lineage,omitempty"`
 	// Refused lists the fields a client may not send, or sent malformed.
 	Refused []preflight.Problem `json:"-"`
 }
@@ -117,13 +120,16 @@ func (s *Start) RefuseEngineFields() {
 	s.Carry, s.Resume = nil, nil
 }
 
-// RefuseParentInputs records parent_inputs as refused: the run has no
-// parent, so a client sent it.
+// RefuseParentInputs records parent_inputs and lineage as refused: the
+// run has no parent, so a client sent them.
 func (s *Start) RefuseParentInputs() {
 	if s.ParentInputs != nil {
 		s.refuse("parent_inputs", fmt.Sprintf("field %q is the engine's own (set when a sub-plan starts); a client sends only %v", "parent_inputs", clientFields))
 	}
-	s.ParentInputs = nil
+	if s.Lineage != "" {
+		s.refuse("lineage", fmt.Sprintf("field %q is the engine's own (set when a sub-plan starts); a client sends only %v", "lineage", clientFields))
+	}
+	s.ParentInputs, s.Lineage = nil, ""
 }
 
 // Validate checks what decoding cannot: values a client sends that the
