@@ -88,7 +88,8 @@ func orNone(s string) string {
 	return s
 }
 
-// normal is v as JSON decodes it, so YAML's integers equal JSON's numbers.
+// normal is v as JSON decodes it: YAML's integers equal JSON's numbers,
+// and a copy that shares no map or slice with v.
 func normal(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {

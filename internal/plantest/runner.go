@@ -7,7 +7,6 @@ package plantest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -127,20 +126,8 @@ func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	if ok && given.HasData {
 		data = given.Data
 	}
-	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", clone(data))
+	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", normal(data))
 	return &wfapi.RunToolResult{Envelope: env, Attempt: attempt}, nil
-}
-
-// clone is a deep copy of JSON data: steps must not share the maps they
-// were given.
-func clone(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
 }
 
 // decider answers steps waiting for a person with the case's decisions.
