@@ -16,7 +16,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
+.PHONY: all build test test-unit plan-tests lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
 
 all: build
 
@@ -104,11 +104,15 @@ transfer-tools: ## yt-dlp and rclone, which the net kit's tools run (Debian's pa
 test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass, end-to-end tests, and cluster-test
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
+	$(MAKE) --no-print-directory plan-tests
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
 	./scripts/cluster-test.sh
 
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e
+
+plan-tests: build ## capflow plan test of every example plan, with its cases (plans/examples/tests/) or a generated happy path
+	@for p in plans/examples/*.yaml; do $(BIN)/capflow plan test "$$p" --coverage >/dev/null || { $(BIN)/capflow plan test "$$p"; exit 1; }; echo "✓ $$p"; done
 
 test-unit: compose-cli ## everything that needs no Temporal server
 	$(GO) test -count=1 -short ./...

@@ -224,3 +224,36 @@ func BenchmarkFiftyStepPlan(b *testing.B) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A step whose tool's output schema yields no valid generated result (a
+// pattern) fails its case saying so, unless the case gives its data.
+func TestUngeneratedResult(t *testing.T) {
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tools", "pattern")
+	_ = os.MkdirAll(tool, 0o755)
+	_ = os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: pattern
+version: 1.0.0
+description: Answers an id
+capabilities: [test.pattern]
+input_schema: {type: object}
+output_schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[a-z]{3}$"}}}
+entrypoint: {type: command, command: [./run.sh]}
+idempotent: true
+`), 0o644)
+	_ = os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
+	plan := filepath.Join(dir, "pattern.yaml")
+	_ = os.WriteFile(plan, []byte("name: pattern\nsteps:\n  - {id: a, capability: test.pattern}\n"), 0o644)
+	cfg, err := config.Load(config.Options{Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep := s.Run([]*Case{s.HappyPath(), {Name: "given", Steps: map[string]Given{"a": {HasData: true, Data: map[string]any{"id": "abc"}}}, Expect: Expect{Status: "passed"}}})
+	if rep.Cases[0].Passed || !strings.Contains(strings.Join(rep.Cases[0].Diffs, " "), "none generated from its tool's output schema validates (id: ") || !rep.Cases[1].Passed {
+		t.Fatalf("generated: %v / given: %v", rep.Cases[0].Diffs, rep.Cases[1].Diffs)
+	}
+}

@@ -125,6 +125,11 @@ func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	data := t.r.outputs[in.Step.ID]
 	if ok && given.HasData {
 		data = given.Data
+	} else if why := t.r.ungenerated[in.Step.ID]; why != "" {
+		msg := fmt.Sprintf("%s: the case gives no data, and none generated from its tool's output schema validates (%s): give steps.%s.data", label, why, in.Step.ID)
+		env := envelope.NewBuilder(in.Step.Tool).Fail(caperr.TestFailure, msg, nil)
+		return nil, temporal.NewApplicationErrorWithOptions(msg, string(caperr.TestFailure), temporal.ApplicationErrorOptions{NonRetryable: true,
+			Details: []any{&wfapi.RunToolResult{Envelope: env, Attempt: attempt}}})
 	}
 	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", normal(data))
 	return &wfapi.RunToolResult{Envelope: env, Attempt: attempt}, nil

@@ -1,6 +1,7 @@
 package plantest
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -28,6 +29,9 @@ type Suite struct {
 	// output schema (nil when the tool declares none).
 	outputs map[string]any
 	schemas map[string]*schema.Schema
+	// ungenerated: steps whose generated result their schema refuses
+	// (a pattern, a length): why, for the case that needs one.
+	ungenerated map[string]string
 	acts    *activities.Activities
 	runsDir string
 }
@@ -51,7 +55,7 @@ func Prepare(cfg *config.Config, planFile string, log hclog.Logger) (*Suite, err
 	c.RunsDir = runs
 	proj := project.New(&c, log, io.Discard)
 	s := &Suite{Plan: p, File: planFile, value: doc.Root.Interface(), runsDir: runs,
-		outputs: map[string]any{}, schemas: map[string]*schema.Schema{},
+		outputs: map[string]any{}, schemas: map[string]*schema.Schema{}, ungenerated: map[string]string{},
 		acts: &activities.Activities{Project: proj, Logger: log}}
 	if err := s.resolve(proj); err != nil {
 		s.Close()
@@ -83,6 +87,9 @@ func (s *Suite) resolve(proj *project.Project) error {
 			// The registry compiled it when it loaded the manifest.
 			if sch, vs := schema.Compile(doc); len(vs) == 0 {
 				s.schemas[r.StepID] = sch
+				if bad := sch.Validate(s.outputs[r.StepID]); len(bad) > 0 {
+					s.ungenerated[r.StepID] = fmt.Sprintf("%s: %s", yamldoc.FieldPath(bad[0].Path), bad[0].Message)
+				}
 			}
 		}
 	}
