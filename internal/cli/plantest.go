@@ -93,6 +93,9 @@ func prettyTest(w io.Writer, rep *plantest.Report) {
 		for _, d := range c.Diffs {
 			fmt.Fprintf(w, "    %s\n", d)
 		}
+		for _, n := range c.Warnings {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
 	}
 	if rep.Coverage != nil {
 		fmt.Fprintf(w, "\n%s", rep.Coverage)

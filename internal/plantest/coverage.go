@@ -2,6 +2,7 @@ package plantest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capflow/capflow/internal/plan"
@@ -15,7 +16,8 @@ type Branch struct {
 	Kind string `json:"kind"`
 	Step string `json:"step"`
 	// Outcome: true/false for when; met/not met for a join;
-	// succeeded/failed for a step.
+	// succeeded/failed for a step; the person's answer (retry, skip, fail)
+	// for a failed step with on_failure: ask.
 	Outcome string   `json:"outcome"`
 	Cases   []string `json:"cases"`
 }
@@ -43,6 +45,9 @@ func branches(p *plan.Plan) []Branch {
 			add("join", s.ID, "met", "not met")
 		}
 		add("step", s.ID, "succeeded", "failed")
+		if s.OnFailure == "ask" {
+			add("ask", s.ID, "retry", "skip", "fail")
+		}
 	}
 	return out
 }
@@ -80,7 +85,7 @@ func cover(p *plan.Plan, runs []caseRun) *Coverage {
 	for i := range cov.Branches {
 		b := &cov.Branches[i]
 		for _, r := range runs {
-			if took(b.Kind, r.result.Steps[b.Step], r.reasons[b.Step]) == b.Outcome {
+			if b.Kind == "ask" && slices.Contains(r.decisions[b.Step], b.Outcome) || took(b.Kind, r.result.Steps[b.Step], r.reasons[b.Step]) == b.Outcome {
 				b.Cases = append(b.Cases, r.result.Name)
 			}
 		}

@@ -21,6 +21,9 @@ type Result struct {
 	// Diffs are the expectations that did not hold, each "what: expected
 	// X, got Y".
 	Diffs []string `json:"diffs,omitempty"`
+	// Warnings are what to read the result with (steps that answered
+	// with a generated result their schema refuses).
+	Warnings []string `json:"warnings,omitempty"`
 	// Steps is each step's state in the run.
 	Steps      map[string]string `json:"steps"`
 	DurationMS int64             `json:"duration_ms"`
@@ -30,7 +33,7 @@ type Result struct {
 
 // check compares a case's run with its expectations.
 func check(c *Case, o outcome) *Result {
-	r := &Result{Name: c.Name, Line: c.Line, Steps: map[string]string{}}
+	r := &Result{Name: c.Name, Line: c.Line, Steps: map[string]string{}, Warnings: o.warnings}
 	if o.err != nil {
 		r.Status = "error"
 		r.Diffs = append(r.Diffs, "the run did not end: "+o.err.Error())

@@ -21,6 +21,8 @@ type Report struct {
 type caseRun struct {
 	result  *Result
 	reasons map[string]string
+	// decisions are the actions people took on each step.
+	decisions map[string][]string
 }
 
 // HappyPath is the case made up for a plan with no case file: its
@@ -64,10 +66,13 @@ func (s *Suite) Run(cases []*Case) *Report {
 		r := check(c, o)
 		r.DurationMS = time.Since(t0).Milliseconds()
 		r.Generated = c.Name == happyName && c.Line == 0
-		cr := caseRun{result: r, reasons: map[string]string{}}
+		cr := caseRun{result: r, reasons: map[string]string{}, decisions: map[string][]string{}}
 		if o.res != nil {
 			for _, st := range o.res.Steps {
 				cr.reasons[st.ID] = st.Reason
+				for _, d := range st.Decisions {
+					cr.decisions[st.ID] = append(cr.decisions[st.ID], string(d.Action))
+				}
 			}
 		}
 		runs = append(runs, cr)

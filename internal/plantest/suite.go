@@ -32,8 +32,8 @@ type Suite struct {
 	// ungenerated: steps whose generated result their schema refuses
 	// (a pattern, a length): why, for the case that needs one.
 	ungenerated map[string]string
-	acts    *activities.Activities
-	runsDir string
+	acts        *activities.Activities
+	runsDir     string
 }
 
 // Prepare loads and checks planFile in the project of cfg.
