@@ -352,7 +352,7 @@ func TestPlanTest(t *testing.T) {
 	cases := filepath.Join(t.TempDir(), "cases.yaml")
 	_ = os.WriteFile(cases, []byte("cases:\n  - name: wrong\n    expect: {status: failed}\n"), 0o644)
 	code, out, _ = capflow(t, "plan", "test", plan, "--project", root, "--cases", cases)
-	if code != 1 || !strings.Contains(out, "✗ wrong: passed") || !strings.Contains(out, "status: expected failed, got passed") {
+	if code != 1 || !strings.Contains(out, "✗ wrong (the run passed") || !strings.Contains(out, "status: expected failed, got passed") {
 		t.Fatalf("a failed case: exit %d\n%s", code, out)
 	}
 	_ = os.WriteFile(cases, []byte("cases:\n  - name: typo\n    steps: {fnd: {data: {}}}\n"), 0o644)

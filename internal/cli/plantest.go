@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +60,7 @@ func (a *App) planTest() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&casesFile, "cases", "", "the case file (default: tests/<plan file> beside the plan, when it exists)")
-	c.Flags().BoolVar(&coverage, "coverage", false, "list every when branch, join outcome and step outcome, and the cases that took it")
+	c.Flags().BoolVar(&coverage, "coverage", false, "list every when branch, join outcome, step outcome and on_failure: ask answer, and the cases that took it")
 	c.Flags().StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file (for CI)")
 	return c
 }
@@ -89,7 +90,7 @@ func prettyTest(w io.Writer, rep *plantest.Report) {
 		if !c.Passed {
 			mark = "✗"
 		}
-		fmt.Fprintf(w, "%s %s: %s (%d ms)\n", mark, c.Name, c.Status, c.DurationMS)
+		fmt.Fprintf(w, "%s %s (the run %s, %d ms)\n", mark, c.Name, c.Status, c.DurationMS)
 		for _, d := range c.Diffs {
 			fmt.Fprintf(w, "    %s\n", d)
 		}
@@ -106,6 +107,9 @@ func prettyTest(w io.Writer, rep *plantest.Report) {
 // writeJUnit writes the report as JUnit XML.
 func writeJUnit(path string, rep *plantest.Report) error {
 	b, err := rep.JUnit()
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
+	}
 	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}

@@ -60,7 +60,7 @@ func check(c *Case, o outcome) *Result {
 		}
 	}
 	for _, p := range e.Order {
-		if why := o.before(p[0], p[1]); why != "" {
+		if why := o.before(res, p[0], p[1]); why != "" {
 			r.Diffs = append(r.Diffs, fmt.Sprintf("order: expected %s to end before %s started: %s", p[0], p[1], why))
 		}
 	}
@@ -111,17 +111,30 @@ func js(v any) string {
 	return string(b)
 }
 
-// before says why step a did not end before b started ("" when it did).
-func (o outcome) before(a, b string) string {
+// before says why step a did not end before b started ("" when it did):
+// in the order of their tools' calls, or, for a step that calls no tool
+// (an approval, a sub-plan), by the run's clock.
+func (o outcome) before(res *wfapi.Result, a, b string) string {
 	ea, okA := o.ended[a]
 	sb, okB := o.started[b]
+	if okA && okB {
+		if ea > sb {
+			return b + " started while " + a + " ran"
+		}
+		return ""
+	}
+	times := map[string]wfapi.StepResult{}
+	for _, s := range res.Steps {
+		times[s.ID] = s
+	}
+	ta, tb := times[a], times[b]
 	switch {
-	case !okA:
-		return a + " never ran"
-	case !okB:
-		return b + " never ran"
-	case ea > sb:
-		return b + " started while " + a + " ran"
+	case ta.EndedAt == "":
+		return a + " never ended"
+	case tb.StartedAt == "":
+		return b + " never started"
+	case ta.EndedAt > tb.StartedAt:
+		return b + " started at " + tb.StartedAt + ", before " + a + " ended at " + ta.EndedAt
 	}
 	return ""
 }

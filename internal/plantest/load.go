@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -28,7 +29,7 @@ func (s *Suite) LoadCases(file string) ([]*Case, error) {
 	if doc.Root.Kind != yamldoc.Map {
 		return nil, caperr.New(caperr.InvalidInput, "a case file is a mapping with cases: [...]").At(file, doc.Root.Pos.Line, doc.Root.Pos.Column, "")
 	}
-	l := &loader{s: s, file: file, root: doc.Root}
+	l := &loader{s: s, file: file, root: doc.Root, names: map[string]bool{}}
 	sch := schema.Embedded("plan-test.schema.json", schemas.Must("plan-test.schema.json"))
 	for _, v := range sch.Validate(doc.Root.Interface()) {
 		l.problem(v.Path, "%s", v.Message)
@@ -53,6 +54,7 @@ type loader struct {
 	file  string
 	root  *yamldoc.Node
 	probs caperr.Problems
+	names map[string]bool
 }
 
 func (l *loader) problem(path []string, format string, args ...any) {
@@ -60,17 +62,32 @@ func (l *loader) problem(path []string, format string, args ...any) {
 	l.probs = append(l.probs, caperr.New(caperr.InvalidInput, format, args...).At(l.file, p.Line, p.Column, yamldoc.FieldPath(path)))
 }
 
-var itemKey = regexp.MustCompile(`^(.+)\[([0-9]+)\]$`)
+var (
+	itemKey = regexp.MustCompile(`^(.+)\[([0-9]+)\]$`)
+	stepKey = regexp.MustCompile(`^[A-Za-z0-9_-]+(\[[0-9]+\])?$`)
+)
 
 // caseAt reads the valid-shaped case i and checks it against the plan.
 func (l *loader) caseAt(i int, n *yamldoc.Node) *Case {
 	at := []string{"cases", strconv.Itoa(i)}
 	c := &Case{Name: n.Get("name").Interface().(string), Steps: map[string]Given{}, Line: n.Pos.Line}
+	if l.names[c.Name] {
+		l.problem(append(at, "name"), "another case is named %q: names tell cases apart in results, coverage and JUnit", c.Name)
+	}
+	l.names[c.Name] = true
 	if in := n.Get("inputs"); in != nil {
 		c.Inputs, _ = in.Interface().(map[string]any)
+		_, _, probs := l.s.Plan.ResolveInputs(c.Inputs, false)
+		for _, p := range probs {
+			l.problem(append(at, "inputs", p.Field), "%s", p.Message)
+		}
 	}
 	if steps := n.Get("steps"); steps != nil {
 		for _, k := range steps.Keys {
+			if !stepKey.MatchString(k.Name) {
+				l.problem(append(at, "steps", k.Name), "%q is not a step id, or id[i] for item i of a for_each step", k.Name)
+				continue
+			}
 			c.Steps[k.Name] = l.given(append(at, "steps", k.Name), k.Name, k.Value)
 		}
 	}
@@ -119,11 +136,32 @@ func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
 		g.Decision.Action, _ = m["action"].(string)
 		g.Decision.By, _ = m["by"].(string)
 		g.Decision.Comment, _ = m["comment"].(string)
+		if step != nil {
+			l.checkDecision(append(path, "decision"), step, g.Decision, item)
+		}
 	}
 	if g.HasData && g.Error != nil {
 		l.problem(path, "%s has both data and an error: a step either succeeds or fails", key)
 	}
 	return g
+}
+
+// checkDecision refuses a decision the step would never read: on a step
+// that never waits, of the wrong kind, or saying nothing.
+func (l *loader) checkDecision(path []string, step *plan.Step, d *GivenDecision, item bool) {
+	approve := step.Capability == "flow.approve"
+	switch {
+	case item:
+		l.problem(path, "items do not wait for people: give the decision on %s itself", step.ID)
+	case !approve && step.OnFailure != "ask":
+		l.problem(path, "%s never waits for a person (it is not a flow.approve step and has no on_failure: ask): this decision would never be read", step.ID)
+	case d.Approved == nil && d.Action == "":
+		l.problem(path, "a decision says approved: true|false (flow.approve) or action: retry|skip|fail")
+	case approve && d.Approved == nil && d.Action != "approve" && d.Action != "reject":
+		l.problem(path, "%s is a flow.approve step: its decision is approved: true|false", step.ID)
+	case !approve && (d.Approved != nil || d.Action == "approve" || d.Action == "reject"):
+		l.problem(path, "%s waits after a failure (on_failure: ask): its decision is action: retry|skip|fail", step.ID)
+	}
 }
 
 // expect reads a case's expectations, checking the step ids and output

@@ -146,6 +146,16 @@ func TestCaseFileProblems(t *testing.T) {
 			t.Errorf("%s: code %s", p.Location(), p.Code)
 		}
 	}
+	// Inputs, step keys, decisions no step reads, names twice.
+	_, err = s.LoadCases(filepath.Join("testdata", "bad-cases-2.yaml"))
+	probs, _ = err.(caperr.Problems)
+	got = got[:0]
+	for _, p := range probs {
+		got = append(got, fmt.Sprintf("%d:%d %s", p.Line, p.Column, p.Field))
+	}
+	if want := "3:14 cases[0].inputs.min_filez|3:28 cases[0].inputs.notify|5:7 cases[0].steps.first/sum|6:14 cases[0].steps.find.decision|7:5 cases[1].name"; strings.Join(got, "|") != want {
+		t.Errorf("problems at %q, want %q", strings.Join(got, "|"), want)
+	}
 }
 
 // A case whose expectations do not hold says, per field, what was
@@ -246,7 +256,7 @@ version: 1.0.0
 description: Answers an id
 capabilities: [test.pattern]
 input_schema: {type: object}
-output_schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[a-z]{3}$"}}}
+output_schema: {type: object, required: [id, sha], properties: {id: {type: string, pattern: "^(?:[a-z]+-){2}[0-9]{4}$"}, sha: {type: string, pattern: "^[0-9a-f]{64}$"}}}
 entrypoint: {type: command, command: [./run.sh]}
 idempotent: true
 `), 0o644)
@@ -262,8 +272,12 @@ idempotent: true
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rep := s.Run([]*Case{s.HappyPath(), {Name: "given", Steps: map[string]Given{"a": {HasData: true, Data: map[string]any{"id": "abc"}}}, Expect: Expect{Status: "passed"}}})
+	rep := s.Run([]*Case{s.HappyPath(), {Name: "given", Steps: map[string]Given{"a": {HasData: true, Data: map[string]any{"id": "ab-cd-2026", "sha": strings.Repeat("f", 64)}}}, Expect: Expect{Status: "passed"}}})
 	gen, given := rep.Cases[0], rep.Cases[1]
+	// A simple pattern is met (a digest's hex), another is not.
+	if sha, _ := s.outputs["a"].(map[string]any)["sha"].(string); sha != strings.Repeat("0", 64) {
+		t.Errorf("generated sha %q", sha)
+	}
 	if !gen.Passed || len(gen.Warnings) != 1 || !strings.Contains(gen.Warnings[0], "a answered with a generated result its tool's output schema refuses (id: ") ||
 		!given.Passed || len(given.Warnings) != 0 {
 		t.Fatalf("generated: %v %v / given: %v %v", gen.Diffs, gen.Warnings, given.Diffs, given.Warnings)

@@ -13,7 +13,7 @@ type Report struct {
 	Cases    []*Result `json:"cases"`
 	Passed   int       `json:"passed"`
 	Failed   int       `json:"failed"`
-	Coverage *Coverage `json:"coverage"`
+	Coverage *Coverage `json:"coverage,omitempty"`
 	// DurationMS is the whole test's time, cases and set-up.
 	DurationMS int64 `json:"duration_ms"`
 }
@@ -34,7 +34,15 @@ func (s *Suite) HappyPath() *Case {
 	if st := s.Report.Status; st != preflight.Ready && st != preflight.Invalid {
 		want = st
 	}
-	return &Case{Name: happyName, Inputs: s.sampleInputs(), Steps: map[string]Given{}, Expect: Expect{Status: want}}
+	steps := map[string]Given{}
+	yes := true
+	for _, st := range s.Plan.Steps {
+		if st.Capability == "flow.approve" {
+			// The happy path: every approval given.
+			steps[st.ID] = Given{Decision: &GivenDecision{Approved: &yes, By: "plan test (generated)"}}
+		}
+	}
+	return &Case{Name: happyName, Inputs: s.sampleInputs(), Steps: steps, Expect: Expect{Status: want}}
 }
 
 // sampleInputs gives each required input without a default a value its

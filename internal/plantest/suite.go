@@ -77,6 +77,17 @@ func (s *Suite) resolve(proj *project.Project) error {
 	// A plan with gaps or policy violations is tested too: its run ends
 	// as a real one would, with nothing run, and a case may expect that.
 	s.Report = proj.Check(s.Plan, nil, reg, pol, true)
+	if s.Report.Status == preflight.Invalid {
+		// As plan check says it, with positions in the plan's file (the
+		// workflow, given the plan as a value, would lose them).
+		var probs caperr.Problems
+		for _, p := range s.Report.Problems {
+			probs = append(probs, caperr.New(p.Code, "%s", p.Message).At(p.File, p.Line, p.Column, p.Field))
+		}
+		if len(probs) > 0 {
+			return probs
+		}
+	}
 	for _, r := range s.Report.Resolution {
 		if r.Manifest == nil {
 			continue
@@ -96,17 +107,6 @@ func (s *Suite) resolve(proj *project.Project) error {
 	return nil
 }
 
-// generated is a result that satisfies an output schema: its first
-// example, else its default, else a minimal valid value.
-func generated(doc map[string]any) any {
-	if doc == nil {
-		return map[string]any{}
-	}
-	if ex, ok := doc["examples"].([]any); ok && len(ex) > 0 {
-		return ex[0]
-	}
-	return schema.Sample(doc)
-}
 
 // Close removes the test runs' folders.
 func (s *Suite) Close() { _ = os.RemoveAll(s.runsDir) }
