@@ -107,6 +107,5 @@ func (s *Suite) resolve(proj *project.Project) error {
 	return nil
 }
 
-
 // Close removes the test runs' folders.
 func (s *Suite) Close() { _ = os.RemoveAll(s.runsDir) }
