@@ -140,6 +140,9 @@ func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
 			l.checkDecision(append(path, "decision"), step, g.Decision, item)
 		}
 	}
+	if step != nil && step.Plan != "" && (g.HasData || g.Error != nil) {
+		l.problem(path, "%s is a sub-plan step: its child plan runs, its steps answering with their generated results; a case cannot give its data or error", id)
+	}
 	if g.HasData && g.Error != nil {
 		l.problem(path, "%s has both data and an error: a step either succeeds or fails", key)
 	}
