@@ -23,6 +23,7 @@ func TestClientInputBoundary(t *testing.T) {
 	for _, c := range []struct {
 		name, input, field string
 		continued          string // the server's ContinuedExecutionRunID
+		message            string // in the first problem, when set
 	}{
 		{name: "a forged carry", input: `{"resume": ` + forged + `}`, field: "resume"},
 		{name: "a forged carry beside a plan", input: `{"plan": {"name": "x"}, "resume": ` + forged + `}`, field: "resume"},
@@ -32,7 +33,7 @@ func TestClientInputBoundary(t *testing.T) {
 		{name: "a parent's inputs from a client", input: `{"plan": {"name": "x"}, "parent_inputs": {"name": "input-00.json", "sha256": "00", "size": 2, "parts": 1}}`, field: "parent_inputs"},
 		// A lineage from a client would let it pass for another run's chain
 		// (and have a reset's guard refuse, or allow, what it should not).
-		{name: "a lineage from a client", input: `{"plan": {"name": "x"}, "lineage": "0190-some-other-run"}`, field: "lineage"},
+		{name: "a lineage from a client", input: `{"plan": {"name": "x"}, "lineage": "0190-some-other-run"}`, field: "lineage", message: "engine's own"},
 		{name: "an unknown option", input: `{"plan": {"name": "x"}, "run_dir": "/"}`, field: "run_dir"},
 		{name: "inputs of the wrong type", input: `{"plan": {"name": "x"}, "inputs": "x"}`, field: "inputs"},
 		{name: "a plan file of the wrong type", input: `{"plan_file": 7}`, field: "plan_file"},
@@ -61,8 +62,9 @@ func TestClientInputBoundary(t *testing.T) {
 			if res.Status != wfapi.StatusFailed || !strings.HasPrefix(res.Message, string(caperr.InvalidInput)+":") {
 				t.Fatalf("%s: %s", res.Status, res.Message)
 			}
-			if len(res.Problems) == 0 || res.Problems[0].Field != c.field || res.Problems[0].Code != caperr.InvalidInput {
-				t.Fatalf("problems %+v, want field %s first", res.Problems, c.field)
+			if len(res.Problems) == 0 || res.Problems[0].Field != c.field || res.Problems[0].Code != caperr.InvalidInput ||
+				!strings.Contains(res.Problems[0].Message, c.message) {
+				t.Fatalf("problems %+v, want field %s first (%q)", res.Problems, c.field, c.message)
 			}
 			if activities != 0 || f.finalized != nil || len(f.calls) != 0 {
 				t.Fatalf("%d activities ran (finalized %v, calls %v): nothing may run", activities, f.finalized != nil, f.calls)

@@ -60,7 +60,7 @@ type CarryRef struct {
 // clientFields are the fields of Input; engineFields are the engine's own.
 var (
 	clientFields = []string{"plan", "plan_file", "request", "inputs", "reuse"}
-	engineFields = []string{"carry", "resume", "parent_inputs"}
+	engineFields = []string{"carry", "resume", "parent_inputs", "lineage"}
 )
 
 // UnmarshalJSON decodes a workflow input, never failing: unknown fields
@@ -78,7 +78,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 	}
 	targets := map[string]any{
 		"plan": &s.Plan, "plan_file": &s.PlanFile, "request": &s.Request, "inputs": &s.Inputs, "reuse": &s.Reuse,
-		"carry": &s.Carry, "resume": &s.Resume, "parent_inputs": &s.ParentInputs,
+		"carry": &s.Carry, "resume": &s.Resume, "parent_inputs": &s.ParentInputs, "lineage": &s.Lineage,
 	}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]

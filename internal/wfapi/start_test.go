@@ -20,6 +20,8 @@ func TestStartDecoding(t *testing.T) {
 		{"unknown fields", `{"plan": {}, "zeta": 1, "alpha": 2}`, "alpha,zeta"},
 		{"wrong types", `{"inputs": [1], "request": 7}`, "inputs,request"},
 		{"the engine's carry", `{"carry": {"name": "carry-1.json"}}`, ""},
+		// Decoded: the workflow refuses it unless a parent sent it.
+		{"a sub-plan's lineage", `{"plan": {"name": "x"}, "lineage": "0190-run"}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s Start
