@@ -130,13 +130,19 @@ func TestCapflowAsMCPServer(t *testing.T) {
 	if isErr || env["data"].(map[string]any)["status"] != "passed" {
 		t.Fatalf("run with wait: %v", env)
 	}
-	// The server sends every notification before its answer, but the
-	// client hands notifications to their handler on its own goroutines:
-	// the last ones may land a moment after the answer.
+	waitNotified(t, &mu, &progress, "✓ b")
+}
+
+// waitNotified waits for a progress notification holding want. The server
+// sends every notification before its answer, but the client hands
+// notifications to their handler on its own goroutines: the last ones may
+// land a moment after the answer.
+func waitNotified(t *testing.T, mu *sync.Mutex, progress *[]string, want string) {
+	t.Helper()
 	seen := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.ContainsFunc(progress, func(p string) bool { return strings.Contains(p, "✓ b") })
+		return slices.ContainsFunc(*progress, func(p string) bool { return strings.Contains(p, want) })
 	}
 	for deadline := time.Now().Add(3 * time.Second); !seen() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
@@ -144,6 +150,6 @@ func TestCapflowAsMCPServer(t *testing.T) {
 	if !seen() {
 		mu.Lock()
 		defer mu.Unlock()
-		t.Fatalf("progress notifications: %q", progress)
+		t.Fatalf("progress notifications: %q", *progress)
 	}
 }

@@ -235,44 +235,7 @@ steps:
 	if run.Service != "capflow-worker" || run.Attrs["capflow.status"] != "failed" || run.Attrs["capflow.plan"] != "traced" || !run.Failed {
 		t.Errorf("run span: %+v", run)
 	}
-	want := map[string]map[string]string{
-		"first": {"capflow.status": "succeeded", "capflow.capability": "test.noop", "capflow.tool": "noop@1.0.0", "capflow.attempts": "1"},
-		"flaky": {"capflow.status": "succeeded", "capflow.tool": "flaky-local@1.0.0", "capflow.attempts": "3"},
-		"soft":  {"capflow.status": "failed", "capflow.error_code": "TEST_FAILURE", "capflow.attempts": "1"},
-		"after": {"capflow.status": "skipped"},
-	}
-	for id, attrs := range want {
-		s := byName(spans, id)
-		if s == nil {
-			t.Errorf("no span for step %s", id)
-			continue
-		}
-		if s.Parent != run.ID {
-			t.Errorf("step %s's span is not the run span's child: %v", id, ancestors(spans, *s))
-		}
-		for k, v := range attrs {
-			if s.Attrs[k] != v {
-				t.Errorf("step %s: %s = %q, want %q (%v)", id, k, s.Attrs[k], v, s.Attrs)
-			}
-		}
-		if s.Failed != (id == "soft") {
-			t.Errorf("step %s: span status error = %v", id, s.Failed)
-		}
-	}
-	for n := 1; n <= 3; n++ {
-		a := byName(spans, fmt.Sprintf("flaky attempt %d", n))
-		if a == nil {
-			t.Errorf("no span for flaky's attempt %d", n)
-			continue
-		}
-		up := ancestors(spans, *a)
-		if len(up) < 3 || !strings.HasPrefix(up[0], "RunActivity:") || up[2] != "flaky" {
-			t.Errorf("flaky attempt %d's ancestors: %v (want RunActivity, Start…Activity, flaky)", n, up)
-		}
-		if failed := n < 3; a.Failed != failed || a.Attrs["capflow.attempt"] != fmt.Sprint(n) {
-			t.Errorf("flaky attempt %d: failed=%v attrs %v", n, a.Failed, a.Attrs)
-		}
-	}
+	checkStepSpans(t, spans, run)
 	var report struct {
 		Result struct {
 			TraceID string `json:"trace_id"`
@@ -339,5 +302,50 @@ steps:
 	}
 	if n := len(c.trace(res.TraceID)); n != len(spans) {
 		t.Errorf("spans changed while reading: %d then %d", len(spans), n)
+	}
+}
+
+// checkStepSpans checks the step and attempt spans of TestRunsAreTraced's
+// plan: beneath the run span, with the steps' attributes, each attempt of
+// the flaky step beneath Temporal's RunActivity and the step.
+func checkStepSpans(t *testing.T, spans []span, run *span) {
+	t.Helper()
+	want := map[string]map[string]string{
+		"first": {"capflow.status": "succeeded", "capflow.capability": "test.noop", "capflow.tool": "noop@1.0.0", "capflow.attempts": "1"},
+		"flaky": {"capflow.status": "succeeded", "capflow.tool": "flaky-local@1.0.0", "capflow.attempts": "3"},
+		"soft":  {"capflow.status": "failed", "capflow.error_code": "TEST_FAILURE", "capflow.attempts": "1"},
+		"after": {"capflow.status": "skipped"},
+	}
+	for id, attrs := range want {
+		s := byName(spans, id)
+		if s == nil {
+			t.Errorf("no span for step %s", id)
+			continue
+		}
+		if s.Parent != run.ID {
+			t.Errorf("step %s's span is not the run span's child: %v", id, ancestors(spans, *s))
+		}
+		for k, v := range attrs {
+			if s.Attrs[k] != v {
+				t.Errorf("step %s: %s = %q, want %q (%v)", id, k, s.Attrs[k], v, s.Attrs)
+			}
+		}
+		if s.Failed != (id == "soft") {
+			t.Errorf("step %s: span status error = %v", id, s.Failed)
+		}
+	}
+	for n := 1; n <= 3; n++ {
+		a := byName(spans, fmt.Sprintf("flaky attempt %d", n))
+		if a == nil {
+			t.Errorf("no span for flaky's attempt %d", n)
+			continue
+		}
+		up := ancestors(spans, *a)
+		if len(up) < 3 || !strings.HasPrefix(up[0], "RunActivity:") || up[2] != "flaky" {
+			t.Errorf("flaky attempt %d's ancestors: %v (want RunActivity, Start…Activity, flaky)", n, up)
+		}
+		if failed := n < 3; a.Failed != failed || a.Attrs["capflow.attempt"] != fmt.Sprint(n) {
+			t.Errorf("flaky attempt %d: failed=%v attrs %v", n, a.Failed, a.Attrs)
+		}
 	}
 }
