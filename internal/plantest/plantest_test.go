@@ -275,7 +275,7 @@ idempotent: true
 	rep := s.Run([]*Case{s.HappyPath(), {Name: "given", Steps: map[string]Given{"a": {HasData: true, Data: map[string]any{"id": "ab-cd-2026", "sha": strings.Repeat("f", 64)}}}, Expect: Expect{Status: "passed"}}})
 	gen, given := rep.Cases[0], rep.Cases[1]
 	// A simple pattern is met (a digest's hex), another is not.
-	if sha, _ := s.outputs["a"].(map[string]any)["sha"].(string); sha != strings.Repeat("0", 64) {
+	if sha, _ := s.resultOf("pattern", "1.0.0").data.(map[string]any)["sha"].(string); sha != strings.Repeat("0", 64) {
 		t.Errorf("generated sha %q", sha)
 	}
 	if !gen.Passed || len(gen.Warnings) != 1 || !strings.Contains(gen.Warnings[0], "a answered with a generated result its tool's output schema refuses (id: ") ||

@@ -55,12 +55,13 @@ func (r *Suite) run(c *Case, n int) outcome {
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
-	t := &tools{r: r, c: c, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
+	id := fmt.Sprintf("plan-test-%d", n)
+	t := &tools{r: r, c: c, workflowID: id, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
 	env.RegisterActivityWithOptions(t.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
 	decide := &decider{env: env, c: c, sent: map[string]bool{}}
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { decide.soon() })
 	// One workflow ID, so one run folder, per case.
-	env.SetStartWorkflowOptions(sdkclient.StartWorkflowOptions{ID: fmt.Sprintf("plan-test-%d", n)})
+	env.SetStartWorkflowOptions(sdkclient.StartWorkflowOptions{ID: id})
 	env.ExecuteWorkflow(wfapi.WorkflowType, client.Input{Plan: r.value, Inputs: c.Inputs})
 	out := outcome{calls: t.calls, started: t.started, ended: t.ended, warnings: t.warnings}
 	if err := env.GetWorkflowError(); err != nil {
@@ -78,7 +79,9 @@ func (r *Suite) run(c *Case, n int) outcome {
 
 // tools is the case's stand-in for every tool.
 type tools struct {
-	r              *Suite
+	r *Suite
+	// workflowID is the case's run (its sub-plans' runs are others).
+	workflowID     string
 	c              *Case
 	mu             sync.Mutex
 	calls          map[string]int
@@ -123,6 +126,9 @@ func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	if !ok && in.Step.Item != nil {
 		given, ok = t.c.Steps[in.Step.ID]
 	}
+	// A sub-plan's steps (another run) answer with generated results: the
+	// case names the plan's own steps.
+	ok = ok && in.WorkflowID == t.workflowID
 	if ok && given.Error != nil {
 		code := caperr.Code(given.Error.Code)
 		msg := given.Error.Message
@@ -134,11 +140,12 @@ func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 		retryable := caperr.Lookup(code).Retryable && in.Step.Idempotent
 		return nil, temporal.NewApplicationErrorWithOptions(msg, string(code), temporal.ApplicationErrorOptions{NonRetryable: !retryable, Details: []any{res}})
 	}
-	data := t.r.outputs[in.Step.ID]
+	gen := t.r.resultOf(in.Step.Tool, in.Step.Version)
+	data := gen.data
 	if ok && given.HasData {
 		data = given.Data
-	} else if why := t.r.ungenerated[in.Step.ID]; why != "" {
-		t.warn(fmt.Sprintf("%s answered with a generated result its tool's output schema refuses (%s): give steps.%s.data to be exact", in.Step.ID, why, in.Step.ID))
+	} else if gen.refused != "" {
+		t.warn(fmt.Sprintf("%s answered with a generated result its tool's output schema refuses (%s): give steps.%s.data to be exact", in.Step.ID, gen.refused, in.Step.ID))
 	}
 	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", normal(data))
 	return &wfapi.RunToolResult{Envelope: env, Attempt: attempt}, nil

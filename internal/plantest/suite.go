@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -25,15 +27,16 @@ type Suite struct {
 	File   string
 	Report *preflight.Report
 	value  any
-	// outputs and schemas: each step's generated result and its tool's
-	// output schema (nil when the tool declares none).
-	outputs map[string]any
+	// schemas: each step's tool's output schema (none when it declares
+	// none), which the case's data must match.
 	schemas map[string]*schema.Schema
-	// ungenerated: steps whose generated result their schema refuses
-	// (a pattern, a length): why, for the case that needs one.
-	ungenerated map[string]string
-	acts        *activities.Activities
-	runsDir     string
+	reg     *registry.Registry
+	// results are the generated results, by tool@version (a sub-plan's
+	// steps are resolved only when its child runs).
+	mu      sync.Mutex
+	results map[string]generatedResult
+	acts    *activities.Activities
+	runsDir string
 }
 
 // Prepare loads and checks planFile in the project of cfg.
@@ -55,7 +58,7 @@ func Prepare(cfg *config.Config, planFile string, log hclog.Logger) (*Suite, err
 	c.RunsDir = runs
 	proj := project.New(&c, log, io.Discard)
 	s := &Suite{Plan: p, File: planFile, value: doc.Root.Interface(), runsDir: runs,
-		outputs: map[string]any{}, schemas: map[string]*schema.Schema{}, ungenerated: map[string]string{},
+		schemas: map[string]*schema.Schema{}, results: map[string]generatedResult{},
 		acts: &activities.Activities{Project: proj, Logger: log}}
 	if err := s.resolve(proj); err != nil {
 		s.Close()
@@ -88,23 +91,46 @@ func (s *Suite) resolve(proj *project.Project) error {
 			return probs
 		}
 	}
+	s.reg = reg
 	for _, r := range s.Report.Resolution {
-		if r.Manifest == nil {
+		if r.Manifest == nil || r.Manifest.OutputSchema == nil {
 			continue
 		}
-		doc := r.Manifest.OutputSchema
-		s.outputs[r.StepID] = generated(doc)
-		if doc != nil {
-			// The registry compiled it when it loaded the manifest.
-			if sch, vs := schema.Compile(doc); len(vs) == 0 {
-				s.schemas[r.StepID] = sch
-				if bad := sch.Validate(s.outputs[r.StepID]); len(bad) > 0 {
-					s.ungenerated[r.StepID] = fmt.Sprintf("%s: %s", yamldoc.FieldPath(bad[0].Path), bad[0].Message)
-				}
-			}
+		// The registry compiled it when it loaded the manifest.
+		if sch, vs := schema.Compile(r.Manifest.OutputSchema); len(vs) == 0 {
+			s.schemas[r.StepID] = sch
 		}
 	}
 	return nil
+}
+
+// generatedResult is a tool's generated result, and why its output schema
+// refuses it ("" when it does not).
+type generatedResult struct {
+	data    any
+	refused string
+}
+
+// resultOf is the generated result of a tool (an empty object for a tool
+// the registry does not know).
+func (s *Suite) resultOf(tool, version string) generatedResult {
+	key := tool + "@" + version
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.results[key]; ok {
+		return r
+	}
+	r := generatedResult{data: map[string]any{}}
+	if m := s.reg.Tool(tool, version); m != nil && m.OutputSchema != nil {
+		r.data = generated(m.OutputSchema)
+		if sch, vs := schema.Compile(m.OutputSchema); len(vs) == 0 {
+			if bad := sch.Validate(r.data); len(bad) > 0 {
+				r.refused = fmt.Sprintf("%s: %s", yamldoc.FieldPath(bad[0].Path), bad[0].Message)
+			}
+		}
+	}
+	s.results[key] = r
+	return r
 }
 
 // Close removes the test runs' folders.
