@@ -62,9 +62,7 @@ func (a *Activities) awaitServer(ctx context.Context, details func() any) {
 		until = dl
 	}
 	for time.Now().Before(until) {
-		hctx, c := context.WithTimeout(context.Background(), outagePeriod)
-		err := a.Heartbeats.RecordActivityHeartbeat(hctx, info.TaskToken, details())
-		c()
+		err := a.beat(info.TaskToken, details())
 		if err == nil || attemptEnded(err) {
 			a.Logger.Info("the Temporal server answers again: reporting the attempt's end",
 				"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", err)
@@ -100,9 +98,7 @@ func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, canc
 			return
 		case <-t.C:
 		}
-		hctx, c := context.WithTimeout(context.Background(), outagePeriod)
-		err := a.Heartbeats.RecordActivityHeartbeat(hctx, info.TaskToken, details())
-		c()
+		err := a.beat(info.TaskToken, details())
 		outage.Store(err != nil && !attemptEnded(err))
 		if err != nil && attemptEnded(err) {
 			a.Logger.Warn("the server ended the attempt while it was unreachable: stopping the tool",
@@ -133,4 +129,12 @@ func unreachable(err error) bool {
 	}
 	var svc serviceerror.ServiceError
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &svc) && !attemptEnded(err)
+}
+
+// beat records a heartbeat through the worker's client, waiting at most
+// outagePeriod for the server.
+func (a *Activities) beat(token []byte, details any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), outagePeriod)
+	defer cancel()
+	return a.Heartbeats.RecordActivityHeartbeat(ctx, token, details)
 }

@@ -3,6 +3,7 @@ package plantest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -48,12 +49,12 @@ func check(c *Case, o outcome) *Result {
 	if e.Status != "" && e.Status != r.Status {
 		r.Diffs = append(r.Diffs, fmt.Sprintf("status: expected %s, got %s (%s)", e.Status, r.Status, res.Message))
 	}
-	for _, id := range sortedKeys(e.Steps) {
+	for _, id := range slices.Sorted(maps.Keys(e.Steps)) {
 		if got := r.Steps[id]; got != e.Steps[id] {
 			r.Diffs = append(r.Diffs, fmt.Sprintf("steps.%s: expected %s, got %s%s", id, e.Steps[id], orNone(got), stepWhy(res, id)))
 		}
 	}
-	for _, name := range sortedKeys(e.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(e.Outputs)) {
 		want, got := normal(e.Outputs[name]), normal(res.Outputs[name])
 		if !reflect.DeepEqual(want, got) {
 			r.Diffs = append(r.Diffs, fmt.Sprintf("outputs.%s: expected %s, got %s", name, js(want), js(got)))

@@ -1,6 +1,7 @@
 package plantest
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -184,7 +185,7 @@ func (l *loader) expect(path []string, n *yamldoc.Node) Expect {
 		e.Outputs = outs
 		for name := range outs {
 			if _, ok := l.s.Plan.Outputs[name]; !ok {
-				l.problem(append(path, "outputs", name), "the plan has no output %q%s", name, suggest.Phrase(name, sortedKeys(l.s.Plan.Outputs)))
+				l.problem(append(path, "outputs", name), "the plan has no output %q%s", name, suggest.Phrase(name, slices.Sorted(maps.Keys(l.s.Plan.Outputs))))
 			}
 		}
 	}
@@ -220,14 +221,5 @@ func codes() []string {
 	for _, i := range caperr.All() {
 		out = append(out, string(i.Code))
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -59,7 +60,7 @@ func (r *runTracer) StartSpan(o *interceptor.TracerStartSpanOptions) (intercepto
 		sc = sc.WithTraceID(parent.TraceID()).WithTraceFlags(parent.TraceFlags()).WithTraceState(parent.TraceState())
 	}
 	attrs := make([]attribute.KeyValue, 0, len(o.Tags))
-	for _, k := range sortedKeys(o.Tags) {
+	for _, k := range slices.Sorted(maps.Keys(o.Tags)) {
 		attrs = append(attrs, attribute.String(k, o.Tags[k]))
 	}
 	return &runSpan{sc: sc, parent: parent, name: o.Operation + ":" + o.Name, start: o.Time, attrs: attrs}, nil
@@ -70,15 +71,6 @@ const (
 	workflowIDTag = "temporalWorkflowID"
 	runIDTag      = "temporalRunID"
 )
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // refContext is the span context of a parent the SDK's tracer handed
 // over: a span (from a context) or a reference read from a header.
