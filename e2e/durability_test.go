@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,7 +193,11 @@ func TestCancelAfterTheWorkerDied(t *testing.T) {
 steps:
   - {id: hanging, capability: test.hang, timeout: 10m}
 `))
+	// Running in the run's state means scheduled: the worker must have
+	// started the tool (its marker) before it dies, or the restarted
+	// worker takes the task and confirms the cancellation itself.
 	waitStepRunning(t, id, "hanging")
+	waitFile(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/marker"))
 	h.killWorker()
 	if err := h.startWorker(); err != nil {
 		t.Fatal(err)
@@ -208,4 +213,15 @@ steps:
 		t.Fatalf("hanging: %s %+v", s.Status, s.Envelope)
 	}
 	recordHistory(t, id, "cancel-grace")
+}
+
+// waitFile waits (at most a minute) until a file exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
 }
