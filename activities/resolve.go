@@ -308,6 +308,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
 			rs.Approval = m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == builtin.FlowApprove
 			rs.Local = m.Local(st.Timeout) && !rs.Approval && s.Plan == ""
+			rs.Inline = rs.Local && m.Inline() && cached[s.ID] == 0
 		}
 		rs.StepSettings = st
 		rs.CacheTTL = cached[s.ID]

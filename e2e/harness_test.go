@@ -156,7 +156,9 @@ func (h *harness) teardown() {
 	if h.llm != nil {
 		h.llm.Close()
 	}
-	_ = os.RemoveAll(h.tmp)
+	if os.Getenv("CAPFLOW_E2E_KEEP") == "" { // kept to read the worker's log
+		_ = os.RemoveAll(h.tmp)
+	}
 }
 
 func (h *harness) env() []string {

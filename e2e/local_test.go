@@ -31,7 +31,7 @@ steps:
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
-	want := map[string]string{"count": "local", "shell": "local", "flaky": "local, then activity", "remote": "activity"}
+	want := map[string]string{"count": "inline", "shell": "local", "flaky": "local, then activity", "remote": "activity"}
 	for id, path := range want {
 		if s := r.step(t, id); s.Execution != path {
 			t.Errorf("step %s ran %q, want %q", id, s.Execution, path)

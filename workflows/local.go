@@ -92,6 +92,9 @@ func (s *scheduler) segmentFull() bool {
 // the run's host, or whose attempts fail with attempts left, continues as
 // a regular activity. ctx may be cancellable; path gets the path taken.
 func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
+	if f, ok := s.inline(ctx, step, in, path); ok {
+		return f
+	}
 	if !s.local || !step.Local {
 		opts = s.withinDeadline(opts, false)
 		*path = PathActivity

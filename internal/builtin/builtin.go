@@ -142,3 +142,32 @@ func integer(in map[string]any, k string, def int64) int64 {
 	}
 	return def
 }
+
+// pure holds the builtins that may be evaluated inside workflow code
+// (`execution: inline`, docs/manifests.md), each with the test its inputs
+// must pass: no file read or written, no process, no network, bounded.
+var pure = map[string]pureFunc{}
+
+type pureFunc struct {
+	ok   func(in map[string]any) bool
+	warm func() // readies what an evaluation needs (nil: nothing)
+}
+
+func registerPure(name string, f Func, p pureFunc) {
+	register(name, f)
+	pure[name] = p
+}
+
+// Pure reports whether the builtin name, given these inputs, computes its
+// data from them alone, so it may run inline in the workflow; if so, what
+// its evaluation needs is made ready, outside any evaluation budget.
+func Pure(name string, in map[string]any) bool {
+	p, ok := pure[name]
+	if !ok || !p.ok(in) {
+		return false
+	}
+	if p.warm != nil {
+		p.warm()
+	}
+	return true
+}

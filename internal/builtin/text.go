@@ -21,8 +21,11 @@ import (
 )
 
 func init() {
-	register("json.query", jsonQuery)
-	register("text.render", textRender)
+	// Pure unless they read or write a file.
+	// json.query evaluates in a child process: one is kept ready.
+	registerPure("json.query", jsonQuery, pureFunc{ok: func(in map[string]any) bool { return in["path"] == nil },
+		warm: func() { _ = jq.Warm(int64(evalMemory)) }})
+	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil }})
 }
 
 func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Limits of one evaluation. The memory budget is the child's Go heap
@@ -98,6 +99,30 @@ func Eval(ctx context.Context, query string, input any, memory int64) ([]any, er
 		out = append(out, decode(r))
 	}
 	return out, nil
+}
+
+// Warm makes sure an idle child with this memory budget is waiting, so
+// the next evaluation does not pay for starting one (an inline step's
+// budget is for the query, not the process).
+func Warm(memory int64) error {
+	if memory <= 0 {
+		memory = DefaultMemory
+	}
+	c, reused, err := pools.get(memory)
+	if err != nil {
+		return err
+	}
+	if !reused {
+		// A new child answers its first request once its runtime is up.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.do(ctx, []byte(`{"query":".","input":null}`)); err != nil {
+			c.kill()
+			return err
+		}
+	}
+	pools.put(memory, c)
+	return nil
 }
 
 // ask sends a request to a pooled child. An idle child that died while

@@ -26,6 +26,9 @@ const (
 	ExecAuto     = "auto"
 	ExecActivity = "activity"
 	ExecLocal    = "local"
+	// ExecInline: a pure builtin evaluated inside workflow code, its
+	// result recorded in history; otherwise a local activity.
+	ExecInline = "inline"
 )
 
 // AutoLocalMax is the longest start-to-close timeout of a tool that
@@ -40,12 +43,19 @@ func (m *Manifest) Local(timeout time.Duration) bool {
 	switch {
 	case m.TaskQueue != "":
 		return false
-	case m.Execution == ExecLocal:
+	case m.Execution == ExecLocal, m.Execution == ExecInline:
 		return true
 	case m.Execution == ExecActivity:
 		return false
 	}
 	return m.Idempotent && timeout > 0 && timeout <= AutoLocalMax
+}
+
+// Inline reports whether steps of this tool may be evaluated inside
+// workflow code (execution: inline, a builtin); the worker decides per
+// step whether its inputs allow it (builtin.Pure).
+func (m *Manifest) Inline() bool {
+	return m.Execution == ExecInline && m.Entrypoint.Type == EntryBuiltin && m.TaskQueue == ""
 }
 
 // Result modes of a command tool.
@@ -71,7 +81,8 @@ type Manifest struct {
 	Timeouts     Timeouts       `json:"timeouts"`
 	Retry        Retry          `json:"retry"`
 	TaskQueue    string         `json:"task_queue,omitempty"`
-	// Execution: auto (default), activity or local (docs/manifests.md).
+	// Execution: auto (default), activity, local or inline
+	// (docs/manifests.md).
 	Execution string `json:"execution"`
 	// Sandbox is what the tool needs beyond the default confinement
 	// (nil: the defaults).

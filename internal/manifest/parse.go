@@ -80,12 +80,15 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 		p := doc.Root.PosOf(path)
 		probs = append(probs, caperr.New(caperr.InvalidInput, format, args...).At(doc.File, p.Line, p.Column, yamldoc.FieldPath(path)))
 	}
-	if raw["execution"] == ExecLocal {
+	if x, _ := raw["execution"].(string); x == ExecLocal || x == ExecInline {
 		if idem, _ := raw["idempotent"].(bool); !idem {
-			at([]string{"execution"}, "local needs idempotent: true (a local activity runs again when its worker dies mid-step)")
+			at([]string{"execution"}, "%s needs idempotent: true (a local activity runs again when its worker dies mid-step)", x)
 		}
 		if q, _ := raw["task_queue"].(string); q != "" {
-			at([]string{"execution"}, "local cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", q)
+			at([]string{"execution"}, "%s cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", x, q)
+		}
+		if ep, _ := raw["entrypoint"].(map[string]any); x == ExecInline && ep != nil && ep["type"] != EntryBuiltin {
+			at([]string{"execution"}, "inline is for builtins only (a pure Go function evaluated in the workflow); use local for a %v tool", ep["type"])
 		}
 	}
 	sandboxChecks(raw, at)

@@ -48,6 +48,9 @@ type Request struct {
 	OnStderr func(line string)
 	// Sandbox is the project policy's confinement of command tools.
 	Sandbox sandbox.Mode
+	// Budget, when set, bounds a builtin's own evaluation (not the schema
+	// checks around it): an inline step's (activities/inline.go).
+	Budget time.Duration
 }
 
 // Runner holds what every run needs.
@@ -186,6 +189,11 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.
 	f, ok := builtin.Lookup(req.Manifest.Entrypoint.Name)
 	if !ok {
 		return b.Fail(caperr.ToolNotFound, fmt.Sprintf("no builtin named %q in this worker", req.Manifest.Entrypoint.Name), nil)
+	}
+	if req.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Budget)
+		defer cancel()
 	}
 	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
 		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox}

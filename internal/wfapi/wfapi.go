@@ -118,6 +118,10 @@ type ResolvedStep struct {
 	// Local: the step runs as a local activity (its tool's execution;
 	// docs/manifests.md).
 	Local bool `json:"local,omitempty"`
+	// Inline: a local step whose builtin the worker may evaluate inside
+	// workflow code when its inputs allow (execution: inline); recorded
+	// here so a run replays the path it took.
+	Inline bool `json:"inline,omitempty"`
 	// Plan and PlanValue: a sub-plan step's file and the plan as checked
 	// at resolution (the child workflow runs exactly that).
 	Plan      string `json:"plan,omitempty"`

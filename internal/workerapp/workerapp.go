@@ -43,8 +43,9 @@ import (
 var Version = "dev"
 
 func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	eng := workflows.Engine{Inline: activities.Inline(acts)}
+	w.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	w.RegisterWorkflowWithOptions(eng.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
 	w.RegisterActivityWithOptions(acts.Host, activity.RegisterOptions{Name: wfapi.HostActivity})

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestInlineSteps: pure builtins (json.query, text.render) evaluated inside
+// the workflow task, reading each other's data; one that writes a file and
+// one that fails take the local activity, as before; for_each items too.
+// An inline step writes no step folder. The history is recorded for the
+// replay test.
+func TestInlineSteps(t *testing.T) {
+	out := filepath.Join(h.project, "out", "inline.txt")
+	_ = os.Remove(out)
+	p := h.writePlan(t, "inline-steps", `name: inline-steps
+outputs: {greeting: "${steps.greet.data.text}", total: "${steps.total.data.count}"}
+steps:
+  - {id: double, capability: json.query, with: {query: "[.[] * 2]", input: [1, 2, 3]}}
+  - {id: total, capability: json.query, needs: [double], with: {query: ".[0] | add", input: "${steps.double.data.results}"}}
+  - {id: greet, capability: text.render, needs: [total], with: {template: "total {{index .t 0}}", values: {t: "${steps.total.data.results}"}}}
+  - {id: file, capability: text.render, needs: [greet], with: {template: "{{.g}}", values: {g: "${steps.greet.data.text}"}, output_path: out/inline.txt}}
+  - {id: bad, capability: json.query, needs: [greet], on_failure: skip, with: {query: "error(\"boom\")", input: 1}}
+  - id: each
+    capability: text.render
+    needs: [greet]
+    for_each: [1, 2, 3]
+    with: {template: "item {{.n}}", values: {n: "${item}"}}
+`)
+	code, r := h.run(t, p)
+	if code != 0 || r.Status != "passed" {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	want := map[string]string{"double": "inline", "total": "inline", "greet": "inline", "file": "local", "bad": "local"}
+	for id, path := range want {
+		if s := r.step(t, id); s.Execution != path {
+			t.Errorf("step %s ran %q, want %q", id, s.Execution, path)
+		}
+	}
+	if r.Outputs["greeting"] != "total 12" || r.Outputs["total"] != float64(1) {
+		t.Fatalf("outputs %v", r.Outputs)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "total 12" {
+		t.Fatalf("%s: %q %v", out, b, err)
+	}
+	if s := r.step(t, "bad"); s.Status != "skipped" || s.Envelope == nil || s.Envelope.Error == nil || s.Envelope.Error.Code != "INVALID_INPUT" {
+		t.Fatalf("bad: %s %+v", s.Status, s.Envelope)
+	}
+	if each := r.step(t, "each"); each.ItemCounts == nil || each.ItemCounts.Succeeded != 3 {
+		t.Fatalf("each: %+v", each.ItemCounts)
+	}
+	// No step folder for an inline step: nothing was written for it.
+	for _, id := range []string{"double", "total", "greet"} {
+		if _, err := os.Stat(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps", id)); !os.IsNotExist(err) {
+			t.Errorf("step %s has a folder: %v", id, err)
+		}
+	}
+	validResult(t, r.WorkflowID)
+	recordHistory(t, r.WorkflowID, "inline-steps")
+}
