@@ -29,6 +29,9 @@ type executor struct {
 	// length is seenLen (local.go).
 	localDone int
 	seenLen   int
+	// inlineDone inline steps recorded inlineBytes of results in that
+	// task (inline.go).
+	inlineDone, inlineBytes int
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
 	// a run from before steps were clamped to it); deadlineV is the
 	// version of that behaviour the run recorded (deadline-clamp).

@@ -131,7 +131,7 @@ func (s *scheduler) startItems() {
 			continue
 		}
 		limit := st.step.MaxParallel
-		for fe.next < len(fe.items) && !s.full() && (limit <= 0 || fe.running < limit) {
+		for fe.next < len(fe.items) && !s.held() && (limit <= 0 || fe.running < limit) {
 			it := fe.items[fe.next]
 			if it.status == wfapi.StepPending {
 				s.startItem(st, fe.next)
@@ -142,7 +142,7 @@ func (s *scheduler) startItems() {
 			s.work = append(s.work[:k], s.work[k+1:]...)
 			continue
 		}
-		if s.full() {
+		if s.held() {
 			return
 		}
 		k++

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"encoding/json"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/client"
@@ -38,6 +40,8 @@ type inlineKey struct{}
 type inlineOutcome struct {
 	OK     bool                `json:"ok"`
 	Result wfapi.RunToolResult `json:"result"`
+	// Size is the result's encoded size, what the marker holds.
+	Size int `json:"size,omitempty"`
 }
 
 // inline evaluates an inline step in a SideEffect: a replay reads its
@@ -53,14 +57,20 @@ func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, in wfap
 	var o inlineOutcome
 	err := workflow.SideEffect(ctx, func(workflow.Context) any {
 		res, ok := eval(in)
-		return inlineOutcome{OK: ok, Result: res}
+		size := 0
+		if ok {
+			raw, _ := json.Marshal(res)
+			size = len(raw)
+		}
+		return inlineOutcome{OK: ok, Result: res, Size: size}
 	}).Get(&o)
 	if err != nil || !o.OK {
 		return nil, false
 	}
-	// It counts as a local step: a long chain of them yields every
-	// LocalFlush steps, keeping each task's completion bounded.
-	s.localDone++
+	// Its marker counts toward the task's inline budget: past it, the run
+	// yields before starting more (flushLocal).
+	s.inlineDone++
+	s.inlineBytes += o.Size
 	*path = PathInline
 	f, set := workflow.NewFuture(ctx)
 	set.Set(o.Result, nil)

@@ -44,7 +44,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		in.Lineage = lineage
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
-	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts}, in.WorkflowID)
+	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes}, in.WorkflowID)
 	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
@@ -52,7 +52,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	stopped := false
 	par := max(in.MaxParallel, 1)
 	for {
-		for !stopped && next < len(in.Items) && running < par {
+		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.flushDue()) {
 			k := next
 			item := in.Items[k]
 			next++

@@ -57,22 +57,30 @@ const (
 // and the history's growth between segment checks, bounded.
 const LocalFlush = wfapi.DefaultLocalFlush
 
-// flushLocal yields when LocalFlush local steps ended in this workflow
-// task. A new workflow task shows as a longer history: its markers are in.
+// flushLocal yields when the local steps that ended in this workflow task
+// reached LocalFlush, or their inline results the run's InlineFlushBytes.
+// A new workflow task shows as a longer history: its markers are in.
 func (s *executor) flushLocal() {
-	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
-		s.seenLen, s.localDone = l, 0
-	}
-	if s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) && s.ctx.Err() == nil {
+	if s.flushDue() && s.ctx.Err() == nil {
 		_ = workflow.Sleep(s.ctx, time.Millisecond)
-		s.seenLen, s.localDone = workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), 0
+		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes = workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), 0, 0, 0
 	}
 }
 
+// flushDue reports whether this workflow task has recorded what one task
+// may: starting more local or inline steps waits for flushLocal.
+func (s *executor) flushDue() bool {
+	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
+		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes = l, 0, 0, 0
+	}
+	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) ||
+		(s.inlineDone > 0 && s.inlineBytes >= orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes))
+}
+
 // historyLength is the history's length counting the markers of local
-// steps that ended in this workflow task (not in the history yet).
+// and inline steps that ended in this workflow task (not in it yet).
 func (s *executor) historyLength() int {
-	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone
+	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone + s.inlineDone
 }
 
 // segmentFull reports whether the history reached the run's recorded

@@ -10,8 +10,11 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -188,5 +191,62 @@ func TestLocalStepsFlushEveryHundred(t *testing.T) {
 	}
 	if res.Status != wfapi.StatusPassed || timers != 2 {
 		t.Fatalf("%s, %d flush timers for 250 local steps (want 2)", res.Status, timers)
+	}
+}
+
+// Inline steps are flushed by the bytes their markers hold, not every
+// LocalFlush: a fan-out of small results ends in one workflow task, one of
+// large results yields each time the run's InlineFlushBytes is reached.
+func TestInlineStepsFlushByBytes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: fan\nmax_parallel: 1000\nsteps:\n")
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&b, "  - {id: s%03d, capability: x.s}\n", i)
+	}
+	for _, tc := range []struct {
+		name       string
+		text       int // bytes of each step's data
+		budget     int // the run's InlineFlushBytes (0: the default)
+		wantTimers int
+	}{
+		{"small results, default budget", 10, 0, 0},
+		// ~1.3 KB a marker: 390 KB in four tasks.
+		{"1 KB results, 100 KB budget", 1000, 100 << 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := resolvedFrom(t, b.String())
+			rr.InlineFlushBytes = tc.budget
+			for i := range rr.Steps {
+				rr.Steps[i].Local, rr.Steps[i].Inline = true, true
+			}
+			f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+			evaluated := 0
+			eng := Engine{Inline: func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
+				evaluated++
+				env := envelope.NewBuilder(in.Step.Tool).Succeed("ok", map[string]any{"text": strings.Repeat("x", tc.text)})
+				return wfapi.RunToolResult{Envelope: env, Attempt: 1}, true
+			}}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+			env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+			env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+			env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+			timers := 0
+			env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+			env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+			var res wfapi.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != wfapi.StatusPassed || evaluated != 300 || len(f.calls) != 0 || timers != tc.wantTimers {
+				t.Fatalf("%s: %d evaluated inline, %d RunTool calls, %d flush timers (want %d)", res.Status, evaluated, len(f.calls), timers, tc.wantTimers)
+			}
+			for _, st := range res.Steps {
+				if st.Execution != PathInline {
+					t.Fatalf("step %s ran %q", st.ID, st.Execution)
+				}
+			}
+		})
 	}
 }

@@ -296,11 +296,16 @@ func (s *scheduler) active() int {
 // full reports whether the plan's max_parallel is reached.
 func (s *scheduler) full() bool { return s.rr.MaxParallel > 0 && s.inflight >= s.rr.MaxParallel }
 
+// held reports whether no more work may start now: max_parallel is
+// reached, or this workflow task recorded what one may (flushDue; the run
+// yields once what runs has been seen).
+func (s *scheduler) held() bool { return s.full() || (s.inflight > 0 && s.flushDue()) }
+
 // startReady starts queued steps in id order, then items of running
 // for_each steps, up to max_parallel.
 func (s *scheduler) startReady() {
 	for s.m.ReadyCount() > 0 && !s.stopped() {
-		if s.full() {
+		if s.held() {
 			return
 		}
 		if id, ok := s.m.NextReady(); ok {

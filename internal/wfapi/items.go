@@ -39,6 +39,8 @@ type ItemsInput struct {
 	// LocalFlush and LocalAttempts: the run's (ResolveResult).
 	LocalFlush    int `json:"local_flush,omitempty"`
 	LocalAttempts int `json:"local_attempts,omitempty"`
+	// InlineFlushBytes: the run's (ResolveResult).
+	InlineFlushBytes int `json:"inline_flush_bytes,omitempty"`
 	// Lineage: the parent run's (RunToolInput.Lineage).
 	Lineage string `json:"lineage,omitempty"`
 	// Spilled: the batch's input would have passed MaxInputBytes; all of

@@ -39,6 +39,12 @@ const (
 	// DefaultLocalFlush is how many local steps may end in one workflow
 	// task before the run yields so their markers are recorded.
 	DefaultLocalFlush = 100
+	// DefaultInlineFlushBytes is how many bytes of inline results (their
+	// markers) one workflow task may record before the run yields: inline
+	// steps cost microseconds, so a byte budget, not LocalFlush's count,
+	// keeps a task's completion far under the server's 4 MB message
+	// limit (a marker is at least ~300 bytes: at most ~1,700 a task).
+	DefaultInlineFlushBytes = 512 << 10
 	// DefaultLocalAttempts is how many attempts a local step makes as a
 	// local activity before the rest run as a regular activity.
 	DefaultLocalAttempts = 2

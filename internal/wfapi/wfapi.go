@@ -204,6 +204,9 @@ type ResolveResult struct {
 	ItemBatch     int `json:"item_batch,omitempty"`
 	LocalFlush    int `json:"local_flush,omitempty"`
 	LocalAttempts int `json:"local_attempts,omitempty"`
+	// InlineFlushBytes: DefaultInlineFlushBytes, recorded (0: the
+	// workflow's default).
+	InlineFlushBytes int `json:"inline_flush_bytes,omitempty"`
 }
 
 // StepOutcome is what a later step can reference of a finished one. Large
