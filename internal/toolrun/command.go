@@ -99,17 +99,19 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	if maxOut <= 0 {
 		maxOut = 8 << 20
 	}
-	stdoutLog, _ := os.Create(filepath.Join(wd, StdoutLog))
-	stderrLog, _ := os.Create(filepath.Join(wd, StderrLog))
-	defer closeQuiet(stdoutLog)
-	defer closeQuiet(stderrLog)
+	// Logs are created at the first byte: most tools write nothing there,
+	// and a file's creation is a fast step's largest cost after the fork.
+	// An earlier attempt's are removed so they never pass for this one's.
+	stdoutLog, stderrLog := newLogFile(filepath.Join(wd, StdoutLog)), newLogFile(filepath.Join(wd, StderrLog))
+	defer stderrLog.Close()
 	// stdout is kept in memory (capped) and logged redacted at the end, so
 	// a secret split across two writes is still masked.
 	stdout := &capped{max: maxOut}
 	defer func() {
-		if stdoutLog != nil {
+		if stdout.buf.Len() > 0 {
 			_, _ = stdoutLog.Write(red.Bytes(stdout.buf.Bytes()))
 		}
+		_ = stdoutLog.Close()
 	}()
 	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: inJSON, stdout: stdout,
 		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, workdir: wd}
@@ -247,7 +249,7 @@ func lastBytes(b []byte, n int) string {
 // readStderr splits stderr into feedback events (JSON objects with phase,
 // level and message) and plain log lines; lines are bounded so a tool
 // printing megabytes without a newline cannot exhaust memory.
-func readStderr(r io.Reader, logFile *os.File, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), onLine func(string), log hclog.Logger) {
+func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), onLine func(string), log hclog.Logger) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, isPrefix, err := br.ReadLine()
@@ -338,10 +340,34 @@ func (t *tailBuffer) Write(p []byte) {
 
 func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
 
-func closeQuiet(f *os.File) {
-	if f != nil {
-		_ = f.Close()
+// logFile is a step's log file, created at its first write (removing
+// any earlier one at once).
+type logFile struct {
+	path string
+	f    *os.File
+	err  error
+}
+
+func newLogFile(path string) *logFile {
+	_ = os.Remove(path)
+	return &logFile{path: path}
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.Create(l.path)
 	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+func (l *logFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // passEnv picks the variables a manifest's pass_env names (NAME, or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ type process struct {
 	dir       string
 	stdin     []byte
 	stdout    *capped
-	stderrLog *os.File
+	stderrLog io.Writer
 	red       *envelope.Redactor
 	log       hclog.Logger
 	grace     time.Duration

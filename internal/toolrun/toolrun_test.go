@@ -3,6 +3,7 @@ package toolrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,6 +130,34 @@ func TestStderrEventsBecomeFeedback(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(wd, StderrLog))
 	if strings.TrimSpace(string(log)) != "plain log" {
 		t.Fatalf("stderr log = %q", log)
+	}
+}
+
+// A tool that writes nothing to stdout or stderr leaves no log files; an
+// attempt's logs never pass for a later attempt's that wrote nothing.
+func TestLogFilesOnlyWhenWritten(t *testing.T) {
+	t.Parallel()
+	wd := filepath.Join(t.TempDir(), "s")
+	noisy := script(t, `echo out; echo err >&2; echo '`+okEnvelope+`' > "$CAPFLOW_OUTPUT_PATH"`)
+	quiet := script(t, `echo '`+okEnvelope+`' > "$CAPFLOW_OUTPUT_PATH"`)
+	for i, tc := range []struct {
+		m      *manifest.Manifest
+		stdout string
+		stderr string
+	}{{noisy, "out\n", "err\n"}, {quiet, "", ""}} {
+		env := (&Runner{}).Run(context.Background(), Request{Manifest: tc.m, Inputs: map[string]any{}, Workdir: wd, Root: t.TempDir(), Attempt: i + 1})
+		if !env.Success {
+			t.Fatalf("attempt %d: %+v", i+1, env)
+		}
+		for name, want := range map[string]string{StdoutLog: tc.stdout, StderrLog: tc.stderr} {
+			b, err := os.ReadFile(filepath.Join(wd, name))
+			switch {
+			case want == "" && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("attempt %d: %s exists (%q, %v), want none", i+1, name, b, err)
+			case want != "" && string(b) != want:
+				t.Errorf("attempt %d: %s = %q (%v), want %q", i+1, name, b, err, want)
+			}
+		}
 	}
 }
 
