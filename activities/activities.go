@@ -62,6 +62,7 @@ type Activities struct {
 	tools      map[string]*manifest.Manifest // digest -> manifest
 	lists      map[string][]any              // for_each lists read from stored outputs
 	digests    cache.Memo                    // file digests of cache keys, by stat
+	policyMode modeMemo                      // the policy's sandbox mode, by stat
 }
 
 // Router is what the Route activity needs of the request router.
