@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
@@ -99,7 +101,7 @@ func hasRefs(v any) bool {
 // flow checks one with-value against the consumer's schema.
 func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 	if !hasRefs(v) {
-		return literal(v, cons, at)
+		return c.literal(v, cons, at)
 	}
 	switch t := v.(type) {
 	case string:
@@ -154,12 +156,12 @@ func prefixed(at string, issues []schema.Issue) []schema.Issue {
 }
 
 // literal validates a constant value with the real validator.
-func literal(v any, cons map[string]any, at string) []schema.Issue {
+func (c *checker) literal(v any, cons map[string]any, at string) []schema.Issue {
 	if len(cons) == 0 {
 		return nil
 	}
-	s, vs := schema.Compile(cons)
-	if len(vs) > 0 {
+	s := c.compiled(cons)
+	if s == nil {
 		return nil // the tool's own schema problem is reported by validate
 	}
 	var out []schema.Issue
@@ -310,4 +312,24 @@ func (c *checker) itemSchema(s *plan.Step) (map[string]any, string) {
 		item = map[string]any{}
 	}
 	return item, ""
+}
+
+// compiled is cons compiled, or nil when it does not compile. The schemas
+// are the tools' own maps, shared by every step of a tool and never
+// changed after loading: one compilation each per check (a 500-step plan
+// compiled the same schema 500 times).
+func (c *checker) compiled(cons map[string]any) *schema.Schema {
+	key := reflect.ValueOf(cons).UnsafePointer()
+	if s, ok := c.schemas[key]; ok {
+		return s
+	}
+	s, vs := schema.Compile(cons)
+	if len(vs) > 0 {
+		s = nil
+	}
+	if c.schemas == nil {
+		c.schemas = map[unsafe.Pointer]*schema.Schema{}
+	}
+	c.schemas[key] = s
+	return s
 }

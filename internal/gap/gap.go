@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/expr"
@@ -87,6 +88,8 @@ type checker struct {
 	current  *plan.Step // the step whose inputs are being checked
 	// subs are the checks of sub-plan steps' plans, by step id.
 	subs map[string]*checker
+	// schemas: compiled, by the map they were compiled from (compiled).
+	schemas map[unsafe.Pointer]*schema.Schema
 }
 
 // Check analyses every step, and every sub-plan with its parent.
