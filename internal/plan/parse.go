@@ -29,6 +29,12 @@ func Parse(file string, data []byte) (*Plan, caperr.Problems) {
 // FromValue validates a plan given as a JSON-like value (the workflow's
 // input); positions are then JSON-path fields only.
 func FromValue(name string, v any) (*Plan, caperr.Problems) {
+	if doc, ok, err := yamldoc.FromValue(name, v); ok {
+		if err != nil {
+			return nil, caperr.Problems{err.(*caperr.Error)}
+		}
+		return fromDoc(doc)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, caperr.Problems{caperr.Wrap(caperr.InvalidInput, err, "plan is not JSON").At(name, 0, 0, "")}
