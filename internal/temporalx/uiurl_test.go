@@ -34,3 +34,14 @@ func TestUIBase(t *testing.T) {
 		t.Errorf("RunURL = %q, want %q", got, want)
 	}
 }
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"localhost:7233": true, "127.0.0.1:7233": true, "127.5.0.1:1": true, "[::1]:7233": true,
+		"temporal:7233": false, "10.0.0.1:7233": false, "example.com:443": false, "localhost": false, "": false,
+	} {
+		if got := Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
