@@ -63,7 +63,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	rr.SegmentEvents = a.SegmentEvents
 	rr.SegmentBytes = wfapi.DefaultSegmentBytes
 	rr.ItemBatch, rr.LocalFlush, rr.LocalAttempts = wfapi.DefaultItemBatch, wfapi.DefaultLocalFlush, wfapi.DefaultLocalAttempts
-	rr.InlineFlushBytes = wfapi.DefaultInlineFlushBytes
+	rr.InlineFlushBytes, rr.InlineBatch = wfapi.DefaultInlineFlushBytes, wfapi.DefaultInlineBatch
 	if rr.SegmentEvents == 0 {
 		rr.SegmentEvents = wfapi.DefaultSegmentEvents
 	}

@@ -48,7 +48,7 @@ func (s *scheduler) startBatch(st *stepState) {
 		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
 	}
 	in := wfapi.ItemsInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter,
-		LocalFlush: s.rr.LocalFlush, LocalAttempts: s.rr.LocalAttempts, InlineFlushBytes: s.rr.InlineFlushBytes}
+		LocalFlush: s.rr.LocalFlush, LocalAttempts: s.rr.LocalAttempts, InlineFlushBytes: s.rr.InlineFlushBytes, InlineBatch: s.rr.InlineBatch}
 	if fe.inline {
 		in.Inputs, in.Deps = s.referenced(step.With)
 	} else {

@@ -29,9 +29,15 @@ type executor struct {
 	// length is seenLen (local.go).
 	localDone int
 	seenLen   int
-	// inlineDone inline steps recorded inlineBytes of results in that
-	// task (inline.go).
+	// In that task, inlineDone batches of inline steps recorded
+	// inlineBytes of results and took inlineSpent, and inlineFull is set
+	// once one said the task's budget ran out (inline.go); inlineQueue
+	// holds the started steps waiting for their batch.
 	inlineDone, inlineBytes int
+	inlineSpent             time.Duration
+	inlineFull              bool
+	inlineQueue             []inlineCall
+	pendingInline           []pendingInline
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
 	// a run from before steps were clamped to it); deadlineV is the
 	// version of that behaviour the run recorded (deadline-clamp).

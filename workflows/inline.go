@@ -1,8 +1,7 @@
 package workflows
 
 import (
-	"encoding/json"
-
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/client"
@@ -10,12 +9,16 @@ import (
 )
 
 // PathInline: the step's builtin was evaluated inside the workflow task
-// (docs/manifests.md, execution: inline), its result recorded as a marker.
+// (docs/manifests.md, execution: inline), its result recorded in a batch.
 const PathInline = "inline"
 
-// InlineFunc evaluates an inline step on the worker running the workflow
-// (activities.Inline): ok false sends it to the local activity instead.
-type InlineFunc func(wfapi.RunToolInput) (wfapi.RunToolResult, bool)
+// pathQueued: an inline step waiting for its batch (never reported: the
+// batch sets inline, or local when it declines the step).
+const pathQueued = "queued"
+
+// InlineFunc evaluates a batch of inline steps on the worker running the
+// workflow (activities.Inline), within budget.
+type InlineFunc func(calls []wfapi.RunToolInput, budget wfapi.InlineContext) wfapi.InlineBatch
 
 // Engine is the workflows with the worker's inline evaluator; the worker
 // registers its methods. The package's PlanWorkflow and ItemsWorkflow run
@@ -36,43 +39,163 @@ func (e Engine) ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi
 
 type inlineKey struct{}
 
-// inlineOutcome is what the SideEffect records.
-type inlineOutcome struct {
-	OK     bool                `json:"ok"`
-	Result wfapi.RunToolResult `json:"result"`
-	// Size is the result's encoded size, what the marker holds.
-	Size int `json:"size,omitempty"`
+// inlineCall is a started inline step waiting for its batch: what the
+// local activity needs if the batch declines it, and the future its
+// scheduler already listens to.
+type inlineCall struct {
+	ctx  workflow.Context
+	step wfapi.ResolvedStep
+	opts workflow.ActivityOptions
+	in   wfapi.RunToolInput
+	path *string
+	f    workflow.Future
+	set  workflow.Settable
 }
 
-// inline evaluates an inline step in a SideEffect: a replay reads its
-// recorded result, so the builtin's code may change between versions
-// without breaking determinism. It costs microseconds and a marker, no
-// task hand-off and no files. false: run it as a local activity (what it
-// recorded is a decline, or the worker has no evaluator).
-func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
+// inline queues an inline step for its batch (flushInline), which costs
+// microseconds a step and one marker a batch: no task hand-off, no files.
+// false: run it as a local activity (the worker has no evaluator, or the
+// run uses none).
+func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
 	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
 	if eval == nil || !s.local || !step.Local || !step.Inline || ctx.Err() != nil {
 		return nil, false
 	}
-	var o inlineOutcome
-	err := workflow.SideEffect(ctx, func(workflow.Context) any {
-		res, ok := eval(in)
-		size := 0
-		if ok {
-			raw, _ := json.Marshal(res)
-			size = len(raw)
-		}
-		return inlineOutcome{OK: ok, Result: res, Size: size}
-	}).Get(&o)
-	if err != nil || !o.OK {
-		return nil, false
-	}
-	// Its marker counts toward the task's inline budget: past it, the run
-	// yields before starting more (flushLocal).
-	s.inlineDone++
-	s.inlineBytes += o.Size
-	*path = PathInline
 	f, set := workflow.NewFuture(ctx)
-	set.Set(o.Result, nil)
+	*path = pathQueued
+	in.Host = s.rr.HostQueue // an inline command works in the run's folder, on its host
+	s.inlineQueue = append(s.inlineQueue, inlineCall{ctx: ctx, step: step, opts: opts, in: in, path: path, f: f, set: set})
+	if len(s.inlineQueue) >= orDefault(s.rr.InlineBatch, wfapi.DefaultInlineBatch) {
+		// Evaluated now, so the task's budget (flushDue) sees them.
+		s.flushInline()
+	}
 	return f, true
+}
+
+// flushInline evaluates the queued inline steps, in batches of at most
+// MaxInlineBatchBytes of results, within what is left of this workflow
+// task's time and bytes for them. What a batch declines runs as a local
+// activity; what the task had no budget left for waits for the next task,
+// or, when nothing at all was evaluated, runs as a local activity too.
+// Called before the workflow blocks: every queued step then has a result
+// set, a local activity, or a sibling whose result will wake the run.
+func (s *executor) flushInline() {
+	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
+	for len(s.inlineQueue) > 0 {
+		if s.taskBegan(); s.inlineFull {
+			// A batch of this task ran out of its budget, and its results
+			// will wake the run, which yields before evaluating more.
+			return
+		}
+		calls := s.inlineQueue
+		ins := make([]wfapi.RunToolInput, len(calls))
+		for i, c := range calls {
+			ins[i] = c.in
+		}
+		// Read only inside the SideEffect: a replay never evaluates.
+		info := workflow.GetInfo(s.ctx)
+		budget := wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
+			Time: wfapi.InlineTaskTime - s.inlineSpent, Bytes: orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes) - s.inlineBytes}
+		var b wfapi.InlineBatch
+		if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return eval(ins, budget) }).Get(&b); err != nil {
+			b = wfapi.InlineBatch{Stop: true}
+		}
+		s.inlineDone++ // a marker
+		s.inlineSpent += b.Elapsed
+		n := min(len(b.Outcomes), len(calls))
+		for i, o := range b.Outcomes[:n] {
+			c := calls[i]
+			switch {
+			case c.ctx.Err() != nil:
+				// Cancelled since it was queued (its run or batch stopped).
+				c.set.Set(nil, temporal.NewCanceledError())
+				continue
+			case !o.OK || o.Result == nil:
+				s.declineInline(c)
+				continue
+			}
+			s.inlineBytes += o.Size
+			*c.path = PathInline
+			c.set.Set(*o.Result, nil)
+		}
+		s.inlineQueue = calls[n:]
+		switch {
+		case n == 0 && len(calls) > 0:
+			// Nothing evaluated (no budget left): the local activity,
+			// so the run always moves on.
+			s.inlineQueue = nil
+			for _, c := range calls {
+				s.declineInline(c)
+			}
+		case b.Stop:
+			// The rest wait for the next task: the run yields first
+			// (flushDue), and the results already set wake it.
+			s.inlineFull = true
+			return
+		}
+	}
+}
+
+// declineInline runs a queued inline step as a local activity, its future
+// set when that ends.
+func (s *executor) declineInline(c inlineCall) {
+	f := s.runLocal(c.ctx, c.step, c.opts, c.in, c.path)
+	workflow.Go(c.ctx, func(gctx workflow.Context) {
+		var out wfapi.RunToolResult
+		err := f.Get(gctx, &out)
+		c.set.Set(out, err)
+	})
+}
+
+// pendingInline is a queued inline step's future and what its driver does
+// when it ends.
+type pendingInline struct {
+	f    workflow.Future
+	done func(workflow.Future)
+}
+
+// awaitTool has sel deliver f to done, or, for an inline step waiting for its
+// batch, keeps it for settle: a batch's results are then taken in the
+// order the steps started, all at once, without a selector's one event a
+// turn (a fan-out would otherwise make one batch a step).
+func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, queued bool, done func(workflow.Future)) {
+	if !queued {
+		sel.AddFuture(f, done)
+		return
+	}
+	s.pendingInline = append(s.pendingInline, pendingInline{f: f, done: done})
+}
+
+// settle evaluates the queued inline steps (flushInline) and hands their
+// results to their drivers in the order they started; a declined step's
+// local activity goes to sel, and a step whose batch had no budget left
+// stays for the next settle. It reports whether any result was handed on:
+// the driver then starts what became ready before it blocks.
+func (s *executor) settle(sel workflow.Selector) bool {
+	s.flushInline()
+	pending := s.pendingInline
+	s.pendingInline = nil
+	ran := false
+	for _, p := range pending {
+		switch {
+		case p.f.IsReady():
+			p.done(p.f)
+			ran = true
+		case s.queued(p.f):
+			s.pendingInline = append(s.pendingInline, p)
+		default:
+			sel.AddFuture(p.f, p.done)
+		}
+	}
+	return ran
+}
+
+// queued reports whether f is the future of a step still in the queue.
+func (s *executor) queued(f workflow.Future) bool {
+	for _, c := range s.inlineQueue {
+		if c.f == f {
+			return true
+		}
+	}
+	return false
 }

@@ -44,72 +44,61 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		in.Lineage = lineage
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
-	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes}, in.WorkflowID)
+	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)
 	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
 	var cancels []workflow.CancelFunc
 	stopped := false
 	par := max(in.MaxParallel, 1)
+	stop := func() {
+		stopped = true
+		for _, c := range cancels {
+			c()
+		}
+	}
+	launch := func() {
+		k := next
+		item := in.Items[k]
+		next++
+		running++
+		opts := x.itemOptions(in.Step, item.Index)
+		cctx, cancel := workflow.WithCancel(ctx)
+		cancels = append(cancels, cancel)
+		call := in.Step
+		rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
+			Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
+				Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
+		rin = x.fitInput(rin)
+		rin.Lineage = in.Lineage
+		var path string
+		f := x.runTool(cctx, in.Step, opts, rin, &path)
+		x.awaitTool(sel, f, path == pathQueued, func(f workflow.Future) {
+			running--
+			o := itemOutcome(ctx, &x, in.Step, item.Index, f, stopped, size < maxBatchResult)
+			size += approxSize(o.Data)
+			if o.Status == wfapi.StepFailed {
+				failures++
+			}
+			out.Items[k] = o
+		})
+	}
 	for {
 		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.flushDue()) {
-			k := next
-			item := in.Items[k]
-			next++
-			running++
-			opts := x.itemOptions(in.Step, item.Index)
-			cctx, cancel := workflow.WithCancel(ctx)
-			cancels = append(cancels, cancel)
-			call := in.Step
-			rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
-				Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
-					Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
-			rin = x.fitInput(rin)
-			rin.Lineage = in.Lineage
-			var path string
-			f := x.runTool(cctx, in.Step, opts, rin, &path)
-			sel.AddFuture(f, func(f workflow.Future) {
-				running--
-				var res wfapi.RunToolResult
-				o := wfapi.ItemOutcome{Index: item.Index}
-				if err := f.Get(ctx, &res); err == nil {
-					o.Status, o.Attempts = wfapi.StepSucceeded, int(res.Attempt)
-					if size < maxBatchResult {
-						o.Data = res.Envelope.Data
-						size += approxSize(o.Data)
-					}
-				} else {
-					d := x.decode(in.Step, err, "")
-					o.Status, o.Attempts, o.Reason = wfapi.StepFailed, d.attempts, d.env.Message
-					if d.env.Error != nil {
-						o.Code = d.env.Error.Code
-						if o.Code == caperr.Cancelled && (stopped || ctx.Err() != nil) {
-							o.Status = wfapi.StepCancelled
-						}
-					}
-					if o.Status == wfapi.StepFailed {
-						failures++
-					}
-				}
-				out.Items[k] = o
-			})
+			launch()
 		}
 		if in.StopAfterFailures >= 0 && failures > in.StopAfterFailures && !stopped {
-			stopped = true
-			for _, c := range cancels {
-				c()
+			stop()
+		}
+		if !x.settle(sel) {
+			if running == 0 && (stopped || next >= len(in.Items)) {
+				break
 			}
+			sel.Select(ctx)
 		}
-		if running == 0 && (stopped || next >= len(in.Items)) {
-			break
-		}
-		sel.Select(ctx)
 		x.flushLocal()
 		if ctx.Err() != nil && !stopped {
-			stopped = true
-			for _, c := range cancels {
-				c()
-			}
+			stop()
 		}
 	}
 	for k := next; k < len(in.Items); k++ {
@@ -117,6 +106,30 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	}
 	workflow.GetLogger(ctx).Info("items batch done", "step", in.Step.ID, "items", len(in.Items), "failures", failures)
 	return out, nil
+}
+
+// itemOutcome is how an item's RunTool ended; its data is kept when
+// keepData (the batch's result has room).
+func itemOutcome(ctx workflow.Context, x *executor, step wfapi.ResolvedStep, index int, f workflow.Future, stopped, keepData bool) wfapi.ItemOutcome {
+	var res wfapi.RunToolResult
+	o := wfapi.ItemOutcome{Index: index}
+	err := f.Get(ctx, &res)
+	if err == nil {
+		o.Status, o.Attempts = wfapi.StepSucceeded, int(res.Attempt)
+		if keepData {
+			o.Data = res.Envelope.Data
+		}
+		return o
+	}
+	d := x.decode(step, err, "")
+	o.Status, o.Attempts, o.Reason = wfapi.StepFailed, d.attempts, d.env.Message
+	if d.env.Error != nil {
+		o.Code = d.env.Error.Code
+		if o.Code == caperr.Cancelled && (stopped || ctx.Err() != nil) {
+			o.Status = wfapi.StepCancelled
+		}
+	}
+	return o
 }
 
 // approxSize estimates a JSON value's size without encoding it.

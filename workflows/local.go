@@ -63,17 +63,24 @@ const LocalFlush = wfapi.DefaultLocalFlush
 func (s *executor) flushLocal() {
 	if s.flushDue() && s.ctx.Err() == nil {
 		_ = workflow.Sleep(s.ctx, time.Millisecond)
-		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes = workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), 0, 0, 0
+		s.seenLen = -1 // a new task, even where the history length stands still (tests)
+		s.taskBegan()
+	}
+}
+
+// taskBegan clears what the executor counts per workflow task when a new
+// task began (the history grew: the last one's markers are in).
+func (s *executor) taskBegan() {
+	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
+		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes, s.inlineSpent, s.inlineFull = l, 0, 0, 0, 0, false
 	}
 }
 
 // flushDue reports whether this workflow task has recorded what one task
 // may: starting more local or inline steps waits for flushLocal.
 func (s *executor) flushDue() bool {
-	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
-		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes = l, 0, 0, 0
-	}
-	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) ||
+	s.taskBegan()
+	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) || s.inlineFull ||
 		(s.inlineDone > 0 && s.inlineBytes >= orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes))
 }
 
@@ -100,7 +107,7 @@ func (s *scheduler) segmentFull() bool {
 // the run's host, or whose attempts fail with attempts left, continues as
 // a regular activity. ctx may be cancellable; path gets the path taken.
 func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
-	if f, ok := s.inline(ctx, step, in, path); ok {
+	if f, ok := s.inline(ctx, step, opts, in, path); ok {
 		return f
 	}
 	if !s.local || !step.Local {
@@ -108,6 +115,13 @@ func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts w
 		*path = PathActivity
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), wfapi.RunToolActivity, in)
 	}
+	return s.runLocal(ctx, step, opts, in, path)
+}
+
+// runLocal runs a local step's RunTool as a local activity, continuing as
+// a regular one when it landed on another host or its local attempts
+// failed with attempts left.
+func (s *executor) runLocal(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	*path = PathLocal
 	opts = s.withinDeadline(opts, true)
 	in.Host = s.rr.HostQueue

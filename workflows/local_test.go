@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -205,13 +206,15 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		text       int // bytes of each step's data
-		budget     int // the run's InlineFlushBytes (0: the default)
+		text       int  // bytes of each step's data
+		budget     int  // the run's InlineFlushBytes (0: the default)
+		decline    bool // every third step is declined: a local activity
 		wantTimers int
 	}{
-		{"small results, default budget", 10, 0, 0},
-		// ~1.3 KB a marker: 390 KB in four tasks.
-		{"1 KB results, 100 KB budget", 1000, 100 << 10, 3},
+		{"small results, default budget", 10, 0, false, 0},
+		// 1.3 KB a result: 390 KB in four tasks.
+		{"1 KB results, 100 KB budget", 1000, 100 << 10, false, 3},
+		{"declined steps: 100 local activities, LocalFlush", 10, 0, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rr := resolvedFrom(t, b.String())
@@ -221,10 +224,24 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 			}
 			f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
 			evaluated := 0
-			eng := Engine{Inline: func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
-				evaluated++
-				env := envelope.NewBuilder(in.Step.Tool).Succeed("ok", map[string]any{"text": strings.Repeat("x", tc.text)})
-				return wfapi.RunToolResult{Envelope: env, Attempt: 1}, true
+			eng := Engine{Inline: func(calls []wfapi.RunToolInput, budget wfapi.InlineContext) wfapi.InlineBatch {
+				var b wfapi.InlineBatch
+				size := 0
+				for _, in := range calls {
+					if size >= budget.Bytes {
+						b.Stop = true
+						break
+					}
+					if n, _ := strconv.Atoi(in.Step.ID[1:]); tc.decline && n%3 == 2 {
+						b.Outcomes = append(b.Outcomes, wfapi.InlineOutcome{})
+						continue
+					}
+					evaluated++
+					env := envelope.NewBuilder(in.Step.Tool).Succeed("ok", map[string]any{"text": strings.Repeat("x", tc.text)})
+					b.Outcomes = append(b.Outcomes, wfapi.InlineOutcome{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: tc.text + 300})
+					size += tc.text + 300
+				}
+				return b
 			}}
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
@@ -239,13 +256,23 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 			if err := env.GetWorkflowResult(&res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != wfapi.StatusPassed || evaluated != 300 || len(f.calls) != 0 || timers != tc.wantTimers {
-				t.Fatalf("%s: %d evaluated inline, %d RunTool calls, %d flush timers (want %d)", res.Status, evaluated, len(f.calls), timers, tc.wantTimers)
-			}
+			declined := 0
 			for _, st := range res.Steps {
-				if st.Execution != PathInline {
-					t.Fatalf("step %s ran %q", st.ID, st.Execution)
+				want := PathInline
+				if f.calls[st.ID] > 0 {
+					want = PathLocal
+					declined++
 				}
+				if st.Execution != want || st.Status != wfapi.StepSucceeded {
+					t.Fatalf("step %s %s, ran %q (want %q)", st.ID, st.Status, st.Execution, want)
+				}
+			}
+			wantDeclined := 0
+			if tc.decline {
+				wantDeclined = 100
+			}
+			if res.Status != wfapi.StatusPassed || evaluated+declined != 300 || declined != wantDeclined || timers != tc.wantTimers {
+				t.Fatalf("%s: %d evaluated inline, %d declined, %d flush timers (want %d)", res.Status, evaluated, declined, timers, tc.wantTimers)
 			}
 		})
 	}

@@ -72,9 +72,9 @@ func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
 	}
 	// The worker's workflows, inline evaluator included: a replay reads
 	// an inline step's recorded result and never evaluates it.
-	eng := Engine{Inline: func(wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
+	eng := Engine{Inline: func([]wfapi.RunToolInput, wfapi.InlineContext) wfapi.InlineBatch {
 		t.Error("a replay evaluated an inline step")
-		return wfapi.RunToolResult{}, false
+		return wfapi.InlineBatch{Stop: true}
 	}}
 	r.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	r.RegisterWorkflowWithOptions(eng.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})

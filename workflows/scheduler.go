@@ -233,6 +233,11 @@ func (s *scheduler) run() {
 		default:
 			s.startReady()
 		}
+		// Before anything blocks: every started inline step has its result
+		// handed on (then what became ready starts) or its local activity.
+		if s.settle(s.sel) {
+			continue
+		}
 		if stopTimer != nil && s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
 			// No step runs and none can start: the deadline timer is all
 			// that is left. Cancel it; its future resolves and ends the loop.

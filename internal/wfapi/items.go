@@ -41,6 +41,7 @@ type ItemsInput struct {
 	LocalAttempts int `json:"local_attempts,omitempty"`
 	// InlineFlushBytes: the run's (ResolveResult).
 	InlineFlushBytes int `json:"inline_flush_bytes,omitempty"`
+	InlineBatch      int `json:"inline_batch,omitempty"`
 	// Lineage: the parent run's (RunToolInput.Lineage).
 	Lineage string `json:"lineage,omitempty"`
 	// Spilled: the batch's input would have passed MaxInputBytes; all of

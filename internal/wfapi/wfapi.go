@@ -207,6 +207,9 @@ type ResolveResult struct {
 	// InlineFlushBytes: DefaultInlineFlushBytes, recorded (0: the
 	// workflow's default).
 	InlineFlushBytes int `json:"inline_flush_bytes,omitempty"`
+	// InlineBatch: DefaultInlineBatch, recorded (0: the workflow's
+	// default).
+	InlineBatch int `json:"inline_batch,omitempty"`
 }
 
 // StepOutcome is what a later step can reference of a finished one. Large
