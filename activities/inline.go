@@ -5,38 +5,64 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// InlineBudget bounds one inline evaluation: it runs inside a workflow
-// task, so a slow one gives way to the local activity, whose own limits
-// (the builtin's evaluation timeout) then apply.
-const InlineBudget = 50 * time.Millisecond
-
-// MaxInlineResult bounds the data an inline evaluation records in history
-// (a marker per step); larger data goes through the local activity, which
-// stores it by reference.
-const MaxInlineResult = 32 << 10
-
 // Inline is the worker's evaluator of inline steps (workflows.Engine); a
 // function, not a method, so registering the activities does not take it
 // for one.
-func Inline(a *Activities) func(wfapi.RunToolInput) (wfapi.RunToolResult, bool) { return a.inline }
+func Inline(a *Activities) func([]wfapi.RunToolInput, wfapi.InlineContext) wfapi.InlineBatch {
+	return a.inlineBatch
+}
 
-// inline evaluates a step of an `execution: inline` builtin in the calling
+// inlineBatch evaluates queued inline steps in order until their results
+// reach MaxInlineBatchBytes (the rest go to another batch) or the task's
+// budget runs out (Stop: the rest wait for the next task).
+func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
+	start := time.Now()
+	var b wfapi.InlineBatch
+	size := 0
+	for _, in := range calls {
+		if time.Since(start) >= wc.Time || size >= wc.Bytes {
+			b.Stop = true
+			break
+		}
+		if size >= wfapi.MaxInlineBatchBytes {
+			break
+		}
+		res, ok := a.inline(in, wc)
+		o := wfapi.InlineOutcome{OK: ok}
+		if ok {
+			raw, _ := json.Marshal(res)
+			o.Result, o.Size = &res, len(raw)
+			size += o.Size
+		}
+		b.Outcomes = append(b.Outcomes, o)
+	}
+	b.Elapsed = time.Since(start)
+	return b
+}
+
+// inline evaluates one step of an `execution: inline` tool in the calling
 // goroutine (the workflow's, inside a SideEffect): what RunTool does for
-// it, without a step folder, files or heartbeats. ok is false when the step
-// must run as a local activity instead: its tool is not inline here, it
-// reads stored data or files, it failed (the activity reports a failure,
-// with its retries), or it took longer than InlineBudget or returned more
-// than MaxInlineResult.
-func (a *Activities) inline(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
+// it, without heartbeats, the envelope file, or (for a builtin) a step
+// folder. ok is false when the step must run as a local activity instead:
+// its tool is not inline here, it reads stored data or files another host
+// may hold, a rerun may reuse it, a command's run is not this host's, it
+// failed (the activity reports a failure, with its retries), or it took
+// longer than InlineStepTime or returned more than MaxInlineResult.
+func (a *Activities) inline(in wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
 	// As an activity would get it: through JSON (the workflow's values may
-	// hold json.Number or typed maps, which builtins do not take).
+	// hold json.Number or typed maps, which tools do not take).
 	if raw, err := json.Marshal(in); err != nil || json.Unmarshal(raw, &in) != nil {
 		return wfapi.RunToolResult{}, false
 	}
@@ -48,29 +74,87 @@ func (a *Activities) inline(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
 	if err != nil || !m.Inline() {
 		return wfapi.RunToolResult{}, false
 	}
-	for _, d := range in.Deps {
-		if d.DataFile != "" || len(d.Artifacts) > 0 {
+	inputs, ok := inlineInputs(in)
+	if !ok {
+		return wfapi.RunToolResult{}, false
+	}
+	var env envelope.Envelope
+	switch m.Entrypoint.Type {
+	case manifest.EntryBuiltin:
+		if !builtin.Pure(m.Entrypoint.Name, inputs) {
 			return wfapi.RunToolResult{}, false
 		}
-	}
-	scope, _, err := loadScope(in.Inputs, in.Deps)
-	if err != nil {
+		env = a.Runner.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Attempt: 1, Budget: wfapi.InlineStepTime})
+	case manifest.EntryCommand:
+		if env, ok = a.inlineCommand(in, wc, m, inputs); !ok {
+			return wfapi.RunToolResult{}, false
+		}
+	default:
 		return wfapi.RunToolResult{}, false
 	}
-	if it := step.Item; it != nil {
-		scope.Item, scope.ItemName, scope.Index = it.Value, it.ItemName, it.Index
-	}
-	v, err := scope.Eval(step.With)
-	inputs, _ := v.(map[string]any)
-	if err != nil || inputs == nil || !builtin.Pure(m.Entrypoint.Name, inputs) {
-		return wfapi.RunToolResult{}, false
-	}
-	env := a.Runner.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Attempt: 1, Budget: InlineBudget})
 	raw, _ := json.Marshal(env.Data)
-	if !env.Success || len(raw) > MaxInlineResult {
+	if !env.Success || len(raw) > wfapi.MaxInlineResult {
 		return wfapi.RunToolResult{}, false
 	}
 	rawIn, _ := json.Marshal(inputs)
 	sum := sha256.Sum256(rawIn)
 	return wfapi.RunToolResult{Envelope: env, Attempt: 1, InputsSHA256: hex.EncodeToString(sum[:])}, true
+}
+
+// inlineInputs evaluates a step's with from the values it carries; ok is
+// false when it reads stored data or files (loaded by RunTool, on the
+// run's host).
+func inlineInputs(in wfapi.RunToolInput) (map[string]any, bool) {
+	for _, d := range in.Deps {
+		if d.DataFile != "" || len(d.Artifacts) > 0 {
+			return nil, false
+		}
+	}
+	scope, _, err := loadScope(in.Inputs, in.Deps)
+	if err != nil {
+		return nil, false
+	}
+	if it := in.Step.Item; it != nil {
+		scope.Item, scope.ItemName, scope.Index = it.Value, it.ItemName, it.Index
+	}
+	v, err := scope.Eval(in.Step.With)
+	inputs, _ := v.(map[string]any)
+	return inputs, err == nil && inputs != nil
+}
+
+// inlineCommand runs an inline command step's tool as RunTool would (its
+// step folder in the run's folder, confined by the policy, its secrets),
+// killed at once past InlineStepTime. ok is false when it may not run here
+// (cached steps go through the activity, and so does another host's run).
+func (a *Activities) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext, m *manifest.Manifest, inputs map[string]any) (envelope.Envelope, bool) {
+	if in.Step.CacheTTL > 0 || (in.Host != "" && in.Host != a.HostQueue) {
+		return envelope.Envelope{}, false
+	}
+	id, err := claimedRun(wc.WorkflowID, wc.WorkflowType, in.WorkflowID)
+	if err != nil {
+		return envelope.Envelope{}, false
+	}
+	runDir := a.runDir(id)
+	if in.RunDir != "" && in.RunDir == a.legacyRunDir(id) {
+		runDir = in.RunDir
+	}
+	mode, err := a.sandboxMode(m)
+	if err != nil {
+		return envelope.Envelope{}, false
+	}
+	env := a.Runner.Run(context.Background(), toolrun.Request{
+		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: 1,
+		Root: a.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
+		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: wfapi.InlineStepTime,
+	})
+	return env, true
+}
+
+// stepFolder is a step's (or an item's) folder in its run's folder.
+func stepFolder(runDir string, step wfapi.StepCall) string {
+	dir := filepath.Join(runDir, "steps", safeName(step.ID))
+	if step.Item != nil {
+		dir = filepath.Join(dir, "items", strconv.Itoa(step.Item.Index))
+	}
+	return dir
 }

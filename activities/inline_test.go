@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -30,7 +31,22 @@ func TestInline(t *testing.T) {
 	call := func(with map[string]any) wfapi.StepCall {
 		return wfapi.StepCall{ID: "q", Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: true, With: with}
 	}
-	eval := Inline(a)
+	batch := Inline(a)
+	ample := wfapi.InlineContext{Time: time.Minute, Bytes: 1 << 20}
+	eval := func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
+		b := batch([]wfapi.RunToolInput{in}, ample)
+		if len(b.Outcomes) != 1 || b.Stop {
+			t.Fatalf("one call, ample budget: %+v", b)
+		}
+		o := b.Outcomes[0]
+		if o.OK != (o.Result != nil) || (o.OK && o.Size == 0) {
+			t.Fatalf("outcome %+v", o)
+		}
+		if o.Result == nil {
+			return wfapi.RunToolResult{}, false
+		}
+		return *o.Result, true
+	}
 	p := map[string]wfapi.StepOutcome{"p": {Success: true, Data: map[string]any{"n": 41}}}
 	for _, tt := range []struct {
 		name string
@@ -59,8 +75,120 @@ func TestInline(t *testing.T) {
 	if d, _ := res.Envelope.Data.(map[string]any); d == nil || fmt.Sprint(d["result"]) != "42" {
 		t.Fatalf("data %+v", res.Envelope.Data)
 	}
+	// A batch stops where the task's budget ends (the rest run as local
+	// activities), and cuts where its own results pass MaxInlineBatchBytes
+	// (the rest go to another batch).
+	big := wfapi.RunToolInput{WorkflowID: testRun, RunDir: rr.RunDir, Step: call(map[string]any{"query": "[range(2500)]", "input": 1})}
+	calls := make([]wfapi.RunToolInput, 40)
+	for i := range calls {
+		calls[i] = big
+	}
+	for _, tt := range []struct {
+		name     string
+		budget   wfapi.InlineContext
+		outcomes int
+		stop     bool
+	}{
+		{"no time left", wfapi.InlineContext{Time: 0, Bytes: 1 << 20}, 0, true},
+		{"no bytes left", wfapi.InlineContext{Time: time.Minute, Bytes: 0}, 0, true},
+		{"bytes for two results", wfapi.InlineContext{Time: time.Minute, Bytes: 30 << 10}, 2, true},
+		{"a batch's own bytes (about 22 KB a result)", ample, 12, false},
+	} {
+		b := batch(calls, tt.budget)
+		if len(b.Outcomes) != tt.outcomes || b.Stop != tt.stop {
+			t.Errorf("%s: %d outcomes, stop %v; want %d, %v", tt.name, len(b.Outcomes), b.Stop, tt.outcomes, tt.stop)
+		}
+	}
 	// Nothing written: no step folder.
 	if _, err := os.Stat(filepath.Join(rr.RunDir, "steps")); !os.IsNotExist(err) {
 		t.Fatalf("an inline evaluation wrote the run's steps folder: %v", err)
+	}
+}
+
+// TestInlineCommand: a quick idempotent command runs inside the workflow
+// task in its step folder (input.json, no envelope file); a slow one is
+// killed at InlineStepTime and left to the local activity, and so is a
+// failing one; another host's run and a run the workflow does not own are
+// left to it without starting anything.
+func TestInlineCommand(t *testing.T) {
+	a, root := newActivities(t)
+	a.HostQueue = "q@here"
+	if err := os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(root, "tools", "quick")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "run.sh"), []byte(`#!/bin/sh
+echo started >> "$CAPFLOW_WORKDIR/started"
+grep -q slow "$CAPFLOW_INPUT_PATH" && sleep 5
+grep -q fail "$CAPFLOW_INPUT_PATH" && exit 3
+exit 0
+`), 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: quick
+version: 1.0.0
+description: a quick command
+capabilities: [test.quick]
+input_schema: {type: object}
+output_schema: {type: object}
+entrypoint: {type: command, command: [./run.sh], result: exit_code}
+idempotent: true
+execution: inline
+`), 0o644)
+	e := env(a)
+	plan := map[string]any{"name": "p", "steps": []any{map[string]any{"id": "q", "capability": "test.quick"}}}
+	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr wfapi.ResolveResult
+	_ = v.Get(&rr)
+	if rr.Status != "ready" || !rr.Steps[0].Inline {
+		t.Fatalf("%s %s: inline %v", rr.Status, rr.Message, rr.Steps[0].Inline)
+	}
+	st := rr.Steps[0]
+	own := wfapi.InlineContext{WorkflowID: testRun, WorkflowType: wfapi.WorkflowType}
+	stepDir := filepath.Join(rr.RunDir, "steps", "q")
+	for _, tt := range []struct {
+		name    string
+		mode    string
+		edit    func(*wfapi.RunToolInput)
+		ok      bool
+		started bool
+	}{
+		{"a quick command", "quick", nil, true, true},
+		{"a failing command", "fail", nil, false, true},
+		{"a slow command", "slow", nil, false, true},
+		{"another host's run", "quick", func(in *wfapi.RunToolInput) { in.Host = "q@elsewhere" }, false, false},
+		{"a run the workflow does not own", "quick", func(in *wfapi.RunToolInput) { in.WorkflowID = "someone-else" }, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.RemoveAll(stepDir)
+			in := wfapi.RunToolInput{WorkflowID: testRun, RunDir: rr.RunDir, Host: "q@here",
+				Step: wfapi.StepCall{ID: "q", Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: true, With: map[string]any{"mode": tt.mode}}}
+			if tt.edit != nil {
+				tt.edit(&in)
+			}
+			start := time.Now()
+			res, ok := a.inline(in, own)
+			if ok != tt.ok || (ok && !res.Envelope.Success) {
+				t.Fatalf("ok %v, want %v: %+v", ok, tt.ok, res.Envelope)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Fatalf("took %s: a slow command is killed at its budget", took)
+			}
+			_, err := os.Stat(filepath.Join(stepDir, "started"))
+			if started := err == nil; started != tt.started {
+				t.Fatalf("started %v, want %v", started, tt.started)
+			}
+			if !ok {
+				return
+			}
+			if _, err := os.Stat(filepath.Join(stepDir, "input.json")); err != nil {
+				t.Fatalf("no input file: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(stepDir, EnvelopeFileName)); !os.IsNotExist(err) {
+				t.Fatalf("an inline step wrote its envelope file: %v", err)
+			}
+		})
 	}
 }

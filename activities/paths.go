@@ -46,13 +46,23 @@ func runOf(ctx context.Context, claimed string) (string, error) {
 		return claimed, nil // called directly (unit tests, the CLI)
 	}
 	info := activity.GetInfo(ctx)
-	own := info.WorkflowExecution.ID
+	typ := ""
+	if info.WorkflowType != nil {
+		typ = info.WorkflowType.Name
+	}
+	return claimedRun(info.WorkflowExecution.ID, typ, claimed)
+}
+
+// claimedRun is the run whose folder work of workflow own (of type typ)
+// may use when it names claimed: its own, or, for an ItemsWorkflow batch
+// or a sub-plan's run, its parent's (whose ID own starts with, then a dot).
+func claimedRun(own, typ, claimed string) (string, error) {
 	switch {
 	case claimed == "" || claimed == own:
 		return own, nil
-	case info.WorkflowType != nil && info.WorkflowType.Name == wfapi.ItemsWorkflowType && strings.HasPrefix(own, claimed+"."):
+	case typ == wfapi.ItemsWorkflowType && strings.HasPrefix(own, claimed+"."):
 		return claimed, nil
-	case info.WorkflowType != nil && info.WorkflowType.Name == wfapi.WorkflowType && strings.HasPrefix(own, claimed+"."):
+	case typ == wfapi.WorkflowType && strings.HasPrefix(own, claimed+"."):
 		// A sub-plan's run reads the inputs its parent stored: its workflow
 		// code names the parent only from the server's record of it (a
 		// client's parent_inputs are refused before anything runs).

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -173,8 +172,7 @@ func (a *Activities) newStepRun(ctx context.Context, in wfapi.RunToolInput) *ste
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
-	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(),
-		stepDir: filepath.Join(in.RunDir, "steps", safeName(in.Step.ID))}
+	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step)}
 	if info.RetryPolicy != nil {
 		r.maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
@@ -214,7 +212,6 @@ func (r *stepRun) evalInputs(a *Activities) (any, error) {
 			}
 		}
 		scope.Item, scope.ItemName, scope.Index = item, it.ItemName, it.Index
-		r.stepDir = filepath.Join(r.stepDir, "items", strconv.Itoa(it.Index))
 	}
 	inputs, err := scope.Eval(step.With)
 	if err != nil {

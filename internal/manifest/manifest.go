@@ -26,8 +26,9 @@ const (
 	ExecAuto     = "auto"
 	ExecActivity = "activity"
 	ExecLocal    = "local"
-	// ExecInline: a pure builtin evaluated inside workflow code, its
-	// result recorded in history; otherwise a local activity.
+	// ExecInline: a pure builtin, or a quick idempotent command, evaluated
+	// inside the workflow task, its result recorded in history; otherwise
+	// (and past a few milliseconds) a local activity.
 	ExecInline = "inline"
 )
 
@@ -51,11 +52,12 @@ func (m *Manifest) Local(timeout time.Duration) bool {
 	return m.Idempotent && timeout > 0 && timeout <= AutoLocalMax
 }
 
-// Inline reports whether steps of this tool may be evaluated inside
-// workflow code (execution: inline, a builtin); the worker decides per
-// step whether its inputs allow it (builtin.Pure).
+// Inline reports whether steps of this tool may be evaluated inside the
+// workflow task (execution: inline, a builtin or a command); the worker
+// decides per step whether its inputs allow it (builtin.Pure) and how long
+// it may take.
 func (m *Manifest) Inline() bool {
-	return m.Execution == ExecInline && m.Entrypoint.Type == EntryBuiltin && m.TaskQueue == ""
+	return m.Execution == ExecInline && (m.Entrypoint.Type == EntryBuiltin || m.Entrypoint.Type == EntryCommand) && m.TaskQueue == ""
 }
 
 // Result modes of a command tool.

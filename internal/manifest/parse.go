@@ -87,8 +87,8 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 		if q, _ := raw["task_queue"].(string); q != "" {
 			at([]string{"execution"}, "%s cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", x, q)
 		}
-		if ep, _ := raw["entrypoint"].(map[string]any); x == ExecInline && ep != nil && ep["type"] != EntryBuiltin {
-			at([]string{"execution"}, "inline is for builtins only (a pure Go function evaluated in the workflow); use local for a %v tool", ep["type"])
+		if ep, _ := raw["entrypoint"].(map[string]any); x == ExecInline && ep != nil && ep["type"] != EntryBuiltin && ep["type"] != EntryCommand {
+			at([]string{"execution"}, "inline is for builtins and commands (run in the workflow task, a few milliseconds at most); use local for a %v tool", ep["type"])
 		}
 	}
 	sandboxChecks(raw, at)

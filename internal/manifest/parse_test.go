@@ -66,6 +66,25 @@ func TestLocal(t *testing.T) {
 	}
 }
 
+func TestInline(t *testing.T) {
+	for _, tc := range []struct {
+		execution, entry, queue string
+		want                    bool
+	}{
+		{"inline", EntryBuiltin, "", true},
+		{"inline", EntryCommand, "", true},
+		{"inline", EntryHTTP, "", false},
+		{"inline", EntryMCP, "", false},
+		{"inline", EntryCommand, "gpu", false},
+		{"local", EntryBuiltin, "", false},
+	} {
+		m := &Manifest{Execution: tc.execution, TaskQueue: tc.queue, Idempotent: true, Entrypoint: Entrypoint{Type: tc.entry}}
+		if got := m.Inline(); got != tc.want {
+			t.Errorf("%+v: Inline() = %v, want %v", tc, got, tc.want)
+		}
+	}
+}
+
 func TestParseProblems(t *testing.T) {
 	tests := []struct {
 		name string
@@ -90,6 +109,8 @@ func TestParseProblems(t *testing.T) {
 			`6:execution: must be one of auto, activity, local`}},
 		{"local needs idempotent, not a queue", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntask_queue: gpu\nexecution: local\n", []string{
 			`7:execution: local needs idempotent: true`, `7:execution: cannot go with task_queue "gpu"`}},
+		{"inline is for builtins and commands", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: http, url: 'http://x'}\nidempotent: true\nexecution: inline\n", []string{
+			`7:execution: inline is for builtins and commands`}},
 		{"bad durations and deps", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ntimeouts: {start_to_close: 5 minutes}\ndependencies:\n  - {kind: service, name: s}\n  - {kind: docker, name: d}\n", []string{
 			`6:timeouts.start_to_close: "5 minutes" is not a duration like 30s, 5m or 1h30m`, `8:dependencies[0]: a service dependency needs a url`, `9:dependencies[1].kind: must be one of binary, env, service`}},
 		{"sandbox", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  memory: 2 gigs\n  write: [step, /etc, ../up, .]\n  pids: 0\n", []string{

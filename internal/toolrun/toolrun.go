@@ -49,7 +49,8 @@ type Request struct {
 	// Sandbox is the project policy's confinement of command tools.
 	Sandbox sandbox.Mode
 	// Budget, when set, bounds a builtin's own evaluation (not the schema
-	// checks around it): an inline step's (activities/inline.go).
+	// checks around it), or a command's run, which is killed at once past
+	// it: an inline step's (activities/inline.go).
 	Budget time.Duration
 }
 
