@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -92,9 +93,11 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	inJSON, _ := json.Marshal(req.Inputs)
 	inPath, outPath := filepath.Join(wd, InputFile), filepath.Join(wd, OutputFile)
 	_ = os.Remove(outPath) // a previous attempt's result must not count for this one
-	if err := os.WriteFile(inPath, inJSON, 0o600); err != nil {
+	stdin, err := writeInput(inPath, inJSON)
+	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
 	}
+	defer stdin.Close()
 	maxOut := r.MaxStdout
 	if maxOut <= 0 {
 		maxOut = 8 << 20
@@ -113,11 +116,19 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		}
 		_ = stdoutLog.Close()
 	}()
-	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: inJSON, stdout: stdout,
+	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: stdin, stdout: stdout,
 		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, workdir: wd}
 	p.dir = req.Root
 	if p.dir == "" {
 		p.dir = wd
+	}
+	if req.Budget > 0 {
+		// Past its budget the tool is killed, not asked to stop: its step
+		// runs again elsewhere (an inline step, as a local activity).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Budget)
+		defer cancel()
+		p.grace = time.Millisecond
 	}
 	warning, err := r.confine(req, p)
 	if err != nil {
@@ -388,3 +399,45 @@ func passEnv(names, environ []string) []string {
 	}
 	return out
 }
+
+// writeInput writes the input file and returns it open at its start: the
+// tool's stdin, with no pipe and no goroutine to copy it there.
+func writeInput(path string, data []byte) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// programs caches where PATH lookups found programs, by PATH and name:
+// exec looks a bare name up in every PATH folder at each start.
+var programs sync.Map
+
+// lookPath is exec.LookPath, remembered; forget drops a remembered path
+// that no longer starts.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	key := os.Getenv("PATH") + "\x00" + name
+	if p, ok := programs.Load(key); ok {
+		return p.(string), nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	programs.Store(key, p)
+	return p, nil
+}
+
+func forgetPath(name string) { programs.Delete(os.Getenv("PATH") + "\x00" + name) }

@@ -1,10 +1,11 @@
 package toolrun
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ type process struct {
 	argv      []string
 	env       []string
 	dir       string
-	stdin     []byte
+	stdin     *os.File
 	stdout    *capped
 	stderrLog io.Writer
 	red       *envelope.Redactor
@@ -109,21 +110,24 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 // start starts the tool, confined when p.box says so (tree set).
 func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 	setup := func(cmd *exec.Cmd) {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = bytes.NewReader(p.stdin), p.stdout, stderr, ioGrace
+		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdin, p.stdout, stderr, ioGrace
+	}
+	// A missing program is found here, as exec would (inside the sandbox
+	// it would be only an exit status).
+	prog, err := lookPath(p.argv[0])
+	if err != nil {
+		return nil, nil, err
 	}
 	if p.box == nil {
-		cmd, err := startRetrying(func() *exec.Cmd {
-			cmd := exec.Command(p.argv[0], p.argv[1:]...)
-			cmd.Dir, cmd.Env, cmd.SysProcAttr = p.dir, p.env, procAttr()
-			setup(cmd)
-			return cmd
-		})
+		cmd, err := p.startAt(prog, setup)
+		if errors.Is(err, fs.ErrNotExist) && prog != p.argv[0] {
+			// Gone since it was looked up: look again.
+			forgetPath(p.argv[0])
+			if prog, err = lookPath(p.argv[0]); err == nil {
+				cmd, err = p.startAt(prog, setup)
+			}
+		}
 		return cmd, nil, err
-	}
-	// The tool is executed inside the sandbox, where a missing program is
-	// only an exit status: look it up first, as exec would.
-	if _, err := exec.LookPath(p.argv[0]); err != nil {
-		return nil, nil, err
 	}
 	cmd, tree, err := p.support.Command(*p.box)
 	if err != nil {
@@ -140,6 +144,17 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 		return nil, nil, err
 	}
 	return cmd, tree, nil
+}
+
+// startAt starts the tool unconfined from the program at prog.
+func (p *process) startAt(prog string, setup func(*exec.Cmd)) (*exec.Cmd, error) {
+	return startRetrying(func() *exec.Cmd {
+		cmd := exec.Command(prog, p.argv[1:]...)
+		cmd.Args[0] = p.argv[0]
+		cmd.Dir, cmd.Env, cmd.SysProcAttr = p.dir, p.env, procAttr()
+		setup(cmd)
+		return cmd
+	})
 }
 
 // stopOnCancel stops the whole process group (or confined tree) when
