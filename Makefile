@@ -16,7 +16,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit plan-tests lint bench fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
+.PHONY: all build test test-unit plan-tests lint bench bench-peers restate-peer fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
 
 all: build
 
@@ -134,6 +134,17 @@ bench: build temporal cluster-tools ## speed targets: registry, plan checks, and
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench 'Overhead|Local|Store|Console' -benchtime 6x -timeout 60m ./e2e
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e
 	./scripts/cluster-test.sh bench
+
+# The peers side by side (docs/performance.md): capflow, a hand-written
+# Temporal workflow and Restate (its server from npm, pinned in
+# bench/peers/package-lock.json; its Go service a module of its own) on one
+# dev server and machine, in one run; writes bench-peers.json.
+bench-peers: build temporal restate-peer ## capflow vs a hand-written Temporal workflow vs Restate: ms per step, bench-peers.json
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Peers -benchtime 1x -timeout 60m ./e2e
+
+restate-peer: ## the Restate server (npm) and bin/restate-bench, make bench-peers' peer
+	cd bench/peers && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	cd bench/peers/restate && $(GO) build -o $(BIN)/restate-bench .
 
 # A count, not a duration: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as "context deadline exceeded" on a loaded machine

@@ -46,14 +46,22 @@ func minimalNoop(ctx context.Context, tool string) error {
 // minimalInProcess is the in-process no-op: the least an activity can be.
 func minimalInProcess(ctx context.Context, tool string) error { return nil }
 
+// minimalTrue runs a `true` process (the peers' shell chain).
+func minimalTrue(ctx context.Context, tool string) error {
+	return exec.CommandContext(ctx, "true").Run()
+}
+
 // minimalWorkflow runs steps regular activities: the command tool, or the
 // in-process no-op when tool is "".
 func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
 	act := any(minimalNoop)
-	if tool == "" {
+	switch tool {
+	case "":
 		act = minimalInProcess
+	case "true":
+		act = minimalTrue
 	}
 	if !parallel {
 		for i := 0; i < steps; i++ {
@@ -162,10 +170,12 @@ func sideBySide(b *testing.B, tool string, steps int, chain bool, plan map[strin
 // startMinimal starts the baseline's worker; the returned func stops it.
 // Its client logs warnings only, as capflow's worker does at info: the
 // SDK's default logger writes a line per activity, a cost the leanest
-// workflow does not pay.
+// workflow does not pay; and like capflow's worker on loopback, it sends
+// its requests uncompressed.
 func startMinimal(b *testing.B) func() {
 	c, err := client.Dial(client.Options{HostPort: h.address, Namespace: "default",
-		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+		Logger:            log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,6 +183,7 @@ func startMinimal(b *testing.B) func() {
 	w.RegisterWorkflow(minimalWorkflow)
 	w.RegisterActivity(minimalNoop)
 	w.RegisterActivity(minimalInProcess)
+	w.RegisterActivity(minimalTrue)
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 
 // TestInlineSteps: pure builtins (json.query, text.render) evaluated inside
 // the workflow task, reading each other's data; one that writes a file and
-// one that fails take the local activity, as before; for_each items too.
+// one that fails take the local activity, as before; for_each items too;
+// a quick command inline, a slow one (past the budget) as a local activity.
 // An inline step writes no step folder. The history is recorded for the
 // replay test.
 func TestInlineSteps(t *testing.T) {
@@ -27,12 +28,15 @@ steps:
     needs: [greet]
     for_each: [1, 2, 3]
     with: {template: "item {{.n}}", values: {n: "${item}"}}
+  - {id: cmd, capability: test.quick_inline, needs: [greet], with: {mode: quick}}
+  - {id: slowcmd, capability: test.quick_inline, needs: [greet], with: {mode: slow}}
 `)
 	code, r := h.run(t, p)
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
-	want := map[string]string{"double": "inline", "total": "inline", "greet": "inline", "file": "local", "bad": "local"}
+	want := map[string]string{"double": "inline", "total": "inline", "greet": "inline", "file": "local", "bad": "local",
+		"cmd": "inline", "slowcmd": "local"}
 	for id, path := range want {
 		if s := r.step(t, id); s.Execution != path {
 			t.Errorf("step %s ran %q, want %q", id, s.Execution, path)
@@ -54,6 +58,15 @@ steps:
 	for _, id := range []string{"double", "total", "greet"} {
 		if _, err := os.Stat(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps", id)); !os.IsNotExist(err) {
 			t.Errorf("step %s has a folder: %v", id, err)
+		}
+	}
+	// A command runs in its step folder, confined as any other; the slow
+	// one was killed at the inline budget and ran again as a local
+	// activity (it is idempotent).
+	for id, starts := range map[string]string{"cmd": "started\n", "slowcmd": "started\nstarted\n"} {
+		b, err := os.ReadFile(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps", id, "started"))
+		if err != nil || string(b) != starts {
+			t.Errorf("step %s started %q (%v), want %q", id, b, err, starts)
 		}
 	}
 	validResult(t, r.WorkflowID)
