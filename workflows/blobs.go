@@ -18,8 +18,8 @@ import (
 // digest itself: what it reads back is exactly what it stored.
 
 // storeBlob stores v as the blob name of run's folder ("": this
-// workflow's): every part but the last at once,
-// then the last, which seals the blob.
+// workflow's): every part but the last, partsInFlight at a time, then the
+// last, which seals the blob.
 func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name string, v any) (wfapi.Blob, error) {
 	// encoding/json writes map keys sorted: the same bytes on every replay.
 	//workflowcheck:ignore
@@ -31,18 +31,33 @@ func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name st
 	b := wfapi.Blob{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: len(raw), Parts: max(1, (len(raw)+wfapi.BlobPartBytes-1)/wfapi.BlobPartBytes)}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	part := func(k int) []byte { return raw[k*wfapi.BlobPartBytes : min(len(raw), (k+1)*wfapi.BlobPartBytes)] }
-	futures := make([]workflow.Future, 0, b.Parts-1)
-	for k := 0; k < b.Parts-1; k++ {
-		futures = append(futures, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, wfapi.PutBlobInput{Run: run, Name: name, Part: k, Data: part(k)}))
+	group := b.Parts - 1
+	if group > partsInFlight && workflow.GetVersion(ctx, blobGroupsChange, workflow.DefaultVersion, 1) >= 1 {
+		group = partsInFlight
 	}
-	for _, f := range futures {
-		if err := f.Get(ctx, nil); err != nil {
-			return b, err
+	for from := 0; from < b.Parts-1; from += group {
+		futures := make([]workflow.Future, 0, group)
+		for k := from; k < min(from+group, b.Parts-1); k++ {
+			futures = append(futures, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, wfapi.PutBlobInput{Run: run, Name: name, Part: k, Data: part(k)}))
+		}
+		for _, f := range futures {
+			if err := f.Get(ctx, nil); err != nil {
+				return b, err
+			}
 		}
 	}
 	last := wfapi.PutBlobInput{Run: run, Name: name, Part: b.Parts - 1, Data: part(b.Parts - 1), Seal: &b}
 	return b, workflow.ExecuteActivity(actx, wfapi.PutBlobActivity, last).Get(ctx, nil)
 }
+
+// partsInFlight bounds the parts one workflow task sends: their inputs
+// travel in its completion, which the server refuses past 4 MB (a 33-part
+// checkpoint was refused, and the run stuck, before parts were grouped).
+const partsInFlight = 4
+
+// blobGroupsChange: parts are sent partsInFlight at a time (runs recorded
+// before sent them all at once).
+const blobGroupsChange = "blob-part-groups"
 
 // loadBlob reads blob b back into v, refusing it unless its size and
 // digest are those recorded.

@@ -37,6 +37,9 @@ type executor struct {
 	inlineSpent             time.Duration
 	inlineFull              bool
 	inlineQueue             []inlineCall
+	// inlineSteps counts the inline steps this workflow (this segment of
+	// the run) evaluated.
+	inlineSteps int
 	pendingInline           []pendingInline
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
 	// a run from before steps were clamped to it); deadlineV is the

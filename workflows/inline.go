@@ -115,6 +115,7 @@ func (s *executor) flushInline() {
 				continue
 			}
 			s.inlineBytes += o.Size
+			s.inlineSteps++
 			*c.path = PathInline
 			c.set.Set(*o.Result, nil)
 		}

@@ -91,9 +91,11 @@ func (s *executor) historyLength() int {
 }
 
 // segmentFull reports whether the history reached the run's recorded
-// segment length or size (docs/limits.md).
+// segment length or size (docs/limits.md). An inline step counts as an
+// event, as a local step's marker does: a batch is one marker, but every
+// step it holds goes into the segment's checkpoint.
 func (s *scheduler) segmentFull() bool {
-	if s.rr.SegmentEvents > 0 && s.historyLength() >= s.rr.SegmentEvents {
+	if s.rr.SegmentEvents > 0 && s.historyLength()+s.inlineSteps >= s.rr.SegmentEvents {
 		return true
 	}
 	// Bytes this segment added: its start (reloaded pages, the carry) may

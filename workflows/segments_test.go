@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -319,5 +322,40 @@ func TestPackedStepsRunWithoutLoading(t *testing.T) {
 				t.Fatal("Finalize must get the lean resolution")
 			}
 		})
+	}
+}
+
+// A blob of many parts is sent a few parts at a time (at most 4, 1 MB): a
+// workflow task's completion carries every input it schedules, and the
+// server refuses one past 4 MB.
+func TestBlobPartsInGroups(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	put := func(ctx context.Context, in wfapi.PutBlobInput) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return nil
+	}
+	store := func(ctx workflow.Context) (wfapi.Blob, error) {
+		opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute}
+		return storeBlob(ctx, opts, "", "big.json", strings.Repeat("x", 10*wfapi.BlobPartBytes+5))
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(store, workflow.RegisterOptions{Name: "store"})
+	env.RegisterActivityWithOptions(put, activity.RegisterOptions{Name: wfapi.PutBlobActivity})
+	env.ExecuteWorkflow("store")
+	var b wfapi.Blob
+	if err := env.GetWorkflowResult(&b); err != nil || b.Parts != 11 {
+		t.Fatalf("%+v %v", b, err)
+	}
+	if most > 4 || most < 2 {
+		t.Fatalf("%d parts were sent at once, want 2 to 4", most)
 	}
 }

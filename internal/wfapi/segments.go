@@ -51,7 +51,9 @@ const (
 	// InlineStepsBytes: resolved steps up to this size travel in the
 	// Resolve result; larger ones are loaded in pages of PageBytes.
 	InlineStepsBytes = 256 << 10
-	PageBytes        = 1 << 20
+	// (A page is an activity's result: past 512 KB the SDK warns, and the
+	// payload discipline is broken; 1 MB pages were.)
+	PageBytes = 256 << 10
 	// MaxResultBytes bounds the workflow result and the progress query;
 	// beyond it the per-step detail lives in the report only.
 	MaxResultBytes = 400 << 10
