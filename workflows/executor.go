@@ -37,10 +37,11 @@ type executor struct {
 	inlineSpent             time.Duration
 	inlineFull              bool
 	inlineQueue             []inlineCall
-	// inlineSteps counts the inline steps this workflow (this segment of
-	// the run) evaluated.
-	inlineSteps int
-	pendingInline           []pendingInline
+	// pendingInline: the queued steps' futures and their drivers' ends
+	// (settle); inlineSteps counts the inline steps this workflow (this
+	// segment of the run) evaluated.
+	pendingInline []pendingInline
+	inlineSteps   int
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
 	// a run from before steps were clamped to it); deadlineV is the
 	// version of that behaviour the run recorded (deadline-clamp).
