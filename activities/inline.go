@@ -26,7 +26,7 @@ func Inline(a *Activities) func([]wfapi.RunToolInput, wfapi.InlineContext) wfapi
 
 // inlineBatch evaluates queued inline steps in order until their results
 // reach MaxInlineBatchBytes (the rest go to another batch) or the task's
-// budget runs out (Stop: the rest wait for the next task).
+// budget runs out (Stop: said as soon as it does, so the workflow yields).
 func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
 	start := time.Now()
 	var b wfapi.InlineBatch
@@ -42,12 +42,19 @@ func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineCont
 		res, ok := a.inline(in, wc)
 		o := wfapi.InlineOutcome{OK: ok}
 		if ok {
+			// The whole result is bounded, not only its data: a command's
+			// message and feedback travel in the marker too.
 			raw, _ := json.Marshal(res)
-			o.Result, o.Size = &res, len(raw)
-			size += o.Size
+			if len(raw) > wfapi.MaxInlineResult {
+				o.OK = false
+			} else {
+				o.Result, o.Size = &res, len(raw)
+				size += o.Size
+			}
 		}
 		b.Outcomes = append(b.Outcomes, o)
 	}
+	b.Stop = b.Stop || (len(b.Outcomes) < len(calls) && (time.Since(start) >= wc.Time || size >= wc.Bytes))
 	b.Elapsed = time.Since(start)
 	return b
 }
@@ -92,8 +99,7 @@ func (a *Activities) inline(in wfapi.RunToolInput, wc wfapi.InlineContext) (wfap
 	default:
 		return wfapi.RunToolResult{}, false
 	}
-	raw, _ := json.Marshal(env.Data)
-	if !env.Success || len(raw) > wfapi.MaxInlineResult {
+	if !env.Success {
 		return wfapi.RunToolResult{}, false
 	}
 	rawIn, _ := json.Marshal(inputs)

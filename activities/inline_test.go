@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -14,6 +15,7 @@ import (
 // it leaves to the local activity.
 func TestInline(t *testing.T) {
 	a, _ := newActivities(t)
+	builtin.Prepare() // a jq child ready, as a worker readies one when it starts
 	e := env(a)
 	plan := map[string]any{"name": "p", "steps": []any{
 		map[string]any{"id": "q", "capability": "json.query", "with": map[string]any{"query": "1 + 1"}},

@@ -77,63 +77,94 @@ func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts wo
 // task's time and bytes for them. What a batch declines runs as a local
 // activity; what the task had no budget left for waits for the next task,
 // or, when nothing at all was evaluated, runs as a local activity too.
-// Called before the workflow blocks: every queued step then has a result
-// set, a local activity, or a sibling whose result will wake the run.
+// Steps cancelled while queued end cancelled, unevaluated. Called before
+// the workflow blocks: every queued step then has a result set, a local
+// activity, or a sibling whose result will wake the run.
 func (s *executor) flushInline() {
-	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
-	for len(s.inlineQueue) > 0 {
+	for len(s.dropCancelled()) > 0 {
 		if s.taskBegan(); s.inlineFull {
-			// A batch of this task ran out of its budget, and its results
-			// will wake the run, which yields before evaluating more.
+			if s.ctx.Err() == nil {
+				// A batch of this task ran out of its budget, and its
+				// results will wake the run, which yields before more.
+				return
+			}
+			// A cancelled run does not yield (flushLocal): no waiting.
+			s.declineAll(s.inlineQueue)
 			return
 		}
-		calls := s.inlineQueue
-		ins := make([]wfapi.RunToolInput, len(calls))
-		for i, c := range calls {
-			ins[i] = c.in
+		if s.evalBatch() {
+			return
 		}
-		// Read only inside the SideEffect: a replay never evaluates.
-		info := workflow.GetInfo(s.ctx)
-		budget := wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
-			Time: wfapi.InlineTaskTime - s.inlineSpent, Bytes: orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes) - s.inlineBytes}
-		var b wfapi.InlineBatch
-		if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return eval(ins, budget) }).Get(&b); err != nil {
-			b = wfapi.InlineBatch{Stop: true}
-		}
-		s.inlineDone++ // a marker
-		s.inlineSpent += b.Elapsed
-		n := min(len(b.Outcomes), len(calls))
-		for i, o := range b.Outcomes[:n] {
-			c := calls[i]
-			switch {
-			case c.ctx.Err() != nil:
-				// Cancelled since it was queued (its run or batch stopped).
-				c.set.Set(nil, temporal.NewCanceledError())
-				continue
-			case !o.OK || o.Result == nil:
-				s.declineInline(c)
-				continue
-			}
-			s.inlineBytes += o.Size
-			s.inlineSteps++
+	}
+}
+
+// dropCancelled ends the queued steps whose context is done (their run or
+// batch stopped) as cancelled, and returns the queue left.
+func (s *executor) dropCancelled() []inlineCall {
+	kept := s.inlineQueue[:0]
+	for _, c := range s.inlineQueue {
+		if c.ctx.Err() != nil {
 			*c.path = PathInline
-			c.set.Set(*o.Result, nil)
+			c.set.Set(nil, temporal.NewCanceledError())
+			continue
 		}
-		s.inlineQueue = calls[n:]
-		switch {
-		case n == 0 && len(calls) > 0:
-			// Nothing evaluated (no budget left): the local activity,
-			// so the run always moves on.
-			s.inlineQueue = nil
-			for _, c := range calls {
-				s.declineInline(c)
-			}
-		case b.Stop:
-			// The rest wait for the next task: the run yields first
-			// (flushDue), and the results already set wake it.
-			s.inlineFull = true
-			return
+		kept = append(kept, c)
+	}
+	s.inlineQueue = kept
+	return kept
+}
+
+// evalBatch evaluates one batch of the queue (one SideEffect, one marker)
+// and hands its results on; it reports whether the task's budget ran out
+// (the rest wait for the next task).
+func (s *executor) evalBatch() (full bool) {
+	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
+	calls := s.inlineQueue
+	ins := make([]wfapi.RunToolInput, len(calls))
+	for i, c := range calls {
+		ins[i] = c.in
+	}
+	// Read only inside the SideEffect: a replay never evaluates.
+	info := workflow.GetInfo(s.ctx)
+	budget := wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
+		Time: wfapi.InlineTaskTime - s.inlineSpent, Bytes: orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes) - s.inlineBytes}
+	var b wfapi.InlineBatch
+	if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return eval(ins, budget) }).Get(&b); err != nil {
+		b = wfapi.InlineBatch{Stop: true}
+	}
+	s.inlineDone++ // a marker
+	s.inlineSpent += b.Elapsed
+	n := min(len(b.Outcomes), len(calls))
+	for i, o := range b.Outcomes[:n] {
+		c := calls[i]
+		if !o.OK || o.Result == nil {
+			s.declineInline(c)
+			continue
 		}
+		s.inlineBytes += o.Size
+		s.inlineSteps++
+		*c.path = PathInline
+		c.set.Set(*o.Result, nil)
+	}
+	s.inlineQueue = calls[n:]
+	if n == 0 {
+		// Nothing evaluated (no budget left): the local activity, so the
+		// run always moves on.
+		s.declineAll(calls)
+		return false
+	}
+	// The task's budget ran out: the rest wait for the next task; the run
+	// yields first (flushDue), and the results already set wake it.
+	s.inlineFull = s.inlineFull || b.Stop
+	return b.Stop
+}
+
+// declineAll runs every given queued step as a local activity and empties
+// the queue.
+func (s *executor) declineAll(calls []inlineCall) {
+	s.inlineQueue = nil
+	for _, c := range calls {
+		s.declineInline(c)
 	}
 }
 

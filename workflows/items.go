@@ -75,8 +75,11 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		f := x.runTool(cctx, in.Step, opts, rin, &path)
 		x.awaitTool(sel, f, path == pathQueued, func(f workflow.Future) {
 			running--
-			o := itemOutcome(ctx, &x, in.Step, item.Index, f, stopped, size < maxBatchResult)
-			size += approxSize(o.Data)
+			keep := size < maxBatchResult
+			o := itemOutcome(ctx, &x, in.Step, item.Index, f, stopped, keep)
+			if keep && o.Status == wfapi.StepSucceeded {
+				size += approxSize(o.Data)
+			}
 			if o.Status == wfapi.StepFailed {
 				failures++
 			}
@@ -84,7 +87,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		})
 	}
 	for {
-		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.flushDue()) {
+		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.inlineDue()) {
 			launch()
 		}
 		if in.StopAfterFailures >= 0 && failures > in.StopAfterFailures && !stopped {

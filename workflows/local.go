@@ -77,11 +77,18 @@ func (s *executor) taskBegan() {
 }
 
 // flushDue reports whether this workflow task has recorded what one task
-// may: starting more local or inline steps waits for flushLocal.
+// may: flushLocal then yields.
 func (s *executor) flushDue() bool {
 	s.taskBegan()
-	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) || s.inlineFull ||
-		(s.inlineDone > 0 && s.inlineBytes >= orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes))
+	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) || s.inlineDue()
+}
+
+// inlineDue reports whether this task's inline steps used its budget:
+// starting more of them waits for flushLocal. It reads the counts as they
+// stand (no new task is looked for): runs with no inline steps start steps
+// exactly as they did before inline steps existed.
+func (s *executor) inlineDue() bool {
+	return s.inlineFull || (s.inlineDone > 0 && s.inlineBytes >= orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes))
 }
 
 // historyLength is the history's length counting the markers of local

@@ -277,3 +277,49 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 		})
 	}
 }
+
+// A run cancelled while inline steps wait for their batch ends: the queued
+// steps end cancelled, unevaluated, and nothing waits for them.
+func TestInlineQueueCancelled(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: fan\nmax_parallel: 1000\nsteps:\n")
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&b, "  - {id: s%03d, capability: x.s}\n", i)
+	}
+	rr := resolvedFrom(t, b.String())
+	for i := range rr.Steps {
+		rr.Steps[i].Local, rr.Steps[i].Inline = true, true
+	}
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+	evaluated := 0
+	// Every batch runs out of its task's time after one step: the rest
+	// stay queued across each yield.
+	eng := Engine{Inline: func(calls []wfapi.RunToolInput, _ wfapi.InlineContext) wfapi.InlineBatch {
+		evaluated++
+		env := envelope.NewBuilder(calls[0].Step.Tool).Succeed("ok", map[string]any{})
+		return wfapi.InlineBatch{Outcomes: []wfapi.InlineOutcome{{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: 300}}, Stop: len(calls) > 1}
+	}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	env.SetTestTimeout(10 * time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Millisecond)
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[wfapi.StepState]int{}
+	for _, st := range res.Steps {
+		counts[st.Status]++
+		if st.Status == wfapi.StepCancelled && st.Execution != PathInline {
+			t.Errorf("step %s cancelled while queued reports %q", st.ID, st.Execution)
+		}
+	}
+	if res.Status != wfapi.StatusCancelled || counts[wfapi.StepSucceeded] != evaluated || counts[wfapi.StepSucceeded] == 50 || len(f.calls) != 0 {
+		t.Fatalf("%s: %d batches, steps %v, %d local activities", res.Status, evaluated, counts, len(f.calls))
+	}
+}

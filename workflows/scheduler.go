@@ -235,6 +235,10 @@ func (s *scheduler) run() {
 		}
 		// Before anything blocks: every started inline step has its result
 		// handed on (then what became ready starts) or its local activity.
+		// A cancellation that came while they waited is the run's first.
+		if len(s.pendingInline) > 0 && s.ctx.Err() != nil && !s.m.Cancelled() {
+			s.m.CancelRun("the run was cancelled")
+		}
 		if s.settle(s.sel) {
 			continue
 		}
@@ -302,9 +306,9 @@ func (s *scheduler) active() int {
 func (s *scheduler) full() bool { return s.rr.MaxParallel > 0 && s.inflight >= s.rr.MaxParallel }
 
 // held reports whether no more work may start now: max_parallel is
-// reached, or this workflow task recorded what one may (flushDue; the run
+// reached, or this workflow task's inline steps used its budget (the run
 // yields once what runs has been seen).
-func (s *scheduler) held() bool { return s.full() || (s.inflight > 0 && s.flushDue()) }
+func (s *scheduler) held() bool { return s.full() || (s.inflight > 0 && s.inlineDue()) }
 
 // startReady starts queued steps in id order, then items of running
 // for_each steps, up to max_parallel.

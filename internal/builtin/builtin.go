@@ -12,6 +12,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/jq"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/sandbox"
 )
@@ -149,8 +150,10 @@ func integer(in map[string]any, k string, def int64) int64 {
 var pure = map[string]pureFunc{}
 
 type pureFunc struct {
-	ok   func(in map[string]any) bool
-	warm func() // readies what an evaluation needs (nil: nothing)
+	ok func(in map[string]any) bool
+	// ready reports, without waiting, whether what an evaluation needs is
+	// ready, and readies it in the background when not (nil: nothing).
+	ready func() bool
 }
 
 func registerPure(name string, f Func, p pureFunc) {
@@ -158,16 +161,18 @@ func registerPure(name string, f Func, p pureFunc) {
 	pure[name] = p
 }
 
+// Prepare readies what pure builtins need to run inline (a jq child), and
+// waits for it: a worker calls it in the background as it starts.
+func Prepare() { _ = jq.Warm(int64(evalMemory)) }
+
 // Pure reports whether the builtin name, given these inputs, computes its
-// data from them alone, so it may run inline in the workflow; if so, what
-// its evaluation needs is made ready, outside any evaluation budget.
+// data from them alone and is ready to, so it may run inline in the
+// workflow task now; it never waits (what it needs is readied in the
+// background, and meanwhile the step runs as a local activity).
 func Pure(name string, in map[string]any) bool {
 	p, ok := pure[name]
 	if !ok || !p.ok(in) {
 		return false
 	}
-	if p.warm != nil {
-		p.warm()
-	}
-	return true
+	return p.ready == nil || p.ready()
 }

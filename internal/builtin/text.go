@@ -24,7 +24,7 @@ func init() {
 	// Pure unless they read or write a file.
 	// json.query evaluates in a child process: one is kept ready.
 	registerPure("json.query", jsonQuery, pureFunc{ok: func(in map[string]any) bool { return in["path"] == nil },
-		warm: func() { _ = jq.Warm(int64(evalMemory)) }})
+		ready: func() bool { return jq.Ready(int64(evalMemory)) }})
 	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil }})
 }
 

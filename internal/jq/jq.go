@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 )
 
@@ -124,6 +125,29 @@ func Warm(memory int64) error {
 	pools.put(memory, c)
 	return nil
 }
+
+// Ready reports whether an idle child waits for a query of this budget;
+// when none does, one is started in the background (Warm) and Ready
+// answers false: a caller that must not wait (an inline step, inside a
+// workflow task) goes another way meanwhile.
+func Ready(memory int64) bool {
+	if memory <= 0 {
+		memory = DefaultMemory
+	}
+	pools.mu.Lock()
+	idle := len(pools.idle[memory]) > 0
+	pools.mu.Unlock()
+	if !idle && warming.CompareAndSwap(false, true) {
+		go func() {
+			defer warming.Store(false)
+			_ = Warm(memory)
+		}()
+	}
+	return idle
+}
+
+// warming is set while Ready's background Warm runs (one at a time).
+var warming atomic.Bool
 
 // ask sends a request to a pooled child. An idle child that died while
 // it waited (the OOM killer, say) fails before it read anything: the

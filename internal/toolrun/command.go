@@ -117,7 +117,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		_ = stdoutLog.Close()
 	}()
 	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: stdin, stdout: stdout,
-		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, workdir: wd}
+		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, ioWait: ioGrace, workdir: wd}
 	p.dir = req.Root
 	if p.dir == "" {
 		p.dir = wd
@@ -128,7 +128,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Budget)
 		defer cancel()
-		p.grace = time.Millisecond
+		p.grace, p.ioWait = time.Millisecond, 10*time.Millisecond
 	}
 	warning, err := r.confine(req, p)
 	if err != nil {
@@ -366,7 +366,10 @@ func newLogFile(path string) *logFile {
 
 func (l *logFile) Write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
-		l.f, l.err = os.Create(l.path)
+		// The tool may have put something of its own there by now (it
+		// writes in this folder): a link is never followed, a file never
+		// replaced, and the log is then not written.
+		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	}
 	if l.err != nil {
 		return 0, l.err

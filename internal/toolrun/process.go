@@ -34,7 +34,10 @@ type process struct {
 	red       *envelope.Redactor
 	log       hclog.Logger
 	grace     time.Duration
-	workdir   string
+	// ioWait is how long its output may stay open after it exited (held
+	// by a child it left): ioGrace, or less for an inline step.
+	ioWait  time.Duration
+	workdir string
 	// box confines the tool (nil: unconfined) with support's means.
 	box     *sandbox.Request
 	support *sandbox.Support
@@ -92,7 +95,7 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	close(done)
 	select {
 	case <-readDone:
-	case <-time.After(ioGrace):
+	case <-time.After(p.ioWait):
 		// Someone outside the tool's process group still holds stderr.
 		p.log.Warn("tool's stderr still open after it exited; not waiting for it")
 		errR.Close()
@@ -110,7 +113,7 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 // start starts the tool, confined when p.box says so (tree set).
 func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 	setup := func(cmd *exec.Cmd) {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdin, p.stdout, stderr, ioGrace
+		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdin, p.stdout, stderr, p.ioWait
 	}
 	// A missing program is found here, as exec would (inside the sandbox
 	// it would be only an exit status).
@@ -128,6 +131,14 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 			}
 		}
 		return cmd, nil, err
+	}
+	if _, err := os.Stat(prog); err != nil && prog != p.argv[0] {
+		// Gone since it was looked up: inside the sandbox it would be only
+		// an exit status.
+		forgetPath(p.argv[0])
+		if _, err := lookPath(p.argv[0]); err != nil {
+			return nil, nil, err
+		}
 	}
 	cmd, tree, err := p.support.Command(*p.box)
 	if err != nil {

@@ -161,6 +161,26 @@ func TestLogFilesOnlyWhenWritten(t *testing.T) {
 	}
 }
 
+// The step's logs are created by the worker, with its rights, after the
+// tool started: a link the tool put in their place is never followed.
+func TestLogFilesRefuseLinks(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	m := script(t, `ln -s "$OUT/err-target" "$CAPFLOW_WORKDIR/stderr.log"; ln -s "$OUT/out-target" "$CAPFLOW_WORKDIR/stdout.log"
+echo to-stderr >&2; echo to-stdout; echo '`+okEnvelope+`' > "$CAPFLOW_OUTPUT_PATH"`,
+		func(m *manifest.Manifest) { m.Entrypoint.Env = map[string]string{"OUT": outside} })
+	wd := filepath.Join(t.TempDir(), "s")
+	env := (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{}, Workdir: wd, Root: t.TempDir()})
+	if !env.Success {
+		t.Fatalf("%+v", env)
+	}
+	for _, f := range []string{"err-target", "out-target"} {
+		if _, err := os.Lstat(filepath.Join(outside, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the worker wrote through the tool's link to %s: %v", f, err)
+		}
+	}
+}
+
 // A tool that writes feedback of its own and progress events on stderr
 // keeps both, in time order, each once; a flood of events is bounded.
 func TestOwnFeedbackKeepsStderrEvents(t *testing.T) {

@@ -11,8 +11,9 @@ import "time"
 // InlineBatch is what one evaluation of queued inline steps recorded: an
 // outcome for each of the first len(Outcomes) steps. Stop: the workflow
 // task's budget (time, or bytes of results) ran out, so the steps after
-// them run as local activities; without Stop they go to the next batch
-// (this one's results reached MaxInlineBatchBytes).
+// them wait for the next task (or, when none was evaluated, run as local
+// activities); without Stop they go to the next batch (this one's results
+// reached MaxInlineBatchBytes).
 type InlineBatch struct {
 	Outcomes []InlineOutcome `json:"outcomes"`
 	Stop     bool            `json:"stop,omitempty"`
@@ -45,8 +46,9 @@ const (
 	// marker; a result is at most MaxInlineResult more), far under the
 	// 512 KB payload warning.
 	MaxInlineBatchBytes = 256 << 10
-	// MaxInlineResult bounds one inline step's recorded data; larger
-	// data goes through the local activity, which stores it by reference.
+	// MaxInlineResult bounds one inline step's recorded result (its
+	// envelope, data included); a larger one goes through the local
+	// activity, which stores it by reference.
 	MaxInlineResult = 32 << 10
 	// InlineStepTime bounds one inline evaluation: a builtin's, or a
 	// command's run (killed at once past it); the step then runs as a

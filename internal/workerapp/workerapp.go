@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/console"
 	"github.com/capflow/capflow/internal/logging"
@@ -37,11 +38,11 @@ import (
 	"github.com/capflow/capflow/workflows"
 )
 
-// Register registers the workflow and activities on a worker (or any
-// registry, e.g. a test environment).
 // Version is set at build time with -ldflags (the MCP client's version).
 var Version = "dev"
 
+// Register registers the workflow and activities on a worker (or any
+// registry, e.g. a test environment).
 func Register(w worker.Registry, acts *activities.Activities) {
 	eng := workflows.Engine{Inline: activities.Inline(acts)}
 	w.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
@@ -193,6 +194,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
+	// Inline json.query steps need a jq child ready: never started inside
+	// a workflow task (builtin.Pure declines meanwhile).
+	go builtin.Prepare()
 	// The host queue: a run's steps go to the host that resolved it, where
 	// its folder and its processes are (docs/operations.md).
 	hw := worker.New(c, acts.HostQueue, opts)
