@@ -176,6 +176,7 @@ func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir s
 			return nil, err
 		}
 	}
+	a.envelopes.flush() // every envelope file this worker queued is written
 	for i := range res.Steps {
 		s := &res.Steps[i]
 		if s.Envelope == nil && s.EnvelopeFile != "" {

@@ -188,7 +188,7 @@ execution: inline
 			if _, err := os.Stat(filepath.Join(stepDir, "input.json")); err != nil {
 				t.Fatalf("no input file: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(stepDir, EnvelopeFileName)); !os.IsNotExist(err) {
+			if _, err := os.Stat(envelopePath(stepDir)); !os.IsNotExist(err) {
 				t.Fatalf("an inline step wrote its envelope file: %v", err)
 			}
 		})

@@ -119,7 +119,7 @@ func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, in
 	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
 		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
 			res.Attempt, res.CacheKey = r.attempt, key
-			fit(res, r.stepDir)
+			fit(res, r.stepDir, r.envelopes)
 			return res, nil
 		}
 	}
@@ -166,13 +166,15 @@ type stepRun struct {
 	log         hclog.Logger
 	// lost names producers whose stored output this step found missing.
 	lost []string
+	// envelopes writes the envelope files (the worker's).
+	envelopes *envelopeWriter
 }
 
 func (a *Activities) newStepRun(ctx context.Context, in wfapi.RunToolInput) *stepRun {
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
-	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step)}
+	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step), envelopes: &a.envelopes}
 	if info.RetryPolicy != nil {
 		r.maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
@@ -248,9 +250,9 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	}
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, LostData: r.lost}
 	if !item {
-		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
+		res.EnvelopeFile = r.envelopes.store(r.stepDir, env, true)
 	}
-	fit(res, r.stepDir)
+	fit(res, r.stepDir, r.envelopes)
 	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
 	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !retryable, Details: []any{res}})
@@ -267,9 +269,10 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
 			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
 		}
-		res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
+		// In the background: the result carries it whole (envelopes.go).
+		res.EnvelopeFile = r.envelopes.store(r.stepDir, res.Envelope, false)
 	}
-	fit(res, r.stepDir)
+	fit(res, r.stepDir, r.envelopes)
 	r.log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res
 }
@@ -299,11 +302,11 @@ func storeData(res *wfapi.RunToolResult, stepDir string, raw []byte) {
 // tool printed: the envelope cut to its limits (the whole one is kept in
 // the step folder), then its data by reference when the result is still
 // past MaxResultPayload.
-func fit(res *wfapi.RunToolResult, stepDir string) {
+func fit(res *wfapi.RunToolResult, stepDir string, envelopes *envelopeWriter) {
 	bounded, cut := res.Envelope.Bounded(res.EnvelopeFile)
 	if cut && res.EnvelopeFile == "" {
 		// An item keeps its envelope only when it had to be cut.
-		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
+		res.EnvelopeFile = envelopes.store(stepDir, res.Envelope, true)
 		bounded, _ = res.Envelope.Bounded(res.EnvelopeFile)
 	}
 	res.Envelope = bounded
@@ -320,22 +323,21 @@ func fit(res *wfapi.RunToolResult, stepDir string) {
 	}
 }
 
-// EnvelopeFileName is the file in a step's folder that keeps its
-// envelope: the report reads it there when the workflow left it out.
-const EnvelopeFileName = ".capflow-envelope.json"
+// EnvelopeSuffix names the file beside a step's folder that keeps its
+// envelope (<run>/steps/<id>.envelope.json): the report reads it there
+// when the workflow left it out. Beside, not in: a builtin step that
+// touches no file has no folder, and one less folder a step is one of a
+// fast step's largest costs.
+const EnvelopeSuffix = ".envelope.json"
+
+// envelopePath is where the envelope of the step (or item) whose folder
+// is stepDir is kept.
+func envelopePath(stepDir string) string { return filepath.Clean(stepDir) + EnvelopeSuffix }
 
 // storeEnvelope writes a step's envelope into its folder; "" when it
 // could not (the workflow then keeps passing the envelope itself).
-func storeEnvelope(stepDir string, env envelope.Envelope) string {
-	raw, err := json.Marshal(env)
-	if err != nil || os.MkdirAll(stepDir, 0o755) != nil {
-		return ""
-	}
-	p := filepath.Join(stepDir, EnvelopeFileName)
-	if writeAtomic(p, raw) != nil {
-		return ""
-	}
-	return p
+func (a *Activities) storeEnvelope(stepDir string, env envelope.Envelope) string {
+	return a.envelopes.store(stepDir, env, true)
 }
 
 // listOf evaluates a for_each source to its list.

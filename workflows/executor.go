@@ -53,10 +53,14 @@ type executor struct {
 
 // withinDeadline clamps an activity's timeouts to what is left of the
 // run's time, so a step cannot outlive the run's budget. A local step
-// gets exactly what is left: no timer interrupts it within its workflow
-// task. A regular one gets deadlineGrace more: the run's timer cancels it
-// first (a cancelled step, its tool told to stop), the clamp is the
-// backstop.
+// gets exactly what is left, its retries included: no timer interrupts it
+// within its workflow task. A regular one gets deadlineGrace more for
+// each attempt: the run's timer cancels it first (a cancelled step, its
+// tool told to stop, its retries stopped), the clamp is the backstop. A
+// regular activity gets no schedule-to-close timeout: the server would
+// keep a timer for it beside the start-to-close one (and a schedule-to-
+// start one derived from it), a write on every step for nothing the
+// run's own timer does not do.
 func (e *executor) withinDeadline(o workflow.ActivityOptions, local bool) workflow.ActivityOptions {
 	if e.deadline.IsZero() {
 		return o
@@ -68,7 +72,9 @@ func (e *executor) withinDeadline(o workflow.ActivityOptions, local bool) workfl
 	if o.StartToCloseTimeout == 0 || o.StartToCloseTimeout > left {
 		o.StartToCloseTimeout = left
 	}
-	o.ScheduleToCloseTimeout = left
+	if local {
+		o.ScheduleToCloseTimeout = left
+	}
 	return o
 }
 

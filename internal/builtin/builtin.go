@@ -161,6 +161,13 @@ func registerPure(name string, f Func, p pureFunc) {
 	pure[name] = p
 }
 
+// NoFiles reports whether the builtin name, given these inputs, reads and
+// writes no file (a pure one: its step needs no folder).
+func NoFiles(name string, in map[string]any) bool {
+	p, ok := pure[name]
+	return ok && p.ok(in)
+}
+
 // Prepare readies what pure builtins need to run inline (a jq child), and
 // waits for it: a worker calls it in the background as it starts.
 func Prepare() { _ = jq.Warm(int64(evalMemory)) }

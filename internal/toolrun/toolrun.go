@@ -109,7 +109,9 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
 		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
 	}
-	if req.Workdir != "" {
+	// A builtin that touches no file needs no folder (what keeps its
+	// envelope makes one when it writes).
+	if req.Workdir != "" && !(m.Entrypoint.Type == manifest.EntryBuiltin && builtin.NoFiles(m.Entrypoint.Name, req.Inputs)) {
 		if err := os.MkdirAll(req.Workdir, 0o755); err != nil {
 			return b.Fail(caperr.ObservabilityError, "cannot create step folder: "+err.Error(), nil)
 		}
