@@ -192,7 +192,7 @@ func startMinimal(b *testing.B) func() {
 
 // BenchmarkLocal compares capflow's local path with the minimal workflow
 // of regular activities, side by side on one dev server: a 50-step chain
-// of a local builtin (text.render) against the in-process no-op, a
+// of a local builtin (text.render as a local activity) against the in-process no-op, a
 // 50-step chain of a local command tool against the same command tool,
 // and a 500-step fan-out of the local builtin against the in-process
 // no-op. Targets (docs/performance.md): chains <= 0.1x, fan-out <= 1.0x.
@@ -208,9 +208,9 @@ func BenchmarkLocal(b *testing.B) {
 		steps      int
 		chain      bool
 	}{
-		{"builtin-chain50", "text.render", render, "", 50, true},
+		{"builtin-chain50", "test.render_local", render, "", 50, true},
 		{"command-chain50", "test.noop_local", nil, tool, 50, true},
-		{"builtin-fanout500", "text.render", render, "", 500, false},
+		{"builtin-fanout500", "test.render_local", render, "", 500, false},
 	} {
 		b.Run(shape.name, func(b *testing.B) {
 			sideBySide(b, shape.minimal, shape.steps, shape.chain, capflowPlanOf(shape.capability, shape.with, shape.steps, shape.chain), "local")
