@@ -107,6 +107,7 @@ func capflowPlanOf(capability string, with map[string]any, steps int, chain bool
 // server, and reports milliseconds per step for each and their ratio.
 func BenchmarkOverhead(b *testing.B) {
 	defer startMinimal(b)()
+	defer unconfined(b)() // as the minimal workflow runs the tool; confinement is BenchmarkSandbox's
 	tool := filepath.Join(h.project, "tools/noop/run.sh")
 	for _, shape := range []struct {
 		name  string

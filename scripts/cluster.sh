@@ -195,7 +195,8 @@ case "${1:-foreground}" in
     echo "  Temporal Web UI  $CAPFLOW_UI_URL"
     echo "  try:             CAPFLOW_TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS bin/capflow run plans/examples/file-pipeline.yaml"
     echo "Ctrl-C stops everything this started."
-    while alive server && alive worker && alive postgres; do sleep 1; done
+    # Without a worker of its own (CLUSTER_WORKER=0), it watches the rest.
+    while alive server && alive postgres && { [ "${CLUSTER_WORKER:-1}" != 1 ] || alive worker; }; do sleep 1; done
     echo "a component exited; see $LOGS" >&2
     exit 1 ;;
   *) echo "usage: $0 [up|down|kill NAME|stop NAME|start NAME]" >&2; exit 2 ;;
