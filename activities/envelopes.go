@@ -78,12 +78,15 @@ func (w *envelopeWriter) store(stepDir string, env envelope.Envelope, wait bool)
 // flush waits until every queued envelope file is written.
 func (w *envelopeWriter) flush() { w.pending.Wait() }
 
+// writeEnvelope writes the file in place, not through a temporary one and
+// a rename: this writer is its only one, the readers wait for it (flush),
+// and a file torn by a crash reads as missing, as an unwritten one does.
 func writeEnvelope(stepDir string, raw []byte) {
 	p := envelopePath(stepDir)
 	if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
 		return
 	}
-	_ = writeAtomic(p, raw)
+	_ = os.WriteFile(p, raw, 0o644)
 }
 
 // FlushEnvelopes waits for the envelope files queued so far (a worker
