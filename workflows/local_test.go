@@ -243,12 +243,7 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 				}
 				return b
 			}}
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestWorkflowEnvironment()
-			env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-			env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
-			env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
-			env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+			env := engineEnv(eng, f)
 			timers := 0
 			env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
 			env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
@@ -299,12 +294,7 @@ func TestInlineQueueCancelled(t *testing.T) {
 		env := envelope.NewBuilder(calls[0].Step.Tool).Succeed("ok", map[string]any{})
 		return wfapi.InlineBatch{Outcomes: []wfapi.InlineOutcome{{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: 300}}, Stop: len(calls) > 1}
 	}}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
-	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
-	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	env := engineEnv(eng, f)
 	env.SetTestTimeout(10 * time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Millisecond)
 	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
@@ -322,4 +312,16 @@ func TestInlineQueueCancelled(t *testing.T) {
 	if res.Status != wfapi.StatusCancelled || counts[wfapi.StepSucceeded] != evaluated || counts[wfapi.StepSucceeded] == 50 || len(f.calls) != 0 {
 		t.Fatalf("%s: %d batches, steps %v, %d local activities", res.Status, evaluated, counts, len(f.calls))
 	}
+}
+
+// engineEnv is a test environment running the worker's workflows (with
+// their inline evaluator) over the fakes.
+func engineEnv(eng Engine, f *fakes) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
+	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
+	return env
 }
