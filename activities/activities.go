@@ -63,7 +63,6 @@ type Activities struct {
 	lists      map[string][]any              // for_each lists read from stored outputs
 	digests    cache.Memo                    // file digests of cache keys, by stat
 	policyMode modeMemo                      // the policy's sandbox mode, by stat
-	envelopes  envelopeWriter                // envelope files, in the background
 }
 
 // Router is what the Route activity needs of the request router.

@@ -123,9 +123,9 @@ func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string, inpu
 		storeData(res, r.stepDir, raw)
 	}
 	if r.in.Step.Item == nil {
-		res.EnvelopeFile = r.envelopes.store(r.stepDir, res.Envelope, true)
+		res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
 	}
-	fit(res, r.stepDir, r.envelopes)
+	fit(res, r.stepDir)
 	r.log.Info("cache hit", "key", key[:12], "from", e.Run)
 	return res, nil
 }

@@ -1,95 +1,101 @@
 package activities
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/capflow/capflow/internal/envelope"
 )
 
-// A succeeded step's envelope file is written in the background, in
-// order with every other envelope write of this worker: the step's result
-// carries the envelope whole, and the file is read only when the workflow
-// left the envelope out of what it passes on (a large run's result, a
-// segment's checkpoint), by Finalize, which waits for the writes first.
-// Writing it before answering cost a fast regular step a tenth of its
-// time here (two files, a folder for a builtin). A worker that dies in between
-// loses the file, never the envelope: it is in the step's result in the
-// run's history.
+// Where a step's whole envelope is kept, for the report to read when the
+// workflow left it out of what it passes on (a large run's result, a
+// segment's checkpoint):
+//
+//   - an envelope the step's result carries whole is appended to the run's
+//     journal, <run>/envelopes.jsonl, a line a step: one write to a file
+//     that exists, where a file of its own cost a fast step a tenth of its
+//     time here (a file created a step, a folder for a builtin);
+//   - an envelope that had to be cut (its message, its feedback), and a
+//     failed attempt's, get a file of their own beside the step's folder,
+//     <run>/steps/<id>.envelope.json, as the contract asks.
 
-// envelopeWriter writes envelope files one after another (FIFO: a later
-// attempt's file never loses to an earlier one's).
-type envelopeWriter struct {
-	once    sync.Once
-	queue   chan envelopeWrite
-	pending sync.WaitGroup
+// JournalFile is the run's envelope journal, in its folder.
+const JournalFile = "envelopes.jsonl"
+
+// journalLine is one line of the journal.
+type journalLine struct {
+	Step     string            `json:"step"`
+	Envelope envelope.Envelope `json:"envelope"`
 }
 
-type envelopeWrite struct {
-	dir  string
-	raw  []byte
-	done chan struct{} // closed once written (nil: nobody waits)
-}
-
-// maxQueuedEnvelopes bounds the queue: past it, a write waits its turn.
-const maxQueuedEnvelopes = 1024
-
-func (w *envelopeWriter) start() {
-	w.once.Do(func() {
-		w.queue = make(chan envelopeWrite, maxQueuedEnvelopes)
-		go func() {
-			for ew := range w.queue {
-				writeEnvelope(ew.dir, ew.raw)
-				if ew.done != nil {
-					close(ew.done)
-				}
-				w.pending.Done()
-			}
-		}()
-	})
-}
-
-// store queues the envelope's file and returns its path; wait makes it
-// return once the file is written ("" when it could not be).
-func (w *envelopeWriter) store(stepDir string, env envelope.Envelope, wait bool) string {
-	raw, err := json.Marshal(env)
+// appendJournal appends a step's envelope to the run's journal and
+// returns the journal's path ("" when it could not). One write a line,
+// with O_APPEND: lines of steps ending together, even in other worker
+// processes, never mix.
+func appendJournal(runDir, stepID string, env envelope.Envelope) string {
+	raw, err := json.Marshal(journalLine{Step: stepID, Envelope: env})
+	if err != nil || runDir == "" {
+		return ""
+	}
+	p := filepath.Join(runDir, JournalFile)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(runDir, 0o755) == nil {
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return ""
 	}
-	w.start()
-	ew := envelopeWrite{dir: stepDir, raw: raw}
-	if wait {
-		ew.done = make(chan struct{})
+	_, err = f.Write(append(raw, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	w.pending.Add(1)
-	w.queue <- ew
-	p := envelopePath(stepDir)
-	if wait {
-		<-ew.done
-		if _, err := os.Stat(p); err != nil {
-			return ""
-		}
+	if err != nil {
+		return ""
 	}
 	return p
 }
 
-// flush waits until every queued envelope file is written.
-func (w *envelopeWriter) flush() { w.pending.Wait() }
-
-// writeEnvelope writes the file in place, not through a temporary one and
-// a rename: this writer is its only one, the readers wait for it (flush),
-// and a file torn by a crash reads as missing, as an unwritten one does.
-func writeEnvelope(stepDir string, raw []byte) {
-	p := envelopePath(stepDir)
-	if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
-		return
+// readJournal reads a run's journal: the last envelope of each step (a
+// retried step's last attempt), for the steps in want. A torn last line
+// (a worker that died mid-write) is skipped.
+func readJournal(path string, want map[string]bool) map[string]*envelope.Envelope {
+	out := map[string]*envelope.Envelope{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
 	}
-	_ = os.WriteFile(p, raw, 0o644)
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			var l journalLine
+			if json.Unmarshal(line, &l) == nil && want[l.Step] {
+				env := l.Envelope
+				out[l.Step] = &env
+			}
+		}
+		if err == io.EOF || err != nil {
+			return out
+		}
+	}
 }
 
-// FlushEnvelopes waits for the envelope files queued so far (a worker
-// calls it as it stops); a function, not a method, so registering the
-// activities does not take it for one.
-func FlushEnvelopes(a *Activities) { a.envelopes.flush() }
+// storeEnvelope writes a step's envelope into a file of its own beside
+// the step's folder; "" when it could not (the workflow then keeps passing
+// the envelope itself).
+func storeEnvelope(stepDir string, env envelope.Envelope) string {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return ""
+	}
+	p := envelopePath(stepDir)
+	if os.MkdirAll(filepath.Dir(p), 0o755) != nil || writeAtomic(p, raw) != nil {
+		return ""
+	}
+	return p
+}

@@ -1,36 +1,47 @@
 package activities
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Envelope files are written in the order they were asked for: the last
-// attempt's file wins, whether its write waited or not.
-func TestEnvelopeWritesInOrder(t *testing.T) {
-	var w envelopeWriter
-	dir := filepath.Join(t.TempDir(), "steps", "s")
-	for i := 1; i <= 200; i++ {
-		p := w.store(dir, envelope.Envelope{ToolID: "t", Message: fmt.Sprint(i)}, i%50 == 0)
-		if p != envelopePath(dir) {
-			t.Fatalf("path %q", p)
+// The run's journal keeps each step's last envelope; lines written at
+// once by many steps never mix, and a torn last line is skipped.
+func TestEnvelopeJournal(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			big := strings.Repeat("x", 20000) // past a pipe buffer: one write still
+			if p := appendJournal(run, fmt.Sprintf("s%d", i), envelope.Envelope{ToolID: "t", Message: big}); p != filepath.Join(run, JournalFile) {
+				t.Errorf("journal %q", p)
+			}
+		}()
+	}
+	wg.Wait()
+	appendJournal(run, "s1", envelope.Envelope{ToolID: "t", Message: "second attempt"})
+	f, _ := os.OpenFile(filepath.Join(run, JournalFile), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"step":"s2","envelope":{"toolId":"t","mess`) // a worker died mid-write
+	f.Close()
+	own := storeEnvelope(filepath.Join(run, "steps", "cut"), envelope.Envelope{ToolID: "t", Message: "whole"})
+	steps := []wfapi.StepResult{{ID: "s1", EnvelopeFile: filepath.Join(run, JournalFile)}, {ID: "s2", EnvelopeFile: filepath.Join(run, JournalFile)},
+		{ID: "cut", EnvelopeFile: own}, {ID: "kept", Envelope: &envelope.Envelope{Message: "in the result"}}}
+	fillEnvelopes(steps)
+	for id, want := range map[int]string{0: "second attempt", 2: "whole", 3: "in the result"} {
+		if steps[id].Envelope == nil || steps[id].Envelope.Message != want {
+			t.Errorf("step %s: %+v, want %q", steps[id].ID, steps[id].Envelope, want)
 		}
 	}
-	w.flush()
-	raw, err := os.ReadFile(envelopePath(dir))
-	var env envelope.Envelope
-	if err != nil || json.Unmarshal(raw, &env) != nil || env.Message != "200" {
-		t.Fatalf("%s %v: want the 200th write", raw, err)
-	}
-	// A write that waits finds its file there.
-	if p := w.store(filepath.Join(t.TempDir(), "new"), envelope.Envelope{ToolID: "t"}, true); p == "" {
-		t.Fatal("a waited write reported no file")
-	} else if _, err := os.Stat(p); err != nil {
-		t.Fatal(err)
+	if e := steps[1].Envelope; e == nil || len(e.Message) != 20000 {
+		t.Errorf("s2: the torn line was read, or the whole one lost: %+v", e)
 	}
 }

@@ -176,16 +176,7 @@ func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir s
 			return nil, err
 		}
 	}
-	a.envelopes.flush() // every envelope file this worker queued is written
-	for i := range res.Steps {
-		s := &res.Steps[i]
-		if s.Envelope == nil && s.EnvelopeFile != "" {
-			var env envelope.Envelope
-			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
-				s.Envelope = &env
-			}
-		}
-	}
+	fillEnvelopes(res.Steps)
 	return rr, nil
 }
 
@@ -332,4 +323,34 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// fillEnvelopes puts back the envelopes the workflow left out: from their
+// own files, or from the run's journal, read once.
+func fillEnvelopes(steps []wfapi.StepResult) {
+	journals := map[string]map[string]bool{}
+	for i := range steps {
+		s := &steps[i]
+		switch {
+		case s.Envelope != nil || s.EnvelopeFile == "":
+		case filepath.Base(s.EnvelopeFile) == JournalFile:
+			if journals[s.EnvelopeFile] == nil {
+				journals[s.EnvelopeFile] = map[string]bool{}
+			}
+			journals[s.EnvelopeFile][s.ID] = true
+		default:
+			var env envelope.Envelope
+			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
+				s.Envelope = &env
+			}
+		}
+	}
+	for path, want := range journals {
+		found := readJournal(path, want)
+		for i := range steps {
+			if s := &steps[i]; s.Envelope == nil && s.EnvelopeFile == path {
+				s.Envelope = found[s.ID]
+			}
+		}
+	}
 }

@@ -122,7 +122,7 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, 
 		res.DataFile, res.DataSHA256 = p, hex.EncodeToString(sum[:])
 		res.Envelope.Data = map[string]any{"data_file": p, "bytes": len(raw)}
 	}
-	res.EnvelopeFile = a.storeEnvelope(stepDir, res.Envelope)
+	res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
 	log.Info("reused", "from", step.ReuseFrom)
 	return res
 }

@@ -119,7 +119,7 @@ func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, in
 	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
 		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
 			res.Attempt, res.CacheKey = r.attempt, key
-			fit(res, r.stepDir, r.envelopes)
+			fit(res, r.stepDir)
 			return res, nil
 		}
 	}
@@ -166,15 +166,13 @@ type stepRun struct {
 	log         hclog.Logger
 	// lost names producers whose stored output this step found missing.
 	lost []string
-	// envelopes writes the envelope files (the worker's).
-	envelopes *envelopeWriter
 }
 
 func (a *Activities) newStepRun(ctx context.Context, in wfapi.RunToolInput) *stepRun {
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
-	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step), envelopes: &a.envelopes}
+	r := &stepRun{in: in, attempt: info.Attempt + in.AttemptsBefore, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step)}
 	if info.RetryPolicy != nil {
 		r.maxAttempts = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
@@ -250,16 +248,17 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	}
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, LostData: r.lost}
 	if !item {
-		res.EnvelopeFile = r.envelopes.store(r.stepDir, env, true)
+		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
 	}
-	fit(res, r.stepDir, r.envelopes)
+	fit(res, r.stepDir)
 	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
 	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !retryable, Details: []any{res}})
 }
 
 // succeed keeps a succeeded attempt's envelope: its data by reference when
-// large, the whole envelope in the step folder, the result cut to fit.
+// large, the whole envelope in the run's journal (or, when it must be cut,
+// a file beside the step's folder: envelopes.go), the result cut to fit.
 func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToolResult {
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, InputsSHA256: inputsSHA}
 	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
@@ -269,10 +268,13 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
 			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
 		}
-		// In the background: the result carries it whole (envelopes.go).
-		res.EnvelopeFile = r.envelopes.store(r.stepDir, res.Envelope, false)
+		if _, cut := res.Envelope.Bounded(""); cut {
+			res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
+		} else {
+			res.EnvelopeFile = appendJournal(r.in.RunDir, r.in.Step.ID, res.Envelope)
+		}
 	}
-	fit(res, r.stepDir, r.envelopes)
+	fit(res, r.stepDir)
 	r.log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res
 }
@@ -302,11 +304,11 @@ func storeData(res *wfapi.RunToolResult, stepDir string, raw []byte) {
 // tool printed: the envelope cut to its limits (the whole one is kept in
 // the step folder), then its data by reference when the result is still
 // past MaxResultPayload.
-func fit(res *wfapi.RunToolResult, stepDir string, envelopes *envelopeWriter) {
+func fit(res *wfapi.RunToolResult, stepDir string) {
 	bounded, cut := res.Envelope.Bounded(res.EnvelopeFile)
 	if cut && res.EnvelopeFile == "" {
 		// An item keeps its envelope only when it had to be cut.
-		res.EnvelopeFile = envelopes.store(stepDir, res.Envelope, true)
+		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
 		bounded, _ = res.Envelope.Bounded(res.EnvelopeFile)
 	}
 	res.Envelope = bounded
@@ -334,11 +336,6 @@ const EnvelopeSuffix = ".envelope.json"
 // is stepDir is kept.
 func envelopePath(stepDir string) string { return filepath.Clean(stepDir) + EnvelopeSuffix }
 
-// storeEnvelope writes a step's envelope into its folder; "" when it
-// could not (the workflow then keeps passing the envelope itself).
-func (a *Activities) storeEnvelope(stepDir string, env envelope.Envelope) string {
-	return a.envelopes.store(stepDir, env, true)
-}
 
 // listOf evaluates a for_each source to its list.
 func listOf(scope plan.Scope, src any) ([]any, error) {

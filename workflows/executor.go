@@ -127,9 +127,13 @@ func (e *executor) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOpt
 		HeartbeatTimeout:    hb,
 		WaitForCancellation: true,
 		Summary:             step.Summary,
+		// No list of non-retryable error types: RunTool marks each failure
+		// retryable or not itself (by its code, and whether the tool is
+		// idempotent), and the list went with every step's scheduling,
+		// stored and read by the server each time.
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: step.InitialInterval, BackoffCoefficient: step.Backoff, MaximumInterval: step.MaxInterval,
-			MaximumAttempts: int32(step.MaxAttempts), NonRetryableErrorTypes: caperr.NonRetryable(),
+			MaximumAttempts: int32(step.MaxAttempts),
 		},
 	}
 	return onHost(e.rr, opts)

@@ -221,7 +221,6 @@ func Main(args []string, stderr io.Writer) int {
 	log.Info("shutting down")
 	hw.Stop()
 	w.Stop()
-	activities.FlushEnvelopes(acts)
 	return 0
 }
 
