@@ -336,7 +336,6 @@ const EnvelopeSuffix = ".envelope.json"
 // is stepDir is kept.
 func envelopePath(stepDir string) string { return filepath.Clean(stepDir) + EnvelopeSuffix }
 
-
 // listOf evaluates a for_each source to its list.
 func listOf(scope plan.Scope, src any) ([]any, error) {
 	v, err := scope.Eval(src)
