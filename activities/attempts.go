@@ -32,16 +32,7 @@ type attemptRecord struct {
 
 // recordAttempt appends a failed attempt; best effort.
 func recordAttempt(stepDir string, r attemptRecord) {
-	if os.MkdirAll(stepDir, 0o755) != nil {
-		return
-	}
-	f, err := os.OpenFile(filepath.Join(stepDir, AttemptsFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	b, _ := json.Marshal(r)
-	_, _ = f.Write(append(b, '\n'))
+	_ = appendLine(stepDir, AttemptsFileName, r)
 }
 
 // attemptStory is the feedback event that tells the earlier attempts of

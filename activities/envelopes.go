@@ -33,30 +33,35 @@ type journalLine struct {
 }
 
 // appendJournal appends a step's envelope to the run's journal and
-// returns the journal's path ("" when it could not). One write a line,
-// with O_APPEND: lines of steps ending together, even in other worker
-// processes, never mix.
+// returns the journal's path ("" when it could not).
 func appendJournal(runDir, stepID string, env envelope.Envelope) string {
-	raw, err := json.Marshal(journalLine{Step: stepID, Envelope: env})
-	if err != nil || runDir == "" {
+	if runDir == "" || appendLine(runDir, JournalFile, journalLine{Step: stepID, Envelope: env}) != nil {
 		return ""
 	}
-	p := filepath.Join(runDir, JournalFile)
+	return filepath.Join(runDir, JournalFile)
+}
+
+// appendLine appends v as one JSON line to dir/name, making dir when it
+// is missing. One write a line, with O_APPEND: lines written at once, even
+// by other worker processes, never mix.
+func appendLine(dir, name string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, name)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(runDir, 0o755) == nil {
+	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
 		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return ""
+		return err
 	}
 	_, err = f.Write(append(raw, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return ""
-	}
-	return p
+	return err
 }
 
 // readJournal reads a run's journal: the last envelope of each step (a

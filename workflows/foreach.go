@@ -165,7 +165,7 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	var path string
 	f := s.runTool(cctx, step, opts, in, &path)
 	id := step.ID
-	s.awaitTool(s.sel, f, path == pathQueued, func(f workflow.Future) { s.completeItem(id, index, f) })
+	s.awaitTool(s.sel, f, &path, func(f workflow.Future) { s.completeItem(id, index, f) })
 }
 
 func (s *scheduler) completeItem(id string, index int, f workflow.Future) {

@@ -48,7 +48,6 @@ type inlineCall struct {
 	opts workflow.ActivityOptions
 	in   wfapi.RunToolInput
 	path *string
-	f    workflow.Future
 	set  workflow.Settable
 }
 
@@ -64,7 +63,7 @@ func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts wo
 	f, set := workflow.NewFuture(ctx)
 	*path = pathQueued
 	in.Host = s.rr.HostQueue // an inline command works in the run's folder, on its host
-	s.inlineQueue = append(s.inlineQueue, inlineCall{ctx: ctx, step: step, opts: opts, in: in, path: path, f: f, set: set})
+	s.inlineQueue = append(s.inlineQueue, inlineCall{ctx: ctx, step: step, opts: opts, in: in, path: path, set: set})
 	if len(s.inlineQueue) >= orDefault(s.rr.InlineBatch, wfapi.DefaultInlineBatch) {
 		// Evaluated now, so the task's budget (flushDue) sees them.
 		s.flushInline()
@@ -179,10 +178,11 @@ func (s *executor) declineInline(c inlineCall) {
 	})
 }
 
-// pendingInline is a queued inline step's future and what its driver does
-// when it ends.
+// pendingInline is a queued inline step's future, its path (pathQueued
+// while it waits for its batch) and what its driver does when it ends.
 type pendingInline struct {
 	f    workflow.Future
+	path *string
 	done func(workflow.Future)
 }
 
@@ -190,12 +190,12 @@ type pendingInline struct {
 // batch, keeps it for settle: a batch's results are then taken in the
 // order the steps started, all at once, without a selector's one event a
 // turn (a fan-out would otherwise make one batch a step).
-func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, queued bool, done func(workflow.Future)) {
-	if !queued {
+func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, path *string, done func(workflow.Future)) {
+	if *path != pathQueued {
 		sel.AddFuture(f, done)
 		return
 	}
-	s.pendingInline = append(s.pendingInline, pendingInline{f: f, done: done})
+	s.pendingInline = append(s.pendingInline, pendingInline{f: f, path: path, done: done})
 }
 
 // settle evaluates the queued inline steps (flushInline) and hands their
@@ -213,21 +213,11 @@ func (s *executor) settle(sel workflow.Selector) bool {
 		case p.f.IsReady():
 			p.done(p.f)
 			ran = true
-		case s.queued(p.f):
+		case *p.path == pathQueued:
 			s.pendingInline = append(s.pendingInline, p)
 		default:
 			sel.AddFuture(p.f, p.done)
 		}
 	}
 	return ran
-}
-
-// queued reports whether f is the future of a step still in the queue.
-func (s *executor) queued(f workflow.Future) bool {
-	for _, c := range s.inlineQueue {
-		if c.f == f {
-			return true
-		}
-	}
-	return false
 }

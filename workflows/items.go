@@ -73,7 +73,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		rin.Lineage = in.Lineage
 		var path string
 		f := x.runTool(cctx, in.Step, opts, rin, &path)
-		x.awaitTool(sel, f, path == pathQueued, func(f workflow.Future) {
+		x.awaitTool(sel, f, &path, func(f workflow.Future) {
 			running--
 			keep := size < maxBatchResult
 			o := itemOutcome(ctx, &x, in.Step, item.Index, f, stopped, keep)

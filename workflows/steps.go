@@ -54,7 +54,7 @@ func (s *scheduler) launch(st *stepState) {
 	f := s.runTool(cctx, step, opts, in, &st.path)
 	st.cancel, st.toolActive = cancel, true
 	id := step.ID
-	s.awaitTool(s.sel, f, st.path == pathQueued, func(f workflow.Future) { s.complete(id, f) })
+	s.awaitTool(s.sel, f, &st.path, func(f workflow.Future) { s.complete(id, f) })
 }
 
 // complete records a finished activity.

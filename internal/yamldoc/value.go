@@ -2,6 +2,7 @@ package yamldoc
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 
@@ -47,7 +48,7 @@ func (c *valueConverter) node(v any, depth int) (*Node, bool) {
 		return &Node{Kind: Null}, true
 	case map[string]any:
 		out := &Node{Kind: Map, Keys: make([]Key, 0, len(t))}
-		for _, k := range slices.Sorted(mapKeys(t)) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			n, ok := c.node(t[k], depth+1)
 			if !ok || c.err != nil {
 				return nil, ok
@@ -100,14 +101,4 @@ func scalarOf(v any) (*Node, bool) {
 		}
 	}
 	return nil, false
-}
-
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
