@@ -164,12 +164,24 @@ func (r *Run) Decide(ctx context.Context, updateID string, req DecideRequest) (*
 // DecisionUpdateID names: the same answer sent again (a retried request, a
 // second operator) is the same decision, never a second one. A step that
 // is not waiting is sent as is, for the run to refuse with its reason.
+//
+// A run that ended meanwhile (the first answer let it finish) refuses it
+// too, saying what the step's last decision was.
 func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer, error) {
 	updateID := ""
 	if p, err := r.Progress(ctx); err == nil {
 		updateID = p.DecisionUpdateID(req)
 	}
-	return r.Decide(ctx, updateID, req)
+	ans, err := r.Decide(ctx, updateID, req)
+	var refused *Refused
+	if errors.As(err, &refused) && refused.ended {
+		if p, perr := r.Progress(ctx); perr == nil {
+			if why := p.decided(req.Step); why != "" {
+				refused.Reason += "; " + why
+			}
+		}
+	}
+	return ans, err
 }
 
 // Cancel cancels the run: its tools are stopped, its report still written.
@@ -179,7 +191,10 @@ func (r *Run) Cancel(ctx context.Context) error {
 
 // Refused is a run-control request the run refused (its validator's
 // reason), or one sent to a run that has ended: nothing changed.
-type Refused struct{ Reason string }
+type Refused struct {
+	Reason string
+	ended  bool // the run had ended (or was ending) when the request came
+}
 
 func (e *Refused) Error() string { return "refused: " + e.Reason }
 
@@ -188,6 +203,15 @@ func (e *Refused) Error() string { return "refused: " + e.Reason }
 type NotFound struct{ What, ID string }
 
 func (e *NotFound) Error() string { return fmt.Sprintf("no %s %q", e.What, e.ID) }
+
+// runEnded reports whether the server refused an update because the run
+// had ended, or ended while the update waited to be handled (the server
+// says NotFound then, though the run is there).
+func runEnded(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "workflow execution already completed") ||
+		strings.Contains(msg, "aborted by closing workflow")
+}
 
 // notFound turns the server's NotFound into a *NotFound.
 func notFound(what, id string, err error) error {
@@ -213,8 +237,8 @@ func (r *Run) Update(ctx context.Context, name, updateID string, arg any) (*Cont
 		switch {
 		case errors.As(err, &app):
 			return nil, &Refused{Reason: app.Message()}
-		case strings.Contains(err.Error(), "workflow execution already completed"):
-			return nil, &Refused{Reason: fmt.Sprintf("run %s has ended", r.ID)}
+		case runEnded(err):
+			return nil, &Refused{Reason: fmt.Sprintf("run %s has ended", r.ID), ended: true}
 		}
 		if err = notFound("run", r.ID, err); errors.As(err, new(*NotFound)) {
 			return nil, err

@@ -136,6 +136,17 @@ func DecisionID(waitID string, req DecideRequest) string {
 	return fmt.Sprintf("decide/%s/%s", waitID, req.Action)
 }
 
+// decided says what a step that no longer waits was last decided, the
+// way the run refuses a decision for it ("" when nothing was).
+func (r *Result) decided(step string) string {
+	for _, s := range r.Steps {
+		if s.ID == step && s.Waiting == nil && len(s.Decisions) > 0 {
+			return fmt.Sprintf("step %s is %s, not waiting; already decided: %s", step, s.Status, s.Decisions[len(s.Decisions)-1])
+		}
+	}
+	return ""
+}
+
 // DecisionUpdateID is the update ID of a decision on this run as its
 // progress shows it: the wait the step is in ("" when it waits for
 // nothing: the run then refuses the decision, saying what was decided).

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"go.temporal.io/api/serviceerror"
 )
 
 // A service importing client (or written on it alone, e2e/otherservice)
@@ -56,6 +58,30 @@ func TestDecisionUpdateID(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A run that ended as a decision came (the first answer let it finish)
+// refuses it the way a running one would, saying what was decided; the
+// server calls such a run NotFound, though it is there.
+func TestEndedRunRefusesWhatWasDecided(t *testing.T) {
+	answered := Result{Steps: []StepResult{{ID: "gate", Status: StepSucceeded, Decisions: []Decision{
+		{Action: ActionApprove, By: "svc", At: "t1"}}}}}
+	if got, want := answered.decided("gate"), "step gate is succeeded, not waiting; already decided: approved by svc at t1"; got != want {
+		t.Errorf("decided: %q, want %q", got, want)
+	}
+	if got := answered.decided("nope"); got != "" {
+		t.Errorf("no such step: %q", got)
+	}
+	for msg, want := range map[string]bool{
+		"workflow execution already completed":            true,
+		"workflow update was aborted by closing workflow": true,
+		"workflow not found for ID: x":                    false,
+		"context deadline exceeded":                       false,
+	} {
+		if got := runEnded(serviceerror.NewNotFound(msg)); got != want {
+			t.Errorf("runEnded(%q) = %v", msg, got)
+		}
 	}
 }
 
