@@ -115,7 +115,7 @@ func TestRunControl(t *testing.T) {
 	if !strings.Contains(string(md), "retried by bob") || !strings.Contains(string(md), "approved by alice") {
 		t.Fatalf("the report does not tell the decisions:\n%s", md)
 	}
-	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 2 || !strings.Contains(env.Message, "ended") {
+	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 2 || !strings.Contains(env.Message, "refused: run "+id+" has ended; step gate is succeeded, not waiting; already decided: approved by alice") {
 		t.Fatalf("approve after the end: exit %d %s", code, env.Message)
 	}
 	// runs lists it (visibility is eventually consistent).

@@ -100,27 +100,25 @@ func operator(by string) string {
 	return "unknown"
 }
 
-// decide sends a decision. Its update ID names the wait it answers
-// (capflowclient.DecisionUpdateID), so a repeated call (a retried
-// command) is the same decision, never a second.
+// decide sends a decision under the update ID that names the wait it
+// answers (capflowclient.Run.DecideOnce), so a repeated call (a retried
+// command, a second operator) is the same decision, never a second.
 func (a *App) decide(cid, id string, req wfapi.DecideRequest) error {
-	updateID := ""
 	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-		if p, err := tc.Get(id).Progress(ctx); err == nil {
-			updateID = p.DecisionUpdateID(req)
-		}
-		return a.sendUpdate(ctx, cfg, tc, cid, id, wfapi.UpdateDecide, updateID, req)
+		ans, err := tc.Get(id).DecideOnce(ctx, req)
+		return a.answered(cfg, cid, id, ans, err)
 	})
 }
 
 func (a *App) control(cid, id, name, updateID string, arg any) error {
 	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-		return a.sendUpdate(ctx, cfg, tc, cid, id, name, updateID, arg)
+		ans, err := tc.Get(id).Update(ctx, name, updateID, arg)
+		return a.answered(cfg, cid, id, ans, err)
 	})
 }
 
-func (a *App) sendUpdate(ctx context.Context, cfg *config.Config, tc *capflowclient.Client, cid, id, name, updateID string, arg any) error {
-	ans, err := tc.Get(id).Update(ctx, name, updateID, arg)
+// answered sets the envelope of a run-control request's answer.
+func (a *App) answered(cfg *config.Config, cid, id string, ans *capflowclient.ControlAnswer, err error) error {
 	if err != nil {
 		return updateError(id, err)
 	}
