@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -189,7 +190,7 @@ func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {
 		}
 		return out
 	case *kind.Type:
-		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)}}
+		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k))}}
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
@@ -206,6 +207,21 @@ func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {
 		return []Violation{{Path: loc, Message: "is not allowed here"}}
 	}
 	return []Violation{{Path: loc, Message: e.ErrorKind.LocalizedString(printer)}}
+}
+
+// quoteHint explains a text written as a YAML boolean or number, the
+// usual cause of "must be string" (name: true, version: 1.0).
+func quoteHint(k *kind.Type) string {
+	if !slices.Contains(k.Want, "string") {
+		return ""
+	}
+	switch k.Got {
+	case "boolean":
+		return " (unquoted true and false are booleans in YAML: quote it to keep it text)"
+	case "number", "integer":
+		return " (an unquoted number is a number in YAML, 1.0 becomes 1: quote it to keep it text)"
+	}
+	return ""
 }
 
 // propertyNames reads the "properties" keys of the schema object that

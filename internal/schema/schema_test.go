@@ -10,7 +10,7 @@ import (
 func TestManifestSchemaViolations(t *testing.T) {
 	s := Embedded("tool-manifest.schema.json", schemas.Must("tool-manifest.schema.json"))
 	inst := map[string]any{
-		"name": "Bad Name", "version": "1.0.0", "description": "d",
+		"name": "Bad Name", "version": float64(1), "description": true,
 		"capabilites":  []any{"x.y"},
 		"entrypoint":   map[string]any{"type": "shell", "comand": []any{"a"}},
 		"capabilities": []any{"Video.Convert"},
@@ -26,6 +26,9 @@ func TestManifestSchemaViolations(t *testing.T) {
 		`entrypoint/comand: unknown field "comand" (did you mean "command"?)`,
 		`entrypoint/type: must be one of command, http, builtin, mcp, not "shell"`,
 		`priority: must be integer, not string`,
+		// version: 1.0 and description: true as YAML reads them.
+		`version: must be string, not number (an unquoted number is a number in YAML, 1.0 becomes 1: quote it to keep it text)`,
+		`description: must be string, not boolean (unquoted true and false are booleans in YAML: quote it to keep it text)`,
 		`capabilities/0: `,
 		`name: `,
 	} {
