@@ -57,8 +57,19 @@ wait_port() { # name port seconds
   return 1
 }
 
+# port_free refuses to start NAME on a port something already listens on
+# (wait_port would take that for NAME being up): typically one left
+# running by an earlier cluster whose state folder was removed.
+port_free() { # name port variable
+  if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then
+    echo "port $2 (for $1) is taken: is a $1 from an earlier cluster still running? stop it, or set $3" >&2
+    exit 1
+  fi
+}
+
 start_postgres() {
   local pg; pg=$(pg_bin)
+  port_free postgres "$PG_PORT" CLUSTER_PG_PORT
   if [ "$(id -u)" = 0 ]; then
     chmod 755 "$STATE"
     runuser -u postgres -- test -x "$STATE" ||
@@ -106,6 +117,7 @@ setup_schema() {
 }
 
 start_server() {
+  port_free server "$PORT" CLUSTER_TEMPORAL_PORT
   db_env
   # No authorizer, as the image runs by default: the frontend listens on
   # loopback only (docs/deployment.md says how to add one).
@@ -126,6 +138,7 @@ setup_namespace() {
 }
 
 start_ui() {
+  port_free ui "$UI_PORT" CLUSTER_UI_PORT
   # The image's configuration (config/docker.yaml, from the same variables).
   TEMPORAL_ADDRESS=127.0.0.1:$PORT TEMPORAL_UI_PORT=$UI_PORT \
     "$BIN/temporal-ui-server" --root "$BIN/temporal-ui" --env docker start >>"$LOGS/ui.log" 2>&1 &
