@@ -141,7 +141,7 @@ func TestRunControl(t *testing.T) {
 // rerun: what succeeded, with the same tool and inputs, is reused (no
 // tool runs); --from runs that step and what follows again.
 func TestRerunReusesWhatSucceeded(t *testing.T) {
-	logFile := h.logPath("rerun.log")
+	logFile := h.freshLog("rerun.log")
 	_ = os.Remove(logFile)
 	var plan strings.Builder
 	plan.WriteString("name: rerun\nsteps:\n")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func (l attemptLog) startsAfterFinish(step string) (starts, after int) {
 // One run survives five SIGKILLs of its worker, each in the middle of a
 // step: every step completes, and no step that finished is ever run again.
 func TestRunSurvivesFiveWorkerKills(t *testing.T) {
-	log := h.logPath("five-kills.log")
+	log := h.freshLog("five-kills.log")
 	var b strings.Builder
 	b.WriteString("name: five-kills\nsteps:\n")
 	for i := 1; i <= 6; i++ {
@@ -120,7 +121,7 @@ func TestRunSurvivesFiveWorkerKills(t *testing.T) {
 // dies mid-step the step fails (the heartbeat times out) instead of being
 // retried on another worker.
 func TestNonIdempotentToolNeverStartsTwice(t *testing.T) {
-	log := h.logPath("once.log")
+	log := h.freshLog("once.log")
 	id := startDetached(t, h.writePlan(t, "once", `name: once
 steps:
   - {id: charge, capability: test.once, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 4, log: "`+log+`"}}
@@ -151,7 +152,7 @@ steps:
 // run completes, and the step that was running when it stopped is not
 // lost.
 func TestServerRestartMidRun(t *testing.T) {
-	log := h.logPath("restart.log")
+	log := h.freshLog("restart.log")
 	id := startDetached(t, h.writePlan(t, "restart", `name: restart
 steps:
   - {id: before, capability: test.slow, with: {seconds: 3, log: "`+log+`"}}
@@ -216,6 +217,17 @@ steps:
 }
 
 // waitFile waits (at most a minute) until a file exists.
+// waitLine waits until a file (a test tool's log) has a line.
+func waitLine(t *testing.T, path, line string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && slices.Contains(strings.Split(string(b), "\n"), line) {
+			return
+		}
+	}
+	t.Fatalf("%s never said %q", path, line)
+}
+
 func waitFile(t *testing.T, path string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

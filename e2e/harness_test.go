@@ -261,6 +261,14 @@ func (h *harness) logPath(name string) string {
 	return filepath.Join(dir, name)
 }
 
+// freshLog is logPath with no earlier test's lines (-count=N runs the
+// same test again in the same project).
+func (h *harness) freshLog(name string) string {
+	p := h.logPath(name)
+	_ = os.Remove(p)
+	return p
+}
+
 // capflow runs the CLI binary against the test project.
 func (h *harness) capflow(t *testing.T, args ...string) (int, envelope.Envelope, string) {
 	t.Helper()

@@ -152,8 +152,14 @@ steps:
 `)
 	id := startDetachedAt(t, dir, env, killed)
 	waitStepRunning(t, id, "long")
-	time.Sleep(1500 * time.Millisecond)
-	if out, err := exec.Command("pkill", "-KILL", "-f", filepath.Join(h.repo, "testdata", "mcp-servers")+".*everything").CombinedOutput(); err != nil {
+	// The server starts with the step's call (node takes its time on a
+	// loaded machine): kill it a second into the call.
+	server := filepath.Join(h.repo, "testdata", "mcp-servers") + ".*everything"
+	for deadline := time.Now().Add(30 * time.Second); exec.Command("pgrep", "-f", server).Run() != nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if out, err := exec.Command("pkill", "-KILL", "-f", server).CombinedOutput(); err != nil {
 		t.Fatalf("pkill: %v %s", err, out)
 	}
 	code, r, stderr = capflow("status", id, "--follow")

@@ -102,7 +102,7 @@ func TestClusterPostgresRestart(t *testing.T) {
 	if !onCluster() {
 		t.Skip("needs make cluster-test's PostgreSQL (this run uses the dev server)")
 	}
-	log := h.logPath("pg-restart.log")
+	log := h.freshLog("pg-restart.log")
 	id := startDetached(t, h.writePlan(t, "pg-restart", `name: pg-restart
 steps:
   - {id: a, capability: test.slow, with: {seconds: 4, log: "`+log+`"}}

@@ -117,7 +117,7 @@ steps:
 // A step that was running at the reset point is sent out again by the
 // server, with its original input: it is refused all the same.
 func TestAResetDoesNotRerunARunningNonIdempotentStep(t *testing.T) {
-	log := h.logPath("reset-running.log")
+	log := h.freshLog("reset-running.log")
 	plan := h.writePlan(t, "reset-running", fmt.Sprintf(`name: reset-running
 steps:
   - {id: a, capability: test.noop}

@@ -124,7 +124,10 @@ func markerGone(t *testing.T, markerFile string) {
 func TestFailFastStopsSiblings(t *testing.T) {
 	p := h.writePlan(t, "failfast", `name: failfast
 steps:
-  - {id: bad, capability: test.soft_fail}
+  # bad fails once hanging's tool has had time to start (and write the
+  # marker the test looks for).
+  - {id: head-start, capability: test.slow, with: {seconds: 2}}
+  - {id: bad, capability: test.soft_fail, needs: [head-start]}
   - {id: hanging, capability: test.hang, timeout: 5m}
   - {id: after, capability: test.noop, needs: [hanging]}
 `)
@@ -230,7 +233,7 @@ func waitStep(t *testing.T, id, step, what string, want func(wfapi.StepState) bo
 }
 
 func TestWorkerKilledMidRunResumes(t *testing.T) {
-	log := h.logPath("kill.log")
+	log := h.freshLog("kill.log")
 	p := h.writePlan(t, "kill", `name: kill
 steps:
   - {id: first, capability: test.slow, with: {seconds: 1, log: "`+log+`"}}
@@ -244,8 +247,7 @@ steps:
 	if code != 0 || id == "" {
 		t.Fatalf("detach: exit %d %s", code, env.Message)
 	}
-	waitStepRunning(t, id, "middle")
-	time.Sleep(1500 * time.Millisecond)
+	waitLine(t, log, "attempt 1 middle")
 	h.killWorker()
 	if err := h.startWorker(); err != nil {
 		t.Fatal(err)
@@ -287,6 +289,8 @@ steps:
 		t.Fatal(env.Message)
 	}
 	waitStepRunning(t, id, "hanging")
+	// Running is scheduled: cancel once the tool has started.
+	waitFile(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/marker"))
 	code, env, _ = h.capflow(t, "cancel", id)
 	var r runResult
 	data(t, env, &r)

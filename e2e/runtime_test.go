@@ -236,7 +236,7 @@ steps:
   - id: wait
     capability: test.slow
     needs: [pack]
-    with: {seconds: 8}
+    with: {seconds: 12}
   - id: unpack
     capability: archive.extract
     needs: [wait]
@@ -269,17 +269,15 @@ outputs:
 			id := fmt.Sprintf("r%d-held-%d", round, i)
 			held = append(held, startRun(id))
 		}
+		// Every held run is mid-run (its files made, its wait running) when
+		// its host dies: its 12 s wait outlasts starting the survivor and
+		// three runs, even on a loaded machine.
 		for _, wf := range held {
-			waitStepStarted(t, wf, "render")
+			waitStepRunning(t, wf, "wait")
 		}
 		other := start(survivor)
 		for i := 0; i < 3; i++ {
 			runs = append(runs, startRun(fmt.Sprintf("r%d-spread-%d", round, i)))
-		}
-		// Every held run is mid-run (its files made, its wait running) when
-		// its host dies.
-		for _, wf := range held {
-			waitStepRunning(t, wf, "wait")
 		}
 		h.kill(victim)
 

@@ -272,8 +272,7 @@ steps:
 `, log)), 0o644)
 	// Started from the untraced project: no parent span in the header.
 	id := startDetachedAt(t, h.project, env[:1], plan)
-	waitStepRunning(t, id, "middle")
-	time.Sleep(1500 * time.Millisecond)
+	waitLine(t, log, "attempt 1 middle")
 	h.kill(first)
 	workerAt(t, dir, env...)
 	res := waitResult(t, id, 2*time.Minute)
