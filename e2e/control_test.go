@@ -81,15 +81,18 @@ func TestRunControl(t *testing.T) {
 		t.Fatalf("retry: exit %d %s", code, env.Message)
 	}
 	// read succeeds; gate is ready but the run is paused: it does not start.
-	p := waitProgress(t, id, "read succeeded", func(p *wfapi.Result) bool { return stepOf(p, "read").Status == wfapi.StepSucceeded })
+	waitProgress(t, id, "read succeeded", func(p *wfapi.Result) bool { return stepOf(p, "read").Status == wfapi.StepSucceeded })
 	time.Sleep(time.Second)
-	if code, env, _ := h.capflow(t, "status", id); code != 0 || p.Status != wfapi.StatusPaused || stepOf(p, "gate").Status != wfapi.StepPending {
-		t.Fatalf("while paused: exit %d %s; gate %s (%s)", code, p.Status, stepOf(p, "gate").Status, env.Message)
+	code, env, _ := h.capflow(t, "status", id)
+	var paused runResult
+	data(t, env, &paused)
+	if code != 0 || paused.Status != "paused" || paused.step(t, "gate").Status != "pending" {
+		t.Fatalf("a second after read, while paused: exit %d %s; gate %s (%s)", code, paused.Status, paused.step(t, "gate").Status, env.Message)
 	}
 	if code, env, _ := h.capflow(t, "resume", id); code != 0 {
 		t.Fatalf("resume: exit %d %s", code, env.Message)
 	}
-	p = waitProgress(t, id, "gate waiting", func(p *wfapi.Result) bool { return stepOf(p, "gate").Status == wfapi.StepWaiting })
+	p := waitProgress(t, id, "gate waiting", func(p *wfapi.Result) bool { return stepOf(p, "gate").Status == wfapi.StepWaiting })
 	if w := stepOf(p, "gate").Waiting; w == nil || w.Prompt != "Ship it?" {
 		t.Fatalf("gate waits for %+v", w)
 	}
