@@ -55,6 +55,10 @@ type Activities struct {
 	Heartbeats Heartbeater
 	// Tracer records each attempt of a step as a span (nil: not traced).
 	Tracer trace.Tracer
+	// InlineStepTime bounds one inline evaluation (0:
+	// wfapi.InlineStepTime); tests of what inline steps do, not of the
+	// bound, give it room on a loaded machine.
+	InlineStepTime time.Duration
 
 	mu         sync.Mutex
 	stepsCache *stepsCache

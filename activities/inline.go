@@ -91,7 +91,7 @@ func (a *Activities) inline(in wfapi.RunToolInput, wc wfapi.InlineContext) (wfap
 		if !builtin.Pure(m.Entrypoint.Name, inputs) {
 			return wfapi.RunToolResult{}, false
 		}
-		env = a.Runner.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Attempt: 1, Budget: wfapi.InlineStepTime})
+		env = a.Runner.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Attempt: 1, Budget: a.inlineStepTime()})
 	case manifest.EntryCommand:
 		if env, ok = a.inlineCommand(in, wc, m, inputs); !ok {
 			return wfapi.RunToolResult{}, false
@@ -105,6 +105,14 @@ func (a *Activities) inline(in wfapi.RunToolInput, wc wfapi.InlineContext) (wfap
 	rawIn, _ := json.Marshal(inputs)
 	sum := sha256.Sum256(rawIn)
 	return wfapi.RunToolResult{Envelope: env, Attempt: 1, InputsSHA256: hex.EncodeToString(sum[:])}, true
+}
+
+// inlineStepTime bounds one inline evaluation.
+func (a *Activities) inlineStepTime() time.Duration {
+	if a.InlineStepTime > 0 {
+		return a.InlineStepTime
+	}
+	return wfapi.InlineStepTime
 }
 
 // inlineInputs evaluates a step's with from the values it carries; ok is
@@ -151,7 +159,7 @@ func (a *Activities) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext
 	env := a.Runner.Run(context.Background(), toolrun.Request{
 		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: 1,
 		Root: a.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
-		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: wfapi.InlineStepTime,
+		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: a.inlineStepTime(),
 	})
 	return env, true
 }
