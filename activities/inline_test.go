@@ -15,7 +15,8 @@ import (
 // it leaves to the local activity.
 func TestInline(t *testing.T) {
 	a, _ := newActivities(t)
-	a.InlineStepTime = 10 * time.Second // what is evaluated inline, not how fast (the race detector, a loaded machine)
+	// What is evaluated inline, not how fast (the race detector, a loaded machine).
+	a.InlineStepTime = 10 * time.Second
 	builtin.Prepare() // a jq child ready, as a worker readies one when it starts
 	e := env(a)
 	plan := map[string]any{"name": "p", "steps": []any{

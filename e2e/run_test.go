@@ -206,13 +206,6 @@ func waitStepRunning(t *testing.T, id, step string) {
 	waitStep(t, id, step, "running", func(s wfapi.StepState) bool { return s == wfapi.StepRunning })
 }
 
-// waitStepStarted waits until a step runs or has ended: the run was
-// resolved and its host chosen.
-func waitStepStarted(t *testing.T, id, step string) {
-	t.Helper()
-	waitStep(t, id, step, "started", func(s wfapi.StepState) bool { return s != wfapi.StepPending && s != "" })
-}
-
 // waitStep polls a run's progress query until a step's state is what
 // want accepts (at most a minute).
 func waitStep(t *testing.T, id, step, what string, want func(wfapi.StepState) bool) {
