@@ -272,7 +272,14 @@ steps:
 `, log)), 0o644)
 	// Started from the untraced project: no parent span in the header.
 	id := startDetachedAt(t, h.project, env[:1], plan)
+	// Killed once middle's tool runs and what the worker traced before it
+	// was exported (OTEL_BSP_SCHEDULE_DELAY is 100 ms here: spans that
+	// ended less than that before a SIGKILL are lost, docs/observability.md).
 	waitLine(t, log, "attempt 1 middle")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(c.names(), "/first") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
 	h.kill(first)
 	workerAt(t, dir, env...)
 	res := waitResult(t, id, 2*time.Minute)
