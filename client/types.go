@@ -42,6 +42,10 @@ const (
 	StatusCancelled       RunStatus = "cancelled"
 )
 
+// RunStatuses are every run status, in the order a run meets them.
+var RunStatuses = []RunStatus{StatusResolving, StatusRunning, StatusPaused, StatusPassed, StatusFailed,
+	StatusPartialComplete, StatusBlockedByPolicy, StatusInvalid, StatusCancelled}
+
 // Ended reports whether a run with this status is over.
 func (s RunStatus) Ended() bool {
 	return s != StatusResolving && s != StatusRunning && s != StatusPaused
@@ -174,10 +178,12 @@ type Decision struct {
 
 // String is the decision as the report tells it.
 func (d Decision) String() string {
-	s := fmt.Sprintf("%sd by %s at %s", d.Action, d.By, d.At)
-	if d.Action == ActionRetry || d.Action == ActionSkip || d.Action == ActionFail {
-		s = fmt.Sprintf("%s by %s at %s", map[Action]string{ActionRetry: "retried", ActionSkip: "skipped", ActionFail: "failed"}[d.Action], d.By, d.At)
+	done, ok := map[Action]string{ActionApprove: "approved", ActionReject: "rejected",
+		ActionRetry: "retried", ActionSkip: "skipped", ActionFail: "failed"}[d.Action]
+	if !ok {
+		done = string(d.Action)
 	}
+	s := fmt.Sprintf("%s by %s at %s", done, d.By, d.At)
 	if d.Before != "" {
 		s = d.Before + " → " + s
 	}

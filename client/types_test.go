@@ -85,6 +85,15 @@ func TestEndedRunRefusesWhatWasDecided(t *testing.T) {
 	}
 }
 
+func TestDecisionString(t *testing.T) {
+	for a, want := range map[Action]string{ActionApprove: "approved by a at t", ActionReject: "rejected by a at t",
+		ActionRetry: "retried by a at t", ActionSkip: "skipped by a at t", ActionFail: "failed by a at t"} {
+		if got := (Decision{Action: a, By: "a", At: "t"}).String(); got != want {
+			t.Errorf("%s: %q, want %q", a, got, want)
+		}
+	}
+}
+
 func TestStatuses(t *testing.T) {
 	for _, s := range []RunStatus{StatusResolving, StatusRunning, StatusPaused} {
 		if s.Ended() {
@@ -95,6 +104,15 @@ func TestStatuses(t *testing.T) {
 		if !s.Ended() {
 			t.Errorf("%s not ended", s)
 		}
+	}
+	ended := 0
+	for _, s := range RunStatuses {
+		if s.Ended() {
+			ended++
+		}
+	}
+	if len(RunStatuses) != 9 || ended != 6 {
+		t.Errorf("RunStatuses: %v", RunStatuses)
 	}
 	if StepWaiting.Terminal() || !StepBlocked.Terminal() {
 		t.Error("terminal states")

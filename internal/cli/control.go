@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/runctl"
+	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -139,8 +142,15 @@ func (a *App) runsCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use: "runs", Short: "Recent runs, newest first, from Temporal visibility (--status, --plan, --schedule, --limit)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if status != "" && !slices.Contains(capflowclient.RunStatuses, capflowclient.RunStatus(status)) {
+				known := make([]string, len(capflowclient.RunStatuses))
+				for i, s := range capflowclient.RunStatuses {
+					known[i] = string(s)
+				}
+				return caperr.New(caperr.InvalidInput, "%q is not a run status (%s)%s", status, strings.Join(known, ", "), suggest.Phrase(status, known)).At("", 0, 0, "--status")
+			}
 			if limit < 1 || limit > 1000 {
-				return caperr.New(caperr.InvalidInput, "--limit %d is not between 1 and 1000", limit).At("", 0, 0, "--limit")
+				return caperr.New(caperr.InvalidInput, "%d is not between 1 and 1000", limit).At("", 0, 0, "--limit")
 			}
 			where, err := capflowclient.Where(map[string]string{
 				capflowclient.SearchAttrStatus: status, capflowclient.SearchAttrPlan: planName, capflowclient.SearchAttrSchedule: schedule})
@@ -168,7 +178,7 @@ func (a *App) runsCommand() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().StringVar(&status, "status", "", "only runs in this status (running, paused, passed, failed, ...)")
+	c.Flags().StringVar(&status, "status", "", "only runs in this status (running, paused, passed, failed, cancelled, ...)")
 	c.Flags().StringVar(&planName, "plan", "", "only runs of this plan")
 	c.Flags().StringVar(&schedule, "schedule", "", "only runs started by this schedule")
 	c.Flags().IntVar(&limit, "limit", 20, "at most this many runs")

@@ -101,7 +101,7 @@ func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.St
 			line += " (cached result of " + s.CachedFrom + ", no tool ran)"
 		}
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
-			line += fmt.Sprintf(": %s (answer: capflow %s %s %s)", s.Waiting.Prompt, answerVerb(s.Waiting), p.WorkflowID, s.ID)
+			line += fmt.Sprintf(": %s (answer: %s)", s.Waiting.Prompt, answerCommand(s.Waiting, p.WorkflowID, s.ID))
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
 			line += ": " + s.Reason
 		}
@@ -118,12 +118,12 @@ func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.St
 	}
 }
 
-// answerVerb is the command that answers a wait.
-func answerVerb(w *wfapi.Wait) string {
+// answerCommand is the command that answers a wait.
+func answerCommand(w *wfapi.Wait, run, step string) string {
 	if w.Kind == wfapi.WaitApproval {
-		return "approve|approve --reject"
+		return fmt.Sprintf("capflow approve %s %s, or capflow approve --reject %s %s", run, step, run, step)
 	}
-	return "retry|skip|fail"
+	return fmt.Sprintf("capflow retry %s %s, or skip or fail instead of retry", run, step)
 }
 
 // printLive prints what running steps say (their latest feedback event,

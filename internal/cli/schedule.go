@@ -57,10 +57,10 @@ func (a *App) scheduleCreate() *cobra.Command {
 				return caperr.New(caperr.InvalidInput, "give exactly one of --cron EXPR or --every DURATION").At("", 0, 0, "--cron")
 			}
 			if every < 0 || (every > 0 && every < time.Second) {
-				return caperr.New(caperr.InvalidInput, "--every %s: at least 1s", every).At("", 0, 0, "--every")
+				return caperr.New(caperr.InvalidInput, "%s is less than 1s", every).At("", 0, 0, "--every")
 			}
 			if !slices.Contains(capflowclient.OverlapPolicies(), overlap) {
-				return caperr.New(caperr.InvalidInput, "--overlap %q: one of %s", overlap, strings.Join(capflowclient.OverlapPolicies(), ", ")).At("", 0, 0, "--overlap")
+				return caperr.New(caperr.InvalidInput, "%q is not one of %s", overlap, strings.Join(capflowclient.OverlapPolicies(), ", ")).At("", 0, 0, "--overlap")
 			}
 			// The same checks as `plan check`: a schedule of a plan that
 			// cannot run would only fail on every tick.

@@ -93,7 +93,7 @@ func CheckTimeout(timeout string) error {
 		return nil
 	}
 	if d, err := time.ParseDuration(timeout); err != nil || d <= 0 {
-		return caperr.New(caperr.InvalidInput, "--timeout %q is not a positive duration like 30s or 5m", timeout).At("", 0, 0, "--timeout")
+		return caperr.New(caperr.InvalidInput, "%q is not a positive duration like 30s or 5m", timeout).At("", 0, 0, "--timeout")
 	}
 	return nil
 }
