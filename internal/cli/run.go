@@ -277,7 +277,11 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if mark == "" {
 		mark = "✗"
 	}
-	fmt.Fprintf(w, "%s %s %s: %s\n", mark, res.Plan, res.Status, res.Message)
+	head := fmt.Sprintf("%s %s %s", mark, res.Plan, res.Status)
+	if res.Message != "" {
+		head += ": " + res.Message
+	}
+	fmt.Fprintln(w, head)
 	if len(res.Steps) > 0 {
 		var rows [][]string
 		for _, s := range res.Steps {

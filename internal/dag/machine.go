@@ -150,7 +150,8 @@ func (m *Machine) move(n *node, to State, reason string, code caperr.Code) bool 
 	m.count[from]--
 	m.count[to]++
 	n.state = to
-	if reason != "" {
+	// A wait's reason ("waiting for approval: ...") ends with the wait.
+	if reason != "" || from == Waiting {
 		n.reason = reason
 	}
 	m.fx.Moved(Transition{ID: n.step.ID, From: from, To: to, Reason: reason, Code: code})

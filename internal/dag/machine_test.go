@@ -333,3 +333,24 @@ func TestTransitions(t *testing.T) {
 		}
 	}
 }
+
+// A wait's reason goes with the wait: an approved step does not still say
+// what it waited for; one failed from its wait says why.
+func TestAWaitsReasonEndsWithIt(t *testing.T) {
+	m := New([]Step{dep("a"), dep("b")}, plan.ContinueAll, &recorder{})
+	m.Examine(m.IDs()...)
+	startReady(m)
+	m.Wait("a", "waiting for approval: ship?")
+	m.Wait("b", "waiting for approval: ship?")
+	if got := m.Reason("a"); got != "waiting for approval: ship?" {
+		t.Errorf("while waiting: %q", got)
+	}
+	m.End("a", Succeeded, "", "", "")
+	m.End("b", Failed, caperr.Rejected, "", "rejected by bob")
+	if got := m.Reason("a"); got != "" {
+		t.Errorf("approved, its reason is %q", got)
+	}
+	if got := m.Reason("b"); got != "rejected by bob" {
+		t.Errorf("rejected, its reason is %q", got)
+	}
+}

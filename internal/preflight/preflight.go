@@ -8,6 +8,7 @@ package preflight
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -194,7 +195,7 @@ func Check(req Request) *Report {
 			caps = append(caps, g.StepID+" ("+g.MissingCapability+": "+g.Reason+")")
 		}
 		sort.Strings(caps)
-		r.Message = fmt.Sprintf("%d of %d steps are not covered: %v", len(r.Gaps), len(p.Steps), caps)
+		r.Message = fmt.Sprintf("%d of %d steps are not covered: %s", len(r.Gaps), len(p.Steps), strings.Join(caps, "; "))
 	default:
 		r.Status = Ready
 		r.Message = fmt.Sprintf("ready: %d steps resolved", len(p.Steps))
