@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -74,20 +73,29 @@ func readJournal(path string, want map[string]bool) map[string]*envelope.Envelop
 		return out
 	}
 	defer f.Close()
+	// Only the last line of each wanted step is decoded whole.
+	last := map[string][]byte{}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			var l journalLine
-			if json.Unmarshal(line, &l) == nil && want[l.Step] {
-				env := l.Envelope
-				out[l.Step] = &env
-			}
+		var head struct {
+			Step     string          `json:"step"`
+			Envelope json.RawMessage `json:"envelope"`
 		}
-		if err == io.EOF || err != nil {
-			return out
+		if len(line) > 0 && json.Unmarshal(line, &head) == nil && want[head.Step] {
+			last[head.Step] = head.Envelope
+		}
+		if err != nil {
+			break
 		}
 	}
+	for step, raw := range last {
+		var env envelope.Envelope
+		if json.Unmarshal(raw, &env) == nil {
+			out[step] = &env
+		}
+	}
+	return out
 }
 
 // storeEnvelope writes a step's envelope into a file of its own beside

@@ -54,7 +54,6 @@ func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineCont
 		}
 		b.Outcomes = append(b.Outcomes, o)
 	}
-	b.Stop = b.Stop || (len(b.Outcomes) < len(calls) && (time.Since(start) >= wc.Time || size >= wc.Bytes))
 	b.Elapsed = time.Since(start)
 	return b
 }

@@ -70,7 +70,10 @@ type StepResult struct {
 	DataFile   string    `json:"data_file,omitempty"`
 	DataSHA256 string    `json:"data_sha256,omitempty"`
 	Envelope   *Envelope `json:"envelope,omitempty"`
-	// EnvelopeFile: the envelope as stored in the step's folder.
+	// EnvelopeFile: where the step's whole envelope is stored: the run's
+	// journal (envelopes.jsonl, a JSON line {step, envelope} a step; the
+	// step's last line is its envelope), or for a cut or failed envelope
+	// <run>/steps/<id>.envelope.json.
 	EnvelopeFile string `json:"envelope_file,omitempty"`
 	// JoinNote says how an any/quorum join was met ("quorum: 3/4 (75%)
 	// met, continuing").

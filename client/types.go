@@ -145,10 +145,20 @@ func DecisionID(waitID string, req DecideRequest) string {
 func (r *Result) decided(step string) string {
 	for _, s := range r.Steps {
 		if s.ID == step && s.Waiting == nil && len(s.Decisions) > 0 {
-			return fmt.Sprintf("step %s is %s, not waiting; already decided: %s", step, s.Status, s.Decisions[len(s.Decisions)-1])
+			return NotWaiting(step, s.Status, s.Decisions)
 		}
 	}
 	return ""
+}
+
+// NotWaiting is why a decision for a step that does not wait is refused:
+// its state, and its last decision if it had one.
+func NotWaiting(step string, status StepState, decisions []Decision) string {
+	why := fmt.Sprintf("step %s is %s, not waiting", step, status)
+	if n := len(decisions); n > 0 {
+		why += "; already decided: " + decisions[n-1].String()
+	}
+	return why
 }
 
 // DecisionUpdateID is the update ID of a decision on this run as its

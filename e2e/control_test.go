@@ -145,7 +145,6 @@ func TestRunControl(t *testing.T) {
 // tool runs); --from runs that step and what follows again.
 func TestRerunReusesWhatSucceeded(t *testing.T) {
 	logFile := h.freshLog("rerun.log")
-	_ = os.Remove(logFile)
 	var plan strings.Builder
 	plan.WriteString("name: rerun\nsteps:\n")
 	for i, id := range []string{"one", "two", "three"} {

@@ -216,7 +216,6 @@ steps:
 	recordHistory(t, id, "cancel-grace")
 }
 
-// waitFile waits (at most a minute) until a file exists.
 // waitLine waits until a file (a test tool's log) has a line.
 func waitLine(t *testing.T, path, line string) {
 	t.Helper()
@@ -228,6 +227,7 @@ func waitLine(t *testing.T, path, line string) {
 	t.Fatalf("%s never said %q", path, line)
 }
 
+// waitFile waits (at most a minute) until a file exists.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

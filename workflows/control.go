@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
@@ -115,11 +116,7 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 	case strings.TrimSpace(req.By) == "":
 		return errors.New("a decision needs who made it (by)")
 	case st.wait == nil:
-		why := fmt.Sprintf("step %s is %s, not waiting", req.Step, s.status(req.Step))
-		if n := len(st.decisions); n > 0 {
-			why += "; already decided: " + st.decisions[n-1].String()
-		}
-		return errors.New(why)
+		return errors.New(client.NotWaiting(req.Step, s.status(req.Step), st.decisions))
 	case !slices.Contains(st.wait.Actions, req.Action):
 		return fmt.Errorf("step %s waits for %s: answer with %s, not %q", req.Step, st.wait.Kind, actionList(st.wait.Actions), req.Action)
 	}
