@@ -71,7 +71,7 @@ func (a *Activities) fetchBlob(ctx context.Context, path, digest string) error {
 			return nil
 		}
 	}
-	return a.Artifacts.Fetch(ctx, digest, path, MaxStoredData)
+	return a.Artifacts.Fetch(ctx, digest, filepath.Dir(path), filepath.Base(path), MaxStoredData)
 }
 
 func seal(path string, b wfapi.Blob) error {

@@ -3,15 +3,20 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/cache"
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -94,7 +99,7 @@ func (a *Activities) toolFiles(m *manifest.Manifest) (string, error) {
 // fromCache answers the step from the cache when an entry of its key no
 // older than its TTL is there and its output checks out; nil runs the
 // tool (the log and feedback say why).
-func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string, inputs any) (*wfapi.RunToolResult, *envelope.Feedback) {
+func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string) (*wfapi.RunToolResult, *envelope.Feedback) {
 	c := cache.Cache{Store: a.Artifacts}
 	now := time.Now()
 	e, why, err := c.Lookup(ctx, key, r.in.Step.CacheTTL, now)
@@ -104,7 +109,7 @@ func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string, inpu
 	var data any
 	var arts []wfapi.Artifact
 	if e != nil {
-		data, arts, err = a.restore(ctx, e, r.stepDir, inputs)
+		data, arts, err = a.restore(ctx, e, r.stepDir)
 		if err != nil {
 			why = "its cached output failed its check: " + err.Error()
 		}
@@ -131,9 +136,9 @@ func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string, inpu
 }
 
 // restore reads an entry's data and files back (each checked against its
-// digest): files go into the step folder, or back where the inputs asked
-// the tool to write them, and the data names them there.
-func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string, inputs any) (any, []wfapi.Artifact, error) {
+// digest) into the step folder, and the data names them there: never to a
+// path the entry or the inputs name (a hit writes nowhere else).
+func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string) (any, []wfapi.Artifact, error) {
 	raw, err := a.Artifacts.Get(ctx, e.Data, MaxStoredData)
 	if err != nil {
 		return nil, nil, err
@@ -142,44 +147,24 @@ func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string
 	if err := json.Unmarshal(raw, &data); err != nil {
 		return nil, nil, err
 	}
-	asked := map[string]bool{}
-	collectStrings(inputs, asked)
 	var out []wfapi.Artifact
 	used := map[string]bool{}
 	for i, art := range e.Artifacts {
-		name := filepath.Base(art.Path)
-		if used[name] {
-			name = fmt.Sprintf("%d-%s", i, name)
+		name := filepath.Base(filepath.Clean("/" + art.Path))
+		if name == "/" || used[name] {
+			name = fmt.Sprintf("%d-%s", i, strings.Trim(name, "/"))
 		}
 		used[name] = true
-		dest := filepath.Join(stepDir, "artifacts", name)
-		if asked[art.Path] && filepath.IsAbs(art.Path) {
-			dest = art.Path // the inputs named it: the tool would write it there
-		}
-		if err := a.Artifacts.Fetch(ctx, art.SHA256, dest, MaxArtifact); err != nil {
+		rel := filepath.Join("artifacts", name)
+		if err := a.Artifacts.Fetch(ctx, art.SHA256, stepDir, rel, MaxArtifact); err != nil {
 			return nil, nil, err
 		}
+		dest := filepath.Join(stepDir, rel)
 		cache.Set(data, art.Pointer, dest)
 		art.Path = dest
 		out = append(out, art)
 	}
 	return data, out, nil
-}
-
-// collectStrings gathers the strings of a value.
-func collectStrings(v any, into map[string]bool) {
-	switch x := v.(type) {
-	case string:
-		into[x] = true
-	case map[string]any:
-		for _, y := range x {
-			collectStrings(y, into)
-		}
-	case []any:
-		for _, y := range x {
-			collectStrings(y, into)
-		}
-	}
 }
 
 // toCache stores a step's result under its key: its data (and files,
@@ -203,25 +188,83 @@ func (a *Activities) toCache(ctx context.Context, r *stepRun, key string, m *man
 	return &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "cached as " + key[:12], Timestamp: envelope.Timestamp(envelope.Now())}
 }
 
-// outputFiles stores the files a succeeded step's data names (fields its
+// outputFiles checks the files a succeeded step's data names (fields its
 // output schema marks as paths; a relative path is the project's, the
-// tools' working directory) when another host or a later run may read
-// them: with a shared store, or for the cache.
-func (a *Activities) outputFiles(ctx context.Context, m *manifest.Manifest, data any) ([]wfapi.Artifact, error) {
+// tools' working directory): each lies in the step folder or one of the
+// manifest's write: folders and is opened beneath it, so an absolute path
+// elsewhere, a ".." or a link leading out fails the step INVALID_INPUT
+// naming the field, and nothing of it is read. With store, each regular
+// file goes to the artifact store (another host or a later run reads it).
+func (a *Activities) outputFiles(ctx context.Context, m *manifest.Manifest, data any, stepDir string, store bool) ([]wfapi.Artifact, error) {
+	fields := cache.Paths(m.OutputSchema, data)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	roots := a.outputRoots(m, stepDir)
 	var out []wfapi.Artifact
-	for _, f := range cache.Paths(m.OutputSchema, data) {
-		p := f.Path
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(a.Project.Root(), p)
-		}
-		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-			continue // a folder, or nothing: read by path as before
-		}
-		sum, n, err := a.Artifacts.PutFile(ctx, p)
+	for _, f := range fields {
+		art, err := a.outputFile(ctx, roots, f, store)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: sum, Bytes: n})
+		if art != nil {
+			out = append(out, *art)
+		}
 	}
 	return out, nil
+}
+
+// outputRoots are the folders a step's output files may lie in: its step
+// folder and its manifest's write: folders (in the project).
+func (a *Activities) outputRoots(m *manifest.Manifest, stepDir string) []string {
+	roots := []string{stepDir}
+	if m.Sandbox != nil {
+		for _, w := range m.Sandbox.Write {
+			if w != "step" {
+				roots = append(roots, filepath.Join(a.Project.Root(), w))
+			}
+		}
+	}
+	return roots
+}
+
+// outputFile checks (and, with store, stores) one output file; a folder,
+// or nothing at that name, is no artifact.
+func (a *Activities) outputFile(ctx context.Context, roots []string, f cache.PathField, store bool) (*wfapi.Artifact, error) {
+	field := "output " + f.Pointer
+	p := f.Path
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(a.Project.Root(), p)
+	}
+	root, rel, ok := beneath.Pick(roots, p)
+	if !ok {
+		return nil, caperr.New(caperr.InvalidInput, "%s %q is outside the step folder and the tool's sandbox write: folders", field, f.Path)
+	}
+	dir, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, beneath.Refusal(err, caperr.ObservabilityError, field, f.Path)
+	}
+	defer dir.Close()
+	st, err := dir.Stat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, beneath.Refusal(err, caperr.ObservabilityError, field, f.Path)
+	case !store || !st.Mode().IsRegular():
+		return nil, nil
+	}
+	file, _, err := beneath.OpenRegular(dir, rel, field, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	sum, n, err := a.Artifacts.PutOpened(ctx, file, p)
+	if err != nil {
+		return nil, err
+	}
+	return &wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: sum, Bytes: n}, nil
 }

@@ -226,7 +226,7 @@ func (a *Activities) localSteps(ctx context.Context, id string, ref wfapi.StepsR
 		return ref, derr
 	}
 	ref.File = filepath.Join(dir, "resolved.json")
-	return ref, a.Artifacts.Fetch(ctx, ref.SHA256, ref.File, MaxStoredData)
+	return ref, a.Artifacts.Fetch(ctx, ref.SHA256, dir, "resolved.json", MaxStoredData)
 }
 
 type stepsCache struct {

@@ -72,7 +72,7 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if in.Step.Idempotent {
 		key, why = a.cacheKey(m, rawIn, inputs)
 	}
-	res, note := a.earlierResult(ctx, r, key, why, inputsSHA, inputs)
+	res, note := a.earlierResult(ctx, r, key, why, inputsSHA)
 	if res != nil {
 		return res, nil
 	}
@@ -114,7 +114,7 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 // earlierResult is a result that stands for this attempt: a rerun's
 // reuse of its earlier run, or the cache's (key and why: cacheKey's).
 // note says why the cache had none, when the step asked it.
-func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, inputsSHA string, inputs any) (*wfapi.RunToolResult, *envelope.Feedback) {
+func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, inputsSHA string) (*wfapi.RunToolResult, *envelope.Feedback) {
 	in := r.in
 	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
 		if res := a.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
@@ -129,19 +129,20 @@ func (a *Activities) earlierResult(ctx context.Context, r *stepRun, key, why, in
 	if why != "" {
 		return nil, &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "not cached: " + why, Timestamp: envelope.Timestamp(envelope.Now())}
 	}
-	return a.fromCache(ctx, r, key, inputs)
+	return a.fromCache(ctx, r, key)
 }
 
 // succeeded keeps a succeeded attempt: the files its data names stored
 // (with a shared store, or for the cache), its result cached under key
 // (when it has one), its data in the store.
 func (a *Activities) succeeded(ctx context.Context, r *stepRun, m *manifest.Manifest, env envelope.Envelope, inputsSHA, key string) (*wfapi.RunToolResult, error) {
-	var arts []wfapi.Artifact
-	if a.Artifacts != nil && (a.Artifacts.Shared || r.in.Step.CacheTTL > 0) {
-		var err error
-		if arts, err = a.outputFiles(ctx, m, env.Data); err != nil && a.Artifacts.Shared {
-			return nil, appError(err)
-		}
+	store := a.Artifacts != nil && (a.Artifacts.Shared || r.in.Step.CacheTTL > 0)
+	arts, err := a.outputFiles(ctx, m, env.Data, r.stepDir, store)
+	if caperr.CodeOf(err) == caperr.InvalidInput {
+		return r.fail(envelope.NewBuilder(r.in.Step.Tool).FailErr(err, nil))
+	}
+	if err != nil && a.Artifacts != nil && a.Artifacts.Shared {
+		return nil, appError(err)
 	}
 	if key != "" && r.in.Step.CacheTTL > 0 && a.Artifacts != nil {
 		if fb := a.toCache(ctx, r, key, m, env, arts); fb != nil {

@@ -63,7 +63,7 @@ func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error
 		if !ok {
 			continue
 		}
-		err := a.Artifacts.Fetch(ctx, o.DataSHA256, local, MaxStoredData)
+		err := a.Artifacts.Fetch(ctx, o.DataSHA256, in.RunDir, relTo(in.RunDir, local), MaxStoredData)
 		if caperr.CodeOf(err) == caperr.ObservabilityError {
 			continue
 		}
@@ -95,7 +95,7 @@ func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, 
 				local = p
 			}
 		}
-		if err := a.Artifacts.Fetch(ctx, art.SHA256, local, MaxArtifact); err != nil {
+		if err := a.Artifacts.Fetch(ctx, art.SHA256, in.RunDir, relTo(in.RunDir, local), MaxArtifact); err != nil {
 			return err
 		}
 		arts[i].Path = local
@@ -116,6 +116,12 @@ func movedFiles(scope plan.Scope, deps map[string]wfapi.StepOutcome) {
 			cache.Set(out.Data, art.Pointer, art.Path)
 		}
 	}
+}
+
+// relTo is path, which the engine derived beneath dir, relative to dir.
+func relTo(dir, path string) string {
+	rel, _ := filepath.Rel(dir, path)
+	return rel
 }
 
 // localPath is where a stored output of another host goes in this run's

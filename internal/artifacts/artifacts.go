@@ -25,6 +25,7 @@ import (
 	_ "gocloud.dev/blob/s3blob" // s3:// URLs
 	"gocloud.dev/gcerrors"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 )
 
@@ -113,20 +114,28 @@ func (s *Store) Put(ctx context.Context, raw []byte) (string, error) {
 }
 
 // PutFile stores a file under its digest and returns the digest and size.
+// path is the engine's own (a blob it sealed); a file a tool named is
+// opened beneath its folder and given to PutOpened.
 func (s *Store) PutFile(ctx context.Context, path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
 	}
 	defer f.Close()
+	return s.PutOpened(ctx, f, path)
+}
+
+// PutOpened stores an opened file under its digest (read from its start);
+// name is for messages.
+func (s *Store) PutOpened(ctx context.Context, f io.ReadSeeker, name string) (string, int64, error) {
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
+		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", name)
 	}
 	d := hex.EncodeToString(h.Sum(nil))
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", path)
+		return "", 0, caperr.Wrap(caperr.ObservabilityError, err, "artifact %s", name)
 	}
 	return d, n, s.put(ctx, d, f)
 }
@@ -191,10 +200,11 @@ func (s *Store) Get(ctx context.Context, d string, max int64) ([]byte, error) {
 	return raw, nil
 }
 
-// Fetch writes an artifact to dest (streamed, checked against its digest
-// before it takes dest's name): how a worker on another host gets what a
-// step wrote. An artifact larger than max is refused.
-func (s *Store) Fetch(ctx context.Context, d, dest string, max int64) error {
+// Fetch writes an artifact to rel beneath the folder root (streamed,
+// checked against its digest before it takes its name, never following a
+// link out of root): how a worker on another host gets what a step wrote.
+// An artifact larger than max is refused.
+func (s *Store) Fetch(ctx context.Context, d, root, rel string, max int64) error {
 	if !digestRE.MatchString(d) {
 		return caperr.New(caperr.InvalidInput, "%q is not a sha256 digest", d)
 	}
@@ -206,29 +216,34 @@ func (s *Store) Fetch(ctx context.Context, d, dest string, max int64) error {
 	if r.Size() > max {
 		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s is %d bytes, more than the %d allowed", d, r.Size(), max)
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".fetch-*")
+	dir, err := os.OpenRoot(root)
 	if err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
 	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, max+1))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	defer dir.Close()
+	var copyErr error
+	err = beneath.Create(dir, rel, 0o644, func(w io.Writer) error {
+		h := sha256.New()
+		if _, copyErr = io.Copy(io.MultiWriter(w, h), io.LimitReader(r, max+1)); copyErr != nil {
+			return copyErr
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != d {
+			return caperr.New(caperr.ObservabilityError, "artifact sha256:%s in %s was altered (its bytes hash to %s)", d, s.Where, got)
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case copyErr != nil:
+		return s.fail(copyErr, d)
+	case caperr.CodeOf(err) == caperr.ObservabilityError:
+		return err
 	}
-	if err != nil {
-		return s.fail(err, d)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != d {
-		return caperr.New(caperr.ObservabilityError, "artifact sha256:%s in %s was altered (its bytes hash to %s)", d, s.Where, got)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return caperr.Wrap(caperr.ObservabilityError, err, "artifact sha256:%s", d)
-	}
-	return os.Rename(tmp.Name(), dest)
+	return beneath.Refusal(err, caperr.ObservabilityError, "artifact sha256:"+d[:12]+" destination", rel)
 }
 
 // fail maps a store error to the contract's codes: missing is

@@ -44,12 +44,27 @@ func exercise(t *testing.T, s *Store) {
 	if _, err := s.Get(ctx, d, 4); code(err) != caperr.ObservabilityError {
 		t.Fatalf("an artifact past the bound: %v", err)
 	}
-	dest := filepath.Join(t.TempDir(), "step", "data.json")
-	if err := s.Fetch(ctx, d, dest, 1<<20); err != nil {
+	run := t.TempDir()
+	dest := filepath.Join(run, "step", "data.json")
+	if err := s.Fetch(ctx, d, run, "step/data.json", 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(dest); !bytes.Equal(b, raw) {
 		t.Fatalf("fetched %q", b)
+	}
+	// A link the run folder holds, leading out of it, is never followed
+	// (the hostile audit's H2: a planted authorized_keys), nor is "..".
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(run, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"sub/authorized_keys", "../x", "/etc/x"} {
+		if err := s.Fetch(ctx, d, run, rel, 1<<20); code(err) != caperr.InvalidInput {
+			t.Fatalf("fetch to %s: %v, want INVALID_INPUT", rel, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("a fetch wrote outside its folder: %v", ents)
 	}
 	missing := Digest([]byte("never stored"))
 	if _, err := s.Get(ctx, missing, 1<<20); code(err) != caperr.ObservabilityError || !strings.Contains(err.Error(), missing) {

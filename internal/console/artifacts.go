@@ -40,7 +40,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "artifact")
-	if err := s.fetch(ctx, art, file); err != nil {
+	if err := s.fetch(ctx, art, tmp, "artifact"); err != nil {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
@@ -74,10 +74,11 @@ func findArtifact(res *client.Result, digest string) (client.Artifact, bool) {
 
 // fetch brings an artifact to dest: from the store, else this host's copy
 // when its digest is still the recorded one.
-func (s *Server) fetch(ctx context.Context, art client.Artifact, dest string) error {
+func (s *Server) fetch(ctx context.Context, art client.Artifact, dir, name string) error {
+	dest := filepath.Join(dir, name)
 	store, err := s.store(ctx)
 	if err == nil {
-		if err = store.Fetch(ctx, art.SHA256, dest, 64<<30); err == nil {
+		if err = store.Fetch(ctx, art.SHA256, dir, name, 64<<30); err == nil {
 			return nil
 		}
 	}
