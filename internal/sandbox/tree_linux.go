@@ -104,11 +104,17 @@ func (s *Support) bwrapArgs(req Request) []string {
 	// fd 3 and 4 are the tree's info and block pipes (ExtraFiles).
 	a := []string{"bwrap", "--info-fd", "3", "--block-fd", "4", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--unshare-cgroup-try", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		// The kernel's settings are read-only in every sandbox: a root
+		// worker's tool is uid 0 of the host, which the kernel lets write
+		// any 0644 sysctl without capabilities (kernel.core_pattern is a
+		// way to code as root), and a user namespace mapping 0 to 0 keeps
+		// it the host's root; bubblewrap's own cover of /proc/sys is
+		// skipped when it looks read-only to root.
+		"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"}
 	// A user namespace is how bubblewrap works without privileges; a root
-	// worker's tools get none (it costs a millisecond a step): without
-	// capabilities and with no_new_privs, root in the sandbox can change
-	// nothing the read-only binds protect either way.
+	// worker's tools get none (it costs a millisecond a step and, mapping
+	// 0 to 0, would not make them less than the host's root).
 	if os.Geteuid() != 0 {
 		a = append(a, "--unshare-user")
 	}
