@@ -18,7 +18,14 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capflow/capflow/internal/beneath"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
+
+// MaxPlanFile bounds a plan file an MCP client names (as the plan
+// parser's own bound on a YAML document).
+const MaxPlanFile = yamldoc.MaxFileSize
 
 // Exec runs one capflow command: its envelope (JSON) goes to stdout, its
 // live lines to stderr; it returns the exit code.
@@ -76,13 +83,13 @@ func (h *handlers) handler(t toolDef) mcp.ToolHandler {
 				return failed("the arguments are not what " + t.name + " takes: " + err.Error()), nil
 			}
 		}
-		cmd, err := t.command(h, a)
+		c, err := t.command(h, a)
 		if err != nil {
 			return failed(err.Error()), nil
 		}
 		var out bytes.Buffer
 		live := &progress{ctx: ctx, req: req}
-		h.o.Exec(ctx, append(cmd, h.o.Args...), &out, live)
+		h.o.Exec(ctx, c.argv(h.o.Args), &out, live)
 		return result(out.Bytes()), nil
 	}
 }
@@ -105,18 +112,31 @@ func failed(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{StructuredContent: env, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
-// planFile is the plan argument as a file: a path in the project as it
-// is, a plan object written (as JSON, which is YAML) under PlanDir.
+// planFile is the plan argument as a file: a plan file of the project
+// (a relative path is the project root's), or a plan object written (as
+// JSON, which is YAML) under PlanDir. A path outside the project, or one
+// that leads out of it through a link, is refused before anything reads
+// it: the plan is opened beneath the project root first (a regular file
+// of at most MaxPlanFile bytes), and the command reads that file (a swap
+// between the two needs write access to the project, which owns its
+// plans anyway).
 func (h *handlers) planFile(raw json.RawMessage) (string, error) {
 	var path string
 	if json.Unmarshal(raw, &path) == nil {
 		if path == "" {
 			return "", fmt.Errorf("plan: give a plan file's path in the project or a plan object")
 		}
-		if !filepath.IsAbs(path) && h.o.Root != "" {
-			path = filepath.Join(h.o.Root, path)
+		if h.o.Root == "" {
+			return "", fmt.Errorf("plan %q: no project to read it from", path)
 		}
-		return path, nil
+		rel, ok := beneath.Rel(h.o.Root, path)
+		if !ok {
+			return "", fmt.Errorf("plan %q is outside the project %s: give a plan file's path in the project", path, h.o.Root)
+		}
+		if _, err := beneath.ReadFile(h.o.Root, rel, MaxPlanFile, "plan"); err != nil {
+			return "", err
+		}
+		return filepath.Join(h.o.Root, rel), nil
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {

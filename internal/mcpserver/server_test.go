@@ -14,14 +14,17 @@ func TestDecideCommands(t *testing.T) {
 		a    args
 		want string
 	}{
-		{args{ID: "r", Step: "ok", Action: "approve", Comment: "fine"}, "approve r ok --by agent --comment fine"},
-		{args{ID: "r", Step: "ok", Action: "reject"}, "approve r ok --reject --by agent"},
-		{args{ID: "r", Step: "s", Action: "retry"}, "retry r s --by agent"},
+		{args{ID: "r", Step: "ok", Action: "approve", Comment: "fine"}, "approve --by=agent --comment=fine -- r ok"},
+		{args{ID: "r", Step: "ok", Action: "reject"}, "approve --reject --by=agent -- r ok"},
+		{args{ID: "r", Step: "s", Action: "retry"}, "retry --by=agent -- r s"},
+		{args{ID: "r", Step: "s", Action: "skip", Comment: "--output-path=/x"}, "skip --by=agent --comment=--output-path=/x -- r s"},
 		{args{ID: "r", Step: "s", Action: "nope"}, "error: action \"nope\": approve, reject, retry, skip or fail"},
-		{args{ID: "r", Action: "skip"}, "error: decide needs id and step"},
+		{args{ID: "r", Action: "skip"}, "error: decide needs id and step: step is empty"},
+		{args{ID: "--output-path=/x", Step: "s", Action: "skip"}, `error: decide needs id and step: id "--output-path=/x" starts with "-": no run or step ID does`},
+		{args{ID: "r", Step: "-s", Action: "skip"}, `error: decide needs id and step: step "-s" starts with "-": no run or step ID does`},
 	} {
-		cmd, err := decideCommand(h, c.a)
-		got := strings.Join(cmd, " ")
+		c2, err := decideCommand(h, c.a)
+		got := strings.Join(c2.argv(nil), " ")
 		if err != nil {
 			got = "error: " + err.Error()
 		}
@@ -31,17 +34,53 @@ func TestDecideCommands(t *testing.T) {
 	}
 }
 
-func TestPlanArgument(t *testing.T) {
-	h := &handlers{o: Options{PlanDir: t.TempDir()}}
-	if f, err := h.planFile(json.RawMessage(`"plans/a.yaml"`)); err != nil || f != "plans/a.yaml" {
-		t.Fatalf("a path: %q %v", f, err)
+// TestArgumentsAreData: every value from the client is a positional after
+// "--" (the hostile audit's H4: a route text or a status id of
+// "--output-path=..." overwrote a file), and IDs that read as flags are
+// refused.
+func TestArgumentsAreData(t *testing.T) {
+	h := &handlers{o: Options{Root: t.TempDir()}}
+	byName := map[string]toolDef{}
+	for _, d := range tools {
+		byName[d.name] = d
 	}
-	h.o.Root = "/srv/project"
-	if f, err := h.planFile(json.RawMessage(`"plans/a.yaml"`)); err != nil || f != "/srv/project/plans/a.yaml" {
+	c, err := byName["route"].command(h, args{Text: "--output-path=/etc/x"})
+	if got := strings.Join(c.argv([]string{"--output", "json"}), " "); err != nil || got != "route --output json -- --output-path=/etc/x" {
+		t.Fatalf("route: %q %v", got, err)
+	}
+	for _, tool := range []string{"status", "cancel", "report"} {
+		if _, err := byName[tool].command(h, args{ID: "--output-path=/etc/x"}); err == nil || !strings.Contains(err.Error(), `starts with "-"`) {
+			t.Errorf("%s of a flag: %v", tool, err)
+		}
+		c, err := byName[tool].command(h, args{ID: "run-1"})
+		if got := strings.Join(c.argv(nil), " "); err != nil || got != tool+" -- run-1" {
+			t.Errorf("%s: %q %v", tool, got, err)
+		}
+	}
+}
+
+// TestPlanArgument: a plan is a file of the project, opened beneath its
+// root (the hostile audit's M4: /etc/passwd, ../ and a file in $HOME were
+// read and their step ids echoed), or a plan object.
+func TestPlanArgument(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	h := &handlers{o: Options{PlanDir: t.TempDir(), Root: root}}
+	os.MkdirAll(filepath.Join(root, "plans"), 0o755)
+	os.WriteFile(filepath.Join(root, "plans", "a.yaml"), []byte("name: a\nsteps: []\n"), 0o644)
+	secret := filepath.Join(outside, "secret.yaml")
+	os.WriteFile(secret, []byte("name: s\nsteps: [{id: SECRET-ID-789, capability: x.y}]\n"), 0o644)
+	os.Symlink(secret, filepath.Join(root, "plans", "link.yaml"))
+	if f, err := h.planFile(json.RawMessage(`"plans/a.yaml"`)); err != nil || f != filepath.Join(root, "plans/a.yaml") {
 		t.Fatalf("a path in the project: %q %v", f, err)
 	}
-	if f, _ := h.planFile(json.RawMessage(`"/abs/a.yaml"`)); f != "/abs/a.yaml" {
-		t.Fatalf("an absolute path: %q", f)
+	if f, err := h.planFile(json.RawMessage(`"` + root + `/plans/a.yaml"`)); err != nil || f != filepath.Join(root, "plans/a.yaml") {
+		t.Fatalf("an absolute path in the project: %q %v", f, err)
+	}
+	for _, bad := range []string{"/etc/passwd", "../../../../etc/passwd", secret, "plans/link.yaml", "plans/none.yaml"} {
+		f, err := h.planFile(json.RawMessage(`"` + bad + `"`))
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("plan %s: %q %v", bad, f, err)
+		}
 	}
 	f, err := h.planFile(json.RawMessage(`{"name": "p", "steps": []}`))
 	if err != nil || filepath.Dir(f) != h.o.PlanDir {

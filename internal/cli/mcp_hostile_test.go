@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capflow/capflow/internal/mcpserver"
+)
+
+// TestHostileMCPArguments drives `capflow mcp`'s tools through the real
+// command line parser (the hostile audit's H4 and M4): a text or an id
+// that reads as a flag is data, never --output-path; a plan outside the
+// project is refused unread.
+func TestHostileMCPArguments(t *testing.T) {
+	project, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	os.WriteFile(victim, []byte("untouched"), 0o644)
+	secret := filepath.Join(outside, "plan.yaml")
+	os.WriteFile(secret, []byte("name: s\nsteps: [{id: SECRET-ID-789, capability: text.render}]\n"), 0o644)
+	srv := mcpserver.New(mcpserver.Options{Exec: execIn, Args: []string{"--output", "json", "--project", project},
+		By: "mcp", Root: project, PlanDir: filepath.Join(project, ".capflow", "mcp")})
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "attacker", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(tool string, a map[string]any) string {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	flag := "--output-path=" + victim
+	msg := call("route", map[string]any{"text": flag})
+	if !strings.Contains(msg, "no route") {
+		t.Errorf("route of a flag-like text: %q", msg)
+	}
+	for _, tool := range []string{"status", "cancel", "report"} {
+		if msg := call(tool, map[string]any{"id": flag}); !strings.Contains(msg, `starts with "-"`) {
+			t.Errorf("%s of a flag-like id: %q", tool, msg)
+		}
+	}
+	if msg := call("decide", map[string]any{"id": "r", "step": flag, "action": "approve"}); !strings.Contains(msg, `starts with "-"`) {
+		t.Errorf("decide of a flag-like step: %q", msg)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Fatalf("an MCP argument wrote %s: %q", victim, b)
+	}
+	for _, p := range []string{secret, "../../../../../../" + secret, "/etc/passwd"} {
+		msg := call("plan_check", map[string]any{"plan": p})
+		if !strings.Contains(msg, "outside the project") || strings.Contains(msg, "SECRET") {
+			t.Errorf("plan_check %s: %q", p, msg)
+		}
+	}
+}
