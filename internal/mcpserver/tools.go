@@ -64,7 +64,9 @@ var tools = []toolDef{
 	{name: "route", readOnly: true,
 		description: "Turn a request in plain words into a capflow plan (the project's rules, then its LLM if configured); nothing runs.",
 		input:       `{"type": "object", "required": ["text"], "additionalProperties": false, "properties": {"text": {"type": "string", "minLength": 1, "description": "the request"}}}`,
-		command:     func(_ *handlers, a args) (call, error) { return call{cmd: []string{"route"}, pos: []string{a.Text}}, nil }},
+		command: func(_ *handlers, a args) (call, error) {
+			return call{cmd: []string{"route"}, pos: []string{a.Text}}, nil
+		}},
 	{name: "plan_check", readOnly: true,
 		description: "Check a plan before it runs: every step resolved to a tool, schemas and data flow, policy; gaps say what is missing. Nothing runs.",
 		input:       `{"type": "object", "required": ["plan"], "additionalProperties": false, "properties": {` + planArg + `}}`,
