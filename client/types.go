@@ -236,3 +236,9 @@ type Reuse struct {
 
 // OutputNames lists a result's outputs, sorted.
 func (r *Result) OutputNames() []string { return slices.Sorted(maps.Keys(r.Outputs)) }
+
+// PlanStepHeader marks every HTTP request a plan's http.request step
+// sends (the step's run folder's name); a plan cannot set or remove it.
+// capflow's own servers (the console) refuse requests that carry it: a
+// plan never drives them.
+const PlanStepHeader = "Capflow-Plan-Step"

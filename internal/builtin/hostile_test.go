@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 )
@@ -296,6 +299,30 @@ func TestExtractionChecksEveryTargetFirst(t *testing.T) {
 	} {
 		if _, err := call(t, c.tool, root, c.in); caperr.CodeOf(err) != caperr.InvalidInput {
 			t.Errorf("%s %v: want INVALID_INPUT, got %v", c.tool, c.in["path"], err)
+		}
+	}
+}
+
+// TestHTTPRequestIsMarked: every request of http.request carries
+// client.PlanStepHeader, which a plan can neither set nor remove (the
+// hostile audit's H5: a plan's step approved another run's gate through
+// the console, which refuses requests that carry it).
+func TestHTTPRequestIsMarked(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(client.PlanStepHeader)
+	}))
+	defer srv.Close()
+	if _, err := call(t, "http.request", t.TempDir(), map[string]any{"url": srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h == "" {
+		t.Fatal("the request does not carry " + client.PlanStepHeader)
+	}
+	for _, name := range []string{client.PlanStepHeader, strings.ToLower(client.PlanStepHeader)} {
+		_, err := call(t, "http.request", t.TempDir(), map[string]any{"url": srv.URL, "headers": map[string]any{name: ""}})
+		if caperr.CodeOf(err) != caperr.InvalidInput {
+			t.Fatalf("a plan setting %s: %v", name, err)
 		}
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"golang.org/x/net/http/httpguts"
 )
@@ -53,9 +55,14 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
 				return nil, caperr.New(caperr.InvalidInput, "headers.%s: not a valid HTTP header (a name of token characters; a value without CR, LF or NUL)", k)
 			}
+			if strings.EqualFold(k, client.PlanStepHeader) {
+				return nil, caperr.New(caperr.InvalidInput, "headers.%s: capflow sets this header itself", k)
+			}
 			req.Header.Set(k, val)
 		}
 	}
+	// Marks the request as a plan's: capflow's own servers refuse it.
+	req.Header.Set(client.PlanStepHeader, filepath.Base(env.RunDir))
 	start := time.Now()
 	what := method + " " + str(in, "url")
 	resp, err := http.DefaultClient.Do(req)

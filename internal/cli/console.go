@@ -16,6 +16,7 @@ import (
 // consoleCommand serves the web console (docs/console.md) until Ctrl-C.
 func (a *App) consoleCommand() *cobra.Command {
 	var addr, token string
+	var hosts []string
 	c := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the web console: runs, a run's plan as a live graph with run control, the project's plans (until Ctrl-C)",
@@ -28,7 +29,7 @@ func (a *App) consoleCommand() *cobra.Command {
 				return err
 			}
 			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-				srv, err := console.New(console.Options{Addr: addr, Token: token, Client: tc, Project: a.proj, Logger: a.log})
+				srv, err := console.New(console.Options{Addr: addr, Token: token, Hosts: hosts, Client: tc, Project: a.proj, Logger: a.log})
 				if err != nil {
 					return err
 				}
@@ -51,5 +52,6 @@ func (a *App) consoleCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&addr, "addr", console.DefaultAddr, "listen address (not local: --token is required)")
 	c.Flags().StringVar(&token, "token", "", "a token every request must carry (default $CAPFLOW_CONSOLE_TOKEN)")
+	c.Flags().StringSliceVar(&hosts, "allow-host", nil, "another name the console answers to (a reverse proxy's; by default only its address, and localhost on loopback)")
 	return c
 }

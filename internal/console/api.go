@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,13 +79,12 @@ func reqCtx(r *http.Request) (context.Context, context.CancelFunc) {
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	var where []string
-	for key, attr := range map[string]string{"status": "CapflowStatus", "plan": "CapflowPlan"} {
-		if v := r.URL.Query().Get(key); v != "" {
-			where = append(where, fmt.Sprintf("%s = '%s'", attr, strings.ReplaceAll(v, "'", "")))
-		}
+	where, err := runFilter(r.URL.Query().Get("status"), r.URL.Query().Get("plan"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
-	runs, err := s.o.Client.List(ctx, strings.Join(where, " AND "), 200)
+	runs, err := s.o.Client.List(ctx, where, 200)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, caperr.Wrap(caperr.DependencyUnavailable, err, "list runs"))
 		return
@@ -153,9 +153,8 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if body.By == "" {
-		body.By = "console"
-	}
+	// Who decided is the console (a body cannot say someone else did).
+	body.By = "console"
 	ans, err := s.act(ctx, id, action, body.DecideRequest, body.From)
 	if err != nil {
 		writeError(w, 0, err)
@@ -292,4 +291,24 @@ func (s *Server) states(ctx context.Context, id string) (any, error) {
 		return e.states, nil
 	}
 	return s.o.Client.Get(id).States(ctx)
+}
+
+// runFilter is the visibility query of ?status= and ?plan=: a status is
+// one of client.RunStatuses, a plan name a plain name (no quote, no
+// backslash: a value is never spliced into the query's syntax).
+func runFilter(status, plan string) (string, error) {
+	var where []string
+	if status != "" {
+		if !slices.Contains(client.RunStatuses, client.RunStatus(status)) {
+			return "", caperr.New(caperr.InvalidInput, "status %q: one of %v", status, client.RunStatuses)
+		}
+		where = append(where, fmt.Sprintf("CapflowStatus = '%s'", status))
+	}
+	if plan != "" {
+		if strings.ContainsAny(plan, "'\\\"\x00\n\r") {
+			return "", caperr.New(caperr.InvalidInput, "plan %q: a plan's name holds no quote, backslash or line break", plan)
+		}
+		where = append(where, fmt.Sprintf("CapflowPlan = '%s'", plan))
+	}
+	return strings.Join(where, " AND "), nil
 }

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,11 @@ type Options struct {
 	Addr string
 	// Token, when set, is required of every page and API call: as
 	// "Authorization: Bearer T", or once as ?token=T (kept in a cookie).
-	Token   string
+	Token string
+	// Hosts are more names the console answers to (a reverse proxy's, a
+	// DNS name): by default only its own address's IP (and localhost on
+	// loopback), so a rebinding name is refused.
+	Hosts   []string
 	Client  *client.Client
 	Project *project.Project
 	Logger  hclog.Logger
@@ -70,6 +75,10 @@ type Server struct {
 	o   Options
 	log hclog.Logger
 	svg *svgCache
+	// csrf is this process's CSRF token (guard.go); hosts, Options.Hosts
+	// and the listen address's name, lower case.
+	csrf  string
+	hosts map[string]bool
 
 	mu        sync.Mutex
 	artifacts *artifacts.Store // opened at the first download
@@ -89,7 +98,14 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32)}, nil
+	hosts := map[string]bool{}
+	for _, h := range o.Hosts {
+		hosts[strings.ToLower(h)] = true
+	}
+	if h, _, err := net.SplitHostPort(o.Addr); err == nil && h != "" && net.ParseIP(h) == nil {
+		hosts[strings.ToLower(h)] = true
+	}
+	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32), csrf: newCSRF(), hosts: hosts}, nil
 }
 
 // Handler serves the pages, assets and API.
@@ -99,6 +115,7 @@ func (s *Server) Handler() http.Handler {
 	page := func(name string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			s.setCSRF(w)
 			http.ServeFileFS(w, r, static, name)
 		}
 	}
@@ -107,7 +124,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /plans", page("plans.html"))
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	s.api(mux)
-	return s.logged(s.auth(mux))
+	mux.HandleFunc("GET /api/csrf", func(w http.ResponseWriter, _ *http.Request) {
+		s.setCSRF(w)
+		writeJSON(w, map[string]string{"csrf": s.csrf})
+	})
+	return s.logged(s.guard(s.auth(mux)))
 }
 
 // logged logs each request at debug level with how long it took.
@@ -154,18 +175,22 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	if s.o.Token == "" {
 		return next
 	}
-	want := []byte(s.o.Token)
-	ok := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+	ok := func(got string) bool { return equal(got, s.o.Token) }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
 			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q := r.URL.Query()
 			q.Del("token")
-			r.URL.RawQuery = q.Encode()
-			http.Redirect(w, r, r.URL.String(), http.StatusSeeOther)
+			// The same page of this console: a path only (//host/x would
+			// send the browser elsewhere).
+			to := "/" + strings.TrimLeft(r.URL.Path, "/")
+			if len(q) > 0 {
+				to += "?" + q.Encode()
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
-		if h := r.Header.Get("Authorization"); len(h) > 7 && ok(h[7:]) {
+		if h, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && ok(h) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -175,4 +200,9 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		}
 		writeError(w, http.StatusUnauthorized, caperr.New(caperr.PolicyBlocked, "the console needs its token (open it with ?token=..., or send Authorization: Bearer ...)"))
 	})
+}
+
+// equal compares secrets in constant time; an empty one never matches.
+func equal(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

@@ -123,7 +123,7 @@ func TestTokenGuardsEverything(t *testing.T) {
 	}
 	jar := &cookieJar{}
 	c.Jar = jar
-	if code, _ := get(t, c, ts.URL+"/plans?token=s3cret"); code != 200 || len(jar.cookies) != 1 || !jar.cookies[0].HttpOnly {
+	if code, _ := get(t, c, ts.URL+"/plans?token=s3cret"); code != 200 || len(jar.cookies) != 2 || jar.cookies[0].Name != cookieName || !jar.cookies[0].HttpOnly {
 		t.Fatalf("a link with the token: %d %v", code, jar.cookies)
 	}
 	if code, _ := get(t, c, ts.URL+"/api/plans"); code != 200 {

@@ -18,7 +18,9 @@ const capflow = (() => {
     if (!r.ok) throw new Error(body && body.message ? body.message : `${r.status} ${r.statusText}`);
     return body;
   };
-  const post = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+  // Control requests carry the console's CSRF token (a cookie of its own pages; docs/console.md).
+  const csrf = () => (document.cookie.match(/(?:^|;\s*)capflow_csrf=([^;]*)/) || [])[1] || "";
+  const post = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json", "X-Capflow-Csrf": csrf() }, body: JSON.stringify(body || {}) });
   // A state's mark beside a node's id, so states read without colour too.
   const icons = { succeeded: "✓", failed: "✗", running: "running…", waiting: "waiting", skipped: "skipped", cancelled: "cancelled", blocked: "blocked" };
   const badge = (s) => el("span", { class: "badge " + s }, s);

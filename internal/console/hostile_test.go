@@ -1,0 +1,118 @@
+package console
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// hostileReq sends one request to ts with Host and headers set as an
+// attacker would.
+func hostileReq(t *testing.T, ts *httptest.Server, method, path, host, body string, header ...string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if host != "" {
+		req.Host = host
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	c := *ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// TestHostileRequests: the hostile audit's H5 and L3-L6. With or without
+// a token, a foreign Host (DNS rebinding), a foreign Origin, a cross-site
+// fetch, a plan's http.request and a control request that is not JSON
+// with the page's CSRF token are refused 403.
+func TestHostileRequests(t *testing.T) {
+	for _, token := range []string{"", "s3cret"} {
+		ts := testServer(t, token)
+		u, _ := url.Parse(ts.URL)
+		port := u.Port()
+		auth := []string{"Authorization", "Bearer " + token}
+		if token == "" {
+			auth = nil
+		}
+		csrf := ""
+		if code, body, _ := hostileReq(t, ts, "GET", "/api/csrf", "", "", auth...); code == 200 {
+			csrf = strings.Split(strings.Split(body, `"csrf":"`)[1], `"`)[0]
+		}
+		if len(csrf) != 48 {
+			t.Fatalf("token %q: no CSRF token from /api/csrf", token)
+		}
+		for _, c := range []struct {
+			name, method, path, host, body string
+			header                         []string
+			want                           int
+		}{
+			{"own address", "GET", "/api/plans", "", "", nil, 200},
+			{"localhost", "GET", "/api/plans", "localhost:" + port, "", nil, 200},
+			{"a rebinding name", "GET", "/api/plans", "evil.example:" + port, "", nil, 403},
+			{"another port", "GET", "/api/plans", "127.0.0.1:1", "", nil, 403},
+			{"no port", "GET", "/api/plans", "evil.example", "", nil, 403},
+			{"a foreign origin", "GET", "/api/runs", "", "", []string{"Origin", "http://evil.example"}, 403},
+			{"a null origin", "GET", "/api/plans", "", "", []string{"Origin", "null"}, 403},
+			{"its own origin", "GET", "/api/plans", "", "", []string{"Origin", ts.URL}, 200},
+			{"a cross-site fetch", "GET", "/api/plans", "", "", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+			{"a plan's http.request", "GET", "/api/plans", "", "", []string{client.PlanStepHeader, "run-1"}, 403},
+			{"a text/plain decision", "POST", "/api/runs/r/decide", "", `{"step":"gate","action":"approve","by":"alice"}`,
+				[]string{"Content-Type", "text/plain", CSRFHeader, csrf}, 403},
+			{"JSON without the CSRF token", "POST", "/api/runs/r/decide", "", `{}`, []string{"Content-Type", "application/json"}, 403},
+			{"JSON with a wrong CSRF token", "POST", "/api/runs/r/decide", "", `{}`, []string{"Content-Type", "application/json", CSRFHeader, "x"}, 403},
+			// Past the guard: no POST route of that path.
+			{"JSON with the CSRF token", "POST", "/api/plans", "", `{}`, []string{"Content-Type", "application/json; charset=utf-8", CSRFHeader, csrf}, 405},
+		} {
+			code, body, _ := hostileReq(t, ts, c.method, c.path, c.host, c.body, append(append([]string(nil), auth...), c.header...)...)
+			if code != c.want {
+				t.Errorf("token %q, %s: %d %s, want %d", token, c.name, code, body, c.want)
+			}
+		}
+	}
+	ts := testServer(t, "s3cret")
+	// L3: the scheme is checked, not skipped.
+	if code, _, _ := hostileReq(t, ts, "GET", "/api/plans", "", "", "Authorization", "XXXXXXXs3cret"); code != 401 {
+		t.Errorf("a token after 7 unchecked bytes: %d", code)
+	}
+	// L4: the token link redirects to this console's path only.
+	code, _, h := hostileReq(t, ts, "GET", "//evil.example/x?token=s3cret&a=1", "", "")
+	if loc := h.Get("Location"); code != 303 || loc != "/evil.example/x?a=1" {
+		t.Errorf("an open redirect: %d %q", code, loc)
+	}
+}
+
+// TestRunFilter: ?status= and ?plan= never reach the query's syntax (L5).
+func TestRunFilter(t *testing.T) {
+	for _, c := range []struct{ status, plan, want string }{
+		{"", "", ""},
+		{"passed", "", "CapflowStatus = 'passed'"},
+		{"failed", "nightly", "CapflowStatus = 'failed' AND CapflowPlan = 'nightly'"},
+		{"x\\", "y", "error"},
+		{"", "y\\", "error"},
+		{"", "a' OR 'b'='b", "error"},
+	} {
+		got, err := runFilter(c.status, c.plan)
+		if err != nil {
+			if caperr.CodeOf(err) != caperr.InvalidInput {
+				t.Errorf("%q %q: %v", c.status, c.plan, err)
+			}
+			got = "error"
+		}
+		if got != c.want {
+			t.Errorf("%q %q: %q, want %q", c.status, c.plan, got, c.want)
+		}
+	}
+}
