@@ -136,6 +136,13 @@ func ReadFile(base, p string, max int64, field string) ([]byte, error) {
 		return nil, Refusal(err, caperr.ToolFailure, field, p)
 	}
 	defer r.Close()
+	return ReadIn(r, rel, max, field, p)
+}
+
+// ReadIn reads the regular file rel beneath r, refusing one larger than
+// max bytes (given is the name as its sender wrote it, for messages).
+func ReadIn(r *os.Root, rel string, max int64, field, given string) ([]byte, error) {
+	p := given
 	f, st, err := OpenRegular(r, rel, field, p)
 	if err != nil {
 		return nil, err

@@ -1,12 +1,17 @@
 package console
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
@@ -113,6 +118,43 @@ func TestRunFilter(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%q %q: %q, want %q", c.status, c.plan, got, c.want)
+		}
+	}
+}
+
+// TestPlansSkipWhatIsNoPlanFile: a FIFO named *.yaml hung /api/plans, and
+// a 300 MB one cost its size a request (M5); each is passed over now, and
+// so is a link out of the project.
+func TestPlansSkipWhatIsNoPlanFile(t *testing.T) {
+	ts, root := testProject(t, "")
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte("steps: [SECRET]\n"), 0o644)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(syscall.Mkfifo(filepath.Join(root, "plans", "zz-fifo.yaml"), 0o644))
+	must(os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "plans", "link.yaml")))
+	big := append([]byte("name: big\nsteps: []\n#"), bytes.Repeat([]byte("x"), 5<<20)...)
+	must(os.WriteFile(filepath.Join(root, "plans", "huge.yaml"), big, 0o644))
+	done := make(chan string, 1)
+	go func() {
+		_, body := get(t, ts.Client(), ts.URL+"/api/plans")
+		done <- body
+	}()
+	select {
+	case body := <-done:
+		if body != "{\"plans\":[\"plans/gap.yaml\",\"plans/ok.yaml\"]}\n" {
+			t.Fatalf("plans: %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("GET /api/plans hung on a FIFO")
+	}
+	for _, f := range []string{"plans/link.yaml", "plans/zz-fifo.yaml", "plans/huge.yaml"} {
+		if code, body := get(t, ts.Client(), ts.URL+"/api/plans/check?file="+f); code != 400 || strings.Contains(body, "SECRET") {
+			t.Errorf("check %s: %d %s", f, code, body)
 		}
 	}
 }

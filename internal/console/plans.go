@@ -10,10 +10,12 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // The project's plans: every YAML file with a top-level `steps`, checked
@@ -26,8 +28,15 @@ var skipDirs = map[string]bool{".capflow": true, ".git": true, "node_modules": t
 const MaxPlans = 500
 
 // planFiles lists the project's plan files, as paths from its root.
+// Each is read beneath the root (a regular file of at most a YAML
+// document's bound: a FIFO or a huge file named *.yaml is passed over).
 func (s *Server) planFiles() []string {
 	root := s.o.Project.Root()
+	dir, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
 	var out []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || len(out) >= MaxPlans {
@@ -42,8 +51,8 @@ func (s *Server) planFiles() []string {
 		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
 			return nil
 		}
-		if raw, err := os.ReadFile(p); err == nil && (bytes.HasPrefix(raw, []byte("steps:")) || bytes.Contains(raw, []byte("\nsteps:"))) {
-			rel, _ := filepath.Rel(root, p)
+		rel, _ := filepath.Rel(root, p)
+		if raw, err := beneath.ReadIn(dir, rel, yamldoc.MaxFileSize, "plan", rel); err == nil && (bytes.HasPrefix(raw, []byte("steps:")) || bytes.Contains(raw, []byte("\nsteps:"))) {
 			out = append(out, rel)
 		}
 		return nil
@@ -71,9 +80,9 @@ func (s *Server) check(file string) (*plan.Plan, *preflight.Report, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(proj.Root(), file))
+	data, err := beneath.ReadFile(proj.Root(), filepath.Clean(file), yamldoc.MaxFileSize, "plan")
 	if err != nil {
-		return nil, nil, caperr.Wrap(caperr.InvalidInput, err, "%s", file)
+		return nil, nil, err
 	}
 	p, probs := proj.ParsePlan(file, data)
 	if len(probs) > 0 {

@@ -36,6 +36,13 @@ func TestCheckAddr(t *testing.T) {
 // a gap (no Temporal: the plan pages need none).
 func testServer(t *testing.T, token string) *httptest.Server {
 	t.Helper()
+	ts, _ := testProject(t, token)
+	return ts
+}
+
+// testProject is testServer and its project's root.
+func testProject(t *testing.T, token string) (*httptest.Server, string) {
+	t.Helper()
 	root := t.TempDir()
 	must := func(err error) {
 		if err != nil {
@@ -52,7 +59,7 @@ func testServer(t *testing.T, token string) *httptest.Server {
 	must(err)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	return ts
+	return ts, root
 }
 
 func get(t *testing.T, c *http.Client, url string, header ...string) (int, string) {
