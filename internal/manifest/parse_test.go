@@ -116,6 +116,13 @@ func TestParseProblems(t *testing.T) {
 		{"sandbox", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  memory: 2 gigs\n  write: [step, /etc, ../up, .]\n  pids: 0\n", []string{
 			`7:sandbox.memory: is not a size like 512MiB or 2GiB`, `8:sandbox.write[1]: write "/etc": only "step" or a path inside the project`,
 			`8:sandbox.write[2]: write "../up": only "step"`, `8:sandbox.write[3]: write "." would make the whole project writable`, `9:sandbox.pids: `}},
+		// The hostile audit's M3: a tool that may write the engine's state
+		// poisoned another run's cache entry.
+		{"sandbox write of what the engine trusts", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  write:\n    - .capflow\n    - .capflow/state/artifacts\n    - tools\n    - kits/core/x\n    - capflow.yaml\n    - policy.yaml\n    - .git/hooks\n    - ./tools/../.capflow\n", []string{
+			`8:sandbox.write[0]: write ".capflow" would let the tool change .capflow`, `9:sandbox.write[1]: write ".capflow/state/artifacts" would let the tool change .capflow`,
+			`10:sandbox.write[2]: write "tools" would let the tool change tools`, `11:sandbox.write[3]: write "kits/core/x" would let the tool change kits`,
+			`12:sandbox.write[4]: write "capflow.yaml" would`, `13:sandbox.write[5]: write "policy.yaml" would`, `14:sandbox.write[6]: write ".git/hooks" would`,
+			`15:sandbox.write[7]: write "./tools/../.capflow" would let the tool change .capflow`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,25 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q: only \"step\" or a path inside the project (relative to its root)", s)
 		case clean == ".":
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would make the whole project writable (its policy, tools and run records): name a folder inside it", s)
+		case protected(clean) != "":
+			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would let the tool change %s, which the engine trusts: name a folder of the tool's own output", s, protected(clean))
 		}
 	}
+}
+
+// Protected are the project's paths no tool may write (docs/sandbox.md):
+// the engine's state and runs (under .capflow by default), the tools and
+// kits it runs, its configuration and policy, and the repository.
+var Protected = []string{".capflow", "tools", "kits", "capflow.yaml", "policy.yaml", ".git"}
+
+// protected names what of Protected the write folder clean (relative to
+// the project, cleaned) is or lies in; "" when none (only "." holds
+// them, refused on its own).
+func protected(clean string) string {
+	for _, p := range Protected {
+		if clean == p || strings.HasPrefix(clean, p+"/") {
+			return p
+		}
+	}
+	return ""
 }

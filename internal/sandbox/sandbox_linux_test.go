@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"github.com/capflow/capflow/internal/manifest"
 	"net"
 	"os"
 	"os/exec"
@@ -252,5 +253,28 @@ done`)
 		if !strings.Contains(o.out, "refused "+k) {
 			t.Fatalf("a confined tool (euid %d) wrote /proc/sys/%s:\n%s", os.Geteuid(), k, o.out)
 		}
+	}
+}
+
+// TestWriteFoldersAvoidWhatTheEngineTrusts: a write folder that is, or
+// leads through a link to, the state folder, the tools or the
+// configuration is refused when the tool starts (M3; tools validate
+// refuses the plain names, this the links).
+func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
+	project := t.TempDir()
+	for _, d := range []string{".capflow/state", "tools/x", "out"} {
+		if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(".capflow", filepath.Join(project, "innocent"))
+	os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
+	for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
+		if _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
+			t.Errorf("write %s: %v", w, err)
+		}
+	}
+	if s, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
+		t.Fatalf("write out: %v %+v", err, s)
 	}
 }

@@ -87,6 +87,14 @@ func insideProject(project, rel string) (string, error) {
 	if real == root || !strings.HasPrefix(real, root+string(filepath.Separator)) {
 		return "", fmt.Errorf("sandbox write %q leads to %s, not a folder inside the project", rel, real)
 	}
+	// What the engine trusts, checked again where the folder really is (a
+	// link in the project can lead a harmless name there).
+	for _, p := range manifest.Protected {
+		prot := filepath.Join(root, p)
+		if real == prot || strings.HasPrefix(real, prot+string(filepath.Separator)) || strings.HasPrefix(prot, real+string(filepath.Separator)) {
+			return "", fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, p)
+		}
+	}
 	return real, nil
 }
 
