@@ -20,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/seal"
 )
 
 // Parts are what a key is made of.
@@ -61,6 +62,22 @@ type Entry struct {
 	DataBytes int64             `json:"data_bytes"`
 	// Artifacts are the files the data names.
 	Artifacts []client.Artifact `json:"artifacts,omitempty"`
+	// Seal is the worker key's HMAC of the entry without it
+	// (internal/seal): an entry changed outside capflow (the store can lie
+	// in the project, which confined tools read) is a miss.
+	Seal string `json:"seal,omitempty"`
+}
+
+const sealDomain = "capflow-cache-entry"
+
+// sealed is the entry's seal.
+func (e Entry) sealed() string { return seal.Of(sealDomain, unsealed(e)) }
+
+// unsealed is what the seal covers: the entry's JSON without its seal.
+func unsealed(e Entry) []byte {
+	e.Seal = ""
+	raw, _ := json.Marshal(e)
+	return raw
 }
 
 // Age is how old the entry is at now.
@@ -93,6 +110,9 @@ func (c Cache) Lookup(ctx context.Context, key string, ttl time.Duration, now ti
 	if err := json.Unmarshal(raw, &e); err != nil || e.Key != key {
 		return nil, "its entry is unreadable or not this key's", nil
 	}
+	if !seal.Check(sealDomain, unsealed(e), e.Seal) {
+		return nil, "its entry's seal does not hold (written outside capflow, or by a worker with another key): not used", nil
+	}
 	if age := e.Age(now); age > ttl {
 		return nil, fmt.Sprintf("the entry is %s old, past the step's ttl %s", age.Round(time.Second), ttl), nil
 	}
@@ -102,6 +122,7 @@ func (c Cache) Lookup(ctx context.Context, key string, ttl time.Duration, now ti
 // Save writes an entry (its data and files already in the store). Two
 // runs saving the same key write equivalent entries: the later wins whole.
 func (c Cache) Save(ctx context.Context, e Entry) error {
+	e.Seal = e.sealed()
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err

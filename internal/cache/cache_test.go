@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/seal"
 )
 
 func TestPathsFollowTheSchema(t *testing.T) {
@@ -148,5 +150,40 @@ func TestMemoSeesChanges(t *testing.T) {
 	must(t, os.WriteFile(f, []byte("two!"), 0o644))
 	if d2, _, _ := m.Digest(f); d2 == d1 || d2 != artifacts.Digest([]byte("two!")) {
 		t.Fatalf("a changed file kept its digest")
+	}
+}
+
+// TestEntriesAreSealed: an entry rewritten in the store (the hostile
+// audit's M3: a tool that could write the store pointed another run's
+// entry at its own blob) is a miss, saying why.
+func TestEntriesAreSealed(t *testing.T) {
+	t.Setenv(seal.KeyFile, filepath.Join(t.TempDir(), "key"))
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := artifacts.Open(ctx, artifacts.Options{URL: "file://" + dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Cache{Store: store}
+	key := Key(Parts{Tool: "t", Inputs: []byte("{}")})
+	good, _ := store.Put(ctx, []byte(`{"out":"genuine"}`))
+	now := time.Now().UTC()
+	if err := c.Save(ctx, Entry{Key: key, Tool: "t@1", Run: "r1", Created: now, Data: good}); err != nil {
+		t.Fatal(err)
+	}
+	if e, why, err := c.Lookup(ctx, key, time.Hour, now); e == nil || err != nil {
+		t.Fatalf("a sealed entry: %s %v", why, err)
+	}
+	file := filepath.Join(dir, Name(key))
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := store.Put(ctx, []byte(`{"out":"POISONED"}`))
+	if err := os.WriteFile(file, []byte(strings.Replace(string(raw), good, bad, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e, why, err := c.Lookup(ctx, key, time.Hour, now); e != nil || err != nil || !strings.Contains(why, "seal does not hold") {
+		t.Fatalf("a rewritten entry: %+v %q %v", e, why, err)
 	}
 }

@@ -6,15 +6,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/capflow/capflow/internal/seal"
 )
 
 // OwnerEnv carries a server's ownership token in its environment. The
@@ -122,70 +121,22 @@ func Sweep(runDir string, grace time.Duration) []int {
 }
 
 // OwnerKeyFile names the file of the key that seals ownership records
-// (default: capflow/ownership.key in the user's configuration folder,
-// created with mode 0600 on first use): outside every project, so a tool
-// that can write a run's processes.json still cannot seal a record.
-const OwnerKeyFile = "CAPFLOW_OWNERSHIP_KEY_FILE"
-
-var ownerKey = sync.OnceValues(loadOwnerKey)
+// (internal/seal): outside every project, so a tool that can write a
+// run's processes.json still cannot seal a record.
+const OwnerKeyFile = seal.KeyFile
 
 // EnsureOwnerKey makes the key now if it is not there yet: a confined
 // tool's sandbox hides it only if it exists when the sandbox is made.
-func EnsureOwnerKey() { _, _ = ownerKey() }
+func EnsureOwnerKey() { seal.Ensure() }
 
 // OwnerKeyPath is the key's file ("" when there is no configuration
 // folder): confined tools never see it.
-func OwnerKeyPath() string {
-	if path := os.Getenv(OwnerKeyFile); path != "" {
-		return path
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "capflow", "ownership.key")
-}
-
-func loadOwnerKey() ([]byte, error) {
-	path := OwnerKeyPath()
-	if path == "" {
-		return nil, errors.New("no configuration folder for the ownership key ($HOME unset?)")
-	}
-	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
-		return b, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	text := []byte(hex.EncodeToString(key))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		// Another worker made it first: use theirs.
-		b, rerr := os.ReadFile(path)
-		if rerr == nil && len(b) >= 32 {
-			return b, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Write(text); err != nil {
-		return nil, err
-	}
-	return text, nil
-}
+func OwnerKeyPath() string { return seal.KeyPath() }
 
 // sealOf is a record's seal: an HMAC of what binds it to its process and
 // run, with the key ("" when there is no key to use).
 func sealOf(runDir string, r Record) string {
-	key, err := ownerKey()
-	if err != nil {
-		return ""
-	}
-	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "capflow-seal\x00%s\x00%d\x00%d\x00%s\x00%s\x00%s", runDir, r.PID, r.StartTicks, strings.Join(r.Argv, "\x00"), r.Cwd, r.Token)
-	return hex.EncodeToString(mac.Sum(nil))
+	return seal.Of("capflow-seal", fmt.Appendf(nil, "%s\x00%d\x00%d\x00%s\x00%s\x00%s", runDir, r.PID, r.StartTicks, strings.Join(r.Argv, "\x00"), r.Cwd, r.Token))
 }
 
 // sealed reports whether r carries the seal only this host's key makes:
