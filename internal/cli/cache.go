@@ -158,14 +158,19 @@ func (a *App) cachePurge() *cobra.Command {
 }
 
 // parseAge reads a Go duration or a number of days ("7d"); "" is 0.
+// maxAgeDays is the largest age in days a time.Duration holds (~292 years).
+const maxAgeDays = 106751
+
 func parseAge(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(d, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("not a positive number of days")
+		// NaN fails every comparison: !(n > 0) refuses it; past ~290
+		// years a Duration overflows to a negative age (purging all).
+		if err != nil || !(n > 0) || n > maxAgeDays {
+			return 0, fmt.Errorf("not a number of days between 0 and %d", maxAgeDays)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil
 	}

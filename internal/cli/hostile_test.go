@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,6 +62,26 @@ func TestHostileMCPArguments(t *testing.T) {
 		msg := call("plan_check", map[string]any{"plan": p})
 		if !strings.Contains(msg, "outside the project") || strings.Contains(msg, "SECRET") {
 			t.Errorf("plan_check %s: %q", p, msg)
+		}
+	}
+}
+
+// TestParseAgeBounds: --older-than 99999999999d purged every entry (an
+// overflow to a negative age); NaNd and Infd passed too (M9).
+func TestParseAgeBounds(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7d", 7 * 24 * time.Hour, true}, {"36h", 36 * time.Hour, true}, {"0.5d", 12 * time.Hour, true},
+		{"106751d", 106751 * 24 * time.Hour, true},
+		{"99999999999d", 0, false}, {"106752d", 0, false}, {"NaNd", 0, false}, {"Infd", 0, false}, {"+Infd", 0, false},
+		{"-1d", 0, false}, {"0d", 0, false}, {"-5h", 0, false}, {"lots", 0, false},
+	} {
+		got, err := parseAge(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseAge(%q) = %s %v, want %s ok %v", c.in, got, err, c.want, c.ok)
 		}
 	}
 }
