@@ -240,11 +240,13 @@ func Load(opts Options) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := v.MergeConfigMap(raw); err != nil {
-			return nil, caperr.Wrap(caperr.ConfigError, err, "merge %s", file)
-		}
+		// Before viper sees the map: it lowercases its keys in place, and
+		// an MCP server's env names keep their case.
 		if err := decodeMCP(raw, cfg); err != nil {
 			return nil, err
+		}
+		if err := v.MergeConfigMap(raw); err != nil {
+			return nil, caperr.Wrap(caperr.ConfigError, err, "merge %s", file)
 		}
 		cfg.File = file
 	case explicit || !errors.Is(err, os.ErrNotExist):

@@ -125,3 +125,16 @@ func TestHostileConfigFiles(t *testing.T) {
 		t.Fatalf("FIFO as capflow.yaml: %v", err)
 	}
 }
+
+// TestMCPEnvKeepsItsCase: viper lowercases the map it merges; an MCP
+// server's env names reached it lowercased (the hostile audit's M7).
+func TestMCPEnvKeepsItsCase(t *testing.T) {
+	c, err := Load(Options{Project: project(t, "mcp_servers:\n  s:\n    command: [srv]\n    env: {EVIL_FIXED: fixed-value, MixedCase: x}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := c.MCPServers["s"].Env
+	if env["EVIL_FIXED"] != "fixed-value" || env["MixedCase"] != "x" || len(env) != 2 {
+		t.Fatalf("env %v", env)
+	}
+}
