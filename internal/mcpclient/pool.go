@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -262,8 +263,11 @@ func (p *Pool) command(name string, srv config.MCPServer, stderr *tail) *exec.Cm
 	return cmd
 }
 
-// headers adds an HTTP server's headers and bearer token to each request.
+// headers adds an HTTP server's headers and bearer token to each request
+// to the server's own origin (scheme and host): a redirect elsewhere gets
+// none of them (the hostile audit's M6: the token followed a 307).
 func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
+	own, _ := url.Parse(srv.URL)
 	h := http.Header{}
 	for k, v := range srv.Headers {
 		h.Set(k, v)
@@ -274,6 +278,9 @@ func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
 		}
 	}
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if own == nil || r.URL.Scheme != own.Scheme || !strings.EqualFold(r.URL.Host, own.Host) {
+			return http.DefaultTransport.RoundTrip(r)
+		}
 		r = r.Clone(r.Context())
 		for k, v := range h {
 			r.Header[k] = v

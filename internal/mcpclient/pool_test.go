@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +77,34 @@ func TestTailKeepsTheLastLines(t *testing.T) {
 	tl.reset(nil)
 	if tl.String() != "" {
 		t.Fatal("reset kept lines")
+	}
+}
+
+// TestHeadersStayWithTheirServer: a server's bearer token and headers go
+// to its own origin only, never along a redirect to another host (M6).
+func TestHeadersStayWithTheirServer(t *testing.T) {
+	other := make(chan string, 4)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other <- r.Header.Get("Authorization") + "|" + r.Header.Get("X-Api-Key")
+	}))
+	defer elsewhere.Close()
+	own := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		own <- r.Header.Get("Authorization")
+		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	p := New(Options{LookupEnv: func(k string) (string, bool) { return "bearer-secret", k == "TOKEN" }})
+	c := &http.Client{Transport: p.headers(config.MCPServer{URL: srv.URL + "/mcp", BearerTokenEnv: "TOKEN", Headers: map[string]string{"X-Api-Key": "k"}})}
+	resp, err := c.Post(srv.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := <-own; got != "Bearer bearer-secret" {
+		t.Fatalf("its own server got %q", got)
+	}
+	if got := <-other; got != "|" {
+		t.Fatalf("the host it redirected to got %q", got)
 	}
 }
