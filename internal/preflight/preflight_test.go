@@ -135,3 +135,23 @@ func TestSubPlanBombIsCountedNotExpanded(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandToolsGetAHeartbeat: a command tool that declares no
+// heartbeat and may run past a minute gets one, so a step whose worker
+// died moves on in about a minute, not at its start-to-close.
+func TestCommandToolsGetAHeartbeat(t *testing.T) {
+	p := parse(t, "name: s\nsteps:\n  - {id: a, capability: a.b}\n  - {id: quick, capability: a.b, timeout: 50s}\n  - {id: own, capability: a.b, heartbeat: 5s}\n")
+	cmd := &manifest.Manifest{Entrypoint: manifest.Entrypoint{Type: manifest.EntryCommand}}
+	builtin := &manifest.Manifest{Entrypoint: manifest.Entrypoint{Type: manifest.EntryBuiltin}}
+	for _, c := range []struct {
+		step string
+		m    *manifest.Manifest
+		want time.Duration
+	}{
+		{"a", cmd, CommandHeartbeat}, {"quick", cmd, 0}, {"own", cmd, 5 * time.Second}, {"a", builtin, 0}, {"a", nil, 0},
+	} {
+		if got := Settings(p, p.Step(c.step), c.m).Heartbeat; got != c.want {
+			t.Errorf("%s (%v): heartbeat %s, want %s", c.step, c.m != nil, got, c.want)
+		}
+	}
+}

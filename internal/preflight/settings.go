@@ -14,6 +14,11 @@ const (
 	DefaultInterval    = time.Second
 	DefaultBackoff     = 2.0
 	DefaultMaxInterval = time.Minute
+	// CommandHeartbeat is the heartbeat timeout of a command tool that
+	// declares none and may run past a minute: the worker beats every 2 s
+	// anyway, and without a timeout a step whose worker died waited its
+	// whole start-to-close (ten minutes by default) before its retry.
+	CommandHeartbeat = 30 * time.Second
 )
 
 // StepSettings are the effective execution settings of one step.
@@ -72,6 +77,9 @@ func Settings(p *plan.Plan, s *plan.Step, m *manifest.Manifest) StepSettings {
 	}
 	if s.OnFailure == plan.OnFailureFail || s.OnFailure == plan.OnFailureSkip {
 		st.MaxAttempts = 1
+	}
+	if st.Heartbeat == 0 && m != nil && m.Entrypoint.Type == manifest.EntryCommand && st.Timeout > time.Minute {
+		st.Heartbeat = CommandHeartbeat
 	}
 	return st
 }
