@@ -125,6 +125,14 @@ func (a *Activities) cleanup(runDir string) *report.Cleanup {
 			c.Skipped = append(c.Skipped, report.CleanupSkipped{PID: sk.PID, Name: sk.Name, Reason: sk.Reason})
 		}
 	}
+	if len(c.Skipped) > 0 {
+		// A record that does not verify (edited to name another process)
+		// is left alone, but the run's real servers still carry its token:
+		// they are found by it and stopped (the hostile audit's M2).
+		swept := runtimekit.Sweep(runDir, 5*time.Second)
+		c.Stopped = append(c.Stopped, swept...)
+		c.Note = fmt.Sprintf("%d record(s) did not verify and were left alone; the run's processes were found by their ownership token instead (%d stopped)", len(c.Skipped), len(swept))
+	}
 	return c
 }
 

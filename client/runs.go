@@ -54,6 +54,8 @@ type RunInfo struct {
 	Schedule string `json:"schedule,omitempty"`
 	// Pending are its running activities (Describe only).
 	Pending []PendingActivity `json:"pending,omitempty"`
+	// TaskQueue is the run's workflow task queue (Describe only).
+	TaskQueue string `json:"task_queue,omitempty"`
 }
 
 // PendingActivity is a running activity of a run: a step's (ActivityID
@@ -77,6 +79,7 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 	info := desc.GetWorkflowExecutionInfo()
 	ri := c.runInfo(info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus(), info.GetStartTime().AsTime(), info.GetCloseTime(), info.GetSearchAttributes().GetIndexedFields())
 	ri.FirstRunID = info.GetFirstRunId()
+	ri.TaskQueue = desc.GetExecutionConfig().GetTaskQueue().GetName()
 	for _, pa := range desc.GetPendingActivities() {
 		p := PendingActivity{ActivityID: pa.GetActivityId(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
 		if f := pa.GetLastFailure(); f != nil {
@@ -208,3 +211,20 @@ func (c *Client) runInfo(id, runID string, st enumspb.WorkflowExecutionStatus, s
 	}
 	return ri
 }
+
+// Pollers is how many workers the server saw polling queue for workflow
+// tasks lately (its last few minutes): 0 means no worker will take a
+// run of that queue.
+func (c *Client) Pollers(ctx context.Context, queue string) (int, error) {
+	if queue == "" {
+		queue = c.taskQueue
+	}
+	resp, err := c.tc.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return 0, err
+	}
+	return len(resp.GetPollers()), nil
+}
+
+// TaskQueue is the queue runs this client starts go to.
+func (c *Client) TaskQueue() string { return c.taskQueue }

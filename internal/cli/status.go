@@ -92,6 +92,9 @@ func (a *App) cancelCommand() *cobra.Command {
 				}
 				wctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
+				if info, err := tc.Describe(ctx, args[0]); err == nil {
+					defer a.warnNoWorker(wctx, tc, info.TaskQueue)()
+				}
 				res, err := a.fetch(wctx, tc, args[0], true)
 				if err != nil && ctx.Err() == nil {
 					// Asked, and the server took it; the run winds down on

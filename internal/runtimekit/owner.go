@@ -1,7 +1,6 @@
 package runtimekit
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/capflow/capflow/internal/procfs"
 	"github.com/capflow/capflow/internal/seal"
 )
 
@@ -40,18 +40,7 @@ func newToken(runDir string) string {
 
 // environToken reads pid's ownership token from the environment the
 // kernel recorded when it started ("" when it has none).
-func environToken(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return "", err
-	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte(OwnerEnv+"=")); ok {
-			return string(v), nil
-		}
-	}
-	return "", nil
-}
+func environToken(pid int) (string, error) { return procfs.Env(pid, OwnerEnv) }
 
 // checkToken says why pid does not carry the record's token of this run,
 // or "" when it does.

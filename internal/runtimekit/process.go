@@ -13,9 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capflow/capflow/internal/procfs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,30 +52,9 @@ type Registry struct {
 	Processes []Record `json:"processes"`
 }
 
-// startTicks reads when the kernel started pid (clock ticks after boot):
-// with the pid, what tells one process from a later one that reuses it.
-// A zombie counts as gone.
-func startTicks(pid int) (uint64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name is in parentheses and may hold spaces: fields
-	// start after the last ')'. starttime is field 22 (index 19 after it).
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("short /proc stat")
-	}
-	if f[0] == "Z" {
-		return 0, errors.New("the process has exited (zombie)")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+// startTicks reads when the kernel started pid: with the pid, what tells
+// one process from a later one that reuses it.
+func startTicks(pid int) (uint64, error) { return procfs.StartTicks(pid) }
 
 // ownership is the hash that binds a record to one process of one run.
 func ownership(runDir string, pid int, ticks uint64, argv []string, cwd string) string {

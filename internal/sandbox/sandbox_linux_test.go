@@ -278,3 +278,43 @@ func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
 		t.Fatalf("write out: %v %+v", err, s)
 	}
 }
+
+// TestOrphansOfADeadWorkerAreSwept: a sandbox whose worker is gone (the
+// hostile audit's M1: bubblewrap's init outlived a SIGKILLed worker,
+// outside every cgroup) is killed by the next worker's sweep; one of a
+// live worker, or of no worker, is left alone.
+func TestOrphansOfADeadWorkerAreSwept(t *testing.T) {
+	if o := run(t, Defaults, t.TempDir(), `echo "mark=$CAPFLOW_SANDBOX_WORKER"`); workerMark() == "" || !strings.Contains(o.out, "mark="+workerMark()) {
+		t.Fatalf("a step's sandbox does not carry its worker's mark %q: %s", workerMark(), o.out)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	start := func(mark string) *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.Env = []string{"PATH=/usr/bin:/bin"}
+		if mark != "" {
+			c.Env = append(c.Env, WorkerEnv+"="+mark)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c
+	}
+	orphan := start(fmt.Sprintf("%s.%d.%d", machineTag(), gone.Process.Pid, 12345))
+	live := start(workerMark())
+	unmarked := start("")
+	foreign := start(fmt.Sprintf("0123456789abcdef.%d.1", gone.Process.Pid))
+	swept := SweepOrphans()
+	if len(swept) != 1 || swept[0] != orphan.Process.Pid {
+		t.Fatalf("swept %v, want only the orphan %d", swept, orphan.Process.Pid)
+	}
+	_ = orphan.Wait()
+	for _, c := range []*exec.Cmd{live, unmarked, foreign} {
+		if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("a process not orphaned was killed: %v", err)
+		}
+	}
+}

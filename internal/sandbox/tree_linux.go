@@ -66,7 +66,11 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 		return nil, nil, err
 	}
 	args := s.bwrapArgs(req)
-	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: req.Env, ExtraFiles: []*os.File{t.infoW, t.blockR}}
+	env := req.Env
+	if mark := workerMark(); mark != "" && !req.Server {
+		env = append(append([]string(nil), env...), WorkerEnv+"="+mark)
+	}
+	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: env, ExtraFiles: []*os.File{t.infoW, t.blockR}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !req.Server {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

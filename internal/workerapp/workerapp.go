@@ -205,6 +205,10 @@ func Main(args []string, stderr io.Writer) int {
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
 		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
 	}
+	if swept := sandbox.SweepOrphans(); len(swept) > 0 {
+		// A worker killed while a sandbox started left its init behind.
+		log.Warn("stopped sandboxes a dead worker left behind", "pids", swept)
+	}
 	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
