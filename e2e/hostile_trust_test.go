@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/runtimekit"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // The standing hostile suite of "trust by construction" (docs/sandbox.md,
@@ -69,5 +74,61 @@ func TestHostileNoWorkerSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"code": "CANCELLED"`) && !strings.Contains(out.String(), `"code":"CANCELLED"`) {
 		t.Fatalf("envelope: %s", out.String())
+	}
+}
+
+// TestHostileEditedRecordStillStopsItsServer: while a run waits, its
+// processes.json is rewritten to name another process (the hostile
+// audit's M2). The victim is never signalled, and the run's real server
+// is still stopped when the run ends: found by its ownership token.
+func TestHostileEditedRecordStillStopsItsServer(t *testing.T) {
+	victim := exec.Command("sleep", "300")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
+	plan := h.writePlan(t, "edited-record", `name: edited-record
+failure_policy: continue_all
+steps:
+  - id: start
+    capability: server.start
+    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: 18779, readiness: {type: log, target: "listening on", timeout: 20s}}
+  - {id: gate, capability: flow.approve, needs: [start], with: {prompt: "go on?"}}
+  - {id: stop, capability: server.stop, needs: [gate], with: {name: web}}
+`)
+	code, env, _ := h.capflow(t, "run", plan, "--detach")
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	data(t, env, &started)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, env.Message)
+	}
+	id := started.WorkflowID
+	waitStep(t, id, "gate", "waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
+	runDir := filepath.Join(h.project, ".capflow", "runs", activities.RunFolderName(id))
+	reg, err := runtimekit.ReadRegistry(runDir)
+	if err != nil || len(reg.Processes) != 1 || !pidAlive(reg.Processes[0].PID) {
+		t.Fatalf("the run's server: %+v %v", reg, err)
+	}
+	real := reg.Processes[0].PID
+	forged := reg.Processes[0]
+	forged.PID, forged.PGID = victim.Process.Pid, victim.Process.Pid
+	reg.Processes[0] = forged
+	b, _ := json.Marshal(reg)
+	if err := os.WriteFile(filepath.Join(runDir, runtimekit.ProcessesFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 0 {
+		t.Fatalf("approve: exit %d %s", code, env.Message)
+	}
+	h.capflow(t, "status", id, "--follow")
+	if !pidAlive(victim.Process.Pid) {
+		t.Fatal("the process the edited record named was signalled")
+	}
+	for deadline := time.Now().Add(10 * time.Second); pidAlive(real); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run ended and its real server (pid %d) still runs", real)
+		}
 	}
 }

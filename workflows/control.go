@@ -107,6 +107,13 @@ func (s *scheduler) resume(req ControlRequest) wfapi.ControlAnswer {
 // what may start.
 func (s *scheduler) wakeUp() { s.wake.SendAsync(true) }
 
+// A decision's by and comment are bounded (they are kept in the run's
+// result and report).
+const (
+	MaxDecisionBy      = 256
+	MaxDecisionComment = 16 << 10
+)
+
 // validDecision is the decide update's validator.
 func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 	st := s.steps[req.Step]
@@ -115,6 +122,10 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 		return fmt.Errorf("the run has no step %q%s", req.Step, s.stepPhrase(req.Step))
 	case strings.TrimSpace(req.By) == "":
 		return errors.New("a decision needs who made it (by)")
+	case len(req.By) > MaxDecisionBy || len(req.Comment) > MaxDecisionComment:
+		// Unbounded, a 1.5 MB comment failed the workflow task (the
+		// hostile audit's L9). A validator's refusal is not in history.
+		return fmt.Errorf("a decision's by is at most %d bytes and its comment at most %d (this one: %d and %d)", MaxDecisionBy, MaxDecisionComment, len(req.By), len(req.Comment))
 	case st.wait == nil:
 		return errors.New(client.NotWaiting(req.Step, s.status(req.Step), st.decisions))
 	case !slices.Contains(st.wait.Actions, req.Action):

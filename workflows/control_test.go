@@ -108,6 +108,7 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 		{at: time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gaet", wfapi.ActionApprove), want: `no step "gaet" (did you mean "gate"?)`},
 		{at: 2 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionRetry), want: "answer with approve or reject"},
 		{at: 3 * time.Minute, update: wfapi.UpdateDecide, arg: wfapi.DecideRequest{Step: "gate", Action: wfapi.ActionApprove}, want: "who made it"},
+		{at: 3*time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, strings.Repeat("x", MaxDecisionComment+1)), want: "its comment at most 16384"},
 		{at: 4 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, "looks good")},
 		{at: 5 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionReject), want: "already decided: approved by alice"},
 		{at: 6 * time.Minute, update: wfapi.UpdateDecide, arg: decide("announce", wfapi.ActionApprove)},
@@ -130,8 +131,8 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 	if progress[0].Steps[1].Status != wfapi.StepWaiting || w == nil || w.Prompt != "Ship it?" || w.Kind != wfapi.WaitApproval {
 		t.Fatalf("progress while waiting: %+v", progress[0].Steps[1])
 	}
-	if answers[4].answer.State != wfapi.StepSucceeded {
-		t.Fatalf("the answer says %+v", answers[4].answer)
+	if answers[5].answer.State != wfapi.StepSucceeded {
+		t.Fatalf("the answer says %+v", answers[5].answer)
 	}
 
 	res, _, _, _ = control(t, gated, []string{"gate"}, nil, []op{
