@@ -85,3 +85,14 @@ func TestParseAgeBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanTestPrintsNoEscapes: a case name from a case file reaches the
+// terminal with its control characters quoted (L11).
+func TestPlanTestPrintsNoEscapes(t *testing.T) {
+	if got := printable("ok \x1b[2J\x1b]0;owned\x07 case"); got != `ok \x1b[2J\x1b]0;owned\a case` {
+		t.Fatalf("%q", got)
+	}
+	if got := printable("a plain case, ünïcode"); got != "a plain case, ünïcode" {
+		t.Fatalf("%q", got)
+	}
+}

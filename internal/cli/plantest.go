@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -90,12 +93,12 @@ func prettyTest(w io.Writer, rep *plantest.Report) {
 		if !c.Passed {
 			mark = "✗"
 		}
-		fmt.Fprintf(w, "%s %s (the run %s, %d ms)\n", mark, c.Name, c.Status, c.DurationMS)
+		fmt.Fprintf(w, "%s %s (the run %s, %d ms)\n", mark, printable(c.Name), c.Status, c.DurationMS)
 		for _, d := range c.Diffs {
-			fmt.Fprintf(w, "    %s\n", d)
+			fmt.Fprintf(w, "    %s\n", printable(d))
 		}
 		for _, n := range c.Warnings {
-			fmt.Fprintf(w, "    note: %s\n", n)
+			fmt.Fprintf(w, "    note: %s\n", printable(n))
 		}
 	}
 	if rep.Coverage != nil {
@@ -117,4 +120,14 @@ func writeJUnit(path string, rep *plantest.Report) error {
 		return caperr.Wrap(caperr.ObservabilityError, err, "writing %s", path)
 	}
 	return nil
+}
+
+// printable is text from a case file as the terminal should show it:
+// control characters (an ANSI escape would drive the terminal) quoted.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

@@ -5,6 +5,8 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -83,8 +85,12 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	if progress != nil {
-		tok := fmt.Sprintf("capflow-%d", p.next.Add(1))
-		p.progress.Store(tok, progress)
+		// A random token, kept with the session it was given to: no
+		// server guesses another call's token or reports on it (the
+		// hostile audit's L2: capflow-N tokens let one server write into
+		// another's step).
+		tok := fmt.Sprintf("capflow-%d-%s", p.next.Add(1), randomHex(12))
+		p.progress.Store(tok, progressOf{cs: cs, f: progress})
 		defer p.progress.Delete(tok)
 		params.SetProgressToken(tok)
 	}
@@ -193,10 +199,23 @@ func (p *Pool) drop(name string, cs *mcp.ClientSession, why string) {
 	}
 }
 
+// progressOf is who a progress token was given to.
+type progressOf struct {
+	cs *mcp.ClientSession
+	f  func(*Progress)
+}
+
 func (p *Pool) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if f, ok := p.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
-		f.(func(*Progress))(req.Params)
+	v, ok := p.progress.Load(fmt.Sprint(req.Params.ProgressToken))
+	if o, _ := v.(progressOf); ok && o.cs == req.Session {
+		o.f(req.Params)
 	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // connect starts the server (a command, or a session with an HTTP
