@@ -129,6 +129,12 @@ func (c *Client) CreateSchedule(ctx context.Context, o ScheduleOptions) (*Schedu
 	if err != nil {
 		return nil, scheduleError(o.Name, err)
 	}
+	if o.Cron != "" && len(d.Info.NextActionTimes) == 0 {
+		// A cron no date matches ("0 0 31 2 *": February 31st) would be a
+		// schedule that silently never starts anything.
+		_ = h.Delete(ctx)
+		return nil, &InvalidSchedule{Name: o.Name, Field: "cron", Reason: fmt.Sprintf("cron %q never fires: no date matches it", o.Cron)}
+	}
 	s := schedule(o.Name, d.Schedule.Spec, d.Schedule.State.Paused, d.Schedule.State.Note, d.Info.NextActionTimes, d.Info.RecentActions)
 	s.Memo = o.Memo
 	return s, nil

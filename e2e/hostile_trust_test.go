@@ -132,3 +132,16 @@ steps:
 		}
 	}
 }
+
+// TestHostileCronThatNeverFires: a schedule whose cron no date matches is
+// refused, not kept silently (L12).
+func TestHostileCronThatNeverFires(t *testing.T) {
+	plan := h.writePlan(t, "never", "name: never\nsteps:\n  - {id: a, capability: text.render, with: {template: hi}}\n")
+	code, env, _ := h.capflow(t, "schedule", "create", "never-fires", plan, "--cron", "0 0 31 2 *")
+	if code != 2 || !strings.Contains(env.Message, "never fires") {
+		t.Fatalf("exit %d: %s", code, env.Message)
+	}
+	if _, env, _ := h.capflow(t, "schedule", "list"); strings.Contains(fmt.Sprint(env.Data), "never-fires") {
+		t.Fatalf("the schedule was kept: %v", env.Data)
+	}
+}
