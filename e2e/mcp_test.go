@@ -196,6 +196,7 @@ max_parallel: 1
 defaults: {retry: {max_attempts: 1}}
 steps:
   - {id: wrong, capability: bad.wrong}
+  - {id: truncated, capability: bad.truncated, timeout: 2m}
   - {id: die, capability: bad.die}
   - {id: ok, capability: bad.ok}
 `))
@@ -206,8 +207,10 @@ steps:
 			codes[st.ID] += " " + string(st.Envelope.Error.Code)
 		}
 	}
-	if fmt.Sprint(codes) != "map[die:failed DEPENDENCY_UNAVAILABLE ok:succeeded wrong:failed TOOL_FAILURE]" ||
-		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") {
+	// A line cut short fails its step at once (not at its 2-minute
+	// timeout) and the server is started again for the next (M8).
+	if fmt.Sprint(codes) != "map[die:failed DEPENDENCY_UNAVAILABLE ok:succeeded truncated:failed TOOL_FAILURE wrong:failed TOOL_FAILURE]" ||
+		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") || !strings.Contains(r.step(t, "truncated").Envelope.Message, "not one whole JSON value") {
 		t.Fatalf("a misbehaving server: exit %d %v\n%s", code, codes, stderr)
 	}
 }

@@ -57,6 +57,8 @@ type conn struct {
 	mu     sync.Mutex
 	cs     *mcp.ClientSession
 	stderr *tail
+	// bad: the server wrote a line that is no JSON value (stdio.go).
+	bad atomic.Bool
 }
 
 // New makes a pool; nothing starts until a tool is called.
@@ -107,6 +109,10 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 		return nil, ctx.Err()
 	case errors.As(err, &rpc):
 		return nil, caperr.New(caperr.ToolFailure, "MCP server %s refused %s: %s", server, tool, rpc.Message)
+	}
+	if c.bad.Load() {
+		p.drop(server, cs, "answered out of contract")
+		return nil, caperr.New(caperr.ToolFailure, "MCP server %s answered %s out of contract: a line that is not one whole JSON value (the server is started again for the next call)%s", server, tool, c.stderr.String())
 	}
 	// A server that still answers a ping sent an answer out of contract;
 	// one that does not has died or dropped the connection.
@@ -165,7 +171,7 @@ func (p *Pool) session(ctx context.Context, name string) (*mcp.ClientSession, *c
 	if c.cs != nil {
 		return c.cs, c, nil
 	}
-	cs, err := p.connect(ctx, name, c.stderr)
+	cs, err := p.connect(ctx, name, c)
 	if err != nil {
 		return nil, c, err
 	}
@@ -220,7 +226,8 @@ func randomHex(n int) string {
 
 // connect starts the server (a command, or a session with an HTTP
 // endpoint) and runs the initialize handshake within its start timeout.
-func (p *Pool) connect(ctx context.Context, name string, stderr *tail) (*mcp.ClientSession, error) {
+func (p *Pool) connect(ctx context.Context, name string, c *conn) (*mcp.ClientSession, error) {
+	stderr := c.stderr
 	srv, ok := p.o.Servers[name]
 	if !ok {
 		return nil, caperr.New(caperr.DependencyUnavailable, "MCP server %q is not configured in this process (mcp_servers of capflow.yaml as it was when the worker started: restart the worker after changing it; docs/mcp.md)", name)
@@ -236,7 +243,8 @@ func (p *Pool) connect(ctx context.Context, name string, stderr *tail) (*mcp.Cli
 		&mcp.ClientOptions{ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{}})
 	var t mcp.Transport
 	if len(srv.Command) > 0 {
-		t = &mcp.CommandTransport{Command: p.command(name, srv, stderr), TerminateDuration: 2 * time.Second}
+		c.bad.Store(false)
+		t = &stdioTransport{cmd: p.command(name, srv, stderr), terminate: 2 * time.Second, bad: &c.bad}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: p.headers(srv)}, DisableStandaloneSSE: true}
 	}

@@ -34,7 +34,7 @@ func TestPoolAgainstAMisbehavingServer(t *testing.T) {
 		return string(b), err
 	}
 	tools, info, err := p.Tools(ctx, "bad")
-	if err != nil || len(tools) != 4 || info.Name != "bad" {
+	if err != nil || len(tools) != 5 || info.Name != "bad" {
 		t.Fatalf("tools: %v %v %v", tools, info, err)
 	}
 	for _, c := range []struct {
@@ -43,10 +43,16 @@ func TestPoolAgainstAMisbehavingServer(t *testing.T) {
 		code    caperr.Code
 	}{
 		{"wrong", 10 * time.Second, caperr.ToolFailure},
+		// A line cut short: at once, not at the timeout (M8).
+		{"truncated", 10 * time.Second, caperr.ToolFailure},
 		{"die", 10 * time.Second, caperr.DependencyUnavailable},
 	} {
+		start := time.Now()
 		if _, err := call(c.tool, c.timeout); caperr.CodeOf(err) != c.code {
 			t.Errorf("%s: %v, want %s", c.tool, err, c.code)
+		}
+		if took := time.Since(start); took > c.timeout/2 {
+			t.Errorf("%s took %s", c.tool, took)
 		}
 	}
 	// The server died: the next call starts it again.

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """An MCP server on stdio that misbehaves on purpose (e2e/mcp_test.go):
 tools/call of "wrong" answers a result that is not a CallToolResult, of
-"die" exits mid-call, of "slow" sleeps; everything else is by the book."""
+"truncated" answers a JSON line cut short, of "die" exits mid-call, of
+"slow" sleeps; everything else is by the book."""
 import json
 import sys
 import time
 
 TOOLS = [{"name": n, "description": d, "inputSchema": {"type": "object"}} for n, d in
-         [("wrong", "answers out of contract"), ("die", "exits mid-call"), ("slow", "never answers"),
+         [("wrong", "answers out of contract"), ("truncated", "answers a line cut short"), ("die", "exits mid-call"),
+          ("slow", "never answers"),
           ("ok", "answers {ok: true}")]]
 
 
@@ -30,6 +32,9 @@ for line in sys.stdin:
         name = req["params"]["name"]
         if name == "wrong":
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": "not a list", "isError": "maybe"}})
+        elif name == "truncated":
+            sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[' % json.dumps(rid) + "\n")
+            sys.stdout.flush()
         elif name == "die":
             sys.exit(3)
         elif name == "slow":
