@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +97,27 @@ func TestPlanTestPrintsNoEscapes(t *testing.T) {
 	}
 	if got := printable("a plain case, ünïcode"); got != "a plain case, ünïcode" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestMCPStdioSurvivesGarbage: a line that is not JSON (or nests past the
+// decoder's bound) is answered -32700 and the server goes on (L1).
+func TestMCPStdioSurvivesGarbage(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	srv := mcpserver.New(mcpserver.Options{Exec: execIn, By: "mcp", Root: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Run(ctx, stdioTransport(inR, outW)) }()
+	go func() {
+		fmt.Fprintf(inW, "not json\n%s\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n", strings.Repeat("[", 20000)+strings.Repeat("]", 20000))
+	}()
+	sc := bufio.NewScanner(outR)
+	var got []string
+	for len(got) < 3 && sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if len(got) != 3 || !strings.Contains(got[0], "-32700") || !strings.Contains(got[1], "-32700") || !strings.Contains(got[2], `"id":7`) {
+		t.Fatalf("answers: %q", got)
 	}
 }

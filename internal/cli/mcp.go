@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/console"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/jsonlines"
 	"github.com/capflow/capflow/internal/mcpserver"
 )
 
@@ -43,7 +46,7 @@ func (a *App) mcpCommand() *cobra.Command {
 			if httpAddr == "" {
 				// stdout is the protocol's: the closing envelope goes to stderr.
 				a.Stdout = a.Stderr
-				err = srv.Run(a.ctx, &mcp.StdioTransport{})
+				err = srv.Run(a.ctx, stdioTransport(os.Stdin, os.Stdout))
 				if err != nil && a.ctx.Err() == nil && !errors.Is(err, io.EOF) {
 					return caperr.Wrap(caperr.InternalError, err, "mcp over stdio")
 				}
@@ -101,3 +104,32 @@ func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
 func execIn(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return (&App{Stdout: stdout, Stderr: stderr, ctx: ctx, progress: true}).main(args)
 }
+
+// stdioTransport is the SDK's stdio transport with each line a client
+// sends checked first: a line that is not one JSON value (or is longer
+// than the SDK's bound) is answered with JSON-RPC's parse error, -32700,
+// and passed over, instead of ending the server (the hostile audit's L1).
+func stdioTransport(stdin io.Reader, stdout io.Writer) mcp.Transport {
+	out := &lockedWriter{w: stdout}
+	in := jsonlines.New(stdin, mcp.DefaultMaxLineLength, func(why string) error {
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "Parse error: " + why}})
+		_, err := out.Write(append(msg, '\n'))
+		return err
+	})
+	return &mcp.IOTransport{Reader: io.NopCloser(in), Writer: out}
+}
+
+// lockedWriter writes whole messages one at a time: the SDK's, and the
+// parse errors the reader sends.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return nil }

@@ -1,11 +1,7 @@
 package mcpclient
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -14,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capflow/capflow/internal/jsonlines"
 )
 
 // stdioTransport is the SDK's CommandTransport but for one thing: each
@@ -33,8 +31,6 @@ type stdioTransport struct {
 // maxLine bounds one line of a server (the SDK's own bound).
 const maxLine = mcp.DefaultMaxLineLength
 
-var errNotJSON = errors.New("the server wrote a line that is not one whole JSON value")
-
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
@@ -47,54 +43,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &lines{r: bufio.NewReaderSize(stdout, 64<<10), bad: t.bad}
+	r := jsonlines.New(stdout, maxLine, func(why string) error {
+		t.bad.Store(true)
+		return fmt.Errorf("the server wrote %s", why)
+	})
 	w := &stdin2{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}
 	return (&mcp.IOTransport{Reader: io.NopCloser(r), Writer: w}).Connect(ctx)
-}
-
-// lines hands on the server's output a whole line at a time, each checked
-// to be a JSON value (blank lines pass).
-type lines struct {
-	r    *bufio.Reader
-	bad  *atomic.Bool
-	left []byte
-}
-
-func (l *lines) Read(p []byte) (int, error) {
-	for len(l.left) == 0 {
-		line, err := l.readLine()
-		if len(line) > 0 {
-			if t := bytes.TrimSpace(line); len(t) > 0 && !json.Valid(t) {
-				l.bad.Store(true)
-				return 0, errNotJSON
-			}
-			l.left = line
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	n := copy(p, l.left)
-	l.left = l.left[n:]
-	return n, nil
-}
-
-// readLine reads up to and with the next newline (the last line of the
-// stream may lack it), refusing one past maxLine.
-func (l *lines) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := l.r.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > maxLine {
-			l.bad.Store(true)
-			return nil, fmt.Errorf("the server wrote a line of more than %d bytes", maxLine)
-		}
-		if err != bufio.ErrBufferFull {
-			return line, err
-		}
-	}
 }
 
 // stdin2 closes the server the way the SDK's CommandTransport does: stdin
