@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
@@ -77,16 +78,19 @@ func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error
 }
 
 // localizeFiles fetches the files a dependency's data names that are not
-// on this host (the run moved): into this run's folder where they were in
+// this host's (the run moved): into this run's folder where they were in
 // the other host's, else steps/ID/artifacts/; the data is pointed at them
-// when the step's inputs are evaluated (movedFiles).
+// when the step's inputs are evaluated (movedFiles). A file is this
+// host's when it lies in this run's folder or this project, whole: the
+// lost host's folder may still be readable at its path (another folder of
+// the machine, a mount), and a step reads only what is its run's.
 func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id string, o wfapi.StepOutcome) error {
 	if len(o.Artifacts) == 0 {
 		return nil
 	}
 	arts := slices.Clone(o.Artifacts)
 	for i, art := range arts {
-		if st, err := os.Stat(art.Path); err == nil && st.Mode().IsRegular() && st.Size() == art.Bytes {
+		if a.ownFile(in.WorkflowID, art) {
 			continue
 		}
 		local := filepath.Join(in.RunDir, "steps", safeName(id), "artifacts", filepath.Base(art.Path))
@@ -103,6 +107,16 @@ func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, 
 	o.Artifacts = arts
 	in.Deps[id] = o
 	return nil
+}
+
+// ownFile: art lies in the run's folder on this host, or in this project,
+// and is there with its size.
+func (a *Activities) ownFile(run string, art wfapi.Artifact) bool {
+	if _, in := beneath.Rel(a.Project.Root(), art.Path); !in && a.inRun(run, art.Path) != nil {
+		return false
+	}
+	st, err := os.Stat(art.Path)
+	return err == nil && st.Mode().IsRegular() && st.Size() == art.Bytes
 }
 
 // movedFiles points loaded data at the files localize fetched.

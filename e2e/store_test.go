@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +25,7 @@ import (
 // the producer's data on the lost host, and the run fails.
 func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
 	store := filepath.Join(h.tmp, "shared-artifacts")
-	id := moveRun(t, "capflow-store", "CAPFLOW_ARTIFACTS_URL=file://"+store)
+	id := moveRun(t, "capflow-store", false, "CAPFLOW_ARTIFACTS_URL=file://"+store)
 	recordHistory(t, id, "host-lost-store")
 	if arts, _ := filepath.Glob(filepath.Join(store, "sha256", "*", "*")); len(arts) < 3 {
 		t.Fatalf("the shared store holds %d artifacts", len(arts))
@@ -37,7 +39,7 @@ func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
 	var states []string
 	getJSON(t, base+"/api/runs/"+id+"/report", &rep)
 	getJSON(t, base+"/api/runs/"+id+"/states", &states)
-	if !strings.Contains(rep.HTML, "store-move") || strings.Join(states, " ") != "succeeded succeeded succeeded succeeded succeeded" {
+	if !strings.Contains(rep.HTML, "store-move") || strings.Join(states, " ") != "succeeded succeeded succeeded succeeded succeeded succeeded" {
 		t.Fatalf("the console on another host: states %v, report %.300s", states, rep.HTML)
 	}
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), "report", id, "--project", h.project)
@@ -65,7 +67,7 @@ func getJSON(t *testing.T, url string, v any) {
 // The same over S3: a real S3-compatible server (versitygw over a folder).
 func TestS3StoreCarriesDataAcrossHosts(t *testing.T) {
 	addr, data := startS3(t)
-	moveRun(t, "capflow-store-s3", fmt.Sprintf("CAPFLOW_ARTIFACTS_URL=s3://capflow?endpoint=http://%s&region=us-east-1&use_path_style=true&prefix=e2e/", addr),
+	moveRun(t, "capflow-store-s3", false, fmt.Sprintf("CAPFLOW_ARTIFACTS_URL=s3://capflow?endpoint=http://%s&region=us-east-1&use_path_style=true&prefix=e2e/", addr),
 		"AWS_ACCESS_KEY_ID=capflow", "AWS_SECRET_ACCESS_KEY=capflow-secret")
 	if arts, _ := filepath.Glob(filepath.Join(data, "capflow", "e2e", "sha256", "*", "*")); len(arts) < 3 {
 		t.Fatalf("the S3 server holds %d artifacts", len(arts))
@@ -104,10 +106,11 @@ func startS3(t *testing.T) (string, string) {
 	return "", ""
 }
 
-// moveRun runs a plan on one host, kills it (and its disk) during a long
-// step, and lets a worker with its own copy of the project finish it from
-// the store the workers' environment (storeEnv) names.
-func moveRun(t *testing.T, queue string, storeEnv ...string) string {
+// moveRun runs a plan on one host, kills it (and its disk, unless
+// keepDisk) during a long step, and lets a worker with its own copy of the
+// project finish it from the store the workers' environment (storeEnv)
+// names.
+func moveRun(t *testing.T, queue string, keepDisk bool, storeEnv ...string) string {
 	tool := filepath.Join(h.project, "tools", "big-once")
 	if err := os.MkdirAll(tool, 0o755); err != nil {
 		t.Fatal(err)
@@ -159,9 +162,11 @@ steps:
     capability: json.query
     needs: [wait]
     with: {query: ".blob | length", input: "${steps.make.data}"}
+  - {id: sum, capability: file.checksum, needs: [wait], with: {path: "${steps.stamp.data.file}"}}
 outputs:
   length: ${steps.use.data.result}
   read: ${steps.check.data.read}
+  sum: ${steps.sum.data.sha256}
 `)
 	startAt(dirs[0])
 	h.mu.Lock()
@@ -184,9 +189,12 @@ outputs:
 		h.kill(w)
 	}()
 	h.kill(victim)
-	// The lost host's disk goes with it.
-	if err := os.RemoveAll(filepath.Join(dirs[0], ".capflow", "runs")); err != nil {
-		t.Fatal(err)
+	// The lost host's disk goes with it (or stays, readable at its path:
+	// the new host still reads its own copy, fetched from the store).
+	if !keepDisk {
+		if err := os.RemoveAll(filepath.Join(dirs[0], ".capflow", "runs")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var res runResult
 	code, e, stderr := h.capflow(t, "status", s.WorkflowID, "--follow", "--task-queue", queue)
@@ -205,5 +213,17 @@ outputs:
 	if len(st.Artifacts) != 1 || st.Artifacts[0].Pointer != "/file" {
 		t.Fatalf("the producer's file is not named as an artifact: %+v", st.Artifacts)
 	}
+	if sum := sha256.Sum256(raw); res.Outputs["sum"] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("the builtin consumer of the producer's file: %v (%s)", res.Outputs["sum"], res.step(t, "sum").Envelope.Message)
+	}
 	return s.WorkflowID
+}
+
+// TestMovedRunReadsItsOwnCopy: the lost host's disk stays readable at its
+// path (another folder of this machine, or a mount every host sees); the
+// host that continues the run still reads the producer's file from its own
+// copy, fetched from the store by digest, and a builtin consumer (which
+// reads only the project and the run folder) gets that copy's path.
+func TestMovedRunReadsItsOwnCopy(t *testing.T) {
+	moveRun(t, "capflow-store-keep", true, "CAPFLOW_ARTIFACTS_URL=file://"+filepath.Join(h.tmp, "shared-artifacts-keep"))
 }
