@@ -19,6 +19,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN="$ROOT/bin"
 PORT=${CLUSTER_TEMPORAL_PORT:-7233}
+# The services' membership ports (PORT + 2700 ... 2706) are kept in
+# PostgreSQL as smallint: past 32767 the server never becomes healthy.
+if [ "$PORT" -gt 30061 ] 2>/dev/null || ! [ "$PORT" -ge 1024 ] 2>/dev/null; then
+  echo "CLUSTER_TEMPORAL_PORT=$PORT: give a port from 1024 to 30061 (Temporal keeps its membership ports, PORT + 2700 to 2706, as a PostgreSQL smallint)" >&2
+  exit 2
+fi
 PG_PORT=${CLUSTER_PG_PORT:-$((PORT + 8199))}
 UI_PORT=${CLUSTER_UI_PORT:-$((PORT + 1000))}
 STATE=${CLUSTER_STATE:-$ROOT/.capflow/cluster}
@@ -208,8 +214,16 @@ case "${1:-foreground}" in
     echo "  Temporal Web UI  $CAPFLOW_UI_URL"
     echo "  try:             CAPFLOW_TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS bin/capflow run plans/examples/file-pipeline.yaml"
     echo "Ctrl-C stops everything this started."
-    # Without a worker of its own (CLUSTER_WORKER=0), it watches the rest.
-    while alive server && alive postgres && { [ "${CLUSTER_WORKER:-1}" != 1 ] || alive worker; }; do sleep 1; done
+    # The server and PostgreSQL are the cluster: when one exits, it stops.
+    # A worker that dies (a crash, a SIGKILL) is a fault the cluster
+    # outlives: it is started again, as a supervisor would.
+    while alive server && alive postgres; do
+      if [ "${CLUSTER_WORKER:-1}" = 1 ] && ! alive worker; then
+        echo "the worker exited (see $LOGS/worker.log): starting it again"
+        start_worker || true
+      fi
+      sleep 1
+    done
     echo "a component exited; see $LOGS" >&2
     exit 1 ;;
   *) echo "usage: $0 [up|down|kill NAME|stop NAME|start NAME]" >&2; exit 2 ;;
