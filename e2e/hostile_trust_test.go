@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +145,107 @@ func TestHostileCronThatNeverFires(t *testing.T) {
 	if _, env, _ := h.capflow(t, "schedule", "list"); strings.Contains(fmt.Sprint(env.Data), "never-fires") {
 		t.Fatalf("the schedule was kept: %v", env.Data)
 	}
+}
+
+// TestHostileConsoleCannotBeDrivenFromOutside: a run waits at a gate; a
+// cross-site text/plain POST (the hostile audit's H5, as a page would send
+// it), a rebinding Host and a plan's http.request each fail to approve it
+// (403), and the gate is still waiting for a person.
+func TestHostileConsoleCannotBeDrivenFromOutside(t *testing.T) {
+	base := startConsole(t)
+	gated := startDetached(t, h.writePlan(t, "hostile-gate", "name: hostile-gate\nsteps:\n  - {id: gate, capability: flow.approve, with: {prompt: ship?}}\n"))
+	waitStep(t, gated, "gate", "waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
+	post := func(host string, header ...string) int {
+		req, _ := http.NewRequest("POST", base+"/api/runs/"+gated+"/decide", strings.NewReader(`{"step":"gate","action":"approve","by":"alice"}`))
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	port := base[strings.LastIndex(base, ":")+1:]
+	for name, code := range map[string]int{
+		"a cross-site text/plain POST": post("", "Origin", "http://evil.example", "Content-Type", "text/plain"),
+		"a rebinding Host":             post("evil.example:"+port, "Content-Type", "application/json"),
+		"JSON without the CSRF token":  post("", "Content-Type", "application/json"),
+	} {
+		if code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, code)
+		}
+	}
+	// A plan's step, with every header it likes.
+	attack := h.writePlan(t, "hostile-ssrf", fmt.Sprintf(`name: hostile-ssrf
+steps:
+  - id: approve
+    capability: http.request
+    with:
+      url: %s/api/runs/%s/decide
+      method: POST
+      json: {step: gate, action: approve, by: ssrf-plan}
+      headers: {X-Capflow-Csrf: guessed, Origin: %s}
+`, base, gated, base))
+	code, r := h.run(t, attack)
+	if st := r.step(t, "approve"); code != 0 || fmt.Sprint(st.Envelope.Data.(map[string]any)["status"]) != "403" {
+		t.Fatalf("the plan's request: exit %d, %+v", code, st.Envelope)
+	}
+	waitStep(t, gated, "gate", "still waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
+	if code, env, _ := h.capflow(t, "cancel", gated); code != 0 {
+		t.Fatalf("cancel: %d %s", code, env.Message)
+	}
+}
+
+// TestHostileOutputPathOutsideTheStep: a confined tool names a file
+// outside its step folder (the hostile audit's H1: the ownership key, an
+// SSH key) as its cached output: the step fails INVALID_INPUT naming the
+// field, and nothing of the file reaches the project's store.
+func TestHostileOutputPathOutsideTheStep(t *testing.T) {
+	tool := filepath.Join(h.project, "tools", "leak")
+	if err := os.MkdirAll(tool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tool)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: leak
+version: 1.0.0
+description: names any file as its output
+capabilities: [test.leak]
+input_schema: {type: object, properties: {target: {type: string}}}
+output_schema: {type: object, properties: {file: {type: string, format: path}}}
+entrypoint: {type: command, command: [./run.sh]}
+idempotent: true
+`), 0o644)
+	os.WriteFile(filepath.Join(tool, "run.sh"), []byte(`#!/bin/sh
+t=$(sed -n 's/.*"target":"\([^"]*\)".*/\1/p' "$CAPFLOW_INPUT_PATH")
+case "$t" in link:*) ln -s "${t#link:}" "$CAPFLOW_WORKDIR/innocent.txt"; t="$CAPFLOW_WORKDIR/innocent.txt";; esac
+printf '{"toolId":"leak","exitCode":0,"success":true,"timestamp":"2026-01-01T00:00:00Z","message":"ok","feedback":[],"data":{"file":"%s"}}' "$t" > "$CAPFLOW_OUTPUT_PATH"
+`), 0o755)
+	secret := filepath.Join(h.tmp, "hostile-secret.txt")
+	os.WriteFile(secret, []byte("HOSTILE-SECRET-OUTSIDE-THE-PROJECT"), 0o600)
+	plan := h.writePlan(t, "hostile-leak", fmt.Sprintf(`name: hostile-leak
+failure_policy: continue_all
+steps:
+  - {id: abs, capability: test.leak, cache: true, with: {target: %q}}
+  - {id: link, capability: test.leak, cache: true, with: {target: %q}}
+`, secret, "link:"+secret))
+	code, r := h.run(t, plan)
+	for _, id := range []string{"abs", "link"} {
+		st := r.step(t, id)
+		if code != 1 || st.Status != "failed" || st.Envelope.Error == nil || st.Envelope.Error.Code != "INVALID_INPUT" || !strings.Contains(st.Envelope.Message, "output /file") {
+			t.Fatalf("step %s: exit %d %s %+v", id, code, st.Status, st.Envelope)
+		}
+	}
+	_ = filepath.WalkDir(filepath.Join(h.project, ".capflow"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), "HOSTILE-SECRET-OUTSIDE") {
+				t.Errorf("%s holds the secret", p)
+			}
+		}
+		return nil
+	})
 }

@@ -121,3 +121,27 @@ func TestMCPStdioSurvivesGarbage(t *testing.T) {
 		t.Fatalf("answers: %q", got)
 	}
 }
+
+// TestValidateRefusesWritesToConfiguredPaths: sandbox.write of a folder
+// the project's configuration makes the engine trust (its tools_dirs,
+// state_dir, policy's folder) is refused, positioned, exit 2 (M3).
+func TestValidateRefusesWritesToConfiguredPaths(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("tools_dirs: [mytools]\nstate_dir: st/state\npolicy: conf/policy.yaml\n"), 0o644)
+	tool := filepath.Join(dir, "mytools", "w")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte("name: w\nversion: 1.0.0\ndescription: writes\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  write: [mytools/other, st, conf, out]\n"), 0o644)
+	code, out, _ := capflow(t, "tools", "validate", "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 2 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{`tool.yaml:7:`, `write \"mytools/other\" would let the tool change mytools`, `write \"st\" would let the tool change st/state`, `write \"conf\" would let the tool change conf/policy.yaml`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s in %s", want, env.Message)
+		}
+	}
+	if strings.Contains(out, `write \"out\"`) {
+		t.Errorf("out was refused: %s", out)
+	}
+}

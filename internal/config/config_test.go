@@ -138,3 +138,18 @@ func TestMCPEnvKeepsItsCase(t *testing.T) {
 		t.Fatalf("env %v", env)
 	}
 }
+
+// TestProtectedFollowsTheConfiguration: the folders and files a project
+// configures are what no tool may write (the hostile audit's M3, past the
+// default names).
+func TestProtectedFollowsTheConfiguration(t *testing.T) {
+	dir := project(t, "tools_dirs: [mytools]\nkits_dirs: [mykits, /opt/kits]\nstate_dir: st/state\nruns_dir: rn\npolicy: conf/policy.yaml\nrouter: {rules: conf/router.yaml}\n")
+	c, err := Load(Options{Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Protected(), " ")
+	if got != "st/state rn conf/policy.yaml conf/router.yaml capflow.yaml mytools mykits" {
+		t.Fatalf("protected: %s", got)
+	}
+}

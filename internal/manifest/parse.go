@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"slices"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,9 +33,23 @@ func problemsFromViolations(doc *yamldoc.Doc, base []string, vs []schema.Violati
 	return out
 }
 
+// Options of ParseWith.
+type Options struct {
+	// Protected are more project paths (relative to its root) no
+	// sandbox.write may name, beyond the default Protected: the project's
+	// configured state, runs, tools and kits folders, policy and rules
+	// (config.Config.Protected).
+	Protected []string
+}
+
 // Parse validates one tool.yaml. file is the path shown in messages; dir
 // is the tool's folder. On any problem the manifest is nil.
 func Parse(file, dir string, data []byte) (*Manifest, caperr.Problems) {
+	return ParseWith(file, dir, data, Options{})
+}
+
+// ParseWith is Parse with the project's own protected paths.
+func ParseWith(file, dir string, data []byte, o Options) (*Manifest, caperr.Problems) {
 	doc, err := yamldoc.Parse(file, data)
 	if err != nil {
 		return nil, caperr.Problems{err.(*caperr.Error)}
@@ -45,7 +60,7 @@ func Parse(file, dir string, data []byte) (*Manifest, caperr.Problems) {
 	raw := doc.Root.Interface()
 	sch := schema.Embedded("tool-manifest.schema.json", schemas.Must("tool-manifest.schema.json"))
 	probs := problemsFromViolations(doc, nil, sch.Validate(raw), "")
-	probs = append(probs, semanticChecks(doc, raw.(map[string]any))...)
+	probs = append(probs, semanticChecks(doc, raw.(map[string]any), o)...)
 	if len(probs) > 0 {
 		probs.Sort()
 		return nil, probs
@@ -74,7 +89,7 @@ func Parse(file, dir string, data []byte) (*Manifest, caperr.Problems) {
 	return &m, nil
 }
 
-func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
+func semanticChecks(doc *yamldoc.Doc, raw map[string]any, o Options) caperr.Problems {
 	var probs caperr.Problems
 	at := func(path []string, format string, args ...any) {
 		p := doc.Root.PosOf(path)
@@ -91,7 +106,7 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any) caperr.Problems {
 			at([]string{"execution"}, "inline is for builtins and commands (run in the workflow task, a few milliseconds at most); use local for a %v tool", ep["type"])
 		}
 	}
-	sandboxChecks(raw, at)
+	sandboxChecks(raw, at, append(slices.Clone(Protected), o.Protected...))
 	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {
 		at([]string{"version"}, "version %q is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0)", v)
 	}

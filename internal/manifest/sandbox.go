@@ -53,7 +53,7 @@ func (z *Size) UnmarshalJSON(b []byte) error {
 
 // sandboxChecks reports positioned problems of a `sandbox:` block: sizes
 // that do not parse, write paths that leave the project.
-func sandboxChecks(raw map[string]any, at func(path []string, format string, args ...any)) {
+func sandboxChecks(raw map[string]any, at func(path []string, format string, args ...any), protected []string) {
 	sb, ok := raw["sandbox"].(map[string]any)
 	if !ok {
 		return
@@ -78,8 +78,8 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q: only \"step\" or a path inside the project (relative to its root)", s)
 		case clean == ".":
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would make the whole project writable (its policy, tools and run records): name a folder inside it", s)
-		case protected(clean) != "":
-			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would let the tool change %s, which the engine trusts: name a folder of the tool's own output", s, protected(clean))
+		case Shelters(protected, clean) != "":
+			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would let the tool change %s, which the engine trusts: name a folder of the tool's own output", s, Shelters(protected, clean))
 		}
 	}
 }
@@ -89,12 +89,14 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 // kits it runs, its configuration and policy, and the repository.
 var Protected = []string{".capflow", "tools", "kits", "capflow.yaml", "policy.yaml", ".git"}
 
-// protected names what of Protected the write folder clean (relative to
-// the project, cleaned) is or lies in; "" when none (only "." holds
-// them, refused on its own).
-func protected(clean string) string {
-	for _, p := range Protected {
-		if clean == p || strings.HasPrefix(clean, p+"/") {
+// Shelters names the path of protected (relative to the project) that
+// the write folder w (relative to it too) is, lies in or holds; "" when
+// none.
+func Shelters(protected []string, w string) string {
+	w = filepath.Clean(w)
+	for _, p := range protected {
+		p = filepath.Clean(p)
+		if w == p || strings.HasPrefix(w, p+"/") || strings.HasPrefix(p, w+"/") {
 			return p
 		}
 	}

@@ -88,7 +88,7 @@ func (p *Project) RegistryOptions() registry.Options {
 	return registry.Options{
 		Root: cfg.Root, KitsDirs: cfg.KitsDirs, ToolsDirs: cfg.ToolsDirs, ActiveKits: cfg.ActiveKits,
 		Order: cfg.ToolResolutionOrder, StateDir: cfg.Abs(cfg.StateDir), Builtin: kits.Builtin(),
-		ConfigFile: display, Logger: p.log.Named("registry"),
+		ConfigFile: display, Logger: p.log.Named("registry"), Protected: cfg.Protected(),
 	}
 }
 

@@ -39,6 +39,9 @@ type Options struct {
 	Builtin fs.FS
 	// ConfigFile is named in problems about active_kits.
 	ConfigFile string
+	// Protected are the project's paths no tool's sandbox.write may name
+	// beyond the defaults (config.Config.Protected).
+	Protected []string
 	Logger     hclog.Logger
 }
 
@@ -221,7 +224,7 @@ func build(opts Options, files []found) *Registry {
 				r.Problems = append(r.Problems, caperr.Wrap(caperr.InvalidInput, err, "cannot read manifest").At(f.display, 0, 0, ""))
 				continue
 			}
-			m, probs := manifest.Parse(f.display, f.dir, data)
+			m, probs := manifest.ParseWith(f.display, f.dir, data, manifest.Options{Protected: opts.Protected})
 			r.Problems = append(r.Problems, probs...)
 			if m == nil {
 				continue

@@ -277,6 +277,13 @@ func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
 	if s, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
 		t.Fatalf("write out: %v %+v", err, s)
 	}
+	// A folder the configuration trusts (tools_dirs: [mytools]), reached
+	// through a link.
+	os.MkdirAll(filepath.Join(project, "mytools", "x"), 0o755)
+	os.Symlink("../mytools/x", filepath.Join(project, "out", "mine"))
+	if _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
+		t.Fatalf("write out/mine: %v", err)
+	}
 }
 
 // TestOrphansOfADeadWorkerAreSwept: a sandbox whose worker is gone (the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capflow/capflow/internal/manifest"
@@ -47,7 +48,7 @@ func without(xs []string, skip string) []string {
 // SpecFor is a tool's spec to run with: Declared, with read paths made
 // absolute against the project and write paths resolved (symlinks too)
 // and kept inside it. A declared write folder not there yet is created.
-func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
+func SpecFor(m *manifest.Sandbox, project string, protected ...string) (Spec, error) {
 	s := Declared(m)
 	for i, r := range s.Read {
 		if !filepath.IsAbs(r) {
@@ -55,7 +56,7 @@ func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
 		}
 	}
 	for i, w := range s.Write {
-		p, err := insideProject(project, w)
+		p, err := insideProject(project, w, append(slices.Clone(manifest.Protected), protected...))
 		if err != nil {
 			return s, err
 		}
@@ -67,7 +68,7 @@ func SpecFor(m *manifest.Sandbox, project string) (Spec, error) {
 // insideProject resolves a declared write folder: created through an
 // os.Root of the project (a symlink cannot lead the creation out of it),
 // then resolved and checked to stay inside.
-func insideProject(project, rel string) (string, error) {
+func insideProject(project, rel string, protected []string) (string, error) {
 	root, err := filepath.EvalSymlinks(project)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: project %s: %v", project, err)
@@ -89,11 +90,8 @@ func insideProject(project, rel string) (string, error) {
 	}
 	// What the engine trusts, checked again where the folder really is (a
 	// link in the project can lead a harmless name there).
-	for _, p := range manifest.Protected {
-		prot := filepath.Join(root, p)
-		if real == prot || strings.HasPrefix(real, prot+string(filepath.Separator)) || strings.HasPrefix(prot, real+string(filepath.Separator)) {
-			return "", fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, p)
-		}
+	if inner, _ := filepath.Rel(root, real); manifest.Shelters(protected, inner) != "" {
+		return "", fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, manifest.Shelters(protected, inner))
 	}
 	return real, nil
 }

@@ -35,7 +35,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		return fmt.Sprintf("ran unconfined (policy sandbox: default): %s", why), nil
 	}
 	runtimekit.EnsureOwnerKey()
-	spec, err := sandbox.SpecFor(req.Manifest.Sandbox, req.Root)
+	spec, err := sandbox.SpecFor(req.Manifest.Sandbox, req.Root, r.Protected...)
 	if err != nil {
 		return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)
 	}

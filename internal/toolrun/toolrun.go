@@ -69,6 +69,10 @@ type Runner struct {
 	Hide []string
 	// MCP calls the tools of the project's MCP servers (nil: none).
 	MCP *mcpclient.Pool
+	// Protected are the project's paths (relative to its root) no write
+	// folder may lead to, beyond manifest.Protected
+	// (config.Config.Protected).
+	Protected []string
 
 	schemas sync.Map // digest|in|out -> *schema.Schema
 }

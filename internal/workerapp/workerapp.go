@@ -167,7 +167,7 @@ func Main(args []string, stderr io.Writer) int {
 	mcp := proj.MCP(Version)
 	defer mcp.Close()
 	acts := &activities.Activities{
-		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp}, Logger: log,
+		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()}, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
