@@ -61,10 +61,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // ownHost: the Host names the address the request came in on (its port,
-// and its IP, or localhost on loopback), or a name given in Options.Hosts.
+// and its IP, or localhost on loopback), or a name given in Options.Hosts
+// (with any port or none: a reverse proxy's name is its own).
 func (s *Server) ownHost(r *http.Request) bool {
 	host, port, err := net.SplitHostPort(r.Host)
 	if err != nil {
+		host, port = r.Host, ""
+	}
+	if s.hosts[strings.ToLower(host)] {
+		return true
+	}
+	if port == "" {
 		return false
 	}
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
@@ -80,10 +87,7 @@ func (s *Server) ownHost(r *http.Request) bool {
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.Equal(lip) || (ip.IsLoopback() && lip.IsLoopback())
 	}
-	if host == "localhost" {
-		return lip.IsLoopback()
-	}
-	return s.hosts[host]
+	return host == "localhost" && lip.IsLoopback()
 }
 
 // sameOrigin: no Origin (not a browser's cross-origin request), or the

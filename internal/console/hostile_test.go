@@ -15,6 +15,8 @@ import (
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/runfolder"
 )
 
 // hostileReq sends one request to ts with Host and headers set as an
@@ -93,9 +95,56 @@ func TestHostileRequests(t *testing.T) {
 		t.Errorf("a token after 7 unchecked bytes: %d", code)
 	}
 	// L4: the token link redirects to this console's path only.
-	code, _, h := hostileReq(t, ts, "GET", "//evil.example/x?token=s3cret&a=1", "", "")
-	if loc := h.Get("Location"); code != 303 || loc != "/evil.example/x?a=1" {
-		t.Errorf("an open redirect: %d %q", code, loc)
+	for path, want := range map[string]string{
+		"//evil.example/x?token=s3cret&a=1": "/?a=1", "/%5Cevil.example?token=s3cret": "/", "/%09/evil.example?token=s3cret": "/",
+		"/runs/r-1?token=s3cret": "/runs/r-1",
+	} {
+		code, _, h := hostileReq(t, ts, "GET", path, "", "")
+		if loc := h.Get("Location"); code != 303 || loc != want {
+			t.Errorf("%s: %d %q, want 303 %q", path, code, loc, want)
+		}
+	}
+}
+
+// TestAllowedHostBehindAProxy: a name given with --allow-host is the
+// console's whatever port the proxy's Host carries; other names are not.
+func TestAllowedHostBehindAProxy(t *testing.T) {
+	_, root := testProject(t, "")
+	proj, err := project.Load(project.Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Project: proj, Hosts: []string{"Console.Example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for host, want := range map[string]int{"console.example.com": 200, "console.example.com:443": 200, "CONSOLE.example.com:8443": 200,
+		"evil.example": 403, "console.example.com.evil.example": 403} {
+		if code, body, _ := hostileReq(t, ts, "GET", "/api/plans", host, ""); code != want {
+			t.Errorf("Host %s: %d %s, want %d", host, code, body, want)
+		}
+	}
+}
+
+// TestInputsStayInTheirStepFolder: a tool that leaves its input.json as
+// a link to a file outside its step folder does not get the console to
+// serve that file (found attacking this guard).
+func TestInputsStayInTheirStepFolder(t *testing.T) {
+	ts, root := testProject(t, "")
+	secret := filepath.Join(t.TempDir(), "creds.json")
+	os.WriteFile(secret, []byte(`{"aws_secret":"OUTSIDE_JSON_SECRET"}`), 0o600)
+	step := filepath.Join(root, ".capflow", "runs", runfolder.Name("run1"), "steps", "s")
+	os.MkdirAll(step, 0o755)
+	os.Symlink(secret, filepath.Join(step, "input.json"))
+	if code, body := get(t, ts.Client(), ts.URL+"/api/runs/run1/steps/s/inputs"); code != 404 || strings.Contains(body, "OUTSIDE_JSON_SECRET") {
+		t.Fatalf("%d %s", code, body)
+	}
+	os.Remove(filepath.Join(step, "input.json"))
+	os.WriteFile(filepath.Join(step, "input.json"), []byte(`{"a":1}`), 0o644)
+	if code, body := get(t, ts.Client(), ts.URL+"/api/runs/run1/steps/s/inputs"); code != 200 || body != `{"a":1}` {
+		t.Fatalf("the step's own inputs: %d %s", code, body)
 	}
 }
 

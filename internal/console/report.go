@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runctl"
 	"github.com/capflow/capflow/internal/runfolder"
@@ -57,14 +57,15 @@ const MaxInputs = 1 << 20
 func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
 	cfg := s.o.Project.Config
-	file := filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id), "steps", runfolder.Safe(step), toolrun.InputFile)
-	st, err := os.Stat(file)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxInputs {
-		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host)", step))
+	// Beneath the step's folder: a link the tool left there (input.json
+	// pointing out of it) is refused.
+	stepDir := filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id), "steps", runfolder.Safe(step))
+	raw, err := beneath.ReadFile(stepDir, toolrun.InputFile, MaxInputs, "inputs")
+	if err != nil {
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host; %v)", step, err))
 		return
 	}
-	raw, err := os.ReadFile(file)
-	if err != nil || !json.Valid(raw) {
+	if !json.Valid(raw) {
 		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "the inputs of step %s are unreadable", step))
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -102,7 +103,7 @@ func New(o Options) (*Server, error) {
 	for _, h := range o.Hosts {
 		hosts[strings.ToLower(h)] = true
 	}
-	if h, _, err := net.SplitHostPort(o.Addr); err == nil && h != "" && net.ParseIP(h) == nil {
+	if h, _, err := net.SplitHostPort(o.Addr); err == nil && h != "" && h != "localhost" && net.ParseIP(h) == nil {
 		hosts[strings.ToLower(h)] = true
 	}
 	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32), csrf: newCSRF(), hosts: hosts}, nil
@@ -181,9 +182,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q := r.URL.Query()
 			q.Del("token")
-			// The same page of this console: a path only (//host/x would
-			// send the browser elsewhere).
-			to := "/" + strings.TrimLeft(r.URL.Path, "/")
+			to := ownPath(r.URL.Path)
 			if len(q) > 0 {
 				to += "?" + q.Encode()
 			}
@@ -205,4 +204,14 @@ func (s *Server) auth(next http.Handler) http.Handler {
 // equal compares secrets in constant time; an empty one never matches.
 func equal(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// ownPath is a path of this console to send a browser to: p when it is a
+// plain path, else "/" (//host/x, /\host, a tab or other control byte
+// would send the browser elsewhere: browsers read \ as / and drop tabs).
+func ownPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\") || strings.ContainsFunc(p, unicode.IsControl) {
+		return "/"
+	}
+	return p
 }

@@ -1,12 +1,12 @@
 package manifest
 
 import (
-	"slices"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"

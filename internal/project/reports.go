@@ -2,10 +2,9 @@ package project
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/report"
 )
@@ -34,18 +33,15 @@ func (p *Project) RunReport(ctx context.Context, workflowID, file string, max in
 	return raw, nil
 }
 
-// runsFile reads a file of the runs folder, at most max bytes.
+// runsFile reads a file of the runs folder, at most max bytes, opened
+// beneath that folder (a link out of it is refused).
 func (p *Project) runsFile(file string, max int64) ([]byte, error) {
-	file = filepath.Clean(file)
 	runs := filepath.Clean(p.Config.Abs(p.Config.RunsDir))
-	if file == "." || !strings.HasPrefix(file, runs+string(filepath.Separator)) {
+	rel, ok := beneath.Rel(runs, file)
+	if !ok || rel == "." || !filepath.IsAbs(file) {
 		return nil, caperr.New(caperr.InvalidInput, "%s is not in this project's runs folder %s", file, runs)
 	}
-	st, err := os.Stat(file)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > max {
-		return nil, caperr.New(caperr.InvalidInput, "%s is not readable here", file)
-	}
-	raw, err := os.ReadFile(file)
+	raw, err := beneath.ReadFile(runs, rel, max, "report")
 	if err != nil {
 		return nil, caperr.New(caperr.InvalidInput, "%s is not readable here: %v", file, err)
 	}

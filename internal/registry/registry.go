@@ -42,7 +42,7 @@ type Options struct {
 	// Protected are the project's paths no tool's sandbox.write may name
 	// beyond the defaults (config.Config.Protected).
 	Protected []string
-	Logger     hclog.Logger
+	Logger    hclog.Logger
 }
 
 // Registry is the loaded, validated set of tools.
