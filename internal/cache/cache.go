@@ -62,22 +62,34 @@ type Entry struct {
 	DataBytes int64             `json:"data_bytes"`
 	// Artifacts are the files the data names.
 	Artifacts []client.Artifact `json:"artifacts,omitempty"`
-	// Seal is the worker key's HMAC of the entry without it
-	// (internal/seal): an entry changed outside capflow (the store can lie
-	// in the project, which confined tools read) is a miss.
-	Seal string `json:"seal,omitempty"`
+}
+
+// record is an entry as stored: its JSON, exactly, and the worker key's
+// HMAC of those bytes (internal/seal). An entry changed outside capflow
+// (the store can lie in the project, which tools read) is a miss. The
+// seal covers the stored bytes, not a re-encoding of them: JSON does not
+// give every value back byte for byte (invalid UTF-8 does not).
+type record struct {
+	Entry json.RawMessage `json:"entry"`
+	Seal  string          `json:"seal"`
 }
 
 const sealDomain = "capflow-cache-entry"
 
-// sealed is the entry's seal.
-func (e Entry) sealed() string { return seal.Of(sealDomain, unsealed(e)) }
-
-// unsealed is what the seal covers: the entry's JSON without its seal.
-func unsealed(e Entry) []byte {
-	e.Seal = ""
-	raw, _ := json.Marshal(e)
-	return raw
+// unseal reads a stored record: its entry when its seal holds.
+func unseal(raw []byte) (*Entry, string) {
+	var r record
+	if err := json.Unmarshal(raw, &r); err != nil || len(r.Entry) == 0 {
+		return nil, "its entry is unreadable"
+	}
+	if !seal.Check(sealDomain, r.Entry, r.Seal) {
+		return nil, "its entry's seal does not hold (written outside capflow, or by a worker with another key): not used"
+	}
+	var e Entry
+	if err := json.Unmarshal(r.Entry, &e); err != nil {
+		return nil, "its entry is unreadable"
+	}
+	return &e, ""
 }
 
 // Age is how old the entry is at now.
@@ -106,28 +118,31 @@ func (c Cache) Lookup(ctx context.Context, key string, ttl time.Duration, now ti
 	if err != nil {
 		return nil, "", err
 	}
-	var e Entry
-	if err := json.Unmarshal(raw, &e); err != nil || e.Key != key {
-		return nil, "its entry is unreadable or not this key's", nil
+	e, why := unseal(raw)
+	if e == nil {
+		return nil, why, nil
 	}
-	if !seal.Check(sealDomain, unsealed(e), e.Seal) {
-		return nil, "its entry's seal does not hold (written outside capflow, or by a worker with another key): not used", nil
+	if e.Key != key {
+		return nil, "its entry is not this key's", nil
 	}
 	if age := e.Age(now); age > ttl {
 		return nil, fmt.Sprintf("the entry is %s old, past the step's ttl %s", age.Round(time.Second), ttl), nil
 	}
-	return &e, "", nil
+	return e, "", nil
 }
 
 // Save writes an entry (its data and files already in the store). Two
 // runs saving the same key write equivalent entries: the later wins whole.
 func (c Cache) Save(ctx context.Context, e Entry) error {
-	e.Seal = e.sealed()
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	return c.Store.PutRecord(ctx, Name(e.Key), raw)
+	rec, err := json.Marshal(record{Entry: raw, Seal: seal.Of(sealDomain, raw)})
+	if err != nil {
+		return err
+	}
+	return c.Store.PutRecord(ctx, Name(e.Key), rec)
 }
 
 // List reads every entry, newest first. Unreadable entries are skipped.
@@ -142,8 +157,11 @@ func (c Cache) List(ctx context.Context) ([]Entry, error) {
 		if err != nil {
 			continue // purged meanwhile
 		}
+		// Unsealed entries are listed too (purge removes them); a hit
+		// never uses one.
+		var rec record
 		var e Entry
-		if json.Unmarshal(raw, &e) == nil && keyRE.MatchString(e.Key) && Name(e.Key) == r.Name {
+		if json.Unmarshal(raw, &rec) == nil && json.Unmarshal(rec.Entry, &e) == nil && keyRE.MatchString(e.Key) && Name(e.Key) == r.Name {
 			out = append(out, e)
 		}
 	}

@@ -1,6 +1,7 @@
 package toolrun
 
 import (
+	"unicode/utf8"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -112,6 +113,11 @@ func firstLine(s string, max int) string {
 		s = s[:i]
 	}
 	if len(s) > max {
+		// On a character's boundary: a cut through one is invalid UTF-8,
+		// which JSON does not carry as it is.
+		for max > 0 && !utf8.RuneStart(s[max]) {
+			max--
+		}
 		s = s[:max] + "…"
 	}
 	return s
