@@ -110,15 +110,20 @@ func TestMCPStdioSurvivesGarbage(t *testing.T) {
 	defer cancel()
 	go func() { _ = srv.Run(ctx, stdioTransport(inR, outW)) }()
 	go func() {
-		fmt.Fprintf(inW, "not json\n%s\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n", strings.Repeat("[", 20000)+strings.Repeat("]", 20000))
+		fmt.Fprintf(inW, "not json\n%s\n[]\n{}\n{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}   \n",
+			strings.Repeat("[", 1001)+strings.Repeat("]", 1001))
 	}()
 	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
 	var got []string
-	for len(got) < 3 && sc.Scan() {
+	for len(got) < 6 && sc.Scan() {
 		got = append(got, sc.Text())
 	}
-	if len(got) != 3 || !strings.Contains(got[0], "-32700") || !strings.Contains(got[1], "-32700") || !strings.Contains(got[2], `"id":7`) {
-		t.Fatalf("answers: %q", got)
+	want := []string{"-32700", "-32700", "-32600", "-32600", `"id":3`, `"id":7,"result"`}
+	for i, w := range want {
+		if i >= len(got) || !strings.Contains(got[i], w) {
+			t.Fatalf("answers: %q, want %q", got, want)
+		}
 	}
 }
 

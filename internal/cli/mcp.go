@@ -106,13 +106,19 @@ func execIn(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // stdioTransport is the SDK's stdio transport with each line a client
-// sends checked first: a line that is not one JSON value (or is longer
-// than the SDK's bound) is answered with JSON-RPC's parse error, -32700,
-// and passed over, instead of ending the server (the hostile audit's L1).
+// sends checked first: a line that is not one JSON-RPC message (not JSON,
+// nested too deep, longer than the SDK's bound: -32700; JSON but no
+// message: -32600) is answered with that error and passed over, instead
+// of ending the server (the hostile audit's L1).
 func stdioTransport(stdin io.Reader, stdout io.Writer) mcp.Transport {
 	out := &lockedWriter{w: stdout}
-	in := jsonlines.New(stdin, mcp.DefaultMaxLineLength, func(why string) error {
-		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "Parse error: " + why}})
+	in := jsonlines.New(stdin, mcp.DefaultMaxLineLength, func(f jsonlines.Fault) error {
+		what := map[int]string{-32700: "Parse error: ", -32600: "Invalid Request: "}[f.Code]
+		id := f.ID
+		if id == nil {
+			id = json.RawMessage("null")
+		}
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": f.Code, "message": what + f.Reason}})
 		_, err := out.Write(append(msg, '\n'))
 		return err
 	})

@@ -1,7 +1,8 @@
-// Package jsonlines reads newline-delimited JSON (MCP's stdio framing) a
-// whole line at a time, each checked to be one JSON value before a
-// decoder sees it: a stream decoder given a line cut short waits for the
-// rest, and the next line then breaks the stream for good.
+// Package jsonlines reads newline-delimited JSON-RPC (MCP's stdio framing)
+// a whole line at a time, each checked to be one JSON-RPC 2.0 message
+// before a decoder sees it: a stream decoder given a line cut short waits
+// for the rest (and the next line then breaks the stream for good), and
+// the MCP SDK ends a session on a line that is JSON but no message.
 package jsonlines
 
 import (
@@ -12,35 +13,45 @@ import (
 	"io"
 )
 
-// Reader hands on r's lines that are JSON values (blank lines pass). A
-// line that is not one, or longer than Max bytes, goes to Bad: its error
-// ends the reading; nil passes the line over.
+// A Fault is what is wrong with a line: Code is JSON-RPC's (-32700 not
+// JSON, -32600 not a request), ID the line's id when it has one.
+type Fault struct {
+	Code   int
+	Reason string
+	ID     json.RawMessage
+}
+
+// Reader hands on r's lines that are JSON-RPC messages, trimmed (blank
+// lines pass). A line that is not one, or longer than max bytes, goes to
+// bad: its error ends the reading; nil passes the line over.
 type Reader struct {
 	r    *bufio.Reader
 	max  int
-	bad  func(reason string) error
+	bad  func(Fault) error
 	left []byte
 }
 
 // New reads r.
-func New(r io.Reader, max int, bad func(reason string) error) *Reader {
+func New(r io.Reader, max int, bad func(Fault) error) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max, bad: bad}
 }
 
 func (l *Reader) Read(p []byte) (int, error) {
 	for len(l.left) == 0 {
 		line, long, err := l.readLine()
-		switch t := bytes.TrimSpace(line); {
-		case long:
-			if berr := l.bad(fmt.Sprintf("a line of more than %d bytes", l.max)); berr != nil {
+		t := bytes.TrimSpace(line)
+		var f *Fault
+		if long {
+			f = &Fault{Code: -32700, Reason: fmt.Sprintf("a line of more than %d bytes", l.max)}
+		} else if len(t) > 0 {
+			f = Check(t)
+		}
+		if f != nil {
+			if berr := l.bad(*f); berr != nil {
 				return 0, berr
 			}
-		case len(t) > 0 && !json.Valid(t):
-			if berr := l.bad("a line that is not one whole JSON value"); berr != nil {
-				return 0, berr
-			}
-		default:
-			l.left = line
+		} else if len(t) > 0 {
+			l.left = append(t, '\n')
 		}
 		if len(l.left) == 0 && err != nil {
 			return 0, err
@@ -66,4 +77,88 @@ func (l *Reader) readLine() (line []byte, long bool, err error) {
 			return line, long, err
 		}
 	}
+}
+
+// MaxDepth is the deepest nesting a line may have (the MCP SDK refuses
+// past 1000, ending the session).
+const MaxDepth = 900
+
+// Check says what is wrong with line as a JSON-RPC 2.0 message (or a
+// batch of them), nil when nothing is.
+func Check(line []byte) *Fault {
+	if !json.Valid(line) {
+		return &Fault{Code: -32700, Reason: "a line that is not one whole JSON value"}
+	}
+	if depth(line) > MaxDepth {
+		return &Fault{Code: -32700, Reason: fmt.Sprintf("JSON nested more than %d deep", MaxDepth)}
+	}
+	var msgs []json.RawMessage
+	if line[0] == '[' {
+		if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
+			return &Fault{Code: -32600, Reason: "an empty batch, or one that is not a list of messages"}
+		}
+	} else {
+		msgs = []json.RawMessage{line}
+	}
+	for _, m := range msgs {
+		if f := checkMessage(m); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func checkMessage(raw json.RawMessage) *Fault {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return &Fault{Code: -32600, Reason: "a message that is not a JSON object"}
+	}
+	id := m["id"]
+	if string(m["jsonrpc"]) != `"2.0"` {
+		return &Fault{Code: -32600, Reason: `a message without "jsonrpc": "2.0"`, ID: plainID(id)}
+	}
+	if id != nil && plainID(id) == nil {
+		return &Fault{Code: -32600, Reason: "an id that is not a string, an integer or null"}
+	}
+	if meth, ok := m["method"]; ok {
+		var s string
+		if json.Unmarshal(meth, &s) != nil || s == "" {
+			return &Fault{Code: -32600, Reason: "a method that is not a string", ID: id}
+		}
+	} else if m["result"] == nil && m["error"] == nil {
+		return &Fault{Code: -32600, Reason: "a message with no method, result or error", ID: id}
+	}
+	return nil
+}
+
+// plainID is id when it is a string, an integer or null.
+func plainID(id json.RawMessage) json.RawMessage {
+	var s string
+	var n int64
+	if id == nil || string(id) == "null" || json.Unmarshal(id, &s) == nil || json.Unmarshal(id, &n) == nil {
+		return id
+	}
+	return nil
+}
+
+// depth is how deep line's arrays and objects nest (line is valid JSON).
+func depth(line []byte) int {
+	d, most, inString, escaped := 0, 0, false, false
+	for _, c := range line {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			d++
+			most = max(most, d)
+		case c == ']' || c == '}':
+			d--
+		}
+	}
+	return most
 }

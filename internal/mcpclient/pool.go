@@ -112,7 +112,7 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 	}
 	if c.bad.Load() {
 		p.drop(server, cs, "answered out of contract")
-		return nil, caperr.New(caperr.ToolFailure, "MCP server %s answered %s out of contract: a line that is not one whole JSON value, or too long (the server is started again for the next call)%s", server, tool, c.stderr.String())
+		return nil, caperr.New(caperr.ToolFailure, "MCP server %s answered %s out of contract: a line that is not one JSON-RPC message, or too long (the server is started again for the next call)%s", server, tool, c.stderr.String())
 	}
 	// A server that still answers a ping sent an answer out of contract;
 	// one that does not has died or dropped the connection.

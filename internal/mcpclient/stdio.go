@@ -43,9 +43,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := jsonlines.New(stdout, maxLine, func(why string) error {
+	r := jsonlines.New(stdout, maxLine, func(f jsonlines.Fault) error {
 		t.bad.Store(true)
-		return fmt.Errorf("the server wrote %s", why)
+		return fmt.Errorf("the server wrote %s", f.Reason)
 	})
 	w := &stdin2{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}
 	return (&mcp.IOTransport{Reader: io.NopCloser(r), Writer: w}).Connect(ctx)
