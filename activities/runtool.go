@@ -39,6 +39,12 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if err := a.wrongHost(ctx, in.Host); err != nil {
 		return nil, err
 	}
+	// Beats from the start to the end: fetching inputs from the store,
+	// digesting input files, storing outputs and the cache entry can take
+	// longer than a heartbeat timeout too (command tools get one by
+	// default, preflight.CommandHeartbeat).
+	hb := startBeats(ctx, activity.GetInfo(ctx).Attempt+in.AttemptsBefore)
+	defer hb.stop()
 	// Before anything is read or written: the folder is this run's, and
 	// every stored output it names lies in it.
 	runDir, err := a.runFolder(ctx, in.WorkflowID, in.RunDir)
@@ -86,7 +92,6 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if err != nil {
 		return r.fail(b.FailErr(err, nil))
 	}
-	hb := startBeats(ctx, r.attempt)
 	ctx, ride := a.rideOutOutages(ctx, hb.details)
 	defer ride()
 	env := a.Runner.Run(ctx, toolrun.Request{
@@ -95,7 +100,6 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 		Secrets:    toolrun.SecretsFromEnv(m, os.LookupEnv),
 		OnFeedback: hb.feedback, OnStderr: hb.stderr, Sandbox: mode,
 	})
-	hb.stop()
 	if w := nearTimeout(time.Since(r.began), activity.GetInfo(ctx).StartToCloseTimeout); w != nil {
 		env.Feedback = append(env.Feedback, *w)
 	}
@@ -144,7 +148,9 @@ func (a *Activities) succeeded(ctx context.Context, r *stepRun, m *manifest.Mani
 	if err != nil && a.Artifacts != nil && a.Artifacts.Shared {
 		return nil, appError(err)
 	}
-	if key != "" && r.in.Step.CacheTTL > 0 && a.Artifacts != nil {
+	// An entry without the files its data names would send a later hit
+	// to this run's paths: not cached when they could not be stored.
+	if key != "" && r.in.Step.CacheTTL > 0 && a.Artifacts != nil && err == nil {
 		if fb := a.toCache(ctx, r, key, m, env, arts); fb != nil {
 			env.Feedback = append(env.Feedback, *fb)
 		}

@@ -7,8 +7,8 @@
 // system call.
 //
 // Every error it returns is a caperr INVALID_INPUT naming the field and
-// the name as given, except failures of the machine itself (a full disk,
-// an I/O error), which keep their own code.
+// the name as given, except failures of the machine itself (an I/O
+// error): OBSERVABILITY_ERROR.
 package beneath
 
 import (
@@ -114,7 +114,7 @@ func Regular(f *os.File, field, given string) (fs.FileInfo, error) {
 func OpenRegular(r *os.Root, rel, field, given string) (*os.File, fs.FileInfo, error) {
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, Refusal(err, caperr.ToolFailure, field, given)
+		return nil, nil, Refusal(err, caperr.ObservabilityError, field, given)
 	}
 	st, err := Regular(f, field, given)
 	if err != nil {
@@ -133,7 +133,7 @@ func ReadFile(base, p string, max int64, field string) ([]byte, error) {
 	}
 	r, err := os.OpenRoot(base)
 	if err != nil {
-		return nil, Refusal(err, caperr.ToolFailure, field, p)
+		return nil, Refusal(err, caperr.ObservabilityError, field, p)
 	}
 	defer r.Close()
 	return ReadIn(r, rel, max, field, p)
@@ -153,7 +153,7 @@ func ReadIn(r *os.Root, rel string, max int64, field, given string) ([]byte, err
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, Refusal(err, caperr.ToolFailure, field, p)
+		return nil, Refusal(err, caperr.ObservabilityError, field, p)
 	}
 	if int64(len(raw)) > max {
 		return nil, caperr.New(caperr.InvalidInput, "%s %q is more than the %d bytes allowed", field, p, max)
