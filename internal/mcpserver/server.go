@@ -143,13 +143,28 @@ func (h *handlers) planFile(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("plan: give a plan file's path in the project or a plan object")
 	}
 	sum := sha256.Sum256(raw)
+	return h.write("plan-"+hex.EncodeToString(sum[:8])+".yaml", raw, 0o644)
+}
+
+// write writes a file the server makes for a call into PlanDir, beneath
+// the project root when PlanDir is in it (a link planted at the file's
+// name, or at PlanDir, never leads the write out), whole or not at all.
+func (h *handlers) write(name string, raw []byte, perm os.FileMode) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := os.MkdirAll(h.o.PlanDir, 0o755); err != nil {
+	base, rel := h.o.PlanDir, name
+	if r, ok := beneath.Rel(h.o.Root, h.o.PlanDir); ok && h.o.Root != "" && filepath.IsAbs(h.o.PlanDir) {
+		base, rel = h.o.Root, filepath.Join(r, name)
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
-	file := filepath.Join(h.o.PlanDir, "plan-"+hex.EncodeToString(sum[:8])+".yaml")
-	return file, os.WriteFile(file, raw, 0o644)
+	dir, err := os.OpenRoot(base)
+	if err != nil {
+		return "", err
+	}
+	defer dir.Close()
+	err = beneath.Create(dir, rel, perm, func(w io.Writer) error { _, err := w.Write(raw); return err })
+	return filepath.Join(h.o.PlanDir, name), err
 }
 
 // inputsFile writes a call's plan inputs for --inputs-file.
@@ -162,13 +177,8 @@ func (h *handlers) inputsFile(in map[string]any) ([]string, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := os.MkdirAll(h.o.PlanDir, 0o755); err != nil {
-		return nil, err
-	}
-	file := filepath.Join(h.o.PlanDir, "inputs-"+hex.EncodeToString(sum[:8])+".json")
-	return []string{"--inputs-file", file}, os.WriteFile(file, raw, 0o600)
+	file, err := h.write("inputs-"+hex.EncodeToString(sum[:8])+".json", raw, 0o600)
+	return []string{"--inputs-file=" + file}, err
 }
 
 // progress turns a command's live lines into progress notifications

@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -103,5 +105,37 @@ func TestResultOfAnEnvelope(t *testing.T) {
 	}
 	if r := result([]byte("garbage")); !r.IsError || !strings.Contains(r.StructuredContent.(map[string]any)["message"].(string), "garbage") {
 		t.Fatalf("garbage: %+v", r)
+	}
+}
+
+// TestFilesStayInThePlanDir: a link planted at a plan file's (predictable)
+// name, or at the folder itself, never leads the server's write out of
+// the project (found attacking this server).
+func TestFilesStayInThePlanDir(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	canary := filepath.Join(outside, "canary.txt")
+	os.WriteFile(canary, []byte("CANARY"), 0o644)
+	h := &handlers{o: Options{Root: root, PlanDir: filepath.Join(root, ".capflow", "state", "mcp")}}
+	plan := json.RawMessage(`{"name":"p","steps":[]}`)
+	sum := sha256.Sum256(plan)
+	os.MkdirAll(h.o.PlanDir, 0o755)
+	os.Symlink(canary, filepath.Join(h.o.PlanDir, "plan-"+hex.EncodeToString(sum[:8])+".yaml"))
+	f, err := h.planFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(canary); string(b) != "CANARY" {
+		t.Fatalf("the write followed the link: %s", b)
+	}
+	if b, _ := os.ReadFile(f); string(b) != string(plan) {
+		t.Fatalf("the plan file: %s", b)
+	}
+	os.RemoveAll(h.o.PlanDir)
+	os.Symlink(outside, h.o.PlanDir)
+	if _, err := h.inputsFile(map[string]any{"a": 1}); err == nil {
+		t.Fatal("a write through a linked folder was taken")
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Fatalf("the server wrote outside the project: %v", ents)
 	}
 }
