@@ -40,6 +40,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A grandchild that keeps stderr open must not keep Wait (and the
+	// session's end) waiting.
+	t.cmd.WaitDelay = t.terminate
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -65,7 +68,7 @@ func (s *stdin2) Close() error {
 	go func() { done <- s.cmd.Wait() }()
 	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
 		if sig != 0 {
-			_ = s.cmd.Process.Signal(sig)
+			_ = signalGroup(s.cmd, sig)
 		}
 		select {
 		case err := <-done:
