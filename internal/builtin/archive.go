@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 )
 
@@ -111,7 +112,7 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 			if err != nil {
 				return err
 			}
-			info, err := Regular(r, "source", p)
+			info, err := beneath.Regular(r, "source", p)
 			if err == nil {
 				err = w(name, info, ctxReader{ctx, r})
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 )
 
@@ -103,11 +104,8 @@ func (pl *place) fail(err error, what string) error {
 	return caperr.Wrap(caperr.ToolFailure, err, "%s %s %q", what, pl.field, pl.given)
 }
 
-// escapes reports os.Root's refusal of a path that leaves its base; the
-// standard library does not export that error, only its text.
-func escapes(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
-}
+// escapes reports os.Root's refusal of a path that leaves its base.
+func escapes(err error) bool { return beneath.Escapes(err) }
 
 // openRegular opens a regular file for reading; devices, FIFOs and
 // sockets are refused (a FIFO would block, a device never ends).
@@ -127,7 +125,7 @@ func (pl *place) open(flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error)
 	if err != nil {
 		return nil, nil, pl.fail(err, "open")
 	}
-	st, err := Regular(f, pl.field, pl.given)
+	st, err := beneath.Regular(f, pl.field, pl.given)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -135,32 +133,17 @@ func (pl *place) open(flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error)
 	return f, st, nil
 }
 
-// Regular returns f's file info when f is a regular file, and an
-// INVALID_INPUT error naming field and given otherwise.
-func Regular(f *os.File, field, given string) (fs.FileInfo, error) {
-	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "%s %q", field, given)
-	case st.IsDir():
-		return nil, caperr.New(caperr.InvalidInput, "%s %q is a directory", field, given)
-	case !st.Mode().IsRegular():
-		return nil, caperr.New(caperr.InvalidInput, "%s %q is not a regular file (%s)", field, given, st.Mode().Type())
-	}
-	return st, nil
-}
-
-// OpenRegular opens the file at path for reading, as openRegular does.
-func OpenRegular(path, field, given string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// OpenFile opens p (a path the step gave as field) for reading beneath
+// the project root or the run folder, a regular file only (a link out of
+// them, a FIFO, a device are refused). The caller closes it.
+func (e *Env) OpenFile(field, p string) (*os.File, error) {
+	pl, err := e.place(field, p)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Regular(f, field, given); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	defer pl.Close()
+	f, _, err := pl.openRegular()
+	return f, err
 }
 
 // mkdirParent creates the folders above the place.

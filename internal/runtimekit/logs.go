@@ -74,20 +74,15 @@ func logsCollect(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	var sources []map[string]any
 	truncated := false
 	for i, src := range in.Sources {
-		file := ""
+		file := src
 		for _, r := range reg.Processes {
 			if r.Name == src {
 				file = r.LogPath
 			}
 		}
-		if file == "" {
-			p, err := inside(env, fmt.Sprintf("sources[%d]", i), src)
-			if err != nil {
-				return nil, err
-			}
-			file = p
-		}
-		f, err := builtin.OpenRegular(file, fmt.Sprintf("sources[%d]", i), src)
+		// Beneath the project or the run folder, whatever the record says
+		// (processes.json lies where tools write).
+		f, err := env.OpenFile(fmt.Sprintf("sources[%d]", i), file)
 		if ce := (*caperr.Error)(nil); errors.As(err, &ce) {
 			return nil, err
 		}
@@ -143,29 +138,6 @@ func logsCollect(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 // sortBySeverity puts the most severe issues first, keeping file order.
 func sortBySeverity(issues []Issue) {
 	sort.SliceStable(issues, func(a, b int) bool { return issues[a].Severity.Rank() < issues[b].Severity.Rank() })
-}
-
-// inside resolves p under the project or run folder, links followed: a
-// log source may not lead out of them.
-func inside(env *builtin.Env, field, p string) (string, error) {
-	full, err := env.Path(field, p)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return full, nil // missing: the open reports it
-	}
-	for _, base := range []string{env.Root, env.RunDir} {
-		if base == "" {
-			continue
-		}
-		rb, err := filepath.EvalSymlinks(base)
-		if err == nil && (real == rb || strings.HasPrefix(real, rb+string(filepath.Separator))) {
-			return real, nil
-		}
-	}
-	return "", caperr.New(caperr.InvalidInput, "%s %q leads outside the project and the run folder", field, p)
 }
 
 // runFinalize writes final.json and final.md for a validation: its status
@@ -238,4 +210,29 @@ func runFinalize(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		return data, caperr.New(caperr.TestFailure, "validation %s: %s (see %s)", in.Status, in.Summary, mdPath)
 	}
 	return data, nil
+}
+
+// inside resolves p under the project or run folder, links followed: a
+// server's working folder or a scenario may not lead out of them. (A path
+// handed on to a process or parser by name; files capflow reads itself
+// open beneath their root: builtin.Env.OpenFile.)
+func inside(env *builtin.Env, field, p string) (string, error) {
+	full, err := env.Path(field, p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return full, nil // missing: the open reports it
+	}
+	for _, base := range []string{env.Root, env.RunDir} {
+		if base == "" {
+			continue
+		}
+		rb, err := filepath.EvalSymlinks(base)
+		if err == nil && (real == rb || strings.HasPrefix(real, rb+string(filepath.Separator))) {
+			return real, nil
+		}
+	}
+	return "", caperr.New(caperr.InvalidInput, "%s %q leads outside the project and the run folder", field, p)
 }
