@@ -2,6 +2,9 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -10,7 +13,7 @@ import (
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
-	"github.com/capflow/capflow/internal/cache"
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runctl"
 )
@@ -82,10 +85,47 @@ func (s *Server) fetch(ctx context.Context, art client.Artifact, dir, name strin
 			return nil
 		}
 	}
-	if sum, _, derr := cache.FileDigest(art.Path); derr == nil && sum == art.SHA256 {
-		return os.Symlink(art.Path, dest)
+	if s.copyLocal(art, dest) == nil {
+		return nil
 	}
 	return caperr.New(caperr.ObservabilityError, "artifact %s (sha256:%s) is neither in the store nor on this host: %v", art.Path, art.SHA256, err)
+}
+
+// copyLocal copies this host's copy of an artifact to dest when it lies in
+// the project or its runs folder, opened beneath it, and its bytes still
+// have the recorded digest (checked on the bytes copied, not before).
+func (s *Server) copyLocal(art client.Artifact, dest string) error {
+	cfg := s.o.Project.Config
+	root, rel, ok := beneath.Pick([]string{cfg.Root, cfg.Abs(cfg.RunsDir)}, art.Path)
+	if !ok {
+		return caperr.New(caperr.InvalidInput, "%s is not in the project or its runs folder", art.Path)
+	}
+	dir, err := os.OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	f, _, err := beneath.OpenRegular(dir, rel, "artifact", art.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), f)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && hex.EncodeToString(h.Sum(nil)) != art.SHA256 {
+		err = caperr.New(caperr.ObservabilityError, "%s no longer has its recorded digest", art.Path)
+	}
+	if err != nil {
+		os.Remove(dest)
+	}
+	return err
 }
 
 // store opens the project's artifact store once.
