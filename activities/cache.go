@@ -148,14 +148,9 @@ func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string
 		return nil, nil, err
 	}
 	var out []wfapi.Artifact
-	used := map[string]bool{}
+	names := artifactNames(e.Artifacts)
 	for i, art := range e.Artifacts {
-		name := filepath.Base(filepath.Clean("/" + art.Path))
-		if name == "/" || used[name] {
-			name = fmt.Sprintf("%d-%s", i, strings.Trim(name, "/"))
-		}
-		used[name] = true
-		rel := filepath.Join("artifacts", name)
+		rel := filepath.Join("artifacts", names[i])
 		if err := a.Artifacts.Fetch(ctx, art.SHA256, stepDir, rel, MaxArtifact); err != nil {
 			return nil, nil, err
 		}
@@ -267,4 +262,21 @@ func (a *Activities) outputFile(ctx context.Context, roots []string, f cache.Pat
 		return nil, err
 	}
 	return &wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: sum, Bytes: n}, nil
+}
+
+// artifactNames are the names files named by arts take in a step folder's
+// artifacts/: each one's base name, numbered where two would be the same
+// (out/a/r.txt and out/b/r.txt).
+func artifactNames(arts []wfapi.Artifact) []string {
+	out := make([]string, len(arts))
+	used := map[string]bool{}
+	for i, art := range arts {
+		name := filepath.Base(filepath.Clean("/" + art.Path))
+		if name == "/" || used[name] {
+			name = fmt.Sprintf("%d-%s", i, strings.Trim(name, "/"))
+		}
+		used[name] = true
+		out[i] = name
+	}
+	return out
 }

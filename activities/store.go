@@ -89,11 +89,12 @@ func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, 
 		return nil
 	}
 	arts := slices.Clone(o.Artifacts)
+	names := artifactNames(arts)
 	for i, art := range arts {
 		if a.ownFile(in.WorkflowID, art) {
 			continue
 		}
-		local := filepath.Join(in.RunDir, "steps", safeName(id), "artifacts", filepath.Base(art.Path))
+		local := filepath.Join(in.RunDir, "steps", safeName(id), "artifacts", names[i])
 		if folder := RunFolderName(in.WorkflowID); strings.Contains(art.Path, "/"+folder+"/") {
 			if p, ok := localPath(in.RunDir, folder, art.Path, id); ok {
 				local = p
