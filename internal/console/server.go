@@ -14,8 +14,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"unicode"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 

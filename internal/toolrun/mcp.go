@@ -1,12 +1,12 @@
 package toolrun
 
 import (
-	"unicode/utf8"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
