@@ -186,13 +186,14 @@ steps:
 }
 
 // A run whose step's worker died is cancelled promptly: the restarted
-// worker never had the step, no heartbeat timeout lets the server notice,
-// and the step's 10-minute start-to-close would hold the run. The step
-// gets CancelGrace to confirm, then is cancelled without its worker.
+// worker never had the step, no heartbeat timeout lets the server notice
+// (a step of at most a minute gets no default one), and its start-to-close
+// would hold the run. The step gets CancelGrace to confirm, then is
+// cancelled without its worker.
 func TestCancelAfterTheWorkerDied(t *testing.T) {
 	id := startDetached(t, h.writePlan(t, "cancel-dead-worker", `name: cancel-dead-worker
 steps:
-  - {id: hanging, capability: test.hang, timeout: 10m}
+  - {id: hanging, capability: test.hang, timeout: 1m}
 `))
 	// Running in the run's state means scheduled: the worker must have
 	// started the tool (its marker) before it dies, or the restarted

@@ -192,11 +192,12 @@ steps:
       headers: {X-Capflow-Csrf: guessed, Origin: %s}
 `, base, gated, base))
 	code, r := h.run(t, attack)
-	if st := r.step(t, "approve"); code != 0 || fmt.Sprint(st.Envelope.Data.(map[string]any)["status"]) != "403" {
+	st := r.step(t, "approve")
+	if d, _ := st.Envelope.Data.(map[string]any); code != 1 || fmt.Sprint(d["status"]) != "403" || !strings.Contains(fmt.Sprint(d["body"]), "a plan's step may not drive the console") {
 		t.Fatalf("the plan's request: exit %d, %+v", code, st.Envelope)
 	}
 	waitStep(t, gated, "gate", "still waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
-	if code, env, _ := h.capflow(t, "cancel", gated); code != 0 {
+	if code, env, _ := h.capflow(t, "cancel", gated); code != 5 {
 		t.Fatalf("cancel: %d %s", code, env.Message)
 	}
 }
@@ -248,4 +249,26 @@ steps:
 		}
 		return nil
 	})
+}
+
+// TestHostileDeadWorkerStepMovesOn: a command tool that declares no
+// heartbeat, its worker SIGKILLed mid-step: the step is retried by another
+// worker about half a minute later (its default heartbeat timeout), not at
+// its 10-minute start-to-close.
+func TestHostileDeadWorkerStepMovesOn(t *testing.T) {
+	log := h.freshLog("dead-worker.log")
+	id := startDetached(t, h.writePlan(t, "dead-worker", `name: dead-worker
+steps:
+  - {id: long, capability: test.slow, with: {seconds: 5, log: "`+log+`"}}
+`))
+	waitLine(t, log, "attempt 1 long")
+	h.killWorker()
+	killed := time.Now()
+	if err := h.startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	res := waitResult(t, id, 3*time.Minute)
+	if took := time.Since(killed); res.Status != "passed" || took > 90*time.Second {
+		t.Fatalf("after its worker was killed: %s %s, %s later", res.Status, res.Message, took.Round(time.Second))
+	}
 }

@@ -210,7 +210,7 @@ steps:
 	// A line cut short fails its step at once (not at its 2-minute
 	// timeout) and the server is started again for the next (M8).
 	if fmt.Sprint(codes) != "map[die:failed DEPENDENCY_UNAVAILABLE ok:succeeded truncated:failed TOOL_FAILURE wrong:failed TOOL_FAILURE]" ||
-		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") || !strings.Contains(r.step(t, "truncated").Envelope.Message, "not one whole JSON value") {
+		!strings.Contains(r.step(t, "wrong").Envelope.Message, "out of contract") || !strings.Contains(r.step(t, "truncated").Envelope.Message, "not one JSON-RPC message") {
 		t.Fatalf("a misbehaving server: exit %d %v\n%s", code, codes, stderr)
 	}
 }

@@ -190,7 +190,10 @@ func Main(args []string, stderr io.Writer) int {
 		// Heartbeats carry cancellations to running tools: keep the SDK's
 		// throttle short so `capflow cancel` acts within seconds.
 		DefaultHeartbeatThrottleInterval: time.Second,
-		MaxHeartbeatThrottleInterval:     5 * time.Second,
+		// 2 s: a step with a heartbeat timeout (command tools get one by
+		// default) shows its live lines as often as one without (RunTool
+		// beats every 2 s), not once per 0.8 of its timeout.
+		MaxHeartbeatThrottleInterval: 2 * time.Second,
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
