@@ -47,19 +47,8 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	if h, ok := in["headers"].(map[string]any); ok {
-		for k, v := range h {
-			val := fmt.Sprint(v)
-			// A CR or LF would split the header (request smuggling): the
-			// input is wrong, whatever the transport would say.
-			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
-				return nil, caperr.New(caperr.InvalidInput, "headers.%s: not a valid HTTP header (a name of token characters; a value without CR, LF or NUL)", k)
-			}
-			if strings.EqualFold(k, client.PlanStepHeader) {
-				return nil, caperr.New(caperr.InvalidInput, "headers.%s: capflow sets this header itself", k)
-			}
-			req.Header.Set(k, val)
-		}
+	if err := setHeaders(req, in); err != nil {
+		return nil, err
 	}
 	// Marks the request as a plan's: capflow's own servers refuse it.
 	req.Header.Set(client.PlanStepHeader, filepath.Base(env.RunDir))
@@ -114,4 +103,22 @@ func httpErr(outer, ctx context.Context, err error, what string, timeout time.Du
 		return caperr.New(caperr.TaskTimeout, "%s: no answer within timeout_ms (%s)", what, timeout)
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "%s", what)
+}
+
+// setHeaders sets the step's headers on req.
+func setHeaders(req *http.Request, in map[string]any) error {
+	h, _ := in["headers"].(map[string]any)
+	for k, v := range h {
+		val := fmt.Sprint(v)
+		// A CR or LF would split the header (request smuggling): the
+		// input is wrong, whatever the transport would say.
+		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
+			return caperr.New(caperr.InvalidInput, "headers.%s: not a valid HTTP header (a name of token characters; a value without CR, LF or NUL)", k)
+		}
+		if strings.EqualFold(k, client.PlanStepHeader) {
+			return caperr.New(caperr.InvalidInput, "headers.%s: capflow sets this header itself", k)
+		}
+		req.Header.Set(k, val)
+	}
+	return nil
 }
