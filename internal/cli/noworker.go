@@ -15,13 +15,16 @@ var NoWorkerAfter = 5 * time.Second
 // warnNoWorker says on stderr, once, when no worker polls queue (checked
 // after NoWorkerAfter, then every 10 s while ctx lasts): a run on a queue
 // nobody polls waits silently otherwise. The command keeps waiting; the
-// returned func stops the watch.
+// returned func stops the watch (and waits for it: nothing is written
+// after the command's own last words).
 func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue string) func() {
-	ctx, stop := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	if queue == "" {
 		queue = tc.TaskQueue()
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		wait := NoWorkerAfter
 		for {
 			select {
@@ -42,5 +45,5 @@ func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue 
 			}
 		}
 	}()
-	return stop
+	return func() { cancel(); <-done }
 }
