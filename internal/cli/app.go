@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"regexp"
 	"runtime/debug"
@@ -239,7 +240,7 @@ func (a *App) rootCommand() *cobra.Command {
 		Version:       Version,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.projectDir, "project", "", "project folder (default: current directory)")
+	pf.StringVar(&a.projectDir, "project", "", "project folder (default: the nearest folder with capflow.yaml, from the current one up)")
 	pf.StringVar(&a.configFile, "config", "", "config file (default: <project>/capflow.yaml)")
 	pf.StringVar(&a.output, "output", "", "output format: pretty or json (TOOLS_OUTPUT_JSON=1 means json)")
 	pf.StringVar(&a.outputPath, "output-path", "", "also write the result envelope to this file")
@@ -335,7 +336,11 @@ func (a *App) loadProject() (*project.Project, error) {
 	if a.proj != nil {
 		return a.proj, nil
 	}
-	p, err := project.Load(project.Options{Dir: a.projectDir, ConfigFile: a.configFile, Flags: a.flags, Logger: a.log, LLMLog: a.Stderr})
+	dir := a.projectDir
+	if dir == "" && a.configFile == "" {
+		dir = a.findProject()
+	}
+	p, err := project.Load(project.Options{Dir: dir, ConfigFile: a.configFile, Flags: a.flags, Logger: a.log, LLMLog: a.Stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -386,4 +391,26 @@ func failEnv(id string, err error, data any) envelope.Envelope {
 		return b.Fail(probs[0].Code, fmt.Sprintf("%d problem(s) in %s", len(probs), probs[0].File), problemsData(probs))
 	}
 	return b.FailErr(err, data)
+}
+
+// findProject is the project a command run without --project works in:
+// the nearest folder holding capflow.yaml, from the current one up (as git
+// finds its repository), so a command run in plans/examples/ uses the
+// project's tools and policy. With none, the current folder with the
+// defaults, said in one line on stderr.
+func (a *App) findProject() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil && st.Mode().IsRegular() {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another)\n", config.FileName, wd)
+	return wd
 }

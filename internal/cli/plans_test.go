@@ -164,3 +164,24 @@ func TestSubPlanChecks(t *testing.T) {
 		t.Fatalf("sub-plan through a link: exit %d %s", code, out)
 	}
 }
+
+// TestProjectFoundFromASubfolder: without --project, a command uses the
+// nearest capflow.yaml above the current folder; with none, it says in one
+// line that the defaults are used.
+func TestProjectFoundFromASubfolder(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "capflow.yaml"), []byte("active_kits: [core, runtime]\n"), 0o644)
+	sub := filepath.Join(root, "plans", "examples")
+	os.MkdirAll(sub, 0o755)
+	t.Chdir(sub)
+	code, out, errb := capflow(t, "tools", "resolve", "server.start", "--output", "json")
+	if code != 0 || strings.Contains(errb, "defaults are used") {
+		t.Fatalf("from a subfolder: exit %d\n%s\n%s", code, out, errb)
+	}
+	bare := t.TempDir()
+	t.Chdir(bare)
+	code, _, errb = capflow(t, "tools", "resolve", "server.start", "--output", "json")
+	if code == 0 || strings.Count(errb, "no capflow.yaml in "+bare+" or above: the defaults are used") != 1 {
+		t.Fatalf("with no capflow.yaml: exit %d\n%s", code, errb)
+	}
+}
