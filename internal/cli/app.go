@@ -292,8 +292,9 @@ func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 }
 
 // groupRun makes a command group reject unknown subcommands (cobra would
-// print help and exit 0) and print its help when called bare; with json
-// output a bare group is a usage error (one envelope, exit 2).
+// print help and exit 0); a bare group is a usage error, exit 2, in every
+// output (as go's own groups are): its help goes to stderr first in
+// pretty output.
 func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		var names []string
@@ -305,16 +306,17 @@ func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 		}
 		return caperr.New(caperr.InvalidInput, "unknown command %q for %q%s (see --help)", args[0], cmd.CommandPath(), suggest.Phrase(args[0], names))
 	}
-	if a.jsonOutput() {
-		var subs []string
-		for _, c := range cmd.Commands() {
-			if c.IsAvailableCommand() {
-				subs = append(subs, c.Name())
-			}
+	var subs []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			subs = append(subs, c.Name())
 		}
-		return caperr.New(caperr.InvalidInput, "%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(subs, ", "))
 	}
-	return cmd.Help()
+	if !a.jsonOutput() {
+		cmd.SetOut(a.Stderr)
+		_ = cmd.Help()
+	}
+	return caperr.New(caperr.InvalidInput, "%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(subs, ", "))
 }
 
 func (a *App) versionCommand() *cobra.Command {

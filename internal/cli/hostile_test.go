@@ -150,3 +150,16 @@ func TestValidateRefusesWritesToConfiguredPaths(t *testing.T) {
 		t.Errorf("out was refused: %s", out)
 	}
 }
+
+// TestEachErrorOnce: a failure's pretty output says its error once (the
+// headline), not again as its result feedback; a bare command group is a
+// usage error in every output (issue 38).
+func TestEachErrorOnce(t *testing.T) {
+	code, out, errb := capflow(t, "plan")
+	if code != 2 || strings.Count(out, "needs a subcommand") != 1 || !strings.Contains(errb, "Available Commands") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+	}
+	if code, out, _ := capflow(t, "plan", "--output", "json"); code != 2 || !strings.Contains(out, `"exitCode":2`) {
+		t.Fatalf("json: exit %d %s", code, out)
+	}
+}

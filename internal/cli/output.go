@@ -141,7 +141,9 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	}
 	fmt.Fprintf(w, "%s %s\n", mark, env.Message)
 	for _, f := range env.Feedback {
-		if f.Level == envelope.LevelInfo && env.Success {
+		// Each error once: the headline already says what its result
+		// feedback says.
+		if f.Level == envelope.LevelInfo && env.Success || f.Message == env.Message && (f.Detail == "" || caperr.Known(caperr.Code(f.Detail))) {
 			continue
 		}
 		fmt.Fprintf(w, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)
