@@ -133,6 +133,10 @@ func (c *Client) List(ctx context.Context, where string, limit int) ([]RunInfo, 
 			break
 		}
 	}
+	// Visibility lists open runs first, then closed ones by close time: a
+	// run that started long ago but just ended would come before a newer
+	// one. Newest start first, as the doc says.
+	slices.SortStableFunc(out, func(a, b RunInfo) int { return b.StartedAt.Compare(a.StartedAt) })
 	return out, nil
 }
 
