@@ -49,7 +49,11 @@ func (p *Policy) TooManySteps(n int) *Violation {
 		lim = CeilingSteps
 	}
 	if n > lim {
-		return &Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d", n, lim)}
+		where := fmt.Sprintf("limits.max_steps in the project's policy (policy.yaml) raises it, up to %d", CeilingSteps)
+		if lim == CeilingSteps {
+			where = "no policy raises it: split the plan into sub-plans or a for_each"
+		}
+		return &Violation{Rule: fmt.Sprintf("limits.max_steps: %d", lim), Message: fmt.Sprintf("the plan has %d steps; the policy allows %d (%s)", n, lim, where)}
 	}
 	return nil
 }

@@ -96,3 +96,18 @@ func TestBadPolicy(t *testing.T) {
 		t.Fatalf("absent policy = allow all: %v %+v", err, p)
 	}
 }
+
+// TestTooManyStepsSaysWhereToRaiseIt: the refusal names the policy's
+// limit, or says no policy goes past the ceiling.
+func TestTooManyStepsSaysWhereToRaiseIt(t *testing.T) {
+	p := &Policy{Limits: map[string]int{MaxSteps: 200}}
+	if v := p.TooManySteps(201); v == nil || !strings.Contains(v.Message, "the policy allows 200 (limits.max_steps in the project's policy (policy.yaml) raises it") {
+		t.Fatalf("%+v", v)
+	}
+	if v := p.TooManySteps(200); v != nil {
+		t.Fatalf("200 steps: %+v", v)
+	}
+	if v := (&Policy{Limits: map[string]int{}}).TooManySteps(CeilingSteps + 1); v == nil || !strings.Contains(v.Message, "no policy raises it") {
+		t.Fatalf("past the ceiling: %+v", v)
+	}
+}
