@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -113,6 +115,9 @@ func (e *Envelope) Validate() []string {
 	return errs
 }
 
+// Required are the fields every envelope has (docs/envelope.md).
+var Required = []string{"toolId", "exitCode", "success", "timestamp", "message", "feedback"}
+
 // Parse decodes an envelope strictly: unknown top-level fields are
 // tolerated (tools may add their own), but types must match and the
 // contract's rules must hold. Numbers in data keep their precision.
@@ -123,10 +128,19 @@ func Parse(b []byte) (*Envelope, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
-	for _, k := range []string{"toolId", "exitCode", "success", "timestamp", "message", "feedback"} {
+	var missing []string
+	for _, k := range Required {
 		if _, ok := raw[k]; !ok {
-			return nil, fmt.Errorf("required field %q is missing", k)
+			missing = append(missing, strconv.Quote(k))
 		}
+	}
+	switch len(missing) {
+	case 0:
+	case 1:
+		return nil, fmt.Errorf("required field %s is missing", missing[0])
+	default:
+		// All at once: a tool's author fixes them in one go.
+		return nil, fmt.Errorf("required fields %s are missing", strings.Join(missing, ", "))
 	}
 	var env Envelope
 	dec = json.NewDecoder(bytes.NewReader(b))

@@ -70,6 +70,10 @@ func TestParse(t *testing.T) {
 			t.Fatalf("Parse(%s) accepted", bad)
 		}
 	}
+	// Every missing field at once.
+	if _, err := Parse([]byte(`{"toolId":"t","exitCode":0,"success":true}`)); err == nil || err.Error() != `required fields "timestamp", "message", "feedback" are missing` {
+		t.Fatalf("missing fields: %v", err)
+	}
 }
 
 func TestRedaction(t *testing.T) {
