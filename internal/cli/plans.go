@@ -123,7 +123,7 @@ func (a *App) planCheck() *cobra.Command {
 				return err
 			}
 			env := reportEnvelope("capflow-plan-check", ck.report, ck.reg.Warnings)
-			a.set(env, func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+			a.set(env, func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report, a.outputPath) })
 			return nil
 		},
 	}
@@ -132,7 +132,16 @@ func (a *App) planCheck() *cobra.Command {
 	return c
 }
 
-func prettyReport(w io.Writer, root string, rep *preflight.Report) {
+// scaffoldHint says how to scaffold the proposed tools: from the report
+// file the user named (--output-path), or how to make one.
+func scaffoldHint(gapsFile string) string {
+	if gapsFile != "" {
+		return "capflow tools scaffold --from-gaps " + gapsFile
+	}
+	return "add --output-path REPORT.json, then capflow tools scaffold --from-gaps REPORT.json"
+}
+
+func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile string) {
 	mark := map[string]string{preflight.Ready: "✓", preflight.PartialComplete: "✗", preflight.BlockedByPolicy: "⛔", preflight.Invalid: "✗"}[rep.Status]
 	fmt.Fprintf(w, "%s %s: %s\n", mark, rep.Plan, rep.Status)
 	fmt.Fprintf(w, "  %s\n", rep.Message)
@@ -164,7 +173,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report) {
 		for _, g := range rep.Gaps {
 			fmt.Fprintf(w, "  ✗ %s [%s, priority %s]: %s\n", g.StepID, g.Reason, g.Priority, g.ReasonMessage)
 			if g.Reason == "no_capability_match" || g.Reason == "schema_incompatible" {
-				fmt.Fprintf(w, "      proposed tool: %s (capflow tools scaffold --from-gaps REPORT.json)\n", g.ProposedToolName)
+				fmt.Fprintf(w, "      proposed tool: %s (%s)\n", g.ProposedToolName, scaffoldHint(gapsFile))
 			}
 		}
 	}
@@ -261,7 +270,7 @@ func (a *App) planGraph() *cobra.Command {
 				return err
 			}
 			if ck.plan == nil {
-				a.set(reportEnvelope("capflow-plan-graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+				a.set(reportEnvelope("capflow-plan-graph", ck.report, nil), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report, a.outputPath) })
 				return nil
 			}
 			nodes := GraphNodes(ck.report)

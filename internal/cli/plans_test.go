@@ -185,3 +185,14 @@ func TestProjectFoundFromASubfolder(t *testing.T) {
 		t.Fatalf("with no capflow.yaml: exit %d\n%s", code, errb)
 	}
 }
+
+// TestScaffoldHintNamesTheReport: the gap hint names the report the user
+// wrote with --output-path, or says how to write one.
+func TestScaffoldHintNamesTheReport(t *testing.T) {
+	if h := scaffoldHint("gaps.json"); h != "capflow tools scaffold --from-gaps gaps.json" {
+		t.Fatal(h)
+	}
+	if h := scaffoldHint(""); !strings.Contains(h, "add --output-path REPORT.json") {
+		t.Fatal(h)
+	}
+}

@@ -106,7 +106,7 @@ func (a *App) runCommand() *cobra.Command {
 				if cfg != nil {
 					root = cfg.Root
 				}
-				a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep) })
+				a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep, a.outputPath) })
 				return nil
 			}
 			given, err := parseInputs(inputs, inputsFile, planProps(p))

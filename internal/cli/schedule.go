@@ -69,7 +69,7 @@ func (a *App) scheduleCreate() *cobra.Command {
 				return err
 			}
 			if ck.report.Status != preflight.Ready {
-				a.set(reportEnvelope(cid, ck.report, ck.reg.Warnings), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report) })
+				a.set(reportEnvelope(cid, ck.report, ck.reg.Warnings), func(w io.Writer) { prettyReport(w, ck.cfg.Root, ck.report, a.outputPath) })
 				return nil
 			}
 			_, value, _, err := loadPlanFile(file)
