@@ -54,6 +54,17 @@ func (a *App) check(file string, inputs []string, inputsFile string, optionalInp
 	if err != nil {
 		return nil, err
 	}
+	// A configuration mistake (a misspelled active kit) is said as such,
+	// positioned, not sold as tools that are missing.
+	var conf caperr.Problems
+	for _, p := range reg.Problems {
+		if p.Code == caperr.ConfigError {
+			conf = append(conf, p)
+		}
+	}
+	if len(conf) > 0 {
+		return nil, conf
+	}
 	pol, err := a.loadPolicy()
 	if err != nil {
 		return nil, err

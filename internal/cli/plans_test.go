@@ -196,3 +196,17 @@ func TestScaffoldHintNamesTheReport(t *testing.T) {
 		t.Fatal(h)
 	}
 }
+
+// TestMisspelledKitIsAConfigError: plan check of a project whose
+// active_kits names a kit that is not there says so, positioned, with a
+// suggestion: not "no tool provides text.render".
+func TestMisspelledKitIsAConfigError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("active_kits: [cor, runtime]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("name: p\nsteps:\n  - {id: a, capability: text.render, with: {template: hi}}\n"), 0o644)
+	code, out, _ := capflow(t, "plan", "check", filepath.Join(dir, "p.yaml"), "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 2 || env.Error == nil || env.Error.Code != "CONFIG_ERROR" || !strings.Contains(out, `capflow.yaml:1:15: active_kits: active kit \"cor\" not found`) || !strings.Contains(out, `did you mean \"core\"?`) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
