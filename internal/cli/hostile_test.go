@@ -163,3 +163,31 @@ func TestEachErrorOnce(t *testing.T) {
 		t.Fatalf("json: exit %d %s", code, out)
 	}
 }
+
+// TestMCPRouteTextIsBounded: a request text past 64 KiB is refused before
+// the router sees it (9 MB took 24 s of CPU).
+func TestMCPRouteTextIsBounded(t *testing.T) {
+	srv := mcpserver.New(mcpserver.Options{Exec: execIn, By: "mcp", Root: t.TempDir()})
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "route", Arguments: map[string]any{"text": strings.Repeat("convert video ", 10000)}})
+	msg := fmt.Sprint(err)
+	if err == nil {
+		msg = res.Content[0].(*mcp.TextContent).Text
+	}
+	if !strings.Contains(msg, "65536") {
+		t.Fatalf("a 140 KB request was not refused for its length: %.300s", msg)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("took %s", time.Since(start))
+	}
+}

@@ -63,10 +63,8 @@ const envelopeSchema = `{"type": "object", "required": ["toolId", "exitCode", "s
 var tools = []toolDef{
 	{name: "route", readOnly: true,
 		description: "Turn a request in plain words into a capflow plan (the project's rules, then its LLM if configured); nothing runs.",
-		input:       `{"type": "object", "required": ["text"], "additionalProperties": false, "properties": {"text": {"type": "string", "minLength": 1, "description": "the request"}}}`,
-		command: func(_ *handlers, a args) (call, error) {
-			return call{cmd: []string{"route"}, pos: []string{a.Text}}, nil
-		}},
+		input:       `{"type": "object", "required": ["text"], "additionalProperties": false, "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "the request"}}}`,
+		command:     routeCommand},
 	{name: "plan_check", readOnly: true,
 		description: "Check a plan before it runs: every step resolved to a tool, schemas and data flow, policy; gaps say what is missing. Nothing runs.",
 		input:       `{"type": "object", "required": ["plan"], "additionalProperties": false, "properties": {` + planArg + `}}`,
@@ -137,4 +135,15 @@ func decideCommand(h *handlers, a args) (call, error) {
 		return call{cmd: []string{a.Action}, flags: flags, pos: []string{id, step}}, nil
 	}
 	return call{}, fmt.Errorf("action %q: approve, reject, retry, skip or fail", a.Action)
+}
+
+// MaxRequest bounds a request text (the router's matching is not free:
+// 9 MB took 24 s of CPU).
+const MaxRequest = 64 << 10
+
+func routeCommand(_ *handlers, a args) (call, error) {
+	if len(a.Text) > MaxRequest {
+		return call{}, fmt.Errorf("text is %d bytes: a request is at most %d", len(a.Text), MaxRequest)
+	}
+	return call{cmd: []string{"route"}, pos: []string{a.Text}}, nil
 }
