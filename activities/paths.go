@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -88,14 +89,14 @@ func (a *Activities) runFolder(ctx context.Context, claimedID, recorded string) 
 	return a.runDir(id), nil
 }
 
-// within checks that path lies inside dir (after cleaning; symlinks are
-// the tools' business: builtins open through os.Root).
+// within checks that path, absolute, lies inside dir (after cleaning;
+// symlinks are the tools' business: builtins open through os.Root). A
+// relative path from history is never the run folder's.
 func within(dir, path string) error {
 	if path == "" {
 		return nil
 	}
-	rel, err := filepath.Rel(dir, filepath.Clean(path))
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+	if _, ok := beneath.Rel(dir, path); !ok || !filepath.IsAbs(path) {
 		return caperr.New(caperr.InvalidInput, "%s is outside the run folder %s", path, dir)
 	}
 	return nil

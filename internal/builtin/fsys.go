@@ -48,27 +48,11 @@ func (e *Env) base(field, p string) (string, string, error) {
 		full = filepath.Join(e.Root, p)
 	}
 	full = filepath.Clean(full)
-	best := ""
-	for _, b := range []string{e.Root, e.RunDir, e.Workdir} {
-		if b == "" {
-			continue
-		}
-		b = filepath.Clean(b)
-		if within(b, full) && len(b) > len(best) {
-			best = b
-		}
-	}
-	if best == "" {
+	best, _, ok := beneath.Pick([]string{e.Root, e.RunDir, e.Workdir}, full)
+	if !ok {
 		return "", "", caperr.New(caperr.InvalidInput, "%s %q is outside the project root and the run folder", field, p)
 	}
 	return best, full, nil
-}
-
-func within(base, p string) bool {
-	if p == base {
-		return true
-	}
-	return strings.HasPrefix(p, base+string(filepath.Separator))
 }
 
 // place opens the confinement for p. The caller closes it.

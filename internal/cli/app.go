@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -393,26 +392,4 @@ func failEnv(id string, err error, data any) envelope.Envelope {
 		return b.Fail(probs[0].Code, fmt.Sprintf("%d problem(s) in %s", len(probs), probs[0].File), problemsData(probs))
 	}
 	return b.FailErr(err, data)
-}
-
-// findProject is the project a command run without --project works in:
-// the nearest folder holding capflow.yaml, from the current one up (as git
-// finds its repository), so a command run in plans/examples/ uses the
-// project's tools and policy. With none, the current folder with the
-// defaults, said in one line on stderr.
-func (a *App) findProject() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if st, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil && st.Mode().IsRegular() {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another)\n", config.FileName, wd)
-	return wd
 }

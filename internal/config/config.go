@@ -391,24 +391,6 @@ func (c *Config) Abs(p string) string {
 	return filepath.Join(c.Root, p)
 }
 
-// Protected are the project paths (relative to its root) this
-// configuration makes the engine trust beyond the defaults: the state and
-// runs folders, tools and kits folders, the configuration file, policy
-// and router rules, where they lie inside the project. No tool may write
-// them (docs/sandbox.md).
-func (c *Config) Protected() []string {
-	var out []string
-	for _, p := range append(append([]string{c.StateDir, c.RunsDir, c.Policy, c.Router.Rules, c.File}, c.ToolsDirs...), c.KitsDirs...) {
-		if p == "" {
-			continue
-		}
-		if rel, err := filepath.Rel(c.Root, c.Abs(p)); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
-			out = append(out, rel)
-		}
-	}
-	return out
-}
-
 // String renders the config for logs, with no secret in it.
 func (c *Config) String() string {
 	return fmt.Sprintf("root=%s file=%s temporal=%s/%s queue=%s kits=%v", c.Root, c.File, c.Temporal.Address, c.Temporal.Namespace, c.Temporal.TaskQueue, c.ActiveKits)
