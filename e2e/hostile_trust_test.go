@@ -253,7 +253,7 @@ steps:
 
 // TestHostileDeadWorkerStepMovesOn: a command tool that declares no
 // heartbeat, its worker SIGKILLed mid-step: the step is retried by another
-// worker about half a minute later (its default heartbeat timeout), not at
+// worker about a minute later (its default heartbeat timeout), not at
 // its 10-minute start-to-close.
 func TestHostileDeadWorkerStepMovesOn(t *testing.T) {
 	log := h.freshLog("dead-worker.log")
@@ -268,7 +268,7 @@ steps:
 		t.Fatal(err)
 	}
 	res := waitResult(t, id, 3*time.Minute)
-	if took := time.Since(killed); res.Status != "passed" || took > 90*time.Second {
+	if took := time.Since(killed); res.Status != "passed" || took > 100*time.Second {
 		t.Fatalf("after its worker was killed: %s %s, %s later", res.Status, res.Message, took.Round(time.Second))
 	}
 }

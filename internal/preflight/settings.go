@@ -17,8 +17,11 @@ const (
 	// CommandHeartbeat is the heartbeat timeout of a command tool that
 	// declares none and may run past a minute: the worker beats every 2 s
 	// anyway, and without a timeout a step whose worker died waited its
-	// whole start-to-close (ten minutes by default) before its retry.
-	CommandHeartbeat = 30 * time.Second
+	// whole start-to-close (ten minutes by default) before its retry. A
+	// minute, not less: a step that ends while the server restarts must
+	// outlast the restart (30 s did not, on make cluster-test's PostgreSQL
+	// server: the finished step ran again).
+	CommandHeartbeat = time.Minute
 )
 
 // StepSettings are the effective execution settings of one step.
