@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
@@ -17,26 +19,23 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Inline is the worker's evaluator of inline steps (workflows.Engine); a
-// function, not a method, so registering the activities does not take it
-// for one.
-func Inline(a *Activities) func([]wfapi.RunToolInput, wfapi.InlineContext) wfapi.InlineBatch {
-	return a.inlineBatch
+// RunInline runs a batch of inline steps (wfapi.RunInlineActivity), a
+// local activity the workflow starts for the steps it started together.
+func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput) (wfapi.InlineBatch, error) {
+	info := activity.GetInfo(ctx)
+	return a.inlineBatch(calls, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
+		Time: wfapi.InlineBatchTime, Bytes: wfapi.MaxInlineBatchBytes}), nil
 }
 
-// inlineBatch evaluates queued inline steps in order until their results
-// reach MaxInlineBatchBytes (the rest go to another batch) or the task's
-// budget runs out (Stop: said as soon as it does, so the workflow yields).
+// inlineBatch evaluates inline steps in order until their results reach
+// the batch's bytes or its time runs out; the steps after them run as
+// local activities of their own.
 func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
 	start := time.Now()
 	var b wfapi.InlineBatch
 	size := 0
 	for _, in := range calls {
 		if time.Since(start) >= wc.Time || size >= wc.Bytes {
-			b.Stop = true
-			break
-		}
-		if size >= wfapi.MaxInlineBatchBytes {
 			break
 		}
 		res, ok := a.inline(in, wc)
@@ -58,18 +57,19 @@ func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineCont
 	return b
 }
 
-// inline evaluates one step of an `execution: inline` tool in the calling
-// goroutine (the workflow's, inside a SideEffect): what RunTool does for
-// it, without heartbeats, the envelope file, or (for a builtin) a step
-// folder. ok is false when the step must run as a local activity instead:
+// inline evaluates one step of an `execution: inline` tool in its batch's
+// local activity: what RunTool does for it, without heartbeats, the
+// envelope file, or (for a builtin) a step folder. ok is false when the step must run as a local activity instead:
 // its tool is not inline here, it reads stored data or files another host
 // may hold, a rerun may reuse it, a command's run is not this host's, it
 // failed (the activity reports a failure, with its retries), or it took
 // longer than InlineStepTime or returned more than MaxInlineResult.
-func (a *Activities) inline(in wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
-	// As an activity would get it: through JSON (the workflow's values may
-	// hold json.Number or typed maps, which tools do not take).
-	if raw, err := json.Marshal(in); err != nil || json.Unmarshal(raw, &in) != nil {
+func (a *Activities) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
+	// As a regular activity would get it: through JSON (a local activity
+	// gets the workflow's own values, which may hold json.Number or typed
+	// maps, which tools do not take, and which the workflow goes on using).
+	var in wfapi.RunToolInput
+	if raw, err := json.Marshal(call); err != nil || json.Unmarshal(raw, &in) != nil {
 		return wfapi.RunToolResult{}, false
 	}
 	step := in.Step

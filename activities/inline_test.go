@@ -35,7 +35,7 @@ func TestInline(t *testing.T) {
 	call := func(with map[string]any) wfapi.StepCall {
 		return wfapi.StepCall{ID: "q", Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: true, With: with}
 	}
-	batch := Inline(a)
+	batch := a.inlineBatch
 	ample := wfapi.InlineContext{Time: time.Minute, Bytes: 1 << 20}
 	eval := func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
 		b := batch([]wfapi.RunToolInput{in}, ample)
@@ -79,9 +79,8 @@ func TestInline(t *testing.T) {
 	if d, _ := res.Envelope.Data.(map[string]any); d == nil || fmt.Sprint(d["result"]) != "42" {
 		t.Fatalf("data %+v", res.Envelope.Data)
 	}
-	// A batch stops where the task's budget ends (the rest run as local
-	// activities), and cuts where its own results pass MaxInlineBatchBytes
-	// (the rest go to another batch).
+	// A batch stops where its time or bytes end: the rest run as local
+	// activities of their own.
 	big := wfapi.RunToolInput{WorkflowID: testRun, RunDir: rr.RunDir, Step: call(map[string]any{"query": "[range(2500)]", "input": 1})}
 	calls := make([]wfapi.RunToolInput, 40)
 	for i := range calls {
@@ -91,16 +90,16 @@ func TestInline(t *testing.T) {
 		name     string
 		budget   wfapi.InlineContext
 		outcomes int
-		stop     bool
 	}{
-		{"no time left", wfapi.InlineContext{Time: 0, Bytes: 1 << 20}, 0, true},
-		{"no bytes left", wfapi.InlineContext{Time: time.Minute, Bytes: 0}, 0, true},
-		{"bytes for two results", wfapi.InlineContext{Time: time.Minute, Bytes: 30 << 10}, 2, true},
-		{"a batch's own bytes (about 22 KB a result)", ample, 12, false},
+		{"no time left", wfapi.InlineContext{Time: 0, Bytes: 1 << 20}, 0},
+		{"no bytes left", wfapi.InlineContext{Time: time.Minute, Bytes: 0}, 0},
+		{"bytes for two results", wfapi.InlineContext{Time: time.Minute, Bytes: 30 << 10}, 2},
+		{"MaxInlineBatchBytes (about 22 KB a result)", wfapi.InlineContext{Time: time.Minute, Bytes: wfapi.MaxInlineBatchBytes}, 12},
+		{"ample", ample, 40},
 	} {
 		b := batch(calls, tt.budget)
-		if len(b.Outcomes) != tt.outcomes || b.Stop != tt.stop {
-			t.Errorf("%s: %d outcomes, stop %v; want %d, %v", tt.name, len(b.Outcomes), b.Stop, tt.outcomes, tt.stop)
+		if len(b.Outcomes) != tt.outcomes || b.Stop {
+			t.Errorf("%s: %d outcomes, stop %v; want %d", tt.name, len(b.Outcomes), b.Stop, tt.outcomes)
 		}
 	}
 	// Nothing written: no step folder.

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
-	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -16,7 +16,7 @@ import (
 // sandbox: block):
 // a policy changed while the worker runs holds from the next step on.
 func (a *Activities) sandboxMode(m *manifest.Manifest) (sandbox.Mode, error) {
-	if m.Entrypoint.Type != manifest.EntryCommand && m.Sandbox == nil && !runtimekit.StartsProcesses(m.Entrypoint.Name) {
+	if m.Entrypoint.Type != manifest.EntryCommand && m.Sandbox == nil && !builtin.TraitsOf(m.Entrypoint.Name).StartsProcesses {
 		return sandbox.ModeDefault, nil
 	}
 	file := a.Project.Config.Abs(a.Project.Config.Policy)

@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"go.temporal.io/sdk/converter"
 )
 
-// TestInlineSteps: pure builtins (json.query, text.render) evaluated inside
-// the workflow task, reading each other's data; one that writes a file and
+// TestInlineSteps: pure builtins (json.query, text.render) run in batches,
+// one local activity each, reading each other's data; one that writes a file and
 // one that fails take the local activity, as before; for_each items too;
 // a quick command inline, a slow one (past the budget) as a local activity.
 // An inline step writes no step folder. The history is recorded for the
@@ -68,6 +71,28 @@ steps:
 		if err != nil || string(b) != starts {
 			t.Errorf("step %s started %q (%v), want %q", id, b, err, starts)
 		}
+	}
+	// No tool ran in the workflow task: no SideEffect marker; the inline
+	// steps ran in batches, each one local activity (RunInline).
+	markers := map[string]int{}
+	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+			name := m.GetMarkerName()
+			if name == "LocalActivity" {
+				var d struct{ ActivityType string }
+				_ = converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &d)
+				name = d.ActivityType
+			}
+			markers[name]++
+		}
+	}
+	if markers["SideEffect"] != 0 || markers["RunInline"] < 3 {
+		t.Fatalf("markers %v: want no SideEffect, a RunInline batch for each of double, total, greet at least", markers)
 	}
 	validResult(t, r.WorkflowID)
 	recordHistory(t, r.WorkflowID, "inline-steps")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capflow/capflow/internal/examples"
@@ -447,6 +448,56 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 // when CAPFLOW_RECORD_HISTORIES=1, for the replay test.
 func recordHistory(t *testing.T, workflowID, name string) {
 	recordRun(t, workflowID, "", name)
+}
+
+// recordChange records, when CAPFLOW_RECORD_HISTORIES=1, the first run
+// that asked for a workflow change (workflows/versions.go): of each
+// workflow in ids, its chain of runs from its first. The test fails when
+// none did.
+func recordChange(t *testing.T, change, name string, ids ...string) {
+	if os.Getenv("CAPFLOW_RECORD_HISTORIES") != "1" {
+		return
+	}
+	for _, id := range ids {
+		runID := ""
+		if d, err := h.client.DescribeWorkflowExecution(context.Background(), id, ""); err == nil {
+			runID = d.GetWorkflowExecutionInfo().GetFirstRunId()
+		}
+		for i := 0; runID != "" && i < 100; i++ {
+			asked, next := askedChange(t, id, runID, change)
+			if asked {
+				recordRun(t, id, runID, name)
+				return
+			}
+			runID = next
+		}
+	}
+	t.Errorf("no run of %v asked for change %s", ids, change)
+}
+
+// askedChange reports whether a run's history has a Version marker of
+// change, and the run it continued as.
+func askedChange(t *testing.T, id, runID, change string) (bool, string) {
+	it := h.client.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+	asked, next := false, ""
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			next = a.GetNewExecutionRunId()
+		}
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "Version" {
+			continue
+		}
+		var got string
+		if converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &got) == nil && got == change {
+			asked = true
+		}
+	}
+	return asked, next
 }
 
 // recordRun records one run of a workflow ("": the latest).

@@ -261,6 +261,7 @@ outputs:
 	}
 
 	victim := start(dirs[0])
+	var moved []string
 	for round := 0; round < 2; round++ {
 		survivor := dirs[1-round]
 		// The victim alone takes the first runs: they are its for sure.
@@ -275,6 +276,7 @@ outputs:
 		for _, wf := range held {
 			waitStepRunning(t, wf, "wait")
 		}
+		moved = append(moved, held...)
 		other := start(survivor)
 		for i := 0; i < 3; i++ {
 			runs = append(runs, startRun(fmt.Sprintf("r%d-spread-%d", round, i)))
@@ -307,4 +309,5 @@ outputs:
 		}
 		victim = other
 	}
+	recordChange(t, "rehome-dependencies", "host-lost-rehome", moved...)
 }

@@ -32,7 +32,7 @@ func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name st
 	actx := workflow.WithActivityOptions(ctx, opts)
 	part := func(k int) []byte { return raw[k*wfapi.BlobPartBytes : min(len(raw), (k+1)*wfapi.BlobPartBytes)] }
 	group := b.Parts - 1
-	if group > partsInFlight && workflow.GetVersion(ctx, blobGroupsChange, workflow.DefaultVersion, 1) >= 1 {
+	if group > partsInFlight && workflow.GetVersion(ctx, changeBlobGroups, workflow.DefaultVersion, 1) >= 1 {
 		group = partsInFlight
 	}
 	for from := 0; from < b.Parts-1; from += group {
@@ -54,10 +54,6 @@ func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name st
 // travel in its completion, which the server refuses past 4 MB (a 33-part
 // checkpoint was refused, and the run stuck, before parts were grouped).
 const partsInFlight = 4
-
-// blobGroupsChange: parts are sent partsInFlight at a time (runs recorded
-// before sent them all at once).
-const blobGroupsChange = "blob-part-groups"
 
 // loadBlob reads blob b back into v, refusing it unless its size and
 // digest are those recorded.

@@ -42,6 +42,11 @@ type executor struct {
 	// segment of the run) evaluated.
 	pendingInline []pendingInline
 	inlineSteps   int
+	// inlineBatches: batches started since the last settle; inlineV is
+	// the run's changeInlineActivity version, once inlineAsked.
+	inlineBatches []inlineBatch
+	inlineV       workflow.Version
+	inlineAsked   bool
 	// deadline is when the run's max_run_seconds runs out (zero: none, or
 	// a run from before steps were clamped to it); deadlineV is the
 	// version of that behaviour the run recorded (deadline-clamp).

@@ -1,9 +1,10 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/wfapi"
-	"go.temporal.io/sdk/workflow"
 )
 
 // registerGraph answers the graph and states queries (the console draws

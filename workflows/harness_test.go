@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -176,7 +177,7 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
-	rr := &wfapi.ResolveResult{Status: preflight.Ready, Plan: p.Name, FailurePolicy: p.FailurePolicy, MaxParallel: 16, RunDir: "/runs/x",
+	rr := &wfapi.ResolveResult{Status: verdict.Ready, Plan: p.Name, FailurePolicy: p.FailurePolicy, MaxParallel: 16, RunDir: "/runs/x",
 		Gaps: []gap.Gap{}, Inputs: map[string]any{}}
 	if p.MaxParallel > 0 {
 		rr.MaxParallel = p.MaxParallel
@@ -188,7 +189,7 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 		rr.Steps = append(rr.Steps, wfapi.ResolvedStep{ID: s.ID, Capability: s.Capability, Tool: "tool-" + s.ID, Version: "1.0.0",
 			Deps: s.Deps, Join: s.Join, OnFailure: s.OnFailure, Critical: s.Critical, With: s.With, Idempotent: true,
 			ForEach: s.ForEach, MaxParallel: s.MaxParallel, Tolerate: s.Tolerate, When: s.When, ItemName: itemName(s),
-			StepSettings: preflight.StepSettings{Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts,
+			StepSettings: plan.StepSettings{Timeout: st.Timeout, Heartbeat: st.Heartbeat, MaxAttempts: st.MaxAttempts,
 				InitialInterval: time.Millisecond, Backoff: 1, MaxInterval: time.Millisecond},
 			Summary: wfapi.StepSummary(s.ID, s.Capability, "tool-"+s.ID, "1.0.0")})
 	}

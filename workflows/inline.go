@@ -1,43 +1,25 @@
 package workflows
 
 import (
+	"fmt"
+	"time"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// PathInline: the step's builtin was evaluated inside the workflow task
-// (docs/manifests.md, execution: inline), its result recorded in a batch.
+// PathInline: the step ran in a batch of inline steps, one local activity
+// for the steps started together (docs/manifests.md, execution: inline).
 const PathInline = "inline"
 
-// pathQueued: an inline step waiting for its batch (never reported: the
-// batch sets inline, or local when it declines the step).
-const pathQueued = "queued"
-
-// InlineFunc evaluates a batch of inline steps on the worker running the
-// workflow (activities.Inline), within budget.
-type InlineFunc func(calls []wfapi.RunToolInput, budget wfapi.InlineContext) wfapi.InlineBatch
-
-// Engine is the workflows with the worker's inline evaluator; the worker
-// registers its methods. The package's PlanWorkflow and ItemsWorkflow run
-// every step as an activity (plan tests, unit tests).
-type Engine struct {
-	Inline InlineFunc
-}
-
-// PlanWorkflow is PlanWorkflow with inline steps evaluated in the workflow.
-func (e Engine) PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*client.Result, error) {
-	return PlanWorkflow(workflow.WithValue(ctx, inlineKey{}, e.Inline), start)
-}
-
-// ItemsWorkflow is ItemsWorkflow with inline items evaluated in the workflow.
-func (e Engine) ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResult, error) {
-	return ItemsWorkflow(workflow.WithValue(ctx, inlineKey{}, e.Inline), in)
-}
-
-type inlineKey struct{}
+// Paths of an inline step before its result (never reported): waiting
+// for its batch, and in a batch that runs.
+const (
+	pathQueued  = "queued"
+	pathBatched = "batched"
+)
 
 // inlineCall is a started inline step waiting for its batch: what the
 // local activity needs if the batch declines it, and the future its
@@ -51,13 +33,17 @@ type inlineCall struct {
 	set  workflow.Settable
 }
 
-// inline queues an inline step for its batch (flushInline), which costs
-// microseconds a step and one marker a batch: no task hand-off, no files.
-// false: run it as a local activity (the worker has no evaluator, or the
-// run uses none).
+// inlineBatch is a batch's local activity and the steps it runs.
+type inlineBatch struct {
+	f     workflow.Future
+	calls []inlineCall
+}
+
+// inline queues an inline step for its batch (flushInline): one local
+// activity for the steps started together, one marker a batch, no step
+// folder. false: run it as a local activity of its own.
 func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
-	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
-	if eval == nil || !s.local || !step.Local || !step.Inline || ctx.Err() != nil {
+	if !s.local || !step.Local || !step.Inline || ctx.Err() != nil {
 		return nil, false
 	}
 	f, set := workflow.NewFuture(ctx)
@@ -65,33 +51,92 @@ func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts wo
 	in.Host = s.rr.HostQueue // an inline command works in the run's folder, on its host
 	s.inlineQueue = append(s.inlineQueue, inlineCall{ctx: ctx, step: step, opts: opts, in: in, path: path, set: set})
 	if len(s.inlineQueue) >= orDefault(s.rr.InlineBatch, wfapi.DefaultInlineBatch) {
-		// Evaluated now, so the task's budget (flushDue) sees them.
 		s.flushInline()
 	}
 	return f, true
 }
 
-// flushInline evaluates the queued inline steps, in batches of at most
-// MaxInlineBatchBytes of results, within what is left of this workflow
-// task's time and bytes for them. What a batch declines runs as a local
-// activity; what the task had no budget left for waits for the next task,
-// or, when nothing at all was evaluated, runs as a local activity too.
-// Steps cancelled while queued end cancelled, unevaluated. Called before
-// the workflow blocks: every queued step then has a result set, a local
-// activity, or a sibling whose result will wake the run.
+// inlineVersion is the run's changeInlineActivity version, asked when its
+// first batch is flushed (runs without inline steps record no marker).
+func (s *executor) inlineVersion() workflow.Version {
+	if !s.inlineAsked {
+		s.inlineV, s.inlineAsked = workflow.GetVersion(s.ctx, changeInlineActivity, workflow.DefaultVersion, 1), true
+	}
+	return s.inlineV
+}
+
+// flushInline starts one local activity for the queued inline steps
+// (their results are taken when it ends: takeBatch). Steps cancelled while
+// queued end cancelled, unevaluated. Called before the workflow blocks.
 func (s *executor) flushInline() {
+	if len(s.inlineQueue) == 0 {
+		return
+	}
+	if s.inlineVersion() == workflow.DefaultVersion {
+		s.flushRecorded()
+		return
+	}
+	calls := s.dropCancelled()
+	s.inlineQueue = nil
+	if len(calls) == 0 {
+		return
+	}
+	ins := make([]wfapi.RunToolInput, len(calls))
+	for i, c := range calls {
+		ins[i] = c.in
+		*c.path = pathBatched
+	}
+	o := s.withinDeadline(workflow.ActivityOptions{StartToCloseTimeout: wfapi.InlineBatchTime + time.Minute}, true)
+	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: o.ScheduleToCloseTimeout,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}, Summary: fmt.Sprintf("inline: %d steps", len(calls))}
+	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(s.ctx, lopts), wfapi.RunInlineActivity, ins)
+	s.inlineBatches = append(s.inlineBatches, inlineBatch{f: f, calls: calls})
+}
+
+// takeBatch hands a batch's results to its steps; the steps it had no
+// bytes or time left for go to the next batch; what it declined (or all
+// of it, when it evaluated none) runs as local activities of their own.
+func (s *executor) takeBatch(b inlineBatch) {
+	var out wfapi.InlineBatch
+	if err := b.f.Get(s.ctx, &out); err != nil {
+		out = wfapi.InlineBatch{}
+	}
+	s.taskBegan()
+	s.inlineDone++ // its marker
+	for i, c := range b.calls {
+		switch {
+		case c.ctx.Err() != nil:
+			*c.path = PathInline
+			c.set.Set(nil, temporal.NewCanceledError())
+		case i < len(out.Outcomes) && out.Outcomes[i].OK && out.Outcomes[i].Result != nil:
+			s.inlineBytes += out.Outcomes[i].Size
+			s.inlineSteps++
+			*c.path = PathInline
+			c.set.Set(*out.Outcomes[i].Result, nil)
+		case i >= len(out.Outcomes) && len(out.Outcomes) > 0:
+			// Past the batch's bytes or time: the next batch.
+			*c.path = pathQueued
+			s.inlineQueue = append(s.inlineQueue, c)
+		default:
+			s.declineInline(c)
+		}
+	}
+}
+
+// flushRecorded is flushInline for runs recorded before inline batches
+// were local activities: they evaluated each batch in a SideEffect, whose
+// recorded results a replay reads. Such a run going on live gets empty
+// batches: its steps run as local activities.
+func (s *executor) flushRecorded() {
 	for len(s.dropCancelled()) > 0 {
 		if s.taskBegan(); s.inlineFull {
 			if s.ctx.Err() == nil {
-				// A batch of this task ran out of its budget, and its
-				// results will wake the run, which yields before more.
 				return
 			}
-			// A cancelled run does not yield (flushLocal): no waiting.
 			s.declineAll(s.inlineQueue)
 			return
 		}
-		if s.evalBatch() {
+		if s.evalRecorded() {
 			return
 		}
 	}
@@ -113,22 +158,13 @@ func (s *executor) dropCancelled() []inlineCall {
 	return kept
 }
 
-// evalBatch evaluates one batch of the queue (one SideEffect, one marker)
-// and hands its results on; it reports whether the task's budget ran out
-// (the rest wait for the next task).
-func (s *executor) evalBatch() (full bool) {
-	eval, _ := s.ctx.Value(inlineKey{}).(InlineFunc)
+// evalRecorded takes one recorded batch of the queue (one SideEffect
+// marker) and hands its results on; it reports whether the task's budget
+// ran out (the rest waited for the next task).
+func (s *executor) evalRecorded() (full bool) {
 	calls := s.inlineQueue
-	ins := make([]wfapi.RunToolInput, len(calls))
-	for i, c := range calls {
-		ins[i] = c.in
-	}
-	// Read only inside the SideEffect: a replay never evaluates.
-	info := workflow.GetInfo(s.ctx)
-	budget := wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
-		Time: wfapi.InlineTaskTime - s.inlineSpent, Bytes: orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes) - s.inlineBytes}
 	var b wfapi.InlineBatch
-	if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return eval(ins, budget) }).Get(&b); err != nil {
+	if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return wfapi.InlineBatch{} }).Get(&b); err != nil {
 		b = wfapi.InlineBatch{Stop: true}
 	}
 	s.inlineDone++ // a marker
@@ -147,13 +183,9 @@ func (s *executor) evalBatch() (full bool) {
 	}
 	s.inlineQueue = calls[n:]
 	if n == 0 {
-		// Nothing evaluated (no budget left): the local activity, so the
-		// run always moves on.
 		s.declineAll(calls)
 		return false
 	}
-	// The task's budget ran out: the rest wait for the next task; the run
-	// yields first (flushDue), and the results already set wake it.
 	s.inlineFull = s.inlineFull || b.Stop
 	return b.Stop
 }
@@ -198,13 +230,17 @@ func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, path *str
 	s.pendingInline = append(s.pendingInline, pendingInline{f: f, path: path, done: done})
 }
 
-// settle evaluates the queued inline steps (flushInline) and hands their
-// results to their drivers in the order they started; a declined step's
-// local activity goes to sel, and a step whose batch had no budget left
-// stays for the next settle. It reports whether any result was handed on:
-// the driver then starts what became ready before it blocks.
+// settle starts the queued inline steps' batch (flushInline) and hands
+// the results there are to their drivers in the order the steps started;
+// a batch's local activity goes to sel (its results are then taken all at
+// once), and so does a declined step's. It reports whether any result was
+// handed on: the driver then starts what became ready before it blocks.
 func (s *executor) settle(sel workflow.Selector) bool {
 	s.flushInline()
+	for _, b := range s.inlineBatches {
+		sel.AddFuture(b.f, func(workflow.Future) { s.takeBatch(b) })
+	}
+	s.inlineBatches = nil
 	pending := s.pendingInline
 	s.pendingInline = nil
 	ran := false
@@ -213,7 +249,7 @@ func (s *executor) settle(sel workflow.Selector) bool {
 		case p.f.IsReady():
 			p.done(p.f)
 			ran = true
-		case *p.path == pathQueued:
+		case *p.path == pathQueued || *p.path == pathBatched:
 			s.pendingInline = append(s.pendingInline, p)
 		default:
 			sel.AddFuture(p.f, p.done)

@@ -15,17 +15,13 @@ import (
 // The fast path (docs/performance.md): steps whose tool runs as a local
 // activity, and capflow's own Resolve, Route and Finalize, run inside the
 // workflow task of the worker that runs the workflow, with no task
-// hand-off through the server. Runs recorded before it replay as they ran.
-const localChange = "local-activities"
-
-// deadlineChange: steps' timeouts are clamped to what is left of the run's
-// max_run_seconds, and the run checks its deadline after local steps.
-const deadlineChange = "deadline-clamp"
+// hand-off through the server. Runs recorded before it replay as they ran
+// (changeLocal).
 
 // withLocal records in ctx whether this run uses local activities (asked
 // once, at the start of the workflow).
 func withLocal(ctx workflow.Context) workflow.Context {
-	return workflow.WithValue(ctx, localKey{}, workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1) >= 1)
+	return workflow.WithValue(ctx, localKey{}, workflow.GetVersion(ctx, changeLocal, workflow.DefaultVersion, 1) >= 1)
 }
 
 type localKey struct{}

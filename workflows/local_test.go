@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,8 +213,10 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 		wantTimers int
 	}{
 		{"small results, default budget", 10, 0, false, 0},
-		// 1.3 KB a result: 390 KB in four tasks.
-		{"1 KB results, 100 KB budget", 1000, 100 << 10, false, 3},
+		// 1.3 KB a result: a batch stops at MaxInlineBatchBytes (~197
+		// results), the rest go to the next; the first batch's 256 KB
+		// passes the budget: one yield, then the last batches end the run.
+		{"1 KB results, 100 KB budget", 1000, 100 << 10, false, 1},
 		{"declined steps: 100 local activities, LocalFlush", 10, 0, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,26 +226,25 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 				rr.Steps[i].Local, rr.Steps[i].Inline = true, true
 			}
 			f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
-			evaluated := 0
-			eng := Engine{Inline: func(calls []wfapi.RunToolInput, budget wfapi.InlineContext) wfapi.InlineBatch {
+			var evaluated atomic.Int64
+			eng := func(calls []wfapi.RunToolInput) wfapi.InlineBatch {
 				var b wfapi.InlineBatch
 				size := 0
 				for _, in := range calls {
-					if size >= budget.Bytes {
-						b.Stop = true
+					if size >= wfapi.MaxInlineBatchBytes {
 						break
 					}
 					if n, _ := strconv.Atoi(in.Step.ID[1:]); tc.decline && n%3 == 2 {
 						b.Outcomes = append(b.Outcomes, wfapi.InlineOutcome{})
 						continue
 					}
-					evaluated++
+					evaluated.Add(1)
 					env := envelope.NewBuilder(in.Step.Tool).Succeed("ok", map[string]any{"text": strings.Repeat("x", tc.text)})
 					b.Outcomes = append(b.Outcomes, wfapi.InlineOutcome{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: tc.text + 300})
 					size += tc.text + 300
 				}
 				return b
-			}}
+			}
 			env := engineEnv(eng, f)
 			timers := 0
 			env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
@@ -266,15 +268,15 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 			if tc.decline {
 				wantDeclined = 100
 			}
-			if res.Status != wfapi.StatusPassed || evaluated+declined != 300 || declined != wantDeclined || timers != tc.wantTimers {
-				t.Fatalf("%s: %d evaluated inline, %d declined, %d flush timers (want %d)", res.Status, evaluated, declined, timers, tc.wantTimers)
+			if res.Status != wfapi.StatusPassed || int(evaluated.Load())+declined != 300 || declined != wantDeclined || timers != tc.wantTimers {
+				t.Fatalf("%s: %d evaluated inline, %d declined, %d flush timers (want %d)", res.Status, evaluated.Load(), declined, timers, tc.wantTimers)
 			}
 		})
 	}
 }
 
-// A run cancelled while inline steps wait for their batch ends: the queued
-// steps end cancelled, unevaluated, and nothing waits for them.
+// A run cancelled while its inline steps' batch runs ends: the batch's
+// steps end cancelled, nothing runs them again and nothing waits for them.
 func TestInlineQueueCancelled(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("name: fan\nmax_parallel: 1000\nsteps:\n")
@@ -287,13 +289,14 @@ func TestInlineQueueCancelled(t *testing.T) {
 	}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
 	evaluated := 0
-	// Every batch runs out of its task's time after one step: the rest
-	// stay queued across each yield.
-	eng := Engine{Inline: func(calls []wfapi.RunToolInput, _ wfapi.InlineContext) wfapi.InlineBatch {
+	// Every batch evaluates its first step, slowly: the rest run as local
+	// activities, and the run is cancelled meanwhile.
+	eng := func(calls []wfapi.RunToolInput) wfapi.InlineBatch {
 		evaluated++
+		time.Sleep(20 * time.Millisecond)
 		env := envelope.NewBuilder(calls[0].Step.Tool).Succeed("ok", map[string]any{})
-		return wfapi.InlineBatch{Outcomes: []wfapi.InlineOutcome{{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: 300}}, Stop: len(calls) > 1}
-	}}
+		return wfapi.InlineBatch{Outcomes: []wfapi.InlineOutcome{{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: 300}}}
+	}
 	env := engineEnv(eng, f)
 	env.SetTestTimeout(10 * time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Millisecond)
@@ -309,17 +312,21 @@ func TestInlineQueueCancelled(t *testing.T) {
 			t.Errorf("step %s cancelled while queued reports %q", st.ID, st.Execution)
 		}
 	}
-	if res.Status != wfapi.StatusCancelled || counts[wfapi.StepSucceeded] != evaluated || counts[wfapi.StepSucceeded] == 50 || len(f.calls) != 0 {
+	if res.Status != wfapi.StatusCancelled || evaluated != 1 || counts[wfapi.StepCancelled] != 50 || len(f.calls) != 0 {
 		t.Fatalf("%s: %d batches, steps %v, %d local activities", res.Status, evaluated, counts, len(f.calls))
 	}
 }
 
-// engineEnv is a test environment running the worker's workflows (with
-// their inline evaluator) over the fakes.
-func engineEnv(eng Engine, f *fakes) *testsuite.TestWorkflowEnvironment {
+// engineEnv is a test environment running the workflows over the fakes,
+// eval the batches of inline steps.
+func engineEnv(eval func([]wfapi.RunToolInput) wfapi.InlineBatch, f *fakes) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	env.RegisterActivityWithOptions(func(_ context.Context, calls []wfapi.RunToolInput) (wfapi.InlineBatch, error) {
+		return eval(calls), nil
+	},
+		activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
 	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})

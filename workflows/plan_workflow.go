@@ -20,7 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -65,7 +65,7 @@ func wireResult(r *wfapi.Result) *client.Result {
 }
 
 func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
-	strict := workflow.GetVersion(ctx, trustedInputChange, workflow.DefaultVersion, 1) >= 1
+	strict := workflow.GetVersion(ctx, changeTrustedInput, workflow.DefaultVersion, 1) >= 1
 	ctx = withLocal(ctx)
 	info := workflow.GetInfo(ctx)
 	started := workflow.Now(ctx)
@@ -140,7 +140,7 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 			_ = workflow.UpsertTypedSearchAttributes(ctx, planKey.ValueSet(rr.Plan), statusKey.ValueSet(string(status)))
 		}
 	}
-	if rr.Status != preflight.Ready {
+	if rr.Status != verdict.Ready {
 		res.Status, res.Message = wfapi.RunStatus(rr.Status), rr.Message
 		res.Steps = blocked(&rr, paged)
 		upsert(res.Status)
@@ -267,7 +267,7 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 	carry := sched.carry(res.RunID, res.StartedAt)
 	var next wfapi.Start
 	var err error
-	if workflow.GetVersion(ctx, segmentBlobsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if workflow.GetVersion(ctx, changeSegmentBlobs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		cctx := workflow.WithActivityOptions(ctx, onHost(sched.rr, carryOptions("", sched.segment+1)))
 		err = workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
 			RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),

@@ -12,7 +12,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -253,7 +253,7 @@ func TestCancellationAndProgress(t *testing.T) {
 
 func TestGapsRunNothing(t *testing.T) {
 	rr := resolvedFrom(t, "name: g\nsteps:\n  - {id: dl, capability: youtube.download}\n  - {id: up, capability: drive.upload, needs: [dl]}\n")
-	rr.Status, rr.Message = preflight.PartialComplete, "1 of 2 steps are not covered"
+	rr.Status, rr.Message = verdict.PartialComplete, "1 of 2 steps are not covered"
 	rr.Gaps = []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
 	env := newEnv(t, f)

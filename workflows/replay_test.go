@@ -70,14 +70,7 @@ func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The worker's workflows, inline evaluator included: a replay reads
-	// an inline step's recorded result and never evaluates it.
-	eng := Engine{Inline: func([]wfapi.RunToolInput, wfapi.InlineContext) wfapi.InlineBatch {
-		t.Error("a replay evaluated an inline step")
-		return wfapi.InlineBatch{Stop: true}
-	}}
-	r.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	r.RegisterWorkflowWithOptions(eng.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	registerWorkflows(r)
 	err = replay(r, f)
 	broken := strings.HasPrefix(filepath.Base(f), "broken-")
 	switch {
@@ -86,6 +79,12 @@ func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
 	case !broken && err != nil:
 		t.Fatalf("replay failed (non-deterministic change to PlanWorkflow?): %v", err)
 	}
+}
+
+// registerWorkflows registers the worker's workflows on a replayer.
+func registerWorkflows(r worker.WorkflowReplayer) {
+	r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 }
 
 // replay replays one history under its original workflow ID (sub-plan

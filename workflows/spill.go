@@ -17,7 +17,6 @@ import (
 // wfapi.MaxInputBytes is stored as a blob in the run folder, and the
 // activity gets its reference. Runs recorded before this replay as they
 // ran.
-const spillInputsChange = "spill-inputs"
 
 // fitInput returns in as it may travel: itself when small, else with
 // what it reads moved to a blob.
@@ -61,21 +60,26 @@ func (e *executor) spill(kind string, raw []byte, v any, step string) (wfapi.Blo
 
 // tooLarge encodes v and reports whether it passes wfapi.MaxInputBytes and
 // the run may spill it (recorded once the first time it is asked).
-func (e *executor) tooLarge(v any) ([]byte, bool) { return e.tooLargeFor(v, spillInputsChange) }
+func (e *executor) tooLarge(v any) ([]byte, bool) {
+	raw := encodedLarge(v)
+	return raw, raw != nil && workflow.GetVersion(e.ctx, changeSpillInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
 
-// childInputsChange: a sub-plan's large inputs travel by reference.
-const childInputsChange = "child-inputs"
+// childTooLarge is tooLarge for a sub-plan's inputs, under their change.
+func (e *executor) childTooLarge(v any) ([]byte, bool) {
+	raw := encodedLarge(v)
+	return raw, raw != nil && workflow.GetVersion(e.ctx, changeChildInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
 
-// tooLargeFor is tooLarge under the version change that lets this kind of
-// input spill.
-func (e *executor) tooLargeFor(v any, change string) ([]byte, bool) {
+// encodedLarge is v encoded when it passes wfapi.MaxInputBytes, else nil.
+func encodedLarge(v any) []byte {
 	// encoding/json sorts map keys: the same size and digest on replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(v)
 	if err != nil || len(raw) <= wfapi.MaxInputBytes {
-		return nil, false
+		return nil
 	}
-	return raw, workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	return raw
 }
 
 // fitDecide bounds a Decide activity's input like a step's.
@@ -109,7 +113,7 @@ func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []w
 	// encoding/json sorts map keys: the same size on replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(steps)
-	if err != nil || len(raw) <= wfapi.MaxInputBytes || workflow.GetVersion(ctx, spillInputsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if err != nil || len(raw) <= wfapi.MaxInputBytes || workflow.GetVersion(ctx, changeSpillInputs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return wfapi.Blob{}, false
 	}
 	opts := onHost(rr, carryOptions("", n))

@@ -69,7 +69,7 @@ func orEmptyWith(w map[string]any) map[string]any {
 func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spilled *wfapi.Blob) wfapi.Start {
 	start := wfapi.Start{Input: wfapi.Input{Plan: step.PlanValue, Inputs: with}, Lineage: s.lineage}
 	if spilled == nil {
-		raw, large := s.tooLargeFor(with, childInputsChange)
+		raw, large := s.childTooLarge(with)
 		if !large {
 			return start
 		}

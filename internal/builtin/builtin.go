@@ -41,10 +41,33 @@ type Func func(ctx context.Context, in map[string]any, env *Env) (any, error)
 
 var funcs = map[string]Func{}
 
-func register(name string, f Func) { funcs[name] = f }
+// Traits are what a builtin does beyond computing its data, declared where
+// it registers: nothing learns them from its name.
+type Traits struct {
+	// StartsProcesses: it starts a process tree (confined by the policy's
+	// sandbox: whatever its manifest says).
+	StartsProcesses bool
+	// WaitsForPerson: a run never calls it; the workflow waits for a
+	// person's decision instead (never cached, never local).
+	WaitsForPerson bool
+}
+
+var traits = map[string]Traits{}
+
+func register(name string, f Func, t ...Traits) {
+	funcs[name] = f
+	if len(t) > 0 {
+		traits[name] = t[0]
+	}
+}
 
 // Register adds a builtin from another package (the runtime kit).
-func Register(name string, f Func) { register(name, f) }
+func Register(name string, f Func, t Traits) { register(name, f, t) }
+
+// TraitsOf are the traits the builtin named name declared.
+func TraitsOf(name string) Traits { return traits[name] }
+
+// Pure is a builtin's trait too (registerPure, its inputs' test).
 
 // Lookup returns the function registered under name.
 func Lookup(name string) (Func, bool) { f, ok := funcs[name]; return f, ok }

@@ -192,3 +192,17 @@ func TestEveryCoreManifestHasABuiltin(t *testing.T) {
 		t.Fatalf("core kit has %d builtin tools, want at least 8", n)
 	}
 }
+
+// A builtin's traits are what it declared at registration.
+func TestTraitsAreDeclared(t *testing.T) {
+	for name, want := range map[string]Traits{
+		"flow.approve": {WaitsForPerson: true},
+		"json.query":   {},
+		"file.read":    {},
+		"no.such":      {},
+	} {
+		if got := TraitsOf(name); got != want {
+			t.Errorf("%s: traits %+v, want %+v", name, got, want)
+		}
+	}
+}

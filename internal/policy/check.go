@@ -5,6 +5,18 @@ import (
 	"fmt"
 )
 
+// Report is what the policy said of a plan (a check's, a run's).
+type Report struct {
+	Source      string         `json:"source,omitempty"`
+	Allowed     bool           `json:"allowed"`
+	Violations  []Violation    `json:"violations"`
+	Limits      map[string]int `json:"limits"`
+	MaxParallel int            `json:"max_parallel"`
+	Notes       []string       `json:"notes,omitempty"`
+	// Sandbox is the project's confinement of command tools.
+	Sandbox SandboxMode `json:"sandbox,omitempty"`
+}
+
 // Violation is one broken rule.
 type Violation struct {
 	Rule    string `json:"rule"`

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -40,7 +39,7 @@ type Policy struct {
 	Deny   []string       `json:"deny,omitempty"`
 	Limits map[string]int `json:"limits"`
 	// Sandbox is the project's confinement of command tools.
-	Sandbox sandbox.Mode `json:"sandbox"`
+	Sandbox SandboxMode `json:"sandbox"`
 	// Source names the file the policy came from ("" = defaults only).
 	Source string `json:"source,omitempty"`
 	// Notes records where a plan asked for more than the policy allows.
@@ -123,7 +122,7 @@ func Parse(display string, data []byte) (*Policy, error) {
 	// defaults); only a plan's own layer is restricted to narrowing.
 	p := Default()
 	p.Source = display
-	p.Sandbox, _ = sandbox.ParseMode(spec.Sandbox) // the schema admitted only known modes
+	p.Sandbox, _ = ParseSandboxMode(spec.Sandbox) // the schema admitted only known modes
 	for k, v := range spec.Limits {
 		p.Limits[k] = v
 	}

@@ -53,7 +53,7 @@ func cacheFor(s *plan.Step, m *manifest.Manifest, projectTTL time.Duration) (Cac
 		}
 	}
 	switch {
-	case m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == builtin.FlowApprove:
+	case m.Entrypoint.Type == manifest.EntryBuiltin && builtin.TraitsOf(m.Entrypoint.Name).WaitsForPerson:
 		d.Why = "a person's decision is never reused"
 	case !m.Idempotent:
 		d.Why = fmt.Sprintf("its tool %s is not idempotent: a cached result would skip its effects", d.Tool)

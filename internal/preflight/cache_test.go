@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 )
@@ -17,7 +16,7 @@ func TestCacheDecisions(t *testing.T) {
 	tool := func(idem bool, c *manifest.Cache) *manifest.Manifest {
 		return &manifest.Manifest{Name: "t", Version: "1.0.0", Idempotent: idem, Cache: c, Entrypoint: manifest.Entrypoint{Type: "command"}}
 	}
-	approve := &manifest.Manifest{Name: "approve", Version: "1.0.0", Idempotent: true, Entrypoint: manifest.Entrypoint{Type: manifest.EntryBuiltin, Name: builtin.FlowApprove}}
+	approve := &manifest.Manifest{Name: "approve", Version: "1.0.0", Idempotent: true, Entrypoint: manifest.Entrypoint{Type: manifest.EntryBuiltin, Name: "flow.approve"}}
 	for _, c := range []struct {
 		name   string
 		step   *manifest.Cache

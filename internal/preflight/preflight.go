@@ -17,15 +17,15 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/registry"
-	"github.com/capflow/capflow/internal/sandbox"
+	"github.com/capflow/capflow/internal/verdict"
 )
 
 // Plan statuses (docs/plans.md).
 const (
-	Ready           = "ready"
-	PartialComplete = "partial-complete"
-	BlockedByPolicy = "blocked_by_policy"
-	Invalid         = "invalid"
+	Ready           = verdict.Ready
+	PartialComplete = verdict.PartialComplete
+	BlockedByPolicy = verdict.BlockedByPolicy
+	Invalid         = verdict.Invalid
 )
 
 // Request is one check.
@@ -46,26 +46,10 @@ type Request struct {
 }
 
 // Problem is a plan or input problem in JSON form.
-type Problem struct {
-	File    string      `json:"file,omitempty"`
-	Line    int         `json:"line,omitempty"`
-	Column  int         `json:"column,omitempty"`
-	Field   string      `json:"field,omitempty"`
-	Message string      `json:"message"`
-	Code    caperr.Code `json:"code"`
-}
+type Problem = verdict.Problem
 
 // PolicyReport is the policy part of the report.
-type PolicyReport struct {
-	Source      string             `json:"source,omitempty"`
-	Allowed     bool               `json:"allowed"`
-	Violations  []policy.Violation `json:"violations"`
-	Limits      map[string]int     `json:"limits"`
-	MaxParallel int                `json:"max_parallel"`
-	Notes       []string           `json:"notes,omitempty"`
-	// Sandbox is the project's confinement of command tools.
-	Sandbox sandbox.Mode `json:"sandbox,omitempty"`
-}
+type PolicyReport = policy.Report
 
 // Report is the outcome of a check.
 type Report struct {

@@ -25,14 +25,7 @@ const (
 )
 
 // StepSettings are the effective execution settings of one step.
-type StepSettings struct {
-	Timeout         time.Duration `json:"timeout"`
-	Heartbeat       time.Duration `json:"heartbeat"`
-	MaxAttempts     int           `json:"max_attempts"`
-	InitialInterval time.Duration `json:"initial_interval"`
-	Backoff         float64       `json:"backoff"`
-	MaxInterval     time.Duration `json:"max_interval"`
-}
+type StepSettings = plan.StepSettings
 
 // Settings merges step > tool manifest > plan defaults > built-in
 // defaults. on_failure fail or skip means one attempt: the step's
@@ -83,19 +76,6 @@ func Settings(p *plan.Plan, s *plan.Step, m *manifest.Manifest) StepSettings {
 	}
 	if st.Heartbeat == 0 && m != nil && m.Entrypoint.Type == manifest.EntryCommand && st.Timeout > time.Minute {
 		st.Heartbeat = CommandHeartbeat
-	}
-	return st
-}
-
-// Clamp limits attempts to the policy's max_tool_retries (+1 for the first
-// attempt) and non-idempotent tools to a single attempt: such a tool is
-// never retried after it has started.
-func (st StepSettings) Clamp(maxToolRetries int, idempotent bool) StepSettings {
-	if maxToolRetries >= 0 && st.MaxAttempts > maxToolRetries+1 {
-		st.MaxAttempts = maxToolRetries + 1
-	}
-	if !idempotent {
-		st.MaxAttempts = 1
 	}
 	return st
 }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/capflow/capflow/internal/builtin"
 )
 
 // The log is read from where the last look stopped, a line at most 1 MiB
@@ -66,5 +68,15 @@ func TestHTTPProbeStaysOnItsHost(t *testing.T) {
 	want := "GET " + srv.URL + "/health → 302 (redirect to " + other.URL + "/elsewhere not followed: another host)"
 	if len(ev) != 1 || ev[0] != want {
 		t.Fatalf("evidence %q, want %q", ev, want)
+	}
+}
+
+// server.start declares that it starts processes (the policy's sandbox
+// applies to it); the other runtime builtins start none.
+func TestServerStartDeclaresProcesses(t *testing.T) {
+	for name, want := range map[string]bool{"server.start": true, "server.stop": false, "browser.run": false, "logs.collect": false} {
+		if got := builtin.TraitsOf(name).StartsProcesses; got != want {
+			t.Errorf("%s starts processes: %v, want %v", name, got, want)
+		}
 	}
 }

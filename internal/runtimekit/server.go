@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	builtin.Register("server.start", serverStart)
-	builtin.Register("server.wait_ready", serverWaitReady)
-	builtin.Register("server.stop", serverStop)
-	builtin.Register("logs.collect", logsCollect)
-	builtin.Register("run.finalize", runFinalize)
-	builtin.Register("browser.run", browserRun)
+	builtin.Register("server.start", serverStart, builtin.Traits{StartsProcesses: true})
+	builtin.Register("server.wait_ready", serverWaitReady, builtin.Traits{})
+	builtin.Register("server.stop", serverStop, builtin.Traits{})
+	builtin.Register("logs.collect", logsCollect, builtin.Traits{})
+	builtin.Register("run.finalize", runFinalize, builtin.Traits{})
+	builtin.Register("browser.run", browserRun, builtin.Traits{})
 }
 
 // Readiness says when a started server is ready.
@@ -211,10 +211,6 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	}
 	return cmd, logPath, token, nil
 }
-
-// StartsProcesses reports whether the builtin named name starts processes
-// (and so answers to the policy's sandbox: whatever its manifest says).
-func StartsProcesses(name string) bool { return name == "server.start" }
 
 // serverCommand is the server's command: confined (its own PID
 // namespace, the run folder writable, the network the manifest declares)

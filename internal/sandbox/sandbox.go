@@ -12,53 +12,19 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/capflow/capflow/internal/policy"
 )
 
-// Mode is the policy's `sandbox:` setting.
-type Mode int
+// Mode is the policy's `sandbox:` setting (policy.SandboxMode).
+type Mode = policy.SandboxMode
 
+// The modes (policy.SandboxDefault...).
 const (
-	// ModeDefault confines where the machine can and runs unconfined,
-	// with a warning in the step result, where it cannot.
-	ModeDefault Mode = iota
-	// ModeRequired refuses a step the machine cannot confine.
-	ModeRequired
-	// ModeOff runs every tool unconfined, as the worker's own user.
-	ModeOff
+	ModeDefault  = policy.SandboxDefault
+	ModeRequired = policy.SandboxRequired
+	ModeOff      = policy.SandboxOff
 )
-
-func (m Mode) String() string {
-	switch m {
-	case ModeRequired:
-		return "required"
-	case ModeOff:
-		return "off"
-	}
-	return "default"
-}
-
-// MarshalText writes the mode as policy.yaml does.
-func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText reads a mode.
-func (m *Mode) UnmarshalText(b []byte) error {
-	v, err := ParseMode(string(b))
-	*m = v
-	return err
-}
-
-// ParseMode reads a policy's `sandbox:` value ("" is the default).
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "", "default":
-		return ModeDefault, nil
-	case "required":
-		return ModeRequired, nil
-	case "off":
-		return ModeOff, nil
-	}
-	return ModeDefault, fmt.Errorf("sandbox %q: want required, default or off", s)
-}
 
 // Spec is what one tool may use: the manifest's `sandbox:` block over
 // Defaults, with paths made absolute.

@@ -6,17 +6,17 @@ import (
 
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 )
 
 func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
-	list := func(n int) ([]gap.Gap, []preflight.Problem, []policy.Violation) {
+	list := func(n int) ([]gap.Gap, []verdict.Problem, []policy.Violation) {
 		var g []gap.Gap
-		var p []preflight.Problem
+		var p []verdict.Problem
 		var v []policy.Violation
 		for i := 0; i < n; i++ {
 			g = append(g, gap.Gap{StepID: fmt.Sprint(i)})
-			p = append(p, preflight.Problem{Field: fmt.Sprint(i)})
+			p = append(p, verdict.Problem{Field: fmt.Sprint(i)})
 			v = append(v, policy.Violation{StepID: fmt.Sprint(i)})
 		}
 		return g, p, v
@@ -36,7 +36,7 @@ func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
 			g, _, _ := list(c.gaps)
 			_, p, _ := list(c.probs)
 			_, _, v := list(c.viols)
-			pol := &preflight.PolicyReport{Violations: v}
+			pol := &policy.Report{Violations: v}
 			rr := &ResolveResult{Gaps: g, Problems: p, Policy: pol}
 			full := rr.Bound("/runs/x/preflight.json")
 			if (full != nil) != c.wantCut {

@@ -2,18 +2,22 @@ package wfapi
 
 import "time"
 
-// Inline steps (docs/manifests.md, execution: inline): pure builtins the
-// worker evaluates inside the workflow task. The workflow queues the steps
-// it starts and has them evaluated together, in one SideEffect per batch;
-// what a batch recorded is all that steers the run, so a replay never
-// evaluates anything.
+// Inline steps (docs/manifests.md, execution: inline): quick tools the
+// worker runs on the fast path. The workflow queues the steps it starts
+// and has them run together, in one local activity per batch
+// (RunInlineActivity): no step folder, no envelope file, one marker a
+// batch. Runs recorded before that evaluated a batch inside the workflow
+// task, in a SideEffect; they replay as they ran (workflows/versions.go).
 
-// InlineBatch is what one evaluation of queued inline steps recorded: an
-// outcome for each of the first len(Outcomes) steps. Stop: the workflow
-// task's budget (time, or bytes of results) ran out, so the steps after
-// them wait for the next task (or, when none was evaluated, run as local
-// activities); without Stop they go to the next batch (this one's results
-// reached MaxInlineBatchBytes).
+// RunInlineActivity runs a batch of inline steps ([]RunToolInput) and
+// returns an InlineBatch.
+const RunInlineActivity = "RunInline"
+
+// InlineBatch is what one batch of queued inline steps returned: an
+// outcome for each of the first len(Outcomes) steps; the steps after them
+// run as local activities. Stop (runs recorded before the local activity
+// batch): the workflow task's budget ran out, so the steps after them
+// waited for the next task.
 type InlineBatch struct {
 	Outcomes []InlineOutcome `json:"outcomes"`
 	Stop     bool            `json:"stop,omitempty"`
@@ -30,10 +34,10 @@ type InlineOutcome struct {
 	Size   int            `json:"size,omitempty"`
 }
 
-// InlineContext is what a batch's evaluator is told beside the steps: the
-// workflow it runs in (an inline command works in that run's folder, as
-// RunTool does in its activity's), and what the batch may still spend of
-// its workflow task's time and bytes for inline results.
+// InlineContext is what a batch's evaluation knows beside the steps: the
+// workflow it runs for (an inline command works in that run's folder, as
+// RunTool does in its activity's), and what the batch may spend of time
+// and bytes of results.
 type InlineContext struct {
 	WorkflowID   string
 	WorkflowType string
@@ -54,10 +58,9 @@ const (
 	// command's run (killed at once past it); the step then runs as a
 	// local activity, whose own limits apply.
 	InlineStepTime = 50 * time.Millisecond
-	// InlineTaskTime is how long inline evaluation may take in one
-	// workflow task: far under the SDK's one-second deadlock detection and
-	// the task's timeout; past it, steps run as local activities.
-	InlineTaskTime = 300 * time.Millisecond
+	// InlineBatchTime is how long one batch may take: past it, the steps
+	// left run as local activities of their own.
+	InlineBatchTime = 5 * time.Second
 	// DefaultInlineBatch is how many started inline steps wait for their
 	// batch before it is evaluated (recorded per run: ResolveResult).
 	DefaultInlineBatch = 256

@@ -8,7 +8,8 @@ import (
 
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/policy"
+	"github.com/capflow/capflow/internal/verdict"
 )
 
 // The run's result and its parts (the workflow returns them mapped to
@@ -104,11 +105,11 @@ type Result struct {
 	StepCounts   map[StepState]int `json:"step_counts,omitempty"`
 	StepsOmitted int               `json:"steps_omitted,omitempty"`
 	// Segments counts the times the run continued as new.
-	Segments   int                     `json:"segments,omitempty"`
-	Gaps       []gap.Gap               `json:"gaps"`
-	Resolution []gap.StepResolution    `json:"resolution"`
-	Policy     *preflight.PolicyReport `json:"policy,omitempty"`
-	Problems   []preflight.Problem     `json:"problems,omitempty"`
+	Segments   int                  `json:"segments,omitempty"`
+	Gaps       []gap.Gap            `json:"gaps"`
+	Resolution []gap.StepResolution `json:"resolution"`
+	Policy     *policy.Report       `json:"policy,omitempty"`
+	Problems   []verdict.Problem    `json:"problems,omitempty"`
 	// Omitted: a plan with more than MaxListed gaps, problems or policy
 	// violations lists the first ones here; the report has them all.
 	Omitted *Omitted    `json:"omitted,omitempty"`

@@ -10,14 +10,13 @@ import (
 
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
-	"github.com/capflow/capflow/internal/preflight"
 )
 
 // A page, through JSON as the workflow receives it, unpacks to exactly
 // the steps the Resolve result would have carried.
 func TestPackStepsRoundTrip(t *testing.T) {
 	base := ResolvedStep{Capability: "text.render", Tool: "text-render", Version: "1.0.0", Digest: "sha256:ab", Source: "kit:core",
-		StepSettings: preflight.StepSettings{Timeout: time.Minute, MaxAttempts: 3, InitialInterval: time.Second, Backoff: 2, MaxInterval: time.Minute},
+		StepSettings: plan.StepSettings{Timeout: time.Minute, MaxAttempts: 3, InitialInterval: time.Second, Backoff: 2, MaxInterval: time.Minute},
 		Idempotent:   true, Join: plan.Join{Policy: plan.JoinAll}, OnFailure: "retry"}
 	var steps []ResolvedStep
 	for i := 0; i < 50; i++ {

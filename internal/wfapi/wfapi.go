@@ -12,7 +12,7 @@ import (
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 )
 
 // Names registered with Temporal.
@@ -99,7 +99,7 @@ type ResolvedStep struct {
 	Summary    string `json:"summary"`
 	TaskQueue  string `json:"task_queue,omitempty"`
 	// The effective timeouts and retry policy (JSON keys promoted).
-	preflight.StepSettings
+	plan.StepSettings
 	Idempotent bool           `json:"idempotent"`
 	Deps       []string       `json:"deps,omitempty"`
 	Join       plan.Join      `json:"join"`
@@ -151,19 +151,19 @@ type ResolveInput struct {
 // ResolveResult is the Resolve activity's result: the preflight report
 // plus the resolved steps.
 type ResolveResult struct {
-	Status        string                  `json:"status"`
-	Message       string                  `json:"message"`
-	Plan          string                  `json:"plan"`
-	Description   string                  `json:"description,omitempty"`
-	FailurePolicy string                  `json:"failure_policy"`
-	MaxParallel   int                     `json:"max_parallel"`
-	MaxRunSeconds int                     `json:"max_run_seconds"`
-	Inputs        map[string]any          `json:"inputs,omitempty"`
-	Steps         []ResolvedStep          `json:"steps"`
-	Resolution    []gap.StepResolution    `json:"resolution"`
-	Gaps          []gap.Gap               `json:"gaps"`
-	Policy        *preflight.PolicyReport `json:"policy,omitempty"`
-	Problems      []preflight.Problem     `json:"problems,omitempty"`
+	Status        string               `json:"status"`
+	Message       string               `json:"message"`
+	Plan          string               `json:"plan"`
+	Description   string               `json:"description,omitempty"`
+	FailurePolicy string               `json:"failure_policy"`
+	MaxParallel   int                  `json:"max_parallel"`
+	MaxRunSeconds int                  `json:"max_run_seconds"`
+	Inputs        map[string]any       `json:"inputs,omitempty"`
+	Steps         []ResolvedStep       `json:"steps"`
+	Resolution    []gap.StepResolution `json:"resolution"`
+	Gaps          []gap.Gap            `json:"gaps"`
+	Policy        *policy.Report       `json:"policy,omitempty"`
+	Problems      []verdict.Problem    `json:"problems,omitempty"`
 	// Omitted counts the gaps, problems and policy violations past
 	// MaxListed each that were left out (Preflight file has them all).
 	Omitted *Omitted          `json:"omitted,omitempty"`
@@ -341,9 +341,9 @@ const PreflightFile = "preflight.json"
 
 // Preflight is the content of PreflightFile.
 type Preflight struct {
-	Gaps       []gap.Gap           `json:"gaps"`
-	Problems   []preflight.Problem `json:"problems"`
-	Violations []policy.Violation  `json:"violations"`
+	Gaps       []gap.Gap          `json:"gaps"`
+	Problems   []verdict.Problem  `json:"problems"`
+	Violations []policy.Violation `json:"violations"`
 }
 
 // Bound keeps at most MaxListed of each list and returns the full lists

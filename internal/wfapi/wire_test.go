@@ -10,7 +10,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 )
 
 // The worker's result (its domain types) is exactly the client's wire
@@ -33,9 +33,9 @@ func TestResultIsTheClientsWireType(t *testing.T) {
 		Gaps: []gap.Gap{{StepID: "g", MissingCapability: "c", Reason: "r", ReasonMessage: "rm", ReasonDetails: map[string]any{"a": 1.0},
 			ProposedToolName: "n", ProposedInputSchema: map[string]any{"type": "object"}, ProposedOutputSchema: map[string]any{}, Priority: "high"}},
 		Resolution: []gap.StepResolution{{StepID: "a", Capability: "x.y", Tool: "t", Version: "1", Digest: "d", Source: "s", Reason: "r"}},
-		Policy: &preflight.PolicyReport{Source: "policy.yaml", Allowed: false, Violations: []policy.Violation{{Rule: "deny", StepID: "a", Message: "m"}},
+		Policy: &policy.Report{Source: "policy.yaml", Allowed: false, Violations: []policy.Violation{{Rule: "deny", StepID: "a", Message: "m"}},
 			Limits: map[string]int{"max_parallel": 2}, MaxParallel: 2, Notes: []string{"n"}},
-		Problems: []preflight.Problem{{File: "f", Line: 1, Column: 2, Field: "x", Message: "m", Code: caperr.InvalidInput}},
+		Problems: []verdict.Problem{{File: "f", Line: 1, Column: 2, Field: "x", Message: "m", Code: caperr.InvalidInput}},
 		Omitted:  &Omitted{Gaps: 1, Problems: 2, Violations: 3, File: PreflightFile}, Route: &RouteInfo{Kind: "rule", ID: "r"},
 		Report: ReportPaths{JSON: "r.json", Markdown: "r.md"}, Outputs: map[string]any{"o": "v"}, Warnings: []string{"w"},
 		LostHosts: []string{"h"}, StartedAt: "s", EndedAt: "e", DurationMS: 9, URL: "u"}
@@ -57,7 +57,7 @@ func TestResultIsTheClientsWireType(t *testing.T) {
 
 // The run statuses the client names are the preflight's.
 func TestStatusesMatchPreflight(t *testing.T) {
-	if string(StatusPartialComplete) != preflight.PartialComplete || string(StatusBlockedByPolicy) != preflight.BlockedByPolicy || string(StatusInvalid) != preflight.Invalid {
+	if string(StatusPartialComplete) != verdict.PartialComplete || string(StatusBlockedByPolicy) != verdict.BlockedByPolicy || string(StatusInvalid) != verdict.Invalid {
 		t.Error("client statuses differ from the preflight's")
 	}
 }

@@ -44,9 +44,10 @@ var Version = "dev"
 // Register registers the workflow and activities on a worker (or any
 // registry, e.g. a test environment).
 func Register(w worker.Registry, acts *activities.Activities) {
-	eng := workflows.Engine{Inline: activities.Inline(acts)}
-	w.RegisterWorkflowWithOptions(eng.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	w.RegisterWorkflowWithOptions(eng.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	// Batches of inline steps, local activities of the workflow's worker.
+	w.RegisterActivityWithOptions(acts.RunInline, activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
 	w.RegisterActivityWithOptions(acts.Host, activity.RegisterOptions{Name: wfapi.HostActivity})

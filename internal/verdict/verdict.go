@@ -1,0 +1,24 @@
+// Package verdict is what a plan check concludes, as the workflow and
+// its clients carry it: the plan's status and its problems, each where it
+// is. A leaf package: the workflow code reads it without the checker.
+package verdict
+
+import "github.com/capflow/capflow/internal/caperr"
+
+// Plan statuses (docs/plans.md).
+const (
+	Ready           = "ready"
+	PartialComplete = "partial-complete"
+	BlockedByPolicy = "blocked_by_policy"
+	Invalid         = "invalid"
+)
+
+// Problem is one problem of a plan or an input, where it is.
+type Problem struct {
+	File    string      `json:"file,omitempty"`
+	Line    int         `json:"line,omitempty"`
+	Column  int         `json:"column,omitempty"`
+	Field   string      `json:"field,omitempty"`
+	Message string      `json:"message"`
+	Code    caperr.Code `json:"code"`
+}

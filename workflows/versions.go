@@ -1,0 +1,78 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Every change of workflow code that runs recorded before it must replay
+// as they ran (sdk-go's internal_flags.go is the model). A change is one
+// GetVersion ID, declared here and nowhere else; Changes says what each
+// version changed and which recorded histories (testdata/histories) took
+// its latest version. versions_test.go fails for a GetVersion ID not
+// declared here, for a change without a recorded history, and unless
+// each history, altered to say it ran before the change, fails replay.
+//
+// To change workflow code: add a constant and a Change, branch on
+// GetVersion(ctx, id, workflow.DefaultVersion, max), record a run that
+// takes the new branch (make record-histories; a label is added when the
+// name is taken) and list it here.
+const (
+	changeLocal          = "local-activities"
+	changeTrustedInput   = "trusted-input"
+	changeSegmentBlobs   = "segment-blobs"
+	changeDeadline       = "deadline-clamp"
+	changeCancelGrace    = "cancel-grace"
+	changeSpillInputs    = "spill-inputs"
+	changeChildInputs    = "child-inputs"
+	changeBlobGroups     = "blob-part-groups"
+	changeRehomeStore    = "rehome-from-store"
+	changeRehomeDeps     = "rehome-dependencies"
+	changeInlineActivity = "inline-local-activity"
+)
+
+// Change is one declared change of workflow code.
+type Change struct {
+	ID string
+	// Max is the latest version; Versions says what each one changed.
+	Max      workflow.Version
+	Versions []string
+	// Histories are recorded runs that took a version of the change, each
+	// altered by the replay test to say it took the version before.
+	Histories []History
+	// Uncovered, when set, says why no recorded run can show the latest
+	// version's difference (the replay test lists it).
+	Uncovered string
+}
+
+// History is a recorded run (testdata/histories) and the version of a
+// change it took.
+type History struct {
+	File    string
+	Version workflow.Version
+}
+
+// Changes are every change of workflow code, oldest first.
+var Changes = []Change{
+	{changeLocal, 1, []string{"steps whose tool runs as a local activity, and Resolve, Route and Finalize, run as local activities"},
+		[]History{{"local-steps.json", 1}}, ""},
+	{changeTrustedInput, 1, []string{"a client's input is {plan | plan_file | request, inputs, reuse}; the engine's carry only continues its own run"},
+		[]History{{"refused-input.json", 1}}, ""},
+	{changeSegmentBlobs, 1, []string{"a segment's carry is stored as a blob in the run folder and referenced by digest"},
+		[]History{{"segments-first.segment-blobs.json", 1}}, ""},
+	{changeDeadline, 2, []string{"steps' timeouts are clamped to what is left of max_run_seconds; the run checks its deadline after local steps (timeouts: a replay does not compare them)",
+		"past the deadline, nothing goes on from a local attempt as a regular activity"},
+		[]History{{"deadline-local.v2.json", 2}}, ""},
+	{changeCancelGrace, 2, []string{"a halted step gets CancelGrace to confirm its cancellation",
+		"only a tool's activity in flight is timed (not a step between Decide and its start, nor a sub-plan's child)"},
+		[]History{{"cancel-grace.json", 1}}, "version 2 differs from 1 only for a step cancelled between its Decide and its start, or a sub-plan's: no recorded run has one"},
+	{changeSpillInputs, 1, []string{"a step's inputs past MaxInputBytes travel as a blob reference"},
+		[]History{{"spill-inputs.json.gz", 1}}, ""},
+	{changeChildInputs, 1, []string{"a sub-plan's inputs past MaxInputBytes travel as a blob reference"},
+		[]History{{"child-inputs.json.gz", 1}}, ""},
+	{changeBlobGroups, 1, []string{"a blob's parts are sent partsInFlight at a time (a 33-part checkpoint passed the 4 MB task completion)"},
+		nil, "no recorded run stores a blob of more than partsInFlight+1 parts (1.25 MB; make record-histories' largest checkpoint has fewer)"},
+	{changeRehomeStore, 1, []string{"with a shared store, a moved step reads its dependencies' files from the store instead of running them again"},
+		[]History{{"host-lost-store.json", 1}}, "without it a moved step's dependencies run again only under rehome-dependencies, which this run never asked: the two paths differ only in runs that record both"},
+	{changeRehomeDeps, 1, []string{"a step whose dependencies' files were on a lost host waits for them to run again on this host"},
+		[]History{{"host-lost-rehome.json", 1}}, ""},
+	{changeInlineActivity, 1, []string{"a batch of inline steps runs as one local activity, not in a SideEffect inside the workflow task"},
+		[]History{{"inline-steps.inline-activity.json", 1}}, ""},
+}

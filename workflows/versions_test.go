@@ -1,0 +1,226 @@
+package workflows
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Every GetVersion in the workflow code names a change declared in
+// versions.go, with that change's latest version.
+func TestGetVersionUsesDeclaredChanges(t *testing.T) {
+	declared := map[string]Change{}
+	for _, c := range Changes {
+		declared[c.ID] = c
+	}
+	consts := declaredConstants(t)
+	files, _ := filepath.Glob("*.go")
+	calls := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if sel, isSel := callee(call); !ok || !isSel || sel != "GetVersion" {
+				return true
+			}
+			calls++
+			pos := fset.Position(call.Pos())
+			id, ok := call.Args[1].(*ast.Ident)
+			c, known := declared[consts[identName(id, ok)]]
+			if !ok || !known {
+				t.Errorf("%s: GetVersion's change is not a constant of versions.go's Changes", pos)
+				return true
+			}
+			if max := exprText(call.Args[3]); max != strconv.Itoa(int(c.Max)) {
+				t.Errorf("%s: GetVersion(%s) asks for version %s, versions.go says %d", pos, c.ID, max, c.Max)
+			}
+			return true
+		})
+	}
+	if calls < len(Changes) {
+		t.Errorf("%d GetVersion calls for %d declared changes: a change no code asks for", calls, len(Changes))
+	}
+}
+
+// Every change has a recorded history of each version, and each such
+// history, altered to say the run took the version before, fails replay:
+// the history covers the change's code. A change whose latest version no
+// recorded run can show says why (Uncovered).
+func TestEveryChangeHasARecordedHistory(t *testing.T) {
+	for _, c := range Changes {
+		latest := slices.ContainsFunc(c.Histories, func(h History) bool { return h.Version == c.Max })
+		if (len(c.Histories) == 0 && c.Uncovered == "") || len(c.Versions) != int(c.Max) || (!latest && c.Uncovered == "") {
+			t.Errorf("change %s: %d histories (of version %d: %v), %d versions described (want %d)", c.ID, len(c.Histories), c.Max, latest, len(c.Versions), c.Max)
+			continue
+		}
+		if c.Uncovered != "" {
+			t.Logf("change %s version %d has no covering history: %s", c.ID, c.Max, c.Uncovered)
+		}
+		for _, hist := range c.Histories {
+			t.Run(c.ID+"/"+hist.File, func(t *testing.T) {
+				brokenReplayFails(t, c.ID, hist, c.Uncovered != "")
+			})
+		}
+	}
+}
+
+// brokenReplayFails replays hist altered to say it took the version
+// before hist.Version of change, and fails unless the replay fails (or,
+// uncovered, only logs it).
+func brokenReplayFails(t *testing.T, change string, hist History, uncovered bool) {
+	raw := readHistory(t, filepath.Join("testdata/histories", hist.File))
+	before := int(hist.Version) - 1
+	if before == 0 {
+		before = int(workflow.DefaultVersion)
+	}
+	broken, found := withVersion(t, raw, change, int(hist.Version), before)
+	if !found {
+		t.Fatalf("%s records no version %d of %s", hist.File, hist.Version, change)
+	}
+	f := filepath.Join(t.TempDir(), "broken-"+strings.TrimSuffix(hist.File, ".gz"))
+	if err := os.WriteFile(f, broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DisableDeadlockDetection: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registerWorkflows(r)
+	if replay(r, f) == nil {
+		if uncovered {
+			t.Logf("%s replays as if it ran before %s version %d (uncovered)", hist.File, change, hist.Version)
+			return
+		}
+		t.Fatalf("%s replayed as if it ran before %s version %d: it does not cover the change", hist.File, change, hist.Version)
+	}
+}
+
+// declaredConstants maps versions.go's constant names to their values.
+func declaredConstants(t *testing.T) map[string]string {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "versions.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range file.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			v := spec.(*ast.ValueSpec)
+			for i, n := range v.Names {
+				if lit, ok := v.Values[i].(*ast.BasicLit); ok {
+					out[n.Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func callee(call *ast.CallExpr) (string, bool) {
+	if call == nil {
+		return "", false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return "", false
+	}
+	return sel.Sel.Name, true
+}
+
+func identName(id *ast.Ident, ok bool) string {
+	if !ok {
+		return ""
+	}
+	return id.Name
+}
+
+func exprText(e ast.Expr) string {
+	if lit, ok := e.(*ast.BasicLit); ok {
+		return lit.Value
+	}
+	return "?"
+}
+
+// readHistory reads a recorded history, gunzipped.
+func readHistory(t *testing.T, f string) []byte {
+	raw, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(f, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if _, err := b.ReadFrom(zr); err != nil {
+			t.Fatal(err)
+		}
+		raw = b.Bytes()
+	}
+	return raw
+}
+
+// withVersion rewrites the history's Version marker of change from
+// version from to version to.
+func withVersion(t *testing.T, raw []byte, change string, from, to int) ([]byte, bool) {
+	var h map[string]any
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	events, _ := h["events"].([]any)
+	for _, e := range events {
+		m, _ := e.(map[string]any)["markerRecordedEventAttributes"].(map[string]any)
+		if m == nil || m["markerName"] != "Version" {
+			continue
+		}
+		details := m["details"].(map[string]any)
+		if payloadValue(details["change-id"]) != strconv.Quote(change) || payloadValue(details["version"]) != strconv.Itoa(from) {
+			continue
+		}
+		found = true
+		p := details["version"].(map[string]any)["payloads"].([]any)[0].(map[string]any)
+		p["data"] = base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(to)))
+	}
+	out, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, found
+}
+
+// payloadValue is a marker detail's first payload, as JSON text.
+func payloadValue(d any) string {
+	ps, _ := d.(map[string]any)["payloads"].([]any)
+	if len(ps) == 0 {
+		return ""
+	}
+	data, _ := ps[0].(map[string]any)["data"].(string)
+	b, _ := base64.StdEncoding.DecodeString(data)
+	return string(b)
+}
