@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
-	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -170,12 +170,12 @@ func TestFinalizeWritesReports(t *testing.T) {
 	a, _ := newActivities(t)
 	e := env(a)
 	res := wfapi.Result{Status: "partial-complete", Plan: "p", WorkflowID: testRun, Message: "gaps",
-		Gaps: []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
+		Gaps: []client.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
 	v, err := e.ExecuteActivity(a.Finalize, wfapi.FinalizeInput{Result: res})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var paths wfapi.ReportPaths
+	var paths wfapi.Finalized
 	_ = v.Get(&paths)
 	md, _ := os.ReadFile(paths.Markdown)
 	js, _ := os.ReadFile(paths.JSON)

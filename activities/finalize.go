@@ -13,8 +13,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -24,7 +24,7 @@ import (
 // the workflow left out to keep its payloads small is read back here: the
 // resolution and steps stored at Resolve, the steps of earlier segments
 // (Checkpoint), the envelopes stored by RunTool.
-func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
+func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.Finalized, error) {
 	if in.Resolved != nil && in.Resolved.RunDir != "" {
 		if err := a.wrongHost(ctx, in.Resolved.HostQueue); err != nil {
 			return nil, err
@@ -68,14 +68,13 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	a.storeReport(ctx, in.Result.WorkflowID, paths)
-	out := *paths
-	out.Outputs, out.TraceID = res.Outputs, res.TraceID
+	out := wfapi.Finalized{ReportPaths: *paths, Outputs: res.Outputs, TraceID: res.TraceID}
 	if in.Segments > 0 {
 		// The workflow knows only its last segment in full: the result's
 		// steps come from here, trimmed as the workflow would.
 		t := res
 		t.Steps = slices.Clone(res.Steps)
-		t.Trim(wfapi.MaxResultBytes)
+		wfapi.Trim(&t, wfapi.MaxResultBytes)
 		out.Steps = &wfapi.StepsAnswer{Steps: t.Steps, Counts: t.StepCounts, Omitted: t.StepsOmitted}
 	}
 	return &out, nil
@@ -347,7 +346,7 @@ func fillEnvelopes(steps []wfapi.StepResult) {
 			}
 			journals[s.EnvelopeFile][s.ID] = true
 		default:
-			var env envelope.Envelope
+			var env client.Envelope
 			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
 				s.Envelope = &env
 			}
@@ -357,7 +356,7 @@ func fillEnvelopes(steps []wfapi.StepResult) {
 		found := readJournal(path, want)
 		for i := range steps {
 			if s := &steps[i]; s.Envelope == nil && s.EnvelopeFile == path {
-				s.Envelope = found[s.ID]
+				s.Envelope = found[s.ID].Wire()
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
@@ -19,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -34,8 +36,8 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	p, name, probs := a.planOf(in)
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(name, probs)
-		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
-			Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
+		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: verdict.WireProblems(rep.Problems),
+			Gaps: []client.Gap{}, Resolution: []client.Resolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
 		if err := storeBounded(rr); err != nil {
 			return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the plan's problems"))
 		}
@@ -178,7 +180,7 @@ func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.S
 // storedSteps is the content of <run>/resolved.json.
 type storedSteps struct {
 	Steps      []wfapi.ResolvedStep `json:"steps"`
-	Resolution []gap.StepResolution `json:"resolution"`
+	Resolution []client.Resolution  `json:"resolution"`
 }
 
 // readStoredSteps reads <run>/resolved.json, checked against its digest,
@@ -269,11 +271,11 @@ func planName(v any, otherwise string) string {
 func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	rr := &wfapi.ResolveResult{
 		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
-		Inputs: rep.Inputs, Resolution: rep.Resolution, Gaps: rep.Gaps, Problems: rep.Problems, Notes: rep.Notes,
+		Inputs: rep.Inputs, Resolution: gap.WireResolutions(rep.Resolution), Gaps: gap.WireGaps(rep.Gaps), Problems: verdict.WireProblems(rep.Problems), Notes: rep.Notes,
 		Outputs: p.Outputs, AskTimeout: p.AskTimeout.D(),
 	}
 	pr := rep.Policy
-	rr.Policy = &pr
+	rr.Policy = pr.Wire()
 	rr.MaxParallel = pr.MaxParallel
 	rr.MaxRunSeconds = pr.Limits[policy.MaxRunSeconds]
 	maxRetries := -1

@@ -143,7 +143,7 @@ steps:
 		t.Fatalf("the non-idempotent tool started %d times", starts)
 	}
 	s := res.Steps[0]
-	if res.Status != wfapi.StatusFailed || s.Status != wfapi.StepFailed || s.Envelope.Error.Code != caperr.TaskTimeout {
+	if res.Status != wfapi.StatusFailed || s.Status != wfapi.StepFailed || caperr.Code(s.Envelope.Error.Code) != caperr.TaskTimeout {
 		t.Fatalf("want the step failed with TASK_TIMEOUT, got %s / %s %+v", res.Status, s.Status, s.Envelope)
 	}
 }

@@ -139,7 +139,7 @@ steps:
 	// isError: the tool's text, TOOL_FAILURE.
 	denied := write("denied", "name: mcp-denied\nsteps:\n  - {id: read, capability: filesystem.read_text_file, with: {path: /etc/hostname}, retry: {max_attempts: 1}}\n")
 	code, r, _ = capflow("run", denied)
-	if s := r.step(t, "read"); code == 0 || s.Status != "failed" || s.Envelope.Error == nil || s.Envelope.Error.Code != caperr.ToolFailure ||
+	if s := r.step(t, "read"); code == 0 || s.Status != "failed" || s.Envelope.Error == nil || caperr.Code(s.Envelope.Error.Code) != caperr.ToolFailure ||
 		!strings.Contains(s.Envelope.Message, "Access denied - path outside allowed directories") {
 		t.Fatalf("a tool's isError: exit %d %+v %+v %+v", code, s, s.Envelope, s.Envelope.Error)
 	}
@@ -180,7 +180,7 @@ steps:
   - {id: other, capability: everything.echo, with: {message: still here}}
 `)
 	code, r, stderr = capflow("run", hung)
-	if st := r.step(t, "long"); code == 0 || st.Status != "failed" || st.Envelope.Error == nil || st.Envelope.Error.Code != caperr.TaskTimeout {
+	if st := r.step(t, "long"); code == 0 || st.Status != "failed" || st.Envelope.Error == nil || caperr.Code(st.Envelope.Error.Code) != caperr.TaskTimeout {
 		t.Fatalf("a hung call: exit %d %+v\n%s", code, st, stderr)
 	}
 	if st := r.step(t, "other"); st.Status != "succeeded" {

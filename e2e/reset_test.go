@@ -103,7 +103,7 @@ steps:
 				t.Fatalf("the non-idempotent step started %d times", starts)
 			}
 			msg := charge.Envelope.Message
-			if res.Status != wfapi.StatusFailed || charge.Status != wfapi.StepFailed || charge.Envelope.Error.Code != caperr.PolicyBlocked ||
+			if res.Status != wfapi.StatusFailed || charge.Status != wfapi.StepFailed || caperr.Code(charge.Envelope.Error.Code) != caperr.PolicyBlocked ||
 				!strings.Contains(msg, "already started in run "+first.RunID) || !strings.Contains(msg, "came from it by a reset") {
 				t.Fatalf("want charge failed with POLICY_BLOCKED naming run %s and the reset, got %s / %s %s: %s", first.RunID, res.Status, charge.Status, charge.Envelope.Error.Code, msg)
 			}
@@ -142,7 +142,7 @@ steps:
 		}
 	}
 	firstRun := first.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	if starts != 1 || charge.Status != wfapi.StepFailed || charge.Envelope.Error.Code != caperr.PolicyBlocked ||
+	if starts != 1 || charge.Status != wfapi.StepFailed || caperr.Code(charge.Envelope.Error.Code) != caperr.PolicyBlocked ||
 		!strings.Contains(charge.Envelope.Message, "already started in run "+firstRun) {
 		t.Fatalf("want charge refused (started once, in %s), got %d starts, %s %+v", firstRun, starts, charge.Status, charge.Envelope)
 	}

@@ -139,7 +139,7 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 		{at: time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionReject, "not today")},
 	})
 	gate = res.Steps[1]
-	if res.Status != wfapi.StatusFailed || states(res) != "build=succeeded gate=failed ship=skipped" || gate.Envelope.Error.Code != caperr.Rejected ||
+	if res.Status != wfapi.StatusFailed || states(res) != "build=succeeded gate=failed ship=skipped" || caperr.Code(gate.Envelope.Error.Code) != caperr.Rejected ||
 		!strings.Contains(gate.Reason, `rejected by alice ("not today")`) {
 		t.Fatalf("%s [%s] %+v", res.Status, states(res), gate)
 	}
@@ -149,7 +149,7 @@ func TestApprovalTimesOut(t *testing.T) {
 	src := strings.Replace(gated, `prompt: "Ship it?"`, `prompt: "Ship it?", timeout: 2h`, 1)
 	res, _, _, _ := control(t, src, []string{"gate"}, nil, nil)
 	gate := res.Steps[1]
-	if res.Status != wfapi.StatusFailed || gate.Status != wfapi.StepFailed || gate.Envelope.Error.Code != caperr.TaskTimeout || !strings.Contains(gate.Reason, "no decision within 2h0m0s") {
+	if res.Status != wfapi.StatusFailed || gate.Status != wfapi.StepFailed || caperr.Code(gate.Envelope.Error.Code) != caperr.TaskTimeout || !strings.Contains(gate.Reason, "no decision within 2h0m0s") {
 		t.Fatalf("%s %+v", res.Status, gate)
 	}
 }

@@ -69,7 +69,7 @@ func TestForEachFromAStepTolerateAndFailFast(t *testing.T) {
 	}
 	res, _ = execute(t, fmtS(src, ""), map[string]behaviour{"find": files, "each[1]": fail(caperr.TestFailure)})
 	each = stepResult(res, "each")
-	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || each.Envelope.Error.Code != caperr.TestFailure || !strings.Contains(each.Envelope.Message, "tolerate 0") {
+	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || caperr.Code(each.Envelope.Error.Code) != caperr.TestFailure || !strings.Contains(each.Envelope.Message, "tolerate 0") {
 		t.Fatalf("not tolerated: %s [%s] %+v", res.Status, states(res), each.Envelope)
 	}
 	if stepResult(res, "after").Status != wfapi.StepSkipped {
@@ -141,7 +141,7 @@ func TestControlFlowReviewFindings(t *testing.T) {
 	src := "name: r\nsteps:\n  - {id: each, capability: x.a, for_each: [a, b, c, d], max_parallel: 4, %s}\n  - {id: plain, capability: x.b}\n"
 	res, _ := execute(t, fmtS(src, "with: {}"), map[string]behaviour{"each": block, "each[2]": fail(caperr.TestFailure)})
 	each := stepResult(res, "each")
-	if each.ItemCounts.Failed != 1 || each.Envelope.Error.Code != caperr.TestFailure {
+	if each.ItemCounts.Failed != 1 || caperr.Code(each.Envelope.Error.Code) != caperr.TestFailure {
 		t.Fatalf("own cancelled items: %+v %+v", each.ItemCounts, each.Envelope.Error)
 	}
 	res, _ = execute(t, fmtS(src, "on_failure: skip"), map[string]behaviour{"each[2]": fail(caperr.TestFailure)})

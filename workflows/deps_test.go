@@ -1,7 +1,11 @@
 package workflows
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,6 +21,33 @@ func TestWorkflowCodeLinksNoToolRunner(t *testing.T) {
 		for _, banned := range []string{"jq", "sandbox", "builtin", "toolrun", "runtimekit", "mcpclient", "artifacts", "cache", "beneath", "procfs", "preflight"} {
 			if pkg == "github.com/capflow/capflow/internal/"+banned {
 				t.Errorf("the workflows package depends on %s", pkg)
+			}
+		}
+	}
+}
+
+// Functions of the workflow and activity code read at once: none is over
+// 80 lines.
+func TestFunctionsFitOnAScreen(t *testing.T) {
+	for _, dir := range []string{".", "../activities"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range file.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
+					t.Errorf("%s: %s is %d lines", fset.Position(fd.Pos()), fd.Name.Name, n)
+				}
 			}
 		}
 	}

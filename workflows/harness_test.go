@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/expr"
-	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/verdict"
@@ -178,7 +178,7 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 		t.Fatal(probs)
 	}
 	rr := &wfapi.ResolveResult{Status: verdict.Ready, Plan: p.Name, FailurePolicy: p.FailurePolicy, MaxParallel: 16, RunDir: "/runs/x",
-		Gaps: []gap.Gap{}, Inputs: map[string]any{}}
+		Gaps: []client.Gap{}, Inputs: map[string]any{}}
 	if p.MaxParallel > 0 {
 		rr.MaxParallel = p.MaxParallel
 	}

@@ -28,20 +28,9 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p == nil || p.ID != in.WorkflowID {
 		return nil, temporal.NewNonRetryableApplicationError("an ItemsWorkflow runs only as a batch of its run's for_each step", string(caperr.InvalidInput), nil)
 	}
-	if b := in.Spilled; b != nil {
-		// The batch's input is in its run's folder: load it, digest checked.
-		var full wfapi.ItemsInput
-		opts := onHost(&wfapi.ResolveResult{HostQueue: in.HostQueue}, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: "load the batch's input"})
-		err := loadBlob(ctx, opts, in.WorkflowID, *b, &full)
-		if err == nil && (full.WorkflowID != in.WorkflowID || full.Spilled != nil) {
-			err = fmt.Errorf("it is not a batch of run %s", in.WorkflowID)
-		}
-		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError("cannot load the batch's input: "+err.Error(), string(caperr.ObservabilityError), nil)
-		}
-		lineage := in.Lineage
-		in = full
-		in.Lineage = lineage
+	in, err := loadItemsInput(ctx, in)
+	if err != nil {
+		return nil, err
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
 	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)
@@ -109,6 +98,26 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	}
 	workflow.GetLogger(ctx).Info("items batch done", "step", in.Step.ID, "items", len(in.Items), "failures", failures)
 	return out, nil
+}
+
+// loadItemsInput is the batch's input: in, or, spilled, what its run's
+// folder holds (digest checked), with in's lineage.
+func loadItemsInput(ctx workflow.Context, in wfapi.ItemsInput) (wfapi.ItemsInput, error) {
+	b := in.Spilled
+	if b == nil {
+		return in, nil
+	}
+	var full wfapi.ItemsInput
+	opts := onHost(&wfapi.ResolveResult{HostQueue: in.HostQueue}, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry, Summary: "load the batch's input"})
+	err := loadBlob(ctx, opts, in.WorkflowID, *b, &full)
+	if err == nil && (full.WorkflowID != in.WorkflowID || full.Spilled != nil) {
+		err = fmt.Errorf("it is not a batch of run %s", in.WorkflowID)
+	}
+	if err != nil {
+		return in, temporal.NewNonRetryableApplicationError("cannot load the batch's input: "+err.Error(), string(caperr.ObservabilityError), nil)
+	}
+	full.Lineage = in.Lineage
+	return full, nil
 }
 
 // itemOutcome is how an item's RunTool ended; its data is kept when

@@ -210,12 +210,12 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 		text       int  // bytes of each step's data
 		budget     int  // the run's InlineFlushBytes (0: the default)
 		decline    bool // every third step is declined: a local activity
-		wantTimers int
+		wantTimers int  // at least, and at most one more: batches run concurrently, the order they end in varies
 	}{
 		{"small results, default budget", 10, 0, false, 0},
 		// 1.3 KB a result: a batch stops at MaxInlineBatchBytes (~197
-		// results), the rest go to the next; the first batch's 256 KB
-		// passes the budget: one yield, then the last batches end the run.
+		// results), the rest go to the next; a batch's 256 KB passes the
+		// budget: a yield, then the last batches end the run.
 		{"1 KB results, 100 KB budget", 1000, 100 << 10, false, 1},
 		{"declined steps: 100 local activities, LocalFlush", 10, 0, true, 1},
 	} {
@@ -268,8 +268,8 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 			if tc.decline {
 				wantDeclined = 100
 			}
-			if res.Status != wfapi.StatusPassed || int(evaluated.Load())+declined != 300 || declined != wantDeclined || timers != tc.wantTimers {
-				t.Fatalf("%s: %d evaluated inline, %d declined, %d flush timers (want %d)", res.Status, evaluated.Load(), declined, timers, tc.wantTimers)
+			if res.Status != wfapi.StatusPassed || int(evaluated.Load())+declined != 300 || declined != wantDeclined || (timers < tc.wantTimers || timers > tc.wantTimers+1 || (tc.wantTimers == 0 && timers != 0)) {
+				t.Fatalf("%s: %d evaluated inline, %d declined, %d flush timers (want %d, or one more)", res.Status, evaluated.Load(), declined, timers, tc.wantTimers)
 			}
 		})
 	}

@@ -5,8 +5,6 @@
 package workflows
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,7 +17,6 @@ import (
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
-	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -43,25 +40,7 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*client.Result, erro
 	if res == nil || err != nil {
 		return nil, err
 	}
-	return wireResult(res), nil
-}
-
-// wireResult maps the engine's result to the one wire type clients read
-// (client.Result): the same JSON, by test (client's wire test), decoded
-// with numbers kept exact.
-func wireResult(r *wfapi.Result) *client.Result {
-	// encoding/json writes map keys sorted: the same bytes on every replay.
-	//workflowcheck:ignore
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return &client.Result{Status: r.Status, WorkflowID: r.WorkflowID, RunID: r.RunID, Message: r.Message}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out client.Result
-	//workflowcheck:ignore
-	_ = dec.Decode(&out)
-	return &out
+	return res, nil
 }
 
 func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
@@ -71,7 +50,7 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 	started := workflow.Now(ctx)
 	res := &wfapi.Result{
 		Status: wfapi.StatusResolving, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-		StartedAt: envelope.Timestamp(started), Steps: []wfapi.StepResult{}, Gaps: []gap.Gap{}, Resolution: []gap.StepResolution{},
+		StartedAt: envelope.Timestamp(started), Steps: []wfapi.StepResult{}, Gaps: []client.Gap{}, Resolution: []client.Resolution{},
 	}
 	var sched *scheduler
 	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (*client.Result, error) {
@@ -79,9 +58,9 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 		if sched != nil {
 			p.Steps, p.Segments = sched.results(false), sched.segment
 		}
-		p.Trim(wfapi.MaxResultBytes)
+		wfapi.Trim(&p, wfapi.MaxResultBytes)
 		p.Warnings = append(slices.Clone(p.Warnings), unreadSignals(ctx)...)
-		return wireResult(&p), nil
+		return &p, nil
 	})
 	if err != nil {
 		return nil, err
@@ -227,7 +206,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	res.Plan, res.Gaps, res.Resolution, res.Policy, res.Problems = rr.Plan, nonNilGaps(rr.Gaps), rr.Resolution, rr.Policy, rr.Problems
 	res.Omitted = rr.Omitted
 	if res.Resolution == nil {
-		res.Resolution = []gap.StepResolution{}
+		res.Resolution = []client.Resolution{}
 	}
 	return false, nil
 }
@@ -295,9 +274,9 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, next)
 }
 
-func nonNilGaps(g []gap.Gap) []gap.Gap {
+func nonNilGaps(g []client.Gap) []client.Gap {
 	if g == nil {
-		return []gap.Gap{}
+		return []client.Gap{}
 	}
 	return g
 }
@@ -337,9 +316,9 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 			fin.Checkpoints = append(slices.Clone(seg.checkpoints), b)
 		}
 	} else {
-		fin.Result.Lighten(wfapi.MaxResultBytes)
+		wfapi.Lighten(&fin.Result, wfapi.MaxResultBytes)
 	}
-	var paths wfapi.ReportPaths
+	var paths wfapi.Finalized
 	err := bookkeeping(dctx, usesLocal(dctx), fopts, wfapi.FinalizeActivity, fin, &paths)
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
@@ -364,10 +343,8 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	if a := paths.Steps; a != nil {
 		res.Steps, res.StepCounts, res.StepsOmitted = a.Steps, a.Counts, a.Omitted
 	}
-	res.Outputs, res.TraceID = paths.Outputs, paths.TraceID
-	paths.Outputs, paths.Steps, paths.TraceID = nil, nil, ""
-	res.Report = paths
-	res.Trim(wfapi.MaxResultBytes)
+	res.Outputs, res.TraceID, res.Report = paths.Outputs, paths.TraceID, paths.ReportPaths
+	wfapi.Trim(res, wfapi.MaxResultBytes)
 	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s%s%s", res.Status, res.Message, cachedNote(res.Steps), traceNote(res.TraceID)))
 	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"status": string(res.Status)}).Counter(wfapi.MetricRunsEnded).Inc(1)
 	return res, nil

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
@@ -50,7 +51,7 @@ func TestJoinsAndPolicies(t *testing.T) {
 			d := res.Steps[3]
 			if d.Status == "skipped" {
 				joinUnmet := !strings.Contains(tt.join, "all")
-				got := d.Envelope != nil && d.Envelope.Error != nil && d.Envelope.Error.Code == caperr.QuorumNotMet
+				got := d.Envelope != nil && d.Envelope.Error != nil && caperr.Code(d.Envelope.Error.Code) == caperr.QuorumNotMet
 				if got != joinUnmet {
 					t.Fatalf("skipped %s join: QUORUM_NOT_MET=%v, want %v (%+v)", tt.join, got, joinUnmet, d.Envelope)
 				}
@@ -85,7 +86,7 @@ func TestFailFastCancelsRunningSiblings(t *testing.T) {
 		t.Fatalf("%s [%s]", res.Status, states(res))
 	}
 	// The cancelled step ran once: its envelope says so, with workflow time.
-	if slow := res.Steps[1]; slow.Attempts != 1 || strings.HasPrefix(slow.Envelope.Timestamp, "1970") || slow.Envelope.Error.Code != caperr.Cancelled {
+	if slow := res.Steps[1]; slow.Attempts != 1 || strings.HasPrefix(slow.Envelope.Timestamp, "1970") || caperr.Code(slow.Envelope.Error.Code) != caperr.Cancelled {
 		t.Fatalf("cancelled step: attempts %d, envelope %+v", slow.Attempts, slow.Envelope)
 	}
 	if f.calls["other"] != 0 || f.calls["later"] != 0 {
@@ -135,7 +136,7 @@ func TestRetries(t *testing.T) {
 		t.Fatalf("retryable: %s calls=%d attempts=%d", res.Status, f.calls["s"], res.Steps[0].Attempts)
 	}
 	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.SchemaViolation)})
-	if res.Status != "failed" || f.calls["s"] != 1 || res.Steps[0].Envelope.Error.Code != caperr.SchemaViolation {
+	if res.Status != "failed" || f.calls["s"] != 1 || caperr.Code(res.Steps[0].Envelope.Error.Code) != caperr.SchemaViolation {
 		t.Fatalf("non-retryable code must not be retried: calls=%d %+v", f.calls["s"], res.Steps[0])
 	}
 	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.ToolFailure)})
@@ -143,7 +144,7 @@ func TestRetries(t *testing.T) {
 	if f.calls["s"] != 3 || last.Detail != string(caperr.RetryExhausted) {
 		t.Fatalf("exhausted: calls=%d last feedback %+v", f.calls["s"], last)
 	}
-	if e := res.Steps[0].Envelope.Error; e.Code != caperr.RetryExhausted || e.Cause != caperr.ToolFailure || res.Steps[0].Attempts != 3 {
+	if e := res.Steps[0].Envelope.Error; caperr.Code(e.Code) != caperr.RetryExhausted || caperr.Code(e.Cause) != caperr.ToolFailure || res.Steps[0].Attempts != 3 {
 		t.Fatalf("exhausted step: error %+v attempts %d", e, res.Steps[0].Attempts)
 	}
 }
@@ -163,7 +164,7 @@ func TestDataFlowsToDependents(t *testing.T) {
 func TestStepTimeout(t *testing.T) {
 	src := "name: t\nsteps:\n  - {id: hang, capability: x.a, timeout: 1s, on_failure: fail}\n"
 	res, _ := execute(t, src, map[string]behaviour{"hang": sleep(time.Hour)})
-	if res.Status != "failed" || res.Steps[0].Envelope.Error.Code != caperr.TaskTimeout {
+	if res.Status != "failed" || caperr.Code(res.Steps[0].Envelope.Error.Code) != caperr.TaskTimeout {
 		t.Fatalf("%s %+v", res.Status, res.Steps[0].Envelope)
 	}
 }
@@ -254,7 +255,7 @@ func TestCancellationAndProgress(t *testing.T) {
 func TestGapsRunNothing(t *testing.T) {
 	rr := resolvedFrom(t, "name: g\nsteps:\n  - {id: dl, capability: youtube.download}\n  - {id: up, capability: drive.upload, needs: [dl]}\n")
 	rr.Status, rr.Message = verdict.PartialComplete, "1 of 2 steps are not covered"
-	rr.Gaps = []gap.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
+	rr.Gaps = []client.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "g"}})
@@ -325,7 +326,7 @@ func TestLostStoredOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := res.Steps[1]
-	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || b.Envelope.Error.Code != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
+	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || caperr.Code(b.Envelope.Error.Code) != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
 		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
 	}
 }

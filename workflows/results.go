@@ -29,7 +29,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 			}
 		}
 		if withEnvelopes && !st.carried {
-			r.Envelope = st.env
+			r.Envelope = st.env.Wire()
 		}
 		if st.fe != nil {
 			c := itemCounts(st.fe)

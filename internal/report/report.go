@@ -216,7 +216,7 @@ func errorsBySeverity(r wfapi.Result) string {
 	by := map[caperr.Severity][]string{}
 	for _, s := range r.Steps {
 		if s.Envelope != nil && s.Envelope.Error != nil && s.Status != wfapi.StepSucceeded {
-			sev := s.Envelope.Error.Severity
+			sev := caperr.Severity(s.Envelope.Error.Severity)
 			by[sev] = append(by[sev], fmt.Sprintf("%s (`%s`)", s.ID, s.Envelope.Error.Code))
 		}
 	}

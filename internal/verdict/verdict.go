@@ -3,7 +3,10 @@
 // is. A leaf package: the workflow code reads it without the checker.
 package verdict
 
-import "github.com/capflow/capflow/internal/caperr"
+import (
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+)
 
 // Plan statuses (docs/plans.md).
 const (
@@ -21,4 +24,21 @@ type Problem struct {
 	Field   string      `json:"field,omitempty"`
 	Message string      `json:"message"`
 	Code    caperr.Code `json:"code"`
+}
+
+// Wire is p as clients read it.
+func (p Problem) Wire() client.Problem {
+	return client.Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: client.ErrorCode(p.Code)}
+}
+
+// WireProblems converts problems; nil stays nil.
+func WireProblems(ps []Problem) []client.Problem {
+	if ps == nil {
+		return nil
+	}
+	out := make([]client.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = p.Wire()
+	}
+	return out
 }

@@ -4,20 +4,18 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/capflow/capflow/internal/gap"
-	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/verdict"
+	"github.com/capflow/capflow/client"
 )
 
 func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
-	list := func(n int) ([]gap.Gap, []verdict.Problem, []policy.Violation) {
-		var g []gap.Gap
-		var p []verdict.Problem
-		var v []policy.Violation
+	list := func(n int) ([]client.Gap, []client.Problem, []client.Violation) {
+		var g []client.Gap
+		var p []client.Problem
+		var v []client.Violation
 		for i := 0; i < n; i++ {
-			g = append(g, gap.Gap{StepID: fmt.Sprint(i)})
-			p = append(p, verdict.Problem{Field: fmt.Sprint(i)})
-			v = append(v, policy.Violation{StepID: fmt.Sprint(i)})
+			g = append(g, client.Gap{StepID: fmt.Sprint(i)})
+			p = append(p, client.Problem{Field: fmt.Sprint(i)})
+			v = append(v, client.Violation{StepID: fmt.Sprint(i)})
 		}
 		return g, p, v
 	}
@@ -36,7 +34,7 @@ func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
 			g, _, _ := list(c.gaps)
 			_, p, _ := list(c.probs)
 			_, _, v := list(c.viols)
-			pol := &policy.Report{Violations: v}
+			pol := &client.PolicyReport{Violations: v}
 			rr := &ResolveResult{Gaps: g, Problems: p, Policy: pol}
 			full := rr.Bound("/runs/x/preflight.json")
 			if (full != nil) != c.wantCut {

@@ -160,11 +160,11 @@ type CheckpointInput struct {
 // first the envelopes the report can read from disk go, then the
 // succeeded and pending steps; StepCounts and StepsOmitted say what is
 // left out.
-func (r *Result) Trim(limit int) {
+func Trim(r *Result, limit int) {
 	// A step is at least minStepBytes of JSON: past limit/minStepBytes
 	// steps the result cannot fit, and measuring it would cost a marshal
 	// of every step at each progress query.
-	if len(r.Steps) <= limit/minStepBytes && r.Lighten(limit) {
+	if len(r.Steps) <= limit/minStepBytes && Lighten(r, limit) {
 		return
 	}
 	counts := map[StepState]int{}
@@ -188,7 +188,7 @@ func (r *Result) Trim(limit int) {
 
 // Lighten drops the envelopes stored on disk when the result is over
 // limit; it reports whether the result is then within it.
-func (r *Result) Lighten(limit int) bool {
+func Lighten(r *Result, limit int) bool {
 	if size(r) <= limit {
 		return true
 	}

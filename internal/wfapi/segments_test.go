@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/plan"
 )
 
@@ -96,7 +96,7 @@ func TestTrim(t *testing.T) {
 	r := &Result{Status: StatusFailed}
 	for i := 0; i < 3000; i++ {
 		s := StepResult{ID: fmt.Sprintf("s%d", i), Status: StepSucceeded, EnvelopeFile: "/runs/x/e.json",
-			Envelope: &envelope.Envelope{ToolID: "t", Success: true, Message: strings.Repeat("m", 100)}}
+			Envelope: &client.Envelope{ToolID: "t", Success: true, Message: strings.Repeat("m", 100)}}
 		switch {
 		case i == 7:
 			s.Status, s.Reason = StepFailed, "boom"
@@ -106,11 +106,11 @@ func TestTrim(t *testing.T) {
 		r.Steps = append(r.Steps, s)
 	}
 	small := &Result{Steps: r.Steps[:3]}
-	small.Trim(MaxResultBytes)
+	Trim(small, MaxResultBytes)
 	if small.Steps[0].Envelope == nil || small.StepsOmitted != 0 {
 		t.Fatal("a small result must stay whole")
 	}
-	r.Trim(100 << 10)
+	Trim(r, 100<<10)
 	if size(r) > 100<<10 {
 		t.Fatalf("trimmed result is %d bytes", size(r))
 	}

@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/client"
-	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
-	"github.com/capflow/capflow/internal/policy"
-	"github.com/capflow/capflow/internal/verdict"
 )
 
 // Names registered with Temporal.
@@ -160,10 +157,10 @@ type ResolveResult struct {
 	MaxRunSeconds int                  `json:"max_run_seconds"`
 	Inputs        map[string]any       `json:"inputs,omitempty"`
 	Steps         []ResolvedStep       `json:"steps"`
-	Resolution    []gap.StepResolution `json:"resolution"`
-	Gaps          []gap.Gap            `json:"gaps"`
-	Policy        *policy.Report       `json:"policy,omitempty"`
-	Problems      []verdict.Problem    `json:"problems,omitempty"`
+	Resolution    []client.Resolution  `json:"resolution"`
+	Gaps          []client.Gap         `json:"gaps"`
+	Policy        *client.PolicyReport `json:"policy,omitempty"`
+	Problems      []client.Problem     `json:"problems,omitempty"`
 	// Omitted counts the gaps, problems and policy violations past
 	// MaxListed each that were left out (Preflight file has them all).
 	Omitted *Omitted          `json:"omitted,omitempty"`
@@ -298,12 +295,7 @@ type DecideResult struct {
 }
 
 // ChildRun links a sub-plan step to its child workflow and report.
-type ChildRun struct {
-	WorkflowID string      `json:"workflow_id"`
-	RunID      string      `json:"run_id,omitempty"`
-	Status     RunStatus   `json:"status,omitempty"`
-	Report     ReportPaths `json:"report"`
-}
+type ChildRun = client.ChildRun
 
 // FinalizeInput is the Finalize activity's input.
 type FinalizeInput struct {
@@ -324,10 +316,10 @@ type RouteInput struct {
 
 // RouteResult is the Route activity's result: a plan, or why none.
 type RouteResult struct {
-	Plan    any        `json:"plan,omitempty"`
-	Route   *RouteInfo `json:"route,omitempty"`
-	Message string     `json:"message,omitempty"`
-	Gaps    []gap.Gap  `json:"gaps,omitempty"`
+	Plan    any          `json:"plan,omitempty"`
+	Route   *RouteInfo   `json:"route,omitempty"`
+	Message string       `json:"message,omitempty"`
+	Gaps    []client.Gap `json:"gaps,omitempty"`
 }
 
 // MaxListed bounds the gaps, problems and policy violations a run records
@@ -341,15 +333,15 @@ const PreflightFile = "preflight.json"
 
 // Preflight is the content of PreflightFile.
 type Preflight struct {
-	Gaps       []gap.Gap          `json:"gaps"`
-	Problems   []verdict.Problem  `json:"problems"`
-	Violations []policy.Violation `json:"violations"`
+	Gaps       []client.Gap       `json:"gaps"`
+	Problems   []client.Problem   `json:"problems"`
+	Violations []client.Violation `json:"violations"`
 }
 
 // Bound keeps at most MaxListed of each list and returns the full lists
 // when it cut any (nil when all fit).
 func (rr *ResolveResult) Bound(file string) *Preflight {
-	var viol []policy.Violation
+	var viol []client.Violation
 	if rr.Policy != nil {
 		viol = rr.Policy.Violations
 	}

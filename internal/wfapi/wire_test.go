@@ -1,63 +1,141 @@
 package wfapi
 
 import (
-	"bytes"
+	"encoding"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/capflow/capflow/client"
-	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/verdict"
 )
 
-// The worker's result (its domain types) is exactly the client's wire
-// type: every field of a full result decodes into client.Result with no
-// field unknown to it, and encodes back to the same bytes.
-func TestResultIsTheClientsWireType(t *testing.T) {
-	ms := int64(3)
-	env := envelope.Envelope{ToolID: "t", ExitCode: 1, Timestamp: "2026-01-01T00:00:00.000Z", Message: "m", Data: map[string]any{"k": "v"},
-		DurationMS: 4, Feedback: []envelope.Feedback{{Phase: "p", Level: "info", Message: "f", Timestamp: "x", Detail: "d", DurationMS: &ms}},
-		Error: &envelope.ErrorInfo{Code: caperr.RetryExhausted, Severity: caperr.High, Cause: caperr.ToolFailure}}
-	step := StepResult{ID: "a", Capability: "x.y", Status: StepFailed, Tool: "t", Version: "1", Attempts: 2, Reason: "r", Critical: true,
-		StartedAt: "s", EndedAt: "e", DurationMS: 5, DataFile: "f", DataSHA256: "h", Envelope: &env, EnvelopeFile: "ef", JoinNote: "j",
-		Execution: "local", InputsSHA256: "i", ReusedFrom: "w", CacheKey: "k", CachedFrom: "cf",
-		Artifacts: []Artifact{{Pointer: "/out", Path: "/p", SHA256: "s", Bytes: 1}}, ItemCounts: &ItemCounts{Count: 1, Succeeded: 1}, Items: []ItemResult{{Index: 0, Status: StepSucceeded, Attempts: 1, Reason: "ok"}},
-		Child:     &ChildRun{WorkflowID: "c", RunID: "r", Status: StatusPassed, Report: ReportPaths{JSON: "j", Markdown: "m"}},
-		Waiting:   &Wait{ID: "a#1", Kind: WaitDecision, Prompt: "p", Since: "s", Until: "u", Actions: WaitDecision.Actions()},
-		Decisions: []Decision{{Wait: "a#1", Kind: WaitDecision, Action: ActionRetry, By: "b", Comment: "c", At: "t", Before: "failed X"}}}
-	res := Result{Status: StatusFailed, Plan: "p", Message: "m", WorkflowID: "w", RunID: "r", Steps: []StepResult{step},
-		StepCounts: map[StepState]int{StepFailed: 1}, StepsOmitted: 1, Segments: 2,
-		Gaps: []gap.Gap{{StepID: "g", MissingCapability: "c", Reason: "r", ReasonMessage: "rm", ReasonDetails: map[string]any{"a": 1.0},
-			ProposedToolName: "n", ProposedInputSchema: map[string]any{"type": "object"}, ProposedOutputSchema: map[string]any{}, Priority: "high"}},
-		Resolution: []gap.StepResolution{{StepID: "a", Capability: "x.y", Tool: "t", Version: "1", Digest: "d", Source: "s", Reason: "r"}},
-		Policy: &policy.Report{Source: "policy.yaml", Allowed: false, Violations: []policy.Violation{{Rule: "deny", StepID: "a", Message: "m"}},
-			Limits: map[string]int{"max_parallel": 2}, MaxParallel: 2, Notes: []string{"n"}},
-		Problems: []verdict.Problem{{File: "f", Line: 1, Column: 2, Field: "x", Message: "m", Code: caperr.InvalidInput}},
-		Omitted:  &Omitted{Gaps: 1, Problems: 2, Violations: 3, File: PreflightFile}, Route: &RouteInfo{Kind: "rule", ID: "r"},
-		Report: ReportPaths{JSON: "r.json", Markdown: "r.md"}, Outputs: map[string]any{"o": "v"}, Warnings: []string{"w"},
-		LostHosts: []string{"h"}, StartedAt: "s", EndedAt: "e", DurationMS: 9, URL: "u"}
-	raw, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var wire client.Result
-	if err := dec.Decode(&wire); err != nil {
-		t.Fatalf("the client's Result does not hold the worker's: %v", err)
-	}
-	again, _ := json.Marshal(wire)
-	if !bytes.Equal(raw, again) {
-		t.Errorf("the client's Result loses or changes fields:\nworker %s\nclient %s", raw, again)
+// wirePairs are the domain types the worker converts to the client's wire
+// types (Wire), and those types.
+var wirePairs = []struct{ domain, wire reflect.Type }{
+	{reflect.TypeFor[envelope.Envelope](), reflect.TypeFor[client.Envelope]()},
+	{reflect.TypeFor[envelope.Feedback](), reflect.TypeFor[client.Feedback]()},
+	{reflect.TypeFor[envelope.ErrorInfo](), reflect.TypeFor[client.ErrorInfo]()},
+	{reflect.TypeFor[gap.Gap](), reflect.TypeFor[client.Gap]()},
+	{reflect.TypeFor[gap.StepResolution](), reflect.TypeFor[client.Resolution]()},
+	{reflect.TypeFor[policy.Report](), reflect.TypeFor[client.PolicyReport]()},
+	{reflect.TypeFor[policy.Violation](), reflect.TypeFor[client.Violation]()},
+	{reflect.TypeFor[verdict.Problem](), reflect.TypeFor[client.Problem]()},
+}
+
+// Each domain type has the JSON fields of its wire type, of the same
+// kinds, by reflection: a field added to one and not the other fails.
+func TestDomainTypesMatchTheWire(t *testing.T) {
+	for _, p := range wirePairs {
+		d, w := jsonFields(p.domain), jsonFields(p.wire)
+		for name, kind := range d {
+			if w[name] != kind {
+				t.Errorf("%s.%s is %s; %s has %q", p.domain, name, kind, p.wire, w[name])
+			}
+		}
+		for name := range w {
+			if _, ok := d[name]; !ok {
+				t.Errorf("%s has %s; %s does not", p.wire, name, p.domain)
+			}
+		}
 	}
 }
 
-// The run statuses the client names are the preflight's.
-func TestStatusesMatchPreflight(t *testing.T) {
-	if string(StatusPartialComplete) != verdict.PartialComplete || string(StatusBlockedByPolicy) != verdict.BlockedByPolicy || string(StatusInvalid) != verdict.Invalid {
-		t.Error("client statuses differ from the preflight's")
+// Wire keeps every value: a domain value with every field set encodes to
+// the JSON of what it converts to.
+func TestWireKeepsEveryField(t *testing.T) {
+	env := fill(reflect.TypeFor[envelope.Envelope]()).Interface().(envelope.Envelope)
+	g := fill(reflect.TypeFor[gap.Gap]()).Interface().(gap.Gap)
+	r := fill(reflect.TypeFor[gap.StepResolution]()).Interface().(gap.StepResolution)
+	pr := fill(reflect.TypeFor[policy.Report]()).Interface().(policy.Report)
+	pb := fill(reflect.TypeFor[verdict.Problem]()).Interface().(verdict.Problem)
+	for _, c := range []struct {
+		name         string
+		domain, wire any
+	}{
+		{"envelope", env, env.Wire()},
+		{"envelope back", env, envelope.FromWire(env.Wire())},
+		{"gap", g, g.Wire()},
+		{"resolution", r, r.Wire()},
+		{"policy report", pr, pr.Wire()},
+		{"problem", pb, pb.Wire()},
+	} {
+		want, _ := json.Marshal(c.domain)
+		got, _ := json.Marshal(c.wire)
+		if string(got) != string(want) {
+			t.Errorf("%s: wire %s\nwant %s", c.name, got, want)
+		}
 	}
+}
+
+// jsonFields maps a struct's JSON field names to their kinds (a text
+// marshaler is a string, as it encodes).
+func jsonFields(t reflect.Type) map[string]string {
+	out := map[string]string{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = kindOf(f.Type)
+	}
+	return out
+}
+
+func kindOf(t reflect.Type) string {
+	switch {
+	case t.Implements(reflect.TypeFor[encoding.TextMarshaler]()):
+		return "string"
+	case t.Kind() == reflect.Pointer:
+		return "*" + kindOf(t.Elem())
+	case t.Kind() == reflect.Slice:
+		return "[]" + kindOf(t.Elem())
+	case t.Kind() == reflect.Map:
+		return "map[" + kindOf(t.Key()) + "]" + kindOf(t.Elem())
+	}
+	return t.Kind().String()
+}
+
+// fill is a value of t with every field set (not zero).
+func fill(t reflect.Type) reflect.Value {
+	v := reflect.New(t).Elem()
+	switch t.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Int, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		if t.Elem().Kind() == reflect.Struct && t.Elem().PkgPath() != "" && !strings.Contains(t.Elem().PkgPath(), "capflow") {
+			return v // another module's type (a manifest's schema...): left nil
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(fill(t.Elem()))
+		v.Set(p)
+	case reflect.Slice:
+		v.Set(reflect.Append(reflect.MakeSlice(t, 0, 1), fill(t.Elem())))
+	case reflect.Map:
+		m := reflect.MakeMap(t)
+		m.SetMapIndex(fill(t.Key()), fill(t.Elem()))
+		v.Set(m)
+	case reflect.Interface:
+		v.Set(reflect.ValueOf("v"))
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && f.Tag.Get("json") != "-" {
+				v.Field(i).Set(fill(f.Type))
+			}
+		}
+	}
+	return v
 }
