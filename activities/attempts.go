@@ -12,6 +12,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -108,7 +109,7 @@ func readAttempts(stepDir string) []report.Attempt {
 func transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
-		out[s.ID] = report.Transitions(s, readAttempts(filepath.Join(runDir, "steps", safeName(s.ID))))
+		out[s.ID] = report.Transitions(s, readAttempts(runfolder.Step(runDir, s.ID, -1)))
 	}
 	return out
 }

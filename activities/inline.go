@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -15,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -165,9 +164,9 @@ func (a *Activities) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext
 
 // stepFolder is a step's (or an item's) folder in its run's folder.
 func stepFolder(runDir string, step wfapi.StepCall) string {
-	dir := filepath.Join(runDir, "steps", safeName(step.ID))
+	index := -1
 	if step.Item != nil {
-		dir = filepath.Join(dir, "items", strconv.Itoa(step.Item.Index))
+		index = step.Item.Index
 	}
-	return dir
+	return runfolder.Step(runDir, step.ID, index)
 }

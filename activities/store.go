@@ -15,6 +15,7 @@ import (
 	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -94,7 +95,7 @@ func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, 
 		if a.ownFile(in.WorkflowID, art) {
 			continue
 		}
-		local := filepath.Join(in.RunDir, "steps", safeName(id), "artifacts", names[i])
+		local := filepath.Join(runfolder.Step(in.RunDir, id, -1), "artifacts", names[i])
 		if folder := RunFolderName(in.WorkflowID); strings.Contains(art.Path, "/"+folder+"/") {
 			if p, ok := localPath(in.RunDir, folder, art.Path, id); ok {
 				local = p

@@ -289,13 +289,6 @@ func (s *scheduler) awaitDecision(st *stepState) {
 	if st.env.Error != nil {
 		code = st.env.Error.Code
 	}
-	s.await(st, wfapi.WaitDecision, fmt.Sprintf("%s failed (%s): %s; retry, skip or fail?", st.step.ID, code, firstLine(st.env.Message)), 0,
+	s.await(st, wfapi.WaitDecision, fmt.Sprintf("%s failed (%s): %s; retry, skip or fail?", st.step.ID, code, caperr.FirstLine(st.env.Message)), 0,
 		fmt.Sprintf("failed %s", code), st.env.Message)
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

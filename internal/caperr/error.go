@@ -128,3 +128,11 @@ func As(err error, code Code) *Error {
 	}
 	return Wrap(code, err, "")
 }
+
+// FirstLine is a message's first line (a headline: the rest is detail).
+func FirstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

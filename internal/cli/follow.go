@@ -147,7 +147,7 @@ func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[st
 			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.Attempt-1, firstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts)
+				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.Attempt-1, caperr.FirstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts)
 			}
 		}
 		if pa.Heartbeat == nil {
@@ -160,7 +160,7 @@ func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[st
 		if hb.Latest == nil {
 			continue
 		}
-		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, firstLine(hb.Latest.Message))
+		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, caperr.FirstLine(hb.Latest.Message))
 		if seen[step] == line {
 			continue
 		}
@@ -192,13 +192,6 @@ func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string
 		}
 	}
 	seen[key] = strconv.Itoa(hb.LineSeq)
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // progressKey keeps the last progress line of a large run among the seen

@@ -112,7 +112,7 @@ func importTool(base, server, prefix string, info *mcp.Implementation, t *mcp.To
 		return nil, fmt.Errorf("no capability can be made of its name (%q)", capability)
 	}
 	desc := strings.TrimSpace(t.Description)
-	short := strings.TrimSpace(firstLine(desc))
+	short := strings.TrimSpace(caperr.FirstLine(desc))
 	if len(short) > 200 {
 		short = short[:200] + "…"
 	}

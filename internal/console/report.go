@@ -59,7 +59,7 @@ func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	cfg := s.o.Project.Config
 	// Beneath the step's folder: a link the tool left there (input.json
 	// pointing out of it) is refused.
-	stepDir := filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id), "steps", runfolder.Safe(step))
+	stepDir := runfolder.Step(filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id)), step, -1)
 	raw, err := beneath.ReadFile(stepDir, toolrun.InputFile, MaxInputs, "inputs")
 	if err != nil {
 		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host; %v)", step, err))

@@ -179,16 +179,9 @@ func (m *Machine) Warnings() []string {
 		for _, id := range m.ids {
 			n := m.nodes[id]
 			if n.state == Failed && Severity(n.code, n.cause) == sev {
-				out = append(out, fmt.Sprintf("%s %s failed (%s): %s", sev, id, n.code, firstLine(n.reason)))
+				out = append(out, fmt.Sprintf("%s %s failed (%s): %s", sev, id, n.code, caperr.FirstLine(n.reason)))
 			}
 		}
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

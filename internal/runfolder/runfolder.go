@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -57,4 +59,15 @@ func Safe(s string) string {
 		return fmt.Sprintf("run-%x", s)
 	}
 	return string(out)
+}
+
+// Step is a step's folder in its run's folder: runDir/steps/<Safe(id)>,
+// and for item index of a for_each step (index >= 0) items/<index>
+// beneath it.
+func Step(runDir, id string, index int) string {
+	dir := filepath.Join(runDir, "steps", Safe(id))
+	if index >= 0 {
+		dir = filepath.Join(dir, "items", strconv.Itoa(index))
+	}
+	return dir
 }

@@ -109,9 +109,7 @@ func contentText(cs []mcp.Content) string {
 }
 
 func firstLine(s string, max int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
+	s = caperr.FirstLine(s)
 	if len(s) > max {
 		// On a character's boundary: a cut through one is invalid UTF-8,
 		// which JSON does not carry as it is.
