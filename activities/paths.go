@@ -132,3 +132,12 @@ func appError(err error, details ...any) error {
 	return temporal.NewApplicationErrorWithOptions(err.Error(), string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !caperr.Lookup(code).Retryable, Details: details})
 }
+
+// StepFailed is a failed step's activity error (RunTool's, and plan
+// tests' answers): its code as the type, retryable only when the code is
+// and the tool is idempotent, the result (its envelope) in the details.
+func StepFailed(code caperr.Code, idempotent bool, res *wfapi.RunToolResult) error {
+	retryable := caperr.Lookup(code).Retryable && idempotent
+	return temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
+		NonRetryable: !retryable, Details: []any{res}})
+}

@@ -241,7 +241,6 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	if env.Error != nil {
 		code = env.Error.Code
 	}
-	retryable := caperr.Lookup(code).Retryable && r.in.Step.Idempotent
 	if why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts); why != "" {
 		env.Message += " (" + why + ")"
 		env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: why, Timestamp: envelope.Timestamp(envelope.Now())})
@@ -258,9 +257,8 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
 	}
 	fit(res, r.stepDir)
-	r.log.Info("step failed", "code", code, "retryable", retryable, "message", res.Envelope.Message)
-	return nil, temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
-		NonRetryable: !retryable, Details: []any{res}})
+	r.log.Info("step failed", "code", code, "idempotent", r.in.Step.Idempotent, "message", res.Envelope.Message)
+	return nil, StepFailed(code, r.in.Step.Idempotent, res)
 }
 
 // succeed keeps a succeeded attempt's envelope: its data by reference when

@@ -153,7 +153,7 @@ func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
 // checkDecision refuses a decision the step would never read: on a step
 // that never waits, of the wrong kind, or saying nothing.
 func (l *loader) checkDecision(path []string, step *plan.Step, d *GivenDecision, item bool) {
-	approve := step.Capability == "flow.approve"
+	approve := l.s.waitsForPerson(step.ID)
 	switch {
 	case item:
 		l.problem(path, "items do not wait for people: give the decision on %s itself", step.ID)

@@ -37,7 +37,7 @@ func (s *Suite) HappyPath() *Case {
 	steps := map[string]Given{}
 	yes := true
 	for _, st := range s.Plan.Steps {
-		if st.Capability == "flow.approve" {
+		if s.waitsForPerson(st.ID) {
 			// The happy path: every approval given.
 			steps[st.ID] = Given{Decision: &GivenDecision{Approved: &yes, By: "plan test (generated)"}}
 		}

@@ -17,10 +17,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	sdkclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -136,9 +136,7 @@ func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 			msg = fmt.Sprintf("%s failed (%s, given by the case)", label, code)
 		}
 		env := envelope.NewBuilder(in.Step.Tool).Fail(code, msg, nil)
-		res := &wfapi.RunToolResult{Envelope: env, Attempt: attempt}
-		retryable := caperr.Lookup(code).Retryable && in.Step.Idempotent
-		return nil, temporal.NewApplicationErrorWithOptions(msg, string(code), temporal.ApplicationErrorOptions{NonRetryable: !retryable, Details: []any{res}})
+		return nil, activities.StepFailed(code, in.Step.Idempotent, &wfapi.RunToolResult{Envelope: env, Attempt: attempt})
 	}
 	gen := t.r.resultOf(in.Step.Tool, in.Step.Version)
 	data := gen.data

@@ -9,8 +9,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/project"
@@ -135,3 +137,15 @@ func (s *Suite) resultOf(tool, version string) generatedResult {
 
 // Close removes the test runs' folders.
 func (s *Suite) Close() { _ = os.RemoveAll(s.runsDir) }
+
+// waitsForPerson reports whether a step's tool waits for a person's
+// decision (a builtin's declared trait: flow.approve's), as the run
+// resolves it.
+func (s *Suite) waitsForPerson(id string) bool {
+	for _, r := range s.Report.Resolution {
+		if r.StepID == id && r.Manifest != nil {
+			return r.Manifest.Entrypoint.Type == manifest.EntryBuiltin && builtin.TraitsOf(r.Manifest.Entrypoint.Name).WaitsForPerson
+		}
+	}
+	return false
+}
