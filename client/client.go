@@ -157,6 +157,10 @@ func (r *Run) Resume(ctx context.Context, by string) (*ControlAnswer, error) {
 // Decide answers a waiting step (approve, reject, retry, skip, fail).
 // updateID makes a repeated call one decision ("": a new one each time).
 func (r *Run) Decide(ctx context.Context, updateID string, req DecideRequest) (*ControlAnswer, error) {
+	if err := req.Check(); err != nil {
+		// Refused here as the run would: no round trip for it.
+		return nil, &Refused{Reason: err.Error()}
+	}
 	return r.Update(ctx, UpdateDecide, updateID, req)
 }
 

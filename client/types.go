@@ -1,9 +1,12 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/capflow/capflow/defaults"
 )
@@ -131,6 +134,35 @@ type DecideRequest struct {
 	// Timeout (retry only) replaces the step's start-to-close timeout
 	// for the retried attempt ("extend"), as a Go duration.
 	Timeout string `json:"timeout,omitempty"`
+}
+
+// A decision's by and comment are bounded (they are kept in the run's
+// result and report).
+const (
+	MaxDecisionBy      = 256
+	MaxDecisionComment = 16 << 10
+)
+
+// Check refuses what no run takes, whatever it waits for: a decision
+// without who made it, a by or comment past its bound, a timeout that is
+// not a positive duration or not with retry. The run checks it again (its
+// update validator), with the step's wait.
+func (r DecideRequest) Check() error {
+	switch {
+	case strings.TrimSpace(r.By) == "":
+		return errors.New("a decision needs who made it (by)")
+	case len(r.By) > MaxDecisionBy || len(r.Comment) > MaxDecisionComment:
+		// Unbounded, a 1.5 MB comment failed the workflow task.
+		return fmt.Errorf("a decision's by is at most %d bytes and its comment at most %d (this one: %d and %d)", MaxDecisionBy, MaxDecisionComment, len(r.By), len(r.Comment))
+	case r.Timeout == "":
+		return nil
+	case r.Action != ActionRetry:
+		return errors.New("a decision's timeout goes with retry only")
+	}
+	if d, err := time.ParseDuration(r.Timeout); err != nil || d <= 0 {
+		return fmt.Errorf("timeout %q is not a positive duration like 30s or 5m", r.Timeout)
+	}
+	return nil
 }
 
 // DecisionID is the update ID that makes a decision idempotent: the same

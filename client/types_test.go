@@ -129,3 +129,29 @@ func TestCronIsFiveFields(t *testing.T) {
 		}
 	}
 }
+
+// A decision no run takes is refused before it is sent, with the run's
+// own words.
+func TestDecideRequestCheck(t *testing.T) {
+	for _, c := range []struct {
+		req  DecideRequest
+		want string
+	}{
+		{DecideRequest{Step: "s", Action: ActionApprove, By: "ann"}, ""},
+		{DecideRequest{Step: "s", Action: ActionRetry, By: "ann", Timeout: "5m"}, ""},
+		{DecideRequest{Step: "s", Action: ActionApprove, By: "  "}, "a decision needs who made it (by)"},
+		{DecideRequest{Step: "s", Action: ActionApprove, By: strings.Repeat("b", MaxDecisionBy+1)}, "a decision's by is at most 256 bytes and its comment at most 16384 (this one: 257 and 0)"},
+		{DecideRequest{Step: "s", Action: ActionApprove, By: "ann", Comment: strings.Repeat("c", MaxDecisionComment+1)}, "a decision's by is at most 256 bytes and its comment at most 16384 (this one: 3 and 16385)"},
+		{DecideRequest{Step: "s", Action: ActionSkip, By: "ann", Timeout: "5m"}, "a decision's timeout goes with retry only"},
+		{DecideRequest{Step: "s", Action: ActionRetry, By: "ann", Timeout: "-5m"}, `timeout "-5m" is not a positive duration like 30s or 5m`},
+		{DecideRequest{Step: "s", Action: ActionRetry, By: "ann", Timeout: "soon"}, `timeout "soon" is not a positive duration like 30s or 5m`},
+	} {
+		got := ""
+		if err := c.req.Check(); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("%+v: %q, want %q", c.req, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -42,11 +43,7 @@ func (s *scheduler) startBatch(st *stepState) {
 	if par <= 0 {
 		par = len(items)
 	}
-	stopAfter := -1
-	if s.rr.FailurePolicy != plan.ContinueAll {
-		c := itemCounts(fe)
-		stopAfter = max(step.Tolerate.Allowed(c.Count-c.Skipped)-c.Failed, 0)
-	}
+	stopAfter := dag.BatchStopAfter(tally(fe), step.Tolerate, s.rr.FailurePolicy)
 	in := wfapi.ItemsInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter,
 		LocalFlush: s.rr.LocalFlush, LocalAttempts: s.rr.LocalAttempts, InlineFlushBytes: s.rr.InlineFlushBytes, InlineBatch: s.rr.InlineBatch}
 	if fe.inline {

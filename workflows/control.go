@@ -107,37 +107,19 @@ func (s *scheduler) resume(req ControlRequest) wfapi.ControlAnswer {
 // what may start.
 func (s *scheduler) wakeUp() { s.wake.SendAsync(true) }
 
-// A decision's by and comment are bounded (they are kept in the run's
-// result and report).
-const (
-	MaxDecisionBy      = 256
-	MaxDecisionComment = 16 << 10
-)
-
 // validDecision is the decide update's validator.
 func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 	st := s.steps[req.Step]
 	switch {
 	case st == nil:
 		return fmt.Errorf("the run has no step %q%s", req.Step, s.stepPhrase(req.Step))
-	case strings.TrimSpace(req.By) == "":
-		return errors.New("a decision needs who made it (by)")
-	case len(req.By) > MaxDecisionBy || len(req.Comment) > MaxDecisionComment:
-		// Unbounded, a 1.5 MB comment failed the workflow task (the
-		// hostile audit's L9). A validator's refusal is not in history.
-		return fmt.Errorf("a decision's by is at most %d bytes and its comment at most %d (this one: %d and %d)", MaxDecisionBy, MaxDecisionComment, len(req.By), len(req.Comment))
+	case req.Check() != nil:
+		// A validator's refusal is not in history.
+		return req.Check()
 	case st.wait == nil:
 		return errors.New(client.NotWaiting(req.Step, s.status(req.Step), st.decisions))
 	case !slices.Contains(st.wait.Actions, req.Action):
 		return fmt.Errorf("step %s waits for %s: answer with %s, not %q", req.Step, st.wait.Kind, actionList(st.wait.Actions), req.Action)
-	}
-	if req.Timeout != "" {
-		if req.Action != wfapi.ActionRetry {
-			return errors.New("--timeout goes with retry only")
-		}
-		if d, err := time.ParseDuration(req.Timeout); err != nil || d <= 0 {
-			return fmt.Errorf("timeout %q is not a positive duration like 30s or 5m", req.Timeout)
-		}
 	}
 	return nil
 }
@@ -178,28 +160,29 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 	if req.Comment != "" {
 		data["comment"] = req.Comment
 	}
+	reason := ""
 	switch req.Action {
 	case wfapi.ActionApprove:
 		msg := "approved by " + req.By + commentText(req.Comment)
 		st.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: now, Data: data, Message: msg,
 			Feedback: []envelope.Feedback{{Phase: "approve", Level: envelope.LevelInfo, Message: msg, Timestamp: now}}}
-		s.endWait(st, dag.Succeeded, "")
 	case wfapi.ActionReject:
 		st.env = s.synthEnvelope(st.step.Tool, caperr.Rejected, fmt.Sprintf("rejected by %s%s", req.By, commentText(req.Comment)))
 		st.env.Data = data
-		s.endWait(st, dag.Failed, st.env.Message)
-	case wfapi.ActionRetry:
+		reason = st.env.Message
+	case wfapi.ActionSkip:
+		reason = fmt.Sprintf("%s; skipped by %s%s", w.failure, req.By, commentText(req.Comment))
+	case wfapi.ActionFail:
+		reason = fmt.Sprintf("%s; failed by %s%s", w.failure, req.By, commentText(req.Comment))
+	}
+	code, cause := errorCodes(st.env)
+	if s.m.Decide(st.step.ID, dag.Decision(req.Action), code, cause, reason) {
 		st.retries++
 		if req.Timeout != "" {
 			st.timeout, _ = time.ParseDuration(req.Timeout)
 		}
 		st.env = nil
 		s.start(st)
-	case wfapi.ActionSkip:
-		s.m.MarkDecided(st.step.ID)
-		s.endWait(st, dag.Skipped, fmt.Sprintf("%s; skipped by %s%s", w.failure, req.By, commentText(req.Comment)))
-	case wfapi.ActionFail:
-		s.endWait(st, dag.Failed, fmt.Sprintf("%s; failed by %s%s", w.failure, req.By, commentText(req.Comment)))
 	}
 	s.wakeUp()
 	return wfapi.ControlAnswer{Status: s.res.Status, Step: req.Step, State: s.status(req.Step), Message: fmt.Sprintf("%s: %s", req.Step, d)}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -79,7 +80,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.inlineDue()) {
 			launch()
 		}
-		if in.StopAfterFailures >= 0 && failures > in.StopAfterFailures && !stopped {
+		if dag.BatchStops(failures, in.StopAfterFailures) && !stopped {
 			stop()
 		}
 		if !x.settle(sel) {

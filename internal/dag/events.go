@@ -59,6 +59,37 @@ func (m *Machine) End(id string, to State, code, cause caperr.Code, reason strin
 	m.Examine(m.dependents[id]...)
 }
 
+// Decision is an operator's answer to a waiting step (docs/run-control.md).
+type Decision string
+
+// The decisions.
+const (
+	Approve Decision = "approve"
+	Reject  Decision = "reject"
+	Retry   Decision = "retry"
+	Skip    Decision = "skip"
+	FailIt  Decision = "fail"
+)
+
+// decisionEnds is where a decision leaves a waiting step (retry: nowhere,
+// its tool runs again).
+var decisionEnds = map[Decision]State{Approve: Succeeded, Reject: Failed, Skip: Skipped, FailIt: Failed}
+
+// Decide carries out a decision on a waiting step: it ends as the table
+// says (a skipped one counts as decided: absorbed, it fails no run), or, again
+// true, its tool runs again (the driver starts it).
+func (m *Machine) Decide(id string, d Decision, code, cause caperr.Code, reason string) (again bool) {
+	to, ok := decisionEnds[d]
+	if !ok {
+		return true
+	}
+	if d == Skip {
+		m.MarkDecided(id)
+	}
+	m.End(id, to, code, cause, reason)
+	return false
+}
+
 // Cancel: the step was cancelled (the run stopped while it ran).
 func (m *Machine) Cancel(id, reason string) {
 	m.move(m.nodes[id], Cancelled, reason, "")

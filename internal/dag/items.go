@@ -52,3 +52,17 @@ func ItemsEnd(t Tally, tol *plan.Tolerate, runStopped bool) (to State, done bool
 	}
 	return Succeeded, true
 }
+
+// BatchStopAfter is how many of a batch's items may still fail before the
+// batch stops starting more (what tolerate still allows a step whose
+// items so far tally t), or -1: never, under continue_all.
+func BatchStopAfter(t Tally, tol *plan.Tolerate, policy string) int {
+	if policy == plan.ContinueAll {
+		return -1
+	}
+	return max(t.Allowed(tol)-t.Failed, 0)
+}
+
+// BatchStops reports whether a batch that saw failures of its items
+// stops starting more (stopAfter from BatchStopAfter).
+func BatchStops(failures, stopAfter int) bool { return stopAfter >= 0 && failures > stopAfter }
