@@ -129,8 +129,8 @@ func TestForEachInBatches(t *testing.T) {
 	// Not tolerated under fail_fast: the step fails, later batches never start.
 	res, f = execute(t, fmtS(src, ""), map[string]behaviour{"each[1]": fail(caperr.TestFailure)})
 	each = stepResult(res, "each")
-	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || f.calls["each[6]"] != 0 || each.ItemCounts.Failed != 1 {
-		t.Fatalf("fail_fast: %s [%s] %+v calls %v", res.Status, states(res), each.ItemCounts, f.calls)
+	if res.Status != wfapi.StatusFailed || each.Status != wfapi.StepFailed || f.callsOf("each[6]") != 0 || each.ItemCounts.Failed != 1 {
+		t.Fatalf("fail_fast: %s [%s] %+v", res.Status, states(res), each.ItemCounts)
 	}
 }
 

@@ -90,6 +90,14 @@ type fakes struct {
 	queues      map[string]string
 }
 
+// callsOf is how many times key ran, read under the lock: a cancelled
+// activity may still be ending when its workflow did.
+func (f *fakes) callsOf(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[key]
+}
+
 func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
 	return f.resolved, nil
 }

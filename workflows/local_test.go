@@ -288,11 +288,11 @@ func TestInlineQueueCancelled(t *testing.T) {
 		rr.Steps[i].Local, rr.Steps[i].Inline = true, true
 	}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
-	evaluated := 0
+	var evaluated atomic.Int64
 	// Every batch evaluates its first step, slowly: the rest run as local
 	// activities, and the run is cancelled meanwhile.
 	eng := func(calls []wfapi.RunToolInput) wfapi.InlineBatch {
-		evaluated++
+		evaluated.Add(1)
 		time.Sleep(20 * time.Millisecond)
 		env := envelope.NewBuilder(calls[0].Step.Tool).Succeed("ok", map[string]any{})
 		return wfapi.InlineBatch{Outcomes: []wfapi.InlineOutcome{{OK: true, Result: &wfapi.RunToolResult{Envelope: env, Attempt: 1}, Size: 300}}}
@@ -312,8 +312,11 @@ func TestInlineQueueCancelled(t *testing.T) {
 			t.Errorf("step %s cancelled while queued reports %q", st.ID, st.Execution)
 		}
 	}
-	if res.Status != wfapi.StatusCancelled || evaluated != 1 || counts[wfapi.StepCancelled] != 50 || len(f.calls) != 0 {
-		t.Fatalf("%s: %d batches, steps %v, %d local activities", res.Status, evaluated, counts, len(f.calls))
+	f.mu.Lock()
+	local := len(f.calls)
+	f.mu.Unlock()
+	if res.Status != wfapi.StatusCancelled || evaluated.Load() != 1 || counts[wfapi.StepCancelled] != 50 || local != 0 {
+		t.Fatalf("%s: %d batches, steps %v, %d local activities", res.Status, evaluated.Load(), counts, local)
 	}
 }
 
