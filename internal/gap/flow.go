@@ -44,7 +44,7 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 	props, _ := in["properties"].(map[string]any)
 	for _, r := range requiredOf(in) {
 		if _, ok := s.With[r]; !ok {
-			out = append(out, schema.Issue{Path: "with." + r, Message: fmt.Sprintf("%s requires input %q and the step does not supply it", m.Name, r)})
+			out = append(out, schema.Issue{Path: "with." + r, Message: fmt.Sprintf("%s requires input %q and the step does not supply it", m.Name, r), Own: true})
 		}
 	}
 	keys := make([]string, 0, len(s.With))
@@ -56,7 +56,8 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 		ps, declared := props[k].(map[string]any)
 		if !declared {
 			if ap, ok := in["additionalProperties"].(bool); ok && !ap {
-				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(slices.Sorted(maps.Keys(props)), ", "))})
+				known := slices.Sorted(maps.Keys(props))
+				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(known, ", ")), Own: true, Key: k, Known: known})
 			} else if apm, ok := in["additionalProperties"].(map[string]any); ok {
 				out = append(out, c.flow(s.With[k], apm, "with."+k)...)
 			}
@@ -166,7 +167,7 @@ func (c *checker) literal(v any, cons map[string]any, at string) []schema.Issue 
 	}
 	var out []schema.Issue
 	for _, viol := range s.Validate(v) {
-		out = append(out, schema.Issue{Path: prefix(at, strings.Join(viol.Path, ".")), Message: "literal value: " + viol.Message})
+		out = append(out, schema.Issue{Path: prefix(at, strings.Join(viol.Path, ".")), Message: "literal value: " + viol.Message, Own: true})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
@@ -75,15 +76,16 @@ func TestReasons(t *testing.T) {
 		name    string
 		steps   string
 		reason  string // "" = no gap for step "s"
-		message string
+		message string // the gap's, or with no reason, the problem's at line 3
 	}{
 		{"covered", `- {id: s, capability: file.checksum, with: {path: a.txt}}`, "", ""},
 		{"invalid capability", `- {id: s, capability: Checksum}`, InvalidCapability, "is not a capability"},
 		{"no match", `- {id: s, capability: file.checksums, with: {path: a}}`, NoCapabilityMatch, "similar: file.checksum"},
 		{"bad pin", `- {id: s, capability: file.checksum, tool: other-tool}`, NoCapabilityMatch, "pinned tool other-tool"},
-		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, SchemaIncompatible, `requires input "text"`},
-		{"unknown input", `- {id: s, capability: text.count, with: {text: a, txt: b}}`, SchemaIncompatible, `takes no input "txt"`},
-		{"literal of wrong type", `- {id: s, capability: text.count, with: {text: a, limit: 0}}`, SchemaIncompatible, "literal value"},
+		// The plan's own typos are positioned problems, not missing tools.
+		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, "", `requires input "text"`},
+		{"unknown input", `- {id: s, capability: text.count, with: {text: a, txt: b}}`, "", `takes no input "txt" (did you mean "text"?)`},
+		{"literal of wrong type", `- {id: s, capability: text.count, with: {text: a, limit: 0}}`, "", "literal value"},
 		{"low confidence", `- {id: s, capability: file.checksum, with: {path: a}, coverage_confidence: 0.4, coverage_rationale: guess}`, LowConfidence, "0.40 is below"},
 		{"dependency", `- {id: s, capability: video.convert, with: {input: a.webm}}`, DependencyUnavailable, "missing-ffmpeg"},
 		{"contract mismatch", `- {id: s, capability: text.count, with: {text: a}, capability_contract: {output_schema: {type: object, required: [total], properties: {total: {type: integer}}}}}`, SchemaIncompatible, "total"},
@@ -92,6 +94,13 @@ func TestReasons(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := mustPlan(t, "name: t\nsteps:\n  "+tt.steps+"\n")
 			res := Check(p, reg, Options{MinConfidence: 0.7, Deps: fakeDeps{}})
+			if tt.reason == "" && tt.message != "" {
+				if len(res.Gaps) > 0 || len(res.Problems) != 1 || res.Problems[0].Line != 3 || res.Problems[0].Code != caperr.InvalidInput ||
+					!strings.HasPrefix(res.Problems[0].Field, "steps[0].with") || !strings.Contains(res.Problems[0].Message, tt.message) {
+					t.Fatalf("want a problem (%q) at line 3: gaps %+v problems %v", tt.message, res.Gaps, res.Problems)
+				}
+				return
+			}
 			if tt.reason == "" {
 				if len(res.Gaps) > 0 || len(res.Resolution) != 1 || res.Resolution[0].Digest == "" {
 					t.Fatalf("want covered: %+v", res)
@@ -201,8 +210,9 @@ func TestCompatibilityBeforeRank(t *testing.T) {
 	if len(res.Resolution) != 1 || res.Resolution[0].Tool != "square-int" {
 		t.Fatalf("want square-int, got %+v", res.Resolution)
 	}
-	// Nothing fits: one gap that says why each candidate was refused.
-	res = Check(mustPlan(t, "name: p\nsteps:\n  - {id: sq, capability: num.square, with: {n: [1]}}\n"), reg, Options{})
+	// Nothing fits what flows in: one gap that says why each candidate
+	// was refused (a literal that fits none is the plan's typo: a problem).
+	res = Check(mustPlan(t, "name: p\ninputs: {l: {type: array}}\nsteps:\n  - {id: sq, capability: num.square, with: {n: \"${inputs.l}\"}}\n"), reg, Options{})
 	if len(res.Gaps) != 1 || res.Gaps[0].Reason != SchemaIncompatible {
 		t.Fatalf("want one schema_incompatible gap, got %+v", res.Gaps)
 	}
@@ -312,7 +322,7 @@ func TestServerNamesNeedTheirStart(t *testing.T) {
 // A proposal never names an existing tool: a file.read step whose inputs
 // file-read cannot take proposes a tool beside it, not one that shadows it.
 func TestProposalNeverShadowsATool(t *testing.T) {
-	p := mustPlan(t, "name: p\nsteps:\n  - {id: grab, capability: file.read, with: {path: x, encoding: ebcdic}}\n")
+	p := mustPlan(t, "name: p\ninputs: {e: {type: integer}}\nsteps:\n  - {id: grab, capability: file.read, with: {path: x, encoding: \"${inputs.e}\"}}\n")
 	res := Check(p, testRegistry(t), Options{})
 	if len(res.Gaps) != 1 || res.Gaps[0].Reason != SchemaIncompatible || res.Gaps[0].ProposedToolName != "file-read-grab" {
 		t.Fatalf("%+v", res.Gaps)

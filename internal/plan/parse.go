@@ -93,7 +93,7 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 		c.at(nil, "cannot read plan: %v", err)
 		return nil, c.probs
 	}
-	p.File = doc.File
+	p.File, p.root = doc.File, doc.Root
 	if p.FailurePolicy == "" {
 		p.FailurePolicy = FailFast
 	}

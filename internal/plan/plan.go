@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Failure policies.
@@ -59,6 +60,8 @@ type Plan struct {
 
 	// File is where the plan came from, for messages.
 	File string `json:"-"`
+	// root is the parsed file, for positions (nil: a plan built in code).
+	root *yamldoc.Node
 
 	byID map[string]*Step
 }
@@ -259,4 +262,15 @@ func (p *Plan) Order() []*Step {
 		sort.Strings(ready)
 	}
 	return out
+}
+
+// Pos is where a field of the plan is in its file, by its path (steps, 2,
+// with, max_bytes); the nearest enclosing field's when the path goes
+// further than the file; 0, 0 for a plan built in code.
+func (p *Plan) Pos(path ...string) (line, col int) {
+	if p.root == nil {
+		return 0, 0
+	}
+	pos := p.root.PosOf(path)
+	return pos.Line, pos.Column
 }

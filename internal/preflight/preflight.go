@@ -169,6 +169,9 @@ func Check(req Request) *Report {
 			what = "the plan is invalid"
 		}
 		r.Message = fmt.Sprintf("%s: %s", what, probs[0].Error())
+		if len(probs) > 1 {
+			r.Message += fmt.Sprintf(" (and %d more)", len(probs)-1)
+		}
 	case len(viol) > 0:
 		r.Status = BlockedByPolicy
 		r.Message = fmt.Sprintf("blocked by policy: %s", viol[0].Message)
