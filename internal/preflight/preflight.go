@@ -84,7 +84,11 @@ func ProblemsOf(ps caperr.Problems) []Problem {
 
 // InvalidReport is the report of a plan that did not parse.
 func InvalidReport(name string, probs caperr.Problems) *Report {
-	return &Report{Plan: name, Status: Invalid, Message: fmt.Sprintf("the plan is invalid: %d problem(s)", len(probs)),
+	msg := "the plan is invalid: " + probs[0].Error()
+	if len(probs) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(probs)-1)
+	}
+	return &Report{Plan: name, Status: Invalid, Message: msg,
 		Resolution: []gap.StepResolution{}, Gaps: []gap.Gap{}, Problems: ProblemsOf(probs),
 		Policy: PolicyReport{Allowed: true, Violations: []policy.Violation{}}}
 }

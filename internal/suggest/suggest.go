@@ -45,13 +45,44 @@ func Closest(word string, candidates []string, max int) []string {
 	return res
 }
 
-// Phrase renders ` (did you mean "x"?)` or "" when nothing is close.
+// Phrase renders ` (did you mean "x"?)` or "" when nothing is close:
+// what capflow calls a word other workflow tools use (depends_on: needs),
+// else a near spelling.
 func Phrase(word string, candidates []string) string {
-	c := Closest(word, candidates, 1)
+	c := synonymsOf(word, candidates)
+	if len(c) == 0 {
+		c = Closest(word, candidates, 1)
+	}
 	if len(c) == 0 {
 		return ""
 	}
 	return ` (did you mean "` + c[0] + `"?)`
+}
+
+// synonyms are field names of other workflow tools (GitHub Actions, Argo,
+// Dagu, Airflow, Ansible) and capflow's, suggested only where capflow's
+// name is a candidate.
+var synonyms = map[string]string{
+	"depends_on": "needs", "dependson": "needs", "depends": "needs", "dependencies": "needs", "after": "needs", "requires": "needs",
+	"if": "when", "condition": "when",
+	"args": "with", "arguments": "with", "params": "with", "parameters": "with",
+	"uses": "capability", "action": "capability", "task": "capability",
+	"foreach": "for_each", "loop": "for_each", "with_items": "for_each", "items": "for_each",
+	"retries": "retry", "continue_on_error": "on_failure", "ignore_errors": "on_failure",
+	"parallelism": "max_parallel", "concurrency": "max_parallel",
+}
+
+func synonymsOf(word string, candidates []string) []string {
+	want, ok := synonyms[strings.ToLower(strings.ReplaceAll(word, "-", "_"))]
+	if !ok {
+		return nil
+	}
+	for _, c := range candidates {
+		if c == want {
+			return []string{c}
+		}
+	}
+	return nil
 }
 
 // Distance is the optimal-string-alignment edit distance between a and

@@ -29,3 +29,20 @@ func TestClosest(t *testing.T) {
 		t.Error("Distance")
 	}
 }
+
+// Other workflow tools' words get capflow's, where it is a candidate.
+func TestSynonyms(t *testing.T) {
+	step := []string{"id", "capability", "with", "needs", "when", "for_each", "retry", "on_failure"}
+	for word, want := range map[string]string{
+		"depends_on": ` (did you mean "needs"?)`, "dependsOn": ` (did you mean "needs"?)`, "if": ` (did you mean "when"?)`,
+		"uses": ` (did you mean "capability"?)`, "retries": ` (did you mean "retry"?)`, "continue-on-error": ` (did you mean "on_failure"?)`,
+		"banana": "",
+	} {
+		if got := Phrase(word, step); got != want {
+			t.Errorf("%s: %q, want %q", word, got, want)
+		}
+	}
+	if got := Phrase("depends_on", []string{"name", "steps"}); got != "" {
+		t.Errorf("needs is no candidate there: %q", got)
+	}
+}
