@@ -210,3 +210,24 @@ func TestMisspelledKitIsAConfigError(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }
+
+// run of a plan whose request inputs are missing or wrong starts nothing:
+// exit 2 before any server is dialled (the address is unreachable).
+func TestRunRefusesBadInputsBeforeStarting(t *testing.T) {
+	root := repoRoot(t)
+	plan := filepath.Join(root, "plans/examples/media-to-drive.yaml")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `missing required input "url"`},
+		{[]string{"--input", "ulr=x", "--input", "url=https://youtu.be/x"}, `unknown input "ulr" (did you mean "url"?)`},
+	} {
+		args := append([]string{"run", plan, "--project", root, "--output", "json", "--address", "127.0.0.1:1"}, c.args...)
+		code, out, _ := capflow(t, args...)
+		env := envelopeOf(t, out)
+		if code != 2 || env.Error == nil || env.Error.Code != "INVALID_INPUT" || !strings.Contains(env.Message, c.want) {
+			t.Errorf("%v: exit %d %s", c.args, code, out)
+		}
+	}
+}

@@ -100,18 +100,18 @@ func (a *App) runCommand() *cobra.Command {
 				return err
 			}
 			if len(probs) > 0 {
-				rep := preflight.InvalidReport(args[0], probs)
-				cfg, _ := a.loadConfig()
-				root := "."
-				if cfg != nil {
-					root = cfg.Root
-				}
-				a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep, a.outputPath) })
+				a.refuseRun(cid, preflight.InvalidReport(args[0], probs))
 				return nil
 			}
 			given, err := parseInputs(inputs, inputsFile, planProps(p))
 			if err != nil {
 				return err
+			}
+			// A run that could not start is not started: no workflow, no
+			// run folder, no report that says nothing ran.
+			if _, _, probs := p.ResolveInputs(given, true); len(probs) > 0 {
+				a.refuseRun(cid, preflight.InvalidInputsReport(p.Name, probs))
+				return nil
 			}
 			ctx, stop := context.WithCancel(a.ctx)
 			defer stop()
@@ -141,6 +141,16 @@ func (a *App) runCommand() *cobra.Command {
 	c.Flags().BoolVar(&rerun, "rerun", false, "with --id of a run that ended: start it again (without it, that run is reported)")
 	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "also print the tools' stderr lines as they come")
 	return c
+}
+
+// refuseRun answers a run that is not started with its check's report.
+func (a *App) refuseRun(cid string, rep *preflight.Report) {
+	cfg, _ := a.loadConfig()
+	root := "."
+	if cfg != nil {
+		root = cfg.Root
+	}
+	a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep, a.outputPath) })
 }
 
 // startRun starts a PlanWorkflow and follows it to its result (or, with

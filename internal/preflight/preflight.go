@@ -84,7 +84,17 @@ func ProblemsOf(ps caperr.Problems) []Problem {
 
 // InvalidReport is the report of a plan that did not parse.
 func InvalidReport(name string, probs caperr.Problems) *Report {
-	msg := "the plan is invalid: " + probs[0].Error()
+	return refusedReport(name, "the plan is invalid", probs)
+}
+
+// InvalidInputsReport is the report of a plan whose request inputs are
+// wrong or missing (a run is not started for it).
+func InvalidInputsReport(name string, probs caperr.Problems) *Report {
+	return refusedReport(name, "the request inputs are invalid", probs)
+}
+
+func refusedReport(name, what string, probs caperr.Problems) *Report {
+	msg := what + ": " + probs[0].Error()
 	if len(probs) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(probs)-1)
 	}
