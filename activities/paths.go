@@ -12,6 +12,7 @@ import (
 
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -137,7 +138,13 @@ func appError(err error, details ...any) error {
 // tests' answers): its code as the type, retryable only when the code is
 // and the tool is idempotent, the result (its envelope) in the details.
 func StepFailed(code caperr.Code, idempotent bool, res *wfapi.RunToolResult) error {
-	retryable := caperr.Lookup(code).Retryable && idempotent
+	retryable := caperr.Lookup(code).Retryable && idempotent && !notRetryable(res.Envelope.Error)
 	return temporal.NewApplicationErrorWithOptions(res.Envelope.Message, string(code), temporal.ApplicationErrorOptions{
 		NonRetryable: !retryable, Details: []any{res}})
+}
+
+// notRetryable: a failure the tool, or capflow for a code it does not
+// know, marked not to retry although its code is retryable.
+func notRetryable(e *envelope.ErrorInfo) bool {
+	return e != nil && e.Code == caperr.ToolFailure && !e.Retryable
 }

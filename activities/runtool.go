@@ -241,7 +241,11 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	if env.Error != nil {
 		code = env.Error.Code
 	}
-	if why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts); why != "" {
+	why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts)
+	if why == "" && notRetryable(env.Error) && r.attempt < r.maxAttempts {
+		why = "not retried: the failure is marked final (retryable: false)"
+	}
+	if why != "" {
 		env.Message += " (" + why + ")"
 		env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: why, Timestamp: envelope.Timestamp(envelope.Now())})
 	}

@@ -48,8 +48,8 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) 
 		}
 		return b.Fail(code, fmt.Sprintf("%s answered HTTP %d without a valid envelope: %v", m.Name, resp.StatusCode, perr), nil)
 	}
-	if !env.Success && (env.Error == nil || !caperr.Known(env.Error.Code)) {
-		env.Error = envelope.ErrorFor(caperr.ToolFailure)
+	if !env.Success {
+		knownCode(env)
 	}
 	return *env
 }

@@ -264,9 +264,7 @@ func (p *process) broken(b *envelope.Builder, why string) envelope.Envelope {
 func (p *process) tools(env *envelope.Envelope) envelope.Envelope {
 	env.Feedback = mergeFeedback(env.Feedback, p.events.list())
 	if !env.Success {
-		if env.Error == nil || !caperr.Known(env.Error.Code) {
-			env.Error = envelope.ErrorFor(caperr.ToolFailure)
-		}
+		knownCode(env)
 		if p.detail != "" {
 			env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: p.detail, Timestamp: envelope.Timestamp(envelope.Now())})
 		}

@@ -246,3 +246,19 @@ func decodeEnvelope(b []byte) (*envelope.Envelope, error) {
 	}
 	return env, nil
 }
+
+// knownCode gives a tool's failed envelope a contract code. No code is
+// TOOL_FAILURE; a code capflow does not know is TOOL_FAILURE too, but not
+// retried (what capflow cannot classify it does not repeat), the tool's
+// code named in the message.
+func knownCode(env *envelope.Envelope) {
+	switch {
+	case env.Error == nil:
+		env.Error = envelope.ErrorFor(caperr.ToolFailure)
+	case !caperr.Known(env.Error.Code):
+		unknown := env.Error.Code
+		env.Error = envelope.ErrorFor(caperr.ToolFailure)
+		env.Error.Retryable = false
+		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
+	}
+}

@@ -316,3 +316,28 @@ func TestPassEnv(t *testing.T) {
 		t.Fatal("nothing named, nothing passed")
 	}
 }
+
+// A failure's code is a contract code: none is TOOL_FAILURE (retried as
+// the table says); one capflow does not know is TOOL_FAILURE not retried,
+// the tool's code named.
+func TestFailureCodes(t *testing.T) {
+	t.Parallel()
+	fail := func(errJSON string) string {
+		return `{"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"no","feedback":[{"phase":"p","level":"error","message":"no","timestamp":"2026-11-21T10:00:00Z"}]` + errJSON + `}`
+	}
+	for _, c := range []struct {
+		name, err string
+		code      caperr.Code
+		retryable bool
+		msg       string
+	}{
+		{"known", `,"error":{"code":"TASK_TIMEOUT","severity":"HIGH","retryable":true}`, caperr.TaskTimeout, true, "no"},
+		{"none", ``, caperr.ToolFailure, true, "no"},
+		{"unknown", `,"error":{"code":"DISK_ON_FIRE","severity":"HIGH","retryable":true}`, caperr.ToolFailure, false, `no (the tool's error code "DISK_ON_FIRE" is not a contract code: TOOL_FAILURE, not retried)`},
+	} {
+		env := run(t, script(t, `echo '`+fail(c.err)+`'; exit 1`), map[string]any{}, 10*time.Second)
+		if env.Error == nil || env.Error.Code != c.code || env.Error.Retryable != c.retryable || env.Message != c.msg {
+			t.Errorf("%s: %+v %q", c.name, env.Error, env.Message)
+		}
+	}
+}
