@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,23 +32,41 @@ func startBeats(ctx context.Context, attempt int32) *beats {
 	b := &beats{ctx: ctx, attempt: attempt, done: make(chan struct{})}
 	// With a heartbeat timeout, beat well within it; without one, every
 	// 2s, which is how a cancellation reaches a long step.
-	period := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	info := activity.GetInfo(ctx)
+	period := info.HeartbeatTimeout / 3
 	if period <= 0 || period > 2*time.Second {
 		period = 2 * time.Second
 	}
+	warn := nearTimeoutTimer(info.StartToCloseTimeout, time.Since(info.StartedTime))
 	go func() {
 		t := time.NewTicker(period)
 		defer t.Stop()
+		defer warn.Stop()
 		for {
 			select {
 			case <-b.done:
 				return
 			case <-t.C:
 				b.beat()
+			case <-warn.C:
+				// While the step runs, not after: the Web UI's pending
+				// activity and capflow run's progress show it now.
+				b.feedback(envelope.Feedback{Phase: "timeout", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+					Message: fmt.Sprintf("running for %.0f%% of its %s timeout: it fails then unless it ends; raise the step's timeout (or the tool's timeouts.start_to_close)", 100*NearTimeout, info.StartToCloseTimeout)})
 			}
 		}
 	}()
 	return b
+}
+
+// nearTimeoutTimer fires when an attempt reaches NearTimeout of its
+// timeout (never without one).
+func nearTimeoutTimer(timeout, elapsed time.Duration) *time.Timer {
+	t := time.NewTimer(time.Duration(NearTimeout*float64(timeout)) - elapsed)
+	if timeout <= 0 {
+		t.Stop()
+	}
+	return t
 }
 
 func (b *beats) beat() { activity.RecordHeartbeat(b.ctx, b.details()) }

@@ -1,0 +1,59 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// The timeout warning comes while the attempt runs, at 80% of its
+// timeout, in its heartbeats (the Web UI's pending activity, capflow
+// run's progress).
+func TestTimeoutWarningWhileRunning(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	slow := func(ctx context.Context) error {
+		hb := startBeats(ctx, 1)
+		defer hb.stop()
+		// Ends once it warned (at 1.6 s), well before its timeout.
+		for end := time.Now().Add(1900 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if f := hb.latest.Load(); f != nil && f.Phase == "timeout" {
+				break
+			}
+		}
+		return nil
+	}
+	env.RegisterActivityWithOptions(slow, activity.RegisterOptions{Name: "slow"})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Second})
+		return workflow.ExecuteActivity(ctx, "slow").Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "w"})
+	var mu sync.Mutex
+	var warned []string
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var hb wfapi.Heartbeat
+		if details.Get(&hb) == nil && hb.Latest != nil && hb.Latest.Phase == "timeout" {
+			mu.Lock()
+			warned = append(warned, hb.Latest.Message)
+			mu.Unlock()
+		}
+	})
+	env.ExecuteWorkflow("w")
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warned) == 0 || !strings.Contains(warned[0], "running for 80% of its 2s timeout") {
+		t.Fatalf("heartbeat warnings %q", warned)
+	}
+}
