@@ -28,6 +28,8 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 	seen := map[string]wfapi.StepState{}
 	live := map[string]string{}
 	var phase wfapi.RunStatus
+	pr := a.newProgress()
+	defer pr.line.clear()
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	if !a.showsProgress() {
@@ -40,9 +42,11 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 			if err != nil {
 				return nil, caperr.Wrap(caperr.ToolFailure, err, "the run ended with an error")
 			}
-			a.printTransitions(res, seen, &phase)
+			pr.transitions(res, seen, &phase)
+			pr.line.clear()
 			return res, nil
 		case <-ctx.Done():
+			pr.line.clear()
 			fmt.Fprintf(a.Stderr, "\nstopped waiting; the run goes on. Follow it: capflow status %s · stop it: capflow cancel %s\n", run.ID, run.ID)
 			return nil, caperr.New(caperr.Cancelled, "stopped waiting for %s (the run is still going)", run.ID)
 		case <-tick.C:
@@ -52,13 +56,14 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 			if err != nil {
 				continue
 			}
-			a.printTransitions(p, seen, &phase)
+			pr.transitions(p, seen, &phase)
 			// A progress answer costs the worker O(steps): large plans
 			// are asked less often (every 300 ms up to 1,000 steps, 3 s
 			// from 10,000).
 			tick.Reset(min(max(time.Duration(len(p.Steps))*300*time.Microsecond, 300*time.Millisecond), 3*time.Second))
 			if ticks++; ticks%3 == 0 && p.Status != "" {
-				a.printLive(ctx, run, live)
+				pr.live(ctx, run, live)
+				pr.redraw()
 			}
 		}
 	}
@@ -73,20 +78,28 @@ func (a *App) showsProgress() bool {
 	return a.progress || !a.jsonOutput() || os.Getenv("CAPFLOW_PROGRESS") == "1"
 }
 
-func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
+func (pr *progress) transitions(p *capflowclient.Result, seen map[string]wfapi.StepState, phase *wfapi.RunStatus) {
+	a := pr.a
 	if !a.showsProgress() {
 		return
 	}
+	defer pr.redraw()
+	pr.last = p
 	if p.Status != *phase && p.Status != "" {
 		*phase = p.Status
-		fmt.Fprintf(a.Stderr, "  [%s]\n", p.Status)
+		if !pr.scr.live || p.Status == wfapi.StatusPaused {
+			pr.println(fmt.Sprintf("  [%s]", p.Status))
+		}
 	}
 	for _, s := range p.Steps {
 		if seen[s.ID] == s.Status || s.Status == wfapi.StepPending {
 			continue
 		}
 		seen[s.ID] = s.Status
-		line := fmt.Sprintf("  %s %s · %s", stepMarks[s.Status], s.ID, s.Capability)
+		if pr.scr.live && (s.Status == wfapi.StepRunning || s.Status == wfapi.StepSucceeded) {
+			continue // the progress line counts them
+		}
+		line := fmt.Sprintf("  %s %s · %s", pr.scr.paint(stepColors[s.Status], stepMarks[s.Status]), s.ID, stepWhat(s))
 		if s.Tool != "" {
 			line += " → " + s.Tool + "@" + s.Version
 		}
@@ -105,15 +118,15 @@ func (a *App) printTransitions(p *capflowclient.Result, seen map[string]wfapi.St
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
 			line += ": " + s.Reason
 		}
-		fmt.Fprintln(a.Stderr, line)
+		pr.println(line)
 	}
-	if p.StepsOmitted > 0 {
+	if p.StepsOmitted > 0 && !pr.scr.live {
 		// A large run lists only what did not succeed: say how far it is,
 		// when that changed.
 		line := fmt.Sprintf("  … %s", countsText(p.StepCounts))
 		if seen[progressKey] != wfapi.StepState(line) {
 			seen[progressKey] = wfapi.StepState(line)
-			fmt.Fprintln(a.Stderr, line)
+			pr.println(line)
 		}
 	}
 }
@@ -128,7 +141,8 @@ func answerCommand(w *wfapi.Wait, run, step string) string {
 
 // printLive prints what running steps say (their latest feedback event,
 // from heartbeat details) and each retry as it happens, once each.
-func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[string]string) {
+func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[string]string) {
+	a := pr.a
 	if !a.showsProgress() {
 		return
 	}
@@ -147,7 +161,7 @@ func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[st
 			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				fmt.Fprintf(a.Stderr, "    ↻ %s: attempt %d failed (%s), attempt %d of %d\n", step, pa.Attempt-1, caperr.FirstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts)
+				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, caperr.FirstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts))
 			}
 		}
 		if pa.Heartbeat == nil {
@@ -155,7 +169,7 @@ func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[st
 		}
 		hb := *pa.Heartbeat
 		if a.verbose {
-			a.printLines(step, hb, seen)
+			pr.printLines(step, hb, seen)
 		}
 		if hb.Latest == nil {
 			continue
@@ -165,18 +179,22 @@ func (a *App) printLive(ctx context.Context, run *capflowclient.Run, seen map[st
 			continue
 		}
 		seen[step] = line
+		if pr.scr.live {
+			pr.latest[step] = line // on the progress line
+			continue
+		}
 		elapsed := ""
 		if !pa.Started.IsZero() {
 			elapsed = fmt.Sprintf(" (%s)", time.Since(pa.Started).Round(time.Second))
 		}
-		fmt.Fprintf(a.Stderr, "    ↳ %s %s%s\n", step, line, elapsed)
+		pr.println(fmt.Sprintf("    ↳ %s %s%s", step, line, elapsed))
 	}
 }
 
 // printLines prints the stderr lines of a heartbeat not printed yet (a
 // burst of more than wfapi.HeartbeatLines between two heartbeats is told
 // as a gap: the step folder's stderr.log has every line).
-func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string) {
+func (pr *progress) printLines(step string, hb wfapi.Heartbeat, seen map[string]string) {
 	key := fmt.Sprintf("%s lines %d", step, hb.Attempt) // each attempt counts its lines from 0
 	printed, _ := strconv.Atoi(seen[key])
 	if hb.LineSeq <= printed {
@@ -184,11 +202,11 @@ func (a *App) printLines(step string, hb wfapi.Heartbeat, seen map[string]string
 	}
 	first := hb.LineSeq - len(hb.Lines) // seq of hb.Lines[0], 0-based
 	if first > printed {
-		fmt.Fprintf(a.Stderr, "    │ %s: … %d line(s) not shown (stderr.log has them)\n", step, first-printed)
+		pr.println(fmt.Sprintf("    │ %s: … %d line(s) not shown (stderr.log has them)", step, first-printed))
 	}
 	for i, l := range hb.Lines {
 		if first+i >= printed {
-			fmt.Fprintf(a.Stderr, "    │ %s: %s\n", step, l)
+			pr.println(fmt.Sprintf("    │ %s: %s", step, l))
 		}
 	}
 	seen[key] = strconv.Itoa(hb.LineSeq)
@@ -211,4 +229,61 @@ func countsText(c map[wfapi.StepState]int) string {
 		}
 	}
 	return fmt.Sprintf("%d steps: %s", total, strings.Join(parts, ", "))
+}
+
+// progress is a followed run's output on stderr: a line per event, or on
+// a terminal, a line per notable event (a failure, a wait, a retry) above
+// one progress line redrawn in place.
+type progress struct {
+	a      *App
+	scr    screen
+	line   statusLine
+	last   *capflowclient.Result
+	latest map[string]string // what running steps said last (terminal)
+}
+
+func (a *App) newProgress() *progress {
+	scr := screenOf(a.Stderr)
+	return &progress{a: a, scr: scr, line: statusLine{s: scr, w: a.Stderr}, latest: map[string]string{}}
+}
+
+// println prints a line that stays (the progress line redrawn under it).
+func (pr *progress) println(text string) {
+	pr.line.clear()
+	fmt.Fprintln(pr.a.Stderr, text)
+}
+
+// redraw shows the progress line from the last answer: counts, and the
+// first running steps with what they said last.
+func (pr *progress) redraw() {
+	if !pr.scr.live || pr.last == nil {
+		return
+	}
+	var running []string
+	for _, s := range pr.last.Steps {
+		if s.Status != wfapi.StepRunning {
+			continue
+		}
+		if len(running) == 3 {
+			running = append(running, "…")
+			break
+		}
+		note := s.ID
+		if l := pr.latest[s.ID]; l != "" {
+			note += " (" + l + ")"
+		}
+		running = append(running, note)
+	}
+	pr.line.show(progressText(pr.last, running))
+}
+
+// stepWhat is a step's capability, or for a sub-plan step, its child run.
+func stepWhat(s wfapi.StepResult) string {
+	switch {
+	case s.Capability != "":
+		return s.Capability
+	case s.Child != nil:
+		return "sub-plan " + s.Child.WorkflowID
+	}
+	return "sub-plan"
 }

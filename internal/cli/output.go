@@ -102,6 +102,7 @@ func sourceLine(root, file string, n int) (string, bool) {
 // printProblems renders problems with the offending line quoted and a
 // caret under the column, like a compiler.
 func printProblems(w io.Writer, root string, ps []Problem) {
+	scr := screenOf(w)
 	for _, p := range ps {
 		loc := p.File
 		if p.Line > 0 {
@@ -114,11 +115,11 @@ func printProblems(w io.Writer, root string, ps []Problem) {
 		if p.Field != "" {
 			field = p.Field + ": "
 		}
-		fmt.Fprintf(w, "  ✗ %s: %s%s\n", loc, field, p.Message)
+		fmt.Fprintf(w, "  %s %s: %s%s\n", scr.paint(red, "✗"), scr.paint(bold, loc), field, p.Message)
 		if src, ok := sourceLine(root, p.File, p.Line); ok {
 			fmt.Fprintf(w, "      %4d | %s\n", p.Line, src)
 			if p.Column > 0 && p.Column <= len(src)+1 {
-				fmt.Fprintf(w, "           | %s^\n", strings.Repeat(" ", p.Column-1))
+				fmt.Fprintf(w, "           | %s%s\n", strings.Repeat(" ", p.Column-1), scr.paint(red, "^"))
 			}
 		}
 	}
@@ -135,9 +136,10 @@ func table(w io.Writer, header []string, rows [][]string) {
 
 // prettyEnvelope is the default rendering: message, then feedback.
 func prettyEnvelope(w io.Writer, env envelope.Envelope) {
-	mark := "✓"
+	scr := screenOf(w)
+	mark := scr.paint(green, "✓")
 	if !env.Success {
-		mark = "✗"
+		mark = scr.paint(red, "✗")
 	}
 	fmt.Fprintf(w, "%s %s\n", mark, env.Message)
 	for _, f := range env.Feedback {

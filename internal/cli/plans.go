@@ -153,8 +153,13 @@ func scaffoldHint(gapsFile string) string {
 }
 
 func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile string) {
+	scr := screenOf(w)
 	mark := map[string]string{preflight.Ready: "✓", preflight.PartialComplete: "✗", preflight.BlockedByPolicy: "⛔", preflight.Invalid: "✗"}[rep.Status]
-	fmt.Fprintf(w, "%s %s: %s\n", mark, rep.Plan, rep.Status)
+	color := red
+	if rep.Status == preflight.Ready {
+		color = green
+	}
+	fmt.Fprintf(w, "%s %s: %s\n", scr.paint(color, mark), rep.Plan, scr.paint(bold, rep.Status))
 	fmt.Fprintf(w, "  %s\n", rep.Message)
 	if len(rep.Problems) > 0 {
 		var ps []Problem

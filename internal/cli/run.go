@@ -284,43 +284,19 @@ func resultPhases(b *envelope.Builder, res *capflowclient.Result) {
 }
 
 func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
-	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
-	if mark == "" {
-		mark = "✗"
-	}
-	head := fmt.Sprintf("%s %s %s", mark, res.Plan, res.Status)
-	if res.Message != "" {
-		head += ": " + res.Message
-	}
-	fmt.Fprintln(w, head)
-	if len(res.Steps) > 0 {
-		var rows [][]string
-		for _, s := range res.Steps {
-			tool := "—"
-			if s.Tool != "" {
-				tool = s.Tool + "@" + s.Version
-			}
-			note := s.Reason
-			if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
-				note = s.Envelope.Message
-			}
-			if c := s.ItemCounts; c != nil {
-				note = fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
-			}
-			rows = append(rows, []string{"  " + s.ID, s.Capability, tool, string(s.Status), fmt.Sprint(s.Attempts), note})
-			for _, it := range s.Items {
-				if it.Status != wfapi.StepSucceeded {
-					rows = append(rows, []string{"    " + wfapi.ItemLabel(s.ID, it.Index), "", "", string(it.Status), fmt.Sprint(it.Attempts), it.Reason})
-				}
-			}
-		}
+	scr := screenOf(w)
+	rows, hidden := resultRows(res)
+	if len(rows) > 0 {
 		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "  %s %d steps succeeded (the report lists each)\n", scr.paint(green, "✓"), hidden)
 	}
 	if res.StepsOmitted > 0 {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
 	}
 	for _, warn := range res.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", warn)
+		fmt.Fprintf(w, "  %s %s\n", scr.paint(yellow, "warning:"), warn)
 	}
 	for _, g := range res.Gaps {
 		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
@@ -344,6 +320,50 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if res.TraceID != "" {
 		fmt.Fprintf(w, "trace: %s\n", res.TraceID)
 	}
+	// The verdict last: what a person reads first when the output ends.
+	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
+	if mark == "" {
+		mark = "✗"
+	}
+	head := fmt.Sprintf("%s %s %s", scr.paint(runColors[res.Status], mark), res.Plan, scr.paint(bold, string(res.Status)))
+	if res.Message != "" {
+		head += ": " + res.Message
+	}
+	fmt.Fprintln(w, head)
+}
+
+// compactAbove: a result of more steps lists only those that did not
+// succeed (and a count of the rest), so a passing run fits a screen.
+const compactAbove = 12
+
+// resultRows are the result's table rows, and how many succeeded steps
+// were left out of it.
+func resultRows(res *capflowclient.Result) (rows [][]string, hidden int) {
+	compact := len(res.Steps) > compactAbove
+	for _, s := range res.Steps {
+		if compact && s.Status == wfapi.StepSucceeded && (s.ItemCounts == nil || s.ItemCounts.Failed+s.ItemCounts.Skipped == 0) {
+			hidden++
+			continue
+		}
+		tool := "—"
+		if s.Tool != "" {
+			tool = s.Tool + "@" + s.Version
+		}
+		note := s.Reason
+		if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
+			note = s.Envelope.Message
+		}
+		if c := s.ItemCounts; c != nil {
+			note = fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
+		}
+		rows = append(rows, []string{"  " + s.ID, stepWhat(s), tool, string(s.Status), fmt.Sprint(s.Attempts), caperr.FirstLine(note)})
+		for _, it := range s.Items {
+			if it.Status != wfapi.StepSucceeded {
+				rows = append(rows, []string{"    " + wfapi.ItemLabel(s.ID, it.Index), "", "", string(it.Status), fmt.Sprint(it.Attempts), it.Reason})
+			}
+		}
+	}
+	return rows, hidden
 }
 
 // runError turns a client error about run id into the contract's table:

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Output where a person reads it: colour on a terminal (never with
+// NO_COLOR set or TERM=dumb; FORCE_COLOR forces it), and while a run goes,
+// one progress line redrawn in place on a terminal's stderr instead of a
+// line per step (docs/cli.md). Anything else (a pipe, a file, CI) gets
+// plain text, a line per event.
+
+// screen is one output stream as capflow writes to it.
+type screen struct {
+	color bool // colour escape codes
+	live  bool // a terminal: a line may be redrawn in place
+	width int  // its columns (80 when unknown)
+}
+
+// screenOf says how to write to w.
+func screenOf(w io.Writer) screen {
+	s := screen{width: 80}
+	f, ok := w.(*os.File)
+	if ok && term.IsTerminal(int(f.Fd())) {
+		s.live = true
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			s.width = cols
+		}
+	}
+	s.color = colorWanted(s.live, os.Getenv)
+	return s
+}
+
+// colorWanted decides colour from a terminal and the environment
+// (no-color.org; FORCE_COLOR as Node's and many tools').
+func colorWanted(tty bool, env func(string) string) bool {
+	switch {
+	case env("NO_COLOR") != "":
+		return false
+	case env("FORCE_COLOR") != "" && env("FORCE_COLOR") != "0":
+		return true
+	}
+	return tty && env("TERM") != "dumb"
+}
+
+// SGR colours.
+const (
+	red    = "31"
+	green  = "32"
+	yellow = "33"
+	cyan   = "36"
+	dim    = "2"
+	bold   = "1"
+)
+
+// paint wraps s in a colour when the screen has colour.
+func (s screen) paint(code, text string) string {
+	if !s.color || text == "" {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// stepColors colour a step's mark by its state.
+var stepColors = map[wfapi.StepState]string{
+	wfapi.StepSucceeded: green, wfapi.StepFailed: red, wfapi.StepWaiting: yellow, wfapi.StepRunning: cyan,
+	wfapi.StepSkipped: dim, wfapi.StepCancelled: yellow, wfapi.StepBlocked: red,
+}
+
+// runColors colour a run's verdict.
+var runColors = map[wfapi.RunStatus]string{
+	wfapi.StatusPassed: green, wfapi.StatusFailed: red, wfapi.StatusCancelled: yellow, wfapi.StatusPaused: yellow,
+	wfapi.StatusBlockedByPolicy: red, wfapi.StatusPartialComplete: red, wfapi.StatusInvalid: red,
+}
+
+// statusLine is the progress line redrawn in place on a terminal.
+type statusLine struct {
+	s     screen
+	w     io.Writer
+	shown bool
+}
+
+// show redraws the line (cut to the screen's width).
+func (l *statusLine) show(text string) {
+	if !l.s.live {
+		return
+	}
+	if utf8.RuneCountInString(text) > l.s.width-1 {
+		r := []rune(text)
+		text = string(r[:l.s.width-2]) + "…"
+	}
+	fmt.Fprintf(l.w, "\r\x1b[2K%s", l.s.paint(dim, text))
+	l.shown = true
+}
+
+// clear removes the line, so a permanent line can be printed.
+func (l *statusLine) clear() {
+	if l.shown {
+		fmt.Fprint(l.w, "\r\x1b[2K")
+		l.shown = false
+	}
+}
+
+// progressText is a run's progress in one line: done of all, and what
+// runs now.
+func progressText(p *wfapi.Result, running []string) string {
+	counts := map[wfapi.StepState]int{}
+	for _, s := range p.Steps {
+		counts[s.Status]++
+	}
+	total := len(p.Steps)
+	if p.StepsOmitted > 0 {
+		counts, total = p.StepCounts, 0
+		for _, n := range p.StepCounts {
+			total += n
+		}
+	}
+	done := counts[wfapi.StepSucceeded] + counts[wfapi.StepFailed] + counts[wfapi.StepSkipped] + counts[wfapi.StepCancelled] + counts[wfapi.StepBlocked]
+	text := fmt.Sprintf("… %d/%d steps done", done, total)
+	if n := counts[wfapi.StepRunning]; n > 0 {
+		text += fmt.Sprintf(" · %d running", n)
+		if len(running) > 0 {
+			text += ": " + strings.Join(running, ", ")
+		}
+	}
+	if n := counts[wfapi.StepWaiting]; n > 0 {
+		text += fmt.Sprintf(" · %d waiting", n)
+	}
+	return text
+}

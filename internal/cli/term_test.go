@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// Colour where a person reads: a terminal, unless NO_COLOR; FORCE_COLOR
+// forces it (NO_COLOR still wins); TERM=dumb has none.
+func TestColorWanted(t *testing.T) {
+	for _, c := range []struct {
+		tty  bool
+		env  map[string]string
+		want bool
+	}{
+		{true, nil, true},
+		{false, nil, false},
+		{true, map[string]string{"NO_COLOR": "1"}, false},
+		{true, map[string]string{"TERM": "dumb"}, false},
+		{false, map[string]string{"FORCE_COLOR": "1"}, true},
+		{false, map[string]string{"FORCE_COLOR": "0"}, false},
+		{true, map[string]string{"FORCE_COLOR": "1", "NO_COLOR": "1"}, false},
+	} {
+		if got := colorWanted(c.tty, func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("tty %v env %v: %v", c.tty, c.env, got)
+		}
+	}
+}
+
+// A passing run of many steps fits a screen: the succeeded steps are
+// counted, not listed; what did not succeed is; the verdict comes last;
+// a pipe gets no escape code.
+func TestResultFitsAScreen(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("FORCE_COLOR", "")
+	res := &capflowclient.Result{Status: wfapi.StatusFailed, Plan: "big", Message: "1 step failed"}
+	for i := 0; i < 50; i++ {
+		res.Steps = append(res.Steps, wfapi.StepResult{ID: "s" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Capability: "x.y", Status: wfapi.StepSucceeded, Attempts: 1})
+	}
+	res.Steps[7].Status, res.Steps[7].Reason = wfapi.StepFailed, "boom\nmore detail"
+	var b bytes.Buffer
+	prettyResult(&b, res, "")
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "failed") || !strings.Contains(lines[1], "boom") || strings.Contains(out, "more detail") ||
+		lines[2] != "  ✓ 49 steps succeeded (the report lists each)" || lines[3] != "✗ big failed: 1 step failed" || strings.Contains(out, "\x1b[") {
+		t.Fatalf("%d lines:\n%s", len(lines), out)
+	}
+}
+
+// The progress line: done of all, the running steps, what waits.
+func TestProgressText(t *testing.T) {
+	p := &wfapi.Result{Steps: []wfapi.StepResult{{ID: "a", Status: wfapi.StepSucceeded}, {ID: "b", Status: wfapi.StepRunning}, {ID: "c", Status: wfapi.StepWaiting}, {ID: "d", Status: wfapi.StepPending}}}
+	if got := progressText(p, []string{"b (dl: 50%)"}); got != "… 1/4 steps done · 1 running: b (dl: 50%) · 1 waiting" {
+		t.Fatal(got)
+	}
+	var b bytes.Buffer
+	l := statusLine{s: screen{width: 20}, w: &b}
+	l.show("not a terminal")
+	l.clear()
+	if b.Len() != 0 {
+		t.Fatalf("a pipe got %q", b.String())
+	}
+	l = statusLine{s: screen{live: true, width: 20}, w: &b}
+	l.show("a long progress line past the width")
+	if got := b.String(); got != "\r\x1b[2Ka long progress li…" {
+		t.Fatalf("%q", got)
+	}
+}
