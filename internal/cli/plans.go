@@ -296,7 +296,9 @@ func (a *App) planGraph() *cobra.Command {
 			} else {
 				g = plan.Mermaid(ck.plan, nodes)
 			}
-			env := envelope.NewBuilder("capflow-plan-graph").Succeed(fmt.Sprintf("%s graph of %s (%s)", format, ck.plan.Name, ck.report.Status),
+			b := envelope.NewBuilder("capflow-plan-graph")
+			b.Info("check", ck.report.Message)
+			env := b.Succeed(fmt.Sprintf("%s graph of %s (%s)", format, ck.plan.Name, ck.report.Status),
 				map[string]any{"format": format, "graph": g, "status": ck.report.Status, "plan": ck.plan.Name})
 			a.set(env, func(w io.Writer) { fmt.Fprint(w, strings.TrimRight(g, "\n")+"\n") })
 			return nil

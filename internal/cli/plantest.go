@@ -76,6 +76,11 @@ func testEnvelope(cid string, rep *plantest.Report) envelope.Envelope {
 	if rep.Coverage != nil {
 		msg += fmt.Sprintf("; %d of %d branches taken", rep.Coverage.Taken, rep.Coverage.Total)
 	}
+	for _, c := range rep.Cases {
+		if c.Passed {
+			b.Info("case", c.Name+": passed")
+		}
+	}
 	if rep.Failed == 0 {
 		return b.Succeed(msg, rep)
 	}

@@ -207,6 +207,7 @@ func (a *App) toolsList() *cobra.Command {
 			for _, m := range tools {
 				infos = append(infos, toolInfo(m))
 			}
+			b.Info("registry", reg.Summary())
 			env := b.Succeed(fmt.Sprintf("%d tools", len(infos)), map[string]any{"tools": infos, "capabilities": reg.Capabilities()})
 			a.set(env, func(w io.Writer) {
 				var rows [][]string
@@ -215,7 +216,9 @@ func (a *App) toolsList() *cobra.Command {
 				}
 				table(w, []string{"NAME", "VERSION", "CAPABILITIES", "SOURCE", "TYPE", "STABILITY"}, rows)
 				for _, f := range env.Feedback {
-					fmt.Fprintf(w, "! %s\n", f.Message)
+					if f.Level != envelope.LevelInfo {
+						fmt.Fprintf(w, "! %s\n", f.Message)
+					}
 				}
 			})
 			return nil
@@ -255,6 +258,7 @@ func (a *App) toolsResolve() *cobra.Command {
 				data["similar"] = reg.Similar(capab)
 				env = b.Fail(caperr.CodeOf(rerr), rerr.Error(), data)
 			} else {
+				b.Info("resolve", fmt.Sprintf("%d candidate(s) for %s; %s", len(res.Candidates), capab, res.Chosen.Reason))
 				env = b.Succeed(fmt.Sprintf("%s → %s@%s (%s)", capab, res.Chosen.Name, res.Chosen.Version, res.Chosen.Source), data)
 			}
 			a.set(env, func(w io.Writer) {
@@ -360,11 +364,14 @@ func (a *App) toolsRun() *cobra.Command {
 
 // ToolDefinition is everything capflow knows of one tool (`tools show`).
 type ToolDefinition struct {
-	Manifest    *manifest.Manifest `json:"manifest"`
-	Description string             `json:"description_md"`
-	Source      string             `json:"source"`
-	Path        string             `json:"path"`
-	Digest      string             `json:"digest"`
+	Manifest *manifest.Manifest `json:"manifest"`
+	// UID names it even where two kits hold the same name@version
+	// (origin/name@version); a plan's tool: and these commands take it.
+	UID         string `json:"uid"`
+	Description string `json:"description_md"`
+	Source      string `json:"source"`
+	Path        string `json:"path"`
+	Digest      string `json:"digest"`
 	// Runs is what a step of this tool would execute: the command line,
 	// the builtin function or the HTTP endpoint.
 	Runs string `json:"runs"`
@@ -375,7 +382,7 @@ type ToolDefinition struct {
 
 func (a *App) toolsShow() *cobra.Command {
 	return &cobra.Command{
-		Use:   "show TOOL[@VERSION]|CAPABILITY",
+		Use:   "show [ORIGIN/]TOOL[@VERSION]|CAPABILITY",
 		Short: "A tool's whole definition: manifest, schemas, description.md, source and digest",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -387,9 +394,11 @@ func (a *App) toolsShow() *cobra.Command {
 			if m == nil {
 				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q%s (see capflow tools list)", args[0], toolPhrase(reg, args[0]))
 			}
-			def := ToolDefinition{Manifest: m, Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m),
+			def := ToolDefinition{Manifest: m, UID: m.UID(), Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m),
 				Confinement: sandbox.Confinement(m)}
-			env := envelope.NewBuilder("capflow-tools-show").Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
+			b := envelope.NewBuilder("capflow-tools-show")
+			b.Info("lookup", fmt.Sprintf("%q is %s (%s)", args[0], m.UID(), reg.Summary()))
+			env := b.Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
 			a.set(env, func(w io.Writer) { prettyDefinition(w, def) })
 			return nil
 		},

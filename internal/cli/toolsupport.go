@@ -47,7 +47,7 @@ func toolPhrase(reg *registry.Registry, arg string) string {
 	for _, m := range reg.Tools {
 		names = append(names, m.Name)
 	}
-	name, _ := registry.SplitPin(arg)
+	_, name, _ := registry.SplitPin(arg)
 	return suggest.Phrase(name, names)
 }
 
@@ -68,8 +68,7 @@ func missingDescriptions(root string, tools []*manifest.Manifest) []string {
 }
 
 func findTool(reg *registry.Registry, arg string) *manifest.Manifest {
-	name, ver := registry.SplitPin(arg)
-	if m := reg.Tool(name, ver); m != nil {
+	if m := reg.Pinned(arg); m != nil {
 		return m
 	}
 	if manifest.ValidCapability(arg) {
@@ -103,7 +102,7 @@ func prettyDefinition(w io.Writer, d ToolDefinition) {
 	m := d.Manifest
 	fmt.Fprintf(w, "%s@%s  %s\n  %s\n\n", m.Name, m.Version, strings.Join(m.Capabilities, ", "), m.Description)
 	table(w, []string{"  FIELD", "VALUE"}, [][]string{
-		{"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs}, {"  sandbox", d.Confinement},
+		{"  uid", d.UID}, {"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs}, {"  sandbox", d.Confinement},
 		{"  idempotent", fmt.Sprint(m.Idempotent)}, {"  stability", m.Stability}, {"  priority", fmt.Sprint(m.Priority)},
 	})
 	for _, s := range []struct {

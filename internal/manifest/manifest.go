@@ -168,6 +168,18 @@ type Retry struct {
 // ID is name@version.
 func (m *Manifest) ID() string { return m.Name + "@" + m.Version }
 
+// Origin is where a tool comes from: its kit's id, or "project".
+func (m *Manifest) Origin() string {
+	if m.Kit != "" {
+		return m.Kit
+	}
+	return "project"
+}
+
+// UID names a tool uniquely, even when two kits hold the same
+// name@version: origin/name@version (core/file-read@1.0.0).
+func (m *Manifest) UID() string { return m.Origin() + "/" + m.ID() }
+
 // Provides reports whether the tool declares capability c.
 func (m *Manifest) Provides(c string) bool {
 	for _, x := range m.Capabilities {

@@ -346,9 +346,15 @@ func (r *Registry) Providers(c string) []*manifest.Manifest { return r.byCap[c] 
 
 // Tool finds a tool by name and optional version prefix, best first.
 func (r *Registry) Tool(name, versionPrefix string) *manifest.Manifest {
+	return r.Pinned(name + "@" + versionPrefix)
+}
+
+// Pinned is the best-ranked tool a pin or uid names
+// ([origin/]name[@version-prefix]), or nil.
+func (r *Registry) Pinned(pin string) *manifest.Manifest {
 	var best *manifest.Manifest
 	for _, m := range r.Tools {
-		if m.Name == name && (versionPrefix == "" || manifest.MatchesVersionPrefix(m.Version, versionPrefix)) {
+		if Pinned(m, strings.TrimSuffix(pin, "@")) {
 			if best == nil || r.less(m, best) {
 				best = m
 			}

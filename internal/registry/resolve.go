@@ -31,10 +31,23 @@ type Resolution struct {
 	Candidates []Candidate `json:"candidates"`
 }
 
-// SplitPin splits "name@version" into its parts.
-func SplitPin(pin string) (name, version string) {
+// SplitPin reads a pin or a tool's name: [origin/]name[@version-prefix]
+// (origin: a kit's id, or project; see manifest.UID).
+func SplitPin(pin string) (origin, name, version string) {
+	if o, rest, ok := strings.Cut(pin, "/"); ok {
+		origin, pin = o, rest
+	}
 	name, version, _ = strings.Cut(pin, "@")
-	return name, version
+	return origin, name, version
+}
+
+// Pinned reports whether m is what pin names ("": any tool).
+func Pinned(m *manifest.Manifest, pin string) bool {
+	if pin == "" {
+		return true
+	}
+	origin, name, ver := SplitPin(pin)
+	return m.Name == name && (origin == "" || m.Origin() == origin) && (ver == "" || manifest.MatchesVersionPrefix(m.Version, ver))
 }
 
 // Resolve picks the tool for capability c. pin ("name" or
@@ -50,10 +63,9 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 		}
 		return res, caperr.New(caperr.ToolNotFound, "%s", msg)
 	}
-	pname, pver := SplitPin(pin)
 	var winner *manifest.Manifest
 	for _, m := range all {
-		if pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))) {
+		if !Pinned(m, pin) {
 			continue
 		}
 		winner = m
@@ -68,7 +80,7 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 		case m == winner:
 			cand.Chosen = true
 			cand.Reason = r.winReason(m, all, pin)
-		case pin != "" && (m.Name != pname || (pver != "" && !manifest.MatchesVersionPrefix(m.Version, pver))):
+		case !Pinned(m, pin):
 			cand.Reason = fmt.Sprintf("not the pinned tool %s", pin)
 			cand.Excluded = true
 		case winner != nil && prev != nil:
