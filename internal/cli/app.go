@@ -238,6 +238,9 @@ func (a *App) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		Version:       Version,
 	}
+	// --version without cobra's -v shorthand: -v is --verbose (run,
+	// status --follow), as in most tools.
+	root.Flags().Bool("version", false, "print the version")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.projectDir, "project", "", "project folder (default: the nearest folder with capflow.yaml, from the current one up)")
 	pf.StringVar(&a.configFile, "config", "", "config file (default: <project>/capflow.yaml)")

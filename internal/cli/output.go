@@ -145,7 +145,7 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	for _, f := range env.Feedback {
 		// Each error once: the headline already says what its result
 		// feedback says.
-		if f.Level == envelope.LevelInfo && env.Success || f.Message == env.Message && (f.Detail == "" || caperr.Known(caperr.Code(f.Detail))) {
+		if f.Level == envelope.LevelInfo && env.Success || strings.Contains(env.Message, f.Message) && (f.Detail == "" || caperr.Known(caperr.Code(f.Detail))) {
 			continue
 		}
 		fmt.Fprintf(w, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)

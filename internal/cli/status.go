@@ -68,6 +68,7 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 		if p.Status != wfapi.StatusPaused {
 			p.Status = wfapi.StatusRunning
 		}
+		waitingHeadline(p)
 		return p, nil
 	}
 	res, err := run.Wait(ctx)
@@ -154,4 +155,22 @@ func (a *App) reportMarkdown(ctx context.Context, res *capflowclient.Result) []b
 		return nil
 	}
 	return md
+}
+
+// waitingHeadline says, for a run whose steps wait for a person, which
+// and how to answer: a run that waits is not just running.
+func waitingHeadline(p *capflowclient.Result) {
+	var waits []string
+	for _, s := range p.Steps {
+		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
+			waits = append(waits, fmt.Sprintf("%s waits for %s: %s (answer: %s)", s.ID, s.Waiting.Kind, s.Waiting.Prompt, answerCommand(s.Waiting, p.WorkflowID, s.ID)))
+		}
+	}
+	switch len(waits) {
+	case 0:
+	case 1:
+		p.Message = waits[0]
+	default:
+		p.Message = fmt.Sprintf("%d steps wait for a person; %s", len(waits), waits[0])
+	}
 }

@@ -71,3 +71,16 @@ func TestProgressText(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A run whose step waits for a person says so, with the command that
+// answers, not just "running".
+func TestWaitingHeadline(t *testing.T) {
+	p := &capflowclient.Result{WorkflowID: "r1", Status: wfapi.StatusRunning, Message: "running", Steps: []wfapi.StepResult{
+		{ID: "build", Status: wfapi.StepSucceeded},
+		{ID: "ship", Status: wfapi.StepWaiting, Waiting: &wfapi.Wait{Kind: wfapi.WaitApproval, Prompt: "Ship it?"}},
+	}}
+	waitingHeadline(p)
+	if p.Message != "ship waits for approval: Ship it? (answer: capflow approve r1 ship, or capflow approve --reject r1 ship)" {
+		t.Fatal(p.Message)
+	}
+}
