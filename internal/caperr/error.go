@@ -136,3 +136,14 @@ func FirstLine(s string) string {
 	}
 	return s
 }
+
+// Count is n and a noun, plural unless n is 1 ("1 step", "3 steps").
+func Count(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y") && !strings.ContainsAny(noun[len(noun)-2:len(noun)-1], "aeiou"):
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -57,3 +57,11 @@ func TestTable(t *testing.T) {
 		t.Fatal("retryable flags wrong")
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[string]string{"1 step": Count(1, "step"), "2 steps": Count(2, "step"), "0 kits": Count(0, "kit"), "3 capabilities": Count(3, "capability"), "2 keys": Count(2, "key")} {
+		if n != want {
+			t.Errorf("%q, want %q", want, n)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 		return nil
 	}
 	if dry {
-		a.phase("preview", "dry run: %d operations would run", len(res.Plan.Steps))
+		a.phase("preview", "dry run: %s would run", caperr.Count(len(res.Plan.Steps), "operation"))
 		vd.DryRun = true
 		a.setVerdict(id, vd)
 		return nil

@@ -292,6 +292,14 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if hidden > 0 {
 		fmt.Fprintf(w, "  %s %d steps succeeded (the report lists each)\n", scr.paint(green, "✓"), hidden)
 	}
+	for _, st := range res.Steps {
+		if tail := stderrTail(st); len(tail) > 0 {
+			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", st.ID)
+			for _, l := range tail {
+				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), l)
+			}
+		}
+	}
 	if res.StepsOmitted > 0 {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
 	}
@@ -330,6 +338,21 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 		head += ": " + res.Message
 	}
 	fmt.Fprintln(w, head)
+}
+
+// stderrTail is the last lines a failed step's tool wrote to stderr (its
+// envelope's stderr feedback), at most 5.
+func stderrTail(s wfapi.StepResult) []string {
+	if s.Status != wfapi.StepFailed || s.Envelope == nil {
+		return nil
+	}
+	for _, f := range s.Envelope.Feedback {
+		if f.Phase == "stderr" && f.Detail != "" {
+			lines := strings.Split(strings.TrimRight(f.Detail, "\n"), "\n")
+			return lines[max(len(lines)-5, 0):]
+		}
+	}
+	return nil
 }
 
 // compactAbove: a result of more steps lists only those that did not

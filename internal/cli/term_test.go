@@ -84,3 +84,15 @@ func TestWaitingHeadline(t *testing.T) {
 		t.Fatal(p.Message)
 	}
 }
+
+// A failed step's stderr tail is shown with the result, not only in the
+// report.
+func TestResultShowsStderrOfAFailedStep(t *testing.T) {
+	res := &capflowclient.Result{Status: wfapi.StatusFailed, Plan: "p", Steps: []wfapi.StepResult{{ID: "crash", Status: wfapi.StepFailed,
+		Envelope: &capflowclient.Envelope{Feedback: []capflowclient.Feedback{{Phase: "stderr", Detail: "1\n2\n3\n4\n5\n6\nTraceback: boom\n"}}}}}}
+	var b bytes.Buffer
+	prettyResult(&b, res, "")
+	if !strings.Contains(b.String(), "crash's stderr, last lines") || strings.Contains(b.String(), "│ 2\n") || !strings.Contains(b.String(), "│ Traceback: boom\n") {
+		t.Fatal(b.String())
+	}
+}

@@ -155,6 +155,9 @@ func (m *Machine) Outcome(timeout string) (Verdict, string) {
 		return FailedRun, fmt.Sprintf("step %s %s: %s (%d of %d steps succeeded)", bad[0], n.state, n.reason, done, total)
 	}
 	if done == total {
+		if done == 1 {
+			return Passed, "the step succeeded"
+		}
 		return Passed, fmt.Sprintf("all %d steps succeeded", done)
 	}
 	byWhen := 0

@@ -365,5 +365,5 @@ func (r *Registry) Pinned(pin string) *manifest.Manifest {
 
 // Summary is a one-line description for logs.
 func (r *Registry) Summary() string {
-	return fmt.Sprintf("%d tools, %d capabilities, %d kits, %d problems", len(r.Tools), len(r.byCap), len(r.Kits), len(r.Problems))
+	return fmt.Sprintf("%s, %s, %s, %s", caperr.Count(len(r.Tools), "tool"), caperr.Count(len(r.byCap), "capability"), caperr.Count(len(r.Kits), "kit"), caperr.Count(len(r.Problems), "problem"))
 }
