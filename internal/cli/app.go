@@ -392,7 +392,7 @@ func failEnv(id string, err error, data any) envelope.Envelope {
 		for _, p := range probs {
 			b.Error("validate", p.Error(), string(p.Code))
 		}
-		return b.Fail(probs[0].Code, fmt.Sprintf("%d problem(s) in %s", len(probs), probs[0].File), problemsData(probs))
+		return b.Fail(probs[0].Code, fmt.Sprintf("%s in %s", caperr.Count(len(probs), "problem"), probs[0].File), problemsData(probs))
 	}
 	return b.FailErr(err, data)
 }

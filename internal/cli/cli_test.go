@@ -139,6 +139,41 @@ func TestScaffoldValidatesAndRuns(t *testing.T) {
 	}
 }
 
+// tools scaffold renders the project's templates/tool when it has them:
+// the built-in ones written there, edited, make the next tool.
+func TestScaffoldUsesTheProjectsTemplates(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, _ := capflow(t, "tools", "scaffold", "--write-templates", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("write templates: %s", out)
+	}
+	tmpl := filepath.Join(dir, "templates/tool/run.sh.tmpl")
+	b, err := os.ReadFile(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmpl, []byte(strings.Replace(string(b), "scaffold: no logic yet", "our own template", 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	extra := filepath.Join(dir, "templates/tool/NOTES.md.tmpl")
+	if err := os.WriteFile(extra, []byte("{{.Name}} provides {{.Capability}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := capflow(t, "tools", "scaffold", "ours", "--capability", "our.thing", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("scaffold: %s", out)
+	}
+	if notes, _ := os.ReadFile(filepath.Join(dir, "tools/ours/NOTES.md")); string(notes) != "ours provides our.thing\n" {
+		t.Fatalf("NOTES.md: %q", notes)
+	}
+	code, out, _ := capflow(t, "tools", "run", "ours", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || env.Message != "ours finished (our own template)" {
+		t.Fatalf("run: %s", out)
+	}
+	// Written once: a second --write-templates would overwrite edits.
+	if code, _, _ := capflow(t, "tools", "scaffold", "--write-templates", "--project", dir); code != 2 {
+		t.Fatalf("templates overwritten: exit %d", code)
+	}
+}
+
 func TestBadInvocations(t *testing.T) {
 	for _, args := range [][]string{
 		{"tools", "bogus"}, {"nope"}, {"tools", "resolve"}, {"tools", "list", "--output", "yaml"},

@@ -86,7 +86,7 @@ func (a *App) toolsValidate() *cobra.Command {
 				for _, p := range probs {
 					b.Error("validate", p.Error(), string(p.Code))
 				}
-				env = b.Fail(probs[0].Code, fmt.Sprintf("%d problem(s) in %d file(s); %d tools valid", len(probs), countFiles(probs), len(infos)), data)
+				env = b.Fail(probs[0].Code, fmt.Sprintf("%s in %s; %s valid", caperr.Count(len(probs), "problem"), caperr.Count(countFiles(probs), "file"), caperr.Count(len(infos), "tool")), data)
 			}
 			a.set(env, func(w io.Writer) {
 				bySource := map[string]int{}
@@ -195,7 +195,7 @@ func (a *App) toolsList() *cobra.Command {
 				b.Warn("registry", w)
 			}
 			if len(reg.Problems) > 0 {
-				b.Warn("registry", fmt.Sprintf("%d manifest problem(s); run `capflow tools validate`", len(reg.Problems)))
+				b.Warn("registry", fmt.Sprintf("%s; run `capflow tools validate`", caperr.Count(len(reg.Problems), "manifest problem")))
 			}
 			infos := []ToolInfo{}
 			var tools []*manifest.Manifest
