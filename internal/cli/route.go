@@ -153,7 +153,7 @@ func (a *App) agent(text string, inputs []string, dry bool) error {
 		a.setVerdict(id, verdictData{Lang: requestLanguage(text), Status: preflight.PartialComplete, Message: res.Message, Route: res})
 		return nil
 	}
-	a.phase("planning", "%s → plan %s with %d steps", res.Message, res.Plan.Name, len(res.Plan.Steps))
+	a.phase("planning", "%s → plan %s with %s", res.Message, res.Plan.Name, caperr.Count(len(res.Plan.Steps), "step"))
 
 	// 2. gap check and 3. policy check
 	props := planProps(res.Plan)

@@ -199,7 +199,7 @@ func Check(req Request) *Report {
 		r.Message = fmt.Sprintf("%d of %d steps are not covered: %s", len(r.Gaps), len(p.Steps), strings.Join(caps, "; "))
 	default:
 		r.Status = Ready
-		r.Message = fmt.Sprintf("ready: %d steps resolved", len(p.Steps))
+		r.Message = "ready: " + caperr.Count(len(p.Steps), "step") + " resolved"
 	}
 	return r
 }

@@ -42,7 +42,7 @@ func TestStatusPrecedence(t *testing.T) {
 		status    string
 		message   string
 	}{
-		{"ready", "name: a\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, false, Ready, "ready: 1 steps resolved"},
+		{"ready", "name: a\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, false, Ready, "ready: 1 step resolved"},
 		{"gap", "name: a\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, PartialComplete, "s (x.y: no_capability_match)"},
 		{"policy beats gaps", "name: a\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, BlockedByPolicy, `deny "x.*"`},
 		{"inputs beat everything", "name: a\ninputs: {n: {type: integer}}\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n",
