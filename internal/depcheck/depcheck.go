@@ -47,6 +47,9 @@ func (c *Checker) Check(d manifest.Dependency) error {
 	}
 	c.mu.Unlock()
 	err := c.check(d)
+	if err != nil && d.Install != "" {
+		err = fmt.Errorf("%w (to install: %s)", err, d.Install)
+	}
 	c.mu.Lock()
 	c.cache[d] = err
 	c.mu.Unlock()

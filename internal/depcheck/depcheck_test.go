@@ -22,6 +22,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{manifest.Dependency{Kind: "binary", Name: "sh"}, ""},
 		{manifest.Dependency{Kind: "binary", Name: "capflow-no-such-binary"}, "not on PATH"},
+		{manifest.Dependency{Kind: "binary", Name: "capflow-no-such-binary", Install: "make it"}, `binary "capflow-no-such-binary" is not on PATH (to install: make it)`},
+		{manifest.Dependency{Kind: "binary", Name: "sh", Install: "never said when present"}, ""},
 		{manifest.Dependency{Kind: "env", Name: "CAPFLOW_DEP_SET"}, ""},
 		{manifest.Dependency{Kind: "env", Name: "CAPFLOW_DEP_UNSET"}, "is not set"},
 		{manifest.Dependency{Kind: "service", Name: "up", URL: ok.URL}, ""},

@@ -149,6 +149,8 @@ type Dependency struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 	URL  string `json:"url,omitempty"`
+	// Install says how to get it, in the gap when it is missing.
+	Install string `json:"install,omitempty"`
 }
 
 // Timeouts of one run of the tool.
