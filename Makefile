@@ -158,6 +158,7 @@ fuzz: ## a short fuzzing pass over every parser; crashers land in testdata/fuzz/
 
 dev: build temporal ## dev server + Web UI + worker, then an example run; Ctrl-C stops them
 	@$(MAKE) --no-print-directory bubblewrap || echo "bubblewrap could not be installed: tools run unconfined, with a warning (docs/sandbox.md)"
+	@$(MAKE) --no-print-directory chromium || echo "chromium could not be installed: browser.run steps (validate-webapp) are gaps until it is (make chromium)"
 	@TEMPORAL=$(TEMPORAL) ./scripts/dev.sh
 
 clean:
