@@ -39,6 +39,9 @@ var Version = "dev"
 
 // App is one invocation of the CLI.
 type App struct {
+	// phases are what a command went through (agent: planning, gap
+	// check, ...), its envelope's first feedback.
+	phases []envelope.Feedback
 	Stdout io.Writer
 	Stderr io.Writer
 
@@ -226,6 +229,11 @@ func (a *App) jsonOutput() bool {
 }
 
 func (a *App) set(env envelope.Envelope, pretty func(io.Writer)) {
+	if len(a.phases) > 0 {
+		// What the command went through comes first, then its own words.
+		env.Feedback = append(a.phases, env.Feedback...)
+		a.phases = nil
+	}
 	a.result = &result{env: env, pretty: pretty}
 }
 

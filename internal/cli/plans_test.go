@@ -231,3 +231,17 @@ func TestRunRefusesBadInputsBeforeStarting(t *testing.T) {
 		}
 	}
 }
+
+// agent's phases are in its envelope, not only on stderr.
+func TestAgentPhasesInTheEnvelope(t *testing.T) {
+	root := repoRoot(t)
+	code, out, _ := capflow(t, "agent", "скачай с яндекс диска https://disk.yandex.ru/d/abc", "--dry-run", "--project", root, "--output", "json")
+	env := envelopeOf(t, out)
+	var phases []string
+	for _, f := range env.Feedback {
+		phases = append(phases, f.Phase)
+	}
+	if code != 0 || strings.Join(phases, ",") != "planning,gap check,policy check,preview" {
+		t.Fatalf("exit %d, phases %v\n%s", code, phases, out)
+	}
+}

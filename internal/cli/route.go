@@ -118,10 +118,12 @@ func (a *App) agentCommand() *cobra.Command {
 }
 
 func (a *App) phase(name, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	a.phases = append(a.phases, envelope.Feedback{Phase: name, Level: envelope.LevelInfo, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
 	if a.jsonOutput() && os.Getenv("CAPFLOW_PROGRESS") != "1" {
 		return
 	}
-	fmt.Fprintf(a.Stderr, "● %-13s %s\n", name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(a.Stderr, "● %-13s %s\n", name, msg)
 }
 
 func (a *App) agent(text string, inputs []string, dry bool) error {
