@@ -103,6 +103,16 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
+// Under by_severity a HIGH failure waits for a person: a case may give
+// the decision, and the run takes it.
+func TestDecisionAfterAHighFailure(t *testing.T) {
+	s := prepare(t, filepath.Join("testdata", "severity.yaml"))
+	rep := s.Run(casesOf(t, s))
+	if rep.Passed != 1 || len(rep.Cases) != 1 {
+		t.Fatalf("passed %d of %d: %+v", rep.Passed, len(rep.Cases), rep.Cases[0].Diffs)
+	}
+}
+
 // A case file's faults are reported together, each at its line and
 // field, before anything runs.
 func TestCaseFileProblems(t *testing.T) {
