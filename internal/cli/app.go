@@ -169,7 +169,7 @@ func (a *App) main(args []string) (code int) {
 			helped = root
 		}
 		id := toolID(helped)
-		if helped == root && containsFlag(args, "--version", "-v") {
+		if helped == root && containsFlag(args, "--version") {
 			a.set(envelope.NewBuilder(id).Succeed("capflow "+Version, map[string]any{"version": Version}), nil)
 		} else {
 			a.set(envelope.NewBuilder(id).Succeed("usage of "+helped.CommandPath(), map[string]any{"usage": helped.UsageString()}), nil)
@@ -279,6 +279,7 @@ func (a *App) rootCommand() *cobra.Command {
 		root.AddCommand(c)
 	}
 	a.failuresAsEnvelopes(root)
+	a.completion(root)
 	return root
 }
 

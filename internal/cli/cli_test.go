@@ -396,3 +396,17 @@ func TestPlanTest(t *testing.T) {
 		t.Fatalf("a bad case file: exit %d\n%s", code, out)
 	}
 }
+
+// Shell completion offers tools by name and uid, and (with no server)
+// completes no run ID rather than hanging or failing.
+func TestCompletion(t *testing.T) {
+	root := repoRoot(t)
+	_, out, _ := capflow(t, "__complete", "tools", "show", "--project", root, "")
+	if !strings.Contains(out, "file-read\tfile.read\n") || !strings.Contains(out, "core/file-read\n") {
+		t.Fatalf("tools: %s", out)
+	}
+	_, out, _ = capflow(t, "__complete", "--address", "127.0.0.1:1", "status", "")
+	if !strings.HasSuffix(strings.TrimSpace(out), ":4") {
+		t.Fatalf("runs: %s", out)
+	}
+}
