@@ -42,6 +42,9 @@ type App struct {
 	// phases are what a command went through (agent: planning, gap
 	// check, ...), its envelope's first feedback.
 	phases []envelope.Feedback
+	// localCheck is run's own check of its plan (its status), asked when
+	// the worker refused the plan.
+	localCheck func() string
 	Stdout io.Writer
 	Stderr io.Writer
 

@@ -129,6 +129,13 @@ func (a *App) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.localCheck = func() string {
+				ck, err := a.check(args[0], inputs, inputsFile, false)
+				if err != nil {
+					return ""
+				}
+				return ck.report.Status
+			}
 			return a.startRun(ctx, cfg, tc, cid, capflowclient.StartOptions{
 				ID: id, Summary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)), Details: staticDetails(p), Rerun: rerun,
 			}, in, detach)
@@ -188,8 +195,24 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 		a.set(failEnv(cid, err, map[string]any{"workflow_id": run.ID, "run_id": run.RunID, "url": url}), nil)
 		return nil
 	}
+	a.verdictsDiffer(res)
 	a.setResult(cid, res, url)
 	return nil
+}
+
+// verdictsDiffer warns when the worker refused a plan this project finds
+// ready: the worker resolves against its own project, which may not be
+// this one (another folder, other kits, another policy).
+func (a *App) verdictsDiffer(res *capflowclient.Result) {
+	refused := res.Status == wfapi.StatusPartialComplete || res.Status == wfapi.StatusBlockedByPolicy || res.Status == wfapi.StatusInvalid
+	if !refused || a.localCheck == nil {
+		return
+	}
+	if local := a.localCheck(); local == preflight.Ready {
+		msg := fmt.Sprintf("this project's check finds the plan ready, the worker's says %s: the worker resolves against its own project (is it serving another folder? capflow-worker --project, or run with --task-queue of a worker that serves this one)", res.Status)
+		a.phases = append(a.phases, envelope.Feedback{Phase: "check", Level: envelope.LevelWarning, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
+		fmt.Fprintf(a.Stderr, "⚠ %s\n", msg)
+	}
 }
 
 // MaxPlanValueBytes is the largest plan sent as the workflow input
