@@ -81,11 +81,13 @@ var runColors = map[wfapi.RunStatus]string{
 	wfapi.StatusBlockedByPolicy: red, wfapi.StatusPartialComplete: red, wfapi.StatusInvalid: red,
 }
 
-// statusLine is the progress line redrawn in place on a terminal.
+// statusLine is the progress line redrawn in place on a terminal: with
+// an escape code that erases the line, or without colour (NO_COLOR: no
+// escape code at all), over spaces.
 type statusLine struct {
 	s     screen
 	w     io.Writer
-	shown bool
+	shown int // the runes shown (0: none)
 }
 
 // show redraws the line (cut to the screen's width).
@@ -97,16 +99,21 @@ func (l *statusLine) show(text string) {
 		r := []rune(text)
 		text = string(r[:l.s.width-2]) + "…"
 	}
-	fmt.Fprintf(l.w, "\r\x1b[2K%s", l.s.paint(dim, text))
-	l.shown = true
+	l.clear()
+	fmt.Fprint(l.w, l.s.paint(dim, text))
+	l.shown = max(utf8.RuneCountInString(text), 1)
 }
 
 // clear removes the line, so a permanent line can be printed.
 func (l *statusLine) clear() {
-	if l.shown {
+	switch {
+	case l.shown == 0:
+	case l.s.color:
 		fmt.Fprint(l.w, "\r\x1b[2K")
-		l.shown = false
+	default:
+		fmt.Fprint(l.w, "\r"+strings.Repeat(" ", l.shown)+"\r")
 	}
+	l.shown = 0
 }
 
 // progressText is a run's progress in one line: done of all, and what

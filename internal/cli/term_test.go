@@ -65,9 +65,19 @@ func TestProgressText(t *testing.T) {
 	if b.Len() != 0 {
 		t.Fatalf("a pipe got %q", b.String())
 	}
-	l = statusLine{s: screen{live: true, width: 20}, w: &b}
+	l = statusLine{s: screen{live: true, color: true, width: 20}, w: &b}
 	l.show("a long progress line past the width")
-	if got := b.String(); got != "\r\x1b[2Ka long progress li…" {
+	if got := b.String(); got != "\x1b[2ma long progress li…\x1b[0m" {
+		t.Fatalf("%q", got)
+	}
+	// Without colour (NO_COLOR): no escape code, the line overwritten
+	// with spaces.
+	b.Reset()
+	l = statusLine{s: screen{live: true, width: 40}, w: &b}
+	l.show("… 1/4 steps done")
+	l.show("… 2/4")
+	l.clear()
+	if got := b.String(); got != "… 1/4 steps done\r                \r… 2/4\r     \r" || strings.Contains(got, "\x1b") {
 		t.Fatalf("%q", got)
 	}
 }
