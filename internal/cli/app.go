@@ -45,8 +45,8 @@ type App struct {
 	// localCheck is run's own check of its plan (its status), asked when
 	// the worker refused the plan.
 	localCheck func() string
-	Stdout io.Writer
-	Stderr io.Writer
+	Stdout     io.Writer
+	Stderr     io.Writer
 
 	projectDir string
 	configFile string
