@@ -30,16 +30,7 @@ func TestWorkflowCodeLinksNoToolRunner(t *testing.T) {
 // 80 lines.
 func TestFunctionsFitOnAScreen(t *testing.T) {
 	for _, dir := range []string{".", "../activities"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			fset := token.NewFileSet()
-			file, err := parser.ParseFile(fset, f, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachSourceFile(t, dir, func(fset *token.FileSet, file *ast.File) {
 			for _, d := range file.Decls {
 				fd, ok := d.(*ast.FuncDecl)
 				if !ok || fd.Body == nil {
@@ -49,6 +40,22 @@ func TestFunctionsFitOnAScreen(t *testing.T) {
 					t.Errorf("%s: %s is %d lines", fset.Position(fd.Pos()), fd.Name.Name, n)
 				}
 			}
+		})
+	}
+}
+
+// eachSourceFile parses every non-test Go file of dir.
+func eachSourceFile(t *testing.T, dir string, visit func(*token.FileSet, *ast.File)) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
 		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		visit(fset, file)
 	}
 }

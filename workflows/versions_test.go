@@ -27,17 +27,8 @@ func TestGetVersionUsesDeclaredChanges(t *testing.T) {
 		declared[c.ID] = c
 	}
 	consts := declaredConstants(t)
-	files, _ := filepath.Glob("*.go")
 	calls := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachSourceFile(t, ".", func(fset *token.FileSet, file *ast.File) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if sel, isSel := callee(call); !ok || !isSel || sel != "GetVersion" {
@@ -56,7 +47,7 @@ func TestGetVersionUsesDeclaredChanges(t *testing.T) {
 			}
 			return true
 		})
-	}
+	})
 	if calls < len(Changes) {
 		t.Errorf("%d GetVersion calls for %d declared changes: a change no code asks for", calls, len(Changes))
 	}
