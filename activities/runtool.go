@@ -389,16 +389,3 @@ func (a *Activities) itemOf(inputs map[string]any, deps map[string]wfapi.StepOut
 	}
 	return list[index], "", nil
 }
-
-// referencedBy keeps the outcomes of the steps a value references.
-func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.StepOutcome {
-	out := map[string]wfapi.StepOutcome{}
-	plan.CollectRefs(v, nil, func(_ []string, t plan.Template, err error) {
-		for _, r := range t.Refs() {
-			if o, ok := deps[r.Name]; ok && r.Kind == plan.RefSteps {
-				out[r.Name] = o
-			}
-		}
-	})
-	return out
-}

@@ -27,7 +27,6 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
-	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/telemetry"
 )
 
@@ -284,53 +283,6 @@ func (a *App) rootCommand() *cobra.Command {
 	a.failuresAsEnvelopes(root)
 	a.completion(root)
 	return root
-}
-
-// failuresAsEnvelopes wraps every command body once: an error it returns
-// becomes the command's failure envelope, with the contract code the error
-// carries and the command path as its id (capflow-plan-check). Bodies then
-// simply return their errors.
-func (a *App) failuresAsEnvelopes(c *cobra.Command) {
-	if body := c.RunE; body != nil {
-		id := toolID(c)
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			if err := body(cmd, args); err != nil {
-				a.set(failEnv(id, err, nil), nil)
-			}
-			return nil
-		}
-	}
-	for _, sub := range c.Commands() {
-		a.failuresAsEnvelopes(sub)
-	}
-}
-
-// groupRun makes a command group reject unknown subcommands (cobra would
-// print help and exit 0); a bare group is a usage error, exit 2, in every
-// output (as go's own groups are): its help goes to stderr first in
-// pretty output.
-func (a *App) groupRun(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		var names []string
-		for _, c := range cmd.Commands() {
-			if c.IsAvailableCommand() {
-				names = append(names, c.Name())
-				names = append(names, c.Aliases...)
-			}
-		}
-		return caperr.New(caperr.InvalidInput, "unknown command %q for %q%s (see --help)", args[0], cmd.CommandPath(), suggest.Phrase(args[0], names))
-	}
-	var subs []string
-	for _, c := range cmd.Commands() {
-		if c.IsAvailableCommand() {
-			subs = append(subs, c.Name())
-		}
-	}
-	if !a.jsonOutput() {
-		cmd.SetOut(a.Stderr)
-		_ = cmd.Help()
-	}
-	return caperr.New(caperr.InvalidInput, "%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(subs, ", "))
 }
 
 func (a *App) versionCommand() *cobra.Command {

@@ -16,7 +16,6 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/registry"
-	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -360,49 +359,6 @@ func (a *App) toolsRun() *cobra.Command {
 	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable)")
 	c.Flags().StringVar(&inputsFile, "inputs-file", "", "a YAML or JSON file of inputs")
 	return c
-}
-
-// ToolDefinition is everything capflow knows of one tool (`tools show`).
-type ToolDefinition struct {
-	Manifest *manifest.Manifest `json:"manifest"`
-	// UID names it even where two kits hold the same name@version
-	// (origin/name@version); a plan's tool: and these commands take it.
-	UID         string `json:"uid"`
-	Description string `json:"description_md"`
-	Source      string `json:"source"`
-	Path        string `json:"path"`
-	Digest      string `json:"digest"`
-	// Runs is what a step of this tool would execute: the command line,
-	// the builtin function or the HTTP endpoint.
-	Runs string `json:"runs"`
-	// Confinement is how a step of it runs: what it may touch and use
-	// (docs/sandbox.md).
-	Confinement string `json:"confinement"`
-}
-
-func (a *App) toolsShow() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show [ORIGIN/]TOOL[@VERSION]|CAPABILITY",
-		Short: "A tool's whole definition: manifest, schemas, description.md, source and digest",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, reg, err := a.loadRegistry()
-			if err != nil {
-				return err
-			}
-			m := findTool(reg, args[0])
-			if m == nil {
-				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q%s (see capflow tools list)", args[0], toolPhrase(reg, args[0]))
-			}
-			def := ToolDefinition{Manifest: m, UID: m.UID(), Description: reg.Description(m), Source: m.Source, Path: m.File, Digest: m.Digest, Runs: Runs(m),
-				Confinement: sandbox.Confinement(m)}
-			b := envelope.NewBuilder("capflow-tools-show")
-			b.Info("lookup", fmt.Sprintf("%q is %s (%s)", args[0], m.UID(), reg.Summary()))
-			env := b.Succeed(fmt.Sprintf("%s@%s (%s)", m.Name, m.Version, m.Source), def)
-			a.set(env, func(w io.Writer) { prettyDefinition(w, def) })
-			return nil
-		},
-	}
 }
 
 // findTool looks a tool up by name (with an optional @version prefix), or

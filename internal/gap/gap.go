@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
-	"github.com/capflow/capflow/internal/suggest"
 )
 
 // Reasons.
@@ -378,31 +376,6 @@ func (c *checker) outputs() caperr.Problems {
 		if _, issue, skip := c.refSchema(*t[0].Ref); !skip && issue != "" && !strings.Contains(issue, "may be") && !strings.Contains(issue, "declares no output_schema") {
 			out = append(out, caperr.New(caperr.InvalidInput, "output %q: %s: %s", name, t[0].Ref, issue).At(c.p.File, 0, 0, "outputs."+name))
 		}
-	}
-	return out
-}
-
-// ownProblems are the best candidate's refusals of a step as positioned
-// problems when each is the plan's own value (a literal of the wrong
-// type, an input the tool does not take, one it requires and the step
-// does not give): a typo in the plan, not a missing tool. nil when any is
-// about what another step returns (data flow: a gap).
-func (c *checker) ownProblems(s *plan.Step, i int, best Refusal) caperr.Problems {
-	var out caperr.Problems
-	for _, is := range best.Issues {
-		if !is.Own || !strings.HasPrefix(is.Path, "with.") {
-			return nil
-		}
-		path := append([]string{"steps", strconv.Itoa(i)}, strings.Split(is.Path, ".")...)
-		line, col := c.p.Pos(path...)
-		msg := fmt.Sprintf("%s (tool %s)", is.Message, best.Tool)
-		if is.Key != "" {
-			msg = fmt.Sprintf("%s takes no input %q%s", best.Tool, is.Key, suggest.Phrase(is.Key, is.Known))
-			if suggest.Phrase(is.Key, is.Known) == "" {
-				msg += " (it takes " + strings.Join(is.Known, ", ") + ")"
-			}
-		}
-		out = append(out, caperr.New(caperr.InvalidInput, "%s", msg).At(c.p.File, line, col, fmt.Sprintf("steps[%d].%s", i, is.Path)))
 	}
 	return out
 }

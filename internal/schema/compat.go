@@ -7,25 +7,6 @@ import (
 	"strings"
 )
 
-// Issue is one reason a producer's values may not satisfy a consumer.
-type Issue struct {
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-	// Own: the plan's own value is at fault (a literal, a key the tool
-	// does not take, an input missing), not what another step returns.
-	Own bool `json:"-"`
-	// Key: an input the tool does not take; Known: those it takes.
-	Key   string   `json:"-"`
-	Known []string `json:"-"`
-}
-
-func (i Issue) String() string {
-	if i.Path == "" {
-		return i.Message
-	}
-	return i.Path + ": " + i.Message
-}
-
 // Compat reports what keeps it from being proven that every value valid
 // under producer is valid under consumer. No issues means compatible.
 // It is conservative: a constraint it cannot reason about is an issue.

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// A run's result as people read it (pretty output) and as its envelope
+// records its phases.
+
+// resultPhases records in the envelope what the run went through: its
+// run (segments, duration), its steps by status, the failures it
+// absorbed (a warning each), its report.
+func resultPhases(b *envelope.Builder, res *capflowclient.Result) {
+	if res.StartedAt != "" {
+		msg := fmt.Sprintf("%s from %s", res.Status, res.StartedAt)
+		if res.EndedAt != "" {
+			msg += fmt.Sprintf(" to %s (%d ms)", res.EndedAt, res.DurationMS)
+		}
+		b.Info("run", msg)
+	}
+	counts := map[wfapi.StepState]int{}
+	for _, s := range res.Steps {
+		counts[s.Status]++
+	}
+	for st, n := range res.StepCounts {
+		counts[st] = n
+	}
+	var parts []string
+	for _, st := range []wfapi.StepState{wfapi.StepSucceeded, wfapi.StepFailed, wfapi.StepSkipped, wfapi.StepCancelled, wfapi.StepBlocked, wfapi.StepWaiting, wfapi.StepRunning, wfapi.StepPending} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	if len(parts) > 0 {
+		b.Info("steps", strings.Join(parts, ", "))
+	}
+	for _, w := range res.Warnings {
+		b.Warn("absorbed", w)
+	}
+	if res.Report.JSON != "" {
+		b.Info("report", res.Report.JSON+" · "+res.Report.Markdown)
+	}
+}
+
+func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
+	scr := screenOf(w)
+	rows, hidden := resultRows(res)
+	if len(rows) > 0 {
+		table(w, []string{"  STEP", "CAPABILITY", "TOOL", "STATUS", "ATTEMPTS", "NOTE"}, rows)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "  %s %d steps succeeded (the report lists each)\n", scr.paint(green, "✓"), hidden)
+	}
+	for _, st := range res.Steps {
+		if tail := stderrTail(st); len(tail) > 0 {
+			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", st.ID)
+			for _, l := range tail {
+				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), l)
+			}
+		}
+	}
+	if res.StepsOmitted > 0 {
+		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
+	}
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "  %s %s\n", scr.paint(yellow, "warning:"), warn)
+	}
+	for _, g := range res.Gaps {
+		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
+	}
+	if len(res.Outputs) > 0 {
+		fmt.Fprintln(w, "outputs:")
+		for _, n := range res.OutputNames() {
+			js, _ := json.Marshal(res.Outputs[n])
+			if len(js) > 200 {
+				js = append(js[:200], "…"...)
+			}
+			fmt.Fprintf(w, "  %s: %s\n", n, js)
+		}
+	}
+	if res.Report.Markdown != "" {
+		fmt.Fprintf(w, "report: %s\n", res.Report.Markdown)
+	}
+	if url != "" {
+		fmt.Fprintf(w, "Web UI: %s\n", url)
+	}
+	if res.TraceID != "" {
+		fmt.Fprintf(w, "trace: %s\n", res.TraceID)
+	}
+	// The verdict last: what a person reads first when the output ends.
+	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
+	if mark == "" {
+		mark = "✗"
+	}
+	head := fmt.Sprintf("%s %s %s", scr.paint(runColors[res.Status], mark), res.Plan, scr.paint(bold, string(res.Status)))
+	if res.Message != "" {
+		head += ": " + res.Message
+	}
+	fmt.Fprintln(w, head)
+}
+
+// stderrTail is the last lines a failed step's tool wrote to stderr (its
+// envelope's stderr feedback), at most 5.
+func stderrTail(s wfapi.StepResult) []string {
+	if s.Status != wfapi.StepFailed || s.Envelope == nil {
+		return nil
+	}
+	for _, f := range s.Envelope.Feedback {
+		if f.Phase == "stderr" && f.Detail != "" {
+			lines := strings.Split(strings.TrimRight(f.Detail, "\n"), "\n")
+			return lines[max(len(lines)-5, 0):]
+		}
+	}
+	return nil
+}
+
+// compactAbove: a result of more steps lists only those that did not
+// succeed (and a count of the rest), so a passing run fits a screen.
+const compactAbove = 12
+
+// resultRows are the result's table rows, and how many succeeded steps
+// were left out of it.
+func resultRows(res *capflowclient.Result) (rows [][]string, hidden int) {
+	compact := len(res.Steps) > compactAbove
+	for _, s := range res.Steps {
+		if compact && s.Status == wfapi.StepSucceeded && (s.ItemCounts == nil || s.ItemCounts.Failed+s.ItemCounts.Skipped == 0) {
+			hidden++
+			continue
+		}
+		tool := "—"
+		if s.Tool != "" {
+			tool = s.Tool + "@" + s.Version
+		}
+		note := s.Reason
+		if s.Status == wfapi.StepSucceeded && s.Envelope != nil {
+			note = s.Envelope.Message
+		}
+		if c := s.ItemCounts; c != nil {
+			note = fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
+		}
+		rows = append(rows, []string{"  " + s.ID, stepWhat(s), tool, string(s.Status), fmt.Sprint(s.Attempts), caperr.FirstLine(note)})
+		for _, it := range s.Items {
+			if it.Status != wfapi.StepSucceeded {
+				rows = append(rows, []string{"    " + wfapi.ItemLabel(s.ID, it.Index), "", "", string(it.Status), fmt.Sprint(it.Attempts), it.Reason})
+			}
+		}
+	}
+	return rows, hidden
+}

@@ -1,0 +1,20 @@
+package schema
+
+// Issue is one reason a producer's values may not satisfy a consumer.
+type Issue struct {
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+	// Own: the plan's own value is at fault (a literal, a key the tool
+	// does not take, an input missing), not what another step returns.
+	Own bool `json:"-"`
+	// Key: an input the tool does not take; Known: those it takes.
+	Key   string   `json:"-"`
+	Known []string `json:"-"`
+}
+
+func (i Issue) String() string {
+	if i.Path == "" {
+		return i.Message
+	}
+	return i.Path + ": " + i.Message
+}
