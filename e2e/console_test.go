@@ -125,8 +125,21 @@ steps:
 	if err := chromedp.Run(ctx, chromedp.Click(`#step-each`), chromedp.WaitVisible(`#step table`), chromedp.Text(`#step table`, &items)); err != nil || !strings.Contains(items, "each[2]") {
 		t.Fatalf("the for_each step's items: %q %v", items, err)
 	}
+	// A waiting run says what it waits for; only the controls that apply
+	// are enabled; what is typed survives the live updates (5 s of them).
+	var badge, message string
+	var resumeOff, pauseOff bool
+	if err := chromedp.Run(ctx, chromedp.Text("#status", &badge), chromedp.Text("#message", &message),
+		chromedp.Evaluate(`document.getElementById("resume").disabled`, &resumeOff), chromedp.Evaluate(`document.getElementById("pause").disabled`, &pauseOff)); err != nil ||
+		badge != "waiting" || message != "ok waits for approval: Ship it?" || !resumeOff || pauseOff {
+		t.Fatalf("the waiting run's headline %q %q, resume disabled %v, pause disabled %v (%v)", badge, message, resumeOff, pauseOff, err)
+	}
+	var typed string
 	if err := chromedp.Run(ctx, chromedp.Click(`#step-ok`), chromedp.WaitVisible(`button[data-action="approve"]`),
-		chromedp.SendKeys(`#step textarea`, "looks good"), chromedp.Click(`button[data-action="approve"]`)); err != nil {
+		chromedp.SendKeys(`#step textarea`, "looks good"), chromedp.Sleep(5*time.Second), chromedp.Value(`#step textarea`, &typed)); err != nil || typed != "looks good" {
+		t.Fatalf("the comment after 5 s of live updates: %q %v", typed, err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Click(`button[data-action="approve"]`)); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	waitStates(t, ctx, map[string]string{"ok": "succeeded", "done": "succeeded"}, states)
@@ -134,6 +147,11 @@ steps:
 	if err := chromedp.Run(ctx, chromedp.Poll(`document.getElementById("status").textContent === "passed"`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Text("#status", &status)); err != nil {
 		t.Fatalf("the run did not pass on the page: %v", err)
+	}
+	var ended []bool
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`["pause", "resume", "cancel", "rerun"].map((b) => document.getElementById(b).disabled)`, &ended)); err != nil ||
+		fmt.Sprint(ended) != "[true true true false]" {
+		t.Fatalf("an ended run's controls disabled (pause, resume, cancel, rerun): %v %v", ended, err)
 	}
 	var report string
 	if err := chromedp.Run(ctx, chromedp.WaitVisible(`#report table`), chromedp.Text(`#report`, &report)); err != nil || !strings.Contains(report, "approved by console") {

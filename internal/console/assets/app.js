@@ -58,6 +58,11 @@ const capflow = (() => {
     document.title = "capflow · " + id;
     $("title").textContent = id;
     let run = null, selected = null, tails = {}, reportLoaded = false;
+    // shown: what the step panel shows now (redrawn only when it changes,
+    // so what a person types there survives live updates); drafts: what
+    // was typed into a wait's answer box, by wait.
+    let shown = "";
+    const drafts = {};
     // The plan's step ids in order, each step's state now (the states
     // query: complete even when a large run's progress leaves steps out),
     // and the groups a large plan is drawn with.
@@ -77,6 +82,27 @@ const capflow = (() => {
     $("cancel").onclick = () => confirm("Cancel the run? Its tools are stopped.") && act("cancel");
     $("rerun").onclick = () => act("rerun", {});
     $("rerun-from").onclick = () => (selected ? act("rerun", { from: selected }) : notice("select a step first", true));
+    // The controls that apply to the run as it is now; the others disabled.
+    const controls = () => {
+      const open = !run || ["resolving", "running", "paused"].includes(run.status);
+      $("pause").disabled = !run || !open || run.status === "paused";
+      $("resume").disabled = !run || run.status !== "paused";
+      $("cancel").disabled = !run || !open;
+      $("rerun").disabled = open;
+      $("rerun-from").disabled = open || !selected;
+    };
+    // A running run whose steps wait for a person says so, and for what.
+    const headline = () => {
+      const waits = run.steps.filter((s) => s.status === "waiting" && s.waiting);
+      let status = run.status, message = run.message || "";
+      if (run.status === "running" && waits.length) {
+        const w = waits[0];
+        status = "waiting";
+        message = `${w.id} waits for ${w.waiting.kind}: ${w.waiting.prompt || ""}` + (waits.length > 1 ? ` (and ${waits.length - 1} more)` : "");
+      }
+      $("status").className = "badge " + status; $("status").textContent = status;
+      $("message").textContent = message;
+    };
     $("search").addEventListener("input", () => {
       const q = $("search").value.trim();
       document.querySelectorAll("#graph g.node").forEach((g) => g.classList.remove("found"));
@@ -93,7 +119,7 @@ const capflow = (() => {
         for (const [gid, members] of Object.entries(groups)) for (const m of members) groupOf[m] = gid;
         $("graph").innerHTML = svg.slice(svg.indexOf("<svg")); // laid out by Graphviz from the run's plan
         $("graph").querySelectorAll("title").forEach((t) => t.remove());
-        $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => { selected = g.id.slice(5); paint(); showStep(); }));
+        $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => { selected = g.id.slice(5); paint(); showStep(); controls(); }));
         await loadStates(); // the states of a run that ended before the graph came
         paint();
       } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); setTimeout(graph, 2000); }
@@ -144,14 +170,13 @@ const capflow = (() => {
       try {
         run = await api(base);
         await loadStates();
-        $("status").className = "badge " + run.status; $("status").textContent = run.status;
-        $("message").textContent = run.message || "";
+        headline();
         if (run.steps.some((s) => s.status === "running")) {
           const info = await api(base + "/describe").catch(() => null);
           tails = {};
           for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.activity_id.startsWith("step-")) tails[p.activity_id.slice(5).replace(/-(after-local|retry-\d+|rerun-\d+|host-\d+)$/, "")] = p.heartbeat.lines;
         }
-        paint(); summary(); if (selected) showStep();
+        paint(); summary(); controls(); if (selected) showStep();
       } catch (e) { notice(e.message, true); }
       if (!run || ["resolving", "running", "paused"].includes(run.status)) setTimeout(refresh, 1000);
     };
@@ -172,6 +197,9 @@ const capflow = (() => {
       const box = $("step");
       if (groups[selected]) { showGroup(box, selected); return; }
       const s = run && run.steps.find((x) => x.id === selected);
+      const now = selected + JSON.stringify(s || null) + (s && tails[s.id] ? tails[s.id].join("\n") : "");
+      if (now === shown && box.childElementCount) return; // unchanged: keep it, and what is typed there
+      shown = now;
       if (!s) { box.replaceChildren(el("h2", {}, selected || "Steps"), el("p", { class: "muted" }, "not started")); return; }
       const env = s.envelope || {};
       const rows = [["capability", s.capability], ["tool", s.tool ? `${s.tool}@${s.version}` : ""], ["status", badge(s.status)], ["attempts", s.attempts],
@@ -196,6 +224,7 @@ const capflow = (() => {
     };
     // A group lists its members and their states; a click shows one.
     const showGroup = (box, gid) => {
+      shown = "";
       const members = groups[gid];
       box.replaceChildren(el("h2", {}, `${members.length} steps`), el("p", { class: "muted" }, "interchangeable steps drawn as one node (same tool, same dependencies and dependents)"),
         el("table", {}, el("tbody", {}, members.slice(0, 500).map((m) => el("tr", {}, el("td", {}, el("a", { href: "#", on: { click: (e) => { e.preventDefault(); selected = m; showStepOf(box, m); } } }, m)),
@@ -214,8 +243,10 @@ const capflow = (() => {
       return box;
     };
     const ask = (s) => {
-      const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)" });
-      const timeout = el("input", { placeholder: "retry timeout, e.g. 10m", size: 14 });
+      const draft = drafts[s.waiting.id] || (drafts[s.waiting.id] = { comment: "", timeout: "" });
+      const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)", on: { input: () => { draft.comment = comment.value; } } });
+      const timeout = el("input", { placeholder: "retry timeout, e.g. 10m", size: 14, on: { input: () => { draft.timeout = timeout.value; } } });
+      comment.value = draft.comment; timeout.value = draft.timeout;
       const decide = (action) => act("decide", { step: s.id, action, comment: comment.value, timeout: action === "retry" ? timeout.value : "" });
       const buttons = (s.waiting.actions || []).map((a) => el("button", { class: a === "approve" ? "primary" : a === "reject" || a === "fail" ? "danger" : "", "data-action": a, on: { click: () => decide(a) } }, a));
       return el("div", { class: "ask" }, el("strong", {}, s.waiting.prompt || "waiting"), comment, (s.waiting.actions || []).includes("retry") ? timeout : null, el("div", { class: "bar" }, buttons));
