@@ -52,7 +52,7 @@ func (s *Server) planFiles() []string {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
-		if raw, err := beneath.ReadIn(dir, rel, yamldoc.MaxFileSize, "plan", rel); err == nil && (bytes.HasPrefix(raw, []byte("steps:")) || bytes.Contains(raw, []byte("\nsteps:"))) {
+		if raw, err := beneath.ReadIn(dir, rel, yamldoc.MaxFileSize, "plan", rel); err == nil && topLevel(raw, "steps") && topLevel(raw, "name") {
 			out = append(out, rel)
 		}
 		return nil
@@ -141,4 +141,11 @@ func GraphOfPlan(p *plan.Plan, res []gap.StepResolution) *client.Graph {
 		g.Steps = append(g.Steps, gs)
 	}
 	return g
+}
+
+// topLevel reports whether a YAML document has key at its top level (a
+// plan has name and steps; a browser scenario only steps).
+func topLevel(raw []byte, key string) bool {
+	k := []byte(key + ":")
+	return bytes.HasPrefix(raw, k) || bytes.Contains(raw, append([]byte("\n"), k...))
 }

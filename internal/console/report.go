@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"regexp"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runctl"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
@@ -41,7 +43,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out bytes.Buffer
-	if err := markdown.Convert(src, &out); err != nil {
+	if err := markdown.Convert(forConsole(src), &out); err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "render %s", file))
 		return
 	}
@@ -71,4 +73,18 @@ func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(raw)
+}
+
+// mermaidBlock is report.md's graph, which the page draws itself.
+var mermaidBlock = regexp.MustCompile("(?s)\n## Graph\n\n```mermaid\n.*?```\n")
+
+// forConsole is report.md as the page shows it: without its mermaid
+// source (the page has the graph) and without emoji, which a machine
+// without an emoji font draws as empty boxes (the status is in words).
+func forConsole(md []byte) []byte {
+	md = mermaidBlock.ReplaceAll(md, []byte("\n"))
+	for _, e := range report.StatusMarks() {
+		md = bytes.ReplaceAll(md, []byte(e+" "), nil)
+	}
+	return md
 }

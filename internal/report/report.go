@@ -6,6 +6,8 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,6 +48,9 @@ var statusMark = map[wfapi.RunStatus]string{
 	wfapi.StatusPassed: "✅", wfapi.StatusFailed: "❌", wfapi.StatusCancelled: "⏹", wfapi.StatusPartialComplete: "🧩",
 	wfapi.StatusBlockedByPolicy: "⛔", wfapi.StatusInvalid: "⚠️",
 }
+
+// StatusMarks are the emoji report.md heads a run's status with.
+func StatusMarks() []string { return slices.Collect(maps.Values(statusMark)) }
 
 // Graph renders the run's DAG coloured by step status.
 func Graph(d Document) string {

@@ -185,7 +185,7 @@ const capflow = (() => {
       if (run.gaps && run.gaps.length) parts.push(el("h2", {}, "Gaps"), el("ul", { class: "problems" }, run.gaps.map((g) => el("li", {}, `${g.step_id}: ${g.missing_capability} (${g.reason})`))));
       if (run.warnings && run.warnings.length) parts.push(el("h2", {}, "Warnings"), el("ul", {}, run.warnings.map((w) => el("li", {}, w))));
       if (run.outputs && Object.keys(run.outputs).length) parts.push(el("h2", {}, "Outputs"), el("pre", {}, JSON.stringify(run.outputs, null, 2)));
-      if (run.report && run.report.markdown) parts.push(el("h2", {}, "Report"), el("p", { class: "muted" }, run.report.markdown), report);
+      if (run.report && run.report.markdown) parts.push(el("h2", {}, "Report"), report);
       $("summary").replaceChildren(...parts);
       if (run.report && run.report.markdown && !reportLoaded && !["resolving", "running", "paused"].includes(run.status)) {
         reportLoaded = true;
@@ -214,7 +214,7 @@ const capflow = (() => {
       kids.push(el("h2", {}, "Inputs"), inputsBox(s.id));
       if (env.message) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));
       if (env.data !== undefined && env.data !== null) kids.push(el("pre", {}, JSON.stringify(env.data, null, 2)));
-      if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.error.message || ""}`));
+      if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.message || s.reason || ""}`));
       if (env.feedback && env.feedback.length) kids.push(el("h2", {}, "Feedback"), el("ul", { class: "timeline" }, env.feedback.map((f) => el("li", { class: f.level }, `${f.phase}: ${f.message}`))));
       if (s.artifacts && s.artifacts.length) kids.push(el("h2", {}, "Artifacts"), el("ul", {}, s.artifacts.map((a) => el("li", {},
         el("a", { href: base + "/artifacts/" + a.sha256, target: "_blank", rel: "noopener" }, a.path.split("/").pop()), ` ${a.bytes} bytes, sha256 ${a.sha256.slice(0, 12)}`))));

@@ -1,0 +1,32 @@
+package console
+
+import (
+	"strings"
+	"testing"
+)
+
+// The page's report has no mermaid source (the page draws the graph) and
+// no emoji (empty boxes without an emoji font).
+func TestReportForTheConsole(t *testing.T) {
+	md := "# ✅ p: passed\n\nall good\n\n## Graph\n\n```mermaid\nflowchart TD\n  a --> b\n```\n\n## Steps\n\n| step |\n"
+	got := string(forConsole([]byte(md)))
+	if strings.Contains(got, "mermaid") || strings.Contains(got, "flowchart") || strings.Contains(got, "✅") || !strings.Contains(got, "# p: passed") || !strings.Contains(got, "## Steps") {
+		t.Fatalf("%q", got)
+	}
+}
+
+// A plan file has name and steps at its top level; a browser scenario
+// (steps only) is not listed as a plan.
+func TestPlanFilesAreListedByTheirKeys(t *testing.T) {
+	for doc, want := range map[string]bool{
+		"name: p\nsteps:\n  - {id: a}\n":           true,
+		"# a plan\nname: p\nsteps: []\n":           true,
+		"# a scenario\nsteps:\n  - goto: /\n":      false,
+		"name: x\nitems:\n  steps: 1\n":            false,
+		"description: has name: and steps: inline": false,
+	} {
+		if got := topLevel([]byte(doc), "steps") && topLevel([]byte(doc), "name"); got != want {
+			t.Errorf("%q: %v", doc, got)
+		}
+	}
+}
