@@ -78,3 +78,24 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("runs: %s", out)
 	}
 }
+
+// A template folder's link that leaves it is refused, and nothing of its
+// target is written into the new tool.
+func TestHostileScaffoldTemplateLink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("the worker's key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := capflow(t, "tools", "scaffold", "--write-templates", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("write templates: %s", out)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "templates/tool/stolen.txt")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := capflow(t, "tools", "scaffold", "thief", "--capability", "x.y", "--project", dir, "--output", "json")
+	b, _ := os.ReadFile(filepath.Join(dir, "tools/thief/stolen.txt"))
+	if code != 2 || strings.Contains(string(b), "the worker's key") {
+		t.Fatalf("exit %d, stolen.txt %q: %s", code, b, out)
+	}
+}

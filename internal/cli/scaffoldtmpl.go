@@ -32,7 +32,12 @@ const TemplatesDir = "templates/tool"
 func toolTemplates(root string) (fs.FS, string) {
 	dir := filepath.Join(root, filepath.FromSlash(TemplatesDir))
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		return os.DirFS(dir), dir
+		// Read beneath the folder: a link in it that leaves it (a cloned
+		// project's templates/tool/x -> ~/.ssh/id_rsa) is refused, not
+		// copied into the new tool. Open for the command's life.
+		if r, err := os.OpenRoot(dir); err == nil {
+			return r.FS(), dir
+		}
 	}
 	sub, _ := fs.Sub(builtinTemplates, TemplatesDir)
 	return sub, "built in"
