@@ -346,7 +346,10 @@ func (r *Registry) Providers(c string) []*manifest.Manifest { return r.byCap[c] 
 
 // Tool finds a tool by name and optional version prefix, best first.
 func (r *Registry) Tool(name, versionPrefix string) *manifest.Manifest {
-	return r.Pinned(name + "@" + versionPrefix)
+	if versionPrefix != "" {
+		name += "@" + versionPrefix
+	}
+	return r.Pinned(name)
 }
 
 // Pinned is the best-ranked tool a pin or uid names
@@ -354,7 +357,7 @@ func (r *Registry) Tool(name, versionPrefix string) *manifest.Manifest {
 func (r *Registry) Pinned(pin string) *manifest.Manifest {
 	var best *manifest.Manifest
 	for _, m := range r.Tools {
-		if Pinned(m, strings.TrimSuffix(pin, "@")) {
+		if Pinned(m, pin) {
 			if best == nil || r.less(m, best) {
 				best = m
 			}
