@@ -20,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -31,7 +32,8 @@ func newActivities(t *testing.T) (*Activities, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Runner: &toolrun.Runner{}}
+	proj := project.New(cfg, nil, nil)
+	a := &Activities{Project: proj, Logger: hclog.NewNullLogger(), Exec: &step.Executor{Project: proj, Logger: hclog.NewNullLogger(), Tool: &toolrun.Runner{}}}
 	return a, root
 }
 

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/capflow/capflow/internal/wfapi"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // RunTool runs one attempt of a step or item (runTool), traced as an

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -52,17 +53,17 @@ func startBeats(ctx context.Context, attempt int32) *beats {
 				// While the step runs, not after: the Web UI's pending
 				// activity and capflow run's progress show it now.
 				b.feedback(envelope.Feedback{Phase: "timeout", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
-					Message: fmt.Sprintf("running for %.0f%% of its %s timeout: it fails then unless it ends; raise the step's timeout (or the tool's timeouts.start_to_close)", 100*NearTimeout, info.StartToCloseTimeout)})
+					Message: fmt.Sprintf("running for %.0f%% of its %s timeout: it fails then unless it ends; raise the step's timeout (or the tool's timeouts.start_to_close)", 100*step.NearTimeout, info.StartToCloseTimeout)})
 			}
 		}
 	}()
 	return b
 }
 
-// nearTimeoutTimer fires when an attempt reaches NearTimeout of its
+// nearTimeoutTimer fires when an attempt reaches step.NearTimeout of its
 // timeout (never without one).
 func nearTimeoutTimer(timeout, elapsed time.Duration) *time.Timer {
-	t := time.NewTimer(time.Duration(NearTimeout*float64(timeout)) - elapsed)
+	t := time.NewTimer(time.Duration(step.NearTimeout*float64(timeout)) - elapsed)
 	if timeout <= 0 {
 		t.Stop()
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -43,7 +45,7 @@ func (a *Activities) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
 		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
 	if err == nil {
-		err = writeAtomic(partFile(path, in.Part), in.Data)
+		err = runfolder.WriteAtomic(partFile(path, in.Part), in.Data)
 	}
 	if err == nil && in.Seal != nil {
 		err = seal(path, *in.Seal)
@@ -51,9 +53,9 @@ func (a *Activities) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
 	if err != nil {
 		return appError(caperr.As(err, caperr.ObservabilityError))
 	}
-	if in.Seal != nil && a.Artifacts != nil && a.Artifacts.Shared {
+	if in.Seal != nil && a.Exec.Artifacts != nil && a.Exec.Artifacts.Shared {
 		// Another host may continue the run: it fetches the blob by digest.
-		if _, _, err := a.Artifacts.PutFile(ctx, path); err != nil {
+		if _, _, err := a.Exec.Artifacts.PutFile(ctx, path); err != nil {
 			return appError(err)
 		}
 	}
@@ -63,7 +65,7 @@ func (a *Activities) PutBlob(ctx context.Context, in wfapi.PutBlobInput) error {
 // fetchBlob brings a blob this host lacks (or holds altered) from a
 // shared store, by the digest the workflow recorded.
 func (a *Activities) fetchBlob(ctx context.Context, path, digest string) error {
-	if a.Artifacts == nil || !a.Artifacts.Shared || digest == "" {
+	if a.Exec.Artifacts == nil || !a.Exec.Artifacts.Shared || digest == "" {
 		return nil
 	}
 	if raw, err := os.ReadFile(path); err == nil {
@@ -71,7 +73,7 @@ func (a *Activities) fetchBlob(ctx context.Context, path, digest string) error {
 			return nil
 		}
 	}
-	return a.Artifacts.Fetch(ctx, digest, filepath.Dir(path), filepath.Base(path), MaxStoredData)
+	return a.Exec.Artifacts.Fetch(ctx, digest, filepath.Dir(path), filepath.Base(path), step.MaxStoredData)
 }
 
 func seal(path string, b wfapi.Blob) error {

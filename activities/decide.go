@@ -10,6 +10,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/expr"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -39,10 +41,10 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		}
 		in = full
 	}
-	if dep, path := a.foreignOutcome(id, in.Deps); dep != "" {
+	if dep, path := a.Exec.ForeignOutcome(id, in.Deps); dep != "" {
 		return fail(caperr.New(caperr.ObservabilityError, "the stored output of step %s, %s, is not in this run's folder", dep, path))
 	}
-	scope, _, err := loadScope(in.Inputs, in.Deps)
+	scope, _, err := step.LoadScope(in.Inputs, in.Deps)
 	if err != nil {
 		return fail(err)
 	}
@@ -67,7 +69,7 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		}
 		return &wfapi.DecideResult{Run: run}, nil
 	}
-	list, err := listOf(scope, in.ForEach)
+	list, err := step.ListOf(scope, in.ForEach)
 	if err != nil {
 		return fail(err)
 	}
@@ -108,7 +110,7 @@ func (a *Activities) decidedWith(ctx context.Context, w map[string]any) (*wfapi.
 		Parts: (len(raw) + wfapi.BlobPartBytes - 1) / wfapi.BlobPartBytes}
 	err = os.MkdirAll(filepath.Join(dir, BlobDir), 0o755)
 	if err == nil {
-		err = writeAtomic(filepath.Join(dir, BlobDir, b.Name), raw)
+		err = runfolder.WriteAtomic(filepath.Join(dir, BlobDir, b.Name), raw)
 	}
 	if err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))

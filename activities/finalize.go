@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,10 +12,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/runtimekit"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -60,11 +60,11 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		res.TraceID = sc.TraceID().String()
 	}
-	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir), Transitions: transitions(dir, res.Steps)}
-	if err := writeJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
+	doc := report.Document{Result: res, Resolved: rr, Cleanup: a.cleanup(dir), Transitions: step.Transitions(dir, res.Steps)}
+	if err := runfolder.WriteJSON(paths.JSON, doc, len(res.Steps) <= report.IndentedSteps); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
-	if err := writeAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
+	if err := runfolder.WriteAtomic(paths.Markdown, []byte(report.Markdown(doc))); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	a.storeReport(ctx, in.Result.WorkflowID, paths)
@@ -84,13 +84,13 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 // console or CLI on another host reads it (project.RunReport). A failure is
 // a warning: the report is in the run's folder.
 func (a *Activities) storeReport(ctx context.Context, id string, paths *wfapi.ReportPaths) {
-	if a.Artifacts == nil || !a.Artifacts.Shared {
+	if a.Exec.Artifacts == nil || !a.Exec.Artifacts.Shared {
 		return
 	}
 	for _, file := range []string{paths.JSON, paths.Markdown} {
 		raw, err := os.ReadFile(file)
 		if err == nil {
-			err = a.Artifacts.PutRecord(ctx, report.RecordName(id, filepath.Base(file)), raw)
+			err = a.Exec.Artifacts.PutRecord(ctx, report.RecordName(id, filepath.Base(file)), raw)
 		}
 		if err != nil {
 			a.Logger.Warn("report not stored", "workflow_id", id, "file", file, "error", err)
@@ -141,7 +141,7 @@ func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir s
 	rr := in.Resolved
 	if om := res.Omitted; om != nil {
 		var full wfapi.Preflight
-		err := a.inRun(in.Result.WorkflowID, om.File)
+		err := a.Exec.InRun(in.Result.WorkflowID, om.File)
 		var raw []byte
 		if err == nil {
 			raw, err = os.ReadFile(om.File)
@@ -183,7 +183,7 @@ func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir s
 			return nil, err
 		}
 	}
-	fillEnvelopes(res.Steps)
+	step.FillEnvelopes(res.Steps)
 	return rr, nil
 }
 
@@ -231,10 +231,10 @@ func (a *Activities) dropForeignFiles(in *wfapi.FinalizeInput) {
 	steps := slices.Clone(in.Result.Steps)
 	for i := range steps {
 		s := &steps[i]
-		if a.inRun(id, s.DataFile) != nil {
+		if a.Exec.InRun(id, s.DataFile) != nil {
 			s.DataFile, s.DataSHA256 = "", ""
 		}
-		if a.inRun(id, s.EnvelopeFile) != nil {
+		if a.Exec.InRun(id, s.EnvelopeFile) != nil {
 			s.EnvelopeFile = ""
 		}
 	}
@@ -254,7 +254,7 @@ func (a *Activities) Checkpoint(ctx context.Context, in wfapi.CheckpointInput) e
 		err = os.MkdirAll(filepath.Dir(segmentFile(in.RunDir, in.Segment)), 0o755)
 	}
 	if err == nil {
-		err = writeAtomic(segmentFile(in.RunDir, in.Segment), raw)
+		err = runfolder.WriteAtomic(segmentFile(in.RunDir, in.Segment), raw)
 	}
 	if err != nil {
 		return appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot write the segment's steps"))
@@ -282,7 +282,7 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 	for name, tpl := range rr.Outputs {
 		// Each output reads only its own steps: an unreadable stored
 		// output elsewhere must not blank it.
-		scope, _, err := loadScope(rr.Inputs, referencedBy(tpl, deps))
+		scope, _, err := step.LoadScope(rr.Inputs, step.ReferencedBy(tpl, deps))
 		if err != nil {
 			out[name] = nil
 			continue
@@ -295,69 +295,4 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 		out[name] = v
 	}
 	return out
-}
-
-// writeJSON writes v to path atomically, streamed through a buffer (a
-// report of 20,000 steps is tens of MB: indenting it would hold it twice).
-func writeJSON(path string, v any, indent bool) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
-	if indent {
-		enc.SetIndent("", "  ")
-	}
-	err = enc.Encode(v)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// fillEnvelopes puts back the envelopes the workflow left out: from their
-// own files, or from the run's journal, read once.
-func fillEnvelopes(steps []wfapi.StepResult) {
-	journals := map[string]map[string]bool{}
-	for i := range steps {
-		s := &steps[i]
-		switch {
-		case s.Envelope != nil || s.EnvelopeFile == "":
-		case filepath.Base(s.EnvelopeFile) == JournalFile:
-			if journals[s.EnvelopeFile] == nil {
-				journals[s.EnvelopeFile] = map[string]bool{}
-			}
-			journals[s.EnvelopeFile][s.ID] = true
-		default:
-			var env client.Envelope
-			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
-				s.Envelope = &env
-			}
-		}
-	}
-	for path, want := range journals {
-		found := readJournal(path, want)
-		for i := range steps {
-			if s := &steps[i]; s.Envelope == nil && s.EnvelopeFile == path {
-				s.Envelope = found[s.ID].Wire()
-			}
-		}
-	}
 }

@@ -26,7 +26,7 @@ func leakProject(t *testing.T) (*Activities, string, wfapi.ResolvedStep, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Artifacts = store
+	a.Exec.Artifacts = store
 	os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: off\n"), 0o644)
 	tool := filepath.Join(root, "tools", "leak")
 	os.MkdirAll(tool, 0o755)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestInline(t *testing.T) {
 	a, _ := newActivities(t)
 	// What is evaluated inline, not how fast (the race detector, a loaded machine).
-	a.InlineStepTime = 10 * time.Second
+	a.Exec.InlineStepTime = 10 * time.Second
 	builtin.Prepare() // a jq child ready, as a worker readies one when it starts
 	e := env(a)
 	plan := map[string]any{"name": "p", "steps": []any{
@@ -35,7 +36,7 @@ func TestInline(t *testing.T) {
 	call := func(with map[string]any) wfapi.StepCall {
 		return wfapi.StepCall{ID: "q", Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: true, With: with}
 	}
-	batch := a.inlineBatch
+	batch := a.Exec.Inline
 	ample := wfapi.InlineContext{Time: time.Minute, Bytes: 1 << 20}
 	eval := func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
 		b := batch([]wfapi.RunToolInput{in}, ample)
@@ -115,8 +116,8 @@ func TestInline(t *testing.T) {
 // left to it without starting anything.
 func TestInlineCommand(t *testing.T) {
 	a, root := newActivities(t)
-	a.HostQueue = "q@here"
-	a.InlineStepTime = time.Second // room for a quick command on a loaded machine; the slow one sleeps 5 s
+	a.Exec.HostQueue = "q@here"
+	a.Exec.InlineStepTime = time.Second // room for a quick command on a loaded machine; the slow one sleeps 5 s
 	if err := os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,13 @@ execution: inline
 				tt.edit(&in)
 			}
 			start := time.Now()
-			res, ok := a.inline(in, own)
+			own.Time, own.Bytes = time.Minute, 1<<20
+			b := a.Exec.Inline([]wfapi.RunToolInput{in}, own)
+			ok := b.Outcomes[0].OK
+			var res wfapi.RunToolResult
+			if ok {
+				res = *b.Outcomes[0].Result
+			}
 			if ok != tt.ok || (ok && !res.Envelope.Success) {
 				t.Fatalf("ok %v, want %v: %+v", ok, tt.ok, res.Envelope)
 			}
@@ -190,7 +197,7 @@ execution: inline
 			if _, err := os.Stat(filepath.Join(stepDir, "input.json")); err != nil {
 				t.Fatalf("no input file: %v", err)
 			}
-			if _, err := os.Stat(envelopePath(stepDir)); !os.IsNotExist(err) {
+			if _, err := os.Stat(stepDir + step.EnvelopeSuffix); !os.IsNotExist(err) {
 				t.Fatalf("an inline step wrote its envelope file: %v", err)
 			}
 		})

@@ -20,6 +20,8 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -60,8 +62,8 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	}
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
-	rr.HostQueue, rr.HostWait = a.HostQueue, a.HostWait
-	rr.SharedStore = a.Artifacts != nil && a.Artifacts.Shared
+	rr.HostQueue, rr.HostWait = a.Exec.HostQueue, a.HostWait
+	rr.SharedStore = a.Exec.Artifacts != nil && a.Exec.Artifacts.Shared
 	rr.SegmentEvents = a.SegmentEvents
 	rr.SegmentBytes = wfapi.DefaultSegmentBytes
 	rr.ItemBatch, rr.LocalFlush, rr.LocalAttempts = wfapi.DefaultItemBatch, wfapi.DefaultLocalFlush, wfapi.DefaultLocalAttempts
@@ -72,7 +74,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err := storeBounded(rr); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the gaps and policy violations"))
 	}
-	if err := storeSteps(ctx, rr, a.Artifacts); err != nil {
+	if err := storeSteps(ctx, rr, a.Exec.Artifacts); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
 	return rr, nil
@@ -90,7 +92,7 @@ func storeBounded(rr *wfapi.ResolveResult) error {
 	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
 		return err
 	}
-	return writeJSON(file, full, false)
+	return runfolder.WriteJSON(file, full, false)
 }
 
 // planOf reads the plan: the value in the input, or the project file it
@@ -139,7 +141,7 @@ func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.S
 		return err
 	}
 	file := filepath.Join(rr.RunDir, "resolved.json")
-	if err := writeAtomic(file, raw); err != nil {
+	if err := runfolder.WriteAtomic(file, raw); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(raw)
@@ -214,13 +216,13 @@ func (a *Activities) readStoredSteps(ref wfapi.StepsRef) (*storedSteps, error) {
 // worker; a run that moved hosts finds them in a shared store instead (by
 // digest), brought into this host's run folder.
 func (a *Activities) localSteps(ctx context.Context, id string, ref wfapi.StepsRef) (wfapi.StepsRef, error) {
-	err := a.inRun(id, ref.File)
+	err := a.Exec.InRun(id, ref.File)
 	if err == nil {
 		if _, serr := os.Stat(ref.File); serr == nil {
 			return ref, nil
 		}
 	}
-	if a.Artifacts == nil || !a.Artifacts.Shared {
+	if a.Exec.Artifacts == nil || !a.Exec.Artifacts.Shared {
 		return ref, err
 	}
 	dir, derr := a.runFolder(ctx, id, "")
@@ -228,7 +230,7 @@ func (a *Activities) localSteps(ctx context.Context, id string, ref wfapi.StepsR
 		return ref, derr
 	}
 	ref.File = filepath.Join(dir, "resolved.json")
-	return ref, a.Artifacts.Fetch(ctx, ref.SHA256, dir, "resolved.json", MaxStoredData)
+	return ref, a.Exec.Artifacts.Fetch(ctx, ref.SHA256, dir, "resolved.json", step.MaxStoredData)
 }
 
 type stepsCache struct {

@@ -119,7 +119,7 @@ func TestBlobsFollowTheRunThroughASharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, root := newActivities(t)
-	a.Artifacts = store
+	a.Exec.Artifacts = store
 	e := env(a)
 	raw := []byte(`{"with":{"template":"moved"}}`)
 	sum := sha256.Sum256(raw)

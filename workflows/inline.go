@@ -42,7 +42,7 @@ type inlineBatch struct {
 // inline queues an inline step for its batch (flushInline): one local
 // activity for the steps started together, one marker a batch, no step
 // folder. false: run it as a local activity of its own.
-func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
+func (s *dispatcher) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
 	if !s.local || !step.Local || !step.Inline || ctx.Err() != nil {
 		return nil, false
 	}
@@ -58,7 +58,7 @@ func (s *executor) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts wo
 
 // inlineVersion is the run's changeInlineActivity version, asked when its
 // first batch is flushed (runs without inline steps record no marker).
-func (s *executor) inlineVersion() workflow.Version {
+func (s *dispatcher) inlineVersion() workflow.Version {
 	if !s.inlineAsked {
 		s.inlineV, s.inlineAsked = workflow.GetVersion(s.ctx, changeInlineActivity, workflow.DefaultVersion, 1), true
 	}
@@ -68,7 +68,7 @@ func (s *executor) inlineVersion() workflow.Version {
 // flushInline starts one local activity for the queued inline steps
 // (their results are taken when it ends: takeBatch). Steps cancelled while
 // queued end cancelled, unevaluated. Called before the workflow blocks.
-func (s *executor) flushInline() {
+func (s *dispatcher) flushInline() {
 	if len(s.inlineQueue) == 0 {
 		return
 	}
@@ -96,7 +96,7 @@ func (s *executor) flushInline() {
 // takeBatch hands a batch's results to its steps; the steps it had no
 // bytes or time left for go to the next batch; what it declined (or all
 // of it, when it evaluated none) runs as local activities of their own.
-func (s *executor) takeBatch(b inlineBatch) {
+func (s *dispatcher) takeBatch(b inlineBatch) {
 	var out wfapi.InlineBatch
 	if err := b.f.Get(s.ctx, &out); err != nil {
 		out = wfapi.InlineBatch{}
@@ -127,7 +127,7 @@ func (s *executor) takeBatch(b inlineBatch) {
 // were local activities: they evaluated each batch in a SideEffect, whose
 // recorded results a replay reads. Such a run going on live gets empty
 // batches: its steps run as local activities.
-func (s *executor) flushRecorded() {
+func (s *dispatcher) flushRecorded() {
 	for len(s.dropCancelled()) > 0 {
 		if s.taskBegan(); s.inlineFull {
 			if s.ctx.Err() == nil {
@@ -144,7 +144,7 @@ func (s *executor) flushRecorded() {
 
 // dropCancelled ends the queued steps whose context is done (their run or
 // batch stopped) as cancelled, and returns the queue left.
-func (s *executor) dropCancelled() []inlineCall {
+func (s *dispatcher) dropCancelled() []inlineCall {
 	kept := s.inlineQueue[:0]
 	for _, c := range s.inlineQueue {
 		if c.ctx.Err() != nil {
@@ -161,7 +161,7 @@ func (s *executor) dropCancelled() []inlineCall {
 // evalRecorded takes one recorded batch of the queue (one SideEffect
 // marker) and hands its results on; it reports whether the task's budget
 // ran out (the rest waited for the next task).
-func (s *executor) evalRecorded() (full bool) {
+func (s *dispatcher) evalRecorded() (full bool) {
 	calls := s.inlineQueue
 	var b wfapi.InlineBatch
 	if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return wfapi.InlineBatch{} }).Get(&b); err != nil {
@@ -192,7 +192,7 @@ func (s *executor) evalRecorded() (full bool) {
 
 // declineAll runs every given queued step as a local activity and empties
 // the queue.
-func (s *executor) declineAll(calls []inlineCall) {
+func (s *dispatcher) declineAll(calls []inlineCall) {
 	s.inlineQueue = nil
 	for _, c := range calls {
 		s.declineInline(c)
@@ -201,7 +201,7 @@ func (s *executor) declineAll(calls []inlineCall) {
 
 // declineInline runs a queued inline step as a local activity, its future
 // set when that ends.
-func (s *executor) declineInline(c inlineCall) {
+func (s *dispatcher) declineInline(c inlineCall) {
 	f := s.runLocal(c.ctx, c.step, c.opts, c.in, c.path)
 	workflow.Go(c.ctx, func(gctx workflow.Context) {
 		var out wfapi.RunToolResult
@@ -222,7 +222,7 @@ type pendingInline struct {
 // batch, keeps it for settle: a batch's results are then taken in the
 // order the steps started, all at once, without a selector's one event a
 // turn (a fan-out would otherwise make one batch a step).
-func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, path *string, done func(workflow.Future)) {
+func (s *dispatcher) awaitTool(sel workflow.Selector, f workflow.Future, path *string, done func(workflow.Future)) {
 	if *path != pathQueued {
 		sel.AddFuture(f, done)
 		return
@@ -235,7 +235,7 @@ func (s *executor) awaitTool(sel workflow.Selector, f workflow.Future, path *str
 // a batch's local activity goes to sel (its results are then taken all at
 // once), and so does a declined step's. It reports whether any result was
 // handed on: the driver then starts what became ready before it blocks.
-func (s *executor) settle(sel workflow.Selector) bool {
+func (s *dispatcher) settle(sel workflow.Selector) bool {
 	s.flushInline()
 	for _, b := range s.inlineBatches {
 		sel.AddFuture(b.f, func(workflow.Future) { s.takeBatch(b) })

@@ -34,7 +34,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		return nil, err
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
-	x := newExecutor(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)
+	x := newDispatcher(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)
 	sel := workflow.NewSelector(ctx)
 	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
 	running, next, failures, size := 0, 0, 0, 0
@@ -123,7 +123,7 @@ func loadItemsInput(ctx workflow.Context, in wfapi.ItemsInput) (wfapi.ItemsInput
 
 // itemOutcome is how an item's RunTool ended; its data is kept when
 // keepData (the batch's result has room).
-func itemOutcome(ctx workflow.Context, x *executor, step wfapi.ResolvedStep, index int, f workflow.Future, stopped, keepData bool) wfapi.ItemOutcome {
+func itemOutcome(ctx workflow.Context, x *dispatcher, step wfapi.ResolvedStep, index int, f workflow.Future, stopped, keepData bool) wfapi.ItemOutcome {
 	var res wfapi.RunToolResult
 	o := wfapi.ItemOutcome{Index: index}
 	err := f.Get(ctx, &res)

@@ -56,7 +56,7 @@ const LocalFlush = wfapi.DefaultLocalFlush
 // flushLocal yields when the local steps that ended in this workflow task
 // reached LocalFlush, or their inline results the run's InlineFlushBytes.
 // A new workflow task shows as a longer history: its markers are in.
-func (s *executor) flushLocal() {
+func (s *dispatcher) flushLocal() {
 	if s.flushDue() && s.ctx.Err() == nil {
 		_ = workflow.Sleep(s.ctx, time.Millisecond)
 		s.seenLen = -1 // a new task, even where the history length stands still (tests)
@@ -64,9 +64,9 @@ func (s *executor) flushLocal() {
 	}
 }
 
-// taskBegan clears what the executor counts per workflow task when a new
+// taskBegan clears what the dispatcher counts per workflow task when a new
 // task began (the history grew: the last one's markers are in).
-func (s *executor) taskBegan() {
+func (s *dispatcher) taskBegan() {
 	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
 		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes, s.inlineSpent, s.inlineFull = l, 0, 0, 0, 0, false
 	}
@@ -74,7 +74,7 @@ func (s *executor) taskBegan() {
 
 // flushDue reports whether this workflow task has recorded what one task
 // may: flushLocal then yields.
-func (s *executor) flushDue() bool {
+func (s *dispatcher) flushDue() bool {
 	s.taskBegan()
 	return s.localDone >= orDefault(s.rr.LocalFlush, LocalFlush) || s.inlineDue()
 }
@@ -83,13 +83,13 @@ func (s *executor) flushDue() bool {
 // starting more of them waits for flushLocal. It reads the counts as they
 // stand (no new task is looked for): runs with no inline steps start steps
 // exactly as they did before inline steps existed.
-func (s *executor) inlineDue() bool {
+func (s *dispatcher) inlineDue() bool {
 	return s.inlineFull || (s.inlineDone > 0 && s.inlineBytes >= orDefault(s.rr.InlineFlushBytes, wfapi.DefaultInlineFlushBytes))
 }
 
 // historyLength is the history's length counting the markers of local
 // and inline steps that ended in this workflow task (not in it yet).
-func (s *executor) historyLength() int {
+func (s *dispatcher) historyLength() int {
 	return workflow.GetInfo(s.ctx).GetCurrentHistoryLength() + s.localDone + s.inlineDone
 }
 
@@ -111,7 +111,7 @@ func (s *scheduler) segmentFull() bool {
 // activity with opts. A local activity that lands on a worker that is not
 // the run's host, or whose attempts fail with attempts left, continues as
 // a regular activity. ctx may be cancellable; path gets the path taken.
-func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
+func (s *dispatcher) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	if f, ok := s.inline(ctx, step, opts, in, path); ok {
 		return f
 	}
@@ -126,7 +126,7 @@ func (s *executor) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts w
 // runLocal runs a local step's RunTool as a local activity, continuing as
 // a regular one when it landed on another host or its local attempts
 // failed with attempts left.
-func (s *executor) runLocal(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
+func (s *dispatcher) runLocal(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	*path = PathLocal
 	opts = s.withinDeadline(opts, true)
 	in.Host = s.rr.HostQueue

@@ -70,7 +70,7 @@ type stepState struct {
 }
 
 type scheduler struct {
-	executor
+	dispatcher
 	m     *dag.Machine
 	res   *wfapi.Result
 	steps map[string]*stepState
@@ -115,7 +115,7 @@ type scheduler struct {
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
-	s := &scheduler{executor: newExecutor(ctx, rr, res.WorkflowID), res: res, steps: map[string]*stepState{},
+	s := &scheduler{dispatcher: newDispatcher(ctx, rr, res.WorkflowID), res: res, steps: map[string]*stepState{},
 		sel: workflow.NewSelector(ctx), wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
 	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	// A cancellation must rouse a loop that only waits for an operator (a
@@ -134,9 +134,9 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
 		v := workflow.GetVersion(ctx, changeDeadline, workflow.DefaultVersion, 2)
 		if v >= 1 {
-			s.executor.deadline = s.deadline
+			s.dispatcher.deadline = s.deadline
 		}
-		s.executor.deadlineV = int(v)
+		s.dispatcher.deadlineV = int(v)
 	}
 	return s
 }

@@ -96,8 +96,8 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 			return fmt.Errorf("carried deadline: %v", err)
 		}
 		s.deadline = d
-		if !s.executor.deadline.IsZero() {
-			s.executor.deadline = d
+		if !s.dispatcher.deadline.IsZero() {
+			s.dispatcher.deadline = d
 		}
 	}
 	for i, rs := range s.rr.Steps {

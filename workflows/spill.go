@@ -20,7 +20,7 @@ import (
 
 // fitInput returns in as it may travel: itself when small, else with
 // what it reads moved to a blob.
-func (e *executor) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
+func (e *dispatcher) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
 	raw, large := e.tooLarge(in)
 	if !large {
 		return in
@@ -45,7 +45,7 @@ func (e *executor) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
 // spill stores v (whose input form raw is too large) as a blob named
 // after raw's digest; ok is false when it could not be stored (the input
 // then goes inline, as before: the server takes it up to its hard limit).
-func (e *executor) spill(kind string, raw []byte, v any, step string) (wfapi.Blob, bool) {
+func (e *dispatcher) spill(kind string, raw []byte, v any, step string) (wfapi.Blob, bool) {
 	sum := sha256.Sum256(raw)
 	name := kind + "-" + hex.EncodeToString(sum[:8]) + ".json"
 	opts := onHost(e.rr, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: localRetry,
@@ -60,13 +60,13 @@ func (e *executor) spill(kind string, raw []byte, v any, step string) (wfapi.Blo
 
 // tooLarge encodes v and reports whether it passes wfapi.MaxInputBytes and
 // the run may spill it (recorded once the first time it is asked).
-func (e *executor) tooLarge(v any) ([]byte, bool) {
+func (e *dispatcher) tooLarge(v any) ([]byte, bool) {
 	raw := encodedLarge(v)
 	return raw, raw != nil && workflow.GetVersion(e.ctx, changeSpillInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
 
 // childTooLarge is tooLarge for a sub-plan's inputs, under their change.
-func (e *executor) childTooLarge(v any) ([]byte, bool) {
+func (e *dispatcher) childTooLarge(v any) ([]byte, bool) {
 	raw := encodedLarge(v)
 	return raw, raw != nil && workflow.GetVersion(e.ctx, changeChildInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
@@ -83,7 +83,7 @@ func encodedLarge(v any) []byte {
 }
 
 // fitDecide bounds a Decide activity's input like a step's.
-func (e *executor) fitDecide(in wfapi.DecideInput) wfapi.DecideInput {
+func (e *dispatcher) fitDecide(in wfapi.DecideInput) wfapi.DecideInput {
 	raw, large := e.tooLarge(in)
 	if !large {
 		return in
@@ -95,7 +95,7 @@ func (e *executor) fitDecide(in wfapi.DecideInput) wfapi.DecideInput {
 }
 
 // fitItems bounds a batch's input (a child workflow's) like a step's.
-func (e *executor) fitItems(in wfapi.ItemsInput) wfapi.ItemsInput {
+func (e *dispatcher) fitItems(in wfapi.ItemsInput) wfapi.ItemsInput {
 	raw, large := e.tooLarge(in)
 	if !large {
 		return in

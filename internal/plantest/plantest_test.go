@@ -1,6 +1,8 @@
 package plantest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -291,5 +293,45 @@ idempotent: true
 	if !gen.Passed || len(gen.Warnings) != 1 || !strings.Contains(gen.Warnings[0], "a answered with a generated result its tool's output schema refuses (id: ") ||
 		!given.Passed || len(given.Warnings) != 0 {
 		t.Fatalf("generated: %v %v / given: %v %v", gen.Diffs, gen.Warnings, given.Diffs, given.Warnings)
+	}
+}
+
+// A case's steps run through the worker's step executor, only the tool
+// being the case's: a step's inputs are evaluated from what the steps
+// before it gave (their digest is the run's), and a failed attempt is
+// told and retried by the executor's rule.
+func TestCasesRunThroughTheStepExecutor(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "flow.yaml")
+	_ = os.WriteFile(plan, []byte(`name: flow
+steps:
+  - {id: a, capability: file.checksum, with: {path: a.txt}}
+  - {id: b, capability: file.checksum, needs: [a], with: {path: "${steps.a.data.path}"}}
+`), 0o644)
+	cfg, err := config.Load(config.Options{Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gave := map[string]any{"path": "given/by-a.txt", "sha256": strings.Repeat("0", 64), "size": 1}
+	out := s.run(&Case{Name: "flow", Steps: map[string]Given{"a": {HasData: true, Data: gave}}}, 1)
+	if out.err != nil || out.res == nil {
+		t.Fatalf("run: %v", out.err)
+	}
+	sum := sha256.Sum256([]byte(`{"path":"given/by-a.txt"}`))
+	if b := out.res.Steps[1]; b.ID != "b" || b.InputsSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("b's inputs digest %q, want that of a's given path", b.InputsSHA256)
+	}
+	out = s.run(&Case{Name: "failing", Steps: map[string]Given{"a": {Error: &GivenError{Code: "TOOL_FAILURE"}}}}, 2)
+	if out.err != nil || out.res == nil {
+		t.Fatalf("run: %v", out.err)
+	}
+	a := out.res.Steps[0]
+	if out.calls["a"] != 3 || a.Attempts != 3 || a.Envelope == nil || !strings.Contains(fmt.Sprint(a.Envelope.Feedback), "attempt 1 failed (TOOL_FAILURE), waited") {
+		t.Errorf("a: %d calls, %d attempts, envelope %+v", out.calls["a"], a.Attempts, a.Envelope)
 	}
 }

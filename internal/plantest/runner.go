@@ -15,17 +15,15 @@ import (
 
 	"go.temporal.io/sdk/log"
 
-	"go.temporal.io/sdk/activity"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
-	"github.com/capflow/capflow/workflows"
+	"github.com/capflow/capflow/internal/workerapp"
 )
 
 // outcome is what a case's run came to.
@@ -46,18 +44,11 @@ func (r *Suite) run(c *Case, n int) outcome {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
-	env.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	env.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
-	for name, fn := range map[string]any{
-		wfapi.ResolveActivity: r.acts.Resolve, wfapi.DecideActivity: r.acts.Decide, wfapi.FinalizeActivity: r.acts.Finalize,
-		wfapi.LoadStepsActivity: r.acts.LoadSteps, wfapi.CheckpointActivity: r.acts.Checkpoint, wfapi.PutBlobActivity: r.acts.PutBlob,
-		wfapi.GetBlobActivity: r.acts.GetBlob, wfapi.HostActivity: r.acts.Host,
-	} {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
 	id := fmt.Sprintf("plan-test-%d", n)
 	t := &tools{r: r, c: c, workflowID: id, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
-	env.RegisterActivityWithOptions(t.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
+	// The worker's own workflows and activities, steps run by the one step
+	// executor: only the tools are the case's stand-in.
+	workerapp.Register(env, r.activities(t))
 	decide := &decider{env: env, c: c, sent: map[string]bool{}}
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { decide.soon() })
 	// One workflow ID, so one run folder, per case.
@@ -109,44 +100,39 @@ func (t *tools) mark(m map[string]int, id string, first bool) {
 	}
 }
 
-// RunTool answers a step (or item) as the case says, else with the
-// generated result of its tool's output schema.
-func (t *tools) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
-	label := in.Step.ID
-	if it := in.Step.Item; it != nil {
-		label = wfapi.ItemLabel(in.Step.ID, it.Index)
-	}
+// Run answers a step's (or item's) tool as the case says, else with the
+// generated result of its tool's output schema (step.Tool).
+func (t *tools) Run(ctx context.Context, req toolrun.Request) envelope.Envelope {
+	label, id := req.Label, req.StepID
 	t.mu.Lock()
 	t.calls[label]++
 	t.mu.Unlock()
-	t.mark(t.started, in.Step.ID, true)
-	defer t.mark(t.ended, in.Step.ID, false)
-	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsBefore
+	t.mark(t.started, id, true)
+	defer t.mark(t.ended, id, false)
 	given, ok := t.c.Steps[label]
-	if !ok && in.Step.Item != nil {
-		given, ok = t.c.Steps[in.Step.ID]
+	if !ok && label != id {
+		given, ok = t.c.Steps[id]
 	}
 	// A sub-plan's steps (another run) answer with generated results: the
 	// case names the plan's own steps.
-	ok = ok && in.WorkflowID == t.workflowID
+	ok = ok && req.RunID == t.workflowID
+	tool := req.Manifest.Name
 	if ok && given.Error != nil {
 		code := caperr.Code(given.Error.Code)
 		msg := given.Error.Message
 		if msg == "" {
 			msg = fmt.Sprintf("%s failed (%s, given by the case)", label, code)
 		}
-		env := envelope.NewBuilder(in.Step.Tool).Fail(code, msg, nil)
-		return nil, activities.StepFailed(code, in.Step.Idempotent, &wfapi.RunToolResult{Envelope: env, Attempt: attempt})
+		return envelope.NewBuilder(tool).Fail(code, msg, nil)
 	}
-	gen := t.r.resultOf(in.Step.Tool, in.Step.Version)
+	gen := t.r.resultOf(tool, req.Manifest.Version)
 	data := gen.data
 	if ok && given.HasData {
 		data = given.Data
 	} else if gen.refused != "" {
-		t.warn(fmt.Sprintf("%s answered with a generated result its tool's output schema refuses (%s): give steps.%s.data to be exact", in.Step.ID, gen.refused, in.Step.ID))
+		t.warn(fmt.Sprintf("%s answered with a generated result its tool's output schema refuses (%s): give steps.%s.data to be exact", id, gen.refused, id))
 	}
-	env := envelope.NewBuilder(in.Step.Tool).Succeed(label+": result given by the test", normal(data))
-	return &wfapi.RunToolResult{Envelope: env, Attempt: attempt}, nil
+	return envelope.NewBuilder(tool).Succeed(label+": result given by the test", normal(data))
 }
 
 // decider answers steps waiting for a person with the case's decisions.

@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
 
@@ -37,7 +38,8 @@ type Suite struct {
 	// steps are resolved only when its child runs).
 	mu      sync.Mutex
 	results map[string]generatedResult
-	acts    *activities.Activities
+	proj    *project.Project
+	log     hclog.Logger
 	runsDir string
 }
 
@@ -59,9 +61,8 @@ func Prepare(cfg *config.Config, planFile string, log hclog.Logger) (*Suite, err
 	c := *cfg
 	c.RunsDir = runs
 	proj := project.New(&c, log, io.Discard)
-	s := &Suite{Plan: p, File: planFile, value: doc.Root.Interface(), runsDir: runs,
-		schemas: map[string]*schema.Schema{}, results: map[string]generatedResult{},
-		acts: &activities.Activities{Project: proj, Logger: log}}
+	s := &Suite{Plan: p, File: planFile, value: doc.Root.Interface(), runsDir: runs, proj: proj, log: log,
+		schemas: map[string]*schema.Schema{}, results: map[string]generatedResult{}}
 	if err := s.resolve(proj); err != nil {
 		s.Close()
 		return nil, err
@@ -133,6 +134,11 @@ func (s *Suite) resultOf(tool, version string) generatedResult {
 	}
 	s.results[key] = r
 	return r
+}
+
+// activities are the worker's, with the case's stand-in for every tool.
+func (s *Suite) activities(t *tools) *activities.Activities {
+	return &activities.Activities{Project: s.proj, Logger: s.log, Exec: &step.Executor{Project: s.proj, Logger: s.log, Tool: t, Given: true}}
 }
 
 // Close removes the test runs' folders.

@@ -30,7 +30,9 @@ type Request struct {
 	Inputs   map[string]any
 	RunID    string
 	StepID   string
-	Attempt  int
+	// Label names the step, or an item as id[index] (StepID: its step).
+	Label   string
+	Attempt int
 	// Root is the project root: the working directory of command tools
 	// and the base of relative paths in inputs.
 	Root string
@@ -50,7 +52,7 @@ type Request struct {
 	Sandbox sandbox.Mode
 	// Budget, when set, bounds a builtin's own evaluation (not the schema
 	// checks around it), or a command's run, which is killed at once past
-	// it: an inline step's (activities/inline.go).
+	// it: an inline step's (internal/step/inline.go).
 	Budget time.Duration
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/sandbox"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/toolrun"
@@ -167,13 +168,13 @@ func Main(args []string, stderr io.Writer) int {
 	defer store.Close()
 	mcp := proj.MCP(Version)
 	defer mcp.Close()
+	exec := &step.Executor{Project: proj, Logger: log, Artifacts: store, HostQueue: HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
+		Tool: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()}}
 	acts := &activities.Activities{
-		Project: proj, Runner: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()}, Logger: log,
+		Project: proj, Exec: exec, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
-		HostQueue:        HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
-		Artifacts:        store,
 		Heartbeats:       c,
 		Tracer:           tracing.Tracer(),
 	}
@@ -203,7 +204,7 @@ func Main(args []string, stderr io.Writer) int {
 	go builtin.Prepare()
 	// The host queue: a run's steps go to the host that resolved it, where
 	// its folder and its processes are (docs/operations.md).
-	hw := worker.New(c, acts.HostQueue, opts)
+	hw := worker.New(c, exec.HostQueue, opts)
 	RegisterHostActivities(hw, acts)
 	payloads := "plain"
 	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
@@ -213,7 +214,7 @@ func Main(args []string, stderr io.Writer) int {
 		// A worker killed while a sandbox started left its init behind.
 		log.Warn("stopped sandboxes a dead worker left behind", "pids", swept)
 	}
-	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
+	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
 	if err := w.Start(); err != nil {
 		log.Error("worker failed to start", "error", err)
 		return 1

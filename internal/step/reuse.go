@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -31,19 +32,19 @@ type earlier struct {
 
 // earlierRun reads the report of run id through the worker's cache (every
 // step of a rerun asks).
-func (a *Activities) earlierRun(id string) (*earlier, error) {
-	file := filepath.Join(a.runDir(id), "report.json")
+func (e *Executor) earlierRun(id string) (*earlier, error) {
+	file := filepath.Join(e.RunDir(id), "report.json")
 	st, err := os.Stat(file)
 	if err != nil {
 		// A run from before RunFolderName keeps its legacy folder.
-		file = filepath.Join(a.legacyRunDir(id), "report.json")
+		file = filepath.Join(e.LegacyRunDir(id), "report.json")
 		if st, err = os.Stat(file); err != nil {
 			return nil, err
 		}
 	}
-	a.mu.Lock()
-	c := a.earlier
-	a.mu.Unlock()
+	e.mu.Lock()
+	c := e.earlier
+	e.mu.Unlock()
 	if c != nil && c.file == file && c.modTime.Equal(st.ModTime()) {
 		return c, nil
 	}
@@ -64,20 +65,20 @@ func (a *Activities) earlierRun(id string) (*earlier, error) {
 			c.digests[s.ID] = s.Digest
 		}
 	}
-	a.mu.Lock()
-	a.earlier = c
-	a.mu.Unlock()
+	e.mu.Lock()
+	e.earlier = c
+	e.mu.Unlock()
 	return c, nil
 }
 
 // reuse returns the earlier run's result for the step when it may be
 // reused, nil when the step must run (the log says why).
-func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
+func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
 	why := func(format string, args ...any) *wfapi.RunToolResult {
 		log.Info("not reused", "from", step.ReuseFrom, "why", fmt.Sprintf(format, args...))
 		return nil
 	}
-	prev, err := a.earlierRun(step.ReuseFrom)
+	prev, err := e.earlierRun(step.ReuseFrom)
 	if err != nil {
 		return why("the earlier run's report is unreadable: %v", err)
 	}
@@ -101,7 +102,7 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, 
 		Message: fmt.Sprintf("reused from %s: same tool and inputs, no tool ran", step.ReuseFrom), Timestamp: envelope.Timestamp(envelope.Now())})
 	res := &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}
 	if old.DataFile != "" {
-		if err := a.inRun(step.ReuseFrom, old.DataFile); err != nil {
+		if err := e.InRun(step.ReuseFrom, old.DataFile); err != nil {
 			return why("%v", err)
 		}
 		raw, err := os.ReadFile(old.DataFile)
@@ -115,7 +116,7 @@ func (a *Activities) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, 
 			return why("%v", err)
 		}
 		p := filepath.Join(stepDir, "data.json")
-		if err := writeAtomic(p, raw); err != nil {
+		if err := runfolder.WriteAtomic(p, raw); err != nil {
 			return why("%v", err)
 		}
 		sum := sha256.Sum256(raw)

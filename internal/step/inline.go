@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"context"
@@ -8,28 +8,17 @@ import (
 	"os"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
-	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// RunInline runs a batch of inline steps (wfapi.RunInlineActivity), a
-// local activity the workflow starts for the steps it started together.
-func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput) (wfapi.InlineBatch, error) {
-	info := activity.GetInfo(ctx)
-	return a.inlineBatch(calls, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
-		Time: wfapi.InlineBatchTime, Bytes: wfapi.MaxInlineBatchBytes}), nil
-}
-
-// inlineBatch evaluates inline steps in order until their results reach
+// Inline evaluates inline steps in order until their results reach
 // the batch's bytes or its time runs out; the steps after them run as
 // local activities of their own.
-func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
+func (e *Executor) Inline(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
 	start := time.Now()
 	var b wfapi.InlineBatch
 	size := 0
@@ -37,7 +26,7 @@ func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineCont
 		if time.Since(start) >= wc.Time || size >= wc.Bytes {
 			break
 		}
-		res, ok := a.inline(in, wc)
+		res, ok := e.inline(in, wc)
 		o := wfapi.InlineOutcome{OK: ok}
 		if ok {
 			// The whole result is bounded, not only its data: a command's
@@ -63,7 +52,7 @@ func (a *Activities) inlineBatch(calls []wfapi.RunToolInput, wc wfapi.InlineCont
 // may hold, a rerun may reuse it, a command's run is not this host's, it
 // failed (the activity reports a failure, with its retries), or it took
 // longer than InlineStepTime or returned more than MaxInlineResult.
-func (a *Activities) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
+func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
 	// As a regular activity would get it: through JSON (a local activity
 	// gets the workflow's own values, which may hold json.Number or typed
 	// maps, which tools do not take, and which the workflow goes on using).
@@ -75,7 +64,7 @@ func (a *Activities) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wf
 	if in.Spilled != nil || (step.Item != nil && !step.Item.HasValue) || step.ReuseFrom != "" {
 		return wfapi.RunToolResult{}, false
 	}
-	m, err := a.manifest(step.Tool, step.Version, step.Digest)
+	m, err := e.Manifest(step.Tool, step.Version, step.Digest)
 	if err != nil || !m.Inline() {
 		return wfapi.RunToolResult{}, false
 	}
@@ -89,9 +78,9 @@ func (a *Activities) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wf
 		if !builtin.Pure(m.Entrypoint.Name, inputs) {
 			return wfapi.RunToolResult{}, false
 		}
-		env = a.Runner.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Attempt: 1, Budget: a.inlineStepTime()})
+		env = e.Tool.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Label: label(step), Attempt: 1, Budget: e.inlineStepTime()})
 	case manifest.EntryCommand:
-		if env, ok = a.inlineCommand(in, wc, m, inputs); !ok {
+		if env, ok = e.inlineCommand(in, wc, m, inputs); !ok {
 			return wfapi.RunToolResult{}, false
 		}
 	default:
@@ -106,9 +95,9 @@ func (a *Activities) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wf
 }
 
 // inlineStepTime bounds one inline evaluation.
-func (a *Activities) inlineStepTime() time.Duration {
-	if a.InlineStepTime > 0 {
-		return a.InlineStepTime
+func (e *Executor) inlineStepTime() time.Duration {
+	if e.InlineStepTime > 0 {
+		return e.InlineStepTime
 	}
 	return wfapi.InlineStepTime
 }
@@ -122,7 +111,7 @@ func inlineInputs(in wfapi.RunToolInput) (map[string]any, bool) {
 			return nil, false
 		}
 	}
-	scope, _, err := loadScope(in.Inputs, in.Deps)
+	scope, _, err := LoadScope(in.Inputs, in.Deps)
 	if err != nil {
 		return nil, false
 	}
@@ -138,35 +127,26 @@ func inlineInputs(in wfapi.RunToolInput) (map[string]any, bool) {
 // step folder in the run's folder, confined by the policy, its secrets),
 // killed at once past InlineStepTime. ok is false when it may not run here
 // (cached steps go through the activity, and so does another host's run).
-func (a *Activities) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext, m *manifest.Manifest, inputs map[string]any) (envelope.Envelope, bool) {
-	if in.Step.CacheTTL > 0 || (in.Host != "" && in.Host != a.HostQueue) {
+func (e *Executor) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext, m *manifest.Manifest, inputs map[string]any) (envelope.Envelope, bool) {
+	if in.Step.CacheTTL > 0 || (in.Host != "" && in.Host != e.HostQueue) {
 		return envelope.Envelope{}, false
 	}
-	id, err := claimedRun(wc.WorkflowID, wc.WorkflowType, in.WorkflowID)
+	id, err := ClaimedRun(wc.WorkflowID, wc.WorkflowType, in.WorkflowID)
 	if err != nil {
 		return envelope.Envelope{}, false
 	}
-	runDir := a.runDir(id)
-	if in.RunDir != "" && in.RunDir == a.legacyRunDir(id) {
+	runDir := e.RunDir(id)
+	if in.RunDir != "" && in.RunDir == e.LegacyRunDir(id) {
 		runDir = in.RunDir
 	}
-	mode, err := a.sandboxMode(m)
+	mode, err := e.sandboxMode(m)
 	if err != nil {
 		return envelope.Envelope{}, false
 	}
-	env := a.Runner.Run(context.Background(), toolrun.Request{
-		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Attempt: 1,
-		Root: a.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
-		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: a.inlineStepTime(),
+	env := e.Tool.Run(context.Background(), toolrun.Request{
+		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Label: label(in.Step), Attempt: 1,
+		Root: e.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
+		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: e.inlineStepTime(),
 	})
 	return env, true
-}
-
-// stepFolder is a step's (or an item's) folder in its run's folder.
-func stepFolder(runDir string, step wfapi.StepCall) string {
-	index := -1
-	if step.Item != nil {
-		index = step.Item.Index
-	}
-	return runfolder.Step(runDir, step.ID, index)
 }

@@ -1,15 +1,16 @@
-package activities
+package step
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // A non-idempotent step (think "charge a card") must not run twice. Within
@@ -55,7 +56,7 @@ func (r *stepRun) claimStart(runID string) error {
 	if err := os.MkdirAll(r.stepDir, 0o755); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "recording the start of a non-idempotent step")
 	}
-	if err := writeAtomic(path, b); err != nil {
+	if err := runfolder.WriteAtomic(path, b); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "recording the start of a non-idempotent step")
 	}
 	return nil
@@ -70,9 +71,12 @@ func (r *stepRun) override() string {
 }
 
 // label names the step, or the item, in messages.
-func (r *stepRun) label() string {
-	if it := r.in.Step.Item; it != nil {
-		return fmt.Sprintf("%s[%d]", r.in.Step.ID, it.Index)
+func (r *stepRun) label() string { return label(r.in.Step) }
+
+// label names a step, or an item as id[index].
+func label(s wfapi.StepCall) string {
+	if s.Item != nil {
+		return wfapi.ItemLabel(s.ID, s.Item.Index)
 	}
-	return r.in.Step.ID
+	return s.ID
 }

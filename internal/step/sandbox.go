@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"os"
@@ -15,20 +15,20 @@ import (
 // starts processes (a command tool, server.start, a builtin with a
 // sandbox: block):
 // a policy changed while the worker runs holds from the next step on.
-func (a *Activities) sandboxMode(m *manifest.Manifest) (sandbox.Mode, error) {
+func (e *Executor) sandboxMode(m *manifest.Manifest) (sandbox.Mode, error) {
 	if m.Entrypoint.Type != manifest.EntryCommand && m.Sandbox == nil && !builtin.TraitsOf(m.Entrypoint.Name).StartsProcesses {
 		return sandbox.ModeDefault, nil
 	}
-	file := a.Project.Config.Abs(a.Project.Config.Policy)
+	file := e.Project.Config.Abs(e.Project.Config.Policy)
 	st, statErr := os.Stat(file)
-	if mode, ok := a.policyMode.get(file, st, statErr); ok {
+	if mode, ok := e.policyMode.get(file, st, statErr); ok {
 		return mode, nil
 	}
-	pol, err := a.Project.Policy()
+	pol, err := e.Project.Policy()
 	if err != nil {
 		return sandbox.ModeDefault, caperr.WithCode(err, caperr.ConfigError)
 	}
-	a.policyMode.put(file, st, statErr, pol.Sandbox)
+	e.policyMode.put(file, st, statErr, pol.Sandbox)
 	return pol.Sandbox, nil
 }
 

@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"bufio"
@@ -105,8 +105,8 @@ func readAttempts(stepDir string) []report.Attempt {
 	return out
 }
 
-// transitions tells every step's history for report.json.
-func transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
+// Transitions tells every step's history for report.json.
+func Transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
 		out[s.ID] = report.Transitions(s, readAttempts(runfolder.Step(runDir, s.ID, -1)))

@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"bufio"
@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // Where a step's whole envelope is kept, for the report to read when the
@@ -107,8 +110,38 @@ func storeEnvelope(stepDir string, env envelope.Envelope) string {
 		return ""
 	}
 	p := envelopePath(stepDir)
-	if os.MkdirAll(filepath.Dir(p), 0o755) != nil || writeAtomic(p, raw) != nil {
+	if os.MkdirAll(filepath.Dir(p), 0o755) != nil || runfolder.WriteAtomic(p, raw) != nil {
 		return ""
 	}
 	return p
+}
+
+// FillEnvelopes puts back the envelopes the workflow left out: from their
+// own files, or from the run's journal, read once.
+func FillEnvelopes(steps []wfapi.StepResult) {
+	journals := map[string]map[string]bool{}
+	for i := range steps {
+		s := &steps[i]
+		switch {
+		case s.Envelope != nil || s.EnvelopeFile == "":
+		case filepath.Base(s.EnvelopeFile) == JournalFile:
+			if journals[s.EnvelopeFile] == nil {
+				journals[s.EnvelopeFile] = map[string]bool{}
+			}
+			journals[s.EnvelopeFile][s.ID] = true
+		default:
+			var env client.Envelope
+			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
+				s.Envelope = &env
+			}
+		}
+	}
+	for path, want := range journals {
+		found := readJournal(path, want)
+		for i := range steps {
+			if s := &steps[i]; s.Envelope == nil && s.EnvelopeFile == path {
+				s.Envelope = found[s.ID].Wire()
+			}
+		}
+	}
 }

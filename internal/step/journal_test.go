@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestEnvelopeJournal(t *testing.T) {
 	own := storeEnvelope(filepath.Join(run, "steps", "cut"), envelope.Envelope{ToolID: "t", Message: "whole"})
 	steps := []wfapi.StepResult{{ID: "s1", EnvelopeFile: filepath.Join(run, JournalFile)}, {ID: "s2", EnvelopeFile: filepath.Join(run, JournalFile)},
 		{ID: "cut", EnvelopeFile: own}, {ID: "kept", Envelope: &client.Envelope{Message: "in the result"}}}
-	fillEnvelopes(steps)
+	FillEnvelopes(steps)
 	for id, want := range map[int]string{0: "second attempt", 2: "whole", 3: "in the result"} {
 		if steps[id].Envelope == nil || steps[id].Envelope.Message != want {
 			t.Errorf("step %s: %+v, want %q", steps[id].ID, steps[id].Envelope, want)

@@ -16,11 +16,11 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// executor runs one unit of work of a step (the step, or one of its
-// for_each items) and decodes how it ended. PlanWorkflow's scheduler and
+// dispatcher sends one unit of work of a step (the step, or one of its
+// for_each items) to the step executor (an activity) and decodes how it ended. PlanWorkflow's scheduler and
 // ItemsWorkflow share it: the activity options, the local-then-regular
 // fallback (local.go) and the reading of failures are written once.
-type executor struct {
+type dispatcher struct {
 	ctx        workflow.Context
 	rr         *wfapi.ResolveResult // the run's host queue, host wait and folder
 	workflowID string               // the run's (its folder)
@@ -66,7 +66,7 @@ type executor struct {
 // keep a timer for it beside the start-to-close one (and a schedule-to-
 // start one derived from it), a write on every step for nothing the
 // run's own timer does not do.
-func (e *executor) withinDeadline(o workflow.ActivityOptions, local bool) workflow.ActivityOptions {
+func (e *dispatcher) withinDeadline(o workflow.ActivityOptions, local bool) workflow.ActivityOptions {
 	if e.deadline.IsZero() {
 		return o
 	}
@@ -88,12 +88,12 @@ const deadlineGrace = 10 * time.Second
 // pastDeadline reports whether the run's max_run_seconds ran out, or is
 // within slack of it (a timeout set to the deadline may be reported a
 // moment before workflow time reaches it).
-func (e *executor) pastDeadline(slack time.Duration) bool {
+func (e *dispatcher) pastDeadline(slack time.Duration) bool {
 	return !e.deadline.IsZero() && !workflow.Now(e.ctx).Add(slack).Before(e.deadline)
 }
 
-func newExecutor(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) executor {
-	return executor{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), lineage: lineageOf(ctx)}
+func newDispatcher(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) dispatcher {
+	return dispatcher{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), lineage: lineageOf(ctx)}
 }
 
 // withLineage records the run's lineage in ctx: its parent's for a
@@ -115,7 +115,7 @@ func lineageOf(ctx workflow.Context) string {
 
 // activityOptions are a step's (or item's) activity options: its timeouts
 // and retry policy, its readable summary.
-func (e *executor) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOptions {
+func (e *dispatcher) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOptions {
 	// No heartbeat timeout unless the tool or plan asks for one: each
 	// one costs the server a timer per activity (measured: a 500-step
 	// fan-out ran 1.3-1.5x slower than a minimal workflow with a 10s
@@ -145,7 +145,7 @@ func (e *executor) activityOptions(step wfapi.ResolvedStep) workflow.ActivityOpt
 }
 
 // itemOptions are the options of one item of a for_each step.
-func (e *executor) itemOptions(step wfapi.ResolvedStep, index int) workflow.ActivityOptions {
+func (e *dispatcher) itemOptions(step wfapi.ResolvedStep, index int) workflow.ActivityOptions {
 	opts := e.activityOptions(step)
 	label := wfapi.ItemLabel(step.ID, index)
 	opts.ActivityID = "step-" + label
@@ -189,7 +189,7 @@ type outcome struct {
 // retry state when retries ran out (then the code is RETRY_EXHAUSTED, the
 // last attempt's code kept as its cause). why says why a cancelled unit
 // was cancelled.
-func (e *executor) decode(step wfapi.ResolvedStep, err error, why string) outcome {
+func (e *dispatcher) decode(step wfapi.ResolvedStep, err error, why string) outcome {
 	o := e.decodeError(step, err, why)
 	var act *temporal.ActivityError
 	exhausted := errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
@@ -217,7 +217,7 @@ func (e *executor) decode(step wfapi.ResolvedStep, err error, why string) outcom
 	return o
 }
 
-func (e *executor) decodeError(step wfapi.ResolvedStep, err error, why string) outcome {
+func (e *dispatcher) decodeError(step wfapi.ResolvedStep, err error, why string) outcome {
 	var o outcome
 	var app *temporal.ApplicationError
 	var timeout *temporal.TimeoutError
@@ -269,7 +269,7 @@ func (e *executor) decodeError(step wfapi.ResolvedStep, err error, why string) o
 
 // synthEnvelope is an envelope the workflow writes itself (cancelled and
 // timed-out steps, skipped joins), stamped with workflow time.
-func (e *executor) synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
+func (e *dispatcher) synthEnvelope(tool string, code caperr.Code, msg string) *envelope.Envelope {
 	if tool == "" {
 		tool = "capflow"
 	}

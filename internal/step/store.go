@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"context"
@@ -23,19 +23,19 @@ import (
 // under the digest history records. With a shared store (other hosts read
 // it) a store that cannot take it fails the attempt, DEPENDENCY_UNAVAILABLE
 // and retried; the host-local default only logs.
-func (a *Activities) publish(ctx context.Context, res *wfapi.RunToolResult) error {
-	if a.Artifacts == nil || res.DataFile == "" {
+func (e *Executor) publish(ctx context.Context, res *wfapi.RunToolResult) error {
+	if e.Artifacts == nil || res.DataFile == "" {
 		return nil
 	}
 	raw, err := os.ReadFile(res.DataFile)
 	if err == nil {
-		_, err = a.Artifacts.Put(ctx, raw)
+		_, err = e.Artifacts.Put(ctx, raw)
 	}
-	if err != nil && a.Artifacts.Shared {
+	if err != nil && e.Artifacts.Shared {
 		return err
 	}
 	if err != nil {
-		a.Logger.Warn("artifact store", "error", err.Error())
+		e.Logger.Warn("artifact store", "error", err.Error())
 	}
 	return nil
 }
@@ -45,27 +45,27 @@ func (a *Activities) publish(ctx context.Context, res *wfapi.RunToolResult) erro
 // missing here is fetched by its digest into this run's folder, checked,
 // and read from there. One the store does not hold is left to the
 // lost-data path (the producer runs again where it may).
-func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error {
-	if a.Artifacts == nil || !a.Artifacts.Shared {
+func (e *Executor) localize(ctx context.Context, in *wfapi.RunToolInput) error {
+	if e.Artifacts == nil || !e.Artifacts.Shared {
 		return nil
 	}
 	for id, o := range in.Deps {
-		if err := a.localizeFiles(ctx, in, id, o); err != nil {
+		if err := e.localizeFiles(ctx, in, id, o); err != nil {
 			return err
 		}
 		if o.DataFile == "" || o.DataSHA256 == "" {
 			continue
 		}
-		if a.inRun(in.WorkflowID, o.DataFile) == nil {
+		if e.InRun(in.WorkflowID, o.DataFile) == nil {
 			if _, err := os.Stat(o.DataFile); err == nil {
 				continue
 			}
 		}
-		local, ok := localPath(in.RunDir, RunFolderName(in.WorkflowID), o.DataFile, id)
+		local, ok := localPath(in.RunDir, runfolder.Name(in.WorkflowID), o.DataFile, id)
 		if !ok {
 			continue
 		}
-		err := a.Artifacts.Fetch(ctx, o.DataSHA256, in.RunDir, relTo(in.RunDir, local), MaxStoredData)
+		err := e.Artifacts.Fetch(ctx, o.DataSHA256, in.RunDir, relTo(in.RunDir, local), MaxStoredData)
 		if caperr.CodeOf(err) == caperr.ObservabilityError {
 			continue
 		}
@@ -85,23 +85,23 @@ func (a *Activities) localize(ctx context.Context, in *wfapi.RunToolInput) error
 // host's when it lies in this run's folder or this project, whole: the
 // lost host's folder may still be readable at its path (another folder of
 // the machine, a mount), and a step reads only what is its run's.
-func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id string, o wfapi.StepOutcome) error {
+func (e *Executor) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id string, o wfapi.StepOutcome) error {
 	if len(o.Artifacts) == 0 {
 		return nil
 	}
 	arts := slices.Clone(o.Artifacts)
 	names := artifactNames(arts)
 	for i, art := range arts {
-		if a.ownFile(in.WorkflowID, art) {
+		if e.ownFile(in.WorkflowID, art) {
 			continue
 		}
 		local := filepath.Join(runfolder.Step(in.RunDir, id, -1), "artifacts", names[i])
-		if folder := RunFolderName(in.WorkflowID); strings.Contains(art.Path, "/"+folder+"/") {
+		if folder := runfolder.Name(in.WorkflowID); strings.Contains(art.Path, "/"+folder+"/") {
 			if p, ok := localPath(in.RunDir, folder, art.Path, id); ok {
 				local = p
 			}
 		}
-		if err := a.Artifacts.Fetch(ctx, art.SHA256, in.RunDir, relTo(in.RunDir, local), MaxArtifact); err != nil {
+		if err := e.Artifacts.Fetch(ctx, art.SHA256, in.RunDir, relTo(in.RunDir, local), MaxArtifact); err != nil {
 			return err
 		}
 		arts[i].Path = local
@@ -113,8 +113,8 @@ func (a *Activities) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, 
 
 // ownFile: art lies in the run's folder on this host, or in this project,
 // and is there with its size.
-func (a *Activities) ownFile(run string, art wfapi.Artifact) bool {
-	if _, in := beneath.Rel(a.Project.Root(), art.Path); !in && a.inRun(run, art.Path) != nil {
+func (e *Executor) ownFile(run string, art wfapi.Artifact) bool {
+	if _, in := beneath.Rel(e.Project.Root(), art.Path); !in && e.InRun(run, art.Path) != nil {
 		return false
 	}
 	st, err := os.Stat(art.Path)
@@ -149,7 +149,7 @@ func localPath(runDir, folder, remote, id string) (string, bool) {
 		rel = filepath.Clean(remote[i+len(folder)+2:])
 	}
 	p := filepath.Join(runDir, rel)
-	if p == runDir || within(runDir, p) != nil {
+	if p == runDir || Within(runDir, p) != nil {
 		return "", false
 	}
 	return p, true
@@ -178,10 +178,10 @@ func readStored(o wfapi.StepOutcome) ([]byte, string) {
 	return raw, ""
 }
 
-// loadScope builds the values references resolve against, reading stored
+// LoadScope builds the values references resolve against, reading stored
 // outputs back (checked against their recorded digests). lost names the
 // step whose stored output is missing or altered.
-func loadScope(inputs map[string]any, deps map[string]wfapi.StepOutcome) (plan.Scope, string, error) {
+func LoadScope(inputs map[string]any, deps map[string]wfapi.StepOutcome) (plan.Scope, string, error) {
 	scope := plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
 	for id, o := range deps {
 		data := o.Data
@@ -201,8 +201,8 @@ func loadScope(inputs map[string]any, deps map[string]wfapi.StepOutcome) (plan.S
 	return scope, "", nil
 }
 
-// referencedBy keeps the outcomes of the steps a value references.
-func referencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.StepOutcome {
+// ReferencedBy keeps the outcomes of the steps a value references.
+func ReferencedBy(v any, deps map[string]wfapi.StepOutcome) map[string]wfapi.StepOutcome {
 	out := map[string]wfapi.StepOutcome{}
 	plan.CollectRefs(v, nil, func(_ []string, t plan.Template, err error) {
 		for _, r := range t.Refs() {

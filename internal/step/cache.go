@@ -1,4 +1,4 @@
-package activities
+package step
 
 import (
 	"context"
@@ -31,12 +31,12 @@ const MaxArtifact = 64 << 30
 
 // cacheKey is the step's key, or why it has none (an input file that
 // cannot be read, a tool folder too large to digest).
-func (a *Activities) cacheKey(m *manifest.Manifest, rawIn []byte, inputs any) (string, string) {
-	files, why := a.inputFiles(m, inputs)
+func (e *Executor) cacheKey(m *manifest.Manifest, rawIn []byte, inputs any) (string, string) {
+	files, why := e.inputFiles(m, inputs)
 	if why != "" {
 		return "", why
 	}
-	tool, err := a.toolFiles(m)
+	tool, err := e.toolFiles(m)
 	if err != nil {
 		return "", "its tool's folder cannot be digested: " + err.Error()
 	}
@@ -45,14 +45,14 @@ func (a *Activities) cacheKey(m *manifest.Manifest, rawIn []byte, inputs any) (s
 
 // inputFiles digests the files the inputs name (fields the input schema
 // marks as paths); a relative path is the project's.
-func (a *Activities) inputFiles(m *manifest.Manifest, inputs any) ([]string, string) {
+func (e *Executor) inputFiles(m *manifest.Manifest, inputs any) ([]string, string) {
 	var out []string
 	for _, f := range cache.Paths(m.InputSchema, inputs) {
 		p := f.Path
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(a.Project.Root(), p)
+			p = filepath.Join(e.Project.Root(), p)
 		}
-		sum, _, err := a.digests.Digest(p)
+		sum, _, err := e.digests.Digest(p)
 		switch {
 		case os.IsNotExist(err):
 			sum = "absent"
@@ -81,9 +81,9 @@ var buildDigest = sync.OnceValue(func() string {
 // toolFiles digests what a tool runs: a command tool's folder (its
 // scripts); a builtin is the worker's own build; an MCP tool is its
 // server's configuration (the server's code is not capflow's to digest).
-func (a *Activities) toolFiles(m *manifest.Manifest) (string, error) {
+func (e *Executor) toolFiles(m *manifest.Manifest) (string, error) {
 	if m.Entrypoint.Type == manifest.EntryMCP {
-		b, _ := json.Marshal(a.Project.Config.MCPServers[m.Entrypoint.Server])
+		b, _ := json.Marshal(e.Project.Config.MCPServers[m.Entrypoint.Server])
 		return "mcp " + artifacts.Digest(b), nil
 	}
 	if m.Entrypoint.Type == manifest.EntryBuiltin || m.Dir == "" {
@@ -92,24 +92,24 @@ func (a *Activities) toolFiles(m *manifest.Manifest) (string, error) {
 	if st, err := os.Stat(m.Dir); err != nil || !st.IsDir() {
 		return "build " + buildDigest(), nil
 	}
-	sum, _, err := a.digests.Digest(m.Dir)
+	sum, _, err := e.digests.Digest(m.Dir)
 	return sum, err
 }
 
 // fromCache answers the step from the cache when an entry of its key no
 // older than its TTL is there and its output checks out; nil runs the
 // tool (the log and feedback say why).
-func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string) (*wfapi.RunToolResult, *envelope.Feedback) {
-	c := cache.Cache{Store: a.Artifacts}
+func (e *Executor) fromCache(ctx context.Context, r *stepRun, key string) (*wfapi.RunToolResult, *envelope.Feedback) {
+	c := cache.Cache{Store: e.Artifacts}
 	now := time.Now()
-	e, why, err := c.Lookup(ctx, key, r.in.Step.CacheTTL, now)
+	ent, why, err := c.Lookup(ctx, key, r.in.Step.CacheTTL, now)
 	if err != nil {
 		why = "the cache cannot be read: " + err.Error()
 	}
 	var data any
 	var arts []wfapi.Artifact
-	if e != nil {
-		data, arts, err = a.restore(ctx, e, r.stepDir)
+	if ent != nil {
+		data, arts, err = e.restore(ctx, ent, r.stepDir)
 		if err != nil {
 			why = "its cached output failed its check: " + err.Error()
 		}
@@ -118,12 +118,12 @@ func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string) (*wf
 		r.log.Info("cache miss", "key", key[:12], "why", why)
 		return nil, &envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo, Message: "cache miss (" + key[:12] + "): " + why, Timestamp: envelope.Timestamp(envelope.Now())}
 	}
-	env := e.Envelope
+	env := ent.Envelope
 	env.Data = data
 	env.Feedback = append(append([]envelope.Feedback(nil), env.Feedback...), envelope.Feedback{Phase: "cache", Level: envelope.LevelInfo,
-		Message:   fmt.Sprintf("cached result of %s (key %s, %s old): no tool ran", e.Run, key[:12], e.Age(now).Round(time.Second)),
+		Message:   fmt.Sprintf("cached result of %s (key %s, %s old): no tool ran", ent.Run, key[:12], ent.Age(now).Round(time.Second)),
 		Timestamp: envelope.Timestamp(envelope.Now())})
-	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, CacheKey: key, CachedFrom: e.Run, Artifacts: arts}
+	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, CacheKey: key, CachedFrom: ent.Run, Artifacts: arts}
 	if raw, _ := json.Marshal(data); len(raw) > MaxInlineData {
 		storeData(res, r.stepDir, raw)
 	}
@@ -131,15 +131,15 @@ func (a *Activities) fromCache(ctx context.Context, r *stepRun, key string) (*wf
 		res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
 	}
 	fit(res, r.stepDir)
-	r.log.Info("cache hit", "key", key[:12], "from", e.Run)
+	r.log.Info("cache hit", "key", key[:12], "from", ent.Run)
 	return res, nil
 }
 
 // restore reads an entry's data and files back (each checked against its
 // digest) into the step folder, and the data names them there: never to a
 // path the entry or the inputs name (a hit writes nowhere else).
-func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string) (any, []wfapi.Artifact, error) {
-	raw, err := a.Artifacts.Get(ctx, e.Data, MaxStoredData)
+func (e *Executor) restore(ctx context.Context, ent *cache.Entry, stepDir string) (any, []wfapi.Artifact, error) {
+	raw, err := e.Artifacts.Get(ctx, ent.Data, MaxStoredData)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,10 +148,10 @@ func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string
 		return nil, nil, err
 	}
 	var out []wfapi.Artifact
-	names := artifactNames(e.Artifacts)
-	for i, art := range e.Artifacts {
+	names := artifactNames(ent.Artifacts)
+	for i, art := range ent.Artifacts {
 		rel := filepath.Join("artifacts", names[i])
-		if err := a.Artifacts.Fetch(ctx, art.SHA256, stepDir, rel, MaxArtifact); err != nil {
+		if err := e.Artifacts.Fetch(ctx, art.SHA256, stepDir, rel, MaxArtifact); err != nil {
 			return nil, nil, err
 		}
 		dest := filepath.Join(stepDir, rel)
@@ -165,15 +165,15 @@ func (a *Activities) restore(ctx context.Context, e *cache.Entry, stepDir string
 // toCache stores a step's result under its key: its data (and files,
 // already stored with it) by digest, then the entry. A cache that cannot
 // take it costs the next run a miss, not this step.
-func (a *Activities) toCache(ctx context.Context, r *stepRun, key string, m *manifest.Manifest, env envelope.Envelope, arts []wfapi.Artifact) *envelope.Feedback {
+func (e *Executor) toCache(ctx context.Context, r *stepRun, key string, m *manifest.Manifest, env envelope.Envelope, arts []wfapi.Artifact) *envelope.Feedback {
 	raw, err := json.Marshal(env.Data)
 	var sum string
 	if err == nil {
-		sum, err = a.Artifacts.Put(ctx, raw)
+		sum, err = e.Artifacts.Put(ctx, raw)
 	}
 	if err == nil {
 		env.Data, env.Feedback = nil, nil
-		err = cache.Cache{Store: a.Artifacts}.Save(ctx, cache.Entry{Key: key, Tool: m.Name + "@" + m.Version, Digest: m.Digest,
+		err = cache.Cache{Store: e.Artifacts}.Save(ctx, cache.Entry{Key: key, Tool: m.Name + "@" + m.Version, Digest: m.Digest,
 			Run: r.in.WorkflowID, Step: r.in.Step.ID, Created: time.Now().UTC(), Envelope: env, Data: sum, DataBytes: int64(len(raw)), Artifacts: arts})
 	}
 	if err != nil {
@@ -190,15 +190,15 @@ func (a *Activities) toCache(ctx context.Context, r *stepRun, key string, m *man
 // elsewhere, a ".." or a link leading out fails the step INVALID_INPUT
 // naming the field, and nothing of it is read. With store, each regular
 // file goes to the artifact store (another host or a later run reads it).
-func (a *Activities) outputFiles(ctx context.Context, m *manifest.Manifest, data any, stepDir string, store bool) ([]wfapi.Artifact, error) {
+func (e *Executor) outputFiles(ctx context.Context, m *manifest.Manifest, data any, stepDir string, store bool) ([]wfapi.Artifact, error) {
 	fields := cache.Paths(m.OutputSchema, data)
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	roots := a.outputRoots(m, stepDir)
+	roots := e.outputRoots(m, stepDir)
 	var out []wfapi.Artifact
 	for _, f := range fields {
-		art, err := a.outputFile(ctx, roots, f, store)
+		art, err := e.outputFile(ctx, roots, f, store)
 		if err != nil {
 			return nil, err
 		}
@@ -211,12 +211,12 @@ func (a *Activities) outputFiles(ctx context.Context, m *manifest.Manifest, data
 
 // outputRoots are the folders a step's output files may lie in: its step
 // folder and its manifest's write: folders (in the project).
-func (a *Activities) outputRoots(m *manifest.Manifest, stepDir string) []string {
+func (e *Executor) outputRoots(m *manifest.Manifest, stepDir string) []string {
 	roots := []string{stepDir}
 	if m.Sandbox != nil {
 		for _, w := range m.Sandbox.Write {
 			if w != "step" {
-				roots = append(roots, filepath.Join(a.Project.Root(), w))
+				roots = append(roots, filepath.Join(e.Project.Root(), w))
 			}
 		}
 	}
@@ -225,11 +225,11 @@ func (a *Activities) outputRoots(m *manifest.Manifest, stepDir string) []string 
 
 // outputFile checks (and, with store, stores) one output file; a folder,
 // or nothing at that name, is no artifact.
-func (a *Activities) outputFile(ctx context.Context, roots []string, f cache.PathField, store bool) (*wfapi.Artifact, error) {
+func (e *Executor) outputFile(ctx context.Context, roots []string, f cache.PathField, store bool) (*wfapi.Artifact, error) {
 	field := "output " + f.Pointer
 	p := f.Path
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(a.Project.Root(), p)
+		p = filepath.Join(e.Project.Root(), p)
 	}
 	root, rel, ok := beneath.Pick(roots, p)
 	if !ok {
@@ -257,7 +257,7 @@ func (a *Activities) outputFile(ctx context.Context, roots []string, f cache.Pat
 		return nil, err
 	}
 	defer file.Close()
-	sum, n, err := a.Artifacts.PutOpened(ctx, file, p)
+	sum, n, err := e.Artifacts.PutOpened(ctx, file, p)
 	if err != nil {
 		return nil, err
 	}
