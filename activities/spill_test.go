@@ -57,9 +57,9 @@ func TestSpilledInputs(t *testing.T) {
 		t.Fatalf("the rendered text lacks the spilled input: %v", err)
 	}
 
-	d := putTestBlob(t, runDir, "decide-0123456789abcdef.json", wfapi.DecideInput{StepID: "d", When: "size(inputs.big) > 1000", Inputs: map[string]any{"big": big}})
-	v, err = e.ExecuteActivity(a.Decide, wfapi.DecideInput{StepID: "d", Spilled: &d})
-	var dec wfapi.DecideResult
+	d := putTestBlob(t, runDir, "decide-0123456789abcdef.json", wfapi.EvaluateInput{StepID: "d", When: "size(inputs.big) > 1000", Inputs: map[string]any{"big": big}})
+	v, err = e.ExecuteActivity(a.Evaluate, wfapi.EvaluateInput{StepID: "d", Spilled: &d})
+	var dec wfapi.EvaluateResult
 	if err != nil || v.Get(&dec) != nil || !dec.Run {
 		t.Fatalf("decide over a spilled input: %v %+v", err, dec)
 	}

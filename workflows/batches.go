@@ -27,7 +27,7 @@ func (s *scheduler) startBatch(st *stepState) {
 			continue
 		}
 		bi := wfapi.BatchItem{Index: i}
-		if fe.inline {
+		if fe.inHistory {
 			bi.Value, bi.HasValue = fe.list[i], true
 		}
 		fe.items[i].status = wfapi.StepRunning
@@ -46,7 +46,7 @@ func (s *scheduler) startBatch(st *stepState) {
 	stopAfter := dag.BatchStopAfter(tally(fe), step.Tolerate, s.rr.FailurePolicy)
 	in := wfapi.ItemsInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, HostQueue: s.rr.HostQueue, Step: step, Items: items, MaxParallel: par, StopAfterFailures: stopAfter,
 		LocalFlush: s.rr.LocalFlush, LocalAttempts: s.rr.LocalAttempts, InlineFlushBytes: s.rr.InlineFlushBytes, InlineBatch: s.rr.InlineBatch}
-	if fe.inline {
+	if fe.inHistory {
 		in.Inputs, in.Deps = s.referenced(step.With)
 	} else {
 		in.ForEach = step.ForEach

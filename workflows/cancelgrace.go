@@ -21,7 +21,7 @@ const CancelGrace = 30 * time.Second
 // confirmCancel gives a halted activity step CancelGrace to confirm;
 // past it the step is cancelled without its worker's word. Version 2
 // waits only for a tool's activity in flight (version 1 also timed a
-// step between its Decide and its start, or a sub-plan's child, whose
+// step between its evaluation and its start, or a sub-plan's child, whose
 // ends the timer did not see).
 func (s *scheduler) confirmCancel(st *stepState) {
 	v := workflow.GetVersion(s.ctx, changeCancelGrace, workflow.DefaultVersion, 2)

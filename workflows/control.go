@@ -238,9 +238,9 @@ func (s *scheduler) await(st *stepState, kind wfapi.WaitKind, prompt string, tim
 // holding no worker.
 func (s *scheduler) awaitApproval(st *stepState) {
 	prompt, timeout := "approve?", time.Duration(0)
-	scope, _, inline := s.inlineScope(st.step.With)
+	scope, _, inHistory := s.historyScope(st.step.With)
 	with := st.step.With
-	if inline {
+	if inHistory {
 		// Evaluating references over values in history is pure.
 		//workflowcheck:ignore
 		if v, err := scope.Eval(st.step.With); err == nil {

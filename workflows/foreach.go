@@ -21,9 +21,9 @@ type forEach struct {
 	next    int // the next item to consider starting
 	running int
 	// list holds the items' values when the workflow has the list in its
-	// history (inline): items then carry their value, not the whole list.
-	list   []any
-	inline bool
+	// history: items then carry their value, not the whole list.
+	list      []any
+	inHistory bool
 	// abandoned: the step stopped its own items (too many failed).
 	abandoned bool
 	// itemsOmitted: an item's data was stored by reference (over 256 KB),
@@ -51,7 +51,7 @@ type itemState struct {
 const maxAggregate = 256 << 10
 
 // expand creates a running for_each step's items.
-func (s *scheduler) expand(st *stepState, d *wfapi.DecideResult) {
+func (s *scheduler) expand(st *stepState, d *wfapi.EvaluateResult) {
 	fe := &forEach{items: make([]*itemState, d.Count)}
 	for i := range fe.items {
 		fe.items[i] = &itemState{status: wfapi.StepPending}
@@ -61,7 +61,7 @@ func (s *scheduler) expand(st *stepState, d *wfapi.DecideResult) {
 			fe.items[i].status, fe.items[i].reason = wfapi.StepSkipped, "when: false"
 		}
 	}
-	fe.list, fe.inline = s.inlineList(st)
+	fe.list, fe.inHistory = s.listFromHistory(st)
 	fe.batch = d.Count > orDefault(s.rr.ItemBatch, ItemBatch)
 	st.fe = fe
 	if s.finishIfDone(st) {
@@ -81,11 +81,11 @@ func insertSorted(list []string, id string) []string {
 	return list
 }
 
-// inlineList evaluates a for_each step's list in the workflow when every
+// listFromHistory evaluates a for_each step's list in the workflow when every
 // value it reads is in history (not stored by reference).
-func (s *scheduler) inlineList(st *stepState) ([]any, bool) {
-	scope, _, inline := s.inlineScope(st.step.ForEach)
-	if !inline {
+func (s *scheduler) listFromHistory(st *stepState) ([]any, bool) {
+	scope, _, inHistory := s.historyScope(st.step.ForEach)
+	if !inHistory {
 		return nil, false
 	}
 	// Pure: references resolved over values in history.
@@ -103,7 +103,7 @@ func (s *scheduler) inlineList(st *stepState) ([]any, bool) {
 func (s *scheduler) itemCall(st *stepState, index int) (*wfapi.ItemCall, map[string]any, map[string]wfapi.StepOutcome) {
 	step := st.step
 	call := &wfapi.ItemCall{ItemName: step.ItemName, Index: index}
-	if st.fe.inline {
+	if st.fe.inHistory {
 		call.Value, call.HasValue = st.fe.list[index], true
 		inputs, deps := s.referenced(step.With)
 		return call, inputs, deps

@@ -134,9 +134,9 @@ func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	return b(ctx, activity.GetInfo(ctx).Attempt+in.AttemptsBefore) // as RunTool counts
 }
 
-// Decide evaluates lists and conditions as the real activity does, over
+// Evaluate evaluates lists and conditions as the real activity does, over
 // the inline data the fakes produce.
-func (f *fakes) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.DecideResult, error) {
+func (f *fakes) Evaluate(ctx context.Context, in wfapi.EvaluateInput) (*wfapi.EvaluateResult, error) {
 	f.mu.Lock()
 	f.calls["decide-"+in.StepID]++
 	f.mu.Unlock()
@@ -147,14 +147,14 @@ func (f *fakes) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.Decide
 	steps := wfapi.Conditions(in.Deps, func(id string) any { return in.Deps[id].Data })
 	if in.ForEach == nil {
 		run, err := expr.Eval(in.When, in.Inputs, steps, "", nil, 0)
-		return &wfapi.DecideResult{Run: run}, err
+		return &wfapi.EvaluateResult{Run: run}, err
 	}
 	v, err := scope.Eval(in.ForEach)
 	if err != nil {
 		return nil, err
 	}
 	list, _ := v.([]any)
-	out := &wfapi.DecideResult{Count: len(list), Run: true}
+	out := &wfapi.EvaluateResult{Count: len(list), Run: true}
 	for i, item := range list {
 		if in.When == "" {
 			continue
@@ -211,7 +211,7 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
-	env.RegisterActivityWithOptions(f.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
+	env.RegisterActivityWithOptions(f.Evaluate, activity.RegisterOptions{Name: wfapi.EvaluateActivity})
 	env.RegisterActivityWithOptions(f.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	env.SetTestTimeout(30 * time.Second)
 	return env

@@ -341,15 +341,15 @@ func (s *scheduler) begin(st *stepState) {
 			}
 			return
 		}
-		s.decide(st)
+		s.evaluate(st)
 	default:
 		if list, ok := step.ForEach.([]any); ok && step.When == "" {
 			s.m.Start(step.ID)
 			st.started = workflow.Now(s.ctx)
-			s.expand(st, &wfapi.DecideResult{Run: true, Count: len(list)})
+			s.expand(st, &wfapi.EvaluateResult{Run: true, Count: len(list)})
 			return
 		}
-		s.decide(st)
+		s.evaluate(st)
 	}
 }
 

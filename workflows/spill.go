@@ -44,7 +44,7 @@ func (e *dispatcher) fitInput(in wfapi.RunToolInput) wfapi.RunToolInput {
 
 // spill stores v (whose input form raw is too large) as a blob named
 // after raw's digest; ok is false when it could not be stored (the input
-// then goes inline, as before: the server takes it up to its hard limit).
+// then goes in the activity input, as before: the server takes it up to its hard limit).
 func (e *dispatcher) spill(kind string, raw []byte, v any, step string) (wfapi.Blob, bool) {
 	sum := sha256.Sum256(raw)
 	name := kind + "-" + hex.EncodeToString(sum[:8]) + ".json"
@@ -52,7 +52,7 @@ func (e *dispatcher) spill(kind string, raw []byte, v any, step string) (wfapi.B
 		Summary: step + " · store its large input"})
 	b, err := storeBlob(e.ctx, opts, e.workflowID, name, v)
 	if err != nil {
-		workflow.GetLogger(e.ctx).Warn("cannot store a large input; sending it inline", "step", step, "bytes", len(raw), "error", err)
+		workflow.GetLogger(e.ctx).Warn("cannot store a large input; sending it in the activity input", "step", step, "bytes", len(raw), "error", err)
 		return b, false
 	}
 	return b, true
@@ -82,14 +82,14 @@ func encodedLarge(v any) []byte {
 	return raw
 }
 
-// fitDecide bounds a Decide activity's input like a step's.
-func (e *dispatcher) fitDecide(in wfapi.DecideInput) wfapi.DecideInput {
+// fitEvaluate bounds an Evaluate activity's input like a step's.
+func (e *dispatcher) fitEvaluate(in wfapi.EvaluateInput) wfapi.EvaluateInput {
 	raw, large := e.tooLarge(in)
 	if !large {
 		return in
 	}
 	if b, ok := e.spill("decide", raw, in, in.StepID); ok {
-		return wfapi.DecideInput{StepID: in.StepID, Spilled: &b}
+		return wfapi.EvaluateInput{StepID: in.StepID, Spilled: &b}
 	}
 	return in
 }
@@ -119,7 +119,7 @@ func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []w
 	opts := onHost(rr, carryOptions("", n))
 	b, err := storeBlob(ctx, opts, "", fmt.Sprintf("segment-%d.json", n), steps)
 	if err != nil {
-		workflow.GetLogger(ctx).Warn("cannot store the last segment's steps; sending them inline", "bytes", len(raw), "error", err)
+		workflow.GetLogger(ctx).Warn("cannot store the last segment's steps; sending them in the activity input", "bytes", len(raw), "error", err)
 		return b, false
 	}
 	return b, true

@@ -15,14 +15,14 @@ import (
 
 // startChild runs a sub-plan step as a child PlanWorkflow with its own run
 // folder and report. Its inputs are the step's with, evaluated here (or by
-// the Decide activity when they read stored data).
+// the Evaluate activity when they read stored data).
 func (s *scheduler) startChild(st *stepState) {
 	step := st.step
 	s.inflight++
 	st.started = workflow.Now(s.ctx)
 	s.m.Start(step.ID)
-	scope, deps, inline := s.inlineScope(step.With)
-	if inline {
+	scope, deps, inHistory := s.historyScope(step.With)
+	if inHistory {
 		// Pure: references resolved over values in history (map order
 		// does not reach the result).
 		//workflowcheck:ignore
@@ -39,11 +39,11 @@ func (s *scheduler) startChild(st *stepState) {
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · evaluate the sub-plan's inputs",
 	}))
-	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, s.fitDecide(wfapi.DecideInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps, SpillWith: true}))
+	f := workflow.ExecuteActivity(actx, wfapi.EvaluateActivity, s.fitEvaluate(wfapi.EvaluateInput{StepID: step.ID, With: orEmptyWith(step.With), Inputs: scope.Inputs, Deps: deps, SpillWith: true}))
 	id := step.ID
 	s.sel.AddFuture(f, func(f workflow.Future) {
 		st := s.steps[id]
-		var out wfapi.DecideResult
+		var out wfapi.EvaluateResult
 		if err := f.Get(s.ctx, &out); err != nil {
 			s.endChild(st, nil, err)
 			return
@@ -64,7 +64,7 @@ func orEmptyWith(w map[string]any) map[string]any {
 }
 
 // childInput is a sub-plan's start: its plan and inputs, or, when the
-// inputs are too large to travel (stored by the Decide activity, or here),
+// inputs are too large to travel (stored by the Evaluate activity, or here),
 // the reference the child loads them by (wfapi.ParentInputs).
 func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spilled *wfapi.Blob) wfapi.Start {
 	start := wfapi.Start{Input: wfapi.Input{Plan: step.PlanValue, Inputs: with}, Lineage: s.lineage}

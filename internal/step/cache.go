@@ -124,7 +124,7 @@ func (e *Executor) fromCache(ctx context.Context, r *stepRun, key string) (*wfap
 		Message:   fmt.Sprintf("cached result of %s (key %s, %s old): no tool ran", ent.Run, key[:12], ent.Age(now).Round(time.Second)),
 		Timestamp: envelope.Timestamp(envelope.Now())})
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, CacheKey: key, CachedFrom: ent.Run, Artifacts: arts}
-	if raw, _ := json.Marshal(data); len(raw) > MaxInlineData {
+	if raw, _ := json.Marshal(data); len(raw) > MaxDataInHistory {
 		storeData(res, r.stepDir, raw)
 	}
 	if r.in.Step.Item == nil {

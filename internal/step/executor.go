@@ -111,10 +111,10 @@ type Cancelled struct{ Result *wfapi.RunToolResult }
 
 func (c *Cancelled) Error() string { return "the step was cancelled" }
 
-// MaxInlineData is the largest envelope data carried in history; larger
+// MaxDataInHistory is the largest envelope data carried in history; larger
 // data is written to <run>/<step>/data.json and passed by reference, so no
 // payload nears Temporal's limits (2 MB hard, 512 KB warning).
-const MaxInlineData = 256 << 10
+const MaxDataInHistory = 256 << 10
 
 // MaxStoredData bounds a stored output a consumer will read back.
 const MaxStoredData = 256 << 20

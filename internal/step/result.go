@@ -52,7 +52,7 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 // a file beside the step's folder: envelopes.go), the result cut to fit.
 func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToolResult {
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, InputsSHA256: inputsSHA}
-	if raw, _ := json.Marshal(env.Data); len(raw) > MaxInlineData {
+	if raw, _ := json.Marshal(env.Data); len(raw) > MaxDataInHistory {
 		storeData(res, r.stepDir, raw)
 	}
 	if r.in.Step.Item == nil {

@@ -14,11 +14,13 @@ import (
 
 // Names registered with Temporal.
 const (
-	WorkflowType     = client.WorkflowType
-	ResolveActivity  = "Resolve"
-	RouteActivity    = "Route"
-	RunToolActivity  = "RunTool"
-	DecideActivity   = "Decide"
+	WorkflowType    = client.WorkflowType
+	ResolveActivity = "Resolve"
+	RouteActivity   = "Route"
+	RunToolActivity = "RunTool"
+	// EvaluateActivity keeps the type name recorded runs scheduled it by
+	// (it was called Decide; "decide" is now only a person's decision).
+	EvaluateActivity = "Decide"
 	FinalizeActivity = "Finalize"
 	// HostActivity answers the host queue of the worker that runs it: how a
 	// run whose host was lost finds another.
@@ -258,10 +260,10 @@ type StepCall struct {
 	CacheTTL time.Duration `json:"cache_ttl,omitempty"`
 }
 
-// DecideInput asks the Decide activity to evaluate a step's for_each list
+// EvaluateInput asks the Evaluate activity to evaluate a step's for_each list
 // (its length, and which items' `when` holds) or its `when` alone, where
 // the data it reads may live in files the workflow cannot open.
-type DecideInput struct {
+type EvaluateInput struct {
 	StepID   string                 `json:"step_id"`
 	ForEach  any                    `json:"for_each,omitempty"`
 	ItemName string                 `json:"item_name,omitempty"`
@@ -270,7 +272,7 @@ type DecideInput struct {
 	Deps     map[string]StepOutcome `json:"deps,omitempty"`
 	// With, when set, is evaluated (a sub-plan step's inputs).
 	With map[string]any `json:"with,omitempty"`
-	// SpillWith: the caller reads DecideResult.WithSpilled (workflow code
+	// SpillWith: the caller reads EvaluateResult.WithSpilled (workflow code
 	// that knows it sets it; an older one, answered by a newer worker,
 	// gets its inputs inline as before).
 	SpillWith bool `json:"spill_with,omitempty"`
@@ -279,8 +281,8 @@ type DecideInput struct {
 	Spilled *Blob `json:"spilled,omitempty"`
 }
 
-// DecideResult is the Decide activity's answer.
-type DecideResult struct {
+// EvaluateResult is the Evaluate activity's answer.
+type EvaluateResult struct {
 	// Run is a step's `when` (true without one); a for_each step's items
 	// are decided by Count and Skip.
 	Run bool `json:"run"`

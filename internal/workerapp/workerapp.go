@@ -61,7 +61,7 @@ func Register(w worker.Registry, acts *activities.Activities) {
 // activities that read or write the run's folder or its processes.
 func RegisterHostActivities(w worker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: wfapi.RunToolActivity})
-	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: wfapi.DecideActivity})
+	w.RegisterActivityWithOptions(acts.Evaluate, activity.RegisterOptions{Name: wfapi.EvaluateActivity})
 	w.RegisterActivityWithOptions(acts.Finalize, activity.RegisterOptions{Name: wfapi.FinalizeActivity})
 	w.RegisterActivityWithOptions(acts.LoadSteps, activity.RegisterOptions{Name: wfapi.LoadStepsActivity})
 	w.RegisterActivityWithOptions(acts.Checkpoint, activity.RegisterOptions{Name: wfapi.CheckpointActivity})

@@ -16,15 +16,15 @@ import (
 )
 
 // Decisions a run makes from data: a step's condition (evaluated here over
-// the values in history, or by the Decide activity when they are stored
+// the values in history, or by the Evaluate activity when they are stored
 // by reference) and a for_each step's list.
 
 // evalWhen evaluates a step's condition in the workflow. ok is false when
-// a step it reads stored its data in a file: then the Decide activity
+// a step it reads stored its data in a file: then the Evaluate activity
 // evaluates it.
 func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
-	scope, deps, inline := s.inlineScope(whenExpr(st.step.When))
-	if !inline {
+	scope, deps, inHistory := s.historyScope(whenExpr(st.step.When))
+	if !inHistory {
 		return false, false
 	}
 	// Pure: CEL over the values recorded in history.
@@ -51,14 +51,14 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 	return true, true
 }
 
-// decide asks the Decide activity for a for_each step's items (or a
+// decide asks the Evaluate activity for a for_each step's items (or a
 // condition over stored data).
-func (s *scheduler) decide(st *stepState) {
+func (s *scheduler) evaluate(st *stepState) {
 	step := st.step
 	s.inflight++
-	in := wfapi.DecideInput{StepID: step.ID, ForEach: step.ForEach, ItemName: step.ItemName, When: step.When}
+	in := wfapi.EvaluateInput{StepID: step.ID, ForEach: step.ForEach, ItemName: step.ItemName, When: step.When}
 	in.Inputs, in.Deps = s.referenced(step.ForEach, whenExpr(step.When))
-	in = s.fitDecide(in)
+	in = s.fitEvaluate(in)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(s.stepCtx(step.ID), onHost(s.rr, workflow.ActivityOptions{
 		ActivityID: "decide-" + step.ID, StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry,
 		Summary: step.ID + " · decide: for_each items and when",
@@ -66,16 +66,16 @@ func (s *scheduler) decide(st *stepState) {
 	st.cancel = cancel
 	st.started = workflow.Now(s.ctx)
 	s.m.Start(step.ID)
-	f := workflow.ExecuteActivity(actx, wfapi.DecideActivity, in)
+	f := workflow.ExecuteActivity(actx, wfapi.EvaluateActivity, in)
 	id := step.ID
-	s.sel.AddFuture(f, func(f workflow.Future) { s.decided(id, f) })
+	s.sel.AddFuture(f, func(f workflow.Future) { s.evaluated(id, f) })
 }
 
-// decided carries out the Decide activity's answer.
-func (s *scheduler) decided(id string, f workflow.Future) {
+// decided carries out the Evaluate activity's answer.
+func (s *scheduler) evaluated(id string, f workflow.Future) {
 	s.inflight--
 	st := s.steps[id]
-	var out wfapi.DecideResult
+	var out wfapi.EvaluateResult
 	err := f.Get(s.ctx, &out)
 	var canceled *temporal.CanceledError
 	switch {
@@ -97,10 +97,10 @@ func (s *scheduler) decided(id string, f workflow.Future) {
 	}
 }
 
-// inlineScope gathers what the values reference, as a scope the workflow
-// can evaluate itself; inline is false when a referenced step stored its
+// historyScope gathers what the values reference, as a scope the workflow
+// can evaluate itself; inHistory is false when a referenced step stored its
 // data in a file (then an activity evaluates).
-func (s *scheduler) inlineScope(values ...any) (scope plan.Scope, deps map[string]wfapi.StepOutcome, inline bool) {
+func (s *scheduler) historyScope(values ...any) (scope plan.Scope, deps map[string]wfapi.StepOutcome, inHistory bool) {
 	inputs, deps := s.referenced(values...)
 	scope = plan.Scope{Inputs: inputs, Steps: map[string]plan.StepOutcome{}}
 	for _, id := range sortedKeys(deps) {

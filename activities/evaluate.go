@@ -15,12 +15,12 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Decide evaluates what the workflow cannot evaluate itself because the
+// Evaluate evaluates what the workflow cannot evaluate itself because the
 // data lives in files: a for_each step's list (its length, and the items
 // whose `when` is false) or a step's `when`. Its answer is recorded in
 // history, so the decision replays.
-func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.DecideResult, error) {
-	fail := func(err error) (*wfapi.DecideResult, error) {
+func (a *Activities) Evaluate(ctx context.Context, in wfapi.EvaluateInput) (*wfapi.EvaluateResult, error) {
+	fail := func(err error) (*wfapi.EvaluateResult, error) {
 		return nil, appError(err)
 	}
 	id, err := runOf(ctx, "")
@@ -28,13 +28,13 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		return fail(err)
 	}
 	if b := in.Spilled; b != nil {
-		var full wfapi.DecideInput
+		var full wfapi.EvaluateInput
 		dir, err := a.runFolder(ctx, "", "")
 		if err == nil {
 			err = a.readBlob(ctx, dir, *b, &full)
 		}
 		if err == nil && full.Spilled != nil {
-			err = caperr.New(caperr.InvalidInput, "a stored Decide input names another")
+			err = caperr.New(caperr.InvalidInput, "a stored Evaluate input names another")
 		}
 		if err != nil {
 			return fail(caperr.As(err, caperr.ObservabilityError))
@@ -56,9 +56,9 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 		}
 		w, _ := v.(map[string]any)
 		if !in.SpillWith {
-			return &wfapi.DecideResult{Run: true, With: w}, nil
+			return &wfapi.EvaluateResult{Run: true, With: w}, nil
 		}
-		return a.decidedWith(ctx, w)
+		return a.evaluatedWith(ctx, w)
 	}
 	if in.ForEach == nil {
 		run := true
@@ -67,13 +67,13 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 				return fail(caperr.New(caperr.InvalidInput, "when %q: %v", in.When, err))
 			}
 		}
-		return &wfapi.DecideResult{Run: run}, nil
+		return &wfapi.EvaluateResult{Run: run}, nil
 	}
 	list, err := step.ListOf(scope, in.ForEach)
 	if err != nil {
 		return fail(err)
 	}
-	out := &wfapi.DecideResult{Count: len(list)}
+	out := &wfapi.EvaluateResult{Count: len(list)}
 	for i, item := range list {
 		if in.When == "" {
 			continue
@@ -92,14 +92,14 @@ func (a *Activities) Decide(ctx context.Context, in wfapi.DecideInput) (*wfapi.D
 	return out, nil
 }
 
-// decidedWith returns a sub-plan step's evaluated inputs: inline, or,
+// evaluatedWith returns a sub-plan step's evaluated inputs: inline, or,
 // past wfapi.MaxInputBytes, as a blob in the run folder that the child
 // run loads (a result that large would not fit the activity's answer, nor
 // the child's input).
-func (a *Activities) decidedWith(ctx context.Context, w map[string]any) (*wfapi.DecideResult, error) {
+func (a *Activities) evaluatedWith(ctx context.Context, w map[string]any) (*wfapi.EvaluateResult, error) {
 	raw, err := json.Marshal(w)
 	if err != nil || len(raw) <= wfapi.MaxInputBytes {
-		return &wfapi.DecideResult{Run: true, With: w}, nil
+		return &wfapi.EvaluateResult{Run: true, With: w}, nil
 	}
 	dir, err := a.runFolder(ctx, "", "")
 	if err != nil {
@@ -115,5 +115,5 @@ func (a *Activities) decidedWith(ctx context.Context, w map[string]any) (*wfapi.
 	if err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
-	return &wfapi.DecideResult{Run: true, WithSpilled: &b}, nil
+	return &wfapi.EvaluateResult{Run: true, WithSpilled: &b}, nil
 }
