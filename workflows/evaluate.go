@@ -51,7 +51,7 @@ func (s *scheduler) evalWhen(st *stepState) (run, ok bool) {
 	return true, true
 }
 
-// decide asks the Evaluate activity for a for_each step's items (or a
+// evaluate asks the Evaluate activity for a for_each step's items (or a
 // condition over stored data).
 func (s *scheduler) evaluate(st *stepState) {
 	step := st.step
@@ -71,7 +71,7 @@ func (s *scheduler) evaluate(st *stepState) {
 	s.sel.AddFuture(f, func(f workflow.Future) { s.evaluated(id, f) })
 }
 
-// decided carries out the Evaluate activity's answer.
+// evaluated carries out the Evaluate activity's answer.
 func (s *scheduler) evaluated(id string, f workflow.Future) {
 	s.inflight--
 	st := s.steps[id]
