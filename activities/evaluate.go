@@ -92,7 +92,7 @@ func (a *Activities) Evaluate(ctx context.Context, in wfapi.EvaluateInput) (*wfa
 	return out, nil
 }
 
-// evaluatedWith returns a sub-plan step's evaluated inputs: inline, or,
+// evaluatedWith returns a sub-plan step's evaluated inputs: in the answer, or,
 // past wfapi.MaxInputBytes, as a blob in the run folder that the child
 // run loads (a result that large would not fit the activity's answer, nor
 // the child's input).

@@ -61,7 +61,7 @@ var Changes = []Change{
 		"past the deadline, nothing goes on from a local attempt as a regular activity"},
 		[]History{{"deadline-local.v2.json", 2}}, ""},
 	{changeCancelGrace, 2, []string{"a halted step gets CancelGrace to confirm its cancellation",
-		"only a tool's activity in flight is timed (not a step between Decide and its start, nor a sub-plan's child)"},
+		"only a tool's activity in flight is timed (not a step between its evaluation and its start, nor a sub-plan's child)"},
 		[]History{{"cancel-grace.json", 1}}, "version 2 differs from 1 only for a step cancelled between its evaluation and its start, or a sub-plan's: no recorded run has one"},
 	{changeSpillInputs, 1, []string{"a step's inputs past MaxInputBytes travel as a blob reference"},
 		[]History{{"spill-inputs.json.gz", 1}}, ""},

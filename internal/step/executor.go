@@ -76,8 +76,8 @@ type Attempt struct {
 	// OnFeedback and OnStderr see the tool's live feedback and stderr.
 	OnFeedback func(envelope.Feedback)
 	OnStderr   func(line string)
-	// Bind is the context the tool itself runs in, and its end (an
-	// activity's rides out server outages); nil: ctx.
+	// Bind is the context the attempt runs in from its tool's start to its
+	// end, and that end (an activity's rides out server outages); nil: ctx.
 	Bind func(ctx context.Context) (context.Context, func())
 }
 
@@ -154,6 +154,14 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 			return r.fail(b.FailErr(err, nil))
 		}
 	}
+	// From the tool's start to the attempt's end (its files stored, its
+	// cache entry written), the caller's context: an activity's rides out
+	// a server outage.
+	if at.Bind != nil {
+		var end func()
+		ctx, end = at.Bind(ctx)
+		defer end()
+	}
 	env, err := e.runTool(ctx, r, m, inputs)
 	if err != nil {
 		return r.fail(b.FailErr(err, nil))
@@ -177,11 +185,6 @@ func (e *Executor) runTool(ctx context.Context, r *stepRun, m *manifest.Manifest
 		return envelope.Envelope{}, err
 	}
 	at := r.at
-	if at.Bind != nil {
-		var end func()
-		ctx, end = at.Bind(ctx)
-		defer end()
-	}
 	inMap, _ := inputs.(map[string]any)
 	in := r.in
 	env := e.Tool.Run(ctx, toolrun.Request{

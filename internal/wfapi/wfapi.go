@@ -274,7 +274,7 @@ type EvaluateInput struct {
 	With map[string]any `json:"with,omitempty"`
 	// SpillWith: the caller reads EvaluateResult.WithSpilled (workflow code
 	// that knows it sets it; an older one, answered by a newer worker,
-	// gets its inputs inline as before).
+	// gets its inputs in the answer as before).
 	SpillWith bool `json:"spill_with,omitempty"`
 	// Spilled: the input would have passed MaxInputBytes; all of it is
 	// this blob of the run folder (StepID beside it).
