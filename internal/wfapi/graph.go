@@ -5,19 +5,23 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 )
 
-// MaxGraphSteps bounds the steps a graph answers (a query's answer travels
-// in one gRPC message).
-const MaxGraphSteps = 10000
+// MaxGraphSteps bounds the steps one answer of the graph or states query
+// carries (a query's answer travels in one gRPC message): a larger plan
+// is read in pages (client.GraphPageQuery).
+const MaxGraphSteps = client.MaxGraphPage
 
-// GraphOf is a resolved plan as the graph query answers it (and the
-// console draws an ended run from its report.json the same way).
-func GraphOf(rr *ResolveResult) *client.Graph {
+// GraphOf is a resolved plan's whole graph (an ended run's, from its
+// report).
+func GraphOf(rr *ResolveResult) *client.Graph { return GraphPage(rr, 0, len(rr.Steps)) }
+
+// GraphPage is steps [from, from+n) of a resolved plan's graph; Omitted
+// counts the steps after them.
+func GraphPage(rr *ResolveResult, from, n int) *client.Graph {
 	g := &client.Graph{Plan: rr.Plan, Steps: []client.GraphStep{}}
-	for i, rs := range rr.Steps {
-		if i == MaxGraphSteps {
-			g.Omitted = len(rr.Steps) - i
-			break
-		}
+	from = min(max(from, 0), len(rr.Steps))
+	to := min(len(rr.Steps), from+max(n, 0))
+	g.Omitted = len(rr.Steps) - to
+	for _, rs := range rr.Steps[from:to] {
 		gs := client.GraphStep{ID: rs.ID, Capability: rs.Capability, Tool: rs.Tool, Version: rs.Version, Deps: rs.Deps,
 			ForEach: rs.ForEach != nil, When: rs.When, Plan: rs.Plan, Approval: rs.Approval}
 		read := map[string]bool{}
