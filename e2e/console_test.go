@@ -222,8 +222,20 @@ func waitStates(t *testing.T, ctx context.Context, want, got map[string]string) 
 // with CAPFLOW_SCREENSHOTS=1).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	shotOf(t, ctx, name, chromedp.FullScreenshot)
+}
+
+// shotView keeps a screenshot of what the window shows (a large run's
+// page is many screens long).
+func shotView(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	shotOf(t, ctx, name, func(png *[]byte, _ int) chromedp.EmulateAction { return chromedp.CaptureScreenshot(png) })
+}
+
+func shotOf(t *testing.T, ctx context.Context, name string, take func(*[]byte, int) chromedp.EmulateAction) {
+	t.Helper()
 	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+	if err := chromedp.Run(ctx, take(&png, 100)); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(h.tmp, "screenshots")

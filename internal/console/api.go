@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,19 +26,23 @@ func (s *Server) api(mux *http.ServeMux) {
 	// a step's stderr tail).
 	mux.HandleFunc("GET /api/runs/{id}", s.answer("progress of", s.progress))
 	mux.HandleFunc("GET /api/runs/{id}/graph", s.answer("graph of", func(ctx context.Context, id string) (any, error) {
-		l, err := s.layout(ctx, id)
+		l, err := s.layout(ctx, id, nil)
 		return l.graph, err
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", func(ctx context.Context, id string) (any, error) {
 		return s.o.Client.Describe(ctx, id)
 	}))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
-	// Which steps each group node of the drawn graph holds.
-	mux.HandleFunc("GET /api/runs/{id}/groups", s.answer("groups of", func(ctx context.Context, id string) (any, error) {
-		l, err := s.layout(ctx, id)
-		return map[string]any{"groups": l.groups}, err
-	}))
+	// Which steps each group node of the drawn graph holds (?expand=: as
+	// graph.svg's).
+	mux.HandleFunc("GET /api/runs/{id}/groups", func(w http.ResponseWriter, r *http.Request) {
+		s.answer("groups of", func(ctx context.Context, id string) (any, error) {
+			l, err := s.layout(ctx, id, expandParam(r))
+			return map[string]any{"groups": l.groups}, err
+		})(w, r)
+	})
 	mux.HandleFunc("GET /api/runs/{id}/states", s.answer("states of", s.states))
+	mux.HandleFunc("GET /api/runs/{id}/timeline", s.answer("timeline of", s.timeline))
 	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
 	mux.HandleFunc("GET /api/runs/{id}/steps/{step}/inputs", s.getInputs)
 	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
@@ -95,15 +100,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, runs)
 }
 
-// layout lays the run's plan out once (a run's plan does not change):
-// large plans with their interchangeable steps grouped.
-func (s *Server) layout(ctx context.Context, id string) (l laidOut, err error) {
-	if l, ok := s.svg.get(id); ok {
+// layout lays the run's plan out once for each set of groups a person
+// opened (a run's plan does not change): interchangeable steps grouped.
+func (s *Server) layout(ctx context.Context, id string, expand []string) (l laidOut, err error) {
+	key := id + "|" + strings.Join(expand, ",")
+	if l, ok := s.svg.get(key); ok {
 		return l, nil
 	}
 	s.layoutMu.Lock() // one replay of an ended run's history, not one per request
 	defer s.layoutMu.Unlock()
-	if l, ok := s.svg.get(id); ok {
+	if l, ok := s.svg.get(key); ok {
 		return l, nil
 	}
 	var g *client.Graph
@@ -112,14 +118,14 @@ func (s *Server) layout(ctx context.Context, id string) (l laidOut, err error) {
 	} else if g, err = s.o.Client.Get(id).Graph(ctx); err != nil {
 		return laidOut{}, runctl.RunError(id, err, "graph of")
 	}
-	c := Collapse(g)
-	svg, err := SVG(ctx, c.Graph, c.Groups)
+	c := Collapse(g, expand...)
+	svg, err := SVG(ctx, c)
 	if err != nil {
 		return laidOut{}, caperr.Wrap(caperr.InternalError, err, "layout")
 	}
 	l = laidOut{svg: svg, groups: c.Groups, graph: g}
 	if len(g.Steps) > 0 {
-		s.svg.put(id, l)
+		s.svg.put(key, l)
 	}
 	return l, nil
 }
@@ -127,7 +133,7 @@ func (s *Server) layout(ctx context.Context, id string) (l laidOut, err error) {
 func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	l, err := s.layout(ctx, r.PathValue("id"))
+	l, err := s.layout(ctx, r.PathValue("id"), expandParam(r))
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -311,4 +317,21 @@ func runFilter(status, plan string) (string, error) {
 		where = append(where, fmt.Sprintf("CapflowPlan = '%s'", plan))
 	}
 	return strings.Join(where, " AND "), nil
+}
+
+// groupID is a group's or chain's node id (Collapse's).
+var groupID = regexp.MustCompile(`^(group|chain)-[1-9][0-9]{0,5}$`)
+
+// expandParam is ?expand=: the groups a person opened, sorted, each once;
+// anything that is not a group's id is dropped (a client names nothing
+// else here), and at most 32 are kept.
+func expandParam(r *http.Request) []string {
+	var out []string
+	for _, id := range strings.Split(r.URL.Query().Get("expand"), ",") {
+		if groupID.MatchString(id) && !slices.Contains(out, id) && len(out) < 32 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

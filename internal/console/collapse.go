@@ -13,26 +13,39 @@ import (
 // same dependencies and the same dependents (a fan-out's branches). The
 // page paints such a group by its members' states and counts.
 
-// CollapseAbove is the plan size past which groups are drawn.
+// CollapseAbove is the plan size past which groups of minGroup and
+// chains are drawn.
 const CollapseAbove = 300
 
-// minGroup is the fewest steps drawn as a group.
+// minGroup is the fewest steps drawn as a group in a large plan.
 const minGroup = 4
+
+// FanOutGroup is the fewest interchangeable steps drawn as a group in a
+// plan of any size: a fan-out of 300 is one node, not a rank 78,000 px
+// wide.
+const FanOutGroup = 12
 
 // Collapsed is a graph as drawn: Groups maps a group's node id
 // ("group-N", or "chain-N" for a chain) to its member steps, in plan order.
 type Collapsed struct {
 	Graph  *client.Graph       `json:"-"`
 	Groups map[string][]string `json:"groups"`
+	// Opened are the groups a person opened: their steps are drawn one by
+	// one, as a block (Dot).
+	Opened map[string][]string `json:"-"`
 }
 
-// Collapse groups a large graph's interchangeable steps (a small graph
-// comes back as it is).
-func Collapse(g *client.Graph) Collapsed {
-	out := Collapsed{Graph: g, Groups: map[string][]string{}}
-	if len(g.Steps) <= CollapseAbove {
-		return out
+// Collapse groups a graph's interchangeable steps: FanOutGroup or more at
+// any size, minGroup or more (and chains) in a large graph; a graph with
+// none comes back as it is. The groups and chains named in expanded are
+// drawn step by step (a person opened them); the others keep their ids.
+func Collapse(g *client.Graph, expanded ...string) Collapsed {
+	out := Collapsed{Graph: g, Groups: map[string][]string{}, Opened: map[string][]string{}}
+	open := map[string]bool{}
+	for _, id := range expanded {
+		open[id] = true
 	}
+	large := len(g.Steps) > CollapseAbove
 	dependents := map[string][]string{}
 	for _, s := range g.Steps {
 		for _, d := range s.Deps {
@@ -50,16 +63,24 @@ func Collapse(g *client.Graph) Collapsed {
 	}
 	drawn := map[string]string{} // step -> its node
 	var steps []client.GraphStep
+	n := 0
 	for _, k := range keys {
 		idx := byKey[k]
-		if len(idx) < minGroup {
+		grouped := len(idx) >= FanOutGroup || (large && len(idx) >= minGroup)
+		if grouped {
+			n++ // numbered whether drawn or opened: the others keep their ids
+		}
+		id := fmt.Sprintf("group-%d", n)
+		if !grouped || open[id] {
 			for _, i := range idx {
+				if grouped {
+					out.Opened[id] = append(out.Opened[id], g.Steps[i].ID)
+				}
 				drawn[g.Steps[i].ID] = g.Steps[i].ID
 				steps = append(steps, g.Steps[i])
 			}
 			continue
 		}
-		id := fmt.Sprintf("group-%d", len(out.Groups)+1)
 		first := g.Steps[idx[0]]
 		node := first
 		node.ID = id
@@ -69,10 +90,16 @@ func Collapse(g *client.Graph) Collapsed {
 		}
 		steps = append(steps, node)
 	}
+	if n == 0 && !large {
+		return out
+	}
 	for i := range steps {
 		steps[i].Deps, steps[i].Data = mapped(steps[i].Deps, drawn), mapped(steps[i].Data, drawn)
 	}
-	out.Graph = &client.Graph{Plan: g.Plan, Steps: chains(out.Groups, steps), Omitted: g.Omitted}
+	if large {
+		steps = chains(out.Groups, steps, open)
+	}
+	out.Graph = &client.Graph{Plan: g.Plan, Steps: steps, Omitted: g.Omitted}
 	return out
 }
 
@@ -80,7 +107,7 @@ func Collapse(g *client.Graph) Collapsed {
 // only for it), of the same capability and control flow, as one node
 // ("chain-N"): a chain of 2,500 renders is a node, not 2,500 ranks. Groups
 // are left as they are.
-func chains(groups map[string][]string, steps []client.GraphStep) []client.GraphStep {
+func chains(groups map[string][]string, steps []client.GraphStep, open map[string]bool) []client.GraphStep {
 	dependents := map[string][]int{}
 	for i, s := range steps {
 		for _, d := range s.Deps {
@@ -120,6 +147,9 @@ func chains(groups map[string][]string, steps []client.GraphStep) []client.Graph
 		}
 		n++
 		id := fmt.Sprintf("chain-%d", n)
+		if open[id] {
+			continue
+		}
 		groups[id], grouped = members, true
 		for _, m := range members {
 			drawn[m] = id

@@ -18,6 +18,9 @@ const MaxReportJSON = 256 << 20
 type ended struct {
 	graph  *client.Graph
 	states []client.StepState
+	// steps are every step's times, when the report had them (a large
+	// run's result leaves most steps out): the timeline's rows.
+	steps []client.StepResult
 }
 
 // endedRun is the run's graph and states when it has ended, read from its
@@ -64,6 +67,7 @@ func (s *Server) fromReport(ctx context.Context, id, file string) *ended {
 	final := make(map[string]client.StepState, len(doc.Result.Steps))
 	for _, st := range doc.Result.Steps {
 		final[st.ID] = st.Status
+		e.steps = append(e.steps, client.StepResult{ID: st.ID, Status: st.Status, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Attempts: st.Attempts})
 	}
 	for _, st := range e.graph.Steps {
 		state, ok := final[st.ID]

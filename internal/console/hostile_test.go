@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,6 +206,52 @@ func TestPlansSkipWhatIsNoPlanFile(t *testing.T) {
 	for _, f := range []string{"plans/link.yaml", "plans/zz-fifo.yaml", "plans/huge.yaml"} {
 		if code, body := get(t, ts.Client(), ts.URL+"/api/plans/check?file="+f); code != 400 || strings.Contains(body, "SECRET") {
 			t.Errorf("check %s: %d %s", f, code, body)
+		}
+	}
+}
+
+// TestTimelineStaysInTheRunFolder: a step folder (or its attempts file)
+// left as a link out of the run's folder is not read for the timeline;
+// the step's own record is.
+func TestTimelineStaysInTheRunFolder(t *testing.T) {
+	runDir := t.TempDir()
+	outside := t.TempDir()
+	line := `{"attempt":1,"code":"TOOL_FAILURE","message":"OUTSIDE","started":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:00:01Z"}` + "\n"
+	os.WriteFile(filepath.Join(outside, ".capflow-attempts.jsonl"), []byte(line), 0o644)
+	steps := filepath.Join(runDir, "steps")
+	os.MkdirAll(filepath.Join(steps, "own"), 0o755)
+	os.Symlink(outside, filepath.Join(steps, "linked"))
+	os.MkdirAll(filepath.Join(steps, "filelink"), 0o755)
+	os.Symlink(filepath.Join(outside, ".capflow-attempts.jsonl"), filepath.Join(steps, "filelink", ".capflow-attempts.jsonl"))
+	os.WriteFile(filepath.Join(steps, "own", ".capflow-attempts.jsonl"), []byte(strings.Replace(line, "OUTSIDE", "own", 1)), 0o644)
+	for id, want := range map[string]string{"linked": "", "filelink": "", "own": "own"} {
+		row := timelineStep(runDir, client.StepResult{ID: id, Status: "succeeded", Attempts: 2})
+		got := ""
+		if len(row.Failed) == 1 {
+			got = row.Failed[0].Message
+		}
+		if got != want || len(row.Failed) > 1 {
+			t.Errorf("%s: failed attempts %+v, want message %q", id, row.Failed, want)
+		}
+	}
+}
+
+// TestExpandNamesOnlyGroups: ?expand= keeps group and chain ids, each
+// once, sorted, at most 32; anything else is dropped.
+func TestExpandNamesOnlyGroups(t *testing.T) {
+	var many []string
+	for i := 1; i <= 40; i++ {
+		many = append(many, "group-"+strconv.Itoa(i))
+	}
+	for q, want := range map[string]string{
+		"group-2,chain-1,group-2":             "chain-1,group-2",
+		"../../etc/passwd,group-0,step-x,g-1": "",
+		"group-1%0a,group-1 ":                 "",
+		strings.Join(many, ","):               strings.Join(slices.Sorted(slices.Values(many[:32])), ","),
+	} {
+		r := httptest.NewRequest("GET", "/api/runs/x/graph.svg?expand="+url.QueryEscape(q), nil)
+		if got := strings.Join(expandParam(r), ","); got != want {
+			t.Errorf("%q: %q, want %q", q, got, want)
 		}
 	}
 }

@@ -15,11 +15,14 @@ func TestSVGHasEveryStep(t *testing.T) {
 		{ID: "each", Capability: "text.render", ForEach: true, Deps: []string{"fetch"}, Data: []string{"fetch"}},
 		{ID: "ok", Capability: "flow.approve", Approval: true, Deps: []string{"each"}, When: `steps.fetch.data.size > 3`},
 	}}
-	svg, err := SVG(context.Background(), g, nil)
+	svg, err := SVG(context.Background(), Collapsed{Graph: g})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(svg)
+	if strings.Contains(s, `u00a0`) || !strings.Contains(s, ">"+markRoom+"<") {
+		t.Error("a node's blank line for its mark is not blank (a \\u escape drawn as text?)")
+	}
 	for _, want := range []string{`id="step&#45;fetch"`, `id="step&#45;each"`, `id="step&#45;ok"`, "http.get → http&#45;get@1.0.0", "for each item", "waits for a person", `edge&#45;solid"`, `edge&#45;dashed"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %s", want)
@@ -40,7 +43,7 @@ func BenchmarkLayout2500(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		c := Collapse(g)
-		if _, err := SVG(context.Background(), c.Graph, c.Groups); err != nil {
+		if _, err := SVG(context.Background(), c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,7 +67,7 @@ func TestCollapseAFanOut(t *testing.T) {
 	if j := c.Graph.Steps[2]; j.ID != "join" || len(j.Deps) != 1 || j.Deps[0] != "group-1" {
 		t.Fatalf("the join: %+v", j)
 	}
-	svg, err := SVG(context.Background(), c.Graph, c.Groups)
+	svg, err := SVG(context.Background(), c)
 	if err != nil || !strings.Contains(string(svg), "2500 steps: b0000 … b2499") {
 		t.Fatalf("the group's label: %v", err)
 	}
@@ -100,8 +103,43 @@ func TestCollapseAChain(t *testing.T) {
 	if m := c.Groups["chain-1"]; len(m) != 400 || m[0] != "c000" || m[399] != "c399" {
 		t.Fatalf("the chain's members: %d", len(m))
 	}
-	svg, err := SVG(context.Background(), c.Graph, c.Groups)
+	svg, err := SVG(context.Background(), c)
 	if err != nil || !strings.Contains(string(svg), "400 steps in a chain: c000 → … → c399") {
 		t.Fatalf("the chain's label: %v", err)
+	}
+}
+
+// A fan-out of FanOutGroup or more is a group at any plan size (300
+// branches are one node, not a rank 78,000 px wide), a smaller one is
+// drawn step by step; an opened group is drawn step by step and the other
+// groups keep their ids.
+func TestFanOutGroupsAndExpansion(t *testing.T) {
+	g := &client.Graph{Plan: "fan", Steps: []client.GraphStep{{ID: "root", Capability: "x.a"}}}
+	add := func(prefix, capability string, n int) {
+		for i := 0; i < n; i++ {
+			g.Steps = append(g.Steps, client.GraphStep{ID: fmt.Sprintf("%s%03d", prefix, i), Capability: capability, Deps: []string{"root"}})
+		}
+	}
+	add("a", "x.b", 150)
+	add("b", "x.c", 130)
+	add("c", "x.d", FanOutGroup-1)
+	c := Collapse(g)
+	if len(c.Groups) != 2 || len(c.Groups["group-1"]) != 150 || len(c.Groups["group-2"]) != 130 || len(c.Graph.Steps) != 1+2+FanOutGroup-1 {
+		t.Fatalf("%d nodes, groups %d", len(c.Graph.Steps), len(c.Groups))
+	}
+	open := Collapse(g, "group-1")
+	if len(open.Groups) != 1 || len(open.Groups["group-2"]) != 130 || len(open.Graph.Steps) != 1+150+1+FanOutGroup-1 {
+		t.Fatalf("group-1 opened: %d nodes, groups %v", len(open.Graph.Steps), len(open.Groups))
+	}
+	svg, err := SVG(context.Background(), open)
+	if err != nil || !strings.Contains(string(svg), `id="step&#45;a149"`) || !strings.Contains(string(svg), `id="step&#45;group&#45;2"`) ||
+		!strings.Contains(string(svg), "group&#45;1: 150 steps, drawn one by one") {
+		t.Fatalf("the opened graph: %v", err)
+	}
+	// The opened group's shared edge is drawn once, to its block; its
+	// steps sit in rows of 13 (ceil √150).
+	dot := Dot(open)
+	if n := strings.Count(dot, `"root" -> "a`); n != 1 || !strings.Contains(dot, `lhead="cluster_group-1"`) || strings.Count(dot, "rank=same") != 12 {
+		t.Fatalf("edges from root into the block: %d; rows %d\n%.600s", n, strings.Count(dot, "rank=same"), dot)
 	}
 }

@@ -112,8 +112,8 @@ func (s *Server) planSVG(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, caperr.New(caperr.InvalidInput, "%s", rep.Message))
 		return
 	}
-	c := Collapse(GraphOfPlan(p, rep.Resolution))
-	svg, err := SVG(r.Context(), c.Graph, c.Groups)
+	c := Collapse(GraphOfPlan(p, rep.Resolution), expandParam(r)...)
+	svg, err := SVG(r.Context(), c)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "layout"))
 		return

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -86,5 +87,36 @@ func forConsole(md []byte) []byte {
 	for _, e := range report.StatusMarks() {
 		md = bytes.ReplaceAll(md, []byte(e+" "), nil)
 	}
-	return md
+	return cutTables(md, MaxTableRows)
+}
+
+// MaxTableRows bounds each table of a report the page shows: a run of
+// 12,000 steps has a table of 12,000 rows, which held the page for a
+// second; the step panel, the timeline and report.md have them all.
+const MaxTableRows = 300
+
+// cutTables keeps the first max rows of each markdown table and says how
+// many it left out.
+func cutTables(md []byte, max int) []byte {
+	var out bytes.Buffer
+	rows, cut := 0, 0
+	for _, line := range bytes.SplitAfter(md, []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte("|")) {
+			if cut > 0 {
+				fmt.Fprintf(&out, "\n(%d more rows: the whole report is report.md)\n", cut)
+			}
+			rows, cut = 0, 0
+			out.Write(line)
+			continue
+		}
+		if rows++; rows > max+2 { // its header and separator, then max rows
+			cut++
+			continue
+		}
+		out.Write(line)
+	}
+	if cut > 0 {
+		fmt.Fprintf(&out, "\n(%d more rows: the whole report is report.md)\n", cut)
+	}
+	return out.Bytes()
 }

@@ -30,3 +30,18 @@ func TestPlanFilesAreListedByTheirKeys(t *testing.T) {
 		}
 	}
 }
+
+// A table of thousands of rows is cut to MaxTableRows, saying how many
+// rows it left out; text after it stays.
+func TestReportTablesAreCut(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("## Steps\n\n| step | status |\n|---|---|\n")
+	for i := 0; i < 1000; i++ {
+		b.WriteString("| s | ok |\n")
+	}
+	b.WriteString("\n## After\n")
+	got := string(forConsole([]byte(b.String())))
+	if n := strings.Count(got, "| s | ok |"); n != MaxTableRows || !strings.Contains(got, "(700 more rows: the whole report is report.md)") || !strings.HasSuffix(got, "## After\n") {
+		t.Fatalf("%d rows kept:\n%.300s", n, got[len(got)-200:])
+	}
+}

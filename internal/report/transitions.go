@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -19,12 +21,30 @@ type Transition struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Attempt is a failed attempt of a step, as its folder recorded it.
+// Attempt is a failed attempt of a step, as its folder recorded it (one
+// JSON line each in AttemptsFileName).
 type Attempt struct {
-	N              int32
-	Code           caperr.Code
-	Message        string
-	Started, Ended time.Time
+	N       int32       `json:"attempt"`
+	Code    caperr.Code `json:"code,omitempty"`
+	Message string      `json:"message,omitempty"`
+	Started time.Time   `json:"started"`
+	Ended   time.Time   `json:"ended"`
+}
+
+// AttemptsFileName keeps a step's failed attempts in its folder.
+const AttemptsFileName = ".capflow-attempts.jsonl"
+
+// ParseAttempts reads an attempts file's lines; a line it cannot read (a
+// worker that died mid-write) is skipped.
+func ParseAttempts(raw []byte) []Attempt {
+	out := []Attempt{}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		var a Attempt
+		if len(line) > 0 && json.Unmarshal(line, &a) == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Transitions tells a step's history from its result and the attempts

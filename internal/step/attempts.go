@@ -1,8 +1,6 @@
 package step
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,19 +18,11 @@ import (
 // attempt that ends the step can tell the whole story: "attempt 1/3
 // failed (TASK_TIMEOUT), waited 1s; attempt 2/3 succeeded".
 
-// AttemptsFileName keeps a step's attempts, one JSON line each.
-const AttemptsFileName = ".capflow-attempts.jsonl"
-
-type attemptRecord struct {
-	Attempt int32       `json:"attempt"`
-	Code    caperr.Code `json:"code,omitempty"`
-	Message string      `json:"message,omitempty"`
-	Started time.Time   `json:"started"`
-	Ended   time.Time   `json:"ended"`
-}
+// AttemptsFileName keeps a step's attempts (report.AttemptsFileName).
+const AttemptsFileName = report.AttemptsFileName
 
 // recordAttempt appends a failed attempt; best effort.
-func recordAttempt(stepDir string, r attemptRecord) {
+func recordAttempt(stepDir string, r report.Attempt) {
 	_ = appendLine(stepDir, AttemptsFileName, r)
 }
 
@@ -46,10 +36,10 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 	if records == nil {
 		return nil
 	}
-	byAttempt := map[int32]attemptRecord{}
+	byAttempt := map[int32]report.Attempt{}
 	for _, r := range records {
-		if r.Attempt < attempt {
-			byAttempt[r.Attempt] = r
+		if r.N < attempt {
+			byAttempt[r.N] = r
 		}
 	}
 	of := func(n int32) string {
@@ -79,37 +69,19 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 
 // attemptRecords reads the failed attempts a step's folder recorded (nil
 // when it recorded none).
-func attemptRecords(stepDir string) []attemptRecord {
-	f, err := os.Open(filepath.Join(stepDir, AttemptsFileName))
+func attemptRecords(stepDir string) []report.Attempt {
+	raw, err := os.ReadFile(filepath.Join(stepDir, AttemptsFileName))
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	out := []attemptRecord{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r attemptRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// readAttempts is attemptRecords as the report tells them.
-func readAttempts(stepDir string) []report.Attempt {
-	var out []report.Attempt
-	for _, r := range attemptRecords(stepDir) {
-		out = append(out, report.Attempt{N: r.Attempt, Code: r.Code, Message: r.Message, Started: r.Started, Ended: r.Ended})
-	}
-	return out
+	return report.ParseAttempts(raw)
 }
 
 // Transitions tells every step's history for report.json.
 func Transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
-		out[s.ID] = report.Transitions(s, readAttempts(runfolder.Step(runDir, s.ID, -1)))
+		out[s.ID] = report.Transitions(s, attemptRecords(runfolder.Step(runDir, s.ID, -1)))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/report"
 )
 
 func TestAttemptStory(t *testing.T) {
@@ -14,8 +15,8 @@ func TestAttemptStory(t *testing.T) {
 	if attemptStory(dir, 1, 3, t0, "succeeded") != nil {
 		t.Fatal("a first attempt has no story")
 	}
-	recordAttempt(dir, attemptRecord{Attempt: 1, Code: caperr.TaskTimeout, Started: t0, Ended: t0.Add(time.Second)})
-	recordAttempt(dir, attemptRecord{Attempt: 2, Code: caperr.ToolFailure, Started: t0.Add(2 * time.Second), Ended: t0.Add(3 * time.Second)})
+	recordAttempt(dir, report.Attempt{N: 1, Code: caperr.TaskTimeout, Started: t0, Ended: t0.Add(time.Second)})
+	recordAttempt(dir, report.Attempt{N: 2, Code: caperr.ToolFailure, Started: t0.Add(2 * time.Second), Ended: t0.Add(3 * time.Second)})
 	got := attemptStory(dir, 3, 3, t0.Add(5*time.Second), "succeeded")
 	want := "attempt 1/3 failed (TASK_TIMEOUT), waited 1s; attempt 2/3 failed (TOOL_FAILURE), waited 2s; attempt 3/3 succeeded"
 	if got == nil || got.Message != want || got.Phase != "retry" {

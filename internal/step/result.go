@@ -11,6 +11,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -36,7 +37,7 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, fmt.Sprintf("failed (%s)", code)); story != nil {
 			env.Feedback = append(env.Feedback, *story)
 		}
-		recordAttempt(r.stepDir, attemptRecord{Attempt: r.attempt, Code: code, Message: env.Message, Started: r.began, Ended: time.Now()})
+		recordAttempt(r.stepDir, report.Attempt{N: r.attempt, Code: code, Message: env.Message, Started: r.began, Ended: time.Now()})
 	}
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, LostData: r.lost}
 	if !item {

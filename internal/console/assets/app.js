@@ -53,6 +53,78 @@ const capflow = (() => {
     setInterval(load, 2000);
   }
 
+  // ---- the graph panel ----
+  // viewer shows a laid-out SVG fitted to its panel: the wheel or + and -
+  // zoom (at the pointer), dragging or the arrow keys pan, 0 or "Fit"
+  // fits it again. A click that ended a drag is not a click on a node.
+  function viewer(box) {
+    let svg = null, full = null, fitted = null, view = null, drag = null, moved = false;
+    // Too far out to read, names are not drawn (the browser would draw
+    // them at its smallest font size, over each other): boxes and colours.
+    const apply = () => { svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`); svg.classList.toggle("far", scale() < 0.3); };
+    const aspect = () => { const r = box.getBoundingClientRect(); return r.width / Math.max(1, r.height); };
+    const scale = () => box.getBoundingClientRect().width / view.w;
+    // The whole graph, centred, in the panel's proportions.
+    const fit = () => {
+      if (!svg) return;
+      const a = aspect();
+      // A small graph is not blown up past 1.25 times its size.
+      const w = Math.max(full.w, full.h * a, box.getBoundingClientRect().width / 1.25), h = w / a;
+      fitted = view = { x: full.x - (w - full.w) / 2, y: full.y - (h - full.h) / 2, w, h };
+      apply();
+    };
+    const toSVG = (cx, cy) => { const p = svg.createSVGPoint(); p.x = cx; p.y = cy; return p.matrixTransform(svg.getScreenCTM().inverse()); };
+    const zoom = (f, at) => {
+      if (!svg) return;
+      const c = at || { x: view.x + view.w / 2, y: view.y + view.h / 2 };
+      const w = Math.min(fitted.w * 2, Math.max(60, view.w / f)), k = w / view.w;
+      view = { x: c.x - (c.x - view.x) * k, y: c.y - (c.y - view.y) * k, w, h: view.h * k };
+      apply();
+    };
+    const pan = (dx, dy) => { view = { ...view, x: view.x + dx, y: view.y + dy }; apply(); };
+    // show brings a node to the middle, large enough to read.
+    const show = (node) => {
+      if (!svg || !node) return;
+      const r = node.getBoundingClientRect(), a = toSVG(r.left, r.top), b = toSVG(r.right, r.bottom);
+      const w = Math.min(fitted.w, Math.max(view.w > 700 ? 700 : view.w, (b.x - a.x) * 4)), h = w / aspect();
+      view = { x: (a.x + b.x) / 2 - w / 2, y: (a.y + b.y) / 2 - h / 2, w, h };
+      apply();
+    };
+    const set = (markup) => {
+      box.innerHTML = markup.slice(markup.indexOf("<svg")); // laid out by Graphviz
+      box.querySelectorAll("title").forEach((t) => t.remove());
+      svg = box.querySelector("svg");
+      const vb = svg.viewBox.baseVal, pad = 8;
+      full = { x: vb.x - pad, y: vb.y - pad, w: vb.width + 2 * pad, h: vb.height + 2 * pad };
+      svg.removeAttribute("width"); svg.removeAttribute("height");
+      fit();
+    };
+    box.tabIndex = 0;
+    box.addEventListener("wheel", (e) => { if (!svg) return; e.preventDefault(); zoom(e.deltaY < 0 ? 1.2 : 1 / 1.2, toSVG(e.clientX, e.clientY)); }, { passive: false });
+    box.addEventListener("pointerdown", (e) => { if (svg && e.button === 0) { drag = { x: e.clientX, y: e.clientY, v: { ...view } }; moved = false; } });
+    window.addEventListener("pointermove", (e) => {
+      if (!drag) return;
+      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 4) moved = true;
+      if (moved) { view = { ...drag.v, x: drag.v.x - dx / scale(), y: drag.v.y - dy / scale() }; apply(); }
+    });
+    window.addEventListener("pointerup", () => { drag = null; });
+    box.addEventListener("click", (e) => { if (moved) { e.stopPropagation(); moved = false; } }, true);
+    box.addEventListener("keydown", (e) => {
+      if (!svg || e.target !== box) return;
+      const step = { ArrowLeft: [-0.1, 0], ArrowRight: [0.1, 0], ArrowUp: [0, -0.1], ArrowDown: [0, 0.1] }[e.key];
+      if (step) pan(step[0] * view.w, step[1] * view.h);
+      else if (e.key === "+" || e.key === "=") zoom(1.25);
+      else if (e.key === "-") zoom(0.8);
+      else if (e.key === "0") fit();
+      else return;
+      e.preventDefault();
+    });
+    window.addEventListener("resize", () => { if (svg) fit(); });
+    for (const [id, f] of [["zoom-in", () => zoom(1.25)], ["zoom-out", () => zoom(0.8)], ["zoom-fit", fit]]) if ($(id)) $(id).onclick = f;
+    return { set, fit, zoom, show, view: () => view && { ...view }, fitted: () => fitted && { ...fitted } };
+  }
+
   // ---- a run ----
   function runPage(id) {
     document.title = "capflow · " + id;
@@ -67,7 +139,48 @@ const capflow = (() => {
     // query: complete even when a large run's progress leaves steps out),
     // and the groups a large plan is drawn with.
     let ids = [], states = new Map(), groups = {}, groupOf = {};
+    // opened: the groups a person opened; seen: every group's members.
+    const opened = new Set(), seen = {};
+    const view = viewer($("graph"));
     const report = el("div", { class: "report", id: "report" });
+    // The timeline tab: each started step's bar from its start to its end
+    // (a running one's to now), its failed attempts marked on it, its
+    // state and time in words.
+    let tab = "graph";
+    const setTab = (t) => {
+      tab = t;
+      $("graph").hidden = t !== "graph"; $("timeline").hidden = t !== "timeline";
+      $("tab-graph").setAttribute("aria-selected", t === "graph"); $("tab-timeline").setAttribute("aria-selected", t === "timeline");
+      document.querySelector(".zoom").hidden = t !== "graph";
+      if (t === "timeline") timeline();
+    };
+    $("tab-graph").onclick = () => setTab("graph");
+    $("tab-timeline").onclick = () => setTab("timeline");
+    const maxRows = 400;
+    const timeline = async () => {
+      let tl;
+      try { tl = await api(base + "/timeline"); } catch (e) { $("timeline").replaceChildren(el("p", { class: "notice error" }, e.message)); return; }
+      const t = (x) => new Date(x).getTime(), now = t(tl.now);
+      // Each time parsed once (thousands of rows are sorted by them).
+      const rows = tl.steps.filter((s) => s.started_at).map((s) => ({ ...s, from: t(s.started_at), to: s.ended_at ? t(s.ended_at) : now })).sort((a, b) => a.from - b.from);
+      if (!rows.length) { $("timeline").replaceChildren(el("p", { class: "muted" }, "no step has started yet")); return; }
+      const t0 = rows[0].from, end = (s) => s.to;
+      const span = Math.max(1, rows.reduce((m, s) => Math.max(m, s.to), 0) - t0);
+      const place = (node, from, to) => { node.style.left = ((from - t0) / span) * 100 + "%"; node.style.width = (Math.max(0, to - from) / span) * 100 + "%"; return node; };
+      const kids = [el("div", { class: "tl-axis" }, el("span", {}, when(rows[0].started_at)), el("span", {}, "+" + dur(span)))];
+      for (const s of rows.slice(0, maxRows)) {
+        const took = dur(end(s) - s.from) || "0ms";
+        const bar = place(el("span", { class: "tl-bar " + s.status, title: `${s.id}: ${s.status}, ${took}` }), s.from, end(s));
+        const tries = (s.failed_attempts || []).map((a) => place(el("span", { class: "tl-attempt", title: `attempt ${a.attempt} failed (${a.code})` }), t(a.started), t(a.ended)));
+        kids.push(el("div", { class: "tl-row" + (s.id === selected ? " selected" : ""), "data-step": s.id, "data-attempts": tries.length },
+          el("button", { title: s.id, on: { click: () => { selected = s.id; paint(); showStep(); controls(); timeline(); } } }, s.id),
+          el("div", { class: "tl-track" }, bar, ...tries),
+          el("span", { class: "tl-what" }, `${s.status} · ${took}` + (s.attempts > 1 ? ` · ${s.attempts} attempts` : ""))));
+      }
+      if (rows.length > maxRows) kids.push(el("p", { class: "muted" }, `the first ${maxRows} of ${rows.length} started steps; the report has them all`));
+      if (tl.steps.length > rows.length) kids.push(el("p", { class: "muted" }, `${tl.steps.length - rows.length} step(s) not started`));
+      $("timeline").replaceChildren(...kids);
+    };
     const base = "/api/runs/" + encodeURIComponent(id);
     const act = async (action, body) => {
       try {
@@ -109,17 +222,29 @@ const capflow = (() => {
       if (!q) return;
       const id = ids.find((x) => x.includes(q)) || q;
       const hit = document.getElementById("step-" + (groupOf[id] || id)) || [...document.querySelectorAll("#graph g.node")].find((g) => g.id.slice(5).includes(q));
-      if (hit) { hit.classList.add("found"); hit.scrollIntoView({ block: "center", inline: "center" }); }
+      if (hit) { hit.classList.add("found"); view.show(hit); }
     });
+    // A group opens in place on a click (drawn again with its steps); the
+    // step panel lists its members, and can close it again.
     const graph = async () => {
       try {
-        const [svg, g, gr] = await Promise.all([api(base + "/graph.svg"), api(base + "/graph"), api(base + "/groups")]);
-        ids = g.steps.map((s) => s.id);
+        const q = opened.size ? "?expand=" + encodeURIComponent([...opened].join(",")) : "";
+        const [svg, g, gr] = await Promise.all([api(base + "/graph.svg" + q), ids.length ? null : api(base + "/graph"), api(base + "/groups" + q)]);
+        if (g) ids = g.steps.map((s) => s.id);
+        if (!ids.length) { // not resolved yet: its graph comes with its plan
+          $("graph").replaceChildren(el("p", { class: "muted" }, "resolving the plan…"));
+          setTimeout(graph, 1000);
+          return;
+        }
         groups = gr.groups || {};
+        groupOf = {};
         for (const [gid, members] of Object.entries(groups)) for (const m of members) groupOf[m] = gid;
-        $("graph").innerHTML = svg.slice(svg.indexOf("<svg")); // laid out by Graphviz from the run's plan
-        $("graph").querySelectorAll("title").forEach((t) => t.remove());
-        $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => { selected = g.id.slice(5); paint(); showStep(); controls(); }));
+        view.set(svg);
+        $("graph").querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => {
+          selected = g.id.slice(5);
+          if (groups[selected]) { seen[selected] = groups[selected]; opened.add(selected); graph(); } else paint();
+          showStep(); controls();
+        }));
         await loadStates(); // the states of a run that ended before the graph came
         paint();
       } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); setTimeout(graph, 2000); }
@@ -133,15 +258,17 @@ const capflow = (() => {
       const st = await api(base + "/states").catch(() => null);
       if (st) states = new Map(ids.map((id, i) => [id, st[i]]));
     };
+    // A step's state: the states query's, its progress's, or (a run that
+    // passed leaves steps out) succeeded.
+    const stateOf = (id, steps) => states.get(id) || ((steps && steps.get(id)) || (run && run.steps.find((s) => s.id === id)) || {}).status || (run && run.status === "passed" ? "succeeded" : "pending");
     const paint = () => {
       if (!run) return;
       const steps = new Map(run.steps.map((s) => [s.id, s]));
-      const stateOf = (id) => states.get(id) || (steps.get(id) || {}).status || (run.status === "passed" ? "succeeded" : "pending");
       document.querySelectorAll("#graph g.node").forEach((g) => {
         const id = g.id.slice(5);
         if (groups[id]) {
           const n = {};
-          for (const m of groups[id]) n[stateOf(m)] = (n[stateOf(m)] || 0) + 1;
+          for (const m of groups[id]) { const st = stateOf(m, steps); n[st] = (n[st] || 0) + 1; }
           const state = urgency.find((u) => n[u]) || "pending";
           g.setAttribute("class", `node step group state-${state}${id === selected ? " selected" : ""}`);
           g.dataset.state = state;
@@ -149,22 +276,20 @@ const capflow = (() => {
           return;
         }
         const s = steps.get(id);
-        const state = stateOf(id);
+        const state = stateOf(id, steps);
         g.setAttribute("class", `node step state-${state}${id === selected ? " selected" : ""}`);
         g.dataset.state = state;
         mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.cached_from ? "✓ cached" : s ? icons[s.status] || "" : "");
       });
     };
+    // A node's last line is kept blank for its mark (layout.go): the mark
+    // sits where the layout made room for it, never over a name.
     const mark = (g, text) => {
-      let t = g.querySelector("text.mark");
-      if (!text) { if (t) t.remove(); return; }
-      if (!t) {
-        const box = g.getBBox();
-        t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-        t.setAttribute("class", "mark"); t.setAttribute("x", box.x + box.width - 4); t.setAttribute("y", box.y + 12); t.setAttribute("text-anchor", "end");
-        g.append(t);
-      }
-      t.textContent = text;
+      const lines = g.querySelectorAll("text");
+      const t = lines[lines.length - 1];
+      if (!t) return;
+      t.classList.add("mark");
+      t.textContent = text || "\u2007";
     };
     const refresh = async () => {
       try {
@@ -177,6 +302,7 @@ const capflow = (() => {
           for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.activity_id.startsWith("step-")) tails[p.activity_id.slice(5).replace(/-(after-local|retry-\d+|rerun-\d+|host-\d+)$/, "")] = p.heartbeat.lines;
         }
         paint(); summary(); controls(); if (selected) showStep();
+        if (tab === "timeline") timeline();
       } catch (e) { notice(e.message, true); }
       if (!run || ["resolving", "running", "paused"].includes(run.status)) setTimeout(refresh, 1000);
     };
@@ -195,7 +321,7 @@ const capflow = (() => {
     };
     const showStep = () => {
       const box = $("step");
-      if (groups[selected]) { showGroup(box, selected); return; }
+      if (groups[selected] || seen[selected]) { showGroup(box, selected); return; }
       const s = run && run.steps.find((x) => x.id === selected);
       const now = selected + JSON.stringify(s || null) + (s && tails[s.id] ? tails[s.id].join("\n") : "");
       if (now === shown && box.childElementCount) return; // unchanged: keep it, and what is typed there
@@ -225,11 +351,12 @@ const capflow = (() => {
     // A group lists its members and their states; a click shows one.
     const showGroup = (box, gid) => {
       shown = "";
-      const members = groups[gid];
-      box.replaceChildren(el("h2", {}, `${members.length} steps`), el("p", { class: "muted" }, "interchangeable steps drawn as one node (same tool, same dependencies and dependents)"),
+      const members = groups[gid] || seen[gid];
+      const close = opened.has(gid) ? el("button", { on: { click: () => { opened.delete(gid); graph(); showGroup(box, gid); } } }, "Draw as one node again") : null;
+      box.replaceChildren(...[el("h2", {}, `${members.length} steps`), el("p", { class: "muted" }, "interchangeable steps (same tool, same dependencies and dependents)" + (opened.has(gid) ? ", drawn one by one" : " drawn as one node: click it to draw them one by one")), close,
         el("table", {}, el("tbody", {}, members.slice(0, 500).map((m) => el("tr", {}, el("td", {}, el("a", { href: "#", on: { click: (e) => { e.preventDefault(); selected = m; showStepOf(box, m); } } }, m)),
-          el("td", {}, badge(states.get(m) || "pending")))))),
-        members.length > 500 ? el("p", { class: "muted" }, `the first 500 of ${members.length}; find a step by id above`) : null);
+          el("td", {}, badge(stateOf(m))))))),
+        members.length > 500 ? el("p", { class: "muted" }, `the first 500 of ${members.length}; find a step by id above`) : null].filter((k) => k));
     };
     const showStepOf = (box, id) => { selected = id; showStep(); };
     // A step's evaluated inputs, read once (they do not change).
@@ -257,6 +384,7 @@ const capflow = (() => {
 
   // ---- plans ----
   async function plansPage() {
+    const view = viewer($("graph"));
     const files = (await api("/api/plans")).plans;
     $("file").replaceChildren(el("option", { value: "" }, `${files.length} plan file(s)`), ...files.map((f) => el("option", { value: f }, f)));
     const show = async () => {
@@ -274,10 +402,12 @@ const capflow = (() => {
         kids.push(el("h2", {}, "Steps"), el("ul", {}, (rep.resolution || []).map((r) => el("li", {}, `${r.step_id} → ${r.tool ? r.tool + "@" + r.version : "none"}`))));
         $("report").replaceChildren(...kids);
         if (rep.status === "invalid") { $("graph").replaceChildren(el("p", { class: "notice error" }, "the plan is invalid: see its problems")); return; }
-        const svg = await api("/api/plans/graph.svg" + q);
-        $("graph").innerHTML = svg.slice(svg.indexOf("<svg"));
-        $("graph").querySelectorAll("title").forEach((t) => t.remove());
-        $("graph").querySelectorAll("g.node").forEach((g) => g.setAttribute("class", "node step " + (gaps.has(g.id.slice(5)) ? "state-gap" : "state-ready")));
+        view.set(await api("/api/plans/graph.svg" + q));
+        $("graph").querySelectorAll("g.node").forEach((g) => {
+          const gap = gaps.has(g.id.slice(5)), lines = g.querySelectorAll("text");
+          g.setAttribute("class", "node step " + (gap ? "state-gap" : "state-ready"));
+          if (gap && lines.length) { lines[lines.length - 1].classList.add("mark"); lines[lines.length - 1].textContent = "gap: no tool"; }
+        });
       } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); }
     };
     $("file").addEventListener("change", show);
