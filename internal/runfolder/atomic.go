@@ -4,16 +4,17 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 )
 
 // WriteJSON writes v to path atomically, streamed through a buffer (a
 // report of 20,000 steps is tens of MB: indenting it would hold it twice).
 func WriteJSON(path string, v any, indent bool) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := tempBeside(path)
 	if err != nil {
 		return err
 	}
+	tmp := f.Name()
 	w := bufio.NewWriterSize(f, 1<<20)
 	enc := json.NewEncoder(w)
 	if indent {
@@ -36,9 +37,34 @@ func WriteJSON(path string, v any, indent bool) error {
 // WriteAtomic writes data to path through a temporary file beside it:
 // a reader sees the old file or the new one, never half of one.
 func WriteAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := tempBeside(path)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// tempBeside creates a new file beside path, of a name no one chose
+// (O_EXCL): a link a tool left in a step folder under a name the worker
+// writes to is not followed. Rename then replaces path itself, never
+// what a link there points to.
+func tempBeside(path string) (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
 }

@@ -2,11 +2,10 @@ package step
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
@@ -67,10 +66,14 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 	return &envelope.Feedback{Phase: "retry", Level: envelope.LevelInfo, Message: strings.Join(parts, "; "), Timestamp: envelope.Timestamp(envelope.Now())}
 }
 
+// maxAttemptsFile bounds a step's attempt records (a line each).
+const maxAttemptsFile = 1 << 20
+
 // attemptRecords reads the failed attempts a step's folder recorded (nil
 // when it recorded none).
 func attemptRecords(stepDir string) []report.Attempt {
-	raw, err := os.ReadFile(filepath.Join(stepDir, AttemptsFileName))
+	// Beneath the folder, bounded: the tool could have left a link there.
+	raw, err := beneath.ReadFile(stepDir, AttemptsFileName, maxAttemptsFile, "attempts")
 	if err != nil {
 		return nil
 	}

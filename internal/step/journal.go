@@ -3,7 +3,6 @@ package step
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 
@@ -51,11 +50,17 @@ func appendLine(dir, name string, v any) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(dir, name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
-		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// Beneath dir: a link a tool left under the name is not followed out
+	// of its folder (the worker does not append to a file it names).
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -43,7 +44,13 @@ type startRecord struct {
 func (r *stepRun) claimStart(runID string) error {
 	path := startedFile(r.stepDir)
 	var prev startRecord
-	b, err := os.ReadFile(path)
+	// Beneath the step folder and bounded: the tool could have left a link
+	// under the name.
+	var b []byte
+	_, err := os.Lstat(path)
+	if err == nil {
+		b, err = beneath.ReadFile(r.stepDir, filepath.Base(path), 64<<10, "start record")
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil || json.Unmarshal(b, &prev) != nil:
