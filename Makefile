@@ -16,7 +16,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit plan-tests lint bench bench-peers restate-peer fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
+.PHONY: all build test test-unit plan-tests lint bench bench-peers bench-throughput restate-peer fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
 
 all: build
 
@@ -141,6 +141,11 @@ bench: build temporal cluster-tools ## speed targets: registry, plan checks, and
 # dev server and machine, in one run; writes bench-peers.json.
 bench-peers: build temporal restate-peer ## capflow vs a hand-written Temporal workflow vs Restate: ms per step, bench-peers.json
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Peers -benchtime 1x -timeout 60m ./e2e
+
+# Many runs at once (docs/performance.md): 300 runs of a 3-step chain on
+# each peer, and a confined step's cost; writes bench-throughput.json.
+bench-throughput: build temporal restate-peer bubblewrap ## runs/s of capflow vs a hand-written Temporal workflow vs Restate, bench-throughput.json
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Throughput -benchtime 1x -timeout 60m ./e2e
 
 restate-peer: ## the Restate server (npm) and bin/restate-bench, make bench-peers' peer
 	cd bench/peers && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error

@@ -53,7 +53,7 @@ func BenchmarkConsoleLargeRun(b *testing.B) {
 		// A fresh console page each time; the layout is cached after the
 		// first (a run's plan does not change): the first is the cold load.
 		if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+r.WorkflowID),
-			chromedp.Poll(`(document.getElementById("step-group-1") || {dataset: {}}).dataset.state === "succeeded" && (document.getElementById("step-last") || {dataset: {}}).dataset.state === "succeeded"`, nil,
+			chromedp.Poll(`(document.getElementById("step-group:1") || {dataset: {}}).dataset.state === "succeeded" && (document.getElementById("step-last") || {dataset: {}}).dataset.state === "succeeded"`, nil,
 				chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 			var seen string
 			_ = chromedp.Run(ctx, chromedp.Evaluate(`[document.getElementById("status").textContent, document.getElementById("notice").textContent, document.querySelector("#graph").textContent.slice(0, 300), [...document.querySelectorAll("#graph g.node")].slice(0, 5).map((g) => g.id + "=" + g.dataset.state).join(" ")].join(" | ")`, &seen))
@@ -123,7 +123,7 @@ func BenchmarkConsole12000(b *testing.B) {
 		var found float64
 		if err := chromedp.Run(ctx,
 			chromedp.Poll(`document.getElementById("status").textContent === "passed"`, nil, chromedp.WithPollingTimeout(5*time.Minute)),
-			chromedp.Poll(nodeState("group-1")+` === "succeeded"`, nil, chromedp.WithPollingTimeout(time.Minute)),
+			chromedp.Poll(nodeState("group:1")+` === "succeeded"`, nil, chromedp.WithPollingTimeout(time.Minute)),
 			chromedp.Evaluate(`(() => { const t0 = performance.now(); const s = document.getElementById("search"); s.value = "last"; s.dispatchEvent(new Event("input")); return document.querySelector("#graph g.found") ? performance.now() - t0 : -1; })()`, &found)); err != nil {
 			b.Fatalf("the run on the page: %v", err)
 		}

@@ -50,7 +50,8 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 	id := startDetached(t, h.writePlan(t, "console-large", src.String()))
 	base := startConsole(t)
 	ctx := consoleBrowser(t)
-	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg")); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg"),
+		chromedp.Evaluate(`window.errs = []; window.addEventListener("error", (e) => window.errs.push(e.message)); window.addEventListener("unhandledrejection", (e) => window.errs.push(String(e.reason))); true`, nil)); err != nil {
 		t.Fatalf("run page: %v", err)
 	}
 	// The live output tail of the running step.
@@ -64,20 +65,25 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 	if !strings.Contains(tail, "tick 0") || !strings.Contains(tail, "tick 2") {
 		t.Fatalf("the stderr tail: %q", tail)
 	}
-	waitStates(t, ctx, map[string]string{"last": "succeeded", "group-1": "succeeded", "flaky": "succeeded"}, map[string]string{})
+	waitStates(t, ctx, map[string]string{"last": "succeeded", "group:1": "succeeded", "flaky": "succeeded"}, map[string]string{})
 	var fits bool
 	var marks, overlaps []string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(fitsJS, &fits), chromedp.Evaluate(overlapsJS, &overlaps),
-		chromedp.Evaluate(`["group-1", "last"].map((id) => document.querySelector("#step-" + id + " text.mark").textContent)`, &marks)); err != nil {
+		chromedp.Evaluate(`["group:1", "last"].map((id) => document.getElementById("step-" + id).querySelector("text.mark").textContent)`, &marks)); err != nil {
 		t.Fatal(err)
 	}
 	if !fits || len(overlaps) > 0 || fmt.Sprint(marks) != "[✓300 ✗0 of 300 ✓]" {
 		t.Fatalf("fitted %v, marks %q, marks over names %v", fits, marks, overlaps)
 	}
 	shotView(t, ctx, "console-large.png")
+	// The keyboard's way to a step: find it, Enter opens its panel.
+	var panel string
+	if err := chromedp.Run(ctx, chromedp.SendKeys("#search", "s123\r"), chromedp.Text("#step h2", &panel)); err != nil || panel != "s123" {
+		t.Fatalf("search and Enter: panel %q %v", panel, err)
+	}
 	// Zoom in, then fit again.
 	var wide, zoomed, fitted float64
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#graph svg").viewBox.baseVal.width`, &wide),
+	if err := chromedp.Run(ctx, chromedp.Click("#zoom-fit"), chromedp.Evaluate(`document.querySelector("#graph svg").viewBox.baseVal.width`, &wide),
 		chromedp.Click("#zoom-in"), chromedp.Click("#zoom-in"), chromedp.Evaluate(`document.querySelector("#graph svg").viewBox.baseVal.width`, &zoomed),
 		chromedp.Click("#zoom-fit"), chromedp.Evaluate(`document.querySelector("#graph svg").viewBox.baseVal.width`, &fitted)); err != nil {
 		t.Fatal(err)
@@ -87,7 +93,7 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 	}
 	// The fan-out opens on a click, fitted again; its panel can close it.
 	var nodes int
-	if err := chromedp.Run(ctx, chromedp.Click("#step-group-1"), chromedp.WaitVisible("#step-s299"),
+	if err := chromedp.Run(ctx, chromedp.Click(`[id="step-group:1"]`), chromedp.WaitVisible("#step-s299"),
 		chromedp.Evaluate(`document.querySelectorAll("#graph g.node").length`, &nodes), chromedp.Evaluate(fitsJS, &fits)); err != nil {
 		t.Fatalf("open the group: %v", err)
 	}
@@ -96,7 +102,7 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 		t.Fatalf("opened: %d nodes, fitted %v, marks over names %v (%v)", nodes, fits, overlaps, err)
 	}
 	shotView(t, ctx, "console-large-open.png")
-	if err := chromedp.Run(ctx, chromedp.Click(`//button[text()="Draw as one node again"]`, chromedp.BySearch), chromedp.WaitVisible("#step-group-1")); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Click(`//button[text()="Draw as one node again"]`, chromedp.BySearch), chromedp.WaitVisible(`[id="step-group:1"]`)); err != nil {
 		t.Fatalf("close the group: %v", err)
 	}
 	// The timeline: every started step, the flaky one's two failed attempts.
@@ -117,6 +123,12 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	shotView(t, ctx, "console-timeline.png")
+	// Searching while the graph is hidden, then back to it: fitted, and
+	// nothing on the page threw.
+	var errs []string
+	if err := chromedp.Run(ctx, chromedp.SendKeys("#search", "s2"), chromedp.Click("#tab-graph"), chromedp.Evaluate(fitsJS, &fits), chromedp.Evaluate(`window.errs`, &errs)); err != nil || !fits || len(errs) > 0 {
+		t.Fatalf("back to the graph: fitted %v, page errors %v (%v)", fits, errs, err)
+	}
 }
 
 // A failed run's page says so, its step's error box carries the message;

@@ -102,8 +102,44 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 // layout lays the run's plan out once for each set of groups a person
 // opened (a run's plan does not change): interchangeable steps grouped.
-func (s *Server) layout(ctx context.Context, id string, expand []string) (l laidOut, err error) {
-	key := id + "|" + strings.Join(expand, ",")
+func (s *Server) layout(ctx context.Context, id string, expand []string) (laidOut, error) {
+	base, err := s.laidOut(ctx, id+"|", func() (*client.Graph, []string, error) {
+		if e := s.endedRun(ctx, id); e != nil {
+			return e.graph, nil, nil
+		}
+		g, err := s.o.Client.Get(id).Graph(ctx)
+		if err != nil {
+			return nil, nil, runctl.RunError(id, err, "graph of")
+		}
+		return g, nil, nil
+	})
+	// Only the plan's own groups open, up to MaxOpenedSteps steps in all:
+	// a request cannot make the console lay out anything else.
+	if expand = openable(expand, base.groups); err != nil || len(expand) == 0 {
+		return base, err
+	}
+	return s.laidOut(ctx, id+"|"+strings.Join(expand, ","), func() (*client.Graph, []string, error) { return base.graph, expand, nil })
+}
+
+// MaxOpenedSteps bounds the steps of the groups drawn open at once.
+const MaxOpenedSteps = 5000
+
+// openable keeps the groups of groups in expand while their steps add up
+// to MaxOpenedSteps at most.
+func openable(expand []string, groups map[string][]string) []string {
+	var out []string
+	n := 0
+	for _, id := range expand {
+		if m, ok := groups[id]; ok && n+len(m) <= MaxOpenedSteps {
+			out, n = append(out, id), n+len(m)
+		}
+	}
+	return out
+}
+
+// laidOut lays out the graph graphOf answers (with the groups it names
+// open) once per key, one layout at a time.
+func (s *Server) laidOut(ctx context.Context, key string, graphOf func() (*client.Graph, []string, error)) (laidOut, error) {
 	if l, ok := s.svg.get(key); ok {
 		return l, nil
 	}
@@ -112,18 +148,16 @@ func (s *Server) layout(ctx context.Context, id string, expand []string) (l laid
 	if l, ok := s.svg.get(key); ok {
 		return l, nil
 	}
-	var g *client.Graph
-	if e := s.endedRun(ctx, id); e != nil {
-		g = e.graph
-	} else if g, err = s.o.Client.Get(id).Graph(ctx); err != nil {
-		return laidOut{}, runctl.RunError(id, err, "graph of")
+	g, expand, err := graphOf()
+	if err != nil {
+		return laidOut{}, err
 	}
 	c := Collapse(g, expand...)
 	svg, err := SVG(ctx, c)
 	if err != nil {
 		return laidOut{}, caperr.Wrap(caperr.InternalError, err, "layout")
 	}
-	l = laidOut{svg: svg, groups: c.Groups, graph: g}
+	l := laidOut{svg: svg, groups: c.Groups, graph: g}
 	if len(g.Steps) > 0 {
 		s.svg.put(key, l)
 	}
@@ -320,7 +354,7 @@ func runFilter(status, plan string) (string, error) {
 }
 
 // groupID is a group's or chain's node id (Collapse's).
-var groupID = regexp.MustCompile(`^(group|chain)-[1-9][0-9]{0,5}$`)
+var groupID = regexp.MustCompile(`^(group|chain):[1-9][0-9]{0,5}$`)
 
 // expandParam is ?expand=: the groups a person opened, sorted, each once;
 // anything that is not a group's id is dropped (a client names nothing

@@ -26,7 +26,7 @@ const minGroup = 4
 const FanOutGroup = 12
 
 // Collapsed is a graph as drawn: Groups maps a group's node id
-// ("group-N", or "chain-N" for a chain) to its member steps, in plan order.
+// ("group:N", or "chain:N" for a chain: a colon no step id has) to its member steps, in plan order.
 type Collapsed struct {
 	Graph  *client.Graph       `json:"-"`
 	Groups map[string][]string `json:"groups"`
@@ -70,7 +70,7 @@ func Collapse(g *client.Graph, expanded ...string) Collapsed {
 		if grouped {
 			n++ // numbered whether drawn or opened: the others keep their ids
 		}
-		id := fmt.Sprintf("group-%d", n)
+		id := fmt.Sprintf("group:%d", n)
 		if !grouped || open[id] {
 			for _, i := range idx {
 				if grouped {
@@ -105,7 +105,7 @@ func Collapse(g *client.Graph, expanded ...string) Collapsed {
 
 // chains draws a long run of steps that each wait for the one before (and
 // only for it), of the same capability and control flow, as one node
-// ("chain-N"): a chain of 2,500 renders is a node, not 2,500 ranks. Groups
+// ("chain:N"): a chain of 2,500 renders is a node, not 2,500 ranks. Groups
 // are left as they are.
 func chains(groups map[string][]string, steps []client.GraphStep, open map[string]bool) []client.GraphStep {
 	dependents := map[string][]int{}
@@ -146,7 +146,7 @@ func chains(groups map[string][]string, steps []client.GraphStep, open map[strin
 			continue
 		}
 		n++
-		id := fmt.Sprintf("chain-%d", n)
+		id := fmt.Sprintf("chain:%d", n)
 		if open[id] {
 			continue
 		}

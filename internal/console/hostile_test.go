@@ -241,17 +241,32 @@ func TestTimelineStaysInTheRunFolder(t *testing.T) {
 func TestExpandNamesOnlyGroups(t *testing.T) {
 	var many []string
 	for i := 1; i <= 40; i++ {
-		many = append(many, "group-"+strconv.Itoa(i))
+		many = append(many, "group:"+strconv.Itoa(i))
 	}
 	for q, want := range map[string]string{
-		"group-2,chain-1,group-2":             "chain-1,group-2",
-		"../../etc/passwd,group-0,step-x,g-1": "",
-		"group-1%0a,group-1 ":                 "",
+		"group:2,chain:1,group:2":             "chain:1,group:2",
+		"../../etc/passwd,group:0,step-x,g-1": "",
+		"group:1%0a,group:1 ":                 "",
 		strings.Join(many, ","):               strings.Join(slices.Sorted(slices.Values(many[:32])), ","),
 	} {
 		r := httptest.NewRequest("GET", "/api/runs/x/graph.svg?expand="+url.QueryEscape(q), nil)
 		if got := strings.Join(expandParam(r), ","); got != want {
 			t.Errorf("%q: %q, want %q", q, got, want)
+		}
+	}
+}
+
+// Only a plan's own groups open, MaxOpenedSteps steps at most: a request
+// naming groups the plan does not have lays out nothing new.
+func TestOpenableGroups(t *testing.T) {
+	groups := map[string][]string{"group:1": make([]string, 3000), "group:2": make([]string, 3000), "chain:1": make([]string, 10)}
+	for in, want := range map[string]string{
+		"group:1,chain:1":         "group:1,chain:1",
+		"group:1,group:2,chain:1": "group:1,chain:1",
+		"group:9,chain:7":         "",
+	} {
+		if got := strings.Join(openable(strings.Split(in, ","), groups), ","); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}
 }

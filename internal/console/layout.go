@@ -62,7 +62,7 @@ func node(b *strings.Builder, s client.GraphStep, members []string) {
 	l := label(s)
 	if len(members) > 0 {
 		form := "%d steps: %s … %s\n%s"
-		if strings.HasPrefix(s.ID, "chain-") {
+		if strings.HasPrefix(s.ID, "chain:") {
 			form = "%d steps in a chain: %s → … → %s\n%s"
 		}
 		l = fmt.Sprintf(form, len(members), members[0], members[len(members)-1], l[strings.Index(l, "\n")+1:])

@@ -61,10 +61,10 @@ func TestCollapseAFanOut(t *testing.T) {
 	}
 	g.Steps = append(g.Steps, client.GraphStep{ID: "join", Capability: "x.c", Deps: branches})
 	c := Collapse(g)
-	if len(c.Graph.Steps) != 3 || len(c.Groups) != 1 || len(c.Groups["group-1"]) != 2500 {
+	if len(c.Graph.Steps) != 3 || len(c.Groups) != 1 || len(c.Groups["group:1"]) != 2500 {
 		t.Fatalf("collapsed to %d nodes, groups %d", len(c.Graph.Steps), len(c.Groups))
 	}
-	if j := c.Graph.Steps[2]; j.ID != "join" || len(j.Deps) != 1 || j.Deps[0] != "group-1" {
+	if j := c.Graph.Steps[2]; j.ID != "join" || len(j.Deps) != 1 || j.Deps[0] != "group:1" {
 		t.Fatalf("the join: %+v", j)
 	}
 	svg, err := SVG(context.Background(), c)
@@ -96,11 +96,11 @@ func TestCollapseAChain(t *testing.T) {
 	for _, s := range c.Graph.Steps {
 		ids = append(ids, s.ID+"<"+strings.Join(s.Deps, ",")+"|"+strings.Join(s.Data, ","))
 	}
-	want := "root<| chain-1<root|root other<chain-1| s1<other| s2<s1| side<root|"
+	want := "root<| chain:1<root|root other<chain:1| s1<other| s2<s1| side<root|"
 	if got := strings.Join(ids, " "); got != want {
 		t.Fatalf("drawn:\n%s\nwant\n%s", got, want)
 	}
-	if m := c.Groups["chain-1"]; len(m) != 400 || m[0] != "c000" || m[399] != "c399" {
+	if m := c.Groups["chain:1"]; len(m) != 400 || m[0] != "c000" || m[399] != "c399" {
 		t.Fatalf("the chain's members: %d", len(m))
 	}
 	svg, err := SVG(context.Background(), c)
@@ -124,22 +124,36 @@ func TestFanOutGroupsAndExpansion(t *testing.T) {
 	add("b", "x.c", 130)
 	add("c", "x.d", FanOutGroup-1)
 	c := Collapse(g)
-	if len(c.Groups) != 2 || len(c.Groups["group-1"]) != 150 || len(c.Groups["group-2"]) != 130 || len(c.Graph.Steps) != 1+2+FanOutGroup-1 {
+	if len(c.Groups) != 2 || len(c.Groups["group:1"]) != 150 || len(c.Groups["group:2"]) != 130 || len(c.Graph.Steps) != 1+2+FanOutGroup-1 {
 		t.Fatalf("%d nodes, groups %d", len(c.Graph.Steps), len(c.Groups))
 	}
-	open := Collapse(g, "group-1")
-	if len(open.Groups) != 1 || len(open.Groups["group-2"]) != 130 || len(open.Graph.Steps) != 1+150+1+FanOutGroup-1 {
-		t.Fatalf("group-1 opened: %d nodes, groups %v", len(open.Graph.Steps), len(open.Groups))
+	open := Collapse(g, "group:1")
+	if len(open.Groups) != 1 || len(open.Groups["group:2"]) != 130 || len(open.Graph.Steps) != 1+150+1+FanOutGroup-1 {
+		t.Fatalf("group:1 opened: %d nodes, groups %v", len(open.Graph.Steps), len(open.Groups))
 	}
 	svg, err := SVG(context.Background(), open)
-	if err != nil || !strings.Contains(string(svg), `id="step&#45;a149"`) || !strings.Contains(string(svg), `id="step&#45;group&#45;2"`) ||
-		!strings.Contains(string(svg), "group&#45;1: 150 steps, drawn one by one") {
+	if err != nil || !strings.Contains(string(svg), `id="step&#45;a149"`) || !strings.Contains(string(svg), `id="step&#45;group:2"`) ||
+		!strings.Contains(string(svg), "group:1: 150 steps, drawn one by one") {
 		t.Fatalf("the opened graph: %v", err)
 	}
 	// The opened group's shared edge is drawn once, to its block; its
 	// steps sit in rows of 13 (ceil √150).
 	dot := Dot(open)
-	if n := strings.Count(dot, `"root" -> "a`); n != 1 || !strings.Contains(dot, `lhead="cluster_group-1"`) || strings.Count(dot, "rank=same") != 12 {
+	if n := strings.Count(dot, `"root" -> "a`); n != 1 || !strings.Contains(dot, `lhead="cluster_group:1"`) || strings.Count(dot, "rank=same") != 12 {
 		t.Fatalf("edges from root into the block: %d; rows %d\n%.600s", n, strings.Count(dot, "rank=same"), dot)
+	}
+}
+
+// A step may be called group-1 or chain-1: a group's node id has a colon,
+// which no step id has, so the two never merge.
+func TestGroupIDsNeverMeetStepIDs(t *testing.T) {
+	g := &client.Graph{Plan: "p", Steps: []client.GraphStep{{ID: "group-1", Capability: "x.a"}}}
+	for i := 0; i < FanOutGroup; i++ {
+		g.Steps = append(g.Steps, client.GraphStep{ID: fmt.Sprintf("b%02d", i), Capability: "x.b", Deps: []string{"group-1"}})
+	}
+	c := Collapse(g)
+	dot := Dot(c)
+	if len(c.Groups["group:1"]) != FanOutGroup || strings.Count(dot, `"group-1" [id=`) != 1 || strings.Count(dot, `"group:1" [id=`) != 1 || !strings.Contains(dot, `"group-1" -> "group:1"`) {
+		t.Fatalf("groups %v\n%s", c.Groups, dot)
 	}
 }

@@ -112,7 +112,11 @@ func (s *Server) planSVG(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, caperr.New(caperr.InvalidInput, "%s", rep.Message))
 		return
 	}
-	c := Collapse(GraphOfPlan(p, rep.Resolution), expandParam(r)...)
+	g := GraphOfPlan(p, rep.Resolution)
+	c := Collapse(g)
+	if open := openable(expandParam(r), c.Groups); len(open) > 0 {
+		c = Collapse(g, open...)
+	}
 	svg, err := SVG(r.Context(), c)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "layout"))

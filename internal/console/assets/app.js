@@ -58,7 +58,7 @@ const capflow = (() => {
   // zoom (at the pointer), dragging or the arrow keys pan, 0 or "Fit"
   // fits it again. A click that ended a drag is not a click on a node.
   function viewer(box) {
-    let svg = null, full = null, fitted = null, view = null, drag = null, moved = false;
+    let svg = null, full = null, fitted = null, view = null, drag = null, moved = false, stale = false;
     // Too far out to read, names are not drawn (the browser would draw
     // them at its smallest font size, over each other): boxes and colours.
     const apply = () => { svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`); svg.classList.toggle("far", scale() < 0.3); };
@@ -67,6 +67,8 @@ const capflow = (() => {
     // The whole graph, centred, in the panel's proportions.
     const fit = () => {
       if (!svg) return;
+      stale = !box.getBoundingClientRect().width; // hidden: fitted when shown
+      if (stale) return;
       const a = aspect();
       // A small graph is not blown up past 1.25 times its size.
       const w = Math.max(full.w, full.h * a, box.getBoundingClientRect().width / 1.25), h = w / a;
@@ -84,7 +86,7 @@ const capflow = (() => {
     const pan = (dx, dy) => { view = { ...view, x: view.x + dx, y: view.y + dy }; apply(); };
     // show brings a node to the middle, large enough to read.
     const show = (node) => {
-      if (!svg || !node) return;
+      if (!svg || !node || stale || !svg.getScreenCTM()) return;
       const r = node.getBoundingClientRect(), a = toSVG(r.left, r.top), b = toSVG(r.right, r.bottom);
       const w = Math.min(fitted.w, Math.max(view.w > 700 ? 700 : view.w, (b.x - a.x) * 4)), h = w / aspect();
       view = { x: (a.x + b.x) / 2 - w / 2, y: (a.y + b.y) / 2 - h / 2, w, h };
@@ -100,18 +102,27 @@ const capflow = (() => {
       fit();
     };
     box.tabIndex = 0;
-    box.addEventListener("wheel", (e) => { if (!svg) return; e.preventDefault(); zoom(e.deltaY < 0 ? 1.2 : 1 / 1.2, toSVG(e.clientX, e.clientY)); }, { passive: false });
+    // Zoom by how far the wheel turned (a trackpad sends many small
+    // events); a sideways scroll is not a zoom.
+    box.addEventListener("wheel", (e) => {
+      if (!svg || !e.deltaY || stale) return;
+      e.preventDefault();
+      const d = e.deltaMode === 1 ? e.deltaY * 40 : e.deltaY;
+      zoom(Math.min(2, Math.max(0.5, Math.exp(-d * 0.002))), toSVG(e.clientX, e.clientY));
+    }, { passive: false });
     box.addEventListener("pointerdown", (e) => { if (svg && e.button === 0) { drag = { x: e.clientX, y: e.clientY, v: { ...view } }; moved = false; } });
     window.addEventListener("pointermove", (e) => {
       if (!drag) return;
+      if (!e.buttons) { drag = null; return; } // released outside the window
       const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 4) moved = true;
       if (moved) { view = { ...drag.v, x: drag.v.x - dx / scale(), y: drag.v.y - dy / scale() }; apply(); }
     });
     window.addEventListener("pointerup", () => { drag = null; });
+    window.addEventListener("pointercancel", () => { drag = null; });
     box.addEventListener("click", (e) => { if (moved) { e.stopPropagation(); moved = false; } }, true);
     box.addEventListener("keydown", (e) => {
-      if (!svg || e.target !== box) return;
+      if (!svg || e.target !== box || e.ctrlKey || e.metaKey || e.altKey) return; // the browser's own zoom stays its
       const step = { ArrowLeft: [-0.1, 0], ArrowRight: [0.1, 0], ArrowUp: [0, -0.1], ArrowDown: [0, 0.1] }[e.key];
       if (step) pan(step[0] * view.w, step[1] * view.h);
       else if (e.key === "+" || e.key === "=") zoom(1.25);
@@ -122,7 +133,9 @@ const capflow = (() => {
     });
     window.addEventListener("resize", () => { if (svg) fit(); });
     for (const [id, f] of [["zoom-in", () => zoom(1.25)], ["zoom-out", () => zoom(0.8)], ["zoom-fit", fit]]) if ($(id)) $(id).onclick = f;
-    return { set, fit, zoom, show, view: () => view && { ...view }, fitted: () => fitted && { ...fitted } };
+    // refit fits a graph laid out while its panel was hidden.
+    const refit = () => { if (stale) fit(); };
+    return { set, fit, refit, zoom, show, view: () => view && { ...view }, fitted: () => fitted && { ...fitted } };
   }
 
   // ---- a run ----
@@ -146,13 +159,14 @@ const capflow = (() => {
     // The timeline tab: each started step's bar from its start to its end
     // (a running one's to now), its failed attempts marked on it, its
     // state and time in words.
-    let tab = "graph";
+    let tab = "graph", shownTimeline = "";
     const setTab = (t) => {
       tab = t;
       $("graph").hidden = t !== "graph"; $("timeline").hidden = t !== "timeline";
       $("tab-graph").setAttribute("aria-selected", t === "graph"); $("tab-timeline").setAttribute("aria-selected", t === "timeline");
       document.querySelector(".zoom").hidden = t !== "graph";
-      if (t === "timeline") timeline();
+      if (t === "graph") view.refit();
+      if (t === "timeline") { shownTimeline = ""; timeline(); }
     };
     $("tab-graph").onclick = () => setTab("graph");
     $("tab-timeline").onclick = () => setTab("timeline");
@@ -160,6 +174,11 @@ const capflow = (() => {
     const timeline = async () => {
       let tl;
       try { tl = await api(base + "/timeline"); } catch (e) { $("timeline").replaceChildren(el("p", { class: "notice error" }, e.message)); return; }
+      // Drawn again only when a step moved (a running one's bar grows):
+      // what has the keyboard's focus keeps it otherwise.
+      const sig = JSON.stringify(tl.steps);
+      if (sig === shownTimeline && !tl.steps.some((s) => s.status === "running" || s.status === "waiting")) return;
+      shownTimeline = sig;
       const t = (x) => new Date(x).getTime(), now = t(tl.now);
       // Each time parsed once (thousands of rows are sorted by them).
       const rows = tl.steps.filter((s) => s.started_at).map((s) => ({ ...s, from: t(s.started_at), to: s.ended_at ? t(s.ended_at) : now })).sort((a, b) => a.from - b.from);
@@ -173,13 +192,18 @@ const capflow = (() => {
         const bar = place(el("span", { class: "tl-bar " + s.status, title: `${s.id}: ${s.status}, ${took}` }), s.from, end(s));
         const tries = (s.failed_attempts || []).map((a) => place(el("span", { class: "tl-attempt", title: `attempt ${a.attempt} failed (${a.code})` }), t(a.started), t(a.ended)));
         kids.push(el("div", { class: "tl-row" + (s.id === selected ? " selected" : ""), "data-step": s.id, "data-attempts": tries.length },
-          el("button", { title: s.id, on: { click: () => { selected = s.id; paint(); showStep(); controls(); timeline(); } } }, s.id),
+          el("button", { title: s.id, on: { click: () => {
+            selected = s.id; paint(); showStep(); controls();
+            document.querySelectorAll("#timeline .tl-row").forEach((r) => r.classList.toggle("selected", r.dataset.step === s.id));
+          } } }, s.id),
           el("div", { class: "tl-track" }, bar, ...tries),
           el("span", { class: "tl-what" }, `${s.status} · ${took}` + (s.attempts > 1 ? ` · ${s.attempts} attempts` : ""))));
       }
       if (rows.length > maxRows) kids.push(el("p", { class: "muted" }, `the first ${maxRows} of ${rows.length} started steps; the report has them all`));
       if (tl.steps.length > rows.length) kids.push(el("p", { class: "muted" }, `${tl.steps.length - rows.length} step(s) not started`));
+      const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("#timeline .tl-row");
       $("timeline").replaceChildren(...kids);
+      if (focused) { const b = $("timeline").querySelector(`.tl-row[data-step="${CSS.escape(focused.dataset.step)}"] button`); if (b) b.focus(); }
     };
     const base = "/api/runs/" + encodeURIComponent(id);
     const act = async (action, body) => {
@@ -224,16 +248,30 @@ const capflow = (() => {
       const hit = document.getElementById("step-" + (groupOf[id] || id)) || [...document.querySelectorAll("#graph g.node")].find((g) => g.id.slice(5).includes(q));
       if (hit) { hit.classList.add("found"); view.show(hit); }
     });
+    // Enter opens the step found (the keyboard's way to a step's panel).
+    $("search").addEventListener("keydown", (e) => {
+      const q = $("search").value.trim();
+      const id = q && (ids.find((x) => x === q) || ids.find((x) => x.includes(q)));
+      if (e.key !== "Enter" || !id) return;
+      selected = id; paint(); showStep(); controls();
+    });
     // A group opens in place on a click (drawn again with its steps); the
     // step panel lists its members, and can close it again.
+    // The latest call wins (a click may open a group while the graph
+    // before it loads); one retry waits at a time.
+    let drawing = 0, retry = null;
+    const again = (ms) => { clearTimeout(retry); retry = setTimeout(graph, ms); };
     const graph = async () => {
+      const mine = ++drawing;
       try {
         const q = opened.size ? "?expand=" + encodeURIComponent([...opened].join(",")) : "";
         const [svg, g, gr] = await Promise.all([api(base + "/graph.svg" + q), ids.length ? null : api(base + "/graph"), api(base + "/groups" + q)]);
+        if (mine !== drawing) return;
         if (g) ids = g.steps.map((s) => s.id);
         if (!ids.length) { // not resolved yet: its graph comes with its plan
-          $("graph").replaceChildren(el("p", { class: "muted" }, "resolving the plan…"));
-          setTimeout(graph, 1000);
+          const ended = run && !["resolving", "running", "paused"].includes(run.status);
+          $("graph").replaceChildren(el("p", { class: "muted" }, ended ? "the run ended before its plan was resolved: no graph" : "resolving the plan…"));
+          if (!ended) again(1000);
           return;
         }
         groups = gr.groups || {};
@@ -247,7 +285,7 @@ const capflow = (() => {
         }));
         await loadStates(); // the states of a run that ended before the graph came
         paint();
-      } catch (e) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); setTimeout(graph, 2000); }
+      } catch (e) { if (mine === drawing) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); again(2000); } }
     };
     // A group's state is its most urgent member's.
     const urgency = ["failed", "waiting", "running", "blocked", "pending", "cancelled", "skipped", "succeeded"];

@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/toolrun"
+)
+
+// Throughput is bench-throughput.json (docs/performance.md).
+type Throughput struct {
+	Runs map[string]PeerThroughput `json:"runs"`
+	// Sandbox is a confined step's cost beside an unconfined one's.
+	Sandbox toolrun.SandboxCost `json:"sandbox"`
+}
+
+// PeerThroughput is one system's medians over the repetitions.
+type PeerThroughput struct {
+	RunsPerS float64 `json:"runs_per_s"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	// WorkerCPUMSPerRun is the CPU its worker spent per run: capflow's
+	// worker process; the hand-written workflow's worker runs in this
+	// process (with the clients that start the runs, so it is counted
+	// high); Restate's service process (its server's is not counted).
+	WorkerCPUMSPerRun float64 `json:"worker_cpu_ms_per_run"`
+}
+
+// BenchmarkThroughput is `make bench-throughput`: N runs at once
+// (CAPFLOW_THROUGHPUT_RUNS, 300) of a 3-step chain on capflow's regular
+// path, its fastest path, the hand-written Temporal workflow (3 in-process
+// no-op activities) and Restate (3 restate.Run), one after another on one
+// dev server, repeated (CAPFLOW_THROUGHPUT_REPS, 3) in rotated order;
+// medians are written to bench-throughput.json with the sandbox's cost.
+func BenchmarkThroughput(b *testing.B) {
+	defer startMinimal(b)()
+	rs := startRestate(b)
+	defer rs.stop()
+	defer unconfined(b)()
+	n, reps := envInt("CAPFLOW_THROUGHPUT_RUNS", 300), envInt("CAPFLOW_THROUGHPUT_REPS", 3)
+	render := map[string]any{"template": "ok"}
+	systems := []struct {
+		name string
+		run  func() error
+		cpu  func() float64
+	}{
+		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU},
+		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU},
+		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU},
+		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu},
+	}
+	seen := map[string][]throughputSample{}
+	for r := -1; r < reps; r++ { // r = -1: a warm-up of 20 runs, not counted
+		for k := range systems {
+			s := systems[(k+max(r, 0))%len(systems)]
+			runs := n
+			if r < 0 {
+				runs = 20
+			}
+			sample, err := atOnce(runs, s.run, s.cpu)
+			if err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			if r >= 0 {
+				seen[s.name] = append(seen[s.name], sample)
+			}
+		}
+	}
+	out := Throughput{Runs: map[string]PeerThroughput{}}
+	for name, samples := range seen {
+		out.Runs[name] = medianThroughput(samples)
+	}
+	cost, err := toolrun.MeasureSandbox(context.Background(), h.repo, 30)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out.Sandbox = cost
+	printThroughput(b, out, n, reps)
+	raw, _ := json.MarshalIndent(out, "", "  ")
+	if err := os.WriteFile(filepath.Join(h.repo, "bench-throughput.json"), append(raw, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// throughputSample is one batch of runs started at once.
+type throughputSample struct {
+	runsPerS, cpuPerRun float64
+	latencies           []float64 // ms, each run's
+}
+
+// atOnce starts n runs at once and waits for them all.
+func atOnce(n int, run func() error, cpu func() float64) (throughputSample, error) {
+	cpu0 := cpu()
+	start := time.Now()
+	lat := make([]float64, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			if err := run(); err != nil {
+				errs <- err
+			}
+			lat[i] = float64(time.Since(t).Microseconds()) / 1000
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return throughputSample{}, err
+	}
+	return throughputSample{runsPerS: float64(n) / wall.Seconds(), cpuPerRun: (cpu() - cpu0) / float64(n), latencies: lat}, nil
+}
+
+func medianThroughput(ss []throughputSample) PeerThroughput {
+	var rate, cpu, p50, p99 []float64
+	for _, s := range ss {
+		l := slices.Sorted(slices.Values(s.latencies))
+		rate, cpu = append(rate, s.runsPerS), append(cpu, s.cpuPerRun)
+		p50, p99 = append(p50, l[len(l)/2]), append(p99, l[min(len(l)-1, len(l)*99/100)])
+	}
+	return PeerThroughput{RunsPerS: round2(median(rate)), P50MS: round2(median(p50)), P99MS: round2(median(p99)), WorkerCPUMSPerRun: round2(median(cpu))}
+}
+
+func printThroughput(b *testing.B, out Throughput, n, reps int) {
+	t := out.Runs["temporal"].RunsPerS
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
+	fmt.Fprintf(&sb, "%-14s %9s %9s %9s %14s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "cpu ms/run", "x temporal")
+	for _, name := range []string{"capflow", "capflow-fast", "temporal", "restate"} {
+		r := out.Runs[name]
+		fmt.Fprintf(&sb, "%-14s %9.1f %9.1f %9.1f %14.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.RunsPerS/t)
+		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
+	}
+	c := out.Sandbox
+	fmt.Fprintf(&sb, "sandbox: unconfined %.2f ms, confined %.2f ms, overhead %.2f ms, bubblewrap's floor %.2f ms\n", c.UnconfinedMS, c.ConfinedMS, c.OverheadMS, c.BwrapFloorMS)
+	fmt.Print(sb.String())
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// ownCPU is this process's CPU time so far, in ms.
+func ownCPU() float64 { return processCPU(os.Getpid()) }
+
+// workerCPU is the CPU time of the harness's live workers, in ms.
+func (h *harness) workerCPU() float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0.0
+	for _, w := range h.workers {
+		if w.Process != nil && w.ProcessState == nil {
+			total += processCPU(w.Process.Pid)
+		}
+	}
+	return total
+}
+
+// cpu is the Restate service process's CPU time, in ms.
+func (rs *restatePeer) cpu() float64 {
+	if rs.svc == nil || rs.svc.Process == nil {
+		return 0
+	}
+	return processCPU(rs.svc.Process.Pid)
+}
+
+// processCPU is a process's user and system CPU time in ms (/proc).
+func processCPU(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis: utime is the 12th,
+	// stime the 13th (in clock ticks, 100 a second on Linux).
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) * 10
+}
