@@ -48,6 +48,10 @@ type Project struct {
 	Config *config.Config
 	log    hclog.Logger
 	llmLog io.Writer
+	// The registry and the policy last loaded, answered again while their
+	// files are as they were (a worker loads both for every run).
+	registry registry.Memo
+	policy   policyMemo
 }
 
 // Load reads the configuration.
@@ -88,7 +92,7 @@ func (p *Project) RegistryOptions() registry.Options {
 	return registry.Options{
 		Root: cfg.Root, KitsDirs: cfg.KitsDirs, ToolsDirs: cfg.ToolsDirs, ActiveKits: cfg.ActiveKits,
 		Order: cfg.ToolResolutionOrder, StateDir: cfg.Abs(cfg.StateDir), Builtin: kits.Builtin(),
-		ConfigFile: display, Logger: p.log.Named("registry"), Protected: cfg.Protected(),
+		ConfigFile: display, Logger: p.log.Named("registry"), Protected: cfg.Protected(), Memo: &p.registry,
 	}
 }
 
@@ -110,7 +114,7 @@ func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(
 // Policy reads the policy file (absent: allow all, default limits).
 func (p *Project) Policy() (*policy.Policy, error) {
 	abs := p.Config.Abs(p.Config.Policy)
-	return policy.Load(abs, p.Rel(abs))
+	return p.policy.load(abs, func() (*policy.Policy, error) { return policy.Load(abs, p.Rel(abs)) })
 }
 
 // Router builds the request router over a registry and policy.

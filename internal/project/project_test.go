@@ -43,3 +43,34 @@ func TestOneWayToLoadAProject(t *testing.T) {
 		t.Fatalf("state dir %q is not absolute", got)
 	}
 }
+
+// A worker loads the registry and the policy for every run: while their
+// files are unchanged it gets the same ones back (not read again); a
+// changed tool or policy is read at once.
+func TestRegistryAndPolicyKeptWhileUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("sandbox: off\n"), 0o644)
+	p, err := Load(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg1, _ := p.Registry()
+	reg2, _ := p.Registry()
+	pol1, _ := p.Policy()
+	pol2, _ := p.Policy()
+	if reg1 != reg2 || pol1 != pol2 || pol1 == nil {
+		t.Fatalf("unchanged files read again: registry %v, policy %v", reg1 == reg2, pol1 == pol2)
+	}
+	tool := filepath.Join(dir, "tools", "t")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte("name: t\nversion: 1.0.0\ndescription: a tool\ncapabilities: [x.t]\ninput_schema: {type: object}\nentrypoint: {type: command, command: [./run.sh]}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("sandbox: required\n"), 0o644)
+	reg3, _ := p.Registry()
+	pol3, err := p.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg3 == reg1 || reg3.Tool("t", "") == nil || pol3 == pol1 || pol3.Sandbox.String() != "required" {
+		t.Fatalf("a changed tool or policy not read: new registry %v (tool t %v), policy %s", reg3 != reg1, reg3.Tool("t", "") != nil, pol3.Sandbox)
+	}
+}

@@ -3,8 +3,11 @@ package runfolder
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"sync/atomic"
 )
 
 // WriteJSON writes v to path atomically, streamed through a buffer (a
@@ -57,14 +60,14 @@ func WriteAtomic(path string, data []byte) error {
 // writes to is not followed. Rename then replaces path itself, never
 // what a link there points to.
 func tempBeside(path string) (*os.File, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, err
+	for {
+		tmp := fmt.Sprintf("%s.tmp-%d-%d", path, os.Getpid(), tempSeq.Add(1))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
 	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
 }
+
+// tempSeq numbers this process's temporary files.
+var tempSeq atomic.Uint64

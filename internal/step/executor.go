@@ -54,12 +54,11 @@ type Executor struct {
 	// bound, give it room on a loaded machine.
 	InlineStepTime time.Duration
 
-	mu         sync.Mutex
-	earlier    *earlier                      // the report a rerun reuses from
-	tools      map[string]*manifest.Manifest // digest -> manifest
-	lists      map[string][]any              // for_each lists read from stored outputs
-	digests    cache.Memo                    // file digests of cache keys, by stat
-	policyMode modeMemo                      // the policy's sandbox mode, by stat
+	mu      sync.Mutex
+	earlier *earlier                      // the report a rerun reuses from
+	tools   map[string]*manifest.Manifest // digest -> manifest
+	lists   map[string][]any              // for_each lists read from stored outputs
+	digests cache.Memo                    // file digests of cache keys, by stat
 }
 
 // Attempt is what the caller knows of one attempt.
