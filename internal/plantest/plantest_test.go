@@ -275,15 +275,7 @@ idempotent: true
 	_ = os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
 	plan := filepath.Join(dir, "pattern.yaml")
 	_ = os.WriteFile(plan, []byte("name: pattern\nsteps:\n  - {id: a, capability: test.pattern}\n"), 0o644)
-	cfg, err := config.Load(config.Options{Project: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := prepareIn(t, dir, plan)
 	rep := s.Run([]*Case{s.HappyPath(), {Name: "given", Steps: map[string]Given{"a": {HasData: true, Data: map[string]any{"id": "ab-cd-2026", "sha": strings.Repeat("f", 64)}}}, Expect: Expect{Status: "passed"}}})
 	gen, given := rep.Cases[0], rep.Cases[1]
 	// A simple pattern is met (a digest's hex), another is not.
@@ -308,15 +300,7 @@ steps:
   - {id: a, capability: file.checksum, with: {path: a.txt}}
   - {id: b, capability: file.checksum, needs: [a], with: {path: "${steps.a.data.path}"}}
 `), 0o644)
-	cfg, err := config.Load(config.Options{Project: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := prepareIn(t, dir, plan)
 	gave := map[string]any{"path": "given/by-a.txt", "sha256": strings.Repeat("0", 64), "size": 1}
 	out := s.run(&Case{Name: "flow", Steps: map[string]Given{"a": {HasData: true, Data: gave}}}, 1)
 	if out.err != nil || out.res == nil {
@@ -334,4 +318,19 @@ steps:
 	if out.calls["a"] != 3 || a.Attempts != 3 || a.Envelope == nil || !strings.Contains(fmt.Sprint(a.Envelope.Feedback), "attempt 1 failed (TOOL_FAILURE), waited") {
 		t.Errorf("a: %d calls, %d attempts, envelope %+v", out.calls["a"], a.Attempts, a.Envelope)
 	}
+}
+
+// prepareIn prepares planFile in the project at dir.
+func prepareIn(t *testing.T, dir, planFile string) *Suite {
+	t.Helper()
+	cfg, err := config.Load(config.Options{Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Prepare(cfg, planFile, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }

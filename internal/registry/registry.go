@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -50,35 +49,6 @@ type Options struct {
 	// answered again, not read from the cache file (a worker's Resolve
 	// read it for every run: a tenth of its CPU under load).
 	Memo *Memo
-}
-
-// Memo is a registry kept between loads (Options.Memo). A registry it
-// answers is shared: callers read it, never change it.
-type Memo struct {
-	mu sync.Mutex
-	fp string
-	r  *Registry
-}
-
-func (m *Memo) get(fp string) *Registry {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fp == fp {
-		return m.r
-	}
-	return nil
-}
-
-func (m *Memo) put(fp string, r *Registry) {
-	if m == nil || len(r.Warnings) > 0 {
-		return // a registry with warnings is told again on the next load
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fp, m.r = fp, r
 }
 
 // Registry is the loaded, validated set of tools.
