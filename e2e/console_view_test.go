@@ -102,6 +102,13 @@ func TestConsoleLargeRunInBrowser(t *testing.T) {
 		t.Fatalf("opened: %d nodes, fitted %v, marks over names %v (%v)", nodes, fits, overlaps, err)
 	}
 	shotView(t, ctx, "console-large-open.png")
+	// The plans page opens a group the same way.
+	pctx := consoleBrowser(t)
+	planFile := strings.TrimPrefix(h.writePlan(t, "console-large", src.String()), h.project+"/")
+	if err := chromedp.Run(pctx, chromedp.Navigate(base+"/plans?file="+planFile), chromedp.WaitVisible(`[id="step-group:1"]`),
+		chromedp.Click(`[id="step-group:1"]`), chromedp.WaitVisible("#step-s150")); err != nil {
+		t.Fatalf("the plans page opens a group: %v", err)
+	}
 	if err := chromedp.Run(ctx, chromedp.Click(`//button[text()="Draw as one node again"]`, chromedp.BySearch), chromedp.WaitVisible(`[id="step-group:1"]`)); err != nil {
 		t.Fatalf("close the group: %v", err)
 	}

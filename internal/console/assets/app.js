@@ -425,9 +425,13 @@ const capflow = (() => {
     const view = viewer($("graph"));
     const files = (await api("/api/plans")).plans;
     $("file").replaceChildren(el("option", { value: "" }, `${files.length} plan file(s)`), ...files.map((f) => el("option", { value: f }, f)));
+    // A group opens on a click here too (the plan's own groups only).
+    const opened = new Set();
+    let shownFile = "";
     const show = async () => {
       const f = $("file").value;
       if (!f) return;
+      if (f !== shownFile) { opened.clear(); shownFile = f; }
       history.replaceState(null, "", "/plans?file=" + encodeURIComponent(f));
       const q = "?file=" + encodeURIComponent(f);
       try {
@@ -440,9 +444,10 @@ const capflow = (() => {
         kids.push(el("h2", {}, "Steps"), el("ul", {}, (rep.resolution || []).map((r) => el("li", {}, `${r.step_id} → ${r.tool ? r.tool + "@" + r.version : "none"}`))));
         $("report").replaceChildren(...kids);
         if (rep.status === "invalid") { $("graph").replaceChildren(el("p", { class: "notice error" }, "the plan is invalid: see its problems")); return; }
-        view.set(await api("/api/plans/graph.svg" + q));
+        view.set(await api("/api/plans/graph.svg" + q + (opened.size ? "&expand=" + encodeURIComponent([...opened].join(",")) : "")));
         $("graph").querySelectorAll("g.node").forEach((g) => {
           const gap = gaps.has(g.id.slice(5)), lines = g.querySelectorAll("text");
+          if (/^(group|chain):/.test(g.id.slice(5))) g.addEventListener("click", () => { opened.add(g.id.slice(5)); show(); });
           g.setAttribute("class", "node step " + (gap ? "state-gap" : "state-ready"));
           if (gap && lines.length) { lines[lines.length - 1].classList.add("mark"); lines[lines.length - 1].textContent = "gap: no tool"; }
         });
