@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"regexp"
 
 	"github.com/yuin/goldmark"
@@ -59,10 +58,9 @@ const MaxInputs = 1 << 20
 // host; builtins record none.
 func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
-	cfg := s.o.Project.Config
 	// Beneath the step's folder: a link the tool left there (input.json
 	// pointing out of it) is refused.
-	stepDir := runfolder.Step(filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id)), step, -1)
+	stepDir := runfolder.Step(s.o.Project.RunDir(id), step, -1)
 	raw, err := beneath.ReadFile(stepDir, toolrun.InputFile, MaxInputs, "inputs")
 	if err != nil {
 		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host; %v)", step, err))

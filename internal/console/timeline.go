@@ -47,8 +47,7 @@ func (s *Server) timeline(ctx context.Context, id string) (any, error) {
 		}
 		steps = res.Steps
 	}
-	cfg := s.o.Project.Config
-	runDir := filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(id))
+	runDir := s.o.Project.RunDir(id)
 	out := Timeline{Now: time.Now().UTC().Format(time.RFC3339Nano), Steps: make([]TimelineStep, 0, len(steps))}
 	for _, st := range steps {
 		out.Steps = append(out.Steps, timelineStep(runDir, st))

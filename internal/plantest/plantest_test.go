@@ -28,16 +28,7 @@ func repo(t testing.TB) string {
 
 func prepare(t testing.TB, plan string) *Suite {
 	t.Helper()
-	cfg, err := config.Load(config.Options{Project: repo(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Prepare(cfg, plan, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return prepareIn(t, repo(t), plan)
 }
 
 func casesOf(t testing.TB, s *Suite) []*Case {
@@ -321,7 +312,7 @@ steps:
 }
 
 // prepareIn prepares planFile in the project at dir.
-func prepareIn(t *testing.T, dir, planFile string) *Suite {
+func prepareIn(t testing.TB, dir, planFile string) *Suite {
 	t.Helper()
 	cfg, err := config.Load(config.Options{Project: dir})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/router"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/kits"
 )
 
@@ -106,6 +107,12 @@ func (p *Project) Artifacts(ctx context.Context) (*artifacts.Store, error) {
 // nothing starts until a tool is called. Close it when done.
 func (p *Project) MCP(version string) *mcpclient.Pool {
 	return mcpclient.New(mcpclient.Options{Servers: p.Config.MCPServers, Root: p.Config.Root, Version: version, Logger: p.log})
+}
+
+// RunDir is the folder of run workflowID in this project's runs_dir
+// (runfolder.Name: derived from the ID, never from history).
+func (p *Project) RunDir(workflowID string) string {
+	return filepath.Join(p.Config.Abs(p.Config.RunsDir), runfolder.Name(workflowID))
 }
 
 // Registry loads the tools.

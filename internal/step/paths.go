@@ -18,10 +18,7 @@ import (
 // steps) is checked to lie in that folder before it is opened.
 
 // RunDir is the folder of one run on this worker.
-func (e *Executor) RunDir(workflowID string) string {
-	cfg := e.Project.Config
-	return filepath.Join(cfg.Abs(cfg.RunsDir), runfolder.Name(workflowID))
-}
+func (e *Executor) RunDir(workflowID string) string { return e.Project.RunDir(workflowID) }
 
 // LegacyRunDir is where runs started before runfolder.Name kept their
 // folder (distinct IDs could share one): a run recorded with it goes on
