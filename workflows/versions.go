@@ -68,6 +68,8 @@ var Changes = []Change{
 	{changeChildInputs, 1, []string{"a sub-plan's inputs past MaxInputBytes travel as a blob reference"},
 		[]History{{"child-inputs.json.gz", 1}}, ""},
 	{changeBlobGroups, 1, []string{"a blob's parts are sent partsInFlight at a time (a 33-part checkpoint passed the 4 MB task completion)"},
+		// Recorded from TestLargeInputsTravelByReference with six 220 KB
+		// producers read by one step (a 6-part input blob), commit 97ca44c.
 		[]History{{"blob-part-groups.json.gz", 1}}, ""},
 	{changeRehomeStore, 1, []string{"with a shared store, a moved step reads its dependencies' files from the store instead of running them again"},
 		[]History{{"host-lost-store.json", 1}}, "without it a moved step's dependencies run again only under rehome-dependencies, which this run never asked: the two paths differ only in runs that record both"},
