@@ -197,14 +197,10 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 		return nil, "", "", err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	err = cmd.Start()
-	if err == nil && tree != nil {
-		if err = tree.Started(); err != nil {
-			_ = cmd.Wait()
-		}
-	}
-	if err != nil && tree != nil {
-		tree.Abort()
+	if tree != nil {
+		err = tree.Start()
+	} else {
+		err = cmd.Start()
 	}
 	if err != nil {
 		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,14 +22,17 @@ var cgroupSeq atomic.Int64
 // cgroup is one tree's cgroups, one folder per controller.
 type cgroup struct {
 	dirs map[string]string // controller -> folder
+	// forker starts a pooled tree's bubblewrap in these cgroups (nil: a
+	// server's, or where a thread may not be moved: the tree joins them).
+	forker *forker
 	// Counters as the tree found them: a pooled cgroup keeps the kernel's
 	// cumulative counts of the trees before.
 	ooms, refused int64
 }
 
-// cgroupPool keeps the empty cgroups of finished steps: creating and
-// removing three cgroup v1 folders costs a step ~3 ms, reusing them
-// a few writes.
+// cgroupPool keeps the empty cgroups of finished steps with their forker:
+// creating and removing three cgroup v1 folders costs a step ~3 ms, and
+// joining them an RCU grace period; reusing them a few writes.
 type cgroupPool struct {
 	mu   sync.Mutex
 	idle []*cgroup
@@ -50,6 +54,10 @@ func (s *Support) newCgroup(spec Spec, pooled bool) (*cgroup, error) {
 		var err error
 		if cg, err = s.makeCgroup(); err != nil {
 			return nil, err
+		}
+		if pooled {
+			// Without a forker the tree joins its cgroups (slower, as sound).
+			cg.forker, _ = newForker(cg.dirs)
 		}
 	}
 	if err := cg.limit(spec); err != nil {
@@ -98,7 +106,38 @@ func (cg *cgroup) limit(spec Spec) error {
 	_ = set("cpuacct", "cpuacct.usage", 0)
 	cg.ooms = field(cg.read("memory", "memory.oom_control"), "oom_kill")
 	cg.refused = field(cg.read("pids", "pids.events"), "max")
-	return set("pids", "pids.max", int64(spec.Pids))
+	return set("pids", "pids.max", int64(spec.Pids+cg.own()+cg.dying()))
+}
+
+// dying counts the tasks of earlier trees the pids controller still
+// charges (their release lags their exit by up to a second or two here):
+// pids.max is raised by them, or a pooled cgroup reused at once would
+// refuse a tree's forks it is allowed.
+func (cg *cgroup) dying() int {
+	n, err := strconv.Atoi(cg.read("pids", "pids.current"))
+	if err != nil || cg.forker == nil {
+		return max(n, 0)
+	}
+	return max(n-1, 0) // the forker's thread
+}
+
+// own is what of capflow's a tree's pids count beyond the tool's: with a
+// forker, its thread and the bubblewrap it starts (which otherwise stays
+// outside, only its child joining).
+func (cg *cgroup) own() int {
+	if cg.forker != nil {
+		return 2
+	}
+	return 0
+}
+
+// start starts cmd in the cgroups where a forker can (Tree.handshake
+// joins them otherwise).
+func (cg *cgroup) start(cmd *exec.Cmd) error {
+	if cg == nil || cg.forker == nil {
+		return cmd.Start()
+	}
+	return cg.forker.start(cmd)
 }
 
 // release gives a finished tree's cgroups back to the pool, or removes
@@ -178,7 +217,8 @@ func (cg *cgroup) breach(spec Spec) *Breach {
 		return &Breach{Limit: "memory", Max: Bytes(spec.Memory), Seen: Bytes(peak) + " (the kernel's OOM killer stopped a process)"}
 	}
 	if cg.has("pids") && field(cg.read("pids", "pids.events"), "max") > cg.refused {
-		return &Breach{Limit: "pids", Max: strconv.Itoa(spec.Pids), Seen: fmt.Sprintf("%s processes, and a fork was refused", cg.read("pids", "pids.current"))}
+		n, _ := strconv.Atoi(cg.read("pids", "pids.current"))
+		return &Breach{Limit: "pids", Max: strconv.Itoa(spec.Pids), Seen: fmt.Sprintf("%d processes, and a fork was refused", n-cg.own())}
 	}
 	if cg.has("cpuacct") && spec.CPU > 0 {
 		ns, _ := strconv.ParseInt(cg.read("cpuacct", "cpuacct.usage"), 10, 64)
@@ -189,9 +229,10 @@ func (cg *cgroup) breach(spec Spec) *Breach {
 	return nil
 }
 
-// pids lists the processes still in the tree's cgroups.
+// pids lists the processes still in the tree's cgroups, never the
+// worker's (its forker's thread is there).
 func (cg *cgroup) pids() []int {
-	seen := map[int]bool{}
+	seen := map[int]bool{os.Getpid(): true}
 	var out []int
 	for _, d := range cg.dirs {
 		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
@@ -210,15 +251,17 @@ func (cg *cgroup) remove() {
 	if cg == nil {
 		return
 	}
+	if cg.forker != nil {
+		cg.forker.stop()
+		cg.forker = nil
+	}
 	for try := 0; try < 50; try++ {
 		left := cg.pids()
 		if len(left) == 0 {
 			break
 		}
 		for _, p := range left {
-			if p != os.Getpid() { // never the worker, whatever a cgroup says
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
+			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -57,13 +58,18 @@ func (s *Support) mountArgs(req Request) []string {
 	if req.Server {
 		read = append(read, s.exe) // the init below
 	}
-	for _, p := range rebind(read, hidden) {
+	shown := rebind(read, hidden)
+	for _, p := range shown {
 		a = append(a, "--ro-bind-try", p, p)
 	}
 	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
 		a = append(a, "--bind", p, p)
+		shown = append(shown, filepath.Clean(p))
 	}
 	for _, p := range req.Hide {
+		if covered(p, hidden) && !covered(p, shown) {
+			continue // nothing bound above uncovers it: a mount saved
+		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			a = append(a, "--tmpfs", p)
 		} else if err == nil {
@@ -73,16 +79,21 @@ func (s *Support) mountArgs(req Request) []string {
 	return a
 }
 
-// rebind keeps the paths a hidden root hides, each once, and never a
-// hidden root itself or a folder above one (an input naming "/tmp" must
-// not undo the private /tmp). The rest of the file system is readable
-// already, and every bind is a mount to make and tear down.
+// rebind keeps the paths a hidden root hides, each once and none inside
+// another kept one, and never a hidden root itself or a folder above one
+// (an input naming "/tmp" must not undo the private /tmp). The rest of
+// the file system is readable already, and every bind is a mount to make
+// and tear down (~0.3 ms a step each).
 func rebind(paths, hidden []string) []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, p := range paths {
-		p = filepath.Clean(p)
-		if seen[p] || !covered(p, hidden) {
+	clean := make([]string, len(paths))
+	for i, p := range paths {
+		clean[i] = filepath.Clean(p)
+	}
+	// Shortest first: a folder comes before what lies inside it.
+	slices.SortStableFunc(clean, func(a, b string) int { return len(a) - len(b) })
+	for _, p := range clean {
+		if covered(p, out) || !covered(p, hidden) {
 			continue
 		}
 		above := false
@@ -92,7 +103,6 @@ func rebind(paths, hidden []string) []string {
 			}
 		}
 		if !above {
-			seen[p] = true
 			out = append(out, p)
 		}
 	}

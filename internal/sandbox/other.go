@@ -34,7 +34,7 @@ func (s *Support) Command(Request) (*exec.Cmd, *Tree, error) {
 	return nil, nil, errors.New(s.Missing())
 }
 
-func (t *Tree) Started() error                           { return nil }
+func (t *Tree) Start() error                             { return nil }
 func (t *Tree) Pid() int                                 { return 0 }
 func (t *Tree) Terminate(time.Duration, <-chan struct{}) {}
 func (t *Tree) Abort()                                   {}

@@ -42,10 +42,7 @@ func run(t *testing.T, spec Spec, step string, script string) outcome {
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tree.Started(); err != nil {
+	if err := tree.Start(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
@@ -134,6 +131,54 @@ func TestLimitsStopTheTree(t *testing.T) {
 	}
 }
 
+// A step's tree is born in its cgroups (started by their forker, nothing
+// moved), and its pids limit counts the tool's processes only, whatever
+// earlier trees the kernel still charges.
+func TestTreeIsBornInItsCgroups(t *testing.T) {
+	s := support(t)
+	dir := t.TempDir()
+	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", "read x"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
+		Write: []string{dir}, Spec: Defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", tree.init))
+	_ = in.Close()
+	_ = cmd.Wait()
+	tree.Finish(cmd.ProcessState.ExitCode(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, d := range tree.cg.dirs {
+		if !strings.Contains(string(b), ":"+c+":"+strings.TrimPrefix(d, "/sys/fs/cgroup/"+c)+"\n") {
+			t.Errorf("the sandbox's init is not in its %s cgroup %s:\n%s", c, d, b)
+		}
+	}
+	if tree.cg.forker == nil {
+		t.Error("a step's cgroups have no forker: the tree joined them")
+	}
+	// Quick trees one after another: the kernel releases their tasks'
+	// pids a second or two late, and the next ones may still fork.
+	spec := Defaults
+	spec.Pids = 5
+	for i := 0; i < 8; i++ {
+		if o := run(t, spec, t.TempDir(), `for i in 1 2 3; do sleep 0.05 & done; wait; echo done`); o.breach != nil || !strings.Contains(o.out, "done") {
+			t.Fatalf("tree %d: five processes of its own were refused: %v %s", i, o.breach, o.out)
+		}
+	}
+	spec.Pids = 3
+	if o := run(t, spec, t.TempDir(), `for i in $(seq 20); do sleep 1 & done; wait`); o.breach == nil || o.breach.Limit != "pids" {
+		t.Fatalf("a tree of 3 pids started 20 processes: %v %s", o.breach, o.out)
+	}
+}
+
 // A process the tool leaves behind (setsid, daemonized) dies with the step.
 func TestNothingOutlivesTheStep(t *testing.T) {
 	marker := uniqueSleep()
@@ -172,10 +217,7 @@ func TestServerTreeLivesUntilStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tree.Started(); err != nil {
+	if err := tree.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
@@ -232,12 +274,41 @@ func TestHostSocketsAreHidden(t *testing.T) {
 
 func TestRebindNeverUndoesAHiddenRoot(t *testing.T) {
 	hidden := []string{"/tmp", "/root"}
-	got := rebind([]string{"/tmp", "/", "/root", "/tmp/p", "/usr/bin", "/root/.pyenv", "/tmp/p"}, hidden)
+	got := rebind([]string{"/tmp", "/", "/root/.pyenv/shims", "/root", "/tmp/p", "/usr/bin", "/root/.pyenv", "/tmp/p"}, hidden)
 	if strings.Join(got, " ") != "/tmp/p /root/.pyenv" {
-		t.Fatalf("rebind: %v", got)
+		t.Fatalf("rebind (each once, none inside another): %v", got)
 	}
 	if got := toolchains([]string{"/root/.pyenv/shims", "/usr/bin"}); strings.Join(got, " ") != "/root/.pyenv/shims /root/.pyenv /usr/bin" {
 		t.Fatalf("toolchains: %v", got)
+	}
+}
+
+// A hidden path costs a mount only where a bind above it would show it.
+func TestHideOnlyWhatABindUncovers(t *testing.T) {
+	dir := t.TempDir()
+	if !covered(dir, hiddenRoots()) {
+		t.Fatalf("a test's folder %s is not under a hidden root (TMPDIR set?)", dir)
+	}
+	key := filepath.Join(dir, "keys", "ownership.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := support(t)
+	for _, c := range []struct {
+		req  Request
+		want int
+	}{
+		{Request{Write: []string{filepath.Join(dir, "step")}, Hide: []string{key}}, 0},
+		{Request{Read: []string{filepath.Join(dir, "keys")}, Hide: []string{key}}, 1},
+		{Request{Write: []string{dir}, Hide: []string{key}}, 1},
+	} {
+		args := s.mountArgs(c.req)
+		if n := strings.Count(strings.Join(args, " "), "/dev/null "+key); n != c.want {
+			t.Errorf("%+v: %d mounts over the key, want %d: %v", c.req, n, c.want, args)
+		}
 	}
 }
 

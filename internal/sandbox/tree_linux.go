@@ -38,7 +38,7 @@ type Tree struct {
 }
 
 // Command prepares req: an exec.Cmd of bubblewrap (the caller sets its
-// stdio, starts it, then calls Started) and the Tree that watches it.
+// stdio, then calls Tree.Start) and the Tree that watches it.
 func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 	if s.missing != "" {
 		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
@@ -139,13 +139,29 @@ func (s *Support) bwrapArgs(req Request) []string {
 	return append(a, req.Argv...)
 }
 
-// Started finishes the start: bubblewrap has made the sandbox's init and
-// waits (its block fd) while the init joins the tree's cgroups and gets
-// its rlimits, so everything the tool forks is counted from its first
-// instruction; then the tool runs, and the cgroups are watched: a tree
-// that passes a limit is stopped at once. An error has killed the tree
-// (before bubblewrap could go on) and the caller calls Abort after Wait.
-func (t *Tree) Started() error {
+// Start starts the tree's bubblewrap, in the tree's cgroups when their
+// forker can (cgroup.start), and finishes the start (started). On an
+// error nothing of the tree runs and its cgroups are given back.
+func (t *Tree) Start() error {
+	if err := t.cg.start(t.cmd); err != nil {
+		t.Abort()
+		return err
+	}
+	if err := t.started(); err != nil {
+		_ = t.cmd.Wait()
+		t.Abort()
+		return err
+	}
+	return nil
+}
+
+// started finishes the start: bubblewrap has made the sandbox's init and
+// waits (its block fd) while the init joins the tree's cgroups (unless
+// born in them) and gets its rlimits, so everything the tool forks is
+// counted from its first instruction; then the tool runs, and the
+// cgroups are watched: a tree that passes a limit is stopped at once. An
+// error has killed the tree (before bubblewrap could go on).
+func (t *Tree) started() error {
 	t.infoW.Close()
 	t.blockR.Close()
 	if err := t.handshake(); err != nil {
@@ -170,7 +186,7 @@ func (t *Tree) handshake() error {
 		return fmt.Errorf("bubblewrap did not report its child: %v", err)
 	}
 	t.init = info.Child
-	if t.cg != nil {
+	if t.cg != nil && t.cg.forker == nil {
 		if err := t.cg.join(info.Child); err != nil {
 			return err
 		}
@@ -193,8 +209,7 @@ func (t *Tree) closePipes() {
 	}
 }
 
-// Abort undoes a tree that never ran: a failed Start or Started (after
-// the caller's Wait). A step's cgroups go back to the pool, a server's
+// Abort undoes a tree that never ran (a failed Start). A step's cgroups go back to the pool, a server's
 // are removed.
 func (t *Tree) Abort() {
 	t.ended.Store(true)

@@ -145,13 +145,7 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 		return nil, nil, err
 	}
 	setup(cmd)
-	if err := cmd.Start(); err != nil {
-		tree.Abort()
-		return nil, nil, err
-	}
-	if err := tree.Started(); err != nil {
-		_ = cmd.Wait()
-		tree.Abort()
+	if err := tree.Start(); err != nil {
 		return nil, nil, err
 	}
 	return cmd, tree, nil
