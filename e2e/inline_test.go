@@ -94,6 +94,12 @@ steps:
 	if markers["SideEffect"] != 0 || markers["RunInline"] < 3 {
 		t.Fatalf("markers %v: want no SideEffect, a RunInline batch for each of double, total, greet at least", markers)
 	}
+	// A new run asks one workflow change, the baseline, whatever it runs
+	// (a Version marker and a search-attribute upsert each).
+	if markers["Version"] != 1 {
+		t.Fatalf("markers %v: a new run recorded %d Version markers, want 1 (the baseline)", markers, markers["Version"])
+	}
 	validResult(t, r.WorkflowID)
 	recordHistory(t, r.WorkflowID, "inline-steps")
+	recordChange(t, "baseline", "baseline", r.WorkflowID)
 }

@@ -32,7 +32,7 @@ func storeBlob(ctx workflow.Context, opts workflow.ActivityOptions, run, name st
 	actx := workflow.WithActivityOptions(ctx, opts)
 	part := func(k int) []byte { return raw[k*wfapi.BlobPartBytes : min(len(raw), (k+1)*wfapi.BlobPartBytes)] }
 	group := b.Parts - 1
-	if group > partsInFlight && workflow.GetVersion(ctx, changeBlobGroups, workflow.DefaultVersion, 1) >= 1 {
+	if group > partsInFlight && versionOf(ctx, changeBlobGroups) >= 1 {
 		group = partsInFlight
 	}
 	for from := 0; from < b.Parts-1; from += group {

@@ -24,7 +24,7 @@ const CancelGrace = 30 * time.Second
 // step between its evaluation and its start, or a sub-plan's child, whose
 // ends the timer did not see).
 func (s *scheduler) confirmCancel(st *stepState) {
-	v := workflow.GetVersion(s.ctx, changeCancelGrace, workflow.DefaultVersion, 2)
+	v := versionOf(s.ctx, changeCancelGrace)
 	switch {
 	case v == workflow.DefaultVersion:
 		return

@@ -134,11 +134,11 @@ func (s *scheduler) rehome(st *stepState) bool {
 	// (docs/artifacts.md); what the store lacks is made again the usual
 	// way, when the step reports it lost. Runs recorded before it never
 	// reach the version (their hosts did not say).
-	if len(again) > 0 && s.rr.SharedStore && workflow.GetVersion(s.ctx, changeRehomeStore, workflow.DefaultVersion, 1) == 1 {
+	if len(again) > 0 && s.rr.SharedStore && versionOf(s.ctx, changeRehomeStore) == 1 {
 		again = nil
 	}
 	// Versioned: runs that lost a host before this existed replay as they ran.
-	if len(again)+len(busy) == 0 || workflow.GetVersion(s.ctx, changeRehomeDeps, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(again)+len(busy) == 0 || versionOf(s.ctx, changeRehomeDeps) == workflow.DefaultVersion {
 		return false
 	}
 	reason := fmt.Sprintf("waiting for %s to run again on this host: the run lost the host that had their files", strings.Join(append(again, busy...), ", "))

@@ -60,7 +60,7 @@ func (s *dispatcher) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts 
 // first batch is flushed (runs without inline steps record no marker).
 func (s *dispatcher) inlineVersion() workflow.Version {
 	if !s.inlineAsked {
-		s.inlineV, s.inlineAsked = workflow.GetVersion(s.ctx, changeInlineActivity, workflow.DefaultVersion, 1), true
+		s.inlineV, s.inlineAsked = versionOf(s.ctx, changeInlineActivity), true
 	}
 	return s.inlineV
 }

@@ -21,7 +21,7 @@ import (
 // withLocal records in ctx whether this run uses local activities (asked
 // once, at the start of the workflow).
 func withLocal(ctx workflow.Context) workflow.Context {
-	return workflow.WithValue(ctx, localKey{}, workflow.GetVersion(ctx, changeLocal, workflow.DefaultVersion, 1) >= 1)
+	return workflow.WithValue(ctx, localKey{}, versionOf(ctx, changeLocal) >= 1)
 }
 
 type localKey struct{}

@@ -44,7 +44,7 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*client.Result, erro
 }
 
 func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error) {
-	strict := workflow.GetVersion(ctx, changeTrustedInput, workflow.DefaultVersion, 1) >= 1
+	strict := versionOf(ctx, changeTrustedInput) >= 1
 	ctx = withLocal(ctx)
 	info := workflow.GetInfo(ctx)
 	started := workflow.Now(ctx)
@@ -246,7 +246,7 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 	carry := sched.carry(res.RunID, res.StartedAt)
 	var next wfapi.Start
 	var err error
-	if workflow.GetVersion(ctx, changeSegmentBlobs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if versionOf(ctx, changeSegmentBlobs) == workflow.DefaultVersion {
 		cctx := workflow.WithActivityOptions(ctx, onHost(sched.rr, carryOptions("", sched.segment+1)))
 		err = workflow.ExecuteActivity(cctx, wfapi.CheckpointActivity, wfapi.CheckpointInput{
 			RunDir: sched.rr.RunDir, Segment: sched.segment + 1, Steps: sched.ended(),

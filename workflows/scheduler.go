@@ -132,7 +132,7 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	s.m = dag.New(nodes, rr.FailurePolicy, s)
 	if rr.MaxRunSeconds > 0 {
 		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
-		v := workflow.GetVersion(ctx, changeDeadline, workflow.DefaultVersion, 2)
+		v := versionOf(ctx, changeDeadline)
 		if v >= 1 {
 			s.dispatcher.deadline = s.deadline
 		}

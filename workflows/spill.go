@@ -62,13 +62,13 @@ func (e *dispatcher) spill(kind string, raw []byte, v any, step string) (wfapi.B
 // the run may spill it (recorded once the first time it is asked).
 func (e *dispatcher) tooLarge(v any) ([]byte, bool) {
 	raw := encodedLarge(v)
-	return raw, raw != nil && workflow.GetVersion(e.ctx, changeSpillInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	return raw, raw != nil && versionOf(e.ctx, changeSpillInputs) != workflow.DefaultVersion
 }
 
 // childTooLarge is tooLarge for a sub-plan's inputs, under their change.
 func (e *dispatcher) childTooLarge(v any) ([]byte, bool) {
 	raw := encodedLarge(v)
-	return raw, raw != nil && workflow.GetVersion(e.ctx, changeChildInputs, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	return raw, raw != nil && versionOf(e.ctx, changeChildInputs) != workflow.DefaultVersion
 }
 
 // encodedLarge is v encoded when it passes wfapi.MaxInputBytes, else nil.
@@ -113,7 +113,7 @@ func lastSegment(ctx workflow.Context, rr *wfapi.ResolveResult, n int, steps []w
 	// encoding/json sorts map keys: the same size on replay.
 	//workflowcheck:ignore
 	raw, err := json.Marshal(steps)
-	if err != nil || len(raw) <= wfapi.MaxInputBytes || workflow.GetVersion(ctx, changeSpillInputs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if err != nil || len(raw) <= wfapi.MaxInputBytes || versionOf(ctx, changeSpillInputs) == workflow.DefaultVersion {
 		return wfapi.Blob{}, false
 	}
 	opts := onHost(rr, carryOptions("", n))

@@ -11,9 +11,10 @@ import "go.temporal.io/sdk/workflow"
 // each history, altered to say it ran before the change, fails replay.
 //
 // To change workflow code: add a constant and a Change, branch on
-// GetVersion(ctx, id, workflow.DefaultVersion, max), record a run that
-// takes the new branch (make record-histories; a label is added when the
-// name is taken) and list it here.
+// versionOf(ctx, id), record a run that takes the new branch (make
+// record-histories; a label is added when the name is taken) and list it
+// here. A change in baseline1 is frozen at its version there: a new
+// version of it is a new change.
 const (
 	changeLocal          = "local-activities"
 	changeTrustedInput   = "trusted-input"
@@ -26,6 +27,7 @@ const (
 	changeRehomeStore    = "rehome-from-store"
 	changeRehomeDeps     = "rehome-dependencies"
 	changeInlineActivity = "inline-local-activity"
+	changeBaseline       = "baseline"
 )
 
 // Change is one declared change of workflow code.
@@ -77,4 +79,37 @@ var Changes = []Change{
 		[]History{{"host-lost-rehome.json", 1}}, ""},
 	{changeInlineActivity, 1, []string{"a batch of inline steps runs as one local activity, not in a SideEffect inside the workflow task"},
 		[]History{{"inline-steps.inline-activity.json", 1}}, ""},
+	{changeBaseline, 1, []string{"a new run takes every change above at its version in baseline1 without asking: one Version marker and one TemporalChangeVersion upsert a run, not one per change (issue 40)"},
+		[]History{{"baseline.json", 1}}, ""},
+}
+
+// baseline1 is the version of each change a run begun at baseline 1
+// takes without asking for it: every change declared before the
+// baseline, at its latest version then. Each GetVersion a new run asks
+// records a marker and, in the Go SDK, upserts TemporalChangeVersion (a
+// visibility write on the server): a plain run asked three or four.
+var baseline1 = map[string]workflow.Version{
+	changeLocal: 1, changeTrustedInput: 1, changeSegmentBlobs: 1, changeDeadline: 2, changeCancelGrace: 2,
+	changeSpillInputs: 1, changeChildInputs: 1, changeBlobGroups: 1, changeRehomeStore: 1, changeRehomeDeps: 1,
+	changeInlineActivity: 1,
+}
+
+// versionOf is the version of change id this run takes: the baseline's
+// for a run begun at baseline 1 (asked first in every new run, so a run
+// recorded before it replays as Default and asks each change as it did).
+func versionOf(ctx workflow.Context, id string) workflow.Version {
+	if v, ok := baseline1[id]; ok && workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, 1) >= 1 {
+		return v
+	}
+	return workflow.GetVersion(ctx, id, workflow.DefaultVersion, maxVersion(id))
+}
+
+// maxVersion is a declared change's latest version.
+func maxVersion(id string) workflow.Version {
+	for _, c := range Changes {
+		if c.ID == id {
+			return c.Max
+		}
+	}
+	panic("workflows: undeclared change " + id)
 }

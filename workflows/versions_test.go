@@ -19,37 +19,58 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Every GetVersion in the workflow code names a change declared in
-// versions.go, with that change's latest version.
+// The workflow code asks for changes only through versionOf, each by a
+// constant declared in versions.go; GetVersion itself is called only
+// there.
 func TestGetVersionUsesDeclaredChanges(t *testing.T) {
-	declared := map[string]Change{}
+	declared := map[string]bool{}
 	for _, c := range Changes {
-		declared[c.ID] = c
+		declared[c.ID] = true
 	}
 	consts := declaredConstants(t)
-	calls := 0
+	asked := map[string]bool{changeBaseline: true} // versionOf asks it
 	eachSourceFile(t, ".", func(fset *token.FileSet, file *ast.File) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if sel, isSel := callee(call); !ok || !isSel || sel != "GetVersion" {
+			if !ok {
 				return true
 			}
-			calls++
 			pos := fset.Position(call.Pos())
-			id, ok := call.Args[1].(*ast.Ident)
-			c, known := declared[consts[identName(id, ok)]]
-			if !ok || !known {
-				t.Errorf("%s: GetVersion's change is not a constant of versions.go's Changes", pos)
+			if sel, isSel := callee(call); isSel && sel == "GetVersion" && filepath.Base(pos.Filename) != "versions.go" {
+				t.Errorf("%s: GetVersion outside versions.go (ask versionOf)", pos)
+			}
+			if fn, isIdent := call.Fun.(*ast.Ident); !isIdent || fn.Name != "versionOf" || filepath.Base(pos.Filename) == "versions.go" {
 				return true
 			}
-			if max := exprText(call.Args[3]); max != strconv.Itoa(int(c.Max)) {
-				t.Errorf("%s: GetVersion(%s) asks for version %s, versions.go says %d", pos, c.ID, max, c.Max)
+			id, ok := call.Args[1].(*ast.Ident)
+			if c := consts[identName(id, ok)]; !ok || !declared[c] {
+				t.Errorf("%s: versionOf's change is not a constant of versions.go's Changes", pos)
+			} else {
+				asked[c] = true
 			}
 			return true
 		})
 	})
-	if calls < len(Changes) {
-		t.Errorf("%d GetVersion calls for %d declared changes: a change no code asks for", calls, len(Changes))
+	for _, c := range Changes {
+		if !asked[c.ID] {
+			t.Errorf("change %s: no code asks for it", c.ID)
+		}
+	}
+}
+
+// baseline1 holds every change declared before the baseline, at a version
+// the change has.
+func TestBaselineCoversEveryEarlierChange(t *testing.T) {
+	for _, c := range Changes {
+		if c.ID == changeBaseline {
+			break
+		}
+		if v, ok := baseline1[c.ID]; !ok || v < 1 || v > c.Max {
+			t.Errorf("change %s: baseline1 says %d (%v), its versions are 1..%d", c.ID, v, ok, c.Max)
+		}
+	}
+	if len(baseline1) != slices.IndexFunc(Changes, func(c Change) bool { return c.ID == changeBaseline }) {
+		t.Errorf("baseline1 names %d changes, %d are declared before the baseline", len(baseline1), slices.IndexFunc(Changes, func(c Change) bool { return c.ID == changeBaseline }))
 	}
 }
 
