@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -257,23 +256,7 @@ func BenchmarkScaleForEach(b *testing.B) {
 }
 
 // workerPeakKB is the newest worker's peak resident memory (VmHWM).
-func workerPeakKB() int {
-	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int
-			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
-			return kb
-		}
-	}
-	return 0
-}
+func workerPeakKB() int { return workerStatusKB("VmHWM:") }
 
 // BenchmarkScalePlan runs a plan of 20,000 steps (a builtin each) on the
 // dev server and reports the time per step, the segments it ran in, and

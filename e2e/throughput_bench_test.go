@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capflow/capflow/internal/procfs"
 	"github.com/capflow/capflow/internal/toolrun"
 )
 
@@ -33,6 +34,10 @@ type PeerThroughput struct {
 	// process (with the clients that start the runs, so it is counted
 	// high); Restate's service process (its server's is not counted).
 	WorkerCPUMSPerRun float64 `json:"worker_cpu_ms_per_run"`
+	// ServerCPUMSPerRun is its server's CPU per run: the Temporal dev
+	// server's (the three Temporal rows share it), Restate's server's. On
+	// one 2-core machine the server is most of what a run costs.
+	ServerCPUMSPerRun float64 `json:"server_cpu_ms_per_run"`
 }
 
 // BenchmarkThroughput is `make bench-throughput`: N runs at once
@@ -48,15 +53,25 @@ func BenchmarkThroughput(b *testing.B) {
 	defer unconfined(b)()
 	n, reps := envInt("CAPFLOW_THROUGHPUT_RUNS", 300), envInt("CAPFLOW_THROUGHPUT_REPS", 3)
 	render := map[string]any{"template": "ok"}
+	server := devServerCPU(b)
 	systems := []struct {
-		name string
-		run  func() error
-		cpu  func() float64
+		name        string
+		run         func() error
+		cpu, server func() float64
 	}{
-		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU},
-		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU},
-		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU},
-		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu},
+		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU, server},
+		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU, server},
+		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU, server},
+		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu, rs.serverCPU},
+	}
+	if only := os.Getenv("CAPFLOW_THROUGHPUT_SYSTEMS"); only != "" { // e.g. capflow,temporal
+		systems = slices.DeleteFunc(systems, func(s struct {
+			name        string
+			run         func() error
+			cpu, server func() float64
+		}) bool {
+			return !slices.Contains(strings.Split(only, ","), s.name)
+		})
 	}
 	seen := map[string][]throughputSample{}
 	for r := -1; r < reps; r++ { // r = -1: a warm-up of 20 runs, not counted
@@ -66,7 +81,7 @@ func BenchmarkThroughput(b *testing.B) {
 			if r < 0 {
 				runs = 20
 			}
-			sample, err := atOnce(runs, s.run, s.cpu)
+			sample, err := atOnce(runs, s.run, s.cpu, s.server)
 			if err != nil {
 				b.Fatalf("%s: %v", s.name, err)
 			}
@@ -93,13 +108,14 @@ func BenchmarkThroughput(b *testing.B) {
 
 // throughputSample is one batch of runs started at once.
 type throughputSample struct {
-	runsPerS, cpuPerRun float64
-	latencies           []float64 // ms, each run's
+	runsPerS, cpuPerRun, serverPerRun float64
+	latencies                         []float64 // ms, each run's
 }
 
-// atOnce starts n runs at once and waits for them all.
-func atOnce(n int, run func() error, cpu func() float64) (throughputSample, error) {
-	cpu0 := cpu()
+// atOnce starts n runs at once and waits for them all; cpu and server
+// read the worker's and the server's CPU time (ms).
+func atOnce(n int, run func() error, cpu, server func() float64) (throughputSample, error) {
+	cpu0, server0 := cpu(), server()
 	start := time.Now()
 	lat := make([]float64, n)
 	errs := make(chan error, n)
@@ -121,27 +137,32 @@ func atOnce(n int, run func() error, cpu func() float64) (throughputSample, erro
 	if err := <-errs; err != nil {
 		return throughputSample{}, err
 	}
-	return throughputSample{runsPerS: float64(n) / wall.Seconds(), cpuPerRun: (cpu() - cpu0) / float64(n), latencies: lat}, nil
+	return throughputSample{runsPerS: float64(n) / wall.Seconds(), cpuPerRun: (cpu() - cpu0) / float64(n),
+		serverPerRun: (server() - server0) / float64(n), latencies: lat}, nil
 }
 
 func medianThroughput(ss []throughputSample) PeerThroughput {
-	var rate, cpu, p50, p99 []float64
+	var rate, cpu, server, p50, p99 []float64
 	for _, s := range ss {
 		l := slices.Sorted(slices.Values(s.latencies))
-		rate, cpu = append(rate, s.runsPerS), append(cpu, s.cpuPerRun)
+		rate, cpu, server = append(rate, s.runsPerS), append(cpu, s.cpuPerRun), append(server, s.serverPerRun)
 		p50, p99 = append(p50, l[len(l)/2]), append(p99, l[min(len(l)-1, len(l)*99/100)])
 	}
-	return PeerThroughput{RunsPerS: round2(median(rate)), P50MS: round2(median(p50)), P99MS: round2(median(p99)), WorkerCPUMSPerRun: round2(median(cpu))}
+	return PeerThroughput{RunsPerS: round2(median(rate)), P50MS: round2(median(p50)), P99MS: round2(median(p99)),
+		WorkerCPUMSPerRun: round2(median(cpu)), ServerCPUMSPerRun: round2(median(server))}
 }
 
 func printThroughput(b *testing.B, out Throughput, n, reps int) {
 	t := out.Runs["temporal"].RunsPerS
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
-	fmt.Fprintf(&sb, "%-14s %9s %9s %9s %14s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "cpu ms/run", "x temporal")
+	fmt.Fprintf(&sb, "%-14s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
 	for _, name := range []string{"capflow", "capflow-fast", "temporal", "restate"} {
-		r := out.Runs[name]
-		fmt.Fprintf(&sb, "%-14s %9.1f %9.1f %9.1f %14.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.RunsPerS/t)
+		r, ok := out.Runs[name]
+		if !ok {
+			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
+		}
+		fmt.Fprintf(&sb, "%-14s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
 		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
 	c := out.Sandbox
@@ -178,6 +199,54 @@ func (rs *restatePeer) cpu() float64 {
 		return 0
 	}
 	return processCPU(rs.svc.Process.Pid)
+}
+
+// serverCPU is the Restate server's CPU time, in ms (its process and
+// what it started: the npm package's binary may be a launcher).
+func (rs *restatePeer) serverCPU() float64 {
+	if rs.server == nil || rs.server.Process == nil {
+		return 0
+	}
+	total := 0.0
+	for _, pid := range treeOf(rs.server.Process.Pid) {
+		total += processCPU(pid)
+	}
+	return total
+}
+
+// treeOf is pid and its descendants.
+func treeOf(pid int) []int {
+	parent := map[int]int{}
+	for _, p := range procfs.Pids() {
+		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:])); len(f) > 1 {
+			parent[p], _ = strconv.Atoi(f[1])
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		for p, pp := range parent {
+			if pp == out[i] {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// devServerCPU reads the CPU time of the harness's dev server (the
+// temporal process serving h.address).
+func devServerCPU(b *testing.B) func() float64 {
+	_, port, _ := strings.Cut(h.address, ":")
+	for _, pid := range procfs.Pids() {
+		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(raw), "\x00")
+		if slices.Contains(args, "start-dev") && slices.Contains(args, port) {
+			return func() float64 { return processCPU(pid) }
+		}
+	}
+	b.Fatalf("no dev server process serves %s", h.address)
+	return nil
 }
 
 // processCPU is a process's user and system CPU time in ms (/proc).

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/dag"
-	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -83,7 +82,6 @@ func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow
 	for _, o := range out.Items {
 		byIndex[o.Index] = o
 	}
-	ts := envelope.Timestamp(workflow.Now(s.ctx))
 	failed := false
 	for _, bi := range items {
 		it := fe.items[bi.Index]
@@ -98,7 +96,7 @@ func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow
 			}
 		case o.Status == wfapi.StepSucceeded:
 			it.status, it.attempts = o.Status, o.Attempts
-			it.env = &envelope.Envelope{ToolID: st.step.Tool, Success: true, Timestamp: ts, Message: "ok", Data: o.Data}
+			fe.keep(it, o.Data)
 		default:
 			it.status, it.attempts, it.reason = o.Status, o.Attempts, o.Reason
 			code := o.Code

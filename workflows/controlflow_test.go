@@ -197,3 +197,37 @@ func TestFinalizeGetsThePlanGiven(t *testing.T) {
 		})
 	}
 }
+
+// A for_each step's aggregate keeps its items' data while it fits in
+// maxAggregate; past it none (the items' own results have it), and the
+// scheduler keeps no item's data from then on.
+func TestForEachAggregateBound(t *testing.T) {
+	big := map[string]any{"text": strings.Repeat("x", 10<<10)}
+	for _, c := range []struct {
+		items   int
+		omitted bool
+	}{{5, false}, {40, true}} {
+		list := strings.TrimSuffix(strings.Repeat("a, ", c.items), ", ")
+		src := "name: fe\nmax_parallel: 8\nsteps:\n  - {id: each, capability: x.a, for_each: [" + list + "], with: {v: '${item}'}}\n"
+		res, _ := execute(t, src, map[string]behaviour{"each": data(big)})
+		d := stepResult(res, "each").Envelope.Data.(map[string]any)
+		items, _ := d["items"].([]any)
+		why, _ := d["items_omitted"].(string)
+		if d["succeeded"] != float64(c.items) || (len(items) == 0) != c.omitted || (why != "") != c.omitted {
+			t.Fatalf("%d items of 10 KB: %d items in the aggregate, omitted %q", c.items, len(items), why)
+		}
+		if c.omitted && !strings.Contains(why, "over 262144 bytes") {
+			t.Fatalf("omitted %q", why)
+		}
+	}
+	fe := &forEach{items: make([]*itemState, 40)}
+	for i := range fe.items {
+		fe.items[i] = &itemState{status: wfapi.StepSucceeded}
+		fe.keep(fe.items[i], big)
+	}
+	for i, it := range fe.items {
+		if it.data != nil {
+			t.Fatalf("item %d's data kept past the aggregate's bound", i)
+		}
+	}
+}

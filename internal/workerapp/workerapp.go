@@ -121,6 +121,11 @@ func Main(args []string, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
+	if f := os.Getenv("CAPFLOW_HEAPPROFILE"); f != "" {
+		// A heap profile of the moment: written each time the worker gets
+		// SIGUSR1 (kill -USR1 <pid>).
+		go heapOnSignal(ctx, f)
+	}
 	var ready atomic.Pointer[readiness]
 	ready.Store(&readiness{err: errors.New("starting")})
 	ms, err := startMetrics(*metricsAddr, &ready, log)
@@ -302,4 +307,22 @@ func sandboxSummary(proj *project.Project) string {
 		sbx = "policy " + pol.Sandbox.String() + "; " + sbx
 	}
 	return sbx
+}
+
+// heapOnSignal writes a heap profile to file on each SIGUSR1 until ctx ends.
+func heapOnSignal(ctx context.Context, file string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	defer signal.Stop(sig)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			if out, err := os.Create(file); err == nil {
+				_ = pprof.WriteHeapProfile(out)
+				_ = out.Close()
+			}
+		}
+	}
 }
