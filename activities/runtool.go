@@ -25,7 +25,8 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
-	at := step.Attempt{Number: info.Attempt + in.AttemptsBefore, RunID: info.WorkflowExecution.RunID, Timeout: info.StartToCloseTimeout}
+	at := step.Attempt{Number: info.Attempt + in.AttemptsBefore, RunID: info.WorkflowExecution.RunID, Timeout: info.StartToCloseTimeout,
+		Lease: info.HeartbeatTimeout}
 	if info.RetryPolicy != nil {
 		at.Max = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}

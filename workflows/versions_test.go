@@ -174,13 +174,6 @@ func identName(id *ast.Ident, ok bool) string {
 	return id.Name
 }
 
-func exprText(e ast.Expr) string {
-	if lit, ok := e.(*ast.BasicLit); ok {
-		return lit.Value
-	}
-	return "?"
-}
-
 // readHistory reads a recorded history, gunzipped.
 func readHistory(t *testing.T, f string) []byte {
 	raw, err := os.ReadFile(f)

@@ -195,6 +195,12 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 	}
 	prettyConfinement(w, rep)
 	prettyCache(w, rep)
+	if len(rep.Limits) > 0 {
+		fmt.Fprintln(w, "\nlimits (across every run and worker):")
+		for _, l := range rep.Limits {
+			fmt.Fprintf(w, "  %s [%s]: %s\n", l.Tool, strings.Join(l.Steps, ", "), l.Limits)
+		}
+	}
 	fmt.Fprintf(w, "\npolicy: ")
 	if rep.Policy.Allowed {
 		fmt.Fprintf(w, "allowed (max_parallel %d)\n", rep.Policy.MaxParallel)

@@ -101,10 +101,14 @@ func Runs(m *manifest.Manifest) string {
 func prettyDefinition(w io.Writer, d ToolDefinition) {
 	m := d.Manifest
 	fmt.Fprintf(w, "%s@%s  %s\n  %s\n\n", m.Name, m.Version, strings.Join(m.Capabilities, ", "), m.Description)
-	table(w, []string{"  FIELD", "VALUE"}, [][]string{
+	rows := [][]string{
 		{"  uid", d.UID}, {"  source", d.Source}, {"  path", d.Path}, {"  digest", d.Digest}, {"  runs", d.Runs}, {"  sandbox", d.Confinement},
 		{"  idempotent", fmt.Sprint(m.Idempotent)}, {"  stability", m.Stability}, {"  priority", fmt.Sprint(m.Priority)},
-	})
+	}
+	if m.Limits != nil {
+		rows = append(rows, []string{"  limits", m.Limits.Describe() + " (across every run and worker)"})
+	}
+	table(w, []string{"  FIELD", "VALUE"}, rows)
 	for _, s := range []struct {
 		name string
 		v    map[string]any

@@ -42,7 +42,8 @@ const AutoLocalMax = 30 * time.Second
 // to its own task queue (a local activity runs where the workflow does).
 func (m *Manifest) Local(timeout time.Duration) bool {
 	switch {
-	case m.TaskQueue != "":
+	case m.TaskQueue != "", m.Limits != nil:
+		// A slot of its limits is leased to an activity that heartbeats.
 		return false
 	case m.Execution == ExecLocal, m.Execution == ExecInline:
 		return true
@@ -57,7 +58,7 @@ func (m *Manifest) Local(timeout time.Duration) bool {
 // decides per step whether its inputs allow it (builtin.Pure) and how long
 // it may take.
 func (m *Manifest) Inline() bool {
-	return m.Execution == ExecInline && (m.Entrypoint.Type == EntryBuiltin || m.Entrypoint.Type == EntryCommand) && m.TaskQueue == ""
+	return m.Execution == ExecInline && (m.Entrypoint.Type == EntryBuiltin || m.Entrypoint.Type == EntryCommand) && m.TaskQueue == "" && m.Limits == nil
 }
 
 // Result modes of a command tool.
@@ -92,6 +93,9 @@ type Manifest struct {
 	// Cache caches the results of every step using the tool (nil: only
 	// steps that ask; docs/cache.md).
 	Cache *Cache `json:"cache,omitempty"`
+	// Limits hold its steps to a concurrency and a rate across every run
+	// and worker (nil: none).
+	Limits *Limits `json:"limits,omitempty"`
 
 	// Where it came from, filled by the loader.
 	Dir    string `json:"dir"`            // folder holding tool.yaml (command paths resolve here)

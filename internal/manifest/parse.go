@@ -102,11 +102,15 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any, o Options) caperr.Prob
 		if q, _ := raw["task_queue"].(string); q != "" {
 			at([]string{"execution"}, "%s cannot go with task_queue %q: a local activity runs on the worker that runs the workflow", x, q)
 		}
+		if _, limited := raw["limits"]; limited {
+			at([]string{"execution"}, "%s cannot go with limits: a slot is leased to a regular activity, which heartbeats (execution: activity or auto)", x)
+		}
 		if ep, _ := raw["entrypoint"].(map[string]any); x == ExecInline && ep != nil && ep["type"] != EntryBuiltin && ep["type"] != EntryCommand {
 			at([]string{"execution"}, "inline is for builtins and commands (run in the workflow task, a few milliseconds at most); use local for a %v tool", ep["type"])
 		}
 	}
 	sandboxChecks(raw, at, append(slices.Clone(Protected), o.Protected...))
+	limitsChecks(raw, at)
 	if v, ok := raw["version"].(string); ok && !ValidVersion(v) {
 		at([]string{"version"}, "version %q is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0)", v)
 	}

@@ -85,6 +85,21 @@ func TestInline(t *testing.T) {
 	}
 }
 
+func TestLimits(t *testing.T) {
+	src := strings.Replace(good, "priority: 10\n", "priority: 10\nlimits: {concurrency: 2, rate: 30/m, key: '${inputs.path}'}\n", 1)
+	m, probs := Parse("tools/x/tool.yaml", "tools/x", []byte(src))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	l := m.Limits
+	if l == nil || l.Concurrency != 2 || l.Interval() != 2*time.Second || l.KeyInput() != "path" || l.Describe() != "concurrency 2, rate 30/m per path" {
+		t.Fatalf("limits %+v: interval %s, key %q, %q", l, l.Interval(), l.KeyInput(), l.Describe())
+	}
+	if (Limits{Rate: "5/s"}).Interval() != 200*time.Millisecond {
+		t.Fatal("5/s is not one start each 200ms")
+	}
+}
+
 func TestParseProblems(t *testing.T) {
 	tests := []struct {
 		name string
@@ -116,6 +131,13 @@ func TestParseProblems(t *testing.T) {
 		{"sandbox", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  memory: 2 gigs\n  write: [step, /etc, ../up, .]\n  pids: 0\n", []string{
 			`7:sandbox.memory: is not a size like 512MiB or 2GiB`, `8:sandbox.write[1]: write "/etc": only "step" or a path inside the project`,
 			`8:sandbox.write[2]: write "../up": only "step"`, `8:sandbox.write[3]: write "." would make the whole project writable`, `9:sandbox.pids: `}},
+		{"limits", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ninput_schema: {type: object, properties: {account: {type: string}}}\nlimits:\n  concurrency: 0\n  rate: fast\n  key: ${inputs.acount}\n  burst: 2\n", []string{
+			`8:limits.concurrency: `, `9:limits.rate: "fast" is not a rate like 5/s or 30/m`,
+			`10:limits.key: key "${inputs.acount}" names no input of this tool`, `11:limits.burst: unknown field "burst"`}},
+		{"limits need a regular activity", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nidempotent: true\nexecution: local\nlimits: {concurrency: 1}\n", []string{
+			`7:execution: local cannot go with limits`}},
+		{"limits that let nothing start", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nlimits: {rate: 0/s, key: '${account}'}\n", []string{
+			`6:limits.rate: rate "0/s" lets nothing start`, `6:limits.key: is not ${inputs.FIELD}`}},
 		// The hostile audit's M3: a tool that may write the engine's state
 		// poisoned another run's cache entry.
 		{"sandbox write of what the engine trusts", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  write:\n    - .capflow\n    - .capflow/state/artifacts\n    - tools\n    - kits/core/x\n    - capflow.yaml\n    - policy.yaml\n    - .git/hooks\n    - ./tools/../.capflow\n", []string{

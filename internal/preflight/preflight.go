@@ -68,6 +68,9 @@ type Report struct {
 	// Cache lists the steps that ask for the result cache, and whether
 	// they get it.
 	Cache []CacheDecision `json:"cache,omitempty"`
+	// Limits lists the tools whose limits hold the plan's steps across
+	// every run and worker.
+	Limits []Limit `json:"limits,omitempty"`
 
 	// Effective policy, for the executor.
 	EffectivePolicy *policy.Policy `json:"-"`
@@ -169,6 +172,7 @@ func Check(req Request) *Report {
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
+	r.Limits = limits(gr.Resolution)
 	ttl := req.CacheTTL
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL

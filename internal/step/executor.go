@@ -49,6 +49,8 @@ type Executor struct {
 	// (plan tests): the files their data names are neither checked nor
 	// stored, and nothing is cached.
 	Given bool
+	// Slots keeps tools' limits across runs and workers (nil: not kept).
+	Slots Slots
 	// InlineStepTime bounds one inline evaluation (0:
 	// wfapi.InlineStepTime); tests of what inline steps do, not of the
 	// bound, give it room on a loaded machine.
@@ -78,6 +80,9 @@ type Attempt struct {
 	// Bind is the context the attempt runs in from its tool's start to its
 	// end, and that end (an activity's rides out server outages); nil: ctx.
 	Bind func(ctx context.Context) (context.Context, func())
+	// Lease is how long a slot of the tool's limits stays the attempt's
+	// without a renewal (0: DefaultLease): its heartbeat timeout.
+	Lease time.Duration
 }
 
 // Failed is a failed attempt: the tool's failure, with its contract code
@@ -148,6 +153,16 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 	if res != nil {
 		return res, nil
 	}
+	// A slot of the tool's limits before the start is claimed: a worker
+	// that dies waiting leaves nothing started.
+	release, waited, err := e.takeSlot(ctx, r, m, inputs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &Cancelled{Result: &wfapi.RunToolResult{Attempt: r.attempt}}
+		}
+		return r.fail(b.FailErr(err, nil))
+	}
+	defer release()
 	if !in.Step.Idempotent {
 		if err := r.claimStart(at.RunID); err != nil {
 			return r.fail(b.FailErr(err, nil))
@@ -165,8 +180,10 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 	if err != nil {
 		return r.fail(b.FailErr(err, nil))
 	}
-	if note != nil {
-		env.Feedback = append(env.Feedback, *note)
+	for _, n := range []*envelope.Feedback{waited, note} {
+		if n != nil {
+			env.Feedback = append(env.Feedback, *n)
+		}
 	}
 	if !env.Success {
 		if ctx.Err() != nil && env.Error != nil && env.Error.Code == caperr.Cancelled {

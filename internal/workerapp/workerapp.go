@@ -47,6 +47,7 @@ var Version = "dev"
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	// Batches of inline steps, local activities of the workflow's worker.
 	w.RegisterActivityWithOptions(acts.RunInline, activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
@@ -174,7 +175,8 @@ func Main(args []string, stderr io.Writer) int {
 	mcp := proj.MCP(Version)
 	defer mcp.Close()
 	exec := &step.Executor{Project: proj, Logger: log, Artifacts: store, HostQueue: HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
-		Tool: &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()}}
+		Tool:  &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()},
+		Slots: &activities.Slots{Client: c, Queue: cfg.Temporal.TaskQueue}}
 	acts := &activities.Activities{
 		Project: proj, Exec: exec, Logger: log,
 		SearchAttributes: temporalx.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace, log),
