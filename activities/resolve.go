@@ -312,7 +312,7 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 			r := byStep[s.ID]
 			rs.Tool, rs.Version, rs.Digest, rs.Source, rs.TaskQueue, rs.Idempotent = m.Name, m.Version, r.Digest, m.Source, m.TaskQueue, m.Idempotent
 			rs.Approval = m.Entrypoint.Type == manifest.EntryBuiltin && builtin.TraitsOf(m.Entrypoint.Name).WaitsForPerson
-			rs.Local = m.Local(st.Timeout) && !rs.Approval && s.Plan == ""
+			rs.Local = m.Local(st.Timeout) && !rs.Approval && s.Plan == "" && !rep.Limited(s.ID)
 			rs.Inline = rs.Local && m.Inline() && cached[s.ID] == 0
 		}
 		rs.StepSettings = st

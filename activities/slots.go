@@ -25,9 +25,9 @@ type Slots struct {
 // function returned gives it back. A cancelled wait tells the workflow, so
 // the step takes nothing.
 func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) {
-	id := wfapi.LimitWorkflowID(req.Tool, req.Key)
+	id := wfapi.LimitWorkflowID(req.Scope, req.Key)
 	lr := wfapi.LimitRequest{Holder: req.Holder, Concurrency: req.Limits.Concurrency, Interval: req.Limits.Interval(), Lease: req.Lease}
-	label := req.Tool
+	label := req.Scope
 	if k := req.Limits.KeyInput(); k != "" {
 		label += " per " + k
 	}

@@ -141,6 +141,9 @@ func (r *Run) Progress(ctx context.Context) (*Result, error) {
 	if err := v.Get(&res); err != nil {
 		return nil, err
 	}
+	if info, err := r.c.Describe(ctx, r.ID); err == nil {
+		res.live(info)
+	}
 	return &res, nil
 }
 

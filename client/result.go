@@ -1,5 +1,10 @@
 package client
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Result is a run's result and, mid-run, its progress.
 type Result struct {
 	Status     RunStatus    `json:"status"`
@@ -102,6 +107,36 @@ type StepResult struct {
 	// operators' answers so far.
 	Waiting   *Wait      `json:"waiting,omitempty"`
 	Decisions []Decision `json:"decisions,omitempty"`
+	// Latest is what a running step says now, from its heartbeats: its
+	// latest feedback ("waiting for a slot (tool x: concurrency 2)").
+	Latest *Feedback `json:"latest,omitempty"`
+}
+
+// live sets each running step's Latest from what Temporal says of its
+// activity.
+func (r *Result) live(info *RunInfo) {
+	now := map[string]*Feedback{}
+	for _, pa := range info.Pending {
+		if id, ok := StepOfActivity(pa.ActivityID); ok && pa.Heartbeat != nil && pa.Heartbeat.Latest != nil {
+			now[id] = pa.Heartbeat.Latest
+		}
+	}
+	for i := range r.Steps {
+		if f := now[r.Steps[i].ID]; f != nil && r.Steps[i].Status == StepRunning {
+			r.Steps[i].Latest = f
+		}
+	}
+}
+
+// activitySuffix is what a step's activity ID adds to "step-<id>" for an
+// attempt after a local one, a retry, a rerun or a host move.
+var activitySuffix = regexp.MustCompile(`-(after-local|retry-\d+|rerun-\d+|host-\d+)$`)
+
+// StepOfActivity is the step an activity ID runs ("step-<id>..."), or
+// false for capflow's own activities.
+func StepOfActivity(activityID string) (string, bool) {
+	id, ok := strings.CutPrefix(activityID, "step-")
+	return activitySuffix.ReplaceAllString(id, ""), ok
 }
 
 // ItemCounts counts a for_each step's items.

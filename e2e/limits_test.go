@@ -120,6 +120,18 @@ func TestLimitsRateAndKey(t *testing.T) {
 	if first, last := spans[0].start, spans[len(spans)-1].start; last-first < 3500 {
 		t.Fatalf("20 starts at 5/s took %d ms", last-first)
 	}
+	// A capability's limit (capflow.yaml) and its tool's both hold a step.
+	log = h.freshLog("limits-capability.log")
+	capped := limitsPlan(t, "capped", "test.capped", 3, 500, log, nil)
+	if code, env, _ := h.capflow(t, "plan", "check", capped); code != 0 || !strings.Contains(fmt.Sprint(env.Data), "limits:[map[capability:test.capped limits:concurrency 1 steps:[s0 s1 s2]] map[limits:rate 5/s steps:[s0 s1 s2] tool:rated@1.0.0]]") {
+		t.Fatalf("plan check: exit %d, %v", code, env.Data)
+	}
+	if code, r = h.run(t, capped); code != 0 {
+		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
+	}
+	if spans := readSpans(t, log); len(spans) != 3 || mostAtOnce(spans) != 1 {
+		t.Fatalf("capability test.capped (concurrency 1): %d steps, %d at once: %v", len(spans), mostAtOnce(spans), spans)
+	}
 	log = h.freshLog("limits-key.log")
 	keyed := limitsPlan(t, "keyed", "test.keyed", 4, 1500, log, func(i int) string { return []string{"alice", "bob"}[i%2] })
 	// plan check lists the limits that apply.
@@ -171,7 +183,18 @@ func TestLimitsOutliveDeadWorkersAndCancels(t *testing.T) {
 	first := startDetached(t, limitsPlan(t, "first", "test.keyed", 1, 4000, log, func(int) string { return "cancel" }))
 	waitForLine(t, log, "start", 60*time.Second)
 	waiting := startDetached(t, limitsPlan(t, "waiting", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
-	time.Sleep(time.Second)
+	// While it waits, its status says why.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, env, _ := h.capflow(t, "status", waiting)
+		if strings.Contains(fmt.Sprint(env.Data), "waiting for a slot (tool keyed: concurrency 1 per account)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting step's status does not say why: %v", env.Data)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if code, env, _ := h.capflow(t, "cancel", waiting); code != 5 { // the run ended cancelled
 		t.Fatalf("cancel: exit %d %s", code, env.Message)
 	}

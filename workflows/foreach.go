@@ -195,7 +195,7 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	cctx, cancel := workflow.WithCancel(s.stepCtx(step.ID))
 	call, inputs, deps := s.itemCall(st, index)
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
-		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call, CacheTTL: step.CacheTTL}}
+		Step: wfapi.StepCall{ID: step.ID, Capability: step.Capability, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call, CacheTTL: step.CacheTTL}}
 	it.cancel, it.status = cancel, wfapi.StepRunning
 	in = s.fitInput(in)
 	in.Lineage = s.lineage

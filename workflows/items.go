@@ -57,7 +57,7 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		cancels = append(cancels, cancel)
 		call := in.Step
 		rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
-			Step: wfapi.StepCall{ID: call.ID, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
+			Step: wfapi.StepCall{ID: call.ID, Capability: call.Capability, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
 				Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
 		rin = x.fitInput(rin)
 		rin.Lineage = in.Lineage

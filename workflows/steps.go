@@ -41,7 +41,7 @@ func (s *scheduler) launch(st *stepState) {
 	st.host = opts.TaskQueue // the run's host, or the tool's own queue
 	cctx, cancel := workflow.WithCancel(s.stepCtx(step.ID))
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir,
-		Step: wfapi.StepCall{ID: step.ID, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
+		Step: wfapi.StepCall{ID: step.ID, Capability: step.Capability, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
 	// Only idempotent steps are reused: a step with effects (a server it
 	// starts, a card it charges) runs again.
 	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 && step.Idempotent {

@@ -198,7 +198,11 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 	if len(rep.Limits) > 0 {
 		fmt.Fprintln(w, "\nlimits (across every run and worker):")
 		for _, l := range rep.Limits {
-			fmt.Fprintf(w, "  %s [%s]: %s\n", l.Tool, strings.Join(l.Steps, ", "), l.Limits)
+			what := l.Tool
+			if l.Capability != "" {
+				what = "capability " + l.Capability
+			}
+			fmt.Fprintf(w, "  %s [%s]: %s\n", what, strings.Join(l.Steps, ", "), l.Limits)
 		}
 	}
 	fmt.Fprintf(w, "\npolicy: ")

@@ -146,6 +146,9 @@ func resultRows(res *capflowclient.Result) (rows [][]string, hidden int) {
 		if c := s.ItemCounts; c != nil {
 			note = fmt.Sprintf("%d items: %d succeeded, %d failed, %d skipped", c.Count, c.Succeeded, c.Failed, c.Skipped)
 		}
+		if s.Latest != nil && note == "" {
+			note = s.Latest.Message // what a running step says now
+		}
 		rows = append(rows, []string{"  " + s.ID, stepWhat(s), tool, string(s.Status), fmt.Sprint(s.Attempts), caperr.FirstLine(note)})
 		for _, it := range s.Items {
 			if it.Status != wfapi.StepSucceeded {

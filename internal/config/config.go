@@ -16,6 +16,7 @@ import (
 
 	shared "github.com/capflow/capflow/defaults"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -48,6 +49,9 @@ type Config struct {
 	// (docs/mcp.md), by name. Read from the file as written (viper would
 	// fold the case of environment variable names).
 	MCPServers map[string]MCPServer `mapstructure:"-" json:"mcp_servers,omitempty"`
+	// Limits hold the steps of a capability, whichever tool provides it,
+	// across every run and worker (docs/manifests.md#limits).
+	Limits map[string]manifest.Limits `mapstructure:"-" json:"limits,omitempty"`
 }
 
 // MCPServer is how to reach one MCP server: a command speaking stdio, or a
@@ -271,19 +275,21 @@ func Load(opts Options) (*Config, error) {
 	return cfg, cfg.validate()
 }
 
-// decodeMCP takes mcp_servers from the file's own map (validated by the
-// schema already).
+// decodeMCP takes mcp_servers and limits from the file's own map
+// (validated by the schema already).
 func decodeMCP(raw map[string]any, cfg *Config) error {
-	m, ok := raw["mcp_servers"]
-	if !ok {
-		return nil
-	}
-	b, err := json.Marshal(m)
-	if err == nil {
-		err = json.Unmarshal(b, &cfg.MCPServers)
-	}
-	if err != nil {
-		return caperr.Wrap(caperr.ConfigError, err, "mcp_servers")
+	for key, into := range map[string]any{"mcp_servers": &cfg.MCPServers, "limits": &cfg.Limits} {
+		m, ok := raw[key]
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(m)
+		if err == nil {
+			err = json.Unmarshal(b, into)
+		}
+		if err != nil {
+			return caperr.Wrap(caperr.ConfigError, err, "%s", key)
+		}
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ type Request struct {
 	InputsOptional bool
 	// CacheTTL is the project's default cache TTL (0: config's default).
 	CacheTTL time.Duration
+	// CapabilityLimits are capflow.yaml's limits, by capability.
+	CapabilityLimits map[string]manifest.Limits
 }
 
 // Problem is a plan or input problem in JSON form.
@@ -172,7 +174,7 @@ func Check(req Request) *Report {
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
-	r.Limits = limits(gr.Resolution)
+	r.Limits = limits(gr.Resolution, req.CapabilityLimits)
 	ttl := req.CacheTTL
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL

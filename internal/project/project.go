@@ -149,5 +149,5 @@ func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Regi
 	}
 	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
 		MinConfidence: p.Config.Router.MinConfidence, Deps: deps, InputsOptional: optionalInputs,
-		CacheTTL: p.Config.CacheTTL()})
+		CacheTTL: p.Config.CacheTTL(), CapabilityLimits: p.Config.Limits})
 }

@@ -155,14 +155,14 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 	}
 	// A slot of the tool's limits before the start is claimed: a worker
 	// that dies waiting leaves nothing started.
-	release, waited, err := e.takeSlot(ctx, r, m, inputs)
+	release, waited, err := e.takeSlots(ctx, r, m, inputs)
+	defer release()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &Cancelled{Result: &wfapi.RunToolResult{Attempt: r.attempt}}
 		}
 		return r.fail(b.FailErr(err, nil))
 	}
-	defer release()
 	if !in.Step.Idempotent {
 		if err := r.claimStart(at.RunID); err != nil {
 			return r.fail(b.FailErr(err, nil))

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/capflow/capflow/internal/envelope"
@@ -18,9 +19,10 @@ type Slots interface {
 	Take(ctx context.Context, req SlotRequest) (release func(), err error)
 }
 
-// SlotRequest is one attempt's request for a slot of a tool's limit.
+// SlotRequest is one attempt's request for a slot of a limit.
 type SlotRequest struct {
-	Tool   string
+	// Scope names the limit: "tool NAME" or "capability CAP".
+	Scope  string
 	Limits manifest.Limits
 	// Key is the key input's value ("" without a key).
 	Key string
@@ -34,36 +36,60 @@ type SlotRequest struct {
 // DefaultLease is a slot's lease when the step has no heartbeat timeout.
 const DefaultLease = 30 * time.Second
 
-// takeSlot waits for a slot of the tool's limit when it has one, saying
-// so in the step's live feedback while it waits; note is what the step's
-// envelope keeps of the wait (nil: it did not wait).
-func (e *Executor) takeSlot(ctx context.Context, r *stepRun, m *manifest.Manifest, inputs any) (release func(), note *envelope.Feedback, err error) {
-	if m.Limits == nil || e.Slots == nil {
-		return func() {}, nil, nil
+// limitsOf are the limits that hold a step: its capability's
+// (capflow.yaml) first, then its tool's (a step takes their slots in that
+// order, so two steps never hold one each of the other's).
+func (e *Executor) limitsOf(m *manifest.Manifest, capability string) []SlotRequest {
+	var out []SlotRequest
+	if l, ok := e.Project.Config.Limits[capability]; ok && capability != "" {
+		out = append(out, SlotRequest{Scope: "capability " + capability, Limits: l})
 	}
-	key := ""
-	if f := m.Limits.KeyInput(); f != "" {
-		in, _ := inputs.(map[string]any)
-		key = fmt.Sprint(in[f])
+	if m.Limits != nil {
+		out = append(out, SlotRequest{Scope: "tool " + m.Name, Limits: *m.Limits})
 	}
-	lease := r.at.Lease
-	if lease <= 0 {
-		lease = DefaultLease
+	return out
+}
+
+// takeSlots waits for a slot of each limit that holds the step, saying so
+// in the step's live feedback while it waits; note is what the step's
+// envelope keeps of the wait (nil: it did not wait). release gives back
+// what was taken, on an error too.
+func (e *Executor) takeSlots(ctx context.Context, r *stepRun, m *manifest.Manifest, inputs any) (release func(), note *envelope.Feedback, err error) {
+	var held []func()
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
 	}
-	what := fmt.Sprintf("a slot (tool %s: %s)", m.Name, m.Limits.Describe())
-	if r.at.OnFeedback != nil {
-		r.at.OnFeedback(envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
-			Message: "waiting for " + what})
+	if e.Slots == nil {
+		return release, nil, nil
 	}
 	began := time.Now()
-	release, err = e.Slots.Take(ctx, SlotRequest{Tool: m.Name, Limits: *m.Limits, Key: key, Lease: lease,
-		Holder: fmt.Sprintf("%s/%s/%d", r.in.WorkflowID, label(r.in.Step), r.attempt)})
-	if err != nil {
-		return nil, nil, err
+	var what []string
+	for _, req := range e.limitsOf(m, r.in.Step.Capability) {
+		if f := req.Limits.KeyInput(); f != "" {
+			in, _ := inputs.(map[string]any)
+			req.Key = fmt.Sprint(in[f])
+		}
+		req.Lease, req.Holder = r.at.Lease, fmt.Sprintf("%s/%s/%d", r.in.WorkflowID, label(r.in.Step), r.attempt)
+		if req.Lease <= 0 {
+			req.Lease = DefaultLease
+		}
+		w := fmt.Sprintf("a slot (%s: %s)", req.Scope, req.Limits.Describe())
+		what = append(what, w)
+		if r.at.OnFeedback != nil {
+			r.at.OnFeedback(envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
+				Message: "waiting for " + w})
+		}
+		rel, err := e.Slots.Take(ctx, req)
+		if err != nil {
+			return release, nil, err
+		}
+		held = append(held, rel)
 	}
-	if waited := time.Since(began); waited >= slotNoted {
+	if waited := time.Since(began); len(what) > 0 && waited >= slotNoted {
 		note = &envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
-			Message: fmt.Sprintf("waited %s for %s", waited.Round(time.Millisecond), what)}
+			Message: fmt.Sprintf("waited %s for %s", waited.Round(time.Millisecond), strings.Join(what, " and "))}
 	}
 	return release, note, nil
 }

@@ -3,6 +3,7 @@ package wfapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -41,12 +42,14 @@ type LimitState struct {
 	Next    time.Time            `json:"next,omitempty"`    // the earliest next start
 }
 
-// LimitWorkflowID is the workflow that keeps tool's limit for one key
-// value (the value as a digest: it may name an account).
-func LimitWorkflowID(tool, key string) string {
+// LimitWorkflowID is the workflow that keeps a limit ("tool NAME",
+// "capability CAP") for one key value (the value as a digest: it may name
+// an account).
+func LimitWorkflowID(scope, key string) string {
+	id := "capflow-limit:" + strings.ReplaceAll(scope, " ", ":")
 	if key == "" {
-		return "capflow-limit:" + tool
+		return id
 	}
 	sum := sha256.Sum256([]byte(key))
-	return "capflow-limit:" + tool + ":" + hex.EncodeToString(sum[:8])
+	return id + ":" + hex.EncodeToString(sum[:8])
 }

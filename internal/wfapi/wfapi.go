@@ -245,7 +245,10 @@ func Conditions(deps map[string]StepOutcome, data func(id string) any) map[strin
 // StepCall is what RunTool needs to know of a step: kept small, since one
 // is recorded in history for every step.
 type StepCall struct {
-	ID         string         `json:"id"`
+	ID string `json:"id"`
+	// Capability is the plan's (a capability's limits in capflow.yaml hold
+	// the step).
+	Capability string         `json:"capability,omitempty"`
 	Tool       string         `json:"tool"`
 	Version    string         `json:"version"`
 	Digest     string         `json:"digest"`

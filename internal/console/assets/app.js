@@ -367,7 +367,7 @@ const capflow = (() => {
       if (!s) { box.replaceChildren(el("h2", {}, selected || "Steps"), el("p", { class: "muted" }, "not started")); return; }
       const env = s.envelope || {};
       const rows = [["capability", s.capability], ["tool", s.tool ? `${s.tool}@${s.version}` : ""], ["status", badge(s.status)], ["attempts", s.attempts],
-        ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
+        ["now", s.latest ? `${s.latest.phase}: ${s.latest.message}` : ""], ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
         ["items", s.item_counts ? `${s.item_counts.succeeded} succeeded, ${s.item_counts.failed} failed of ${s.item_counts.count}` : ""]];
       const kids = [el("h2", {}, s.id), el("dl", {}, rows.filter((r) => r[1] !== undefined && r[1] !== "" && r[1] !== 0).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))];
       if (s.items && s.items.length) kids.push(el("h2", {}, "Items"), el("table", {}, el("tbody", {}, s.items.map((it) =>
