@@ -286,3 +286,38 @@ func BenchmarkScalePlan(b *testing.B) {
 		b.ReportMetric(float64(workerPeakKB())/1024, "worker-peak-MB")
 	}
 }
+
+// BenchmarkLimits is the cost of a tool's limits per step (issue 42): a
+// 50-step chain and a 100-step fan-out of a tool whose limit is never
+// reached (concurrency 1,000) against the same builtin without one, both
+// regular activities, alternating b.N pairs on one dev server; each step
+// of the limited tool takes its slot and gives it back (an update and a
+// signal to the limit's workflow).
+func BenchmarkLimits(b *testing.B) {
+	render := map[string]any{"template": "ok"}
+	for _, shape := range []struct {
+		name  string
+		steps int
+		chain bool
+	}{{"chain50", 50, true}, {"fanout100", 100, false}} {
+		b.Run(shape.name, func(b *testing.B) {
+			var plain, limited time.Duration
+			for i := 0; i < b.N; i++ {
+				for _, c := range []struct {
+					capability string
+					into       *time.Duration
+				}{{"test.render", &plain}, {"test.render_limited", &limited}} {
+					start := time.Now()
+					if err := runCapflow(capflowPlanOf(c.capability, render, shape.steps, shape.chain), "activity"); err != nil {
+						b.Fatal(err)
+					}
+					*c.into += time.Since(start)
+				}
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N*shape.steps) }
+			b.ReportMetric(per(plain), "unlimited-ms/step")
+			b.ReportMetric(per(limited), "limited-ms/step")
+			b.ReportMetric(float64(limited)/float64(plain), "limited/unlimited")
+		})
+	}
+}
