@@ -86,6 +86,9 @@ func TestLimitsHoldAcrossRunsAndWorkers(t *testing.T) {
 			t.Fatalf("%s: %s %s", id, res.Status, res.Message)
 		}
 	}
+	// The limit's workflow so far (it waits for more, idle), for the
+	// replay test.
+	recordHistory(t, wfapi.LimitWorkflowID("tool limited", ""), "limit-concurrency")
 	spans := readSpans(t, log)
 	if len(spans) != 12 || mostAtOnce(spans) != 2 {
 		t.Fatalf("%d steps ran, at most %d at once (want 12, 2): %v", len(spans), mostAtOnce(spans), spans)

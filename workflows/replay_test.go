@@ -85,6 +85,7 @@ func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
 func registerWorkflows(r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
+	r.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 }
 
 // replay replays one history under its original workflow ID (sub-plan

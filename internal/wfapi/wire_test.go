@@ -139,3 +139,15 @@ func fill(t reflect.Type) reflect.Value {
 	}
 	return v
 }
+
+// A limit's workflow ID never carries its key's value (an account, a
+// host): a digest of it.
+func TestLimitWorkflowIDHidesTheKey(t *testing.T) {
+	id := LimitWorkflowID("tool drive-upload", "alice@example.com")
+	if strings.Contains(id, "alice") || !strings.HasPrefix(id, "capflow-limit:tool:drive-upload:") || id == LimitWorkflowID("tool drive-upload", "bob@example.com") {
+		t.Fatalf("id %q", id)
+	}
+	if LimitWorkflowID("capability video.download", "") != "capflow-limit:capability:video.download" {
+		t.Fatal(LimitWorkflowID("capability video.download", ""))
+	}
+}
