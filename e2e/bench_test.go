@@ -223,20 +223,7 @@ func BenchmarkLocal(b *testing.B) {
 // (docs/plans.md: no history past 10,240 events).
 func BenchmarkScaleForEach(b *testing.B) {
 	const n = 10000
-	var src bytes.Buffer
-	src.WriteString("name: scale-bench\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\nsteps:\n  - id: each\n    capability: text.render\n    for_each: [")
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			src.WriteString(", ")
-		}
-		fmt.Fprintf(&src, "%d", i)
-	}
-	src.WriteString("]\n    with: {template: \"n={{.n}}\", values: {n: \"${item}\"}}\n")
-	p := filepath.Join(h.project, "e2e-plans", "scale-bench.yaml")
-	_ = os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, src.Bytes(), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	p := h.writePlan(&testing.T{}, "scale-bench", forEachPlan("scale-bench", n, 0))
 	t := &testing.T{}
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -247,7 +234,7 @@ func BenchmarkScaleForEach(b *testing.B) {
 		}
 		most := historyLength(t, r.WorkflowID)
 		for k := 1; k <= (n+499)/500; k++ {
-			most = max(most, historyLength(t, fmt.Sprintf("%s.each.items-%d", r.WorkflowID, k)))
+			most = max(most, historyLength(t, fmt.Sprintf("%s.fast.items-%d", r.WorkflowID, k)))
 		}
 		b.ReportMetric(float64(took.Milliseconds())/n, "ms/item")
 		b.ReportMetric(float64(most), "max-history-events")

@@ -24,7 +24,7 @@ import (
 func BenchmarkScale100k(b *testing.B) {
 	const n = 100000
 	regular := envInt("CAPFLOW_SCALE_REGULAR", 5000)
-	file := h.writePlan(&testing.T{}, "scale-100k", forEachPlan(n-regular, regular))
+	file := h.writePlan(&testing.T{}, "scale-100k", forEachPlan("scale-100k", n-regular, regular))
 	for i := 0; i < b.N; i++ {
 		samples, stop := sampleWorkerRSS()
 		defer stop()
@@ -55,11 +55,12 @@ func BenchmarkScale100k(b *testing.B) {
 	}
 }
 
-// forEachPlan is a plan of two for_each steps: fast items of the core
-// kit's text.render, then regular ones of test.render.
-func forEachPlan(fast, regular int) string {
+// forEachPlan is a plan of a for_each step of fast items (the core kit's
+// text.render, id "fast"), then, with regular > 0, one of regular items
+// (test.render).
+func forEachPlan(name string, fast, regular int) string {
 	var b strings.Builder
-	b.WriteString("name: scale-100k\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\nsteps:\n")
+	fmt.Fprintf(&b, "name: %s\nmax_parallel: 64\npolicy: {limits: {max_parallel: 64}}\nsteps:\n", name)
 	list := func(n int) {
 		b.WriteString("[")
 		for i := 0; i < n; i++ {
