@@ -3,82 +3,124 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Slots keeps tools' limits with a LimitWorkflow per tool and key value
-// (workflows/limit.go) on the worker's task queue: step.Slots.
+// Slots keeps tools' and capabilities' limits with a LimitWorkflow per
+// limit and key value (workflows/limit.go) on the worker's task queue:
+// step.Slots.
 type Slots struct {
 	Client client.Client
 	Queue  string
 }
 
-// Take asks the limit's workflow for a slot (starting it when none runs)
-// and waits for it; while the slot is held its lease is renewed, and the
-// function returned gives it back. A cancelled wait tells the workflow, so
-// the step takes nothing.
+// Take asks the limit's workflow for a slot (starting it when none runs);
+// queued, it asks again with growing pauses until the slot is its. While
+// it waits or holds, its lease is renewed; the function returned gives the
+// slot back. A cancelled wait leaves the queue: the step takes nothing.
 func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) {
 	id := wfapi.LimitWorkflowID(req.Scope, req.Key)
-	lr := wfapi.LimitRequest{Holder: req.Holder, Concurrency: req.Limits.Concurrency, Interval: req.Limits.Interval(), Lease: req.Lease}
+	lease := max(req.Lease, wfapi.MinLimitLease)
+	lr := wfapi.LimitRequest{Holder: req.Holder, Concurrency: req.Limits.Concurrency, Interval: req.Limits.Interval(), Lease: lease}
 	label := req.Scope
 	if k := req.Limits.KeyInput(); k != "" {
 		label += " per " + k
 	}
-	for {
-		err := s.acquire(ctx, id, label, lr)
-		if err == nil {
-			break
+	var held atomic.Bool
+	done := make(chan struct{})
+	release := func() {
+		close(done)
+		s.signal(id, wfapi.LimitReleaseSignal, req.Holder)
+	}
+	go s.renew(done, id, wfapi.LimitRenew{Holder: req.Holder, Lease: lease}, &held)
+	state, err := s.acquire(ctx, id, label, lr)
+	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = min(2*pause, maxPoll) {
+		if state == wfapi.LimitQueued && req.Queued != nil {
+			req.Queued()
+			req.Queued = nil
 		}
-		if ctx.Err() != nil {
-			s.signal(id, wfapi.LimitReleaseSignal, req.Holder)
-			return nil, ctx.Err()
-		}
-		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.Type() == "Released" {
-			return nil, err
-		}
-		// The limit's workflow continued as new or ended while this
-		// waited: ask its next run.
 		select {
 		case <-ctx.Done():
-			s.signal(id, wfapi.LimitReleaseSignal, req.Holder)
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+			err = ctx.Err()
+			continue
+		case <-time.After(pause):
+		}
+		if state, err = s.holds(ctx, id, req.Holder); err == nil && state == wfapi.LimitUnknown {
+			// Its place ran out (renewals did not reach the limit): ask again.
+			state, err = s.acquire(ctx, id, label, lr)
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(req.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				s.signal(id, wfapi.LimitRenewSignal, lr)
-			}
-		}
-	}()
-	return func() { close(done); s.signal(id, wfapi.LimitReleaseSignal, req.Holder) }, nil
+	if err != nil {
+		release()
+		return nil, err
+	}
+	held.Store(true)
+	return release, nil
 }
 
-func (s *Slots) acquire(ctx context.Context, id, label string, lr wfapi.LimitRequest) error {
-	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: id, TaskQueue: s.Queue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, StaticSummary: "limit: " + label},
-		wfapi.LimitWorkflowType, wfapi.LimitState{Label: label})
-	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: wfapi.LimitAcquireUpdate, Args: []any{lr}, WaitForStage: client.WorkflowUpdateStageCompleted}})
-	if err != nil {
+// maxPoll is the longest pause of a queued attempt between two asks: a
+// slot freed waits at most this long for its next holder (a query costs
+// no history).
+const maxPoll = 500 * time.Millisecond
+
+// acquire asks for the slot, starting the limit's workflow when none runs;
+// a transient failure (the server busy or away, the workflow between two
+// runs) is asked again with growing pauses.
+func (s *Slots) acquire(ctx context.Context, id, label string, lr wfapi.LimitRequest) (string, error) {
+	var state string
+	err := transient(ctx, func() error {
+		start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: id, TaskQueue: s.Queue,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, StaticSummary: "limit: " + label},
+			wfapi.LimitWorkflowType, wfapi.LimitState{Label: label})
+		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: wfapi.LimitAcquireUpdate, Args: []any{lr}, WaitForStage: client.WorkflowUpdateStageCompleted}})
+		if err == nil {
+			err = h.Get(ctx, &state)
+		}
 		return err
+	})
+	return state, err
+}
+
+// holds asks the limit whether the slot is the holder's yet.
+func (s *Slots) holds(ctx context.Context, id, holder string) (string, error) {
+	var state string
+	err := transient(ctx, func() error {
+		v, err := s.Client.QueryWorkflow(ctx, id, "", wfapi.LimitHoldsQuery, holder)
+		if err == nil {
+			err = v.Get(&state)
+		}
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			state, err = wfapi.LimitUnknown, nil // ended, or between two runs: ask again
+		}
+		return err
+	})
+	return state, err
+}
+
+// renew renews the lease every third of it until done.
+func (s *Slots) renew(done <-chan struct{}, id string, r wfapi.LimitRenew, held *atomic.Bool) {
+	t := time.NewTicker(r.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			r.Held = held.Load()
+			s.signal(id, wfapi.LimitRenewSignal, r)
+		}
 	}
-	return h.Get(ctx, nil)
 }
 
 // signal tells the limit's workflow, whatever the attempt's context: a
@@ -88,4 +130,37 @@ func (s *Slots) signal(id, name string, arg any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = s.Client.SignalWorkflow(ctx, id, "", name, arg)
+}
+
+// transient runs call until it succeeds, fails for good, or ctx ends: the
+// server's own refusals of the moment (busy, unavailable, a workflow that
+// ended or continued as new under the call) are asked again with growing
+// pauses; anything else is the step's failure.
+func transient(ctx context.Context, call func() error) error {
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, 5*time.Second) {
+		err := call()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("the limit's workflow: %w", err)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var (
+		busy    *serviceerror.ResourceExhausted
+		away    *serviceerror.Unavailable
+		gone    *serviceerror.NotFound
+		closing *serviceerror.WorkflowNotReady
+		ended   *serviceerror.AlreadyExists
+	)
+	return errors.As(err, &busy) || errors.As(err, &away) || errors.As(err, &gone) || errors.As(err, &closing) || errors.As(err, &ended) ||
+		errors.Is(err, context.DeadlineExceeded)
 }

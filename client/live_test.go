@@ -16,7 +16,7 @@ func TestLiveFeedback(t *testing.T) {
 	if res.Steps[0].Latest != wait || res.Steps[1].Latest != nil || res.Steps[2].Latest != nil {
 		t.Fatalf("latest: a %v, b %v, c %v", res.Steps[0].Latest, res.Steps[1].Latest, res.Steps[2].Latest)
 	}
-	for id, want := range map[string]string{"step-x": "x", "step-x-after-local": "x", "step-x-host-3": "x", "step-x-rerun-1": "x", "step-my-step": "my-step"} {
+	for id, want := range map[string]string{"step-x": "x", "step-x-after-local": "x", "step-x-host-3": "x", "step-x-rerun-1": "x", "step-my-step": "my-step", "step-x[3]": "x", "step-x-retry-2-host-1": "x", "step-x[12]-after-local": "x"} {
 		if got, ok := StepOfActivity(id); !ok || got != want {
 			t.Errorf("%s: %q %v, want %q", id, got, ok, want)
 		}

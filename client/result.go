@@ -128,12 +128,13 @@ func (r *Result) live(info *RunInfo) {
 	}
 }
 
-// activitySuffix is what a step's activity ID adds to "step-<id>" for an
-// attempt after a local one, a retry, a rerun or a host move.
-var activitySuffix = regexp.MustCompile(`-(after-local|retry-\d+|rerun-\d+|host-\d+)$`)
+// activitySuffix is what a step's activity ID adds to "step-<id>": an
+// item's index, and for an attempt after a local one, a retry, a rerun or
+// a host move, each of those.
+var activitySuffix = regexp.MustCompile(`(\[\d+\]|-after-local|-retry-\d+|-rerun-\d+|-host-\d+)+$`)
 
-// StepOfActivity is the step an activity ID runs ("step-<id>..."), or
-// false for capflow's own activities.
+// StepOfActivity is the step an activity ID runs ("step-<id>...": for an
+// item, its for_each step), or false for capflow's own activities.
 func StepOfActivity(activityID string) (string, bool) {
 	id, ok := strings.CutPrefix(activityID, "step-")
 	return activitySuffix.ReplaceAllString(id, ""), ok

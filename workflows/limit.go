@@ -4,50 +4,57 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// LimitWorkflow keeps one limit of a tool (per key value) for every run
-// and worker (wfapi.LimitWorkflowType): a FIFO queue of attempts waiting
-// for a slot, the holders with their leases, and the earliest time the
-// rate lets the next one start. It continues as new past limitEvents
-// (waiting attempts ask again) and ends once idle for limitIdle.
+// LimitWorkflow keeps one limit (a tool's or a capability's, per key
+// value) for every run and worker (wfapi.LimitWorkflowType): the holders
+// with their leases, a FIFO queue of waiters with theirs, and the
+// earliest time the rate lets the next one start. Its handlers never
+// wait: acquire answers held or queued at once, and the slots are granted
+// here, in order, as they come free. It continues as new past limitEvents
+// carrying all of it, and ends once idle for limitIdle.
 func LimitWorkflow(ctx workflow.Context, st wfapi.LimitState) error {
-	l := &limit{ctx: ctx, holders: st.Holders, next: st.Next}
-	if l.holders == nil {
-		l.holders = map[string]time.Time{}
+	l := &limit{st: st}
+	if l.st.Holders == nil {
+		l.st.Holders = map[string]time.Time{}
 	}
-	err := workflow.SetUpdateHandlerWithOptions(ctx, wfapi.LimitAcquireUpdate, l.acquire,
-		workflow.UpdateHandlerOptions{UnfinishedPolicy: workflow.HandlerUnfinishedPolicyAbandon})
-	if err != nil {
+	if err := workflow.SetUpdateHandler(ctx, wfapi.LimitAcquireUpdate, l.acquire); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, wfapi.LimitHoldsQuery, l.holds); err != nil {
 		return err
 	}
 	release := workflow.GetSignalChannel(ctx, wfapi.LimitReleaseSignal)
 	renew := workflow.GetSignalChannel(ctx, wfapi.LimitRenewSignal)
+	var t limitTimer
+	var idleSince time.Time
 	for {
-		l.drain(release, renew)
 		now := workflow.Now(ctx)
+		l.drain(now, release, renew)
 		l.expire(now)
+		l.grant(now)
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > limitEvents {
-			l.drain(release, renew)
-			st.Holders, st.Next = l.holders, l.next
-			return workflow.NewContinueAsNewError(ctx, wfapi.LimitWorkflowType, st)
+			l.drain(now, release, renew)
+			return workflow.NewContinueAsNewError(ctx, wfapi.LimitWorkflowType, l.st)
 		}
-		idle := len(l.holders) == 0 && len(l.queue) == 0
-		wait := limitIdle
-		if !idle {
-			wait = max(l.firstExpiry().Sub(now), time.Millisecond)
-		}
-		gen := l.gen
-		woke, _ := workflow.AwaitWithTimeout(ctx, wait, func() bool {
-			return l.gen != gen || release.Len() > 0 || renew.Len() > 0
-		})
-		if !woke && idle && l.gen == gen {
+		wake := l.wake(now)
+		switch {
+		case !l.idle(now):
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = now
+			wake = now.Add(limitIdle)
+		case !now.Before(idleSince.Add(limitIdle)):
 			return nil
+		default:
+			wake = idleSince.Add(limitIdle)
 		}
+		fired := t.set(ctx, now, wake)
+		gen := l.gen
+		_ = workflow.Await(ctx, func() bool { return l.gen != gen || release.Len() > 0 || renew.Len() > 0 || fired() })
 	}
 }
 
@@ -59,101 +66,152 @@ const (
 )
 
 type limit struct {
-	ctx     workflow.Context
-	holders map[string]time.Time
-	queue   []string
-	next    time.Time
-	gen     int // bumped by every change a waiter may be waiting for
+	st  wfapi.LimitState
+	gen int // bumped by every change the main loop waits for
 }
 
-// acquire returns once req's holder has a slot, or fails when it was
-// released while it waited (its step was cancelled).
-func (l *limit) acquire(ctx workflow.Context, req wfapi.LimitRequest) error {
-	if _, held := l.holders[req.Holder]; held {
-		return nil // asked again (the caller's retry): it holds it
-	}
-	l.queue = append(l.queue, req.Holder)
+// acquire answers at once: held (the slot is the holder's, its lease
+// starts again) or queued (it asks the holds query, and renews its place).
+func (l *limit) acquire(ctx workflow.Context, req wfapi.LimitRequest) (string, error) {
+	now := workflow.Now(ctx)
+	l.st.Concurrency, l.st.Interval = req.Concurrency, req.Interval // the limit as declared now
+	lease := max(req.Lease, wfapi.MinLimitLease)
 	l.gen++
-	defer l.leave(req.Holder)
-	for {
-		if !slices.Contains(l.queue, req.Holder) {
-			return temporal.NewNonRetryableApplicationError("released while waiting for a slot", "Released", nil)
-		}
-		now := workflow.Now(ctx)
-		l.expire(now)
-		head := l.queue[0] == req.Holder
-		free := req.Concurrency <= 0 || len(l.holders) < req.Concurrency
-		if head && free && !now.Before(l.next) {
-			l.holders[req.Holder] = now.Add(req.Lease)
-			if req.Interval > 0 {
-				l.next = now.Add(req.Interval)
-			}
-			l.gen++
-			return nil
-		}
-		gen := l.gen
-		changed := func() bool { return l.gen != gen }
-		if !head {
-			if err := workflow.Await(ctx, changed); err != nil {
-				return err
-			}
-			continue
-		}
-		// The head waits for the rate's next start or the first lease's end.
-		wake := l.next
-		if !free {
-			wake = l.firstExpiry()
-		}
-		if _, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(now), time.Millisecond), changed); err != nil {
-			return err
-		}
+	if _, held := l.st.Holders[req.Holder]; held {
+		l.st.Holders[req.Holder] = now.Add(lease)
+		return wfapi.LimitHeld, nil
 	}
+	if i := l.queued(req.Holder); i >= 0 {
+		l.st.Queue[i].Until = now.Add(lease)
+		return wfapi.LimitQueued, nil
+	}
+	l.st.Queue = append(l.st.Queue, wfapi.LimitWaiter{Holder: req.Holder, Until: now.Add(lease), Lease: lease})
+	l.expire(now)
+	l.grant(now)
+	return l.holds(req.Holder)
 }
 
-func (l *limit) leave(holder string) {
-	if i := slices.Index(l.queue, holder); i >= 0 {
-		l.queue = slices.Delete(l.queue, i, i+1)
+// holds says whether holder holds a slot, waits for one, or is unknown.
+func (l *limit) holds(holder string) (string, error) {
+	if _, held := l.st.Holders[holder]; held {
+		return wfapi.LimitHeld, nil
+	}
+	if l.queued(holder) >= 0 {
+		return wfapi.LimitQueued, nil
+	}
+	return wfapi.LimitUnknown, nil
+}
+
+func (l *limit) queued(holder string) int {
+	return slices.IndexFunc(l.st.Queue, func(w wfapi.LimitWaiter) bool { return w.Holder == holder })
+}
+
+// grant gives the free slots to the first waiters, as the rate allows.
+func (l *limit) grant(now time.Time) {
+	for len(l.st.Queue) > 0 {
+		free := l.st.Concurrency <= 0 || len(l.st.Holders) < l.st.Concurrency
+		if !free || now.Before(l.st.Next) {
+			return
+		}
+		w := l.st.Queue[0]
+		l.st.Queue = l.st.Queue[1:]
+		l.st.Holders[w.Holder] = now.Add(w.Lease)
+		if l.st.Interval > 0 {
+			l.st.Next = now.Add(l.st.Interval)
+		}
 		l.gen++
 	}
 }
 
-// drain applies the releases and renewals received.
-func (l *limit) drain(release, renew workflow.ReceiveChannel) {
+// drain applies the releases and renewals received. A holder let go (its
+// lease ran out while its tool ran on: a long server outage) holds again
+// on its renewal, even past the concurrency: its tool runs.
+func (l *limit) drain(now time.Time, release, renew workflow.ReceiveChannel) {
 	var holder string
 	for release.ReceiveAsync(&holder) {
-		delete(l.holders, holder)
-		l.leave(holder)
+		delete(l.st.Holders, holder)
+		if i := l.queued(holder); i >= 0 {
+			l.st.Queue = slices.Delete(l.st.Queue, i, i+1)
+		}
 		l.gen++
 	}
-	var req wfapi.LimitRequest
+	var req wfapi.LimitRenew
 	for renew.ReceiveAsync(&req) {
-		if _, held := l.holders[req.Holder]; held {
-			l.holders[req.Holder] = workflow.Now(l.ctx).Add(req.Lease)
+		lease := max(req.Lease, wfapi.MinLimitLease)
+		if _, held := l.st.Holders[req.Holder]; held || req.Held {
+			l.st.Holders[req.Holder] = now.Add(lease)
+		} else if i := l.queued(req.Holder); i >= 0 {
+			l.st.Queue[i].Until = now.Add(lease)
 		}
 	}
 }
 
-// expire frees the slots whose lease ran out: their worker is gone.
+// expire frees the slots and places whose lease ran out: their worker is
+// gone.
 func (l *limit) expire(now time.Time) {
 	// The set of expired holders, whatever the order: deterministic.
 	//workflowcheck:ignore
-	for h, end := range l.holders {
+	for h, end := range l.st.Holders {
 		if !now.Before(end) {
-			delete(l.holders, h)
+			delete(l.st.Holders, h)
 			l.gen++
 		}
 	}
+	l.st.Queue = slices.DeleteFunc(l.st.Queue, func(w wfapi.LimitWaiter) bool { return !now.Before(w.Until) })
 }
 
-// firstExpiry is the earliest lease end (far ahead with no holder).
-func (l *limit) firstExpiry() time.Time {
-	first := workflow.Now(l.ctx).Add(limitIdle)
-	// The earliest, whatever the order: deterministic.
-	//workflowcheck:ignore
-	for _, end := range l.holders {
-		if end.Before(first) {
-			first = end
+// idle: nobody holds or waits, and the rate forgets nothing by ending.
+func (l *limit) idle(now time.Time) bool {
+	return len(l.st.Holders) == 0 && len(l.st.Queue) == 0 && !now.Before(l.st.Next)
+}
+
+// wake is when the limit must look again by itself: the first lease to
+// run out, or the rate's next start (zero: never).
+func (l *limit) wake(now time.Time) time.Time {
+	var first time.Time
+	earlier := func(t time.Time) {
+		if first.IsZero() || t.Before(first) {
+			first = t
 		}
 	}
+	// The earliest, whatever the order: deterministic.
+	//workflowcheck:ignore
+	for _, end := range l.st.Holders {
+		earlier(end)
+	}
+	for _, w := range l.st.Queue {
+		earlier(w.Until)
+	}
+	if now.Before(l.st.Next) {
+		earlier(l.st.Next)
+	}
 	return first
+}
+
+// limitTimer is the limit's one timer, replaced only when it must wake
+// sooner (a renewal moves no timer): each timer costs history events, and
+// a condition that wins does not cancel AwaitWithTimeout's.
+type limitTimer struct {
+	at     time.Time
+	f      workflow.Future
+	cancel workflow.CancelFunc
+}
+
+// set makes the timer fire at wake (zero: none needed), and returns
+// whether it fired.
+func (t *limitTimer) set(ctx workflow.Context, now, wake time.Time) func() bool {
+	ready := func() bool { return t.f != nil && t.f.IsReady() }
+	if wake.IsZero() {
+		return func() bool { return false } // a pending timer may fire: nothing waits for it
+	}
+	if t.f != nil && !ready() && !wake.Before(t.at) {
+		return ready
+	}
+	if t.cancel != nil && !ready() {
+		t.cancel()
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	t.at, t.cancel = wake, cancel
+	t.f = workflow.NewTimer(tctx, max(wake.Sub(now), time.Millisecond))
+	return ready
 }

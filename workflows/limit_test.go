@@ -11,42 +11,58 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// grants runs a LimitWorkflow and asks it for slots at the given times:
-// when each holder got its slot (since the start), or its error.
+// limitCall is an attempt's call to a LimitWorkflow at a time.
 type limitCall struct {
 	at     time.Duration
 	holder string
-	signal string // "": acquire; else this signal with holder
+	signal string // "": acquire; else this signal
+	held   bool   // a renewal's: its tool runs
 }
 
-func runLimit(t *testing.T, req wfapi.LimitRequest, calls []limitCall) map[string]string {
+// runLimit runs a LimitWorkflow with the calls and says when each holder
+// first held its slot (to the half second), "-" for never.
+func runLimit(t *testing.T, req wfapi.LimitRequest, calls []limitCall, horizon time.Duration) map[string]string {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	got := map[string]string{}
-	var start time.Time
-	env.RegisterDelayedCallback(func() { start = env.Now() }, 0)
 	for _, c := range calls {
+		got[c.holder] = "-"
 		env.RegisterDelayedCallback(func() {
-			if c.signal != "" {
-				env.SignalWorkflow(c.signal, c.holder)
-				return
-			}
 			r := req
 			r.Holder = c.holder
-			env.UpdateWorkflow(wfapi.LimitAcquireUpdate, c.holder, &testsuite.TestUpdateCallback{
-				OnReject: func(err error) { got[c.holder] = "rejected: " + err.Error() },
-				OnAccept: func() {},
-				OnComplete: func(_ any, err error) {
-					if err != nil {
-						got[c.holder] = "error"
-						return
-					}
-					got[c.holder] = fmt.Sprint(env.Now().Sub(start).Round(100 * time.Millisecond))
-				},
-			}, r)
+			switch c.signal {
+			case wfapi.LimitReleaseSignal:
+				env.SignalWorkflow(c.signal, c.holder)
+			case wfapi.LimitRenewSignal:
+				env.SignalWorkflow(c.signal, wfapi.LimitRenew{Holder: c.holder, Lease: r.Lease, Held: c.held})
+			default:
+				env.UpdateWorkflow(wfapi.LimitAcquireUpdate, c.holder+c.at.String(), &testsuite.TestUpdateCallback{
+					OnReject: func(err error) { t.Errorf("%s: rejected: %v", c.holder, err) }, OnAccept: func() {},
+					OnComplete: func(_ any, err error) {
+						if err != nil {
+							t.Errorf("%s: %v", c.holder, err)
+						}
+					}}, r)
+			}
 		}, c.at)
+	}
+	// A quarter second after each half: the check sees what the calls of
+	// the half did.
+	for at := 750 * time.Millisecond; at <= horizon; at += 500 * time.Millisecond {
+		env.RegisterDelayedCallback(func() {
+			for h := range got {
+				if got[h] != "-" {
+					continue
+				}
+				v, err := env.QueryWorkflow(wfapi.LimitHoldsQuery, h)
+				var state string
+				if err == nil && v.Get(&state) == nil && state == wfapi.LimitHeld {
+					got[h] = (at - 250*time.Millisecond).String()
+				}
+			}
+		}, at)
 	}
 	env.ExecuteWorkflow(wfapi.LimitWorkflowType, wfapi.LimitState{Label: "t"})
 	if err := env.GetWorkflowError(); err != nil {
@@ -63,22 +79,34 @@ func TestLimitWorkflow(t *testing.T) {
 		want  map[string]string
 	}{
 		{"concurrency: the third waits for a release", wfapi.LimitRequest{Concurrency: 2, Lease: time.Minute},
-			[]limitCall{{time.Second, "a", ""}, {time.Second, "b", ""}, {2 * time.Second, "c", ""}, {5 * time.Second, "a", wfapi.LimitReleaseSignal}},
+			[]limitCall{{1 * time.Second, "a", "", false}, {time.Second, "b", "", false}, {2 * time.Second, "c", "", false}, {5 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
 			map[string]string{"a": "1s", "b": "1s", "c": "5s"}},
 		{"rate: one start a second", wfapi.LimitRequest{Interval: time.Second, Lease: time.Minute},
-			[]limitCall{{time.Second, "a", ""}, {time.Second, "b", ""}, {time.Second, "c", ""}},
+			[]limitCall{{time.Second, "a", "", false}, {time.Second, "b", "", false}, {time.Second, "c", "", false}},
 			map[string]string{"a": "1s", "b": "2s", "c": "3s"}},
 		{"a dead worker's slot comes back with its lease", wfapi.LimitRequest{Concurrency: 1, Lease: 30 * time.Second},
-			[]limitCall{{time.Second, "a", ""}, {2 * time.Second, "b", ""}},
+			[]limitCall{{time.Second, "a", "", false}, {2 * time.Second, "b", "", false}, {12 * time.Second, "b", wfapi.LimitRenewSignal, false}, {22 * time.Second, "b", wfapi.LimitRenewSignal, false}},
 			map[string]string{"a": "1s", "b": "31s"}},
 		{"a waiter released takes nothing", wfapi.LimitRequest{Concurrency: 1, Lease: time.Minute},
-			[]limitCall{{time.Second, "a", ""}, {2 * time.Second, "b", ""}, {3 * time.Second, "c", ""}, {4 * time.Second, "b", wfapi.LimitReleaseSignal},
-				{5 * time.Second, "a", wfapi.LimitReleaseSignal}},
-			map[string]string{"a": "1s", "b": "error", "c": "5s"}},
+			[]limitCall{{time.Second, "a", "", false}, {2 * time.Second, "b", "", false}, {3 * time.Second, "c", "", false}, {4 * time.Second, "b", wfapi.LimitReleaseSignal, false},
+				{5 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
+			map[string]string{"a": "1s", "b": "-", "c": "5s"}},
+		{"a waiter whose worker died loses its place", wfapi.LimitRequest{Concurrency: 1, Lease: 10 * time.Second},
+			[]limitCall{{time.Second, "a", "", false}, {2 * time.Second, "b", "", false}, {3 * time.Second, "c", "", false},
+				{5 * time.Second, "a", wfapi.LimitRenewSignal, true}, {9 * time.Second, "a", wfapi.LimitRenewSignal, true}, {9 * time.Second, "c", wfapi.LimitRenewSignal, false},
+				{14 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
+			map[string]string{"a": "1s", "b": "-", "c": "14s"}},
+		// A tool that ran on through a server outage longer than its lease
+		// holds again on its next renewal (over the concurrency): the next
+		// one waits for it.
+		{"a holder let go holds again on its renewal", wfapi.LimitRequest{Concurrency: 1, Lease: 10 * time.Second},
+			[]limitCall{{time.Second, "a", "", false}, {15 * time.Second, "a", wfapi.LimitRenewSignal, true}, {16 * time.Second, "b", "", false},
+				{20 * time.Second, "b", wfapi.LimitRenewSignal, false}, {24 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
+			map[string]string{"a": "1s", "b": "24s"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := runLimit(t, c.req, c.calls)
+			got := runLimit(t, c.req, c.calls, 40*time.Second)
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}

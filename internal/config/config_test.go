@@ -153,3 +153,25 @@ func TestProtectedFollowsTheConfiguration(t *testing.T) {
 		t.Fatalf("protected: %s", got)
 	}
 }
+
+// A capability's limits are read from the file as they are written (its
+// name keeps its dots), and a broken one is named at its line.
+func TestCapabilityLimits(t *testing.T) {
+	cfg, err := Load(Options{Project: project(t, "limits:\n  video.download: {rate: 30/m, key: '${inputs.account}'}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits["video.download"]; l.Rate != "30/m" || l.KeyInput() != "account" {
+		t.Fatalf("limits %+v", cfg.Limits)
+	}
+	for src, want := range map[string]string{
+		"limits:\n  video.download: {rate: 0/s}\n":     `capflow.yaml:2:20: limits.video.download.rate: rate "0/s" lets nothing start`,
+		"limits:\n  Video: {concurrency: 1}\n":         `"Video" is not domain.action`,
+		"limits:\n  video.download: {concurency: 1}\n": `capflow.yaml:2:20: limits.video.download.concurency: unknown field "concurency" (did you mean "concurrency"?)`,
+	} {
+		_, err := Load(Options{Project: project(t, src)})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %s", src, err, want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func limitsChecks(raw map[string]any, at func(path []string, format string, args
 		return
 	}
 	if r, ok := lim["rate"].(string); ok && (Limits{Rate: r}).Interval() == 0 && strings.Contains(r, "/") {
-		at([]string{"limits", "rate"}, "rate %q lets nothing start: at least one a minute (1/m)", r)
+		at([]string{"limits", "rate"}, "rate %q lets nothing start (a rate above zero, like 1/m)", r)
 	}
 	k, ok := lim["key"].(string)
 	if !ok {

@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type SlotRequest struct {
 	// Lease is how long the slot stays the holder's without a renewal:
 	// how soon a dead worker's slot comes back.
 	Lease time.Duration
+	// Queued is called once if the attempt must wait (nil: not told).
+	Queued func()
 }
 
 // DefaultLease is a slot's lease when the step has no heartbeat timeout.
@@ -68,18 +71,19 @@ func (e *Executor) takeSlots(ctx context.Context, r *stepRun, m *manifest.Manife
 	var what []string
 	for _, req := range e.limitsOf(m, r.in.Step.Capability) {
 		if f := req.Limits.KeyInput(); f != "" {
+			// As JSON: 1 and "1" are two keys; a missing input is "null".
 			in, _ := inputs.(map[string]any)
-			req.Key = fmt.Sprint(in[f])
+			k, _ := json.Marshal(in[f])
+			req.Key = string(k)
 		}
 		req.Lease, req.Holder = r.at.Lease, fmt.Sprintf("%s/%s/%d", r.in.WorkflowID, label(r.in.Step), r.attempt)
 		if req.Lease <= 0 {
 			req.Lease = DefaultLease
 		}
 		w := fmt.Sprintf("a slot (%s: %s)", req.Scope, req.Limits.Describe())
-		what = append(what, w)
-		if r.at.OnFeedback != nil {
-			r.at.OnFeedback(envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
-				Message: "waiting for " + w})
+		req.Queued = func() {
+			what = append(what, w)
+			live(r, "waiting for "+w)
 		}
 		rel, err := e.Slots.Take(ctx, req)
 		if err != nil {
@@ -87,13 +91,17 @@ func (e *Executor) takeSlots(ctx context.Context, r *stepRun, m *manifest.Manife
 		}
 		held = append(held, rel)
 	}
-	if waited := time.Since(began); len(what) > 0 && waited >= slotNoted {
-		note = &envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
-			Message: fmt.Sprintf("waited %s for %s", waited.Round(time.Millisecond), strings.Join(what, " and "))}
+	if len(what) == 0 {
+		return release, nil, nil
 	}
-	return release, note, nil
+	msg := fmt.Sprintf("waited %s for %s", time.Since(began).Round(time.Millisecond), strings.Join(what, " and "))
+	live(r, msg) // what it says now: no longer waiting
+	return release, &envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()), Message: msg}, nil
 }
 
-// slotNoted: a shorter wait for a slot is not worth a line of the step's
-// feedback (a slot free at once takes a round trip to the server).
-const slotNoted = 100 * time.Millisecond
+// live tells the attempt's live feedback (status, the console).
+func live(r *stepRun, msg string) {
+	if r.at.OnFeedback != nil {
+		r.at.OnFeedback(envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()), Message: msg})
+	}
+}

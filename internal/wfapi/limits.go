@@ -7,25 +7,38 @@ import (
 	"time"
 )
 
-// A tool's limits (manifest `limits:`) are kept by one LimitWorkflow per
-// tool and key value, for every run and worker (docs/manifests.md#limits):
-// a step's attempt asks it for a slot (the acquire update, which returns
-// once the slot is the attempt's), renews its lease while it runs, and
-// releases it at its end; a slot whose lease runs out (its worker died)
-// comes back.
+// A tool's limits (manifest `limits:`) and a capability's (capflow.yaml)
+// are kept by one LimitWorkflow per limit and key value, for every run and
+// worker (docs/manifests.md#limits). An attempt asks for a slot with the
+// acquire update, which answers at once: the slot is the attempt's, or it
+// is queued (first come, first served); a queued attempt asks the holds
+// query until it holds the slot. Holders and waiters renew their lease
+// while they run or wait and release at their end; a lease that runs out
+// (its worker died) frees its slot or its place.
 const (
 	LimitWorkflowType  = "CapflowLimit"
 	LimitAcquireUpdate = "acquire"
+	// LimitHoldsQuery answers, for a holder, LimitHeld, LimitQueued or
+	// LimitUnknown (its lease ran out: it asks again).
+	LimitHoldsQuery = "holds"
 	// LimitReleaseSignal carries a holder: its slot comes back, or, still
 	// waiting, it leaves the queue (a cancelled step takes nothing).
 	LimitReleaseSignal = "release"
-	// LimitRenewSignal carries a LimitRequest: its holder's lease starts
-	// again.
+	// LimitRenewSignal carries a LimitRenew: its holder's or waiter's
+	// lease starts again (a holder the limit let go, its lease run out
+	// while its tool ran on, holds again).
 	LimitRenewSignal = "renew"
 )
 
-// LimitRequest is one attempt's request for a slot, with the limit as its
-// tool declares it now.
+// What the acquire update and the holds query answer.
+const (
+	LimitHeld    = "held"
+	LimitQueued  = "queued"
+	LimitUnknown = "unknown"
+)
+
+// LimitRequest is one attempt's request for a slot, with the limit as it
+// is declared now (the latest request's settings are the limit's).
 type LimitRequest struct {
 	Holder      string        `json:"holder"`
 	Concurrency int           `json:"concurrency,omitempty"`
@@ -33,18 +46,42 @@ type LimitRequest struct {
 	Lease       time.Duration `json:"lease"`
 }
 
+// LimitRenew renews a holder's or a waiter's lease; Held says the
+// attempt holds its slot (its tool runs).
+type LimitRenew struct {
+	Holder string        `json:"holder"`
+	Lease  time.Duration `json:"lease"`
+	Held   bool          `json:"held,omitempty"`
+}
+
 // LimitState is what a LimitWorkflow carries when it continues as new.
 type LimitState struct {
 	// Label names the limit for people (tool, key input): never the key's
 	// value, which may be an account.
-	Label   string               `json:"label"`
-	Holders map[string]time.Time `json:"holders,omitempty"` // holder -> lease end
-	Next    time.Time            `json:"next,omitempty"`    // the earliest next start
+	Label       string               `json:"label"`
+	Concurrency int                  `json:"concurrency,omitempty"`
+	Interval    time.Duration        `json:"interval,omitempty"`
+	Holders     map[string]time.Time `json:"holders,omitempty"` // holder -> lease end
+	// Queue are the waiters in their order, each with its lease end.
+	Queue []LimitWaiter `json:"queue,omitempty"`
+	Next  time.Time     `json:"next,omitempty"` // the earliest next start
 }
 
+// LimitWaiter is a queued attempt.
+type LimitWaiter struct {
+	Holder string        `json:"holder"`
+	Until  time.Time     `json:"until"`
+	Lease  time.Duration `json:"lease"`
+}
+
+// MinLimitLease is the shortest lease a slot is given: a short heartbeat
+// timeout must not let two late renewals lose a running tool its slot.
+const MinLimitLease = 10 * time.Second
+
 // LimitWorkflowID is the workflow that keeps a limit ("tool NAME",
-// "capability CAP") for one key value (the value as a digest: it may name
-// an account).
+// "capability CAP") for one key value. The value is a digest: IDs show in
+// the Web UI, and a value may name an account (a digest is a pseudonym,
+// not a secret: a guessed value can be checked against it).
 func LimitWorkflowID(scope, key string) string {
 	id := "capflow-limit:" + strings.ReplaceAll(scope, " ", ":")
 	if key == "" {
