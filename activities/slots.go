@@ -36,12 +36,18 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 		label += " per " + k
 	}
 	var held atomic.Bool
-	done := make(chan struct{})
+	done, renewed := make(chan struct{}), make(chan struct{})
 	release := func() {
+		// The renewals end before the release goes: a renewal after it
+		// would make the holder hold again (as one let go by an outage).
 		close(done)
+		<-renewed
 		s.signal(id, wfapi.LimitReleaseSignal, req.Holder)
 	}
-	go s.renew(done, id, wfapi.LimitRenew{Holder: req.Holder, Lease: lease}, &held)
+	go func() {
+		defer close(renewed)
+		s.renew(done, id, wfapi.LimitRenew{Holder: req.Holder, Lease: lease}, &held)
+	}()
 	state, err := s.acquire(ctx, id, label, lr)
 	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = min(2*pause, maxPoll) {
 		if state == wfapi.LimitQueued && req.Queued != nil {

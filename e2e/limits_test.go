@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -189,18 +191,29 @@ func TestLimitsOutliveDeadWorkersAndCancels(t *testing.T) {
 	log = h.freshLog("limits-cancel.log")
 	first := startDetached(t, limitsPlan(t, "first", "test.keyed", 1, 10000, log, func(int) string { return "cancel" }))
 	waitForLine(t, log, "start", 60*time.Second)
+	console := startConsole(t)
 	waiting := startDetached(t, limitsPlan(t, "waiting", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
-	// While it waits, its status says why.
+	// While it waits, its status and the console say why.
+	why := "waiting for a slot (tool keyed: concurrency 1 per account)"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, env, _ := h.capflow(t, "status", waiting)
-		if strings.Contains(fmt.Sprint(env.Data), "waiting for a slot (tool keyed: concurrency 1 per account)") {
+		if strings.Contains(fmt.Sprint(env.Data), why) {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the waiting step's status does not say why: %v", env.Data)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	resp, err := http.Get(console + "/api/runs/" + waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"latest":{"phase":"limits"`) || !strings.Contains(string(body), why) {
+		t.Fatalf("the console's run does not say why its step waits: %s", body)
 	}
 	if code, env, _ := h.capflow(t, "cancel", waiting); code != 5 { // the run ended cancelled
 		t.Fatalf("cancel: exit %d %s", code, env.Message)
