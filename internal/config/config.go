@@ -382,15 +382,7 @@ func parseFile(display string, data []byte) (map[string]any, error) {
 		p := doc.Root.PosOf(vi.Path)
 		probs = append(probs, caperr.New(caperr.ConfigError, "%s", vi.Message).At(display, p.Line, p.Column, yamldoc.FieldPath(vi.Path)))
 	}
-	lims, _ := raw["limits"].(map[string]any)
-	for capability, l := range lims {
-		r, _ := l.(map[string]any)["rate"].(string)
-		if strings.Contains(r, "/") && (manifest.Limits{Rate: r}).Interval() == 0 {
-			path := []string{"limits", capability, "rate"}
-			p := doc.Root.PosOf(path)
-			probs = append(probs, caperr.New(caperr.ConfigError, "rate %q lets nothing start (a rate above zero, like 1/m)", r).At(display, p.Line, p.Column, yamldoc.FieldPath(path)))
-		}
-	}
+	probs = append(probs, limitsProblems(doc, raw, display)...)
 	if len(probs) > 0 {
 		probs.Sort()
 		return nil, probs

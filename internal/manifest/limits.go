@@ -2,9 +2,13 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capflow/capflow/internal/suggest"
 )
 
 // Limits is a manifest's `limits:` block (docs/manifests.md#limits): how
@@ -69,6 +73,7 @@ func limitsChecks(raw map[string]any, at func(path []string, format string, args
 	in, _ := raw["input_schema"].(map[string]any)
 	props, _ := in["properties"].(map[string]any)
 	if _, ok := props[field]; !ok && field != "" {
-		at([]string{"limits", "key"}, "key %q names no input of this tool (its input_schema has no property %q)", k, field)
+		names := slices.Sorted(maps.Keys(props))
+		at([]string{"limits", "key"}, "key %q names no input of this tool (its input_schema has no property %q)%s", k, field, suggest.Phrase(field, names))
 	}
 }

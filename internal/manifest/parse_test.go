@@ -133,7 +133,7 @@ func TestParseProblems(t *testing.T) {
 			`8:sandbox.write[2]: write "../up": only "step"`, `8:sandbox.write[3]: write "." would make the whole project writable`, `9:sandbox.pids: `}},
 		{"limits", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ninput_schema: {type: object, properties: {account: {type: string}}}\nlimits:\n  concurrency: 0\n  rate: fast\n  key: ${inputs.acount}\n  burst: 2\n", []string{
 			`8:limits.concurrency: `, `9:limits.rate: "fast" is not a rate like 5/s or 30/m`,
-			`10:limits.key: key "${inputs.acount}" names no input of this tool`, `11:limits.burst: unknown field "burst"`}},
+			`10:limits.key: key "${inputs.acount}" names no input of this tool (its input_schema has no property "acount") (did you mean "account"?)`, `11:limits.burst: unknown field "burst"`}},
 		{"limits need a regular activity", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nidempotent: true\nexecution: local\nlimits: {concurrency: 1}\n", []string{
 			`7:execution: local cannot go with limits`}},
 		{"limits that let nothing start", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nlimits: {rate: 0/s, key: '${account}'}\n", []string{
