@@ -207,8 +207,10 @@ func Main(args []string, stderr io.Writer) int {
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
 	// Inline json.query steps need a jq child ready: never started inside
-	// a workflow task (builtin.Pure declines meanwhile).
-	go builtin.Prepare()
+	// a workflow task (builtin.Pure declines meanwhile). Readied before the
+	// worker polls, so the first run's steps are inline too (a loaded
+	// machine took longer than a run's first task to start the child).
+	builtin.Prepare()
 	// The host queue: a run's steps go to the host that resolved it, where
 	// its folder and its processes are (docs/operations.md).
 	hw := worker.New(c, exec.HostQueue, opts)
