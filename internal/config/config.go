@@ -3,7 +3,6 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -246,7 +245,7 @@ func Load(opts Options) (*Config, error) {
 		}
 		// Before viper sees the map: it lowercases its keys in place, and
 		// an MCP server's env names keep their case.
-		if err := decodeMCP(raw, cfg); err != nil {
+		if err := decodeFileOnly(raw, cfg); err != nil {
 			return nil, err
 		}
 		if err := v.MergeConfigMap(raw); err != nil {
@@ -273,25 +272,6 @@ func Load(opts Options) (*Config, error) {
 		*l = splitList(*l)
 	}
 	return cfg, cfg.validate()
-}
-
-// decodeMCP takes mcp_servers and limits from the file's own map
-// (validated by the schema already).
-func decodeMCP(raw map[string]any, cfg *Config) error {
-	for key, into := range map[string]any{"mcp_servers": &cfg.MCPServers, "limits": &cfg.Limits} {
-		m, ok := raw[key]
-		if !ok {
-			continue
-		}
-		b, err := json.Marshal(m)
-		if err == nil {
-			err = json.Unmarshal(b, into)
-		}
-		if err != nil {
-			return caperr.Wrap(caperr.ConfigError, err, "%s", key)
-		}
-	}
-	return nil
 }
 
 func splitList(in []string) []string {

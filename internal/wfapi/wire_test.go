@@ -151,3 +151,15 @@ func TestLimitWorkflowIDHidesTheKey(t *testing.T) {
 		t.Fatal(LimitWorkflowID("capability video.download", ""))
 	}
 }
+
+// Whatever a plan puts in a limit's key (a flag, a path out, a megabyte,
+// control bytes), the workflow ID is the scope and a 16-hex digest.
+func TestLimitWorkflowIDOfHostileKeys(t *testing.T) {
+	for _, key := range []string{"--output-path=/etc/passwd", "../../../etc", strings.Repeat("x", 1<<20), "a\x00b\nc", `"quoted"`} {
+		id := LimitWorkflowID("tool up", key)
+		rest, ok := strings.CutPrefix(id, "capflow-limit:tool:up:")
+		if !ok || len(rest) != 16 || strings.Trim(rest, "0123456789abcdef") != "" {
+			t.Errorf("key %.20q: id %.80q", key, id)
+		}
+	}
+}

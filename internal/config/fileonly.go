@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -22,4 +23,23 @@ func limitsProblems(doc *yamldoc.Doc, raw map[string]any, display string) caperr
 		}
 	}
 	return probs
+}
+
+// decodeFileOnly takes mcp_servers and limits from the file's own map
+// (validated by the schema already): viper would lowercase their keys.
+func decodeFileOnly(raw map[string]any, cfg *Config) error {
+	for key, into := range map[string]any{"mcp_servers": &cfg.MCPServers, "limits": &cfg.Limits} {
+		m, ok := raw[key]
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(m)
+		if err == nil {
+			err = json.Unmarshal(b, into)
+		}
+		if err != nil {
+			return caperr.Wrap(caperr.ConfigError, err, "%s", key)
+		}
+	}
+	return nil
 }
