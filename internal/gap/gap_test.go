@@ -300,6 +300,15 @@ func TestServerNamesNeedTheirStart(t *testing.T) {
 			"step logs names server \"api\", started by step web"},
 		{"logs of a file", "  - {id: logs, capability: logs.collect, with: {sources: [app.log]}}\n", ""},
 	}
+	// A start step with a gap (an integer in its command) still starts
+	// the server it names: its gap is reported, not "no step starts it".
+	gapped := "name: p\ninputs: {port: {type: integer}}\nsteps:\n  - {id: web, capability: server.start, with: {name: api, command: [sleep, '${inputs.port}']}}\n" +
+		"  - {id: stop, capability: server.stop, needs: [web], with: {name: api}}\n"
+	if p, probs := plan.Parse("p.yaml", []byte(gapped)); len(probs) > 0 {
+		t.Fatal(probs)
+	} else if res := Check(p, reg, Options{}); len(res.Problems) != 0 || len(res.Gaps) != 1 || res.Gaps[0].StepID != "web" {
+		t.Errorf("a start step with a gap: problems %v, gaps %+v", res.Problems, res.Gaps)
+	}
 	for _, c := range cases {
 		p, probs := plan.Parse("p.yaml", []byte(head+c.steps))
 		if len(probs) > 0 {

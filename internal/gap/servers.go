@@ -21,7 +21,9 @@ var namesServer = map[string]string{"server.wait_ready": "name", "server.stop": 
 func (c *checker) servers() caperr.Problems {
 	starts := map[string]string{} // server name -> the step that starts it
 	for _, s := range c.p.Steps {
-		if c.builtin(s) == "server.start" {
+		// By capability too: a start step with a gap of its own has no
+		// tool, and its gap is the problem to report, not its server.
+		if c.builtin(s) == "server.start" || s.Capability == "server.start" {
 			if name, ok := s.With["name"].(string); ok && !strings.Contains(name, "${") {
 				starts[name] = s.ID
 			}
