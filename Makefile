@@ -16,7 +16,7 @@ TEMPORAL ?= $(shell command -v temporal 2>/dev/null || echo $(BIN)/temporal)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capflow/capflow/internal/cli.Version=$(VERSION) -X github.com/capflow/capflow/internal/workerapp.Version=$(VERSION)
 
-.PHONY: all build test test-unit plan-tests lint bench bench-peers bench-throughput restate-peer fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql
+.PHONY: all build test test-unit plan-tests lint bench bench-peers bench-throughput restate-peer fuzz dev clean temporal tools record-histories versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster cluster-test cluster-tools postgresql soak
 
 all: build
 
@@ -85,6 +85,12 @@ cluster-tools: build temporal postgresql $(BIN)/temporal-server $(BIN)/temporal-
 
 cluster-test: cluster-tools ## the durability suite against a private cluster of make cluster's shape, faults included
 	@./scripts/cluster-test.sh
+
+# The soak (docs/operations.md#soak): not part of make test.
+SOAK_RUNS ?= 60
+soak: cluster-tools versitygw bubblewrap ## capflow under a mix of plans on three hosts and a shared S3 store while workers, the server and PostgreSQL die on a schedule; soak.json
+	$(GO) build -o $(BIN)/capflow-soak ./bench/soak
+	SOAK_RUNS=$(SOAK_RUNS) ./scripts/soak.sh
 
 cluster: cluster-tools ## the production shape without Docker: PostgreSQL, the Temporal server, its Web UI and a worker; Ctrl-C stops them
 	@./scripts/cluster.sh

@@ -89,7 +89,11 @@ start_postgres() {
   fi
   : >"$LOGS/postgres.log"
   [ "$(id -u)" = 0 ] && chown postgres "$LOGS/postgres.log"
-  as_pg "$pg/postgres" -D "$PGDATA" -p "$PG_PORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$PGDATA" \
+  # Not through as_pg: a function run in the background is a subshell
+  # left waiting on PostgreSQL (the soak counts what outlives its parent).
+  local as=()
+  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+  "${as[@]}" "$pg/postgres" -D "$PGDATA" -p "$PG_PORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$PGDATA" \
     -c max_connections=200 >>"$LOGS/postgres.log" 2>&1 &
   echo $! >"$STATE/postgres.pid"
   wait_port postgres "$PG_PORT" 60

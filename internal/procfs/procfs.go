@@ -65,3 +65,62 @@ func Pids() []int {
 	}
 	return out
 }
+
+// Stat is what /proc/PID/stat says of a process: its parent and its state
+// (R, S, D, Z, T ...).
+func Stat(pid int) (ppid int, state byte, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, errors.New("unreadable /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, errors.New("short /proc stat")
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0][0], err
+}
+
+// Memory is a process's resident set now and its peak (VmRSS and VmHWM of
+// /proc/PID/status), in KiB.
+func Memory(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if k == "VmRSS" {
+			rss = n
+		} else {
+			peak = n
+		}
+	}
+	return rss, peak, nil
+}
+
+// Descendants are pid's children, their children and so on, as /proc says
+// now.
+func Descendants(pid int) []int {
+	kids := map[int][]int{}
+	for _, p := range Pids() {
+		if pp, _, err := Stat(p); err == nil {
+			kids[pp] = append(kids[pp], p)
+		}
+	}
+	var out []int
+	for queue := kids[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, kids[queue[0]]...)
+	}
+	return out
+}

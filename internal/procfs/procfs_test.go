@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestEnvAndStartTicks(t *testing.T) {
@@ -30,5 +31,29 @@ func TestEnvAndStartTicks(t *testing.T) {
 	}
 	if _, err := StartTicks(1 << 30); err == nil {
 		t.Fatal("a pid that does not exist")
+	}
+}
+
+// Stat, Memory and Descendants of a real child (a shell with a sleep of
+// its own).
+func TestStatMemoryDescendants(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var kids []int
+	for i := 0; i < 100 && len(kids) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		kids = Descendants(cmd.Process.Pid)
+	}
+	if len(kids) != 1 {
+		t.Fatalf("descendants of the shell: %v", kids)
+	}
+	if pp, state, err := Stat(kids[0]); err != nil || pp != cmd.Process.Pid || state != 'S' {
+		t.Fatalf("stat of the sleep: ppid %d (want %d), state %c, %v", pp, cmd.Process.Pid, state, err)
+	}
+	if rss, peak, err := Memory(os.Getpid()); err != nil || rss <= 0 || peak < rss {
+		t.Fatalf("this test's memory: rss %d KiB, peak %d KiB, %v", rss, peak, err)
 	}
 }

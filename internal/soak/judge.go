@@ -1,0 +1,153 @@
+package soak
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/examples"
+)
+
+// Starts counts the starts of the non-idempotent tool by run and step, as
+// the counter lines of every host say ("start RUN STEP ATTEMPT TIME").
+type Starts map[string]int
+
+func startKey(run, step string) string { return run + " " + step }
+
+// readStarts adds the counter lines of one host's file.
+func (st Starts) read(file string) error {
+	f, err := os.Open(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if w := strings.Fields(sc.Text()); len(w) >= 3 && w[0] == "start" {
+			st[startKey(w[1], w[2])]++
+		}
+	}
+	return sc.Err()
+}
+
+// Repeated is how many starts came after a step's first.
+func (st Starts) Repeated() int {
+	n := 0
+	for _, c := range st {
+		n += max(c-1, 0)
+	}
+	return n
+}
+
+// Verdict is how one run ended against its plan's promise.
+type Verdict struct {
+	AsExpected  bool
+	Interrupted string // the step a fault cut short, when that is how it ended
+	Why         string // what differs, when not as expected
+}
+
+// judge holds a run's result to its plan's promise. A run whose
+// non-idempotent step was cut short by a fault while the run was going on
+// may instead fail at that step with the promised code, provided the step
+// started exactly once.
+func judge(p examples.Promise, res *client.Result, runID string, st Starts, faultDuring bool) Verdict {
+	if res == nil {
+		return Verdict{Why: "lost: it never ended"}
+	}
+	why := differences(p, res)
+	if why == "" {
+		for step := range p.Interrupted {
+			if n := st[startKey(runID, step)]; res.Status == client.StatusPassed && n != 1 {
+				return Verdict{Why: fmt.Sprintf("%s passed but its tool started %d times", step, n)}
+			}
+		}
+		return Verdict{AsExpected: true}
+	}
+	for step, code := range p.Interrupted {
+		s := stepOf(res, step)
+		if res.Status != client.StatusFailed || s == nil || s.Status != client.StepFailed || s.Envelope == nil || s.Envelope.Error == nil || string(s.Envelope.Error.Code) != code {
+			continue
+		}
+		if n := st[startKey(runID, step)]; n != 1 || !faultDuring {
+			return Verdict{Why: fmt.Sprintf("%s failed %s with its tool started %d times, fault during the run: %v", step, code, n, faultDuring)}
+		}
+		return Verdict{AsExpected: true, Interrupted: step}
+	}
+	return Verdict{Why: why}
+}
+
+// differences lists what of the promise res does not keep ("" if none).
+func differences(p examples.Promise, res *client.Result) string {
+	var out []string
+	if p.Run != "" && string(res.Status) != p.Run {
+		msg := res.Message
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		out = append(out, fmt.Sprintf("status %s, not %s (%s)", res.Status, p.Run, msg))
+	}
+	for _, name := range sorted(p.Outputs) {
+		if got := text(res.Outputs[name]); got != p.Outputs[name] {
+			out = append(out, fmt.Sprintf("outputs.%s %s, not %s", name, got, p.Outputs[name]))
+		}
+	}
+	for _, id := range sorted(p.Steps) {
+		got := "absent"
+		if s := stepOf(res, id); s != nil {
+			got = string(s.Status)
+		}
+		if got != p.Steps[id] {
+			out = append(out, fmt.Sprintf("step %s %s, not %s", id, got, p.Steps[id]))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func stepOf(res *client.Result, id string) *client.StepResult {
+	for i := range res.Steps {
+		if res.Steps[i].ID == id {
+			return &res.Steps[i]
+		}
+	}
+	return nil
+}
+
+// text is a value as a promise writes it: a string as it is, anything
+// else as JSON.
+func text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	if v == nil {
+		return "absent"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sorted(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// overlaps reports whether a fault was under way while a run was.
+func overlaps(faults []Fault, from, to time.Time) bool {
+	for _, f := range faults {
+		if !f.began.IsZero() && f.began.Before(to) && (f.ended.IsZero() || f.ended.After(from)) {
+			return true
+		}
+	}
+	return false
+}

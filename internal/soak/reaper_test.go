@@ -1,0 +1,55 @@
+package soak
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// What outlives its parent is adopted by the soak and listed; a tool of
+// an ended run is listed wherever it lives; once gone, neither is, and
+// the adopted one was reaped (no zombie left).
+func TestOrphans(t *testing.T) {
+	r, err := newReaper([]string{"not-this"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(exec.Command("sh", "-c", "sleep 31 & exit 0")); err != nil {
+		t.Fatal(err)
+	}
+	tool := exec.Command("sleep", "32")
+	tool.Env = []string{"CAPFLOW_RUN_ID=soak-test-001-x"}
+	if err := r.start(tool); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tool.Process.Kill(); _ = tool.Wait() }()
+	var got []Orphan
+	for i := 0; i < 100; i++ {
+		if got = r.orphans("soak-test-"); len(got) == 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmds := []string{}
+	for _, o := range got {
+		cmds = append(cmds, o.Command+": "+o.Why)
+	}
+	slices.Sort(cmds)
+	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "sleep 31: its parent died") || !strings.HasPrefix(cmds[1], "sleep 32: a tool of run soak-test-001-x") {
+		t.Fatalf("orphans: %q", cmds)
+	}
+	for _, o := range got {
+		_ = syscall.Kill(o.Pid, syscall.SIGKILL)
+	}
+	_ = tool.Wait()
+	r.forget(tool)
+	for i := 0; i < 100 && len(r.orphans("soak-test-")) > 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := r.orphans("soak-test-"); len(left) > 0 || len(r.adopted()) > 0 {
+		t.Fatalf("left: %+v", left)
+	}
+}
