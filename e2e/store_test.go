@@ -227,3 +227,59 @@ outputs:
 func TestMovedRunReadsItsOwnCopy(t *testing.T) {
 	moveRun(t, "capflow-store-keep", true, "CAPFLOW_ARTIFACTS_URL=file://"+filepath.Join(h.tmp, "shared-artifacts-keep"))
 }
+
+// A for_each step's items follow the run when its host is lost, as steps
+// do (the soak found them failing there, issue 41): the run passes on
+// another host with every item succeeded, naming the host it lost.
+func TestMovedRunCarriesItsItems(t *testing.T) {
+	queue := "capflow-store-items"
+	var dirs [2]string
+	for i := range dirs {
+		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("items-%c-", 'a'+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := copyTree(h.project, d); err != nil {
+			t.Fatal(err)
+		}
+		dirs[i] = d
+	}
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s",
+		"CAPFLOW_ARTIFACTS_URL=file://" + filepath.Join(h.tmp, "shared-artifacts-items")}
+	plan := h.writePlan(t, "items-move", `name: items-move
+defaults: {heartbeat: 2s}
+steps:
+  - {id: each, capability: test.slow, for_each: [1, 2, 3, 4], max_parallel: 2, with: {seconds: 3}}
+`)
+	if err := h.startWorkerAt(dirs[0], env...); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	victim := h.workers[len(h.workers)-1]
+	h.mu.Unlock()
+	id := startDetached(t, plan, "--task-queue", queue)
+	waitStepRunning(t, id, "each")
+	if err := h.startWorkerAt(dirs[1], env...); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		h.mu.Lock()
+		w := h.workers[len(h.workers)-1]
+		h.mu.Unlock()
+		h.kill(w)
+	}()
+	h.kill(victim)
+	var res struct {
+		runResult
+		LostHosts []string `json:"lost_hosts"`
+	}
+	code, e, stderr := h.capflow(t, "status", id, "--follow", "--task-queue", queue)
+	data(t, e, &res)
+	if code != 0 || res.Status != "passed" || len(res.LostHosts) != 1 {
+		t.Fatalf("exit %d %s (%s), lost %v\n%s", code, res.Status, res.Message, res.LostHosts, stderr)
+	}
+	if ic := res.step(t, "each").ItemCounts; ic == nil || ic.Succeeded != 4 {
+		t.Fatalf("items: %+v", ic)
+	}
+	recordHistory(t, id, "host-lost-items")
+}

@@ -49,6 +49,10 @@ type itemState struct {
 	data   any
 	env    *envelope.Envelope
 	cancel workflow.CancelFunc
+	// host is the host queue the item was sent to; moves counts the times
+	// it followed the run to another host.
+	host  string
+	moves int
 }
 
 // keep records a succeeded item's data for the aggregate while the items'
@@ -196,7 +200,7 @@ func (s *scheduler) startItem(st *stepState, index int) {
 	call, inputs, deps := s.itemCall(st, index)
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Inputs: inputs, Deps: deps,
 		Step: wfapi.StepCall{ID: step.ID, Capability: step.Capability, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, Item: call, CacheTTL: step.CacheTTL}}
-	it.cancel, it.status = cancel, wfapi.StepRunning
+	it.cancel, it.status, it.host = cancel, wfapi.StepRunning, s.rr.HostQueue
 	in = s.fitInput(in)
 	in.Lineage = s.lineage
 	var path string
@@ -220,6 +224,10 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 			st.fe.omit("an item's data is stored by reference: see each item's result")
 		}
 		st.fe.keep(it, out.Envelope.Data)
+	case s.hostLost(err) && st.step.Idempotent && !s.stopped() && !st.fe.abandoned && it.moves < maxMoves &&
+		versionOf(s.ctx, changeItemHosts) == 1:
+		s.followItemHost(st, index)
+		return
 	default:
 		// The item's failure decoded like a step's (codes, attempts).
 		o := s.decode(st.step, err, s.stopReason())
@@ -229,6 +237,12 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 			it.status = wfapi.StepCancelled
 		}
 	}
+	s.itemEnded(st, it)
+}
+
+// itemEnded finishes the step when its last item ended, or stops its
+// other items when more failed than it tolerates.
+func (s *scheduler) itemEnded(st *stepState, it *itemState) {
 	if !s.finishIfDone(st) && it.status == wfapi.StepFailed && s.itemFailuresExceeded(st) && s.rr.FailurePolicy != plan.ContinueAll {
 		// More items failed than tolerated: under fail_fast and
 		// critical_path the step's outcome is known; stop its other items.

@@ -35,6 +35,59 @@ func (s *scheduler) moveHost(st *stepState) {
 	st.env = nil
 	s.m.SetReason(st.step.ID, fmt.Sprintf("moving to another host: %s was lost", s.rr.HostQueue))
 	s.moving = append(s.moving, st.step.ID)
+	s.findHost()
+}
+
+// itemRef names one item of a for_each step.
+type itemRef struct {
+	step  string
+	index int
+}
+
+// followItemHost runs again an idempotent for_each item whose activity no
+// worker of its host took: at once where the run is now when the run
+// already left that host, else once the Host activity found another.
+func (s *scheduler) followItemHost(st *stepState, index int) {
+	it := st.fe.items[index]
+	it.status, it.env, it.reason, it.moves = wfapi.StepPending, nil, "", it.moves+1
+	ref := itemRef{st.step.ID, index}
+	if it.host != s.rr.HostQueue {
+		s.requeueItems([]itemRef{ref})
+		return
+	}
+	s.movingItems = append(s.movingItems, ref)
+	s.findHost()
+}
+
+// requeueItems starts pending items again (startItems takes them).
+func (s *scheduler) requeueItems(refs []itemRef) {
+	for _, r := range refs {
+		fe := s.steps[r.step].fe
+		fe.next = min(fe.next, r.index)
+		if !slices.Contains(s.work, r.step) {
+			s.work = insertSorted(s.work, r.step)
+		}
+	}
+}
+
+// endMovingItems ends the items that waited for a new host that never
+// came (or a run that stopped meanwhile).
+func (s *scheduler) endMovingItems(refs []itemRef, state wfapi.StepState, why string) {
+	for _, r := range refs {
+		st := s.steps[r.step]
+		it := st.fe.items[r.index]
+		it.status, it.reason = state, why
+		it.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, why)
+		if state == wfapi.StepCancelled {
+			it.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, why)
+		}
+		s.itemEnded(st, it)
+	}
+}
+
+// findHost asks the shared queue for another host, once at a time, for
+// the steps and items waiting to move.
+func (s *scheduler) findHost() {
 	if s.rehosting {
 		return
 	}
@@ -50,8 +103,8 @@ func (s *scheduler) moveHost(st *stepState) {
 		s.rehosting = false
 		var next wfapi.HostInfo
 		err := f.Get(s.ctx, &next)
-		ids := s.moving
-		s.moving = nil
+		ids, items := s.moving, s.movingItems
+		s.moving, s.movingItems = nil, nil
 		switch {
 		case s.stopped():
 			for _, id := range ids {
@@ -59,8 +112,10 @@ func (s *scheduler) moveHost(st *stepState) {
 				st.env = s.synthEnvelope(st.step.Tool, caperr.Cancelled, "cancelled: "+s.stopReason())
 				s.m.Cancel(id, s.stopReason())
 			}
+			s.endMovingItems(items, wfapi.StepCancelled, "cancelled: "+s.stopReason())
 		case err == nil && next.Queue != "":
 			s.movedTo(lost, next, ids)
+			s.requeueItems(items)
 		default:
 			for _, id := range ids {
 				st := s.steps[id]
@@ -68,6 +123,7 @@ func (s *scheduler) moveHost(st *stepState) {
 				st.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, msg)
 				s.fail(st, msg)
 			}
+			s.endMovingItems(items, wfapi.StepFailed, fmt.Sprintf("its host %s was lost and no other worker answered (%v)", lost, err))
 		}
 	})
 }

@@ -139,3 +139,40 @@ steps:
 		t.Fatalf("%s order %v: p must run once, on host a", res.Status, order)
 	}
 }
+
+// The items of a for_each step whose host is lost follow the run to
+// another host, as a step does, instead of failing (the soak found them
+// failing: issue 41).
+func TestLostHostItemsMove(t *testing.T) {
+	res, order := lostHostRun(t, `name: r
+steps:
+  - {id: each, capability: x.a, for_each: [a, b, c, d], max_parallel: 2, with: {v: '${item}'}}
+  - {id: after, capability: x.b, needs: [each]}
+`, map[string]time.Duration{"each": 0})
+	if res.Status != wfapi.StatusPassed || !slices.Equal(res.LostHosts, []string{hostA}) {
+		t.Fatalf("%s [%s] lost %v: %s", res.Status, states(res), res.LostHosts, res.Message)
+	}
+	n := 0
+	for _, o := range order {
+		if o == "each@host-b" {
+			n++
+		}
+	}
+	if n != 4 || !slices.Contains(order, "after@host-b") {
+		t.Fatalf("order %v: every item, then after, on host b", order)
+	}
+	if ic := res.Steps[0].ItemCounts; ic == nil || ic.Succeeded != 4 {
+		t.Fatalf("items: %+v", res.Steps[0].ItemCounts)
+	}
+}
+
+// Items of a step that is not idempotent do not move: they fail there.
+func TestLostHostItemsOfANonIdempotentStepFail(t *testing.T) {
+	res, order := lostHostRun(t, `name: r
+steps:
+  - {id: each, capability: x.a, for_each: [a, b], with: {v: '${item}'}}
+`, map[string]time.Duration{"each": 0}, "each")
+	if res.Status != wfapi.StatusFailed || slices.Contains(order, "each@host-b") {
+		t.Fatalf("%s [%s] order %v", res.Status, states(res), order)
+	}
+}

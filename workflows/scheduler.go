@@ -110,6 +110,7 @@ type scheduler struct {
 	// run left; carriedWarnings: lost-process warnings of earlier segments.
 	rehosting       bool
 	moving          []string
+	movingItems     []itemRef
 	lostHosts       []string
 	carriedWarnings []string
 }

@@ -28,6 +28,7 @@ const (
 	changeRehomeDeps     = "rehome-dependencies"
 	changeInlineActivity = "inline-local-activity"
 	changeBaseline       = "baseline"
+	changeItemHosts      = "item-host-move"
 )
 
 // Change is one declared change of workflow code.
@@ -81,6 +82,8 @@ var Changes = []Change{
 		[]History{{"inline-steps.inline-activity.json", 1}}, ""},
 	{changeBaseline, 1, []string{"a new run takes every change above at its version in baseline1 without asking: one Version marker and one TemporalChangeVersion upsert a run, not one per change (issue 40)"},
 		[]History{{"baseline.json", 1}}, ""},
+	{changeItemHosts, 1, []string{"an idempotent for_each item whose host was lost follows the run to another host (it failed; the soak found it, issue 41)"},
+		[]History{{"host-lost-items.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1
