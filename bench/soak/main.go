@@ -29,7 +29,7 @@ func run() int {
 	fs := flag.NewFlagSet("capflow-soak", flag.ContinueOnError)
 	c := soak.Config{}
 	fs.IntVar(&c.Runs, "runs", runs, "runs of the mix (env SOAK_RUNS)")
-	fs.DurationVar(&c.Spread, "spread", 0, "how long runs keep starting (default: 3s a run)")
+	fs.DurationVar(&c.Spread, "spread", 0, "how long runs keep starting (default: 2s a run)")
 	fs.IntVar(&c.Faults, "faults", 8, "faults over the spread, cycling worker-kill, server-kill, postgres-restart, host-lost")
 	fs.IntVar(&c.Hosts, "hosts", 3, "workers, each a host with its own copy of the project")
 	fs.DurationVar(&c.HostWait, "host-wait", 5*time.Second, "the workers' temporal.host_wait")
@@ -45,9 +45,14 @@ func run() int {
 	fs.StringVar(&c.Commands.ServerStart, "server-start", os.Getenv("SOAK_SERVER_START"), "shell command that starts it again and returns once it serves (env SOAK_SERVER_START)")
 	fs.StringVar(&c.Commands.PostgresRestart, "postgres-restart", os.Getenv("SOAK_POSTGRES_RESTART"), "shell command that restarts PostgreSQL (env SOAK_POSTGRES_RESTART)")
 	infra := fs.String("infra", "temporal-server,temporal-ui-server,postgres,runuser,versitygw", "programs the fault commands start: not orphans when the soak adopts them")
+	fs.StringVar(&c.Netns, "netns", "auto", "each host in a network namespace of its own: auto (where the machine allows: root and ip(8)), on, off")
 	fs.Float64Var(&c.MaxRSSMB, "max-rss-mb", 512, "each worker's bound")
 	out := fs.String("out", "soak.json", "where the report goes")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if c.Netns != "auto" && c.Netns != "on" && c.Netns != "off" {
+		fmt.Fprintf(os.Stderr, "capflow-soak: --netns %q: give auto, on or off\n", c.Netns)
 		return 2
 	}
 	if c.Runs < 1 || c.Hosts < 2 || c.Faults < 0 {
@@ -55,7 +60,7 @@ func run() int {
 		return 2
 	}
 	if c.Spread == 0 {
-		c.Spread = time.Duration(c.Runs) * 3 * time.Second
+		c.Spread = time.Duration(c.Runs) * 2 * time.Second
 	}
 	c.Worker, c.CLI = abs(filepath.Join(*bin, "capflow-worker")), abs(filepath.Join(*bin, "capflow"))
 	c.Project, c.Kits = abs(c.Project), abs(c.Kits)

@@ -119,6 +119,10 @@ func (s *soak) faults(ctx context.Context) {
 		if !sleep(ctx, time.Until(s.began.Add(f.At))) {
 			return
 		}
+		// Under runs: a fault of the cluster waits (up to 10 s) for two runs
+		// to be under way.
+		for wait := time.Now().Add(10 * time.Second); s.inFlight() < 2 && time.Now().Before(wait) && sleep(ctx, 200*time.Millisecond); {
+		}
 		f.InFlight = s.inFlight()
 		f.began = time.Now()
 		err := s.cause(ctx, f)

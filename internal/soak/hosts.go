@@ -22,6 +22,7 @@ type host struct {
 	name, dir, logFile, worker string
 	env                        []string
 	reaper                     *reaper
+	ns                         *netns // nil: the machine's network
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -37,6 +38,9 @@ func (h *host) start(ctx context.Context) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(h.worker, "--project", h.dir)
+	if h.ns != nil {
+		cmd = h.ns.command(h.worker, "--project", h.dir)
+	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = h.env, logf, logf
 	if err := h.reaper.start(cmd); err != nil {
 		return fmt.Errorf("%s: %v", h.name, err)

@@ -30,13 +30,17 @@ type Report struct {
 	Passed bool `json:"passed"`
 	// Interrupted counts the runs that failed, as their plan allows, at a
 	// non-idempotent step a fault cut short (it started once).
-	Interrupted  int          `json:"interrupted_non_idempotent"`
-	MaxRSSMB     float64      `json:"max_rss_mb"`
-	Hosts        []HostReport `json:"hosts"`
-	FaultList    []Fault      `json:"fault_list"`
-	OrphanList   []Orphan     `json:"orphan_list,omitempty"`
-	RunList      []RunReport  `json:"run_list"`
-	FailedFaults int          `json:"failed_faults"`
+	Interrupted int     `json:"interrupted_non_idempotent"`
+	MaxRSSMB    float64 `json:"max_rss_mb"`
+	// NetworkNamespaces: each host had a network namespace of its own
+	// (NetnsWhy says why not).
+	NetworkNamespaces bool         `json:"network_namespaces"`
+	NetnsWhy          string       `json:"network_namespaces_why_not,omitempty"`
+	Hosts             []HostReport `json:"hosts"`
+	FaultList         []Fault      `json:"fault_list"`
+	OrphanList        []Orphan     `json:"orphan_list,omitempty"`
+	RunList           []RunReport  `json:"run_list"`
+	FailedFaults      int          `json:"failed_faults"`
 }
 
 // HostReport is one worker's figures.
@@ -68,7 +72,8 @@ func (s *soak) report() *Report {
 			s.log.Error("counter log", "host", h.name, "error", err)
 		}
 	}
-	rep := &Report{Runs: s.cfg.Runs, Repeated: st.Repeated(), FaultList: s.schedule, MaxRSSMB: s.cfg.MaxRSSMB}
+	rep := &Report{Runs: s.cfg.Runs, Repeated: st.Repeated(), FaultList: s.schedule, MaxRSSMB: s.cfg.MaxRSSMB,
+		NetworkNamespaces: s.netns, NetnsWhy: s.netnsWhy}
 	// What outlived its run: looked at once the last run ended, after the
 	// time a stopping tree is given.
 	time.Sleep(5 * time.Second)

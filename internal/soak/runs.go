@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -115,6 +116,10 @@ func (s *soak) wait(ctx context.Context, r *run, deadline time.Time) {
 			s.mu.Lock()
 			r.result, r.endedAt = res, time.Now()
 			s.mu.Unlock()
+			// Kept for a post-mortem: every step, attempt and host.
+			if b, err := json.MarshalIndent(res, "", "  "); err == nil {
+				_ = os.WriteFile(s.logPath(r.id+".result.json"), b, 0o644)
+			}
 			return
 		}
 		if !sleep(ctx, 2*time.Second) {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ type Config struct {
 	// Infra are the programs the fault commands start (adopted by the
 	// soak when their script exits): not orphans.
 	Infra []string
+	// Netns: each host in a network namespace of its own ("auto": where
+	// the machine allows, "on": or fail, "off").
+	Netns string
 	// MaxRSSMB bounds each worker's peak resident set.
 	MaxRSSMB float64
 	Log      hclog.Logger
@@ -63,6 +67,10 @@ type soak struct {
 	began    time.Time
 	schedule []Fault
 	prefix   string
+	// netns says whether hosts have network namespaces of their own, and
+	// why not when they do not.
+	netns    bool
+	netnsWhy string
 
 	mu   sync.Mutex
 	runs []*run
@@ -82,8 +90,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() {
 		for _, h := range s.hosts {
 			h.stop()
+			if h.ns != nil {
+				h.ns.close()
+			}
 		}
 	}()
+	if err := s.network(ctx); err != nil {
+		return nil, err
+	}
 	for _, h := range s.hosts {
 		if err := h.start(ctx); err != nil {
 			return nil, err
@@ -131,6 +145,39 @@ func newSoak(cfg Config) (*soak, error) {
 		s.hosts = append(s.hosts, h)
 	}
 	return s, nil
+}
+
+// network gives each host a network namespace of its own where it may:
+// its worker reaches the cluster through forwarders, as another machine
+// would through the network.
+func (s *soak) network(ctx context.Context) error {
+	if s.cfg.Netns == "off" {
+		s.netnsWhy = "--netns off"
+		return nil
+	}
+	if why := netnsAvailable(); why != "" {
+		if s.cfg.Netns == "on" {
+			return fmt.Errorf("--netns on, but hosts cannot have network namespaces here: %s", why)
+		}
+		s.netnsWhy = why
+		s.log.Warn("hosts share the machine's network", "why", why)
+		return nil
+	}
+	targets := loopbackAddrs(append([]string{s.cfg.Address}, s.cfg.WorkerEnv...)...)
+	for i, h := range s.hosts {
+		n, err := newNetns(ctx, i, targets)
+		if err != nil {
+			return err
+		}
+		h.ns = n
+		for j, kv := range h.env {
+			if strings.HasPrefix(kv, "CAPFLOW_TEMPORAL_ADDRESS=") || slices.Contains(s.cfg.WorkerEnv, kv) {
+				h.env[j] = n.rewrite(kv)
+			}
+		}
+	}
+	s.netns = true
+	return nil
 }
 
 func (s *soak) logPath(name string) string { return filepath.Join(s.cfg.Work, "logs", name) }

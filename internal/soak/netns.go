@@ -1,0 +1,160 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// netns is a host's own network namespace, joined to the machine's by a
+// veth pair: the host has its own loopback (a server a run starts on port
+// N is that host's alone) and reaches the cluster only through the soak's
+// forwarders on the machine's end of the pair (the cluster listens on
+// loopback). Made with ip(8); root only.
+type netns struct {
+	name, link   string
+	hostIP, nsIP string
+	listeners    []net.Listener
+	mu           sync.Mutex
+	conns        map[net.Conn]bool
+}
+
+// netnsAvailable says why hosts cannot have network namespaces here ("" if
+// they can).
+func netnsAvailable() string {
+	if os.Geteuid() != 0 {
+		return "not root"
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return "no ip(8)"
+	}
+	return ""
+}
+
+// loopbackAddrs are the 127.0.0.1:PORT addresses in ss (the cluster's
+// frontend, the store's endpoint): what a host in a namespace reaches
+// through the soak's forwarders.
+func loopbackAddrs(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		for _, a := range loopbackRE.FindAllString(s, -1) {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+var loopbackRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// newNetns makes host i's namespace and forwards each of targets
+// (127.0.0.1:PORT) from the machine's end of the pair, same port.
+func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
+	// Names and a subnet of this soak's own (a link name has at most 15
+	// bytes): two soaks on a machine do not meet.
+	pid := os.Getpid()
+	tag, subnet := fmt.Sprintf("%x", pid%0xfff), (pid%50)*4+i+1
+	n := &netns{name: fmt.Sprintf("capflow-soak-%s-%d", tag, i+1), link: fmt.Sprintf("cfs%s%d", tag, i+1),
+		hostIP: fmt.Sprintf("10.231.%d.1", subnet), nsIP: fmt.Sprintf("10.231.%d.2", subnet), conns: map[net.Conn]bool{}}
+	steps := [][]string{
+		{"netns", "add", n.name},
+		{"link", "add", n.link, "type", "veth", "peer", "name", n.link + "n"},
+		{"link", "set", n.link + "n", "netns", n.name},
+		{"addr", "add", n.hostIP + "/30", "dev", n.link},
+		{"link", "set", n.link, "up"},
+		{"-n", n.name, "addr", "add", n.nsIP + "/30", "dev", n.link + "n"},
+		{"-n", n.name, "link", "set", n.link + "n", "up"},
+		{"-n", n.name, "link", "set", "lo", "up"},
+	}
+	for _, args := range steps {
+		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			n.close()
+			return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	for _, t := range targets {
+		_, port, err := net.SplitHostPort(t)
+		if err != nil {
+			n.close()
+			return nil, err
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(n.hostIP, port))
+		if err != nil {
+			n.close()
+			return nil, err
+		}
+		n.listeners = append(n.listeners, l)
+		go n.forward(l, t)
+	}
+	return n, nil
+}
+
+// forward copies each connection to target and back.
+func (n *netns) forward(l net.Listener, target string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				return
+			}
+			n.track(c, true)
+			n.track(up, true)
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+			<-done
+			c.Close()
+			up.Close()
+			n.track(c, false)
+			n.track(up, false)
+		}()
+	}
+}
+
+func (n *netns) track(c net.Conn, open bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if open {
+		n.conns[c] = true
+	} else {
+		delete(n.conns, c)
+	}
+}
+
+// rewrite gives an address or URL as the host sees it: the cluster's
+// loopback addresses are the forwarders' on the machine's end.
+func (n *netns) rewrite(s string) string {
+	return strings.ReplaceAll(s, "127.0.0.1:", n.hostIP+":")
+}
+
+// command runs argv inside the namespace (ip netns exec execs it: the
+// pid is the program's own).
+func (n *netns) command(argv ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", n.name}, argv...)...)
+}
+
+func (n *netns) close() {
+	for _, l := range n.listeners {
+		l.Close()
+	}
+	n.mu.Lock()
+	for c := range n.conns {
+		c.Close()
+	}
+	n.mu.Unlock()
+	_ = exec.Command("ip", "link", "del", n.link).Run()
+	_ = exec.Command("ip", "netns", "del", n.name).Run()
+}
