@@ -86,7 +86,7 @@ cluster-tools: build temporal postgresql $(BIN)/temporal-server $(BIN)/temporal-
 cluster-test: cluster-tools ## the durability suite against a private cluster of make cluster's shape, faults included
 	@./scripts/cluster-test.sh
 
-# The soak (docs/operations.md#soak): not part of make test.
+# The soak (docs/operations.md#soak); make test runs a short one.
 SOAK_RUNS ?= 60
 soak: cluster-tools versitygw bubblewrap ## capflow under a mix of plans on three hosts and a shared S3 store while workers, the server and PostgreSQL die on a schedule; soak.json
 	$(GO) build -o $(BIN)/capflow-soak ./bench/soak
@@ -107,12 +107,14 @@ transfer-tools: ## yt-dlp and rclone, which the net kit's tools run (Debian's pa
 	  { echo "installing yt-dlp and rclone (apt-get)"; $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq yt-dlp rclone; }
 
-test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass, end-to-end tests, and cluster-test
+test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-servers transfer-tools cluster-tools ## the whole suite: unit (race detector on), workflow, replay, fuzz seeds, a short fuzzing pass, end-to-end tests, cluster-test and a short soak (10 runs, 4 faults)
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	$(MAKE) --no-print-directory plan-tests
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
 	./scripts/cluster-test.sh
+	$(GO) build -o $(BIN)/capflow-soak ./bench/soak
+	SOAK_OUT=.capflow/soak-short.json ./scripts/soak.sh --runs 10 --faults 4
 
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
 	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e

@@ -31,5 +31,9 @@ bin/capflow-soak --address "127.0.0.1:$CLUSTER_TEMPORAL_PORT" --work "$WORK" --o
   --store "s3://capflow?endpoint=http://127.0.0.1:$S3_PORT&region=us-east-1&use_path_style=true&prefix=soak/" \
   --server-kill "scripts/cluster.sh kill server" --server-start "scripts/cluster.sh start server" \
   --postgres-restart "scripts/cluster.sh stop postgres && scripts/cluster.sh start postgres" "$@" || code=$?
-echo "the soak's logs: $WORK/logs; the cluster's: $CLUSTER_STATE/logs (KEEP_SOAK_STATE=1 keeps them)"
+if [ "$code" = 0 ] && [ "${KEEP_SOAK_STATE:-}" != 1 ]; then
+  rm -rf "$WORK"
+else
+  echo "the soak's logs: $WORK/logs; the cluster's: $CLUSTER_STATE/logs (KEEP_SOAK_STATE=1 keeps them)"
+fi
 exit "$code"

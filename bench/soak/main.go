@@ -87,6 +87,7 @@ func run() int {
 	}
 	rep.Print(os.Stdout)
 	b, _ := json.MarshalIndent(rep, "", "  ")
+	_ = os.MkdirAll(filepath.Dir(*out), 0o755)
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "capflow-soak:", err)
 		return 1
