@@ -12,8 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/internal/procfs"
 )
 
 // With a shared artifact store, a run whose host dies (and its disk with
@@ -282,4 +285,67 @@ steps:
 		t.Fatalf("items: %+v", ic)
 	}
 	recordHistory(t, id, "host-lost-items")
+}
+
+// A host stopped mid-step (SIGSTOP: a frozen machine, a partition) keeps
+// its open polls, so the server hands it the step's attempts and each ends
+// by heartbeat; the step then follows the run to another host instead of
+// failing there (the soak found it failing, issue 41).
+func TestStoppedHostsStepMoves(t *testing.T) {
+	queue := "capflow-store-silent"
+	var dirs [2]string
+	for i := range dirs {
+		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("silent-%c-", 'a'+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := copyTree(h.project, d); err != nil {
+			t.Fatal(err)
+		}
+		dirs[i] = d
+	}
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s",
+		"CAPFLOW_ARTIFACTS_URL=file://" + filepath.Join(h.tmp, "shared-artifacts-silent")}
+	plan := h.writePlan(t, "silent-move", `name: silent-move
+steps:
+  - {id: wait, capability: test.slow, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 6}}
+  - {id: after, capability: test.slow, needs: [wait], with: {seconds: 1}}
+`)
+	if err := h.startWorkerAt(dirs[0], env...); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	frozen := h.workers[len(h.workers)-1]
+	h.mu.Unlock()
+	id := startDetached(t, plan, "--task-queue", queue)
+	waitStepRunning(t, id, "wait")
+	if err := h.startWorkerAt(dirs[1], env...); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		h.mu.Lock()
+		w := h.workers[len(h.workers)-1]
+		h.mu.Unlock()
+		h.kill(w)
+	}()
+	tree := append([]int{frozen.Process.Pid}, procfs.Descendants(frozen.Process.Pid)...)
+	for _, p := range tree {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
+	defer func() {
+		for _, p := range tree {
+			_ = syscall.Kill(p, syscall.SIGCONT)
+		}
+		h.kill(frozen)
+	}()
+	var res struct {
+		runResult
+		LostHosts []string `json:"lost_hosts"`
+	}
+	code, e, stderr := h.capflow(t, "status", id, "--follow", "--task-queue", queue)
+	data(t, e, &res)
+	if code != 0 || res.Status != "passed" || len(res.LostHosts) != 1 {
+		t.Fatalf("exit %d %s (%s), lost %v\n%s", code, res.Status, res.Message, res.LostHosts, stderr)
+	}
+	recordHistory(t, id, "host-silent")
 }

@@ -224,8 +224,7 @@ func (s *scheduler) completeItem(id string, index int, f workflow.Future) {
 			st.fe.omit("an item's data is stored by reference: see each item's result")
 		}
 		st.fe.keep(it, out.Envelope.Data)
-	case s.hostLost(err) && st.step.Idempotent && !s.stopped() && !st.fe.abandoned && it.moves < maxMoves &&
-		versionOf(s.ctx, changeItemHosts) == 1:
+	case s.itemFollows(st, it, err):
 		s.followItemHost(st, index)
 		return
 	default:

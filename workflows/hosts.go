@@ -26,6 +26,30 @@ func (s *scheduler) hostLost(err error) bool {
 	return s.rr.HostQueue != "" && errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
 
+// hostSilent reports whether an idempotent step's activity on the run's
+// host ended because nothing there heartbeated, through its last attempt.
+// A host that is stopped or cut off keeps its open polls: the server hands
+// them the step's next attempts, each ending the same way, before a
+// schedule-to-start timeout could say the host is lost (the soak saw a
+// step's three attempts spent so, issue 41). Such a step follows the run
+// as for a lost host, at most maxMoves times; where the host is alive
+// after all, the Host activity answers it again and the step runs there.
+func (s *scheduler) hostSilent(step wfapi.ResolvedStep, err error, moves int) bool {
+	var timeout *temporal.TimeoutError
+	return s.rr.HostQueue != "" && step.TaskQueue == "" && step.Idempotent && !s.stopped() && moves < maxMoves &&
+		errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT && !s.pastDeadline(time.Second) &&
+		versionOf(s.ctx, changeSilentHost) == 1
+}
+
+// itemFollows reports whether a for_each item whose activity failed goes
+// on on another host (lost or silent, as a step would).
+func (s *scheduler) itemFollows(st *stepState, it *itemState, err error) bool {
+	if s.stopped() || st.fe.abandoned || !st.step.Idempotent || it.moves >= maxMoves {
+		return false
+	}
+	return (s.hostLost(err) || s.hostSilent(st.step, err, it.moves)) && versionOf(s.ctx, changeItemHosts) == 1
+}
+
 // moveHost sends an idempotent step whose host was lost to another host:
 // the Host activity, on the shared queue, answers with the host queue of
 // whichever worker takes it. Its earlier outputs stored on the lost host
@@ -94,8 +118,10 @@ func (s *scheduler) findHost() {
 	s.rehosting = true
 	lost := s.rr.HostQueue
 	s.inflight++
+	// Quick (it names the worker's host queue): a short attempt, so that
+	// one handed to a stopped worker's open poll is soon given to another.
 	actx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: localRetry,
+		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: localRetry,
 		Summary: "find another host: " + lost + " was lost",
 	})
 	s.sel.AddFuture(workflow.ExecuteActivity(actx, wfapi.HostActivity, s.workflowID), func(f workflow.Future) {

@@ -47,7 +47,7 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 			q := activity.GetInfo(ctx).TaskQueue
 			if delay, lost := lostOn[id]; lost && q == hostA {
 				time.Sleep(delay)
-				return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+				return nil, temporal.NewTimeoutError(lostAs, nil)
 			}
 			f.mu.Lock()
 			order = append(order, id+"@"+strings.TrimPrefix(q, "capflow@"))
@@ -65,6 +65,19 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 		t.Fatal(err)
 	}
 	return &res, order
+}
+
+// lostAs is how an activity on the lost host ends: no worker took it
+// (schedule-to-start), or one took it and fell silent (heartbeat).
+var lostAs = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+
+// silentHostRun is lostHostRun where host A's worker takes the steps in
+// lostOn and stops heartbeating (a stopped host's open polls).
+func silentHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
+	t.Helper()
+	lostAs = enumspb.TIMEOUT_TYPE_HEARTBEAT
+	defer func() { lostAs = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START }()
+	return lostHostRun(t, src, lostOn, notIdempotent...)
 }
 
 func before(order []string, a, b string) bool {
@@ -174,5 +187,24 @@ steps:
 `, map[string]time.Duration{"each": 0}, "each")
 	if res.Status != wfapi.StatusFailed || slices.Contains(order, "each@host-b") {
 		t.Fatalf("%s [%s] order %v", res.Status, states(res), order)
+	}
+}
+
+// A step (and an item) whose attempts on the run's host end because
+// nothing there heartbeats follows the run to another host; a step that is
+// not idempotent fails there (never started twice), and a step on a
+// queue of its own is not the host's to move.
+func TestSilentHostStepsMove(t *testing.T) {
+	res, order := silentHostRun(t, `name: r
+steps:
+  - {id: a, capability: x.a}
+  - {id: each, capability: x.b, for_each: [1, 2], needs: [a], with: {v: '${item}'}}
+`, map[string]time.Duration{"a": 0, "each": 0})
+	if res.Status != wfapi.StatusPassed || !slices.Equal(res.LostHosts, []string{hostA}) || !slices.Contains(order, "a@host-b") || !slices.Contains(order, "each@host-b") {
+		t.Fatalf("%s [%s] lost %v order %v: %s", res.Status, states(res), res.LostHosts, order, res.Message)
+	}
+	res, order = silentHostRun(t, "name: r\nsteps:\n  - {id: charge, capability: x.a}\n", map[string]time.Duration{"charge": 0}, "charge")
+	if res.Status != wfapi.StatusFailed || len(res.LostHosts) != 0 || len(order) != 0 {
+		t.Fatalf("not idempotent: %s [%s] lost %v order %v", res.Status, states(res), res.LostHosts, order)
 	}
 }

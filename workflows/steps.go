@@ -79,6 +79,8 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	case len(o.lost) > 0 && s.recreate(st, o.lost):
 	case s.hostLost(err) && st.step.Idempotent && !s.stopped():
 		s.followHost(st)
+	case s.hostSilent(st.step, err, st.moves):
+		s.followHost(st)
 	case s.m.Cancelled() || (s.stopped() && st.env.Error != nil && st.env.Error.Code == caperr.Cancelled):
 		s.m.Cancel(id, s.stopReason())
 	case s.asks(st):

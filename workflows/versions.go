@@ -29,6 +29,7 @@ const (
 	changeInlineActivity = "inline-local-activity"
 	changeBaseline       = "baseline"
 	changeItemHosts      = "item-host-move"
+	changeSilentHost     = "silent-host-move"
 )
 
 // Change is one declared change of workflow code.
@@ -84,6 +85,8 @@ var Changes = []Change{
 		[]History{{"baseline.json", 1}}, ""},
 	{changeItemHosts, 1, []string{"an idempotent for_each item whose host was lost follows the run to another host (it failed; the soak found it, issue 41)"},
 		[]History{{"host-lost-items.json", 1}}, ""},
+	{changeSilentHost, 1, []string{"an idempotent step or item on the run's host whose last attempt ended because nothing there heartbeated follows the run to another host, as for a schedule-to-start timeout (a stopped host's open polls took its retries; the soak found it, issue 41)"},
+		[]History{{"host-silent.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1
