@@ -190,17 +190,7 @@ steps:
 // moves, running again there the steps whose files it lost.
 func TestFileHandOffAcrossHosts(t *testing.T) {
 	const queue = "capflow-handoff"
-	var dirs [2]string
-	for i := range dirs {
-		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("handoff-%c-", 'a'+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := copyTree(h.project, d); err != nil {
-			t.Fatal(err)
-		}
-		dirs[i] = d
-	}
+	dirs := hostCopies(t, "handoff", 2)
 	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}
 	var alive []*exec.Cmd
 	start := func(dir string) *exec.Cmd {

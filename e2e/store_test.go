@@ -231,14 +231,13 @@ func TestMovedRunReadsItsOwnCopy(t *testing.T) {
 	moveRun(t, "capflow-store-keep", true, "CAPFLOW_ARTIFACTS_URL=file://"+filepath.Join(h.tmp, "shared-artifacts-keep"))
 }
 
-// A for_each step's items follow the run when its host is lost, as steps
-// do (the soak found them failing there, issue 41): the run passes on
-// another host with every item succeeded, naming the host it lost.
-func TestMovedRunCarriesItsItems(t *testing.T) {
-	queue := "capflow-store-items"
-	var dirs [2]string
+// hostCopies copies the test project n times: n hosts, each with its own
+// disk.
+func hostCopies(t *testing.T, name string, n int) []string {
+	t.Helper()
+	dirs := make([]string, n)
 	for i := range dirs {
-		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("items-%c-", 'a'+i))
+		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("%s-%c-", name, 'a'+i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,31 +246,35 @@ func TestMovedRunCarriesItsItems(t *testing.T) {
 		}
 		dirs[i] = d
 	}
-	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s",
-		"CAPFLOW_ARTIFACTS_URL=file://" + filepath.Join(h.tmp, "shared-artifacts-items")}
-	plan := h.writePlan(t, "items-move", `name: items-move
-defaults: {heartbeat: 2s}
-steps:
-  - {id: each, capability: test.slow, for_each: [1, 2, 3, 4], max_parallel: 2, with: {seconds: 3}}
-`)
-	if err := h.startWorkerAt(dirs[0], env...); err != nil {
+	return dirs
+}
+
+// startHost starts a worker on a host's copy and returns it.
+func startHost(t *testing.T, dir string, env []string) *exec.Cmd {
+	t.Helper()
+	if err := h.startWorkerAt(dir, env...); err != nil {
 		t.Fatal(err)
 	}
 	h.mu.Lock()
-	victim := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	id := startDetached(t, plan, "--task-queue", queue)
-	waitStepRunning(t, id, "each")
-	if err := h.startWorkerAt(dirs[1], env...); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		h.mu.Lock()
-		w := h.workers[len(h.workers)-1]
-		h.mu.Unlock()
-		h.kill(w)
-	}()
-	h.kill(victim)
+	defer h.mu.Unlock()
+	return h.workers[len(h.workers)-1]
+}
+
+// hostMove runs plan on a first host of a queue sharing a file store,
+// starts a second host once step is running, does lose to the first (a
+// kill, a stop) and returns the run's ID once it passed on the second,
+// naming one lost host.
+func hostMove(t *testing.T, name, plan, step string, lose func(first *exec.Cmd)) string {
+	t.Helper()
+	queue := "capflow-" + name
+	dirs := hostCopies(t, name, 2)
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s",
+		"CAPFLOW_ARTIFACTS_URL=file://" + filepath.Join(h.tmp, "shared-artifacts-"+name)}
+	first := startHost(t, dirs[0], env)
+	id := startDetached(t, h.writePlan(t, name, plan), "--task-queue", queue)
+	waitStepRunning(t, id, step)
+	defer h.kill(startHost(t, dirs[1], env))
+	lose(first)
 	var res struct {
 		runResult
 		LostHosts []string `json:"lost_hosts"`
@@ -281,9 +284,21 @@ steps:
 	if code != 0 || res.Status != "passed" || len(res.LostHosts) != 1 {
 		t.Fatalf("exit %d %s (%s), lost %v\n%s", code, res.Status, res.Message, res.LostHosts, stderr)
 	}
-	if ic := res.step(t, "each").ItemCounts; ic == nil || ic.Succeeded != 4 {
-		t.Fatalf("items: %+v", ic)
+	if ic := res.step(t, step).ItemCounts; ic != nil && ic.Succeeded != ic.Count {
+		t.Fatalf("items of %s: %+v", step, ic)
 	}
+	return id
+}
+
+// A for_each step's items follow the run when its host is lost, as steps
+// do (the soak found them failing there, issue 41): the run passes on
+// another host with every item succeeded, naming the host it lost.
+func TestMovedRunCarriesItsItems(t *testing.T) {
+	id := hostMove(t, "items-move", `name: items-move
+defaults: {heartbeat: 2s}
+steps:
+  - {id: each, capability: test.slow, for_each: [1, 2, 3, 4], max_parallel: 2, with: {seconds: 3}}
+`, "each", h.kill)
 	recordHistory(t, id, "host-lost-items")
 }
 
@@ -292,60 +307,22 @@ steps:
 // by heartbeat; the step then follows the run to another host instead of
 // failing there (the soak found it failing, issue 41).
 func TestStoppedHostsStepMoves(t *testing.T) {
-	queue := "capflow-store-silent"
-	var dirs [2]string
-	for i := range dirs {
-		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("silent-%c-", 'a'+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := copyTree(h.project, d); err != nil {
-			t.Fatal(err)
-		}
-		dirs[i] = d
-	}
-	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s",
-		"CAPFLOW_ARTIFACTS_URL=file://" + filepath.Join(h.tmp, "shared-artifacts-silent")}
-	plan := h.writePlan(t, "silent-move", `name: silent-move
-steps:
-  - {id: wait, capability: test.slow, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 6}}
-  - {id: after, capability: test.slow, needs: [wait], with: {seconds: 1}}
-`)
-	if err := h.startWorkerAt(dirs[0], env...); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	frozen := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	id := startDetached(t, plan, "--task-queue", queue)
-	waitStepRunning(t, id, "wait")
-	if err := h.startWorkerAt(dirs[1], env...); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		h.mu.Lock()
-		w := h.workers[len(h.workers)-1]
-		h.mu.Unlock()
-		h.kill(w)
-	}()
-	tree := append([]int{frozen.Process.Pid}, procfs.Descendants(frozen.Process.Pid)...)
-	for _, p := range tree {
-		_ = syscall.Kill(p, syscall.SIGSTOP)
-	}
+	var tree []int
 	defer func() {
 		for _, p := range tree {
 			_ = syscall.Kill(p, syscall.SIGCONT)
 		}
-		h.kill(frozen)
 	}()
-	var res struct {
-		runResult
-		LostHosts []string `json:"lost_hosts"`
-	}
-	code, e, stderr := h.capflow(t, "status", id, "--follow", "--task-queue", queue)
-	data(t, e, &res)
-	if code != 0 || res.Status != "passed" || len(res.LostHosts) != 1 {
-		t.Fatalf("exit %d %s (%s), lost %v\n%s", code, res.Status, res.Message, res.LostHosts, stderr)
-	}
+	id := hostMove(t, "silent-move", `name: silent-move
+steps:
+  - {id: wait, capability: test.slow, heartbeat: 2s, retry: {max_attempts: 1}, with: {seconds: 6}}
+  - {id: after, capability: test.slow, needs: [wait], with: {seconds: 1}}
+`, "wait", func(first *exec.Cmd) {
+		t.Cleanup(func() { h.kill(first) })
+		tree = append([]int{first.Process.Pid}, procfs.Descendants(first.Process.Pid)...)
+		for _, p := range tree {
+			_ = syscall.Kill(p, syscall.SIGSTOP)
+		}
+	})
 	recordHistory(t, id, "host-silent")
 }
