@@ -21,14 +21,20 @@ import (
 func TestTimeoutWarningWhileRunning(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	var mu sync.Mutex
+	var warned []string
+	seen := make(chan struct{})
+	var once sync.Once
 	slow := func(ctx context.Context) error {
 		hb := startBeats(ctx, 1)
 		defer hb.stop()
-		// Ends once it warned (at 1.6 s), well before its timeout.
-		for end := time.Now().Add(1900 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if f := hb.latest.Load(); f != nil && f.Phase == "timeout" {
-				break
-			}
+		// Ends once the warning (at 1.6 s) reached the server's side, well
+		// before its timeout: not as soon as it was recorded here, which
+		// raced the heartbeat's delivery (a heartbeat still in flight when
+		// the activity ends is dropped).
+		select {
+		case <-seen:
+		case <-time.After(1900 * time.Millisecond):
 		}
 		return nil
 	}
@@ -37,14 +43,13 @@ func TestTimeoutWarningWhileRunning(t *testing.T) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Second})
 		return workflow.ExecuteActivity(ctx, "slow").Get(ctx, nil)
 	}, workflow.RegisterOptions{Name: "w"})
-	var mu sync.Mutex
-	var warned []string
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
 		var hb wfapi.Heartbeat
 		if details.Get(&hb) == nil && hb.Latest != nil && hb.Latest.Phase == "timeout" {
 			mu.Lock()
 			warned = append(warned, hb.Latest.Message)
 			mu.Unlock()
+			once.Do(func() { close(seen) })
 		}
 	})
 	env.ExecuteWorkflow("w")
