@@ -50,9 +50,11 @@ type itemState struct {
 	env    *envelope.Envelope
 	cancel workflow.CancelFunc
 	// host is the host queue the item was sent to; moves counts the times
-	// it followed the run to another host.
-	host  string
-	moves int
+	// it followed the run to another host; moving: it waits (pending) for
+	// the Host activity to find the next host, and is not started before.
+	host   string
+	moves  int
+	moving bool
 }
 
 // keep records a succeeded item's data for the aggregate while the items'
@@ -174,7 +176,7 @@ func (s *scheduler) startItems() {
 		limit := st.step.MaxParallel
 		for fe.next < len(fe.items) && !s.held() && (limit <= 0 || fe.running < limit) {
 			it := fe.items[fe.next]
-			if it.status == wfapi.StepPending {
+			if it.status == wfapi.StepPending && !it.moving {
 				s.startItem(st, fe.next)
 			}
 			fe.next++

@@ -79,6 +79,7 @@ func (s *scheduler) followItemHost(st *stepState, index int) {
 		s.requeueItems([]itemRef{ref})
 		return
 	}
+	it.moving = true
 	s.movingItems = append(s.movingItems, ref)
 	s.findHost()
 }
@@ -87,6 +88,7 @@ func (s *scheduler) followItemHost(st *stepState, index int) {
 func (s *scheduler) requeueItems(refs []itemRef) {
 	for _, r := range refs {
 		fe := s.steps[r.step].fe
+		fe.items[r.index].moving = false
 		fe.next = min(fe.next, r.index)
 		if !slices.Contains(s.work, r.step) {
 			s.work = insertSorted(s.work, r.step)
@@ -100,6 +102,10 @@ func (s *scheduler) endMovingItems(refs []itemRef, state wfapi.StepState, why st
 	for _, r := range refs {
 		st := s.steps[r.step]
 		it := st.fe.items[r.index]
+		it.moving = false
+		if it.status != wfapi.StepPending {
+			continue // ended meanwhile: its step stopped its items
+		}
 		it.status, it.reason = state, why
 		it.env = s.synthEnvelope(st.step.Tool, caperr.TaskTimeout, why)
 		if state == wfapi.StepCancelled {

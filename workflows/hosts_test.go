@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,9 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 		if slices.Contains(notIdempotent, rr.Steps[i].ID) {
 			rr.Steps[i].Idempotent = false
 		}
+		if strings.HasPrefix(rr.Steps[i].ID, "own") {
+			rr.Steps[i].TaskQueue = ownQueue
+		}
 	}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{}}
 	var order []string
@@ -45,7 +49,10 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 		id := s.ID
 		f.behave[id] = func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
 			q := activity.GetInfo(ctx).TaskQueue
-			if delay, lost := lostOn[id]; lost && q == hostA {
+			f.mu.Lock()
+			own := q == ownQueue && f.calls[id] == 1 // lost there once: a second try would pass
+			f.mu.Unlock()
+			if delay, lost := lostOn[id]; lost && (q == hostA || own) {
 				time.Sleep(delay)
 				return nil, temporal.NewTimeoutError(lostAs, nil)
 			}
@@ -66,6 +73,10 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 	}
 	return &res, order
 }
+
+// ownQueue is the task queue a tool names of its own: steps whose id
+// starts with "own" go there, and are lost there too.
+const ownQueue = "gpu"
 
 // lostAs is how an activity on the lost host ends: no worker took it
 // (schedule-to-start), or one took it and fell silent (heartbeat).
@@ -206,5 +217,60 @@ steps:
 	res, order = silentHostRun(t, "name: r\nsteps:\n  - {id: charge, capability: x.a}\n", map[string]time.Duration{"charge": 0}, "charge")
 	if res.Status != wfapi.StatusFailed || len(res.LostHosts) != 0 || len(order) != 0 {
 		t.Fatalf("not idempotent: %s [%s] lost %v order %v", res.Status, states(res), res.LostHosts, order)
+	}
+	res, order = silentHostRun(t, "name: r\nsteps:\n  - {id: own, capability: x.a, retry: {max_attempts: 1}}\n", map[string]time.Duration{"own": 0})
+	if res.Status != wfapi.StatusFailed || len(res.LostHosts) != 0 || len(order) != 0 {
+		t.Fatalf("a step on a queue of its own: %s [%s] lost %v order %v", res.Status, states(res), res.LostHosts, order)
+	}
+}
+
+// An item waiting for the Host activity to find the next host is not
+// started meanwhile when another item of its step comes back to start
+// again (the review of issue 41's change found it started on the host
+// being replaced): host A is lost at once for item 1 and late for item 0,
+// host B for every item, and the second Host activity is slow.
+func TestMovingItemWaitsForItsHost(t *testing.T) {
+	const hostC = "capflow@host-c"
+	rr := resolvedFrom(t, "name: r\nsteps:\n  - {id: each, capability: x.a, for_each: [a, b], with: {v: '${item}'}}\n")
+	rr.HostQueue = hostA
+	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{}}
+	var mu sync.Mutex
+	ran := map[string]int{} // item@queue -> attempts
+	for _, key := range []string{"each[0]", "each[1]"} {
+		f.behave[key] = func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
+			q := activity.GetInfo(ctx).TaskQueue
+			mu.Lock()
+			ran[key+"@"+strings.TrimPrefix(q, "capflow@")]++
+			mu.Unlock()
+			switch {
+			case q == hostA && key == "each[0]":
+				time.Sleep(300 * time.Millisecond)
+				fallthrough
+			case q == hostA, q == hostB:
+				return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
+			return ok(ctx, attempt)
+		}
+	}
+	env := newEnv(t, f)
+	hosts := 0
+	env.RegisterActivityWithOptions(func(ctx context.Context, id string) (*wfapi.HostInfo, error) {
+		mu.Lock()
+		hosts++
+		n := hosts
+		mu.Unlock()
+		if n == 1 {
+			return &wfapi.HostInfo{Queue: hostB, RunDir: "/runs/b", SharedStore: true}, nil
+		}
+		time.Sleep(time.Second)
+		return &wfapi.HostInfo{Queue: hostC, RunDir: "/runs/c", SharedStore: true}, nil
+	}, activity.RegisterOptions{Name: wfapi.HostActivity})
+	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "x"}})
+	var res wfapi.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != wfapi.StatusPassed || ran["each[1]@host-b"] != 1 || ran["each[0]@host-c"] != 1 || ran["each[1]@host-c"] != 1 {
+		t.Fatalf("%s [%s]: ran %v", res.Status, states(&res), ran)
 	}
 }
