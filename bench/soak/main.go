@@ -25,7 +25,11 @@ import (
 func main() { os.Exit(run()) }
 
 func run() int {
-	runs, _ := strconv.Atoi(envOr("SOAK_RUNS", "60"))
+	runs, err := strconv.Atoi(envOr("SOAK_RUNS", "60"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "capflow-soak: SOAK_RUNS=%q is not a number of runs\n", os.Getenv("SOAK_RUNS"))
+		return 2
+	}
 	fs := flag.NewFlagSet("capflow-soak", flag.ContinueOnError)
 	c := soak.Config{}
 	fs.IntVar(&c.Runs, "runs", runs, "runs of the mix (env SOAK_RUNS)")
@@ -92,7 +96,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "capflow-soak:", err)
 		return 1
 	}
-	fmt.Printf("written: %s (logs: %s)\n", *out, filepath.Join(c.Work, "logs"))
+	fmt.Printf("written: %s\n", *out)
 	if !rep.Passed {
 		return 1
 	}

@@ -69,20 +69,36 @@ func (h *host) start(ctx context.Context) error {
 }
 
 func (h *host) pid() int {
+	if p := h.process(); p != nil {
+		return p.Pid
+	}
+	return 0
+}
+
+func (h *host) process() *os.Process {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cmd == nil || h.cmd.Process == nil {
+	if h.cmd == nil {
+		return nil
+	}
+	return h.cmd.Process
+}
+
+// signal signals the worker through its os.Process, which never signals
+// a pid reused after the worker was waited for.
+func (h *host) signal(sig syscall.Signal) int {
+	p := h.process()
+	if p == nil || p.Signal(sig) != nil {
 		return 0
 	}
-	return h.cmd.Process.Pid
+	return p.Pid
 }
 
 // kill SIGKILLs the worker, as a crash would; its tools are left to what
 // capflow does about them.
 func (h *host) kill() {
 	h.sample()
-	if p := h.pid(); p > 0 {
-		_ = syscall.Kill(p, syscall.SIGKILL)
+	if p := h.signal(syscall.SIGKILL); p > 0 {
 		for i := 0; i < 100 && alive(p); i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -91,12 +107,11 @@ func (h *host) kill() {
 
 // stop ends the worker gracefully (the soak's end).
 func (h *host) stop() {
-	if p := h.pid(); p > 0 {
-		_ = syscall.Kill(p, syscall.SIGTERM)
+	if p := h.signal(syscall.SIGTERM); p > 0 {
 		for i := 0; i < 300 && alive(p); i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
-		_ = syscall.Kill(p, syscall.SIGKILL)
+		h.signal(syscall.SIGKILL)
 	}
 }
 
@@ -168,6 +183,9 @@ func alive(pid int) bool {
 // prepare copies the soak project for a host (or the client) and links
 // the kits beside it.
 func prepare(src, kits, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("%s exists: give --work a new or empty folder", dst)
+	}
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		return fmt.Errorf("copy the soak project to %s: %v", dst, err)
 	}

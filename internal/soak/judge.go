@@ -13,14 +13,20 @@ import (
 	"github.com/capflow/capflow/internal/examples"
 )
 
-// Starts counts the starts of the non-idempotent tool by run and step, as
-// the counter lines of every host say ("start RUN STEP ATTEMPT TIME").
-type Starts map[string]int
+// Starts counts the starts of the non-idempotent tool by run and step,
+// as the counter lines of every host say ("start RUN STEP ATTEMPT TIME"),
+// and the host each started on (its file's).
+type Starts struct {
+	n    map[string]int
+	host map[string]int
+}
+
+func newStarts() Starts { return Starts{n: map[string]int{}, host: map[string]int{}} }
 
 func startKey(run, step string) string { return run + " " + step }
 
-// readStarts adds the counter lines of one host's file.
-func (st Starts) read(file string) error {
+// read adds the counter lines of host's file.
+func (st Starts) read(file string, host int) error {
 	f, err := os.Open(file)
 	if os.IsNotExist(err) {
 		return nil
@@ -32,7 +38,9 @@ func (st Starts) read(file string) error {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if w := strings.Fields(sc.Text()); len(w) >= 3 && w[0] == "start" {
-			st[startKey(w[1], w[2])]++
+			k := startKey(w[1], w[2])
+			st.n[k]++
+			st.host[k] = host
 		}
 	}
 	return sc.Err()
@@ -41,7 +49,7 @@ func (st Starts) read(file string) error {
 // Repeated is how many starts came after a step's first.
 func (st Starts) Repeated() int {
 	n := 0
-	for _, c := range st {
+	for _, c := range st.n {
 		n += max(c-1, 0)
 	}
 	return n
@@ -55,17 +63,17 @@ type Verdict struct {
 }
 
 // judge holds a run's result to its plan's promise. A run whose
-// non-idempotent step was cut short by a fault while the run was going on
-// may instead fail at that step with the promised code, provided the step
-// started exactly once.
-func judge(p examples.Promise, res *client.Result, runID string, st Starts, faultDuring bool) Verdict {
+// non-idempotent step was cut short may instead fail at that step with the
+// promised code, provided the step started exactly once and a fault hit
+// the host it started on while the run went on (faultOn says).
+func judge(p examples.Promise, res *client.Result, runID string, st Starts, faultOn func(host int) bool) Verdict {
 	if res == nil {
 		return Verdict{Why: "lost: it never ended"}
 	}
 	why := differences(p, res)
 	if why == "" {
 		for step := range p.Interrupted {
-			if n := st[startKey(runID, step)]; res.Status == client.StatusPassed && n != 1 {
+			if n := st.n[startKey(runID, step)]; res.Status == client.StatusPassed && n != 1 {
 				return Verdict{Why: fmt.Sprintf("%s passed but its tool started %d times", step, n)}
 			}
 		}
@@ -76,8 +84,10 @@ func judge(p examples.Promise, res *client.Result, runID string, st Starts, faul
 		if res.Status != client.StatusFailed || s == nil || s.Status != client.StepFailed || s.Envelope == nil || s.Envelope.Error == nil || string(s.Envelope.Error.Code) != code {
 			continue
 		}
-		if n := st[startKey(runID, step)]; n != 1 || !faultDuring {
-			return Verdict{Why: fmt.Sprintf("%s failed %s with its tool started %d times, fault during the run: %v", step, code, n, faultDuring)}
+		k := startKey(runID, step)
+		host, started := st.host[k]
+		if hit := started && faultOn(host); st.n[k] != 1 || !hit {
+			return Verdict{Why: fmt.Sprintf("%s failed %s with its tool started %d times, a fault on its host during the run: %v", step, code, st.n[k], hit)}
 		}
 		return Verdict{AsExpected: true, Interrupted: step}
 	}
@@ -142,12 +152,23 @@ func sorted(m map[string]string) []string {
 	return out
 }
 
-// overlaps reports whether a fault was under way while a run was.
-func overlaps(faults []Fault, from, to time.Time) bool {
+// hostFaultDuring reports whether a fault of host (a worker killed or
+// stopped) was under way while a run was.
+func hostFaultDuring(faults []Fault, host int, from, to time.Time) bool {
 	for _, f := range faults {
-		if !f.began.IsZero() && f.began.Before(to) && (f.ended.IsZero() || f.ended.After(from)) {
+		if (f.Kind == WorkerKill || f.Kind == HostLost) && f.Host == host &&
+			!f.began.IsZero() && f.began.Before(to) && (f.ended.IsZero() || f.ended.After(from)) {
 			return true
 		}
 	}
 	return false
+}
+
+// landed reports whether a fault hit something: tools running on its host,
+// or runs under way for a fault of the cluster.
+func (f Fault) landed() bool {
+	if f.Kind == WorkerKill || f.Kind == HostLost {
+		return f.Tools > 0
+	}
+	return f.InFlight > 0
 }

@@ -24,6 +24,7 @@ type netns struct {
 	listeners    []net.Listener
 	mu           sync.Mutex
 	conns        map[net.Conn]bool
+	closed       bool
 }
 
 // netnsAvailable says why hosts cannot have network namespaces here ("" if
@@ -127,9 +128,12 @@ func (n *netns) forward(l net.Listener, target string) {
 func (n *netns) track(c net.Conn, open bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if open {
+	switch {
+	case open && n.closed:
+		c.Close() // accepted as the soak ended
+	case open:
 		n.conns[c] = true
-	} else {
+	default:
 		delete(n.conns, c)
 	}
 }
@@ -151,6 +155,7 @@ func (n *netns) close() {
 		l.Close()
 	}
 	n.mu.Lock()
+	n.closed = true
 	for c := range n.conns {
 		c.Close()
 	}

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,7 +22,9 @@ import (
 // whose parent dies (a tool of a killed worker, a server a run started)
 // becomes the soak's child instead of init's, so that at the end the soak
 // can tell what outlived its run. It reaps those adopted children as they
-// exit, leaving its own (exec.Cmd's) to their Wait.
+// exit (every half second: a restarted server left a zombie would look
+// alive to the script that stops it next), leaving its own (exec.Cmd's)
+// to their Wait.
 type reaper struct {
 	mu    sync.Mutex
 	known map[int]bool
@@ -34,6 +38,13 @@ func newReaper(infra []string) (*reaper, error) {
 		return nil, err
 	}
 	return &reaper{known: map[int]bool{}, infra: infra}, nil
+}
+
+// reap reaps the adopted children that exited until ctx ends.
+func (r *reaper) reap(ctx context.Context) {
+	for sleep(ctx, 500*time.Millisecond) {
+		r.adopted()
+	}
 }
 
 // start starts cmd as one of the soak's own children.

@@ -26,8 +26,13 @@ type Report struct {
 	ElapsedS        float64  `json:"elapsed_s"`
 
 	// Passed: every run as expected, nothing lost or repeated, no orphan,
-	// no worker past its bound, every fault caused.
+	// no worker past its bound, every fault caused and landed (Faults
+	// counts those: tools ran on the host it hit, or runs were under way).
 	Passed bool `json:"passed"`
+	// NotStarted: runs the CLI could not start (or the soak never got to).
+	NotStarted int `json:"not_started"`
+	// IdleFaults hit nothing; FailedFaults could not be caused.
+	IdleFaults int `json:"idle_faults"`
 	// Interrupted counts the runs that failed, as their plan allows, at a
 	// non-idempotent step a fault cut short (it started once).
 	Interrupted int     `json:"interrupted_non_idempotent"`
@@ -66,9 +71,9 @@ type RunReport struct {
 
 // report judges every run and gathers the figures.
 func (s *soak) report() *Report {
-	st := Starts{}
-	for _, h := range s.hosts {
-		if err := st.read(filepath.Join(h.dir, "logs", "counter.log")); err != nil {
+	st := newStarts()
+	for i, h := range s.hosts {
+		if err := st.read(filepath.Join(h.dir, "logs", "counter.log"), i); err != nil {
 			s.log.Error("counter log", "host", h.name, "error", err)
 		}
 	}
@@ -86,7 +91,9 @@ func (s *soak) report() *Report {
 		rep.RunList = append(rep.RunList, s.runReport(r, st))
 		rr := rep.RunList[len(rep.RunList)-1]
 		switch {
-		case r.result == nil:
+		case r.startedAt.IsZero():
+			rep.NotStarted++
+		case r.result == nil && r.endErr == "":
 			rep.Lost++
 		case rr.AsExpected:
 			rep.AsExpected++
@@ -95,15 +102,18 @@ func (s *soak) report() *Report {
 			rep.Interrupted++
 		}
 	}
-	rep.Lost += s.cfg.Runs - len(runs) // never started: the soak stopped early
+	rep.NotStarted += s.cfg.Runs - len(runs) // the soak stopped early
 	kinds := map[string]bool{}
 	for _, f := range s.schedule {
-		if f.Error != "" || f.began.IsZero() {
+		switch {
+		case f.Error != "" || f.began.IsZero():
 			rep.FailedFaults++
-			continue
+		case !f.landed():
+			rep.IdleFaults++
+		default:
+			rep.Faults++
+			kinds[string(f.Kind)] = true
 		}
-		rep.Faults++
-		kinds[string(f.Kind)] = true
 	}
 	for k := range kinds {
 		rep.FaultKinds = append(rep.FaultKinds, k)
@@ -118,7 +128,7 @@ func (s *soak) report() *Report {
 	rep.ElapsedS = round(time.Since(s.began).Seconds())
 	rep.RunsPerMin = round(float64(rep.AsExpected) / (rep.ElapsedS / 60))
 	rep.Passed = rep.AsExpected == rep.Runs && rep.Lost == 0 && rep.Repeated == 0 && rep.Orphans == 0 &&
-		rep.WorkerPeakRSSMB <= s.cfg.MaxRSSMB && rep.FailedFaults == 0
+		rep.WorkerPeakRSSMB <= s.cfg.MaxRSSMB && rep.FailedFaults == 0 && rep.IdleFaults == 0
 	return rep
 }
 
@@ -129,6 +139,10 @@ func (s *soak) runReport(r *run, st Starts) RunReport {
 		return rr
 	}
 	end := time.Now()
+	if r.endErr != "" {
+		rr.Status, rr.Why, rr.TookS = "ended without a result", r.endErr, round(r.endedAt.Sub(r.startedAt).Seconds())
+		return rr
+	}
 	if r.result != nil {
 		rr.Status, rr.LostHosts = string(r.result.Status), len(r.result.LostHosts)
 		for _, st := range r.result.Steps {
@@ -137,7 +151,7 @@ func (s *soak) runReport(r *run, st Starts) RunReport {
 		end = r.endedAt
 		rr.TookS = round(end.Sub(r.startedAt).Seconds())
 	}
-	v := judge(r.plan.promise, r.result, r.id, st, overlaps(s.schedule, r.startedAt, end))
+	v := judge(r.plan.promise, r.result, r.id, st, func(host int) bool { return hostFaultDuring(s.schedule, host, r.startedAt, end) })
 	rr.AsExpected, rr.Interrupted, rr.Why = v.AsExpected, v.Interrupted, v.Why
 	return rr
 }
@@ -193,8 +207,8 @@ func (r *Report) Print(w io.Writer) {
 	if !r.Passed {
 		mark = "✗"
 	}
-	fmt.Fprintf(w, "%s %d/%d runs as expected (%d failed at an interrupted non-idempotent step, as allowed), %d lost, %d repeated, %d orphans; %d faults (%s), %d failed; worker peak %.1f MB (bound %.0f); %.1f runs/min over %.0f s\n",
-		mark, r.AsExpected, r.Runs, r.Interrupted, r.Lost, r.Repeated, r.Orphans, r.Faults, strings.Join(r.FaultKinds, ", "), r.FailedFaults, r.WorkerPeakRSSMB, r.MaxRSSMB, r.RunsPerMin, r.ElapsedS)
+	fmt.Fprintf(w, "%s %d/%d runs as expected (%d failed at an interrupted non-idempotent step, as allowed), %d lost, %d not started, %d repeated, %d orphans; %d faults landed (%s), %d hit nothing, %d failed; worker peak %.1f MB (bound %.0f); %.1f runs/min over %.0f s\n",
+		mark, r.AsExpected, r.Runs, r.Interrupted, r.Lost, r.NotStarted, r.Repeated, r.Orphans, r.Faults, strings.Join(r.FaultKinds, ", "), r.IdleFaults, r.FailedFaults, r.WorkerPeakRSSMB, r.MaxRSSMB, r.RunsPerMin, r.ElapsedS)
 }
 
 func b2i(b bool) int {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/examples"
@@ -33,7 +36,8 @@ type run struct {
 	startedAt, endedAt time.Time
 	startErr           string
 	result             *client.Result
-	approved           []string
+	// endErr: the run ended without a result (terminated, timed out).
+	endErr string
 }
 
 // cli runs the capflow CLI against the client's copy of the project and
@@ -90,7 +94,6 @@ func (s *soak) approveSteps(ctx context.Context, r *run) {
 			code, env, _ := s.cli(ctx, "approve", r.id, step, "--by", "soak-script", "--comment", "soak")
 			msg, _ := env["message"].(string)
 			if code == 0 || strings.Contains(msg, "already decided: approved") {
-				r.approved = append(r.approved, step)
 				break
 			}
 			if !sleep(ctx, 2*time.Second) {
@@ -103,7 +106,7 @@ func (s *soak) approveSteps(ctx context.Context, r *run) {
 func (s *soak) ended(r *run) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return r.result != nil
+	return r.result != nil || r.endErr != ""
 }
 
 // wait waits for r's result through outages until the deadline.
@@ -120,6 +123,13 @@ func (s *soak) wait(ctx context.Context, r *run, deadline time.Time) {
 			if b, err := json.MarshalIndent(res, "", "  "); err == nil {
 				_ = os.WriteFile(s.logPath(r.id+".result.json"), b, 0o644)
 			}
+			return
+		}
+		var ended *temporal.WorkflowExecutionError
+		if errors.As(err, &ended) {
+			s.mu.Lock()
+			r.endErr, r.endedAt = err.Error(), time.Now()
+			s.mu.Unlock()
 			return
 		}
 		if !sleep(ctx, 2*time.Second) {

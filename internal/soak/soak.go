@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go s.sampleMemory(sctx)
+	go s.reaper.reap(sctx)
 	faultsDone := make(chan struct{})
 	go func() { s.faults(sctx); close(faultsDone) }()
 	s.startAll(sctx, mix)

@@ -39,13 +39,13 @@ func TestStarts(t *testing.T) {
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	_ = os.WriteFile(a, []byte("start r1 count 1 T\nstart r2 count 1 T\ngarbage\n"), 0o644)
 	_ = os.WriteFile(b, []byte("start r1 count 2 T\n"), 0o644) // r1's count started again, on another host
-	st := Starts{}
-	for _, f := range []string{a, b, filepath.Join(dir, "none.log")} {
-		if err := st.read(f); err != nil {
+	st := newStarts()
+	for i, f := range []string{a, b, filepath.Join(dir, "none.log")} {
+		if err := st.read(f, i); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st[startKey("r1", "count")] != 2 || st[startKey("r2", "count")] != 1 || st.Repeated() != 1 {
+	if st.n[startKey("r1", "count")] != 2 || st.n[startKey("r2", "count")] != 1 || st.Repeated() != 1 || st.host[startKey("r2", "count")] != 0 {
 		t.Fatalf("%v, repeated %d", st, st.Repeated())
 	}
 }
@@ -69,44 +69,57 @@ func TestJudge(t *testing.T) {
 		name        string
 		res         string
 		starts      int
-		fault       bool
+		faultOn     int // the host a fault hit during the run (-1: none)
 		ok          bool
 		interrupted string
 		why         string
 	}{
-		{"as promised", passed, 1, false, true, "", ""},
-		{"passed, its tool started twice", passed, 2, false, false, "", "count passed but its tool started 2 times"},
-		{"passed, its tool never started", passed, 0, false, false, "", "started 0 times"},
-		{"wrong output", strings.Replace(passed, `"a-b"`, `"a"`, 1), 1, false, false, "", "outputs.text a, not a-b"},
-		{"a number output", strings.Replace(passed, `"n":6`, `"n":5`, 1), 1, false, false, "", "outputs.n 5, not 6"},
-		{"cut short by a fault", cut, 1, true, true, "count", ""},
-		{"cut short without a fault", cut, 1, false, false, "", "fault during the run: false"},
-		{"cut short, started twice", cut, 2, true, false, "", "started 2 times"},
-		{"failed otherwise", other, 1, true, false, "", "status failed, not passed (count failed)"},
-		{"lost", "", 0, true, false, "", "lost"},
+		{"as promised", passed, 1, -1, true, "", ""},
+		{"passed, its tool started twice", passed, 2, -1, false, "", "count passed but its tool started 2 times"},
+		{"passed, its tool never started", passed, 0, -1, false, "", "started 0 times"},
+		{"wrong output", strings.Replace(passed, `"a-b"`, `"a"`, 1), 1, -1, false, "", "outputs.text a, not a-b"},
+		{"a number output", strings.Replace(passed, `"n":6`, `"n":5`, 1), 1, -1, false, "", "outputs.n 5, not 6"},
+		{"cut short by a fault on its host", cut, 1, 2, true, "count", ""},
+		{"cut short, a fault elsewhere", cut, 1, 1, false, "", "a fault on its host during the run: false"},
+		{"cut short without a fault", cut, 1, -1, false, "", "a fault on its host during the run: false"},
+		{"cut short, started twice", cut, 2, 2, false, "", "started 2 times"},
+		{"failed otherwise", other, 1, 2, false, "", "status failed, not passed (count failed)"},
+		{"lost", "", 0, 2, false, "", "lost"},
 	}
 	for _, c := range cases {
 		var res *client.Result
 		if c.res != "" {
 			res = result(t, c.res)
 		}
-		v := judge(promise, res, "r1", Starts{startKey("r1", "count"): c.starts}, c.fault)
+		st := newStarts()
+		st.n[startKey("r1", "count")], st.host[startKey("r1", "count")] = c.starts, 2
+		v := judge(promise, res, "r1", st, func(host int) bool { return host == c.faultOn })
 		if v.AsExpected != c.ok || v.Interrupted != c.interrupted || !strings.Contains(v.Why, c.why) || (c.why == "") != (v.Why == "") {
 			t.Errorf("%s: %+v", c.name, v)
 		}
 	}
 }
 
-// A fault counts for a run when the two overlap in time.
-func TestOverlaps(t *testing.T) {
+// A fault of a host counts for a run on that host while the two overlap
+// in time; a fault counts as landed when it hit tools or runs.
+func TestHostFaultDuring(t *testing.T) {
 	t0 := time.Now()
-	f := []Fault{{began: t0.Add(10 * time.Second), ended: t0.Add(20 * time.Second)}}
+	f := []Fault{{Kind: WorkerKill, Host: 1, began: t0.Add(10 * time.Second), ended: t0.Add(20 * time.Second)},
+		{Kind: ServerKill, began: t0.Add(30 * time.Second), ended: t0.Add(40 * time.Second)}}
 	for _, c := range []struct {
-		from, to int
-		want     bool
-	}{{0, 5, false}, {0, 12, true}, {15, 16, true}, {19, 30, true}, {21, 30, false}} {
-		if got := overlaps(f, t0.Add(time.Duration(c.from)*time.Second), t0.Add(time.Duration(c.to)*time.Second)); got != c.want {
-			t.Errorf("run %d-%d s: %v", c.from, c.to, got)
+		host, from, to int
+		want           bool
+	}{{1, 0, 5, false}, {1, 0, 12, true}, {1, 15, 16, true}, {1, 19, 30, true}, {1, 21, 30, false}, {0, 0, 12, false}, {1, 31, 35, false}} {
+		if got := hostFaultDuring(f, c.host, t0.Add(time.Duration(c.from)*time.Second), t0.Add(time.Duration(c.to)*time.Second)); got != c.want {
+			t.Errorf("host %d, run %d-%d s: %v", c.host, c.from, c.to, got)
+		}
+	}
+	for _, c := range []struct {
+		f    Fault
+		want bool
+	}{{Fault{Kind: HostLost, Tools: 3}, true}, {Fault{Kind: HostLost, InFlight: 3}, false}, {Fault{Kind: PostgresRestart, InFlight: 1}, true}, {Fault{Kind: ServerKill}, false}} {
+		if c.f.landed() != c.want {
+			t.Errorf("%+v landed: %v", c.f, !c.want)
 		}
 	}
 }
