@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -62,18 +63,22 @@ type Verdict struct {
 	Why         string // what differs, when not as expected
 }
 
-// judge holds a run's result to its plan's promise. A run whose
-// non-idempotent step was cut short may instead fail at that step with the
-// promised code, provided the step started exactly once and a fault hit
-// the host it started on while the run went on (faultOn says).
-func judge(p examples.Promise, res *client.Result, runID string, st Starts, faultOn func(host int) bool) Verdict {
+// judge holds a run's result to its plan's promise; counted are the
+// plan's steps whose tool writes counter lines, which must show exactly one
+// start when the run passed. A run whose non-idempotent step was cut short
+// may instead fail at that step with the promised code, provided the step
+// started once (its counter lines say so, on one host; for a tool without
+// them, its one attempt) and a fault hit that host, or a host the run ran
+// on, while the run went on (faultOn says; runHosts are the hosts holding
+// the run's folder).
+func judge(p examples.Promise, counted []string, res *client.Result, runID string, st Starts, runHosts []int, faultOn func(host int) bool) Verdict {
 	if res == nil {
 		return Verdict{Why: "lost: it never ended"}
 	}
 	why := differences(p, res)
 	if why == "" {
-		for step := range p.Interrupted {
-			if n := st.n[startKey(runID, step)]; res.Status == client.StatusPassed && n != 1 {
+		for _, step := range counted {
+			if n := st.n[startKey(runID, step)]; n != 1 {
 				return Verdict{Why: fmt.Sprintf("%s passed but its tool started %d times", step, n)}
 			}
 		}
@@ -85,9 +90,13 @@ func judge(p examples.Promise, res *client.Result, runID string, st Starts, faul
 			continue
 		}
 		k := startKey(runID, step)
-		host, started := st.host[k]
-		if hit := started && faultOn(host); st.n[k] != 1 || !hit {
-			return Verdict{Why: fmt.Sprintf("%s failed %s with its tool started %d times, a fault on its host during the run: %v", step, code, st.n[k], hit)}
+		starts, hosts := s.Attempts, runHosts
+		if slices.Contains(counted, step) {
+			starts, hosts = st.n[k], []int{st.host[k]}
+		}
+		hit := slices.ContainsFunc(hosts, faultOn)
+		if starts != 1 || !hit {
+			return Verdict{Why: fmt.Sprintf("%s failed %s, started %d times, a fault on its host during the run: %v", step, code, starts, hit)}
 		}
 		return Verdict{AsExpected: true, Interrupted: step}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -151,9 +152,21 @@ func (s *soak) runReport(r *run, st Starts) RunReport {
 		end = r.endedAt
 		rr.TookS = round(end.Sub(r.startedAt).Seconds())
 	}
-	v := judge(r.plan.promise, r.result, r.id, st, func(host int) bool { return hostFaultDuring(s.schedule, host, r.startedAt, end) })
+	v := judge(r.plan.promise, r.plan.counted, r.result, r.id, st, s.runHosts(r.id),
+		func(host int) bool { return hostFaultDuring(s.schedule, host, r.startedAt, end) })
 	rr.AsExpected, rr.Interrupted, rr.Why = v.AsExpected, v.Interrupted, v.Why
 	return rr
+}
+
+// runHosts are the hosts holding a folder of the run (where it ran).
+func (s *soak) runHosts(id string) []int {
+	var out []int
+	for i, h := range s.hosts {
+		if _, err := os.Stat(filepath.Join(h.dir, ".capflow", "runs", id)); err == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

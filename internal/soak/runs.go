@@ -24,7 +24,9 @@ type mixPlan struct {
 	name, file string
 	promise    examples.Promise
 	approve    []string
-	port       bool // takes a port input (each run its own)
+	// counted are its steps whose tool writes counter lines (soak.count).
+	counted []string
+	port    bool // takes a port input (each run its own)
 }
 
 // run is one run of the soak.

@@ -202,6 +202,10 @@ func (s *soak) dial() error {
 	return nil
 }
 
+// CounterCapability is the soak's non-idempotent tool, which writes a
+// counter line per start (bench/soak/project/tools/count).
+const CounterCapability = "soak.count"
+
 // readMix reads the soak's plans and what each promises.
 func readMix(project string) ([]*mixPlan, error) {
 	files, _ := filepath.Glob(filepath.Join(project, "plans", "*.yaml"))
@@ -225,8 +229,11 @@ func readMix(project string) ([]*mixPlan, error) {
 		}
 		m := &mixPlan{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), file: filepath.Join("plans", filepath.Base(f)), promise: pr}
 		for _, st := range p.Steps {
-			if st.Capability == "flow.approve" {
+			switch st.Capability {
+			case "flow.approve":
 				m.approve = append(m.approve, st.ID)
+			case CounterCapability:
+				m.counted = append(m.counted, st.ID)
 			}
 		}
 		_, m.port = p.Inputs["port"]

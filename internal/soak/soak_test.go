@@ -93,10 +93,31 @@ func TestJudge(t *testing.T) {
 		}
 		st := newStarts()
 		st.n[startKey("r1", "count")], st.host[startKey("r1", "count")] = c.starts, 2
-		v := judge(promise, res, "r1", st, func(host int) bool { return host == c.faultOn })
+		v := judge(promise, []string{"count"}, res, "r1", st, nil, func(host int) bool { return host == c.faultOn })
 		if v.AsExpected != c.ok || v.Interrupted != c.interrupted || !strings.Contains(v.Why, c.why) || (c.why == "") != (v.Why == "") {
 			t.Errorf("%s: %+v", c.name, v)
 		}
+	}
+}
+
+// A step without counter lines (server.start) cut short: one attempt, and
+// a fault on a host the run ran on.
+func TestJudgeUncounted(t *testing.T) {
+	promise := examples.Promise{Run: "passed", Interrupted: map[string]string{"start": "TASK_TIMEOUT"}}
+	cut := result(t, `{"status":"failed","steps":[{"id":"start","status":"failed","attempts":1,"envelope":{"error":{"code":"TASK_TIMEOUT"}}}]}`)
+	twice := result(t, `{"status":"failed","steps":[{"id":"start","status":"failed","attempts":2,"envelope":{"error":{"code":"TASK_TIMEOUT"}}}]}`)
+	on1 := func(h int) bool { return h == 1 }
+	if v := judge(promise, nil, cut, "r", newStarts(), []int{0, 1}, on1); !v.AsExpected || v.Interrupted != "start" {
+		t.Errorf("cut short on a host it ran on: %+v", v)
+	}
+	if v := judge(promise, nil, cut, "r", newStarts(), []int{0}, on1); v.AsExpected {
+		t.Errorf("a fault on a host it never ran on: %+v", v)
+	}
+	if v := judge(promise, nil, twice, "r", newStarts(), []int{1}, on1); v.AsExpected {
+		t.Errorf("two attempts: %+v", v)
+	}
+	if v := judge(promise, nil, result(t, `{"status":"passed"}`), "r", newStarts(), nil, on1); !v.AsExpected {
+		t.Errorf("passed, nothing counted: %+v", v)
 	}
 }
 
