@@ -86,7 +86,7 @@ cluster-tools: build temporal postgresql $(BIN)/temporal-server $(BIN)/temporal-
 cluster-test: cluster-tools ## the durability suite against a private cluster of make cluster's shape, faults included
 	@./scripts/cluster-test.sh
 
-# The soak (docs/operations.md#soak); make test runs a short one.
+# The soak (docs/operations.md#the-soak); make test runs a short one.
 SOAK_RUNS ?= 60
 soak: cluster-tools versitygw bubblewrap ## capflow under a mix of plans on three hosts and a shared S3 store while workers, the server and PostgreSQL die on a schedule; soak.json
 	$(GO) build -o $(BIN)/capflow-soak ./bench/soak

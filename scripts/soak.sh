@@ -4,7 +4,7 @@
 # (versitygw over a folder), then bin/capflow-soak: three workers as hosts
 # of their own running SOAK_RUNS runs of bench/soak/project's plans while
 # workers, the Temporal server and PostgreSQL die on a schedule
-# (docs/operations.md#soak). Writes soak.json (SOAK_OUT); exits non-zero on
+# (docs/operations.md#the-soak). Writes soak.json (SOAK_OUT); exits non-zero on
 # any miss, keeping the logs; KEEP_SOAK_STATE=1 keeps them after a pass too.
 set -euo pipefail
 cd "$(dirname "$0")/.."

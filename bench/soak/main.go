@@ -1,4 +1,4 @@
-// Command capflow-soak runs the soak (docs/operations.md#soak): capflow
+// Command capflow-soak runs the soak (docs/operations.md#the-soak): capflow
 // under a mix of plans on several hosts while the parts underneath die on
 // a schedule. make soak runs it on make cluster's shape.
 package main
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,11 +26,7 @@ import (
 func main() { os.Exit(run()) }
 
 func run() int {
-	runs, err := strconv.Atoi(envOr("SOAK_RUNS", "60"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "capflow-soak: SOAK_RUNS=%q is not a number of runs\n", os.Getenv("SOAK_RUNS"))
-		return 2
-	}
+	runs, envErr := strconv.Atoi(envOr("SOAK_RUNS", "60"))
 	fs := flag.NewFlagSet("capflow-soak", flag.ContinueOnError)
 	c := soak.Config{}
 	fs.IntVar(&c.Runs, "runs", runs, "runs of the mix (env SOAK_RUNS)")
@@ -38,7 +35,7 @@ func run() int {
 	fs.IntVar(&c.Hosts, "hosts", 3, "workers, each a host with its own copy of the project")
 	fs.DurationVar(&c.HostWait, "host-wait", 5*time.Second, "the workers' temporal.host_wait")
 	fs.DurationVar(&c.RunWait, "run-wait", 5*time.Minute, "how long after the last start runs may take to end")
-	fs.StringVar(&c.Project, "project", "bench/soak/project", "the soak's project: its plans (each with an `# expect:` line) and tools")
+	fs.StringVar(&c.Project, "project", "bench/soak/project", "the soak's project: its plans (each with an \"# expect: run=STATUS\" line) and tools (relative paths: from the current folder, the repository's root)")
 	fs.StringVar(&c.Kits, "kits", "kits", "the kits folder the project copies link")
 	bin := fs.String("bin", "bin", "the folder with capflow and capflow-worker")
 	fs.StringVar(&c.Work, "work", "", "where hosts' copies and logs go (default: a new folder in the system's temp)")
@@ -52,15 +49,13 @@ func run() int {
 	fs.StringVar(&c.Netns, "netns", "auto", "each host in a network namespace of its own: auto (where the machine allows: root and ip(8)), on, off")
 	fs.Float64Var(&c.MaxRSSMB, "max-rss-mb", 512, "each worker's bound")
 	out := fs.String("out", "soak.json", "where the report goes")
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(os.Args[1:]); err == flag.ErrHelp {
+		return 0
+	} else if err != nil {
 		return 2
 	}
-	if c.Netns != "auto" && c.Netns != "on" && c.Netns != "off" {
-		fmt.Fprintf(os.Stderr, "capflow-soak: --netns %q: give auto, on or off\n", c.Netns)
-		return 2
-	}
-	if c.Runs < 1 || c.Hosts < 2 || c.Faults < 0 {
-		fmt.Fprintln(os.Stderr, "capflow-soak: --runs must be at least 1 and --hosts at least 2 (a lost host's runs move to another)")
+	if msg := usageError(fs, c, envErr); msg != "" {
+		fmt.Fprintln(os.Stderr, "capflow-soak: "+msg)
 		return 2
 	}
 	if c.Spread == 0 {
@@ -71,6 +66,10 @@ func run() int {
 	c.Infra = strings.Split(*infra, ",")
 	if *store != "" {
 		c.WorkerEnv = append(c.WorkerEnv, "CAPFLOW_ARTIFACTS_URL="+*store)
+	}
+	if msg := setupError(c, *bin); msg != "" {
+		fmt.Fprintln(os.Stderr, "capflow-soak: "+msg)
+		return 1
 	}
 	if c.Work == "" {
 		d, err := os.MkdirTemp("", "capflow-soak-")
@@ -83,7 +82,7 @@ func run() int {
 	c.Log = logging.New("soak", os.Stderr, hclog.Info)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c.Log.Info("soak", "runs", c.Runs, "spread", c.Spread, "faults", c.Faults, "hosts", c.Hosts, "work", c.Work, "address", c.Address)
+	c.Log.Info("starting", "runs", c.Runs, "spread", c.Spread, "faults", c.Faults, "hosts", c.Hosts, "work", c.Work, "address", c.Address)
 	rep, err := soak.Run(ctx, c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capflow-soak:", err)
@@ -101,6 +100,63 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// usageError says what is wrong with the command line ("" if nothing).
+func usageError(fs *flag.FlagSet, c soak.Config, envErr error) string {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Sprintf("unexpected %q: capflow-soak takes flags only (-h lists them)", fs.Arg(0))
+	case envErr != nil && !given["runs"]:
+		return fmt.Sprintf("SOAK_RUNS=%q is not a number of runs", os.Getenv("SOAK_RUNS"))
+	case c.Netns != "auto" && c.Netns != "on" && c.Netns != "off":
+		return fmt.Sprintf("--netns %q: give auto, on or off", c.Netns)
+	case c.Runs < 1:
+		return "--runs must be at least 1"
+	case c.Hosts < 2:
+		return "--hosts must be at least 2 (a lost host's runs move to another)"
+	case c.Faults < 0:
+		return "--faults must be 0 or more"
+	}
+	// The schedule cycles worker-kill, server-kill, postgres-restart,
+	// host-lost: the commands of the kinds it reaches are needed now, not
+	// minutes in.
+	need := map[string]string{"--server-kill": c.Commands.ServerKill, "--server-start": c.Commands.ServerStart}
+	if c.Faults >= 3 {
+		need["--postgres-restart"] = c.Commands.PostgresRestart
+	}
+	for _, name := range []string{"--server-kill", "--server-start", "--postgres-restart"} {
+		if v, ok := need[name]; ok && v == "" && c.Faults >= 2 {
+			return fmt.Sprintf("%d faults reach the cluster's, but %s is not given (the command that does it; scripts/soak.sh gives make cluster's)", c.Faults, name)
+		}
+	}
+	if c.Work != "" {
+		if entries, err := os.ReadDir(c.Work); err == nil && len(entries) > 0 {
+			return fmt.Sprintf("--work %s is not empty: give a new or empty folder", c.Work)
+		}
+	}
+	return ""
+}
+
+// setupError checks what the soak needs before it copies anything ("" if
+// all is there).
+func setupError(c soak.Config, bin string) string {
+	if _, err := os.Stat(filepath.Join(c.Project, "plans")); err != nil {
+		return fmt.Sprintf("no soak project at %s (no plans/ there): run from the repository's root or give --project", c.Project)
+	}
+	for _, b := range []string{c.Worker, c.CLI} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Sprintf("%s is missing: make build (or give --bin, the folder with capflow and capflow-worker; now %s)", b, bin)
+		}
+	}
+	conn, err := net.DialTimeout("tcp", c.Address, 5*time.Second)
+	if err != nil {
+		return fmt.Sprintf("cannot reach the Temporal frontend at %s (%v): start the cluster (scripts/soak.sh does) or give --address", c.Address, err)
+	}
+	conn.Close()
+	return ""
 }
 
 func envOr(k, def string) string {

@@ -11,7 +11,7 @@ import (
 // Kind is a fault the soak causes.
 type Kind string
 
-// The faults of a soak (docs/operations.md#soak).
+// The faults of a soak (docs/operations.md#the-soak).
 const (
 	WorkerKill      Kind = "worker-kill"      // SIGKILL a worker, start it again
 	ServerKill      Kind = "server-kill"      // SIGKILL the Temporal server, start it again

@@ -25,6 +25,8 @@ type netns struct {
 	mu           sync.Mutex
 	conns        map[net.Conn]bool
 	closed       bool
+	// ownNS, ownLink: made by this soak (removed by close).
+	ownNS, ownLink bool
 }
 
 // netnsAvailable says why hosts cannot have network namespaces here ("" if
@@ -60,9 +62,10 @@ var loopbackRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 // (127.0.0.1:PORT) from the machine's end of the pair, same port.
 func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 	// Names and a subnet of this soak's own (a link name has at most 15
-	// bytes): two soaks on a machine do not meet.
+	// bytes). Two soaks on a machine rarely share a subnet (1 in 60); one
+	// whose names are taken fails at once and touches nothing of the other.
 	pid := os.Getpid()
-	tag, subnet := fmt.Sprintf("%x", pid%0xfff), (pid%50)*4+i+1
+	tag, subnet := fmt.Sprintf("%x", pid%0xffff), (pid%60)*4+i+1
 	n := &netns{name: fmt.Sprintf("capflow-soak-%s-%d", tag, i+1), link: fmt.Sprintf("cfs%s%d", tag, i+1),
 		hostIP: fmt.Sprintf("10.231.%d.1", subnet), nsIP: fmt.Sprintf("10.231.%d.2", subnet), conns: map[net.Conn]bool{}}
 	steps := [][]string{
@@ -75,11 +78,14 @@ func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 		{"-n", n.name, "link", "set", n.link + "n", "up"},
 		{"-n", n.name, "link", "set", "lo", "up"},
 	}
-	for _, args := range steps {
+	for k, args := range steps {
 		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
 			n.close()
 			return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 		}
+		// What the soak made is what it removes: names another soak took
+		// (a failed add) stay its.
+		n.ownNS, n.ownLink = k >= 0, k >= 1
 	}
 	for _, t := range targets {
 		_, port, err := net.SplitHostPort(t)
@@ -160,6 +166,10 @@ func (n *netns) close() {
 		c.Close()
 	}
 	n.mu.Unlock()
-	_ = exec.Command("ip", "link", "del", n.link).Run()
-	_ = exec.Command("ip", "netns", "del", n.name).Run()
+	if n.ownLink {
+		_ = exec.Command("ip", "link", "del", n.link).Run()
+	}
+	if n.ownNS {
+		_ = exec.Command("ip", "netns", "del", n.name).Run()
+	}
 }

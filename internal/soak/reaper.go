@@ -106,7 +106,7 @@ type Orphan struct {
 // a process adopted by the soak that is not a part of the cluster, and
 // anywhere on the machine a tool of one of the soak's runs (its
 // CAPFLOW_RUN_ID) or a server a run started (its owner token).
-func (r *reaper) orphans(runPrefix string) []Orphan {
+func (r *reaper) orphans(runPrefix, work string) []Orphan {
 	var out []Orphan
 	seen := map[int]bool{}
 	add := func(p int, why string) {
@@ -123,11 +123,18 @@ func (r *reaper) orphans(runPrefix string) []Orphan {
 	for _, p := range procfs.Pids() {
 		if id, _ := procfs.Env(p, "CAPFLOW_RUN_ID"); strings.HasPrefix(id, runPrefix) {
 			add(p, "a tool of run "+id+", which has ended")
-		} else if tok, _ := procfs.Env(p, runtimekit.OwnerEnv); tok != "" {
+		} else if tok, _ := procfs.Env(p, runtimekit.OwnerEnv); tok != "" && under(p, work) {
 			add(p, "a server a run started, which has ended")
 		}
 	}
 	return out
+}
+
+// under reports whether pid works in a folder beneath dir (a server runs
+// in its host's project copy): another soak's servers are not this one's.
+func under(pid int, dir string) bool {
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	return err == nil && (dir == "" || cwd == dir || strings.HasPrefix(cwd, dir+string(os.PathSeparator)))
 }
 
 func command(pid int) string {

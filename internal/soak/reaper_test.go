@@ -28,7 +28,7 @@ func TestOrphans(t *testing.T) {
 	defer func() { _ = tool.Process.Kill(); _ = tool.Wait() }()
 	var got []Orphan
 	for i := 0; i < 100; i++ {
-		if got = r.orphans("soak-test-"); len(got) == 2 {
+		if got = r.orphans("soak-test-", ""); len(got) == 2 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -46,10 +46,10 @@ func TestOrphans(t *testing.T) {
 	}
 	_ = tool.Wait()
 	r.forget(tool)
-	for i := 0; i < 100 && len(r.orphans("soak-test-")) > 0; i++ {
+	for i := 0; i < 100 && len(r.orphans("soak-test-", "")) > 0; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if left := r.orphans("soak-test-"); len(left) > 0 || len(r.adopted()) > 0 {
+	if left := r.orphans("soak-test-", ""); len(left) > 0 || len(r.adopted()) > 0 {
 		t.Fatalf("left: %+v", left)
 	}
 }

@@ -83,7 +83,7 @@ func (s *soak) report() *Report {
 	// What outlived its run: looked at once the last run ended, after the
 	// time a stopping tree is given.
 	time.Sleep(5 * time.Second)
-	rep.OrphanList = s.reaper.orphans(s.prefix)
+	rep.OrphanList = s.reaper.orphans(s.prefix, s.cfg.Work)
 	rep.Orphans = len(rep.OrphanList)
 	s.mu.Lock()
 	runs := slices.Clone(s.runs)

@@ -2,7 +2,7 @@
 // hosts while the parts underneath die on a schedule, and checks that
 // every run ended as its plan promised, that nothing which is not
 // idempotent ran twice, that no process outlived its run and that no
-// worker grew past its bound (docs/operations.md#soak). make soak runs it
+// worker grew past its bound (docs/operations.md#the-soak). make soak runs it
 // on make cluster's shape; any cluster will do, given the commands that
 // kill and restart its parts.
 package soak
@@ -38,7 +38,7 @@ type Config struct {
 
 	Project, Kits string // the soak's project (plans, tools) and the kits it links
 	Worker, CLI   string // capflow-worker and capflow
-	Work          string // hosts' copies, logs and soak.json go here
+	Work          string // hosts' copies and logs go here (a new or empty folder)
 	Address       string
 	Queue         string
 	// WorkerEnv is added to the workers' environment: the shared store
@@ -125,7 +125,7 @@ func newSoak(cfg Config) (*soak, error) {
 		return nil, fmt.Errorf("cannot become the subreaper of what the soak starts: %v", err)
 	}
 	s := &soak{cfg: cfg, log: cfg.Log, reaper: r, schedule: Schedule(cfg.Faults, cfg.Spread, cfg.Hosts),
-		prefix: fmt.Sprintf("soak-%s-", time.Now().UTC().Format("0102-150405"))}
+		prefix: fmt.Sprintf("soak-%s-%x-", time.Now().UTC().Format("0102-150405"), os.Getpid()%0xfff)}
 	s.env = append(os.Environ(), "CAPFLOW_TEMPORAL_ADDRESS="+cfg.Address, "CAPFLOW_TEMPORAL_TASK_QUEUE="+cfg.Queue)
 	if err := os.MkdirAll(filepath.Join(cfg.Work, "logs"), 0o755); err != nil {
 		return nil, err
