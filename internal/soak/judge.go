@@ -161,13 +161,28 @@ func sorted(m map[string]string) []string {
 	return out
 }
 
-// hostFaultDuring reports whether a fault of host (a worker killed or
-// stopped) was under way while a run was.
-func hostFaultDuring(faults []Fault, host int, from, to time.Time) bool {
+// recovery is how long after a fault of the cluster its effects last:
+// heartbeats sent while PostgreSQL reconnects time out (a soak saw a
+// step's 2 s heartbeat timeout fire a second after a restart ended).
+const recovery = 5 * time.Second
+
+// faultDuring reports whether a fault that could cut a step on host short
+// was under way while a run was: a worker killed or stopped there, or the
+// cluster's server or database down (any host), until it recovered.
+func faultDuring(faults []Fault, host int, from, to time.Time) bool {
 	for _, f := range faults {
-		if (f.Kind == WorkerKill || f.Kind == HostLost) && f.Host == host &&
-			!f.began.IsZero() && f.began.Before(to) && (f.ended.IsZero() || f.ended.After(from)) {
-			return true
+		if f.began.IsZero() || !f.began.Before(to) {
+			continue
+		}
+		switch f.Kind {
+		case WorkerKill, HostLost:
+			if f.Host == host && (f.ended.IsZero() || f.ended.After(from)) {
+				return true
+			}
+		default:
+			if f.ended.IsZero() || f.ended.Add(recovery).After(from) {
+				return true
+			}
 		}
 	}
 	return false

@@ -153,7 +153,7 @@ func (s *soak) runReport(r *run, st Starts) RunReport {
 		rr.TookS = round(end.Sub(r.startedAt).Seconds())
 	}
 	v := judge(r.plan.promise, r.plan.counted, r.result, r.id, st, s.runHosts(r.id),
-		func(host int) bool { return hostFaultDuring(s.schedule, host, r.startedAt, end) })
+		func(host int) bool { return faultDuring(s.schedule, host, r.startedAt, end) })
 	rr.AsExpected, rr.Interrupted, rr.Why = v.AsExpected, v.Interrupted, v.Why
 	return rr
 }

@@ -122,16 +122,17 @@ func TestJudgeUncounted(t *testing.T) {
 }
 
 // A fault of a host counts for a run on that host while the two overlap
-// in time; a fault counts as landed when it hit tools or runs.
-func TestHostFaultDuring(t *testing.T) {
+// in time; one of the cluster, for any host, until it recovered.
+func TestFaultDuring(t *testing.T) {
 	t0 := time.Now()
 	f := []Fault{{Kind: WorkerKill, Host: 1, began: t0.Add(10 * time.Second), ended: t0.Add(20 * time.Second)},
-		{Kind: ServerKill, began: t0.Add(30 * time.Second), ended: t0.Add(40 * time.Second)}}
+		{Kind: PostgresRestart, began: t0.Add(30 * time.Second), ended: t0.Add(31 * time.Second)}}
 	for _, c := range []struct {
 		host, from, to int
 		want           bool
-	}{{1, 0, 5, false}, {1, 0, 12, true}, {1, 15, 16, true}, {1, 19, 30, true}, {1, 21, 30, false}, {0, 0, 12, false}, {1, 31, 35, false}} {
-		if got := hostFaultDuring(f, c.host, t0.Add(time.Duration(c.from)*time.Second), t0.Add(time.Duration(c.to)*time.Second)); got != c.want {
+	}{{1, 0, 5, false}, {1, 0, 12, true}, {1, 15, 16, true}, {1, 19, 29, true}, {1, 21, 29, false}, {0, 0, 12, false},
+		{0, 25, 30, false}, {0, 25, 31, true}, {2, 34, 40, true}, {2, 37, 40, false}} {
+		if got := faultDuring(f, c.host, t0.Add(time.Duration(c.from)*time.Second), t0.Add(time.Duration(c.to)*time.Second)); got != c.want {
 			t.Errorf("host %d, run %d-%d s: %v", c.host, c.from, c.to, got)
 		}
 	}
