@@ -27,7 +27,7 @@ cleanup() {
     rm -rf "$WORK"
     [ -n "$own_state" ] && rm -rf "$CLUSTER_STATE"
   else
-    echo "the soak's logs: $WORK/logs; the cluster's: $CLUSTER_STATE/logs"
+    echo "the soak's logs: $WORK/run/logs; the cluster's: $CLUSTER_STATE/logs"
   fi
 }
 trap cleanup EXIT
@@ -40,7 +40,7 @@ for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT") 2>/dev/null &&
   { echo "versitygw did not listen on 127.0.0.1:$S3_PORT; its log:" >&2; tail -20 "$WORK/versitygw.log" >&2; exit 1; }
 export AWS_ACCESS_KEY_ID=capflow AWS_SECRET_ACCESS_KEY=capflow-secret
 code=0
-bin/capflow-soak --address "127.0.0.1:$CLUSTER_TEMPORAL_PORT" --work "$WORK" --out "${SOAK_OUT:-soak.json}" \
+bin/capflow-soak --address "127.0.0.1:$CLUSTER_TEMPORAL_PORT" --work "$WORK/run" --out "${SOAK_OUT:-soak.json}" \
   --store "s3://capflow?endpoint=http://127.0.0.1:$S3_PORT&region=us-east-1&use_path_style=true&prefix=soak/" \
   --server-kill "scripts/cluster.sh kill server" --server-start "scripts/cluster.sh start server" \
   --postgres-restart "scripts/cluster.sh stop postgres && scripts/cluster.sh start postgres" "$@" || code=$?
