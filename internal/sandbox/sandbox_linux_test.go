@@ -3,7 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
-	"github.com/capflow/capflow/internal/manifest"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/internal/manifest"
 )
 
 // These tests run real bubblewrap over real processes: a machine that
@@ -150,18 +152,22 @@ func TestTreeIsBornInItsCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", tree.init))
+	// Before Finish: a tree's cgroups with tasks the kernel has not yet
+	// let go of are removed in the background, forker and all (reading it
+	// after raced that removal, a CI run under -race).
+	forked, dirs := tree.cg.forker != nil, maps.Clone(tree.cg.dirs)
 	_ = in.Close()
 	_ = cmd.Wait()
 	tree.Finish(cmd.ProcessState.ExitCode(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c, d := range tree.cg.dirs {
+	for c, d := range dirs {
 		if !strings.Contains(string(b), ":"+c+":"+strings.TrimPrefix(d, "/sys/fs/cgroup/"+c)+"\n") {
 			t.Errorf("the sandbox's init is not in its %s cgroup %s:\n%s", c, d, b)
 		}
 	}
-	if tree.cg.forker == nil {
+	if !forked {
 		t.Error("a step's cgroups have no forker: the tree joined them")
 	}
 	// Quick trees one after another: the kernel releases their tasks'
