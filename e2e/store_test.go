@@ -136,17 +136,7 @@ idempotent: false
 		t.Fatal(err)
 	}
 	stampTool(t, h.project)
-	var dirs [2]string
-	for i := range dirs {
-		d, err := os.MkdirTemp(h.tmp, fmt.Sprintf("store-%c-", 'a'+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := copyTree(h.project, d); err != nil {
-			t.Fatal(err)
-		}
-		dirs[i] = d
-	}
+	dirs := hostCopies(t, "store", 2)
 	env := append([]string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}, storeEnv...)
 	startAt := func(dir string) {
 		t.Helper()

@@ -30,25 +30,35 @@ func Env(pid int, name string) (string, error) {
 // StartTicks reads when the kernel started pid (clock ticks after boot).
 // A zombie counts as gone.
 func StartTicks(pid int) (uint64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// starttime is field 22 (index 19 after the command name).
+	f, err := statFields(pid, 20)
 	if err != nil {
 		return 0, err
-	}
-	// The command name is in parentheses and may hold spaces: fields
-	// start after the last ')'. starttime is field 22 (index 19 after it).
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("short /proc stat")
 	}
 	if f[0] == "Z" {
 		return 0, errors.New("the process has exited (zombie)")
 	}
 	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// statFields are the fields of /proc/PID/stat after the command name (in
+// parentheses, and it may hold spaces: they start after the last ')'),
+// at least n of them.
+func statFields(pid, n int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, errors.New("unreadable /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < n {
+		return nil, errors.New("short /proc stat")
+	}
+	return f, nil
 }
 
 // Pids are the processes /proc lists now.
@@ -69,18 +79,12 @@ func Pids() []int {
 // Stat is what /proc/PID/stat says of a process: its parent and its state
 // (R, S, D, Z, T ...).
 func Stat(pid int) (ppid int, state byte, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid, 2)
 	if err != nil {
 		return 0, 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
+	if len(f[0]) != 1 {
 		return 0, 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 || len(f[0]) != 1 {
-		return 0, 0, errors.New("short /proc stat")
 	}
 	ppid, err = strconv.Atoi(f[1])
 	return ppid, f[0][0], err
