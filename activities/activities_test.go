@@ -25,7 +25,7 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-func newActivities(t *testing.T) (*Activities, string) {
+func newActivities(t testing.TB) (*Activities, string) {
 	t.Helper()
 	root := t.TempDir()
 	cfg, err := config.Load(config.Options{Project: root})
@@ -296,6 +296,22 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 				}
 			}
 			if carried != nil && !reflect.DeepEqual(carried, st.Steps) {
+				t.Fatal("the carried steps differ from the stored ones")
+			}
+			// A workflow that carries its steps gets steps that travel as
+			// they are without a file; the others are stored as before.
+			a, _ = newActivities(t) // a run folder of its own
+			v, err = env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: c.plan, CarrySteps: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cr wfapi.ResolveResult
+			_ = v.Get(&cr)
+			_, statErr := os.Stat(filepath.Join(cr.RunDir, "resolved.json"))
+			if stored := cr.StepsRef != nil; stored == c.inline || stored != (statErr == nil) {
+				t.Fatalf("carried: stored %v (ref %+v, file: %v), want %v", stored, cr.StepsRef, statErr, !c.inline)
+			}
+			if c.inline && !reflect.DeepEqual(cr.Steps, st.Steps) {
 				t.Fatal("the carried steps differ from the stored ones")
 			}
 		})

@@ -74,7 +74,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err := storeBounded(rr); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the gaps and policy violations"))
 	}
-	if err := storeSteps(ctx, rr, a.Exec.Artifacts); err != nil {
+	if err := storeSteps(ctx, rr, a.Exec.Artifacts, in.CarrySteps); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
 	return rr, nil
@@ -130,14 +130,19 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 // storeSteps writes the resolved steps and resolution to
 // <run>/resolved.json and records where (so a run can reload them when it
 // continues as new); when they are too large for the Resolve result they
-// leave it, and the workflow loads them page by page.
-func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.Store) error {
-	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
-		return err
-	}
+// leave it, and the workflow loads them page by page. Steps that stay in
+// the result are not stored when the workflow carries them (carry): a
+// file and a folder fewer for every small run.
+func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.Store, carry bool) error {
 	stored := storedSteps{Steps: rr.Steps, Resolution: rr.Resolution}
 	raw, err := json.Marshal(stored)
 	if err != nil {
+		return err
+	}
+	if carry && len(raw) <= wfapi.InlineStepsBytes {
+		return nil
+	}
+	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
 		return err
 	}
 	file := filepath.Join(rr.RunDir, "resolved.json")

@@ -152,7 +152,7 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)
 	if sched.segment > 0 {
-		return finalize(ctx, res, lean(&rr, true), started, &segmentEnd{steps: sched.ended(), checkpoints: sched.checkpoints})
+		return finalize(ctx, res, leanStored(&rr), started, &segmentEnd{steps: sched.ended(), checkpoints: sched.checkpoints})
 	}
 	return finalize(ctx, res, lean(&rr, paged), started, nil)
 }
@@ -182,7 +182,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	ropts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
 	}
-	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID}
+	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true}
 	if planValue == nil {
 		rin.PlanFile = in.PlanFile
 	}
@@ -264,7 +264,7 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 			res.Status, res.Message = wfapi.StatusFailed, "cannot checkpoint the run: "+err.Error()
 		}
 		res.Steps = sched.results(true)
-		return finalize(ctx, res, lean(sched.rr, true), workflow.Now(ctx), nil)
+		return finalize(ctx, res, leanStored(sched.rr), workflow.Now(ctx), nil)
 	}
 	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
 		// A sub-plan's next segment keeps its parent's lineage; a root's

@@ -78,6 +78,14 @@ func lean(rr *wfapi.ResolveResult, paged bool) *wfapi.ResolveResult {
 	return &c
 }
 
+// leanStored is the resolution a later segment and a segmented run's
+// Finalize get: without the steps when Resolve stored them (they read the
+// run folder), whole when they travelled in its result and were never
+// stored (a small plan's).
+func leanStored(rr *wfapi.ResolveResult) *wfapi.ResolveResult {
+	return lean(rr, rr.StepsRef != nil)
+}
+
 // resumeFrom puts the scheduler in the state an earlier segment left.
 func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 	if len(r.States) != len(s.rr.Steps) {
@@ -134,7 +142,7 @@ func (s *scheduler) continuing() bool {
 
 // carry is what the next segment needs.
 func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
-	r := &wfapi.Resume{Segment: s.segment + 1, FirstRunID: firstRunID, StartedAt: startedAt, Resolved: *lean(s.rr, true),
+	r := &wfapi.Resume{Segment: s.segment + 1, FirstRunID: firstRunID, StartedAt: startedAt, Resolved: *leanStored(s.rr),
 		Reasons: map[string]string{}}
 	if !s.deadline.IsZero() {
 		r.Deadline = s.deadline.UTC().Format(time.RFC3339Nano)

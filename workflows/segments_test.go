@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +31,8 @@ type segmentFakes struct {
 	// out (else the resolution's own).
 	stored []wfapi.ResolvedStep
 	blobs  map[string][]byte
+	// tamper, when set, alters each carry before the next segment reads it.
+	tamper func(*wfapi.Resume)
 }
 
 func (f *segmentFakes) LoadSteps(ctx context.Context, in wfapi.LoadStepsInput) (*wfapi.StepsPage, error) {
@@ -138,8 +142,16 @@ func runSegments(t *testing.T, f *segmentFakes, perActivity int) (*wfapi.Result,
 				t.Fatalf("segment %d continued without a carry reference: %+v", segment, in)
 			}
 			var carry wfapi.Resume
-			if err := json.Unmarshal(f.blobs[in.Carry.Name], &carry); err != nil || len(carry.Resolved.Steps) != 0 || carry.Resolved.PackedSteps != nil {
-				t.Fatalf("segment %d stored no lean carry (%v): %+v", segment, err, carry)
+			err := json.Unmarshal(f.blobs[in.Carry.Name], &carry)
+			// Stored steps are reloaded; steps never stored travel on.
+			if stored := f.resolved.StepsRef != nil; err != nil || (len(carry.Resolved.Steps) == 0) != stored || carry.Resolved.PackedSteps != nil {
+				t.Fatalf("segment %d stored the wrong carry (%v; steps stored: %v): %+v", segment, err, stored, carry)
+			}
+			if f.tamper != nil {
+				f.tamper(&carry)
+				raw, _ := json.Marshal(carry)
+				sum := sha256.Sum256(raw)
+				f.blobs[in.Carry.Name], in.Carry.SHA256, in.Carry.Size = raw, hex.EncodeToString(sum[:]), len(raw)
 			}
 			continue
 		} else if err != nil {
@@ -243,6 +255,43 @@ func TestContinueAsNewBySize(t *testing.T) {
 	res, segments := runSegments(t, f, 10)
 	if res.Status != wfapi.StatusPassed || segments < 2 || res.Segments != segments {
 		t.Fatalf("%s after %d segments (result says %d): %s", res.Status, segments, res.Segments, res.Message)
+	}
+}
+
+// Steps the Resolve result carried and never stored (no StepsRef: a small
+// plan) travel into each next segment: no segment loads a page, and every
+// step runs once.
+func TestContinueAsNewCarriesUnstoredSteps(t *testing.T) {
+	rr := resolvedFrom(t, chainOfTen("carried"))
+	rr.SegmentEvents = 30
+	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+		checkpoints: map[int][]wfapi.StepResult{}}
+	res, segments := runSegments(t, f, 10)
+	if res.Status != wfapi.StatusPassed || segments < 2 {
+		t.Fatalf("%s after %d segments: %s", res.Status, segments, res.Message)
+	}
+	if got := states(res); strings.Count(got, "=succeeded") != 10 {
+		t.Fatalf("states %s", got)
+	}
+	if f.loads != 0 || len(f.calls) != 10 {
+		t.Fatalf("%d page loads (want 0), %d steps ran (want 10)", f.loads, len(f.calls))
+	}
+	if fin := f.finalized; fin == nil || fin.Resolved == nil || len(fin.Resolved.Steps) != 10 {
+		t.Fatal("Finalize must get the carried steps")
+	}
+}
+
+// A carry without the steps that were never stored (as a worker older than
+// CarrySteps writes it) fails the run as it resumes (its states name steps
+// the plan lacks); it never runs none.
+func TestCarryWithoutItsStepsFails(t *testing.T) {
+	rr := resolvedFrom(t, chainOfTen("old-carry"))
+	rr.SegmentEvents = 30
+	f := &segmentFakes{fakes: &fakes{resolved: rr, behave: map[string]behaviour{}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}},
+		checkpoints: map[int][]wfapi.StepResult{}, tamper: func(r *wfapi.Resume) { r.Resolved.Steps, r.Resolved.Resolution = nil, nil }}
+	res, _ := runSegments(t, f, 10)
+	if res.Status != wfapi.StatusFailed || !strings.Contains(res.Message, "cannot resume the run: the carried state names 10 steps, the plan has 0") || len(f.calls) == 10 {
+		t.Fatalf("%s: %s (%d steps ran)", res.Status, res.Message, len(f.calls))
 	}
 }
 

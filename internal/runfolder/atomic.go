@@ -18,7 +18,7 @@ func WriteJSON(path string, v any, indent bool) error {
 		return err
 	}
 	tmp := f.Name()
-	w := bufio.NewWriterSize(f, 1<<20)
+	w := bufio.NewWriterSize(f, 64<<10) // 1 MB, made and cleared for every report, was a fifth of a small run's Finalize
 	enc := json.NewEncoder(w)
 	if indent {
 		enc.SetIndent("", "  ")

@@ -145,6 +145,11 @@ type ResolveInput struct {
 	Inputs     map[string]any `json:"inputs,omitempty"`
 	WorkflowID string         `json:"workflow_id"`
 	RunID      string         `json:"run_id"`
+	// CarrySteps says the workflow carries steps that travel in the
+	// result into its next segment itself: Resolve stores them (the run
+	// folder's resolved.json, the shared store) only when they leave the
+	// result. A workflow without it reloads them from the file.
+	CarrySteps bool `json:"carry_steps,omitempty"`
 }
 
 // ResolveResult is the Resolve activity's result: the preflight report
