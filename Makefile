@@ -138,7 +138,7 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## gofmt, go vet, staticcheck, wor
 	$(BIN)/workflowcheck ./workflows/...
 
 bench: build temporal cluster-tools ## speed targets: registry, plan checks, and capflow vs a minimal workflow on one default-config dev server
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./internal/... ./activities
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench 'Overhead|Local|Store|Console|Limits' -benchtime 6x -timeout 60m ./e2e
 	CAPFLOW_E2E_DEV_SERVER=default CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e
 	./scripts/cluster-test.sh bench

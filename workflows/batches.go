@@ -75,6 +75,7 @@ func (s *scheduler) completeBatch(id string, items []wfapi.BatchItem, f workflow
 	fe := st.fe
 	s.inflight -= fe.batchPar
 	fe.batchRunning = false
+	fe.batchCancel() // the batch ended: its context leaves the step's
 	fe.running -= len(items)
 	var out wfapi.ItemsResult
 	err := f.Get(s.ctx, &out)

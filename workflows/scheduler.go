@@ -117,7 +117,7 @@ type scheduler struct {
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {
 	s := &scheduler{dispatcher: newDispatcher(ctx, rr, res.WorkflowID), res: res, steps: map[string]*stepState{},
-		sel: workflow.NewSelector(ctx), wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
+		sel: newCompactSelector(ctx), wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
 	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	// A cancellation must rouse a loop that only waits for an operator (a
 	// paused run, a waiting step): nothing else would resolve.
