@@ -13,23 +13,27 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // BenchmarkScale100k runs 100,000 steps in one run (issue 40): a
 // for_each of fast steps (text.render, in history) and one of regular
 // steps (test.render, an activity each), CAPFLOW_SCALE_REGULAR of the
 // 100,000 (default 5,000). It reports the time per step, the worker's and
-// the CLI's peak resident memory, and the worker's memory at each tenth of
-// the run, so growth with the steps done shows (docs/performance.md).
+// the CLI's peak resident memory, and the worker's memory each time
+// another 10,000 steps had ended (the run's progress query, read with each
+// sample), so growth with the steps done shows (docs/performance.md).
 func BenchmarkScale100k(b *testing.B) {
 	const n = 100000
 	regular := envInt("CAPFLOW_SCALE_REGULAR", 5000)
 	file := h.writePlan(&testing.T{}, "scale-100k", forEachPlan("scale-100k", n-regular, regular))
 	for i := 0; i < b.N; i++ {
-		samples, stop := sampleWorkerRSS()
+		id := fmt.Sprintf("scale-100k-%d-%d", time.Now().UnixNano(), i)
+		samples, stop := sampleWorkerRSS(func() int { return stepsEnded(id) })
 		defer stop()
 		start := time.Now()
-		cmd := exec.Command(filepath.Join(h.bin, "capflow"), "run", file, "--project", h.project, "--output", "json")
+		cmd := exec.Command(filepath.Join(h.bin, "capflow"), "run", file, "--project", h.project, "--output", "json", "--id", id)
 		cmd.Env = h.env()
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -47,12 +51,34 @@ func BenchmarkScale100k(b *testing.B) {
 		b.ReportMetric(float64(took.Microseconds())/1000/n, "ms/step")
 		b.ReportMetric(float64(workerPeakKB())/1024, "worker-peak-MB")
 		b.ReportMetric(float64(cliKB)/1024, "cli-peak-MB")
-		var tenths []string
-		for k := 1; k <= 10; k++ {
-			tenths = append(tenths, fmt.Sprintf("%.0f", samples.at(float64(k)/10)/1024))
+		var per []string
+		for k := 1; k <= n/10000; k++ {
+			per = append(per, fmt.Sprintf("%.0f", samples.atSteps(k*10000)/1024))
 		}
-		fmt.Printf("worker RSS MB at each tenth of the run: %s\n", strings.Join(tenths, " "))
+		fmt.Printf("worker RSS MB once each 10,000 steps had ended: %s\n", strings.Join(per, " "))
 	}
+}
+
+// stepsEnded is how many steps of run id have ended (a for_each step's
+// items each count), from its progress query; 0 before it answers.
+func stepsEnded(id string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := h.client.QueryWorkflow(ctx, id, "", wfapi.ProgressQuery)
+	var res wfapi.Result
+	if err != nil || v.Get(&res) != nil {
+		return 0
+	}
+	ended := 0
+	for _, s := range res.Steps {
+		switch c := s.ItemCounts; {
+		case c != nil:
+			ended += c.Succeeded + c.Failed + c.Skipped
+		case s.Status != wfapi.StepPending && s.Status != wfapi.StepRunning:
+			ended++
+		}
+	}
+	return ended
 }
 
 // forEachPlan is a plan of a for_each step of fast items (the core kit's
@@ -82,25 +108,33 @@ func forEachPlan(name string, fast, regular int) string {
 	return b.String()
 }
 
-// rssSamples are the worker's resident memory (KB) sampled over a run.
+// rssSamples are the worker's resident memory (KB) sampled over a run,
+// each with the steps ended then.
 type rssSamples struct {
-	mu sync.Mutex
-	kb []int
+	mu    sync.Mutex
+	kb    []int
+	steps []int
 }
 
-// at is the sample at fraction f (0 < f <= 1) of the run.
-func (s *rssSamples) at(f float64) float64 {
+// atSteps is the first sample taken once n steps had ended (the last one
+// when the run ended before a sample saw n).
+func (s *rssSamples) atSteps(n int) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i, done := range s.steps {
+		if done >= n {
+			return float64(s.kb[i])
+		}
+	}
 	if len(s.kb) == 0 {
 		return 0
 	}
-	return float64(s.kb[min(max(int(f*float64(len(s.kb)))-1, 0), len(s.kb)-1)])
+	return float64(s.kb[len(s.kb)-1])
 }
 
-// sampleWorkerRSS samples the newest worker's VmRSS every 250 ms until
-// stop is called.
-func sampleWorkerRSS() (*rssSamples, func()) {
+// sampleWorkerRSS samples the newest worker's VmRSS, and the steps ended
+// (progress), every 250 ms until stop is called.
+func sampleWorkerRSS(progress func() int) (*rssSamples, func()) {
 	s := &rssSamples{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -113,8 +147,9 @@ func sampleWorkerRSS() (*rssSamples, func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				steps := progress()
 				s.mu.Lock()
-				s.kb = append(s.kb, workerStatusKB("VmRSS:"))
+				s.kb, s.steps = append(s.kb, workerStatusKB("VmRSS:")), append(s.steps, steps)
 				s.mu.Unlock()
 			}
 		}
