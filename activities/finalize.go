@@ -177,6 +177,10 @@ func (a *Activities) complete(ctx context.Context, in wfapi.FinalizeInput, dir s
 		c.Steps, c.Resolution = st.Steps, st.Resolution
 		rr = &c
 		res.Resolution = st.Resolution
+	} else if rr != nil && len(res.Resolution) == 0 {
+		// A later segment's result starts without the resolution; steps
+		// never stored carried it here.
+		res.Resolution = rr.Resolution
 	}
 	if in.Segments > 0 && rr != nil {
 		if err := a.allSegments(ctx, in, dir, rr, res); err != nil {

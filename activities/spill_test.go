@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -83,7 +84,9 @@ func TestFinalizeChecksCheckpoints(t *testing.T) {
 	runDir := filepath.Join(root, ".capflow/runs", testRun)
 	steps := []wfapi.StepResult{{ID: "a", Capability: "x.a", Status: wfapi.StepSucceeded, Attempts: 1}}
 	cp := putTestBlob(t, runDir, "segment-1.json", steps)
-	rr := &wfapi.ResolveResult{Plan: "p", Steps: []wfapi.ResolvedStep{{ID: "a", Capability: "x.a"}, {ID: "b", Capability: "x.b"}}}
+	// Steps and resolution carried, never stored (a small plan's).
+	rr := &wfapi.ResolveResult{Plan: "p", Steps: []wfapi.ResolvedStep{{ID: "a", Capability: "x.a"}, {ID: "b", Capability: "x.b"}},
+		Resolution: []client.Resolution{{StepID: "a", Capability: "x.a", Tool: "tool-a"}, {StepID: "b", Capability: "x.b", Tool: "tool-b"}}}
 	fin := wfapi.FinalizeInput{Result: wfapi.Result{Status: wfapi.StatusPassed, Plan: "p", WorkflowID: testRun, Message: "ok",
 		Steps: []wfapi.StepResult{{ID: "b", Capability: "x.b", Status: wfapi.StepSucceeded, Attempts: 1}}},
 		Resolved: rr, Segments: 1, Checkpoints: []wfapi.Blob{cp}}
@@ -98,8 +101,15 @@ func TestFinalizeChecksCheckpoints(t *testing.T) {
 		js, _ := os.ReadFile(paths.JSON)
 		return string(js)
 	}
-	if js := read(); strings.Contains(js, "report incomplete") || !strings.Contains(js, `"id": "a"`) {
+	js := read()
+	if strings.Contains(js, "report incomplete") || !strings.Contains(js, `"id": "a"`) {
 		t.Fatalf("a checked checkpoint: %.600s", js)
+	}
+	var doc struct {
+		Result wfapi.Result `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Result.Resolution) != 2 {
+		t.Fatalf("the report's result lists %d resolutions (%v), want the 2 carried", len(doc.Result.Resolution), err)
 	}
 	forged := []wfapi.StepResult{{ID: "a", Capability: "x.a", Status: wfapi.StepFailed, Attempts: 9}}
 	raw, _ := json.Marshal(forged)

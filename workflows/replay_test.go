@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -89,7 +90,8 @@ func registerWorkflows(r worker.WorkflowReplayer) {
 }
 
 // replay replays one history under its original workflow ID (sub-plan
-// child IDs derive from it), read from its first child workflow's ID.
+// child IDs derive from it), read from its first child workflow's ID:
+// <id>.<step> for a sub-plan, <id>.<step>.items-N for a for_each batch.
 func replay(r worker.WorkflowReplayer, file string) error {
 	fh, err := os.Open(file)
 	if err != nil {
@@ -112,11 +114,15 @@ func replay(r worker.WorkflowReplayer, file string) error {
 	id := "ReplayId"
 	for _, ev := range hist.GetEvents() {
 		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
-			if i := strings.LastIndex(a.GetWorkflowId(), "."); i > 0 {
-				id = a.GetWorkflowId()[:i]
+			child := batchSuffix.ReplaceAllString(a.GetWorkflowId(), "")
+			if i := strings.LastIndex(child, "."); i > 0 {
+				id = child[:i]
 			}
 			break
 		}
 	}
 	return r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: id, RunID: "replay"}})
 }
+
+// batchSuffix ends a for_each batch's child workflow ID.
+var batchSuffix = regexp.MustCompile(`\.items-[0-9]+$`)

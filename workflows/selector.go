@@ -17,10 +17,12 @@ type compactSelector struct {
 	cases []*selectCase
 	def   func()
 	fired int
+	// closed: a receive case saw its channel closed (see AddReceive).
+	closed bool
 }
 
-// selectCase is one case as it was added: a future fires once (done),
-// a channel's case stays.
+// selectCase is one case as it was added: a future fires once (done), a
+// channel's case stays.
 type selectCase struct {
 	future   workflow.Future
 	onFuture func(workflow.Future)
@@ -40,7 +42,14 @@ func newCompactSelector(ctx workflow.Context) *compactSelector {
 }
 
 func (s *compactSelector) AddReceive(c workflow.ReceiveChannel, f func(workflow.ReceiveChannel, bool)) workflow.Selector {
-	return s.add(&selectCase{recv: c, onRecv: f})
+	return s.add(&selectCase{recv: c, onRecv: func(c workflow.ReceiveChannel, more bool) {
+		// The SDK drops a closed channel's case only when it finds it
+		// closed as Select begins (one closed while Select waits fires
+		// once more): not worth copying, so a selector that saw a channel
+		// closed is never rebuilt.
+		s.closed = s.closed || !more
+		f(c, more)
+	}})
 }
 
 func (s *compactSelector) AddSend(c workflow.SendChannel, v any, f func()) workflow.Selector {
@@ -66,7 +75,7 @@ func (s *compactSelector) HasPending() bool { return s.sel.HasPending() }
 
 func (s *compactSelector) Select(ctx workflow.Context) {
 	s.sel.Select(ctx)
-	if s.fired >= compactAfter && 2*s.fired >= len(s.cases) {
+	if !s.closed && s.fired >= compactAfter && 2*s.fired >= len(s.cases) {
 		s.compact()
 	}
 }
