@@ -314,6 +314,9 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 			if c.inline && !reflect.DeepEqual(cr.Steps, st.Steps) {
 				t.Fatal("the carried steps differ from the stored ones")
 			}
+			if _, err := os.Stat(cr.RunDir); c.inline && !os.IsNotExist(err) {
+				t.Fatalf("Resolve made the run's folder for nothing: %v", err)
+			}
 		})
 	}
 }

@@ -99,6 +99,10 @@ func (f *fakes) callsOf(key string) int {
 }
 
 func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.ResolveResult, error) {
+	if !in.CarrySteps {
+		// The workflow carries steps Resolve did not store (segments.go).
+		return nil, temporal.NewNonRetryableApplicationError("the workflow did not say it carries its steps", "TEST", nil)
+	}
 	return f.resolved, nil
 }
 
