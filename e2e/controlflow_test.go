@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,30 +110,16 @@ func TestSubPlansEndToEnd(t *testing.T) {
 // 60 regular items in the run's own workflow (its selector rebuilt as they
 // end). The history is recorded for the replay test.
 func TestForEachAtScale(t *testing.T) {
-	var b strings.Builder
-	list := func(n int) {
-		b.WriteString("[")
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%d", i)
-		}
-		b.WriteString("]\n    with: {template: \"n={{.n}}\", values: {n: \"${item}\"}}\n")
-	}
-	b.WriteString("name: scale\nmax_parallel: 64\nsteps:\n  - id: each\n    capability: text.render\n    for_each: ")
-	list(1200)
-	b.WriteString("  - id: regular\n    capability: test.render\n    needs: [each]\n    for_each: ")
-	list(60)
+	plan := forEachPlan("scale", 1200, 60)
 	start := time.Now()
-	code, r := h.run(t, h.writePlan(t, "scale", b.String()))
+	code, r := h.run(t, h.writePlan(t, "scale", plan))
 	took := time.Since(start)
-	each, regular := r.step(t, "each"), r.step(t, "regular")
+	each, regular := r.step(t, "fast"), r.step(t, "regular")
 	if code != 0 || r.Status != "passed" || each.ItemCounts == nil || each.ItemCounts.Succeeded != 1200 ||
 		regular.ItemCounts == nil || regular.ItemCounts.Succeeded != 60 {
 		t.Fatalf("exit %d %s: %s %+v %+v", code, r.Status, r.Message, each.ItemCounts, regular.ItemCounts)
 	}
-	for _, id := range []string{r.WorkflowID, r.WorkflowID + ".each.items-1", r.WorkflowID + ".each.items-3"} {
+	for _, id := range []string{r.WorkflowID, r.WorkflowID + ".fast.items-1", r.WorkflowID + ".fast.items-3"} {
 		n := historyLength(t, id)
 		if n == 0 || n > 10240 {
 			t.Fatalf("%s: %d events", id, n)
