@@ -334,6 +334,45 @@ done`)
 	}
 }
 
+// TestKernelSettingsAreReadOnlyForOtherUsers: a worker that is not root
+// binds nothing over /proc/sys (two mounts a step saved): its tools still
+// write no sysctl. Run as root, the test runs the sandbox's bubblewrap
+// line for such a worker as nobody; run as another user, that is what
+// TestKernelSettingsAreReadOnly did.
+func TestKernelSettingsAreReadOnlyForOtherUsers(t *testing.T) {
+	s := support(t)
+	script := `for k in vm/swappiness kernel/core_pattern kernel/panic; do
+  if cat /proc/sys/$k > /proc/sys/$k 2>/dev/null; then echo "WROTE $k"; else echo "refused $k"; fi
+done
+if echo h > /proc/sysrq-trigger 2>/dev/null; then echo "WROTE sysrq"; else echo "refused sysrq"; fi`
+	req := Request{Argv: []string{"/bin/sh", "-c", script}}
+	for euid, binds := range map[int]bool{0: true, 65534: false} {
+		if got := strings.Contains(strings.Join(s.bwrapArgsAs(req, euid), " "), "--ro-bind /proc/sys /proc/sys"); got != binds {
+			t.Fatalf("a worker of euid %d binds /proc/sys read-only: %v, want %v", euid, got, binds)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: TestKernelSettingsAreReadOnly ran this worker's own sandbox")
+	}
+	args := s.bwrapArgsAs(req, 65534)
+	// Without the info and block pipes: nothing waits on a handshake here.
+	if !slices.Equal(args[:5], []string{"bwrap", "--info-fd", "3", "--block-fd", "4"}) {
+		t.Fatalf("bubblewrap's line begins %v", args[:5])
+	}
+	cmd := exec.Command(s.bwrap, args[5:]...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the sandbox as nobody: %v\n%s", err, out)
+	}
+	for _, k := range []string{"vm/swappiness", "kernel/core_pattern", "kernel/panic", "sysrq"} {
+		if !strings.Contains(string(out), "refused "+k) {
+			t.Fatalf("a confined tool of a worker that is not root wrote %s:\n%s", k, out)
+		}
+	}
+}
+
 // TestWriteFoldersAvoidWhatTheEngineTrusts: a write folder that is, or
 // leads through a link to, the state folder, the tools or the
 // configuration is refused when the tool starts (M3; tools validate

@@ -104,22 +104,26 @@ func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
 // uts, cgroup, user unless the worker is root, and net unless the tool
 // declared network), no capabilities, the whole file system read-only
 // with the hidden roots emptied, then the tool's folders (mountArgs).
-func (s *Support) bwrapArgs(req Request) []string {
+func (s *Support) bwrapArgs(req Request) []string { return s.bwrapArgsAs(req, os.Geteuid()) }
+
+// bwrapArgsAs is bwrapArgs for a worker of effective uid euid.
+func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 	// fd 3 and 4 are the tree's info and block pipes (ExtraFiles).
 	a := []string{"bwrap", "--info-fd", "3", "--block-fd", "4", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--unshare-cgroup-try", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-		// The kernel's settings are read-only in every sandbox: a root
-		// worker's tool is uid 0 of the host, which the kernel lets write
-		// any 0644 sysctl without capabilities (kernel.core_pattern is a
-		// way to code as root), and a user namespace mapping 0 to 0 keeps
-		// it the host's root; bubblewrap's own cover of /proc/sys is
-		// skipped when it looks read-only to root.
-		"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"}
-	// A user namespace is how bubblewrap works without privileges; a root
-	// worker's tools get none (it costs a millisecond a step and, mapping
-	// 0 to 0, would not make them less than the host's root).
-	if os.Geteuid() != 0 {
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+	if euid == 0 {
+		// A root worker's tool is uid 0 of the host, which the kernel lets
+		// write any 0644 sysctl without capabilities (kernel.core_pattern
+		// is a way to code as root), and bubblewrap's own cover of
+		// /proc/sys is skipped when it looks read-only to root: the
+		// kernel's settings are bound read-only. A root worker's tools get
+		// no user namespace (it costs a millisecond a step and, mapping 0
+		// to 0, would not make them less than the host's root).
+		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
+	} else {
+		// Another user's tools cannot write a sysctl (root's files, no
+		// capabilities in the user namespace): two mounts a step saved.
 		a = append(a, "--unshare-user")
 	}
 	if !req.Spec.Network {
