@@ -40,6 +40,9 @@ type Activities struct {
 	// SegmentEvents is the history length at which a run continues as
 	// new (0: wfapi.DefaultSegmentEvents).
 	SegmentEvents int
+	// EagerSteps is recorded in each run it resolves
+	// (ResolveResult.EagerSteps).
+	EagerSteps int
 	// Heartbeats lets a running tool ride out a Temporal outage: the
 	// worker's client (nil: a failed heartbeat stops the tool, as the SDK
 	// does).
@@ -69,12 +72,16 @@ func (a *Activities) Host(ctx context.Context, workflowID string) (*wfapi.HostIn
 	return &wfapi.HostInfo{Queue: a.Exec.HostQueue, RunDir: dir, SharedStore: a.Exec.Artifacts != nil && a.Exec.Artifacts.Shared}, nil
 }
 
-// wrongHost refuses a local activity that runs on a worker other than the
-// run's host (host: the run's host queue): the run's folder and processes
-// are not here. The workflow then runs it as a regular activity there.
-func (a *Activities) wrongHost(ctx context.Context, host string) error {
-	if host == "" || host == a.Exec.HostQueue || !activity.IsActivity(ctx) || !activity.GetInfo(ctx).IsLocalActivity {
+// elsewhere refuses an activity that runs on a worker other than the
+// run's host (host: the run's host queue; "": any), when it is a local
+// activity or localOnly is false: the run's folder and processes are not
+// here. The workflow then runs it as a regular activity there.
+func (a *Activities) elsewhere(ctx context.Context, host string, localOnly bool) error {
+	if host == "" || host == a.Exec.HostQueue || !activity.IsActivity(ctx) || (localOnly && !activity.GetInfo(ctx).IsLocalActivity) {
 		return nil
 	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's host is %s, this worker is %s", host, a.Exec.HostQueue), wfapi.ErrWrongHost, nil)
+	// Benign: the SDK logs it at debug and counts no failed activity (the
+	// workflow runs it on the host next, as designed).
+	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("the run's host is %s, this worker is %s", host, a.Exec.HostQueue), wfapi.ErrWrongHost,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }

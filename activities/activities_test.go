@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -46,6 +48,18 @@ func env(a *Activities) *testsuite.TestActivityEnvironment {
 	e := s.NewTestActivityEnvironment()
 	e.RegisterActivity(a)
 	return e
+}
+
+// resolved is Resolve's answer for plan, run as testRun.
+func resolved(t *testing.T, e *testsuite.TestActivityEnvironment, a *Activities, plan map[string]any) wfapi.ResolveResult {
+	t.Helper()
+	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr wfapi.ResolveResult
+	_ = v.Get(&rr)
+	return rr
 }
 
 func TestResolveAndRun(t *testing.T) {
@@ -318,5 +332,46 @@ func TestResolveCarriesStepsBySize(t *testing.T) {
 				t.Fatalf("Resolve made the run's folder for nothing: %v", err)
 			}
 		})
+	}
+}
+
+// A RunTool attempt naming another host than this worker's (a local or an
+// eager one) is refused before anything runs; one naming this worker's
+// host runs. A regular Finalize is not refused: it runs wherever the
+// workflow sent it (a lost host's run ends elsewhere).
+func TestRunToolOnAnotherHostIsRefused(t *testing.T) {
+	a, root := newActivities(t)
+	a.Exec.HostQueue = "capflow@here"
+	spans := tracetest.NewSpanRecorder()
+	a.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644)
+	e := env(a)
+	plan := map[string]any{"name": "p", "steps": []any{
+		map[string]any{"id": "sum", "capability": "file.checksum", "with": map[string]any{"path": "a.txt"}}}}
+	rr := resolved(t, e, a, plan)
+	st := rr.Steps[0]
+	in := wfapi.RunToolInput{WorkflowID: testRun, RunDir: rr.RunDir, Host: "capflow@elsewhere",
+		Step: wfapi.StepCall{ID: st.ID, Tool: st.Tool, Version: st.Version, Digest: st.Digest, Idempotent: st.Idempotent, With: st.With}}
+	_, err := e.ExecuteActivity(a.RunTool, in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != wfapi.ErrWrongHost || !app.NonRetryable() {
+		t.Fatalf("another host's attempt: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(rr.RunDir, "steps")); err == nil {
+		t.Fatal("the refused attempt made a step folder")
+	}
+	if n := len(spans.Ended()); n != 0 {
+		t.Fatalf("the refused attempt was traced as an attempt (%d spans): the tool never ran", n)
+	}
+	in.Host = a.Exec.HostQueue
+	if _, err := e.ExecuteActivity(a.RunTool, in); err != nil {
+		t.Fatalf("this host's attempt: %v", err)
+	}
+	if ended := spans.Ended(); len(ended) != 1 || ended[0].Name() != "sum attempt 1" {
+		t.Fatalf("this host's attempt: spans %v", ended)
+	}
+	rr.HostQueue = "capflow@elsewhere"
+	if _, err := e.ExecuteActivity(a.Finalize, wfapi.FinalizeInput{Resolved: &rr, Result: wfapi.Result{Status: wfapi.StatusPassed}}); err != nil {
+		t.Fatalf("a regular Finalize was refused: %v", err)
 	}
 }

@@ -15,8 +15,13 @@ import (
 )
 
 // RunTool runs one attempt of a step or item (runTool), traced as an
-// attempt span beneath the step's when the worker traces.
+// attempt span beneath the step's when the worker traces. A local or
+// eager attempt on another host than the run's is refused before
+// anything runs: no attempt of the step, so no span.
 func (a *Activities) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
+	if err := a.elsewhere(ctx, in.Host, false); err != nil {
+		return nil, err
+	}
 	if a.Tracer == nil {
 		return a.runTool(ctx, in)
 	}

@@ -20,20 +20,27 @@ import (
 // Web UI shows it) and its last stderr lines. They are also how a
 // cancellation reaches a running tool.
 type beats struct {
-	ctx     context.Context
-	attempt int32
-	latest  atomic.Pointer[client.Feedback]
-	mu      sync.Mutex
-	lines   []string
-	lineSeq int
-	done    chan struct{}
+	ctx context.Context
+	// attempt and maxAttempts are the step's, own Temporal's attempt of
+	// this activity.
+	attempt, maxAttempts, own int32
+	latest                    atomic.Pointer[client.Feedback]
+	mu                        sync.Mutex
+	lines                     []string
+	lineSeq                   int
+	done                      chan struct{}
 }
 
-func startBeats(ctx context.Context, attempt int32) *beats {
-	b := &beats{ctx: ctx, attempt: attempt, done: make(chan struct{})}
+func startBeats(ctx context.Context, at step.Attempt) *beats {
+	info := activity.GetInfo(ctx)
+	b := &beats{ctx: ctx, attempt: at.Number, maxAttempts: at.Max, own: info.Attempt, done: make(chan struct{})}
+	if at.Number != info.Attempt {
+		// A step that continues as this activity: its first beat says at
+		// once which of the step's attempts this is (client.Heartbeat).
+		b.beat()
+	}
 	// With a heartbeat timeout, beat well within it; without one, every
 	// 2s, which is how a cancellation reaches a long step.
-	info := activity.GetInfo(ctx)
 	period := info.HeartbeatTimeout / 3
 	if period <= 0 || period > 2*time.Second {
 		period = 2 * time.Second
@@ -76,7 +83,7 @@ func (b *beats) beat() { activity.RecordHeartbeat(b.ctx, b.details()) }
 func (b *beats) details() any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return wfapi.Heartbeat{Attempt: b.attempt, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
+	return wfapi.Heartbeat{Attempt: b.attempt, ActivityAttempt: b.own, MaxAttempts: b.maxAttempts, Latest: b.latest.Load(), Lines: slices.Clone(b.lines), LineSeq: b.lineSeq}
 }
 
 func (b *beats) feedback(f envelope.Feedback) {

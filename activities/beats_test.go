@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -26,7 +27,7 @@ func TestTimeoutWarningWhileRunning(t *testing.T) {
 	seen := make(chan struct{})
 	var once sync.Once
 	slow := func(ctx context.Context) error {
-		hb := startBeats(ctx, 1)
+		hb := startBeats(ctx, step.Attempt{Number: 1})
 		defer hb.stop()
 		// Ends once the warning (at 1.6 s) reached the server's side, well
 		// before its timeout: not as soon as it was recorded here, which
@@ -60,5 +61,52 @@ func TestTimeoutWarningWhileRunning(t *testing.T) {
 	defer mu.Unlock()
 	if len(warned) == 0 || !strings.Contains(warned[0], "running for 80% of its 2s timeout") {
 		t.Fatalf("heartbeat warnings %q", warned)
+	}
+}
+
+// A step that continues as another activity (after a local or an eager
+// attempt) says at once, in a heartbeat, which of its attempts this is:
+// Temporal counts the new activity's from 1 (client.Heartbeat). One that
+// does not continue beats on its ticker only.
+func TestAContinuedStepSaysItsAttemptAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		at      step.Attempt
+		beats   int
+		attempt int32
+	}{
+		{"continued", step.Attempt{Number: 3, Max: 5}, 1, 3},
+		{"first activity", step.Attempt{Number: 1, Max: 5}, 0, 0},
+	} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		var got []wfapi.Heartbeat
+		var mu sync.Mutex
+		env.RegisterActivityWithOptions(func(ctx context.Context) error {
+			hb := startBeats(ctx, c.at)
+			hb.stop()
+			return nil
+		}, activity.RegisterOptions{Name: "quick"})
+		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+			ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+			return workflow.ExecuteActivity(ctx, "quick").Get(ctx, nil)
+		}, workflow.RegisterOptions{Name: "w"})
+		env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+			var hb wfapi.Heartbeat
+			if details.Get(&hb) == nil {
+				mu.Lock()
+				got = append(got, hb)
+				mu.Unlock()
+			}
+		})
+		env.ExecuteWorkflow("w")
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(got) != c.beats || (c.beats > 0 && (got[0].Attempt != c.attempt || got[0].ActivityAttempt != 1 || got[0].MaxAttempts != c.at.Max)) {
+			t.Errorf("%s: heartbeats %+v", c.name, got)
+		}
+		mu.Unlock()
 	}
 }

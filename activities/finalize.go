@@ -26,7 +26,7 @@ import (
 // (Checkpoint), the envelopes stored by RunTool.
 func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.Finalized, error) {
 	if in.Resolved != nil && in.Resolved.RunDir != "" {
-		if err := a.wrongHost(ctx, in.Resolved.HostQueue); err != nil {
+		if err := a.elsewhere(ctx, in.Resolved.HostQueue, true); err != nil {
 			return nil, err
 		}
 	}

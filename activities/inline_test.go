@@ -23,12 +23,7 @@ func TestInline(t *testing.T) {
 	plan := map[string]any{"name": "p", "steps": []any{
 		map[string]any{"id": "q", "capability": "json.query", "with": map[string]any{"query": "1 + 1"}},
 	}}
-	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rr wfapi.ResolveResult
-	_ = v.Get(&rr)
+	rr := resolved(t, e, a, plan)
 	st := rr.Steps[0]
 	if !st.Local || !st.Inline {
 		t.Fatalf("json.query resolved local %v, inline %v", st.Local, st.Inline)
@@ -141,12 +136,7 @@ execution: inline
 `), 0o644)
 	e := env(a)
 	plan := map[string]any{"name": "p", "steps": []any{map[string]any{"id": "q", "capability": "test.quick"}}}
-	v, err := e.ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rr wfapi.ResolveResult
-	_ = v.Get(&rr)
+	rr := resolved(t, e, a, plan)
 	if rr.Status != "ready" || !rr.Steps[0].Inline {
 		t.Fatalf("%s %s: inline %v", rr.Status, rr.Message, rr.Steps[0].Inline)
 	}

@@ -62,7 +62,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	}
 	rr := Resolved(p, rep)
 	rr.RunDir, rr.SearchAttributes = runDir, a.SearchAttributes
-	rr.HostQueue, rr.HostWait = a.Exec.HostQueue, a.HostWait
+	rr.HostQueue, rr.HostWait, rr.EagerSteps = a.Exec.HostQueue, a.HostWait, a.EagerSteps
 	rr.SharedStore = a.Exec.Artifacts != nil && a.Exec.Artifacts.Shared
 	rr.SegmentEvents = a.SegmentEvents
 	rr.SegmentBytes = wfapi.DefaultSegmentBytes

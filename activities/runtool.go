@@ -12,16 +12,13 @@ import (
 )
 
 // runTool runs one attempt of a step through the executor, adding
-// Temporal's side: the run's host and folder checked, heartbeats from the
+// Temporal's side: the run's folder checked, heartbeats from the
 // start to the end (fetching inputs from the store, digesting input
 // files, storing outputs and the cache entry can take longer than a
 // heartbeat timeout too), server outages ridden out, and a failed tool
 // turned into an ApplicationError whose type is the contract code and
 // whose details carry the envelope.
 func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunToolResult, error) {
-	if err := a.wrongHost(ctx, in.Host); err != nil {
-		return nil, err
-	}
 	info := activity.GetInfo(ctx)
 	// Attempts a step made as a local activity before it continued as a
 	// regular one count too: the tool and the attempt story see one series.
@@ -30,7 +27,10 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	if info.RetryPolicy != nil {
 		at.Max = info.RetryPolicy.MaximumAttempts + in.AttemptsBefore
 	}
-	hb := startBeats(ctx, at.Number)
+	if in.MaxAttempts > 0 {
+		at.Max = in.MaxAttempts
+	}
+	hb := startBeats(ctx, at)
 	defer hb.stop()
 	at.OnFeedback, at.OnStderr = hb.feedback, hb.stderr
 	at.Bind = func(ctx context.Context) (context.Context, func()) { return a.rideOutOutages(ctx, hb.details) }

@@ -128,16 +128,38 @@ func (r *Result) live(info *RunInfo) {
 	}
 }
 
-// activitySuffix is what a step's activity ID adds to "step-<id>": an
-// item's index, and for an attempt after a local one, a retry, a rerun or
-// a host move, each of those.
-var activitySuffix = regexp.MustCompile(`(\[\d+\]|-after-local|-retry-\d+|-rerun-\d+|-host-\d+)+$`)
+// attemptSuffix is what an attempt's path adds to a step's or an item's
+// activity ID: after a local or an eager attempt, an operator's retry, a
+// rerun, a host move, each of those.
+var attemptSuffix = regexp.MustCompile(`(-after-local|` + regexp.QuoteMeta(OnHostSuffix) + `|-retry-\d+|-rerun-\d+|-host-\d+)+$`)
 
-// StepOfActivity is the step an activity ID runs ("step-<id>...": for an
-// item, its for_each step), or false for capflow's own activities.
-func StepOfActivity(activityID string) (string, bool) {
+// ReservedEnding is the ending of a step ID that capflow adds to a
+// step's own activity IDs ("-retry-2"), or "": a step so named could take
+// another step's activity ID, which Temporal refuses while both run, and
+// would read as that step in status and the console.
+func ReservedEnding(stepID string) string {
+	return attemptSuffix.FindString(stepID)
+}
+
+// OnHostSuffix ends the activity ID of a step's attempts on the run's host
+// after an eager first attempt ('@' is in no step ID).
+const OnHostSuffix = "@host"
+
+// itemIndex ends an item's label ("x[3]").
+var itemIndex = regexp.MustCompile(`\[\d+\]$`)
+
+// LabelOfActivity is the step or the item ("x[3]") an activity ID runs
+// ("step-<label>..."), or false for capflow's own activities.
+func LabelOfActivity(activityID string) (string, bool) {
 	id, ok := strings.CutPrefix(activityID, "step-")
-	return activitySuffix.ReplaceAllString(id, ""), ok
+	return attemptSuffix.ReplaceAllString(id, ""), ok
+}
+
+// StepOfActivity is the step an activity ID runs (for an item, its
+// for_each step), or false for capflow's own activities.
+func StepOfActivity(activityID string) (string, bool) {
+	label, ok := LabelOfActivity(activityID)
+	return itemIndex.ReplaceAllString(label, ""), ok
 }
 
 // ItemCounts counts a for_each step's items.

@@ -34,6 +34,12 @@ type Heartbeat struct {
 	Latest  *Feedback `json:"latest,omitempty"`
 	Lines   []string  `json:"lines,omitempty"`
 	LineSeq int       `json:"line_seq,omitempty"`
+	// ActivityAttempt is Temporal's attempt of the activity that sent it,
+	// and MaxAttempts the step's whole: a step that continues as another
+	// activity (after a local or an eager attempt) counts on from its
+	// attempts before, which Temporal's count of the activity does not.
+	ActivityAttempt int32 `json:"activity_attempt,omitempty"`
+	MaxAttempts     int32 `json:"max_attempts,omitempty"`
 }
 
 // RunInfo is what Temporal knows of a run's latest execution.
@@ -61,9 +67,14 @@ type RunInfo struct {
 // PendingActivity is a running activity of a run: a step's (ActivityID
 // "step-<id>"), or capflow's own.
 type PendingActivity struct {
-	ActivityID  string `json:"activity_id"`
-	Attempt     int32  `json:"attempt"`
-	MaxAttempts int32  `json:"max_attempts"`
+	ActivityID string `json:"activity_id"`
+	// Step is the step or item ("x[3]") it runs (LabelOfActivity; empty
+	// for capflow's own activities).
+	Step string `json:"step,omitempty"`
+	// Attempt and MaxAttempts are the step's (counting the attempts it
+	// made as another activity before, where its heartbeat says so).
+	Attempt     int32 `json:"attempt"`
+	MaxAttempts int32 `json:"max_attempts"`
 	// LastFailure is the message of the attempt before this one.
 	LastFailure string     `json:"last_failure,omitempty"`
 	Started     time.Time  `json:"started"`
@@ -82,6 +93,7 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 	ri.TaskQueue = desc.GetExecutionConfig().GetTaskQueue().GetName()
 	for _, pa := range desc.GetPendingActivities() {
 		p := PendingActivity{ActivityID: pa.GetActivityId(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
+		p.Step, _ = LabelOfActivity(p.ActivityID)
 		if f := pa.GetLastFailure(); f != nil {
 			p.LastFailure = c.failureMessage(f.GetMessage(), c.fc.FailureToError(f))
 		}
@@ -91,10 +103,25 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 		var hb Heartbeat
 		if d := pa.GetHeartbeatDetails(); d != nil && c.dc.FromPayloads(d, &hb) == nil {
 			p.Heartbeat = &hb
+			p.Attempt, p.MaxAttempts = hb.stepAttempts(p.Attempt, p.MaxAttempts)
 		}
 		ri.Pending = append(ri.Pending, p)
 	}
 	return ri, nil
+}
+
+// stepAttempts turns an activity's attempt and maximum into its step's:
+// the offset between the two counts is the heartbeat's (Temporal keeps an
+// activity's last heartbeat for its next attempt).
+func (hb Heartbeat) stepAttempts(attempt, maxAttempts int32) (int32, int32) {
+	if hb.ActivityAttempt <= 0 {
+		return attempt, maxAttempts
+	}
+	attempt += hb.Attempt - hb.ActivityAttempt
+	if hb.MaxAttempts >= attempt { // 0: no limit
+		maxAttempts = hb.MaxAttempts
+	}
+	return attempt, maxAttempts
 }
 
 func (c *Client) failureMessage(raw string, err error) string {

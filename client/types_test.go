@@ -155,3 +155,35 @@ func TestDecideRequestCheck(t *testing.T) {
 		}
 	}
 }
+func TestReservedEnding(t *testing.T) {
+	for id, want := range map[string]string{
+		"fetch": "", "c-retry": "", "retry-1": "", "after-local": "", "host-2x": "",
+		"a-retry-1": "-retry-1", "b-after-local": "-after-local", "c-rerun-12": "-rerun-12", "d-host-2-rerun-1": "-host-2-rerun-1",
+	} {
+		if got := ReservedEnding(id); got != want {
+			t.Errorf("ReservedEnding(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// A pending activity's attempt is its step's: a step that continued as
+// this activity after two attempts counts on from them.
+func TestStepAttempts(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		hb            Heartbeat
+		attempt, max  int32
+		wantA, wantMx int32
+	}{
+		{"an older worker's heartbeat", Heartbeat{Attempt: 2}, 2, 3, 2, 3},
+		{"first activity", Heartbeat{Attempt: 2, ActivityAttempt: 2, MaxAttempts: 3}, 2, 3, 2, 3},
+		{"after a local attempt, its first", Heartbeat{Attempt: 2, ActivityAttempt: 1, MaxAttempts: 3}, 1, 2, 2, 3},
+		{"a retry before it beats: the last beat's offset", Heartbeat{Attempt: 3, ActivityAttempt: 1, MaxAttempts: 5}, 2, 3, 4, 5},
+		{"no limit: no maximum below the attempt", Heartbeat{Attempt: 3, ActivityAttempt: 1, MaxAttempts: 2}, 1, 0, 3, 0},
+	} {
+		a, m := c.hb.stepAttempts(c.attempt, c.max)
+		if a != c.wantA || m != c.wantMx {
+			t.Errorf("%s: %d of %d, want %d of %d", c.name, a, m, c.wantA, c.wantMx)
+		}
+	}
+}

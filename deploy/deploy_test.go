@@ -185,6 +185,11 @@ func TestComposeStack(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &cfg); err != nil || len(cfg["frontend.enableUpdateWorkflowExecution"]) != 1 {
 		t.Fatalf("dynamic config %s: %v %v", dc, err, cfg)
 	}
+	// The workers send steps' first attempts to be started eagerly only
+	// where the server does (docs/operations.md#eager-steps).
+	if eager := cfg["system.enableActivityEagerExecution"]; len(eager) != 1 || eager[0].Value != true || w.Environment["CAPFLOW_TEMPORAL_EAGER_STEPS"] != "true" {
+		t.Errorf("eager steps: the server's %v, the workers' %q", eager, w.Environment["CAPFLOW_TEMPORAL_EAGER_STEPS"])
+	}
 
 	// Variables reach the containers.
 	f = compose(t, "CAPFLOW_PAYLOAD_KEY=k", "CAPFLOW_CODEC_ENDPOINT=http://localhost:8089", "CAPFLOW_PROJECT=/srv/project")

@@ -66,6 +66,34 @@ steps:
 	recordHistory(t, r.WorkflowID, "local-steps")
 }
 
+// TestFollowCountsAContinuedStepsAttempts: a local step that failed twice
+// continues as a regular activity, whose attempts Temporal counts from 1;
+// status --follow tells the step's own (attempt 3 failed, attempt 4 of 4),
+// not the activity's (1 failed, 2 of 2).
+func TestFollowCountsAContinuedStepsAttempts(t *testing.T) {
+	p := h.writePlan(t, "follow-attempts", `name: follow-attempts
+steps:
+  - {id: flaky, capability: test.flaky_local, with: {slow: true}}
+`)
+	code, e, stderr := h.capflow(t, "run", p, "--detach")
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	data(t, e, &started)
+	if code != 0 {
+		t.Fatalf("run exit %d %s\n%s", code, e.Message, stderr)
+	}
+	code, e, stderr = h.capflowEnv(t, []string{"CAPFLOW_PROGRESS=1"}, "status", started.WorkflowID, "--follow")
+	var r runResult
+	data(t, e, &r)
+	if code != 0 || r.Status != "passed" || r.step(t, "flaky").Attempts != 4 {
+		t.Fatalf("exit %d %s (%s)\n%s", code, r.Status, r.Message, stderr)
+	}
+	if want := "flaky: attempt 3 failed (attempt 3 fails), attempt 4 of 4"; !strings.Contains(stderr, want) {
+		t.Fatalf("--follow did not say %q:\n%s", want, stderr)
+	}
+}
+
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -43,8 +43,10 @@ type PeerThroughput struct {
 // BenchmarkThroughput is `make bench-throughput`: N runs at once
 // (CAPFLOW_THROUGHPUT_RUNS, 300) of a 3-step chain on capflow's regular
 // path, its fastest path, the hand-written Temporal workflow (3 in-process
-// no-op activities) and Restate (3 restate.Run), one after another on one
-// dev server, repeated (CAPFLOW_THROUGHPUT_REPS, 3) in rotated order;
+// no-op activities), the same with no activity (the server's floor) and
+// Restate (3 restate.Run), one after another on one dev server, each
+// batch once the last one's leftovers are done (settle), repeated
+// (CAPFLOW_THROUGHPUT_REPS, 3) in an order that changes (batchOrder);
 // medians are written to bench-throughput.json with the sandbox's cost.
 func BenchmarkThroughput(b *testing.B) {
 	defer startMinimal(b)()
@@ -62,6 +64,10 @@ func BenchmarkThroughput(b *testing.B) {
 		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU, server},
 		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU, server},
 		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU, server},
+		// The server's floor: the hand-written workflow with no activity (a
+		// start, one workflow task, its end), what no workflow-per-run path
+		// on this server can pass.
+		{"temporal-empty", func() error { return runMinimal("", 0, false) }, ownCPU, server},
 		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu, rs.serverCPU},
 	}
 	if only := os.Getenv("CAPFLOW_THROUGHPUT_SYSTEMS"); only != "" { // e.g. capflow,temporal
@@ -73,20 +79,26 @@ func BenchmarkThroughput(b *testing.B) {
 			return !slices.Contains(strings.Split(only, ","), s.name)
 		})
 	}
+	quiet := []func() float64{server, rs.serverCPU, rs.cpu, h.workerCPU, ownCPU}
 	seen := map[string][]throughputSample{}
 	for r := -1; r < reps; r++ { // r = -1: a warm-up of 20 runs, not counted
 		for k := range systems {
-			s := systems[(k+max(r, 0))%len(systems)]
+			s := systems[batchOrder(k, max(r, 0), len(systems))]
 			runs := n
 			if r < 0 {
 				runs = 20
 			}
+			// What the last batch left running ends first: in the old fixed
+			// rotation capflow always came right after Restate, and one such
+			// batch ran at a third of its usual rate.
+			waited := settle(quiet, 30*time.Second)
 			sample, err := atOnce(runs, s.run, s.cpu, s.server)
 			if err != nil {
 				b.Fatalf("%s: %v", s.name, err)
 			}
 			if r >= 0 {
 				seen[s.name] = append(seen[s.name], sample)
+				fmt.Printf("repetition %d: %-15s %7.1f runs/s (after %.1f s for quiet)\n", r+1, s.name, sample.runsPerS, waited.Seconds())
 			}
 		}
 	}
@@ -104,6 +116,42 @@ func BenchmarkThroughput(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(h.repo, "bench-throughput.json"), append(raw, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// batchOrder is the system that runs k-th in repetition r: rotated by
+// one each repetition and reversed every other one, so no system always
+// follows the same other one or runs last.
+func batchOrder(k, r, n int) int {
+	if r%2 == 1 {
+		k = n - 1 - k
+	}
+	return (k + r) % n
+}
+
+// settle waits until the processes cpu reads (the servers, the workers,
+// this one) together use under a tenth of a core for two windows of
+// 250 ms running, or until limit: each batch starts on a machine that
+// its predecessor's leftovers do not load. It returns how long it waited.
+func settle(cpu []func() float64, limit time.Duration) time.Duration {
+	const window = 250 * time.Millisecond
+	sum := func() (t float64) {
+		for _, f := range cpu {
+			t += f()
+		}
+		return t
+	}
+	start, quiet, last := time.Now(), 0, sum()
+	for quiet < 2 && time.Since(start) < limit {
+		time.Sleep(window)
+		now := sum()
+		if now-last < 0.1*float64(window.Milliseconds()) {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = now
+	}
+	return time.Since(start)
 }
 
 // throughputSample is one batch of runs started at once.
@@ -156,13 +204,13 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 	t := out.Runs["temporal"].RunsPerS
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
-	fmt.Fprintf(&sb, "%-14s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
-	for _, name := range []string{"capflow", "capflow-fast", "temporal", "restate"} {
+	fmt.Fprintf(&sb, "%-15s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
+	for _, name := range []string{"capflow", "capflow-fast", "temporal", "temporal-empty", "restate"} {
 		r, ok := out.Runs[name]
 		if !ok {
 			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
 		}
-		fmt.Fprintf(&sb, "%-14s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
+		fmt.Fprintf(&sb, "%-15s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
 		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
 	c := out.Sandbox

@@ -17,6 +17,9 @@ tests='^(TestAServerRestartDoesNotStopARunningTool|TestClusterPostgresRestart|Te
 log=$CLUSTER_STATE/logs/e2e.log
 code=0
 export CAPFLOW_E2E_TEMPORAL_ADDRESS=127.0.0.1:$CLUSTER_TEMPORAL_PORT CAPFLOW_E2E_CLUSTER=1
+# The cluster's server starts activities eagerly: its tests' workers send
+# steps' first attempts there, as make cluster's (docs/operations.md#eager-steps).
+export CAPFLOW_TEMPORAL_EAGER_STEPS=${CAPFLOW_TEMPORAL_EAGER_STEPS:-true}
 if [ "${1:-}" = bench ]; then
   ${GO:-go} test -run '^$' -bench Overhead -benchtime "${BENCHTIME:-6x}" -timeout 60m ./e2e 2>&1 | grep -v '\[DEBUG\]' | grep -E '^(Benchmark|ok|FAIL|PASS|goos|cpu)' || code=1
   exit "$code"

@@ -34,6 +34,9 @@ PGDATA=$STATE/pg
 mkdir -p "$LOGS"
 export TEMPORAL_ADDRESS=127.0.0.1:$PORT CAPFLOW_TEMPORAL_ADDRESS=127.0.0.1:$PORT
 export CAPFLOW_UI_URL=${CAPFLOW_UI_URL:-http://127.0.0.1:$UI_PORT}
+# The server starts activities eagerly (deploy/temporal/capflow.yaml): its
+# workers send a step's first attempt there (docs/operations.md#eager-steps).
+export CAPFLOW_TEMPORAL_EAGER_STEPS=${CAPFLOW_TEMPORAL_EAGER_STEPS:-true}
 
 # PostgreSQL will not run as root: as root, its commands run as the
 # package's postgres user, which must own the data folder.

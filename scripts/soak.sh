@@ -39,6 +39,9 @@ for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT") 2>/dev/null &&
 (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT") 2>/dev/null ||
   { echo "versitygw did not listen on 127.0.0.1:$S3_PORT; its log:" >&2; tail -20 "$WORK/versitygw.log" >&2; exit 1; }
 export AWS_ACCESS_KEY_ID=capflow AWS_SECRET_ACCESS_KEY=capflow-secret
+# The cluster's server starts activities eagerly: the hosts send steps'
+# first attempts there, as make cluster's (docs/operations.md#eager-steps).
+export CAPFLOW_TEMPORAL_EAGER_STEPS=${CAPFLOW_TEMPORAL_EAGER_STEPS:-true}
 code=0
 bin/capflow-soak --address "127.0.0.1:$CLUSTER_TEMPORAL_PORT" --work "$WORK/run" --out "${SOAK_OUT:-soak.json}" \
   --store "s3://capflow?endpoint=http://127.0.0.1:$S3_PORT&region=us-east-1&use_path_style=true&prefix=soak/" \

@@ -54,6 +54,12 @@ type dispatcher struct {
 	deadlineV int
 	// lineage: see wfapi.RunToolInput.Lineage.
 	lineage string
+	// eagerSent steps went to the workflow's queue in the task of seenLen;
+	// eagerV is the run's changeEagerSteps version, once eagerAsked
+	// (eager.go).
+	eagerSent  int
+	eagerV     workflow.Version
+	eagerAsked bool
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the

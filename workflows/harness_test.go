@@ -88,6 +88,14 @@ type fakes struct {
 	activityIDs map[string][]string
 	timeouts    map[string]time.Duration
 	queues      map[string]string
+	// seen: each key's RunTool calls in order.
+	seen map[string][]seenCall
+}
+
+// seenCall is one RunTool call: its input, queue and activity ID.
+type seenCall struct {
+	in        wfapi.RunToolInput
+	queue, id string
 }
 
 // callsOf is how many times key ran, read under the lock: a cancelled
@@ -114,6 +122,10 @@ func (f *fakes) RunTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi.RunT
 	f.mu.Lock()
 	f.calls[key]++
 	f.inputs[key] = in
+	if f.seen == nil {
+		f.seen = map[string][]seenCall{}
+	}
+	f.seen[key] = append(f.seen[key], seenCall{in: in, queue: activity.GetInfo(ctx).TaskQueue, id: activity.GetInfo(ctx).ActivityID})
 	if info := activity.GetInfo(ctx); in.Step.Item == nil {
 		if f.activityIDs == nil {
 			f.activityIDs, f.timeouts, f.queues = map[string][]string{}, map[string]time.Duration{}, map[string]string{}

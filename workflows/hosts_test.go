@@ -33,6 +33,16 @@ func lostHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notI
 // store is shared.
 func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
 	t.Helper()
+	return lostHostRunAs(t, shared, enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, src, lostOn, notIdempotent...)
+}
+
+// lostHostRunAs is lostHostRunStore where an activity on the lost host
+// ends as lostAs says: no worker took it (schedule-to-start), or one took
+// it and fell silent (heartbeat). A parameter, not a variable the tests
+// share: an activity a run left behind may still read it as the next
+// run starts.
+func lostHostRunAs(t *testing.T, shared bool, lostAs enumspb.TimeoutType, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
+	t.Helper()
 	rr := resolvedFrom(t, src)
 	rr.HostQueue = hostA
 	for i := range rr.Steps {
@@ -71,24 +81,20 @@ func lostHostRunStore(t *testing.T, shared bool, src string, lostOn map[string]t
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	return &res, order
+	f.mu.Lock() // an activity the run left behind may still append
+	defer f.mu.Unlock()
+	return &res, slices.Clone(order)
 }
 
 // ownQueue is the task queue a tool names of its own: steps whose id
 // starts with "own" go there, and are lost there too.
 const ownQueue = "gpu"
 
-// lostAs is how an activity on the lost host ends: no worker took it
-// (schedule-to-start), or one took it and fell silent (heartbeat).
-var lostAs = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
-
 // silentHostRun is lostHostRun where host A's worker takes the steps in
 // lostOn and stops heartbeating (a stopped host's open polls).
 func silentHostRun(t *testing.T, src string, lostOn map[string]time.Duration, notIdempotent ...string) (*wfapi.Result, []string) {
 	t.Helper()
-	lostAs = enumspb.TIMEOUT_TYPE_HEARTBEAT
-	defer func() { lostAs = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START }()
-	return lostHostRun(t, src, lostOn, notIdempotent...)
+	return lostHostRunAs(t, false, enumspb.TIMEOUT_TYPE_HEARTBEAT, src, lostOn, notIdempotent...)
 }
 
 func before(order []string, a, b string) bool {
@@ -270,6 +276,8 @@ func TestMovingItemWaitsForItsHost(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if res.Status != wfapi.StatusPassed || ran["each[1]@host-b"] != 1 || ran["each[0]@host-c"] != 1 || ran["each[1]@host-c"] != 1 {
 		t.Fatalf("%s [%s]: ran %v", res.Status, states(&res), ran)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -68,7 +69,7 @@ func (s *dispatcher) flushLocal() {
 // task began (the history grew: the last one's markers are in).
 func (s *dispatcher) taskBegan() {
 	if l := workflow.GetInfo(s.ctx).GetCurrentHistoryLength(); l != s.seenLen {
-		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes, s.inlineSpent, s.inlineFull = l, 0, 0, 0, 0, false
+		s.seenLen, s.localDone, s.inlineDone, s.inlineBytes, s.inlineSpent, s.inlineFull, s.eagerSent = l, 0, 0, 0, 0, false, 0
 	}
 }
 
@@ -108,9 +109,10 @@ func (s *scheduler) segmentFull() bool {
 
 // runTool runs a step's (or an item's) RunTool: a local activity when the
 // step is local and the run uses local activities, else a regular
-// activity with opts. A local activity that lands on a worker that is not
-// the run's host, or whose attempts fail with attempts left, continues as
-// a regular activity. ctx may be cancellable; path gets the path taken.
+// activity with opts (its first attempt eager when the run asked: eager.go).
+// A local activity that lands on a worker that is not the run's host, or
+// whose attempts fail with attempts left, continues as a regular activity.
+// ctx may be cancellable; path gets the path taken.
 func (s *dispatcher) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
 	if f, ok := s.inline(ctx, step, opts, in, path); ok {
 		return f
@@ -118,6 +120,9 @@ func (s *dispatcher) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts
 	if !s.local || !step.Local {
 		opts = s.withinDeadline(opts, false)
 		*path = PathActivity
+		if s.eager(opts, in) {
+			return s.runEager(ctx, step, opts, in)
+		}
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), wfapi.RunToolActivity, in)
 	}
 	return s.runLocal(ctx, step, opts, in, path)
@@ -135,29 +140,64 @@ func (s *dispatcher) runLocal(ctx workflow.Context, step wfapi.ResolvedStep, opt
 	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
 		RetryPolicy: &retry, Summary: opts.Summary}
 	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), wfapi.RunToolActivity, in)
+	return s.thenRegular(ctx, lf, then{step: step, opts: opts, in: in, tried: retry.MaximumAttempts, path: path, local: true})
+}
+
+// then is how a step whose first attempts were local (or eager) goes on.
+type then struct {
+	step  wfapi.ResolvedStep
+	opts  workflow.ActivityOptions // the regular activity's
+	in    wfapi.RunToolInput
+	tried int32 // attempts the first activity was allowed
+	path  *string
+	local bool // the first was a local activity (else an eager one)
+}
+
+// thenRegular waits for a step's first activity f and, when it landed on
+// another host than the run's, or failed with attempts left, runs the
+// rest as a regular activity (t.opts).
+func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then) workflow.Future {
 	fut, set := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out wfapi.RunToolResult
-		err := lf.Get(gctx, &out)
-		s.localDone++
+		err := f.Get(gctx, &out)
+		if t.local {
+			s.localDone++
+		}
 		wrong := isWrongHost(err)
-		left := max(step.MaxAttempts, 1) - int(retry.MaximumAttempts)
+		left := max(t.step.MaxAttempts, 1) - int(t.tried)
 		// Past the run's deadline (its clamp is what timed the local
 		// attempt out), nothing goes on as a regular activity (version 2).
 		late := s.deadlineV >= 2 && s.pastDeadline(0)
+		if wrong && !t.local && ctx.Err() != nil {
+			// Refused while the step was being stopped: it never ran.
+			err = temporal.NewCanceledError()
+		}
 		if err == nil || ctx.Err() != nil || late || (!wrong && (left <= 0 || !retryable(err))) {
 			set.Set(out, err)
 			return
 		}
-		*path = PathLocalThenActivity
+		in, ropts := t.in, t.opts
 		in.Host = ""
-		ropts := opts
+		if t.local {
+			*t.path = PathLocalThenActivity
+		} else {
+			// The host's own activity ('@': no step ID has one, so no
+			// other step's activity can have this ID).
+			ropts.ActivityID += client.OnHostSuffix
+		}
 		if !wrong {
-			r := *opts.RetryPolicy
-			r.MaximumAttempts = int32(left)
-			ropts.RetryPolicy = &r
-			ropts.ActivityID += "-after-local"
-			in.AttemptsBefore = retry.MaximumAttempts
+			in.AttemptsBefore = t.tried
+			if t.local {
+				r := *t.opts.RetryPolicy
+				r.MaximumAttempts = int32(left)
+				ropts.RetryPolicy = &r
+				ropts.ActivityID += "-after-local"
+			} else {
+				var wait time.Duration
+				ropts.RetryPolicy, wait = afterFirst(*t.opts.RetryPolicy, left)
+				_ = workflow.Sleep(gctx, wait)
+			}
 		}
 		var again wfapi.RunToolResult
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ropts), wfapi.RunToolActivity, in).Get(gctx, &again)

@@ -314,6 +314,7 @@ func (s *scheduler) held() bool { return s.full() || (s.inflight > 0 && s.inline
 // startReady starts queued steps in id order, then items of running
 // for_each steps, up to max_parallel.
 func (s *scheduler) startReady() {
+	s.fanOut(s.m.ReadyCount())
 	for s.m.ReadyCount() > 0 && !s.stopped() {
 		if s.held() {
 			return

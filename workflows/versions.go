@@ -30,6 +30,7 @@ const (
 	changeBaseline       = "baseline"
 	changeItemHosts      = "item-host-move"
 	changeSilentHost     = "silent-host-move"
+	changeEagerSteps     = "eager-steps"
 )
 
 // Change is one declared change of workflow code.
@@ -87,6 +88,8 @@ var Changes = []Change{
 		[]History{{"host-lost-items.json", 1}}, ""},
 	{changeSilentHost, 1, []string{"an idempotent step or item on the run's host whose last attempt ended because nothing there heartbeated follows the run to another host, as for a schedule-to-start timeout (a stopped host's open polls took its retries; the soak found it, issue 41)"},
 		[]History{{"host-silent.json", 1}}, ""},
+	{changeEagerSteps, 1, []string{"with temporal.eager_steps, a step for the run's host makes its first attempt on the workflow's own queue, which the server may start on the worker that completed the workflow task; refused on another host, it goes on on the host's queue (issue 40)"},
+		[]History{{"eager-steps.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1

@@ -153,8 +153,8 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 		return
 	}
 	for _, pa := range info.Pending {
-		step := strings.TrimPrefix(pa.ActivityID, "step-")
-		if step == pa.ActivityID {
+		step := pa.Step // the step or item, whichever way its attempt runs
+		if step == "" {
 			continue // capflow's own activities (resolve, finalize, ...)
 		}
 		if pa.LastFailure != "" && pa.Attempt > 1 {

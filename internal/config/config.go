@@ -116,7 +116,12 @@ type Temporal struct {
 	// HostWait is how long a run's step waits for a worker on the run's
 	// host before the host is taken as lost (a Go duration).
 	HostWait string `mapstructure:"host_wait" json:"host_wait"`
-	TLS      TLS    `mapstructure:"tls" json:"tls"`
+	// EagerSteps sends a run's steps to the workflow's own queue, asking
+	// the server to start them on the worker that completed the workflow
+	// task (the run's host while the run stays there): one hand-off a step
+	// less where the server has system.enableActivityEagerExecution on.
+	EagerSteps bool `mapstructure:"eager_steps" json:"eager_steps"`
+	TLS        TLS  `mapstructure:"tls" json:"tls"`
 	// APIKey comes from the environment only and is never printed.
 	APIKey string `mapstructure:"api_key" json:"-"`
 }
@@ -158,6 +163,7 @@ var defaults = map[string]any{
 	"temporal.task_queue":      shared.TaskQueue,
 	"temporal.segment_events":  shared.SegmentEvents,
 	"temporal.host_wait":       strings.TrimSuffix(shared.HostWait.String(), "0s"),
+	"temporal.eager_steps":     false,
 	"temporal.tls.enabled":     false,
 	"temporal.tls.cert":        "",
 	"temporal.tls.key":         "",
@@ -177,18 +183,6 @@ var defaults = map[string]any{
 	"temporal.ui_url":          "",
 }
 
-// standardEnv are Temporal's own variables, read after CAPFLOW_*.
-var standardEnv = map[string]string{
-	"temporal.address":         "TEMPORAL_ADDRESS",
-	"temporal.namespace":       "TEMPORAL_NAMESPACE",
-	"temporal.api_key":         "TEMPORAL_API_KEY",
-	"temporal.tls.cert":        "TEMPORAL_TLS_CERT",
-	"temporal.tls.key":         "TEMPORAL_TLS_KEY",
-	"temporal.tls.ca":          "TEMPORAL_TLS_CA",
-	"temporal.tls.server_name": "TEMPORAL_TLS_SERVER_NAME",
-	"temporal.tls.enabled":     "TEMPORAL_TLS",
-}
-
 // Options of Load.
 type Options struct {
 	// Project is the project folder; "" means the current directory.
@@ -197,11 +191,6 @@ type Options struct {
 	File string
 	// Flags maps config keys ("temporal.address") to flags that override them.
 	Flags map[string]*pflag.Flag
-}
-
-// EnvName is the CAPFLOW_* variable of a key.
-func EnvName(key string) string {
-	return "CAPFLOW_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
 }
 
 // Load builds the effective configuration.
@@ -222,11 +211,10 @@ func Load(opts Options) (*Config, error) {
 	v := viper.New()
 	for k, d := range defaults {
 		v.SetDefault(k, d)
-		names := []string{EnvName(k)}
-		if std, ok := standardEnv[k]; ok {
-			names = append(names, std)
-		}
-		_ = v.BindEnv(append([]string{k}, names...)...)
+		_ = v.BindEnv(append([]string{k}, envNames(k)...)...)
+	}
+	if err := checkEnv(); err != nil {
+		return nil, err
 	}
 	file := opts.File
 	explicit := file != ""

@@ -175,3 +175,29 @@ func TestCapabilityLimits(t *testing.T) {
 		}
 	}
 }
+
+// A variable of a boolean or numeric key that holds neither is refused
+// naming the variable; good ones (eager_steps among them) apply.
+func TestTypedVariables(t *testing.T) {
+	dir := project(t, "")
+	for _, c := range []struct{ name, val, want string }{
+		{"CAPFLOW_TEMPORAL_EAGER_STEPS", "maybe", `temporal.eager_steps: CAPFLOW_TEMPORAL_EAGER_STEPS="maybe" is not true or false`},
+		{"TEMPORAL_TLS", "sometimes", `temporal.tls.enabled: TEMPORAL_TLS="sometimes" is not true or false`},
+		{"CAPFLOW_TEMPORAL_SEGMENT_EVENTS", "lots", `temporal.segment_events: CAPFLOW_TEMPORAL_SEGMENT_EVENTS="lots" is not a whole number`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(c.name, c.val)
+			_, err := Load(Options{Project: dir})
+			var ce *caperr.Error
+			if !errors.As(err, &ce) || ce.Code != caperr.ConfigError || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	t.Setenv("CAPFLOW_TEMPORAL_EAGER_STEPS", "true")
+	t.Setenv("CAPFLOW_TEMPORAL_SEGMENT_EVENTS", "0x100")
+	c, err := Load(Options{Project: dir})
+	if err != nil || !c.Temporal.EagerSteps || c.Temporal.SegmentEvents != 256 {
+		t.Fatalf("%v %+v", err, c.Temporal)
+	}
+}

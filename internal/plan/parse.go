@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
@@ -147,6 +148,9 @@ func (c *checker) validate(p *Plan) {
 		if first, dup := ids[s.ID]; dup {
 			c.at(stepPath(i, "id"), "duplicate step id %q (first used by steps[%d])", s.ID, first)
 			continue
+		}
+		if end := client.ReservedEnding(s.ID); end != "" {
+			c.at(stepPath(i, "id"), "step id %q ends in %q, which capflow adds to a step's activity IDs (a retried, rerun, moved or local-then-regular step's): rename the step", s.ID, end)
 		}
 		ids[s.ID] = i
 		allIDs = append(allIDs, s.ID)

@@ -67,6 +67,8 @@ func TestParseProblems(t *testing.T) {
 			[]string{"3:steps[0].id: dependency cycle: a → b → c → a"}},
 		{"self and dangling", "name: d\ninputs: {url: {type: string}}\nsteps:\n  - {id: a, capability: x.y, needs: [a, bb], with: {u: '${inputs.ulr}', v: '${steps.nope.data}', w: '${steps.a.success}'}}\n  - {id: b, capability: x.y}\n",
 			[]string{`4:steps[0].needs[0]: cannot need itself`, `4:steps[0].needs[1]: needs unknown step "bb" (did you mean "b"?)`, `4:steps[0].with.u: the plan has no input "ulr" (did you mean "url"?)`, `4:steps[0].with.v: no step "nope"`, `4:steps[0].with.w: cannot reference its own result`}},
+		{"reserved id endings", "name: d\nsteps:\n  - {id: a-retry-1, capability: x.y}\n  - {id: b-after-local, capability: x.y}\n  - {id: c-retry, capability: x.y}\n  - {id: d-host-2-rerun-1, capability: x.y}\n",
+			[]string{`3:steps[0].id: step id "a-retry-1" ends in "-retry-1", which capflow adds`, `4:steps[1].id: step id "b-after-local" ends in "-after-local"`, `6:steps[3].id: step id "d-host-2-rerun-1" ends in "-host-2-rerun-1"`}},
 		{"duplicate ids", "name: d\nsteps:\n  - {id: a, capability: x.y}\n  - {id: a, capability: x.z}\n", []string{`4:steps[1].id: duplicate step id "a"`}},
 		{"wrong types", "name: d\nmax_parallel: many\nfailure_policy: sometimes\nsteps:\n  - {id: A B, capability: 3, join: {policy: most}}\n",
 			[]string{"2:max_parallel: must be integer", `3:failure_policy: must be one of fail_fast, continue_all, critical_path`, "5:steps[0].id: ", "5:steps[0].capability: must be string", "5:steps[0].join.policy: must be one of all, any, quorum"}},

@@ -28,14 +28,19 @@ type cgroup struct {
 	// Counters as the tree found them: a pooled cgroup keeps the kernel's
 	// cumulative counts of the trees before.
 	ooms, refused int64
+	// memory is the memory limit last set (0: none yet).
+	memory int64
 }
 
 // cgroupPool keeps the empty cgroups of finished steps with their forker:
 // creating and removing three cgroup v1 folders costs a step ~3 ms, and
 // joining them an RCU grace period; reusing them a few writes.
 type cgroupPool struct {
-	mu   sync.Mutex
-	idle []*cgroup
+	mu     sync.Mutex
+	idle   []*cgroup
+	closed bool
+	// releasing counts the finished trees whose cgroups are not back yet.
+	releasing sync.WaitGroup
 }
 
 // newCgroup makes a tree's cgroups with the spec's limits on the
@@ -90,23 +95,40 @@ func (cg *cgroup) limit(spec Spec) error {
 		}
 		return os.WriteFile(filepath.Join(cg.dirs[c], file), []byte(strconv.FormatInt(v, 10)), 0o644)
 	}
-	// memory <= memory+swap always holds: which goes first depends on
-	// whether the limit grows. Where the kernel accounts swap, both get
-	// the limit (with swap it would only move the tree to disk).
-	if err := set("memory", "memory.limit_in_bytes", spec.Memory); err != nil {
-		if set("memory", "memory.memsw.limit_in_bytes", spec.Memory) != nil {
-			return err
-		}
-		if err := set("memory", "memory.limit_in_bytes", spec.Memory); err != nil {
-			return err
-		}
+	if err := cg.limitMemory(spec.Memory, set); err != nil {
+		return err
 	}
-	_ = set("memory", "memory.memsw.limit_in_bytes", spec.Memory)
 	_ = set("memory", "memory.max_usage_in_bytes", 0)
 	_ = set("cpuacct", "cpuacct.usage", 0)
 	cg.ooms = field(cg.read("memory", "memory.oom_control"), "oom_kill")
 	cg.refused = field(cg.read("pids", "pids.events"), "max")
 	return set("pids", "pids.max", int64(spec.Pids+cg.own()+cg.dying()))
+}
+
+// limitMemory sets the memory limit unless a pooled cgroup has it
+// already (most steps have the default: two writes a step saved). memory
+// <= memory+swap always holds: which goes first depends on whether the
+// limit grows. Where the kernel accounts swap, both get the limit (with
+// swap it would only move the tree to disk).
+func (cg *cgroup) limitMemory(limit int64, set func(c, file string, v int64) error) error {
+	if cg.memory == limit {
+		return nil
+	}
+	if err := set("memory", "memory.limit_in_bytes", limit); err != nil {
+		if set("memory", "memory.memsw.limit_in_bytes", limit) != nil {
+			return err
+		}
+		if err := set("memory", "memory.limit_in_bytes", limit); err != nil {
+			return err
+		}
+	}
+	// Kept only once memory+swap holds it too, or the kernel counts no
+	// swap: a failed lowering would otherwise never be tried again.
+	const memsw = "memory.memsw.limit_in_bytes"
+	if err := set("memory", memsw, limit); err == nil || !cg.hasFile("memory", memsw) {
+		cg.memory = limit
+	}
+	return nil
 }
 
 // dying counts the tasks of earlier trees the pids controller still
@@ -140,19 +162,72 @@ func (cg *cgroup) start(cmd *exec.Cmd) error {
 	return cg.forker.start(cmd)
 }
 
-// release gives a finished tree's cgroups back to the pool, or removes
-// them when something is left in them.
+// release gives a finished tree's cgroups back to the pool once they are
+// empty, or removes them when something is still left in them after
+// releaseWait (in the background, off the step's path). They are seldom
+// empty at once: bubblewrap exits with its tool's status while the
+// sandbox's init is still tearing its namespaces down (about a
+// millisecond here), and a step that waited for that, or made new
+// cgroups and a new forker instead (an RCU grace period to move its
+// thread), paid 2-3 ms (docs/performance.md#confinement-issue-21).
 func (s *Support) release(cg *cgroup) {
 	if cg == nil {
 		return
 	}
-	if len(cg.pids()) > 0 {
-		go cg.remove()
+	if cg.empty() {
+		s.pool.put(cg)
 		return
 	}
+	s.pool.releasing.Add(1)
+	go func() {
+		defer s.pool.releasing.Done()
+		for wait := time.Millisecond; wait <= releaseWait; wait *= 2 {
+			time.Sleep(wait)
+			if cg.empty() {
+				s.pool.put(cg)
+				return
+			}
+		}
+		cg.remove()
+	}()
+}
+
+// releaseWait is how long a finished tree's cgroups may take to empty
+// before they are removed with what is left in them (the backoff's last
+// sleep: about twice that in all).
+const releaseWait = 512 * time.Millisecond
+
+// poolMax bounds the idle sets the pool keeps (each three folders and a
+// thread): as many as steps ran at once, up to this.
+const poolMax = 64
+
+// put keeps cg for the next tree, or removes it when the pool is full or
+// closed.
+func (p *cgroupPool) put(cg *cgroup) {
+	p.mu.Lock()
+	keep := !p.closed && len(p.idle) < poolMax
+	if keep {
+		p.idle = append(p.idle, cg)
+	}
+	p.mu.Unlock()
+	if !keep {
+		cg.remove()
+	}
+}
+
+// Drain removes the pooled cgroups once the trees being released are
+// back, and keeps none from then on: a worker calls it as it stops
+// (sweepStale would find them at the next start, but not where the pid
+// it reads in their names was reused).
+func (s *Support) Drain() {
+	s.pool.releasing.Wait()
 	s.pool.mu.Lock()
-	s.pool.idle = append(s.pool.idle, cg)
+	idle := s.pool.idle
+	s.pool.idle, s.pool.closed = nil, true
 	s.pool.mu.Unlock()
+	for _, cg := range idle {
+		cg.remove()
+	}
 }
 
 // sweepStale removes the cgroups that workers no longer running left in
@@ -194,6 +269,16 @@ func (cg *cgroup) read(c, file string) string {
 
 func (cg *cgroup) has(c string) bool { return cg != nil && cg.dirs[c] != "" }
 
+// hasFile reports whether the controller's folder has file (memsw's only
+// where the kernel accounts swap).
+func (cg *cgroup) hasFile(c, file string) bool {
+	if !cg.has(c) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(cg.dirs[c], file))
+	return err == nil
+}
+
 // field reads "key value" lines (memory.oom_control, pids.events).
 func field(text, key string) int64 {
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -230,12 +315,15 @@ func (cg *cgroup) breach(spec Spec) *Breach {
 }
 
 // pids lists the processes still in the tree's cgroups, never the
-// worker's (its forker's thread is there).
-func (cg *cgroup) pids() []int {
+// worker's (its forker's thread is there); false when a list could not be
+// read.
+func (cg *cgroup) pids() ([]int, bool) {
 	seen := map[int]bool{os.Getpid(): true}
 	var out []int
+	ok := true
 	for _, d := range cg.dirs {
-		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		ok = ok && err == nil
 		for _, l := range bytes.Fields(b) {
 			if n, err := strconv.Atoi(string(l)); err == nil && !seen[n] {
 				seen[n] = true
@@ -243,7 +331,14 @@ func (cg *cgroup) pids() []int {
 			}
 		}
 	}
-	return out
+	return out, ok
+}
+
+// empty reports whether the cgroups are known to hold nothing of a tree's
+// (one that cannot be read is not).
+func (cg *cgroup) empty() bool {
+	left, ok := cg.pids()
+	return ok && len(left) == 0
 }
 
 // remove kills what is left in the cgroups and removes them.
@@ -256,8 +351,8 @@ func (cg *cgroup) remove() {
 		cg.forker = nil
 	}
 	for try := 0; try < 50; try++ {
-		left := cg.pids()
-		if len(left) == 0 {
+		left, ok := cg.pids()
+		if ok && len(left) == 0 {
 			break
 		}
 		for _, p := range left {

@@ -6,7 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +31,9 @@ import (
 // cgroups are empty.
 type forker struct {
 	jobs chan func()
+	// tid is the thread's, tasks one of its cgroups' task list: where
+	// stop sees it gone.
+	tid, tasks string
 }
 
 // newForker starts a thread and moves it into dirs' cgroups (controller ->
@@ -35,26 +41,49 @@ type forker struct {
 func newForker(dirs map[string]string) (*forker, error) {
 	f := &forker{jobs: make(chan func())}
 	moved := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine, and with it
-		// its place in the cgroups.
-		runtime.LockOSThread()
-		tid := strconv.Itoa(unix.Gettid())
-		for c, d := range dirs {
-			if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0o644); err != nil {
-				moved <- fmt.Errorf("cannot move a thread into the %s cgroup: %w", c, err)
-				return
-			}
-		}
-		moved <- nil
-		for job := range f.jobs {
-			job()
-		}
-	}()
+	go f.run(dirs, moved, nil)
 	if err := <-moved; err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// run is the forker's goroutine, on a thread of its own: it moves the
+// thread into dirs' cgroups, then starts what it is given until stop. On
+// the process's main thread it hands over to another goroutine instead
+// (held closes once that one has its thread): the runtime never ends the
+// main thread when its locked goroutine returns, it parks it, so the
+// thread would stay in the cgroups and they could never be removed (CI
+// found a drained tree's cgroups left behind, the test's main thread in
+// them).
+func (f *forker) run(dirs map[string]string, moved chan<- error, held chan<- struct{}) {
+	// Never unlocked on the forker's own thread: the thread ends with
+	// this goroutine, and with it its place in the cgroups.
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread stays locked here while the other goroutine
+		// starts, so the scheduler puts it on another thread.
+		next := make(chan struct{})
+		go f.run(dirs, moved, next)
+		<-next
+		runtime.UnlockOSThread()
+		return
+	}
+	if held != nil {
+		close(held)
+	}
+	f.tid = strconv.Itoa(unix.Gettid())
+	for c, d := range dirs {
+		f.tasks = filepath.Join(d, "tasks")
+		if err := os.WriteFile(f.tasks, []byte(f.tid), 0o644); err != nil {
+			moved <- fmt.Errorf("cannot move a thread into the %s cgroup: %w", c, err)
+			return
+		}
+	}
+	moved <- nil
+	for job := range f.jobs {
+		job()
+	}
 }
 
 // start starts cmd from the forker's thread.
@@ -64,6 +93,22 @@ func (f *forker) start(cmd *exec.Cmd) error {
 	return <-done
 }
 
-// stop ends the thread: the cgroups can be removed once the kernel has
-// accounted its exit.
-func (f *forker) stop() { close(f.jobs) }
+// stop ends the thread and waits (up to about a second) until the kernel
+// has taken it out of its cgroups, which cannot be removed before: the
+// thread ends when the runtime next schedules it, which a loaded machine
+// delayed past the removal's own retries (CI).
+func (f *forker) stop() {
+	close(f.jobs)
+	for wait := time.Millisecond; wait <= 512*time.Millisecond && f.inCgroup(); wait *= 2 {
+		time.Sleep(wait)
+	}
+}
+
+// inCgroup reports whether the thread is still in its cgroups.
+func (f *forker) inCgroup() bool {
+	b, err := os.ReadFile(f.tasks)
+	if err != nil {
+		return false // the folder is gone: nothing to wait for
+	}
+	return slices.Contains(strings.Fields(string(b)), f.tid)
+}

@@ -29,6 +29,9 @@ func (s *Support) Controllers() []string { return nil }
 // Summary is one line for the worker's start-up log.
 func (s *Support) Summary() string { return "unconfined: " + s.Missing() }
 
+// Drain has nothing to drain here.
+func (s *Support) Drain() {}
+
 // Command always fails here.
 func (s *Support) Command(Request) (*exec.Cmd, *Tree, error) {
 	return nil, nil, errors.New(s.Missing())

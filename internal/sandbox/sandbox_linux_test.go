@@ -185,6 +185,85 @@ func TestTreeIsBornInItsCgroups(t *testing.T) {
 	}
 }
 
+// TestFinishedTreesCgroupsGoBackToThePool: bubblewrap exits with its
+// tool's status before the sandbox's init has torn its namespaces down, so
+// a tree's cgroups are seldom empty at Finish; they go back to the pool
+// once they are, not removed (the next step would make new ones and move
+// a new forker's thread in: 2-3 ms).
+func TestFinishedTreesCgroupsGoBackToThePool(t *testing.T) {
+	s := support(t)
+	for i := range 10 {
+		dir := t.TempDir()
+		cmd, tree, err := s.Command(Request{Argv: []string{"/bin/true"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
+			Write: []string{dir}, Spec: Defaults})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cg := tree.cg
+		_ = cmd.Wait()
+		if b := tree.Finish(cmd.ProcessState.ExitCode(), ""); b != nil {
+			t.Fatal(b)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !s.pool.holds(cg) {
+			if time.Now().After(deadline) {
+				t.Fatalf("tree %d: its cgroups never came back to the pool", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if left, ok := cg.pids(); !ok || len(left) > 0 {
+			t.Fatalf("tree %d: its cgroups are pooled with processes in them: %v (read: %v)", i, left, ok)
+		}
+		for c, d := range cg.dirs {
+			if _, err := os.Stat(d); err != nil {
+				t.Fatalf("tree %d: its pooled %s cgroup is gone: %v", i, c, err)
+			}
+		}
+	}
+}
+
+// TestDrainRemovesThePool: a stopping worker's pooled cgroups are removed
+// with their forkers, and a tree released after that is not kept.
+func TestDrainRemovesThePool(t *testing.T) {
+	support(t)
+	s := probe() // its own pool: the other tests' stays open
+	run := func() *cgroup {
+		dir := t.TempDir()
+		cmd, tree, err := s.Command(Request{Argv: []string{"/bin/true"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: Defaults})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		tree.Finish(cmd.ProcessState.ExitCode(), "")
+		return tree.cg
+	}
+	first := run()
+	s.Drain()
+	second := run()
+	s.pool.releasing.Wait()
+	removed(t, first)
+	removed(t, second)
+	if s.pool.holds(first) || s.pool.holds(second) {
+		t.Fatal("the pool kept cgroups after Drain")
+	}
+}
+
+// removed fails the test unless cg's folders are gone.
+func removed(t *testing.T, cg *cgroup) {
+	t.Helper()
+	for c, d := range cg.dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Fatalf("the %s cgroup is still there: %s (%v)", c, d, err)
+		}
+	}
+}
+
 // A process the tool leaves behind (setsid, daemonized) dies with the step.
 func TestNothingOutlivesTheStep(t *testing.T) {
 	marker := uniqueSleep()
@@ -443,4 +522,11 @@ func TestOrphansOfADeadWorkerAreSwept(t *testing.T) {
 			t.Fatalf("a process not orphaned was killed: %v", err)
 		}
 	}
+}
+
+// holds reports whether cg is idle in the pool.
+func (p *cgroupPool) holds(cg *cgroup) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.idle, cg)
 }

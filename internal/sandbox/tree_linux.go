@@ -284,19 +284,21 @@ func (t *Tree) Kill() {
 
 // Finish is called once the tree's bubblewrap has exited (status as
 // exec reports it, the stderr tail): it says which limit the tree
-// passed, if any, and removes the cgroups with anything left in them.
+// passed, if any, then gives the cgroups back (release): everything of
+// this tree's that reads them comes before.
 func (t *Tree) Finish(exit int, tail string) *Breach {
 	t.ended.Store(true)
 	t.stopOnce.Do(func() { close(t.stop); t.closePipes() })
-	t.watching.Wait() // the cgroups go back to the pool: nothing may read them for this tree
+	t.watching.Wait()
 	if b := t.cg.breach(t.spec); b != nil {
 		t.record(b)
 	}
-	t.sup.release(t.cg)
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.breach != nil {
-		return t.breach
+	if t.breach == nil {
+		t.breach = t.fromExit(exit, tail)
 	}
-	return t.fromExit(exit, tail)
+	b := t.breach
+	t.mu.Unlock()
+	t.sup.release(t.cg)
+	return b
 }

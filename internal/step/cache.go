@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/beneath"
+	"github.com/capflow/capflow/internal/buildinfo"
 	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -65,15 +65,9 @@ func (e *Executor) inputFiles(m *manifest.Manifest, inputs any) ([]string, strin
 }
 
 var buildDigest = sync.OnceValue(func() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	s := buildinfo.Stamp()
+	if s == "" {
 		return "unknown"
-	}
-	s := bi.Main.Version
-	for _, kv := range bi.Settings {
-		if kv.Key == "vcs.revision" || kv.Key == "vcs.modified" {
-			s += " " + kv.Value
-		}
 	}
 	return artifacts.Digest([]byte(s))
 })

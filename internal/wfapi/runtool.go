@@ -16,12 +16,17 @@ type RunToolInput struct {
 	Step       StepCall               `json:"step"`
 	Inputs     map[string]any         `json:"inputs,omitempty"`
 	Deps       map[string]StepOutcome `json:"deps,omitempty"`
-	// Host is the run's host queue when the step runs as a local activity:
-	// a worker on another host answers ErrWrongHost instead of running it.
+	// Host is the run's host queue when the step runs as a local activity
+	// or an eager one (on the workflow's queue): a worker on another host
+	// answers ErrWrongHost instead of running it.
 	Host string `json:"host,omitempty"`
-	// AttemptsBefore: attempts the step made as a local activity before
-	// this regular activity (its attempt numbers continue from there).
+	// AttemptsBefore: attempts the step made as a local activity (or an
+	// eager one) before this regular activity (its attempt numbers
+	// continue from there).
 	AttemptsBefore int32 `json:"attempts_before,omitempty"`
+	// MaxAttempts is the step's attempts in all when this activity may
+	// make fewer (an eager first attempt; 0: its retry policy's).
+	MaxAttempts int32 `json:"max_attempts,omitempty"`
 	// Lineage is the first run ID of the run's chain (its root's, for a
 	// sub-plan or a batch): kept across continue-as-new and reset, new for
 	// `run --id --rerun`. With Retry (the operator retries the step had),
@@ -49,9 +54,9 @@ type Spill struct {
 	ForEach any `json:"for_each,omitempty"`
 }
 
-// ErrWrongHost is the error type of a local activity that ran on a worker
-// that is not the run's host; the workflow runs it as a regular activity
-// on the host instead.
+// ErrWrongHost is the error type of a local (or eager) activity that ran
+// on a worker that is not the run's host; the workflow runs it as a
+// regular activity on the host instead.
 const ErrWrongHost = "CAPFLOW_WRONG_HOST"
 
 // RunToolResult is the RunTool activity's result (also the details of

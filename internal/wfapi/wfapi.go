@@ -214,7 +214,16 @@ type ResolveResult struct {
 	// InlineBatch: DefaultInlineBatch, recorded (0: the workflow's
 	// default).
 	InlineBatch int `json:"inline_batch,omitempty"`
+	// EagerSteps is how many of a workflow task's steps for the run's host
+	// go to the workflow's own queue, where the server may start them on
+	// the worker that completed the task (temporal.eager_steps; 0: none).
+	EagerSteps int `json:"eager_steps,omitempty"`
 }
+
+// EagerPerTask is EagerSteps when a worker's temporal.eager_steps is on:
+// the Go SDK's eager reservations per workflow task, which the worker sets
+// to it (a step past it would wait on the shared queue, for any worker).
+const EagerPerTask = 3
 
 // StepOutcome is what a later step can reference of a finished one. Large
 // data lives in DataFile instead of Data.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,16 +17,18 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/config"
-	"github.com/capflow/capflow/internal/console"
 	"github.com/capflow/capflow/internal/logging"
+	"github.com/capflow/capflow/internal/mcpclient"
 	"github.com/capflow/capflow/internal/metrics"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/sandbox"
@@ -86,50 +87,21 @@ func HostQueue(queue, root string) string {
 
 // Main runs the worker until SIGINT/SIGTERM and returns the exit code.
 func Main(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("capflow-worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	projectDir := fs.String("project", "", "project folder (default: current directory)")
-	cfgFile := fs.String("config", "", "config file (default: <project>/capflow.yaml)")
-	queue := fs.String("task-queue", "", "task queue to poll (default: temporal.task_queue)")
-	metricsAddr := fs.String("metrics-addr", os.Getenv("CAPFLOW_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on HOST:PORT (default: off; env CAPFLOW_METRICS_ADDR)")
-	consoleAddr := fs.String("console-addr", os.Getenv("CAPFLOW_CONSOLE_ADDR"), "serve the web console on HOST:PORT (default: off; env CAPFLOW_CONSOLE_ADDR; docs/console.md)")
-	consoleToken := fs.String("console-token", os.Getenv("CAPFLOW_CONSOLE_TOKEN"), "the token the console requires (needed off loopback; env CAPFLOW_CONSOLE_TOKEN)")
-	if err := fs.Parse(args); err != nil {
+	f, ok := parseFlags(args, stderr)
+	if !ok {
 		return 2
 	}
 	log := logging.New("capflow-worker", stderr, hclog.Info)
-	if *consoleAddr != "" {
-		if err := console.CheckAddr(*consoleAddr, *consoleToken); err != nil {
-			log.Error("console", "error", err.Error())
-			return 2
-		}
-	}
-	cfg, err := config.Load(config.Options{Project: *projectDir, File: *cfgFile})
-	if err != nil {
-		log.Error("configuration", "error", err.Error())
+	cfg, ok := configure(f, log)
+	if !ok {
 		return 2
-	}
-	if *queue != "" {
-		cfg.Temporal.TaskQueue = *queue
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if f := os.Getenv("CAPFLOW_CPUPROFILE"); f != "" {
-		// Diagnostics for performance work: a CPU profile of the worker's
-		// whole life, written on shutdown.
-		if out, err := os.Create(f); err == nil {
-			_ = pprof.StartCPUProfile(out)
-			defer func() { pprof.StopCPUProfile(); out.Close() }()
-		}
-	}
-	if f := os.Getenv("CAPFLOW_HEAPPROFILE"); f != "" {
-		// A heap profile of the moment: written each time the worker gets
-		// SIGUSR1 (kill -USR1 <pid>).
-		go heapOnSignal(ctx, f)
-	}
+	defer profile(ctx)()
 	var ready atomic.Pointer[readiness]
 	ready.Store(&readiness{err: errors.New("starting")})
-	ms, err := startMetrics(*metricsAddr, &ready, log)
+	ms, err := startMetrics(f.metricsAddr, &ready, log)
 	if err != nil {
 		log.Error("metrics", "error", err.Error())
 		return 2
@@ -160,8 +132,8 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	defer c.Close()
 	proj := project.New(cfg, log, stderr)
-	if *consoleAddr != "" {
-		if err := serveConsole(ctx, *consoleAddr, *consoleToken, c, proj, log); err != nil {
+	if f.consoleAddr != "" {
+		if err := serveConsole(ctx, f.consoleAddr, f.consoleToken, c, proj, log); err != nil {
 			log.Error("console", "error", err.Error())
 			return 2
 		}
@@ -174,6 +146,32 @@ func Main(args []string, stderr io.Writer) int {
 	defer store.Close()
 	mcp := proj.MCP(Version)
 	defer mcp.Close()
+	acts := newActivities(ctx, cfg, c, proj, store, mcp, tracing.Tracer(), log)
+	// Warm the registry now so manifest problems show at start-up.
+	if reg, err := registryCheck(acts); err != nil {
+		log.Error("registry", "error", err.Error())
+		return 2
+	} else {
+		log.Info("registry loaded", "summary", reg)
+	}
+	stopWorkers, err := startWorkers(c, cfg, acts, log)
+	if err != nil {
+		log.Error("worker failed to start", "error", err)
+		return 1
+	}
+	ready.Store(&readiness{client: c, acts: acts})
+	// Logged once both workers poll and /healthz says ok: scripts and
+	// tests wait for this line before they start runs.
+	log.Info("worker started", "payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
+	<-ctx.Done()
+	ready.Store(&readiness{client: c, acts: acts, err: errors.New("shutting down")})
+	log.Info("shutting down")
+	stopWorkers()
+	return 0
+}
+
+// newActivities is what the worker runs steps and runs with.
+func newActivities(ctx context.Context, cfg *config.Config, c client.Client, proj *project.Project, store *artifacts.Store, mcp *mcpclient.Pool, tracer trace.Tracer, log hclog.Logger) *activities.Activities {
 	exec := &step.Executor{Project: proj, Logger: log, Artifacts: store, HostQueue: HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
 		Tool:  &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()},
 		Slots: &activities.Slots{Client: c, Queue: cfg.Temporal.TaskQueue}}
@@ -183,16 +181,17 @@ func Main(args []string, stderr io.Writer) int {
 		Router:           NewRouter(proj),
 		SegmentEvents:    cfg.Temporal.SegmentEvents,
 		Heartbeats:       c,
-		Tracer:           tracing.Tracer(),
+		Tracer:           tracer,
 	}
 	acts.HostWait, _ = time.ParseDuration(cfg.Temporal.HostWait)
-	// Warm the registry now so manifest problems show at start-up.
-	if reg, err := registryCheck(acts); err != nil {
-		log.Error("registry", "error", err.Error())
-		return 2
-	} else {
-		log.Info("registry loaded", "summary", reg)
-	}
+	return acts
+}
+
+// startWorkers starts the worker of the task queue (workflows and
+// capflow's own activities) and of this host's queue (a run's steps go to
+// the host that resolved it, where its folder and its processes are:
+// docs/operations.md). The returned func stops both.
+func startWorkers(c client.Client, cfg *config.Config, acts *activities.Activities, log hclog.Logger) (func(), error) {
 	opts := worker.Options{
 		// Give running tools time to stop (SIGTERM, grace, SIGKILL) on shutdown.
 		WorkerStopTimeout: 10 * time.Second,
@@ -204,6 +203,17 @@ func Main(args []string, stderr io.Writer) int {
 		// beats every 2 s), not once per 0.8 of its timeout.
 		MaxHeartbeatThrottleInterval: 2 * time.Second,
 	}
+	hostOpts := opts
+	if cfg.Temporal.EagerSteps {
+		// What the runs this worker resolves count on (wfapi.EagerPerTask).
+		acts.EagerSteps, opts.MaxEagerActivityReservationsPerWorkflowTask = wfapi.EagerPerTask, new(wfapi.EagerPerTask)
+	}
+	if name := buildName(); name != "" {
+		// The build's name in each workflow task's completion. Without it
+		// the SDK hashes the worker's whole binary at start (80 MB: a
+		// seventh of a second of CPU every start).
+		worker.SetBinaryChecksum(name)
+	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
 	// Inline json.query steps need a jq child ready: never started inside
@@ -211,35 +221,25 @@ func Main(args []string, stderr io.Writer) int {
 	// worker polls, so the first run's steps are inline too (a loaded
 	// machine took longer than a run's first task to start the child).
 	builtin.Prepare()
-	// The host queue: a run's steps go to the host that resolved it, where
-	// its folder and its processes are (docs/operations.md).
-	hw := worker.New(c, exec.HostQueue, opts)
+	hw := worker.New(c, acts.Exec.HostQueue, hostOpts)
 	RegisterHostActivities(hw, acts)
-	payloads := "plain"
-	if cd, _ := temporalx.PayloadCodec(); cd != nil && cd.Enabled() {
-		payloads = "encrypted (AES-256-GCM, key " + cd.KeyID() + ")"
-	}
 	if swept := sandbox.SweepOrphans(); len(swept) > 0 {
 		// A worker killed while a sandbox started left its init behind.
 		log.Warn("stopped sandboxes a dead worker left behind", "pids", swept)
 	}
-	log.Info("worker started", "payloads", payloads, "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
 	if err := w.Start(); err != nil {
-		log.Error("worker failed to start", "error", err)
-		return 1
+		return nil, err
 	}
 	if err := hw.Start(); err != nil {
-		log.Error("host worker failed to start", "error", err)
 		w.Stop()
-		return 1
+		return nil, fmt.Errorf("host queue: %w", err)
 	}
-	ready.Store(&readiness{client: c, acts: acts})
-	<-ctx.Done()
-	ready.Store(&readiness{client: c, acts: acts, err: errors.New("shutting down")})
-	log.Info("shutting down")
-	hw.Stop()
-	w.Stop()
-	return 0
+	return func() {
+		hw.Stop()
+		w.Stop()
+		// Once the steps have stopped: their pooled cgroups go with the worker.
+		sandbox.Probe().Drain()
+	}, nil
 }
 
 // startMetrics serves /metrics and /healthz on addr (nil: addr is "").
@@ -273,14 +273,6 @@ func startMetrics(addr string, ready *atomic.Pointer[readiness], log hclog.Logge
 	}
 	log.Info("metrics and health", "metrics", "http://"+ms.Addr+"/metrics", "healthz", "http://"+ms.Addr+"/healthz")
 	return ms, nil
-}
-
-// tracesTo is the start-up line's word on tracing.
-func tracesTo(cfg *config.Config) string {
-	if u, err := telemetry.TracesURL(cfg.Telemetry.OTLPEndpoint); err == nil {
-		return u
-	}
-	return "off"
 }
 
 // readiness is what /healthz reports on: the client once dialled, the

@@ -317,7 +317,10 @@ const capflow = (() => {
         const state = stateOf(id, steps);
         g.setAttribute("class", `node step state-${state}${id === selected ? " selected" : ""}`);
         g.dataset.state = state;
-        mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.cached_from ? "✓ cached" : s ? icons[s.status] || "" : "");
+        // The mark follows the state drawn, which may be fresher (the
+        // states query) than the step's progress, or stand for a step a
+        // passed run left out of its result.
+        mark(g, s && s.item_counts ? `✓${s.item_counts.succeeded} ✗${s.item_counts.failed} of ${s.item_counts.count}` : s && s.cached_from ? "✓ cached" : icons[state] || "");
       });
     };
     // A node's last line is kept blank for its mark (layout.go): the mark
@@ -337,7 +340,7 @@ const capflow = (() => {
         if (run.steps.some((s) => s.status === "running")) {
           const info = await api(base + "/describe").catch(() => null);
           tails = {};
-          for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.activity_id.startsWith("step-")) tails[p.activity_id.slice(5).replace(/-(after-local|retry-\d+|rerun-\d+|host-\d+)$/, "")] = p.heartbeat.lines;
+          for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.step) tails[p.step] = p.heartbeat.lines;
         }
         paint(); summary(); controls(); if (selected) showStep();
         if (tab === "timeline") timeline();
