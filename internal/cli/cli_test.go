@@ -240,7 +240,7 @@ func TestToolsRunExitsByCapflowsTable(t *testing.T) {
 	code, out, _ := capflow(t, "tools", "run", "four", "--project", dir, "--output", "json")
 	env := envelopeOf(t, out)
 	if code != 1 || env.ExitCode != 4 || env.Error.Code != "TOOL_FAILURE" {
-		t.Fatalf("a tool exiting 4: capflow exit %d (want 1), envelope exit %d, %+v", code, env.ExitCode, env.Error)
+		t.Fatalf("a tool exiting 4: capflow exit %d (want 1), envelope exit %d, %+v\n%s", code, env.ExitCode, env.Error, out)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,8 +74,20 @@ func (s *Support) newCgroup(spec Spec, pooled bool) (*cgroup, error) {
 }
 
 func (s *Support) makeCgroup() (*cgroup, error) {
+	for try := 0; ; try++ {
+		cg, err := s.makeCgroupNamed(fmt.Sprintf("t%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+		if !errors.Is(err, fs.ErrExist) || try == 100 {
+			return cg, err
+		}
+		// A folder of a dead worker whose pid this process reuses, which
+		// the probe could not remove (something of that worker's is still
+		// in it): the next name.
+	}
+}
+
+// makeCgroupNamed makes name's folder under each controller's parent.
+func (s *Support) makeCgroupNamed(name string) (*cgroup, error) {
 	cg := &cgroup{dirs: map[string]string{}}
-	name := fmt.Sprintf("t%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	for c, parent := range s.cgroups {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -231,7 +244,10 @@ func (s *Support) Drain() {
 }
 
 // sweepStale removes the cgroups that workers no longer running left in
-// parent (a pool dies with its worker).
+// parent (a pool dies with its worker). It runs at the probe, before this
+// process has made any: a folder named for its own pid is a dead
+// worker's whose pid it reuses (CI met one: pid_max is 32768 there, and
+// every test process that runs a confined tool leaves its pool behind).
 func sweepStale(parent string) {
 	ents, _ := os.ReadDir(parent)
 	for _, e := range ents {
@@ -239,7 +255,7 @@ func sweepStale(parent string) {
 		if _, err := fmt.Sscanf(e.Name(), "t%d-%d", &pid, &seq); err != nil || !e.IsDir() {
 			continue
 		}
-		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		if pid == os.Getpid() || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			_ = os.Remove(filepath.Join(parent, e.Name()))
 		}
 	}
