@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"slices"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -35,8 +36,26 @@ func (b *Builder) AddTimed(phase, level, message string, d time.Duration) {
 	b.feedback = append(b.feedback, Feedback{Phase: phase, Level: level, Message: message, Timestamp: Timestamp(Now()), DurationMS: &ms})
 }
 
-// Append adds events produced elsewhere (a tool's own feedback).
-func (b *Builder) Append(fs ...Feedback) { b.feedback = append(b.feedback, fs...) }
+// Append adds events produced elsewhere (a tool's own feedback, its
+// stderr events), each after the last entry not later than it: feedback
+// stays in time order, as Validate requires, when an event was stamped
+// before an entry added here (a sandbox warning made before "start").
+func (b *Builder) Append(fs ...Feedback) {
+	for _, f := range fs {
+		at, err := time.Parse(time.RFC3339Nano, f.Timestamp)
+		i := len(b.feedback)
+		for err == nil && i > 0 && b.feedback[i-1].at().After(at) {
+			i--
+		}
+		b.feedback = slices.Insert(b.feedback, i, f)
+	}
+}
+
+// at is f's time, zero when it cannot be read (never moved past).
+func (f Feedback) at() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, f.Timestamp)
+	return t
+}
 
 // Info, Warn and Error are shorthands for Add.
 func (b *Builder) Info(phase, message string)          { b.Add(phase, LevelInfo, message, "") }

@@ -32,6 +32,28 @@ func TestBuilderSuccessAndFailureAreCoherent(t *testing.T) {
 	}
 }
 
+// Events made elsewhere join the feedback in time order: a sandbox
+// warning stamped before "start" went after it, an envelope Validate refuses.
+func TestAppendKeepsTimeOrder(t *testing.T) {
+	stamp := func(ms int) string { return Timestamp(time.Date(2026, 11, 27, 14, 0, 0, ms*int(time.Millisecond), time.UTC)) }
+	b := NewBuilder("four")
+	b.Append(Feedback{Phase: "start", Level: LevelInfo, Message: "started", Timestamp: stamp(5)})
+	b.Append(Feedback{Phase: "sandbox", Level: LevelWarning, Message: "ran unconfined", Timestamp: stamp(4)},
+		Feedback{Phase: "stderr", Level: LevelInfo, Message: "same ms", Timestamp: stamp(5)},
+		Feedback{Phase: "stderr", Level: LevelInfo, Message: "later", Timestamp: stamp(9)})
+	env := b.FailWithExit(caperr.ToolFailure, 4, "four exited 4", nil)
+	if errs := env.Validate(); len(errs) > 0 {
+		t.Fatalf("invalid: %v", errs)
+	}
+	var got []string
+	for _, f := range env.Feedback {
+		got = append(got, f.Message)
+	}
+	if want := "ran unconfined,started,same ms,later,four exited 4"; strings.Join(got, ",") != want {
+		t.Fatalf("feedback order %v, want %s", got, want)
+	}
+}
+
 func TestValidateCatchesContractViolations(t *testing.T) {
 	now := Timestamp(time.Now())
 	tests := []struct {
