@@ -244,18 +244,19 @@ func (s *Support) Drain() {
 }
 
 // sweepStale removes the cgroups that workers no longer running left in
-// parent (a pool dies with its worker). It runs at the probe, before this
-// process has made any: a folder named for its own pid is a dead
-// worker's whose pid it reuses (CI met one: pid_max is 32768 there, and
-// every test process that runs a confined tool leaves its pool behind).
-func sweepStale(parent string) {
+// parent (a pool dies with its worker). With ours (at the process's first
+// probe, before it has made any) a folder named for this process's own
+// pid is a dead worker's whose pid it reuses (CI met one: pid_max is
+// 32768 there, and every test process that runs a confined tool leaves
+// its pool behind).
+func sweepStale(parent string, ours bool) {
 	ents, _ := os.ReadDir(parent)
 	for _, e := range ents {
 		var pid, seq int
 		if _, err := fmt.Sscanf(e.Name(), "t%d-%d", &pid, &seq); err != nil || !e.IsDir() {
 			continue
 		}
-		if pid == os.Getpid() || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		if (ours && pid == os.Getpid()) || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			_ = os.Remove(filepath.Join(parent, e.Name()))
 		}
 	}

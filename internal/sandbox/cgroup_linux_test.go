@@ -18,7 +18,11 @@ func TestCgroupsOfADeadWorkerWithThisPid(t *testing.T) {
 	if err := os.Mkdir(stale, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sweepStale(parent)
+	sweepStale(parent, false)
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatalf("a later probe removed %s: %v", stale, err)
+	}
+	sweepStale(parent, true)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Fatalf("the probe kept %s: %v", stale, err)
 	}
@@ -29,7 +33,7 @@ func TestCgroupsOfADeadWorkerWithThisPid(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(held, "busy"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sweepStale(parent)
+	sweepStale(parent, true)
 	s := &Support{cgroups: map[string]string{"pids": parent}}
 	cg, err := s.makeCgroup()
 	if err != nil {

@@ -35,11 +35,13 @@ var (
 // its namespaces here (tried once, for real), and which cgroup v1
 // controllers the worker may create cgroups under.
 func Probe() *Support {
-	probeOnce.Do(func() { probed = probe() })
+	probeOnce.Do(func() { probed = probe(true) })
 	return probed
 }
 
-func probe() *Support {
+// probe probes; first is the process's first probe, made before it has
+// any cgroups (a test's own later probe must not sweep the first's).
+func probe(first bool) *Support {
 	s := &Support{cgroups: map[string]string{}}
 	exe, err := os.Executable()
 	if err == nil {
@@ -57,7 +59,7 @@ func probe() *Support {
 	for _, c := range []string{"memory", "pids", "cpuacct"} {
 		if dir := cgroupParent(c); dir != "" {
 			s.cgroups[c] = dir
-			sweepStale(dir)
+			sweepStale(dir, first)
 		}
 	}
 	return s

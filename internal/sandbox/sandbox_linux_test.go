@@ -229,7 +229,7 @@ func TestFinishedTreesCgroupsGoBackToThePool(t *testing.T) {
 // with their forkers, and a tree released after that is not kept.
 func TestDrainRemovesThePool(t *testing.T) {
 	support(t)
-	s := probe() // its own pool: the other tests' stays open
+	s := probe(false) // its own pool: the other tests' stays open
 	run := func() *cgroup {
 		dir := t.TempDir()
 		cmd, tree, err := s.Command(Request{Argv: []string{"/bin/true"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: Defaults})
