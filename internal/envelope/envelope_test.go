@@ -35,7 +35,9 @@ func TestBuilderSuccessAndFailureAreCoherent(t *testing.T) {
 // Events made elsewhere join the feedback in time order: a sandbox
 // warning stamped before "start" went after it, an envelope Validate refuses.
 func TestAppendKeepsTimeOrder(t *testing.T) {
-	stamp := func(ms int) string { return Timestamp(time.Date(2026, 11, 27, 14, 0, 0, ms*int(time.Millisecond), time.UTC)) }
+	stamp := func(ms int) string {
+		return Timestamp(time.Date(2026, 11, 27, 14, 0, 0, ms*int(time.Millisecond), time.UTC))
+	}
 	b := NewBuilder("four")
 	b.Append(Feedback{Phase: "start", Level: LevelInfo, Message: "started", Timestamp: stamp(5)})
 	b.Append(Feedback{Phase: "sandbox", Level: LevelWarning, Message: "ran unconfined", Timestamp: stamp(4)},
