@@ -166,14 +166,16 @@ func TestSweepWithoutTheRecord(t *testing.T) {
 	}
 }
 
-// A process that ignores SIGTERM is killed after grace.
+// A process that ignores SIGTERM is killed after grace. It is ready once
+// its trap is set (a fixed wait was not always long enough in CI: the
+// shell, still without its trap, ended at SIGTERM).
 func TestStopEscalates(t *testing.T) {
 	env := testEnv(t)
-	_, err := start(t, env, map[string]any{"name": "stubborn", "command": []any{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}})
+	_, err := start(t, env, map[string]any{"name": "stubborn", "command": []any{"sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 1; done"},
+		"readiness": map[string]any{"type": "log", "target": "trapped", "timeout": "30s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
 	res, err := Stop(env.RunDir, "stubborn", 300*time.Millisecond)
 	reg, _ := ReadRegistry(env.RunDir)
 	if err != nil || len(res.Stopped) != 1 || !strings.HasPrefix(reg.Processes[0].Stop, "SIGKILL") {
