@@ -44,17 +44,16 @@ func (b *Builder) Append(fs ...Feedback) {
 	for _, f := range fs {
 		at, err := time.Parse(time.RFC3339Nano, f.Timestamp)
 		i := len(b.feedback)
-		for err == nil && i > 0 && b.feedback[i-1].at().After(at) {
+		for err == nil && i > 0 {
+			// An entry whose time cannot be read is passed over, as
+			// Validate passes over it.
+			if prev, perr := time.Parse(time.RFC3339Nano, b.feedback[i-1].Timestamp); perr == nil && !prev.After(at) {
+				break
+			}
 			i--
 		}
 		b.feedback = slices.Insert(b.feedback, i, f)
 	}
-}
-
-// at is f's time, zero when it cannot be read (never moved past).
-func (f Feedback) at() time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, f.Timestamp)
-	return t
 }
 
 // Info, Warn and Error are shorthands for Add.

@@ -35,9 +35,8 @@ func TestBuilderSuccessAndFailureAreCoherent(t *testing.T) {
 // Events made elsewhere join the feedback in time order: a sandbox
 // warning stamped before "start" went after it, an envelope Validate refuses.
 func TestAppendKeepsTimeOrder(t *testing.T) {
-	stamp := func(ms int) string {
-		return Timestamp(time.Date(2026, 11, 27, 14, 0, 0, ms*int(time.Millisecond), time.UTC))
-	}
+	base := Now().Add(-time.Minute)
+	stamp := func(ms int) string { return Timestamp(base.Add(time.Duration(ms) * time.Millisecond)) }
 	b := NewBuilder("four")
 	b.Append(Feedback{Phase: "start", Level: LevelInfo, Message: "started", Timestamp: stamp(5)})
 	b.Append(Feedback{Phase: "sandbox", Level: LevelWarning, Message: "ran unconfined", Timestamp: stamp(4)},

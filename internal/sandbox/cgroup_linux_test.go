@@ -34,12 +34,18 @@ func TestCgroupsOfADeadWorkerWithThisPid(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweepStale(parent, true)
-	s := &Support{cgroups: map[string]string{"pids": parent}}
+	// Another controller's parent, where the name is free: what was made
+	// there for the taken name is not left behind.
+	free := t.TempDir()
+	s := &Support{cgroups: map[string]string{"pids": parent, "memory": free}}
 	cg, err := s.makeCgroup()
 	if err != nil {
 		t.Fatalf("a taken name failed the step: %v", err)
 	}
 	if got := cg.dirs["pids"]; got == held || filepath.Dir(got) != parent {
 		t.Fatalf("made %s beside the taken %s", got, held)
+	}
+	if ents, _ := os.ReadDir(free); len(ents) != 1 || filepath.Join(free, ents[0].Name()) != cg.dirs["memory"] {
+		t.Fatalf("the free controller holds %v, want only %s", ents, cg.dirs["memory"])
 	}
 }
