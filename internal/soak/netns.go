@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -61,12 +62,15 @@ var loopbackRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 // newNetns makes host i's namespace and forwards each of targets
 // (127.0.0.1:PORT) from the machine's end of the pair, same port.
 func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
-	// Names and a subnet of this soak's own (a link name has at most 15
-	// bytes). Two soaks on a machine rarely share a subnet (1 in 60); one
-	// whose names are taken fails at once and touches nothing of the other.
+	// A subnet of this soak's own: two soaks on a machine rarely share one
+	// (1 in 60).
 	pid := os.Getpid()
-	tag, subnet := fmt.Sprintf("%x", pid%0xffff), (pid%60)*4+i+1
-	n := &netns{name: fmt.Sprintf("capflow-soak-%s-%d", tag, i+1), link: fmt.Sprintf("cfs%s%d", tag, i+1),
+	subnet := (pid%60)*4 + i + 1
+	name, link := netnsNames(pid, i)
+	if err := clearLeftover(ctx, name, link); err != nil {
+		return nil, err
+	}
+	n := &netns{name: name, link: link,
 		hostIP: fmt.Sprintf("10.231.%d.1", subnet), nsIP: fmt.Sprintf("10.231.%d.2", subnet), conns: map[net.Conn]bool{}}
 	steps := [][]string{
 		{"netns", "add", n.name},
@@ -102,6 +106,37 @@ func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 		go n.forward(l, t)
 	}
 	return n, nil
+}
+
+// netnsNames are host i's namespace and link names in the soak with this
+// pid, whole (a link name has at most 15 bytes: "cfs", six hex digits for
+// the largest pid_max, the host, "n"), so no two live soaks share one.
+func netnsNames(pid, i int) (name, link string) {
+	return fmt.Sprintf("capflow-soak-%x-%d", pid, i+1), fmt.Sprintf("cfs%x%d", pid, i+1)
+}
+
+// clearLeftover removes the namespace and link a killed soak left under
+// the names this one takes: it had this pid, so it has ended (the pid was
+// free to reuse). A namespace something still runs in is refused, named
+// with what is in it: that is the dead soak's, for its owner to stop.
+func clearLeftover(ctx context.Context, name, link string) error {
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
+		out, err := exec.CommandContext(ctx, "ip", "netns", "pids", name).Output()
+		if pids := strings.Fields(string(out)); err != nil || len(pids) > 0 {
+			return fmt.Errorf("network namespace %s is left from a soak that ended and still holds processes %v (%v): stop them, then `ip netns del %s`", name, pids, err, name)
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip netns del %s (left from a soak that ended): %v: %s", name, err, strings.TrimSpace(string(out)))
+		}
+	}
+	// Deleting the namespace took the pair with it; a soak killed before it
+	// moved the pair's end in left both ends here.
+	if _, err := net.InterfaceByName(link); err == nil {
+		if out, err := exec.CommandContext(ctx, "ip", "link", "del", link).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip link del %s (left from a soak that ended): %v: %s", link, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 // forward copies each connection to target and back.
