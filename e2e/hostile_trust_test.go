@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -27,11 +29,39 @@ import (
 
 // TestHostileNoWorkerSaysSo: `capflow run` to a task queue no worker
 // polls says so within 15 s and keeps waiting; Ctrl-C then exits 5
-// (CANCELLED), the run left as it is.
+// (CANCELLED), the run left as it is. `capflow status` of that run says at
+// once that no worker can answer (it waited 10 s for gRPC's words), and
+// `capflow cancel` says so, names the way out with no worker, and on
+// Ctrl-C exits 5 with the cancellation standing (it was TOOL_FAILURE,
+// exit 1, "ended with an error: context canceled").
 func TestHostileNoWorkerSaysSo(t *testing.T) {
 	queue := fmt.Sprintf("nobody-%d", time.Now().UnixNano())
+	id := "no-worker-" + queue
+	defer func() { _ = h.client.TerminateWorkflow(context.Background(), id, "", "test over") }()
 	plan := h.writePlan(t, "no-worker", "name: no-worker\nsteps:\n  - {id: a, capability: text.render, with: {template: hi}}\n")
-	cmd := exec.Command(filepath.Join(h.bin, "capflow"), "run", plan, "--task-queue", queue, "--project", h.project, "--output", "json")
+	interruptAfter(t, "no worker polls task queue "+queue+": start capflow-worker --task-queue "+queue, "stopped waiting for "+id,
+		"run", plan, "--id", id, "--task-queue", queue)
+
+	start := time.Now()
+	code, env, _ := h.capflow(t, "status", id)
+	if code != 1 || env.Error == nil || env.Error.Code != "DEPENDENCY_UNAVAILABLE" || !strings.Contains(env.Message, "no worker polls its task queue "+queue) {
+		t.Fatalf("status of a run no worker takes: exit %d %s %+v", code, env.Message, env.Error)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("status took %s", took)
+	}
+	stderr := interruptAfter(t, "no worker polls task queue "+queue, "its cancellation is requested", "cancel", id)
+	if !strings.Contains(stderr, "temporal workflow terminate --workflow-id "+id) {
+		t.Fatalf("cancel with no worker does not say how to end the run:\n%s", stderr)
+	}
+}
+
+// interruptAfter runs capflow until its stderr says want (within 20 s,
+// said within 15), then sends Ctrl-C: it must exit 5 with a CANCELLED
+// envelope whose message holds msg. It returns what stderr said.
+func interruptAfter(t *testing.T, want, msg string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append(args, "--project", h.project, "--output", "json")...)
 	cmd.Env = h.env()
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -43,39 +73,41 @@ func TestHostileNoWorkerSaysSo(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	said := make(chan string, 1)
+	said := make(chan bool, 2)
+	var all strings.Builder
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		var all strings.Builder
 		for sc.Scan() {
 			all.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "no worker polls task queue "+queue) {
-				said <- sc.Text()
+			if strings.Contains(sc.Text(), want) {
+				select { // once: the reading goes on
+				case said <- true:
+				default:
+				}
 			}
 		}
-		said <- "ended without a word:\n" + all.String()
+		said <- false
 	}()
 	select {
-	case line := <-said:
-		if !strings.Contains(line, "capflow-worker --task-queue "+queue) {
-			t.Fatalf("%s", line)
+	case ok := <-said:
+		if !ok {
+			t.Fatalf("capflow %v ended without saying %q", args, want)
 		}
 		if took := time.Since(start); took > 15*time.Second {
-			t.Fatalf("said so after %s", took)
+			t.Fatalf("capflow %v said so after %s", args, took)
 		}
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatal("no word within 20 s of a run nobody takes")
+		t.Fatalf("capflow %v: no word within 20 s of a run nobody takes", args)
 	}
 	_ = cmd.Process.Signal(os.Interrupt)
 	err = cmd.Wait()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 5 {
-		t.Fatalf("Ctrl-C while waiting: %v, want exit 5\n%s", err, out.String())
+	var env envelope.Envelope
+	_ = json.Unmarshal(out.Bytes(), &env)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 || env.Error == nil || env.Error.Code != "CANCELLED" || !strings.Contains(env.Message, msg) {
+		t.Fatalf("capflow %v, Ctrl-C while waiting: %v, want exit 5, CANCELLED, %q\n%s", args, err, msg, out.String())
 	}
-	if !strings.Contains(out.String(), `"code": "CANCELLED"`) && !strings.Contains(out.String(), `"code":"CANCELLED"`) {
-		t.Fatalf("envelope: %s", out.String())
-	}
+	return all.String()
 }
 
 // TestHostileEditedRecordStillStopsItsServer: while a run waits, its

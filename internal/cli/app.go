@@ -147,6 +147,10 @@ func (a *App) main(args []string) (code int) {
 	root := a.rootCommand() // binding the flags resets a.output to its default
 	a.output = outputFlag(args)
 	root.SetArgs(args)
+	// Before cobra looks for the command: it adds --help only once it has
+	// found one, and till then takes the word after --help for its value
+	// ("capflow --help --output json" was the unknown command "json").
+	root.InitDefaultHelpFlag()
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
 	var helped *cobra.Command

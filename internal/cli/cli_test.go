@@ -187,6 +187,7 @@ func TestEveryOutcomeIsOneEnvelope(t *testing.T) {
 		{[]string{"--output", "json", "plan"}, 2, "capflow-plan"},
 		{[]string{"--output=json", "tools"}, 2, "capflow-tools"},
 		{[]string{"--output", "json", "--help"}, 0, "capflow"},
+		{[]string{"--help", "--output", "json"}, 0, "capflow"},
 		{[]string{"--output", "json", "plan", "check", "--help"}, 0, "capflow-plan-check"},
 		{[]string{"--output", "json", "--version"}, 0, "capflow"},
 		{[]string{"--output", "json", "version"}, 0, "capflow-version"},
@@ -241,6 +242,14 @@ func TestToolsRunExitsByCapflowsTable(t *testing.T) {
 	env := envelopeOf(t, out)
 	if code != 1 || env.ExitCode != 4 || env.Error.Code != "TOOL_FAILURE" {
 		t.Fatalf("a tool exiting 4: capflow exit %d (want 1), envelope exit %d, %+v\n%s", code, env.ExitCode, env.Error, out)
+	}
+}
+
+// A person trying a tool sees what it returned, not only "done".
+func TestToolsRunShowsItsData(t *testing.T) {
+	code, out, _ := capflow(t, "tools", "run", "text-render", "--input", "template=hi", "--project", t.TempDir())
+	if code != 0 || !strings.Contains(out, "✓ text-render done\n  bytes: 2\n  text: \"hi\"\n") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
 

@@ -16,8 +16,8 @@ var NoWorkerAfter = 5 * time.Second
 // after NoWorkerAfter, then every 10 s while ctx lasts): a run on a queue
 // nobody polls waits silently otherwise. The command keeps waiting; the
 // returned func stops the watch (and waits for it: nothing is written
-// after the command's own last words).
-func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue string) func() {
+// after the command's own last words). then, if any, is said after.
+func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue, then string) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	if queue == "" {
 		queue = tc.TaskQueue()
@@ -38,6 +38,9 @@ func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue 
 			cancel()
 			if err == nil && n == 0 && ctx.Err() == nil {
 				fmt.Fprintf(a.Stderr, "⚠ no worker polls task queue %s: start capflow-worker --task-queue %s (make dev starts one); still waiting, Ctrl-C stops waiting\n", queue, queue)
+				if then != "" {
+					fmt.Fprintf(a.Stderr, "  %s\n", then)
+				}
 				return
 			}
 			if err == nil && n > 0 {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -158,6 +160,30 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	if env.Error != nil {
 		fmt.Fprintf(w, "  error: %s (severity %s)\n", env.Error.Code, env.Error.Severity)
 	}
+}
+
+// prettyData prints a result's data under its headline: a field a line,
+// each value as JSON cut at 200 bytes (--output json has it whole).
+func prettyData(w io.Writer, data any) {
+	m, ok := data.(map[string]any)
+	if !ok {
+		if data != nil {
+			fmt.Fprintf(w, "  %s\n", shortJSON(data))
+		}
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, "  %s: %s\n", k, shortJSON(m[k]))
+	}
+}
+
+// shortJSON is v as JSON, cut at 200 bytes: a line of a person's output.
+func shortJSON(v any) string {
+	js, _ := json.Marshal(v)
+	if len(js) > 200 {
+		return string(js[:200]) + "…"
+	}
+	return string(js)
 }
 
 // checkOutputPath refuses an --output-path the envelope could not be

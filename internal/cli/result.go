@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -79,11 +78,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if len(res.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
 		for _, n := range res.OutputNames() {
-			js, _ := json.Marshal(res.Outputs[n])
-			if len(js) > 200 {
-				js = append(js[:200], "…"...)
-			}
-			fmt.Fprintf(w, "  %s: %s\n", n, js)
+			fmt.Fprintf(w, "  %s: %s\n", n, shortJSON(res.Outputs[n]))
 		}
 	}
 	if res.Report.Markdown != "" {

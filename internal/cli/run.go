@@ -188,7 +188,7 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 		return nil
 	}
 	fmt.Fprintf(a.Stderr, "▶ %s %s\n  Web UI: %s\n", run.ID, verb, url)
-	defer a.warnNoWorker(ctx, tc, "")()
+	defer a.warnNoWorker(ctx, tc, "", "")()
 	// Follow the run, not this execution: a long run continues as new.
 	res, err := a.follow(ctx, tc.Get(run.ID))
 	if err != nil {

@@ -61,6 +61,11 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 	}
 	run := tc.GetRun(id, info.RunID)
 	if info.Open && !wait {
+		// Only a worker answers the progress query: with none on the
+		// run's queue it would time out after 10 s with gRPC's words.
+		if n, err := tc.Pollers(ctx, info.TaskQueue); err == nil && n == 0 {
+			return nil, caperr.New(caperr.DependencyUnavailable, "%s is open, but no worker polls its task queue %s to say how far it got: start capflow-worker --task-queue %s (make dev starts one)", id, info.TaskQueue, info.TaskQueue)
+		}
 		p, err := run.Progress(ctx)
 		if err != nil {
 			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
@@ -94,7 +99,7 @@ func (a *App) cancelCommand() *cobra.Command {
 				wctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
 				if info, err := tc.Describe(ctx, args[0]); err == nil {
-					defer a.warnNoWorker(wctx, tc, info.TaskQueue)()
+					defer a.warnNoWorker(wctx, tc, info.TaskQueue, fmt.Sprintf("the run ends once one takes it; to end it with no worker (no cleanup, no report): temporal workflow terminate --workflow-id %s", args[0]))()
 				}
 				res, err := a.fetch(wctx, tc, args[0], true)
 				if err != nil && ctx.Err() == nil {
@@ -106,7 +111,8 @@ func (a *App) cancelCommand() *cobra.Command {
 					return nil
 				}
 				if err != nil {
-					return err
+					// Ctrl-C: the cancellation stands; only the wait ends.
+					return caperr.New(caperr.Cancelled, "stopped waiting for %s to end; its cancellation is requested, and it ends once a worker takes it (capflow status %s)", args[0], args[0])
 				}
 				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				return nil

@@ -352,7 +352,9 @@ func (a *App) toolsRun() *cobra.Command {
 			if !env.Success {
 				exit = exitFor(env)
 			}
-			a.result = &result{env: env, exit: &exit}
+			// What the tool returned, under the headline (a person trying
+			// a tool wants its answer, not only "done").
+			a.result = &result{env: env, exit: &exit, pretty: func(w io.Writer) { prettyEnvelope(w, env); prettyData(w, env.Data) }}
 			return nil
 		},
 	}
