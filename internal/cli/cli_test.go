@@ -111,7 +111,7 @@ func TestResolveExplains(t *testing.T) {
 	}
 	code, out, _ = capflow(t, "tools", "resolve", "video.convrt", "--project", repoRoot(t), "--output", "json")
 	env = envelopeOf(t, out)
-	if code != 3 || env.Error.Code != "TOOL_NOT_FOUND" || !strings.Contains(env.Message, "similar: video.convert") {
+	if code != 3 || env.Error.Code != "TOOL_NOT_FOUND" || !strings.Contains(env.Message, `did you mean "video.convert"?`) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }

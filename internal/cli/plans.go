@@ -160,7 +160,13 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 		color = green
 	}
 	fmt.Fprintf(w, "%s %s: %s\n", scr.paint(color, mark), rep.Plan, scr.paint(bold, rep.Status))
-	fmt.Fprintf(w, "  %s\n", rep.Message)
+	if len(rep.Problems) > 0 {
+		// The list says each; the headline only what they are.
+		what, _, _ := strings.Cut(rep.Message, ": ")
+		fmt.Fprintf(w, "  %s (%s):\n", what, caperr.Count(len(rep.Problems), "problem"))
+	} else {
+		fmt.Fprintf(w, "  %s\n", rep.Message)
+	}
 	if len(rep.Problems) > 0 {
 		var ps []Problem
 		for _, p := range rep.Problems {

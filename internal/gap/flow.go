@@ -13,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/suggest"
 )
 
 // schemaIssues checks the step's capability contract against the tool,
@@ -115,6 +116,9 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 			return nil
 		}
 		if issue != "" {
+			if typo := c.refTypo(*tpl[0].Ref); typo != "" {
+				return []schema.Issue{{Path: at, Message: fmt.Sprintf("%s: %s", tpl[0].Ref, typo), Own: true, Ref: true}}
+			}
 			return []schema.Issue{{Path: at, Message: fmt.Sprintf("%s: %s", tpl[0].Ref, issue)}}
 		}
 		var out []schema.Issue
@@ -220,6 +224,36 @@ func (c *checker) refSchema(r plan.Ref) (sch map[string]any, issue string, skip 
 		sub = map[string]any{}
 	}
 	return sub, "", false
+}
+
+// refTypo says, of a reference to a field its producer does not return
+// but one it does is spelled nearly so, what the plan meant: a typo in the
+// plan, not a gap ("" otherwise: the producer may need another tool).
+func (c *checker) refTypo(r plan.Ref) string {
+	if r.Kind != plan.RefSteps || r.Field == "success" {
+		return ""
+	}
+	base, ok := c.dataSchema(r.Name)
+	if !ok || base == nil {
+		return ""
+	}
+	var path []string
+	for _, p := range r.Path {
+		path = append(path, p.String())
+	}
+	m := schema.Undeclared(base, path)
+	if m == nil {
+		return ""
+	}
+	phrase := suggest.Phrase(m.Field, m.Declared)
+	if phrase == "" {
+		return ""
+	}
+	by := "its sub-plan's outputs"
+	if t := c.tools[r.Name]; t != nil {
+		by = t.ID()
+	}
+	return fmt.Sprintf("step %s (%s) returns no field %q%s", r.Name, by, m.Field, phrase)
 }
 
 // valueSchema infers a schema for a with-value (for proposed contracts).

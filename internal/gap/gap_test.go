@@ -80,7 +80,7 @@ func TestReasons(t *testing.T) {
 	}{
 		{"covered", `- {id: s, capability: file.checksum, with: {path: a.txt}}`, "", ""},
 		{"invalid capability", `- {id: s, capability: Checksum}`, InvalidCapability, "is not a capability"},
-		{"no match", `- {id: s, capability: file.checksums, with: {path: a}}`, NoCapabilityMatch, "similar: file.checksum"},
+		{"no match", `- {id: s, capability: file.checksums, with: {path: a}}`, NoCapabilityMatch, `did you mean "file.checksum"?`},
 		{"bad pin", `- {id: s, capability: file.checksum, tool: other-tool}`, NoCapabilityMatch, "pinned tool other-tool"},
 		// The plan's own typos are positioned problems, not missing tools.
 		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, "", `requires input "text"`},
@@ -125,7 +125,9 @@ func TestDataFlow(t *testing.T) {
 		{"string output into string", `{path: "${steps.sum.data.sha256}"}`, "", ""},
 		{"integer output into string input", `{path: "${steps.src.data.count}"}`, SchemaIncompatible, "type mismatch: the producer gives integer, the consumer needs string"},
 		{"optional output field", `{path: "${steps.src.data.note}"}`, SchemaIncompatible, `"note" may be absent`},
-		{"undeclared output field", `{path: "${steps.src.data.nope}"}`, SchemaIncompatible, `does not declare "nope"`},
+		// Nothing declared is spelled near it: the producer may need
+		// another tool (a near spelling is the plan's typo: below).
+		{"undeclared output field", `{path: "${steps.src.data.zzzyx}"}`, SchemaIncompatible, `does not declare "zzzyx"`},
 		{"list element not guaranteed", `{path: "${steps.src.data.words.0}"}`, SchemaIncompatible, `"words.0" may be absent`},
 		{"interpolation is a string", `{path: "out/${steps.src.data.count}.txt"}`, "", ""},
 		{"plan input of the right type", `{path: "${inputs.file}"}`, "", ""},
@@ -158,6 +160,23 @@ steps:
 				t.Fatalf("want %s %q, got %+v", tt.reason, tt.message, got)
 			}
 		})
+	}
+}
+
+// A reference to a field its producer does not return, spelled near one
+// it does, is the plan's typo: a problem at its line with a "did you
+// mean", not a gap proposing a tool for the step that reads it.
+func TestReferenceTypoIsThePlans(t *testing.T) {
+	src := `name: flow
+steps:
+  - {id: src, capability: text.count, with: {text: hello}}
+  - {id: use, capability: file.checksum, with: {path: "${steps.src.data.cont}"}}
+`
+	res := Check(mustPlan(t, src), testRegistry(t), Options{})
+	want := `${steps.src.data.cont}: step src (counter@1.0.0) returns no field "cont" (did you mean "count"?)`
+	if len(res.Gaps) != 0 || len(res.Problems) != 1 || res.Problems[0].Message != want ||
+		res.Problems[0].Line != 4 || res.Problems[0].Field != "steps[1].with.path" || res.Problems[0].Code != caperr.InvalidInput {
+		t.Fatalf("gaps %+v, problems %v", res.Gaps, res.Problems)
 	}
 }
 

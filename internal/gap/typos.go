@@ -24,6 +24,9 @@ func (c *checker) ownProblems(s *plan.Step, i int, best Refusal) caperr.Problems
 		path := append([]string{"steps", strconv.Itoa(i)}, strings.Split(is.Path, ".")...)
 		line, col := c.p.Pos(path...)
 		msg := fmt.Sprintf("%s (tool %s)", is.Message, best.Tool)
+		if is.Ref {
+			msg = is.Message
+		}
 		if is.Key != "" {
 			msg = fmt.Sprintf("%s takes no input %q%s", best.Tool, is.Key, suggest.Phrase(is.Key, is.Known))
 			if suggest.Phrase(is.Key, is.Known) == "" {

@@ -91,7 +91,7 @@ func TestResolutionOrder(t *testing.T) {
 		t.Fatalf("bad pin: %v", err)
 	}
 	_, err = r.Resolve("video.convrt", "")
-	if caperr.CodeOf(err) != caperr.ToolNotFound || !strings.Contains(err.Error(), "similar: video.convert") {
+	if caperr.CodeOf(err) != caperr.ToolNotFound || !strings.Contains(err.Error(), `did you mean "video.convert"?`) {
 		t.Fatalf("missing capability: %v", err)
 	}
 }

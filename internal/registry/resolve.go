@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -57,8 +58,13 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 	res := &Resolution{Capability: c, Pin: pin}
 	all := r.byCap[c]
 	if len(all) == 0 {
+		// A near spelling first: a typo is likelier than a missing tool.
+		near := suggest.Closest(c, r.Capabilities(), 1)
 		msg := fmt.Sprintf("no tool provides %s", c)
-		if s := r.Similar(c); len(s) > 0 {
+		if len(near) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", near[0])
+		}
+		if s := slices.DeleteFunc(r.Similar(c), func(k string) bool { return slices.Contains(near, k) }); len(s) > 0 {
 			msg += fmt.Sprintf(" (similar: %s)", strings.Join(s, ", "))
 		}
 		return res, caperr.New(caperr.ToolNotFound, "%s", msg)

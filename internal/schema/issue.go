@@ -10,6 +10,9 @@ type Issue struct {
 	// Key: an input the tool does not take; Known: those it takes.
 	Key   string   `json:"-"`
 	Known []string `json:"-"`
+	// Ref: the message is about the plan's reference, whole (a field the
+	// producer does not return), not about the tool taking the step.
+	Ref bool `json:"-"`
 }
 
 func (i Issue) String() string {
