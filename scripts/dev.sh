@@ -66,9 +66,14 @@ done
 echo "● running plans/examples/file-pipeline.yaml"
 "$BIN/capflow" run plans/examples/file-pipeline.yaml || echo "(the example run did not pass; see above)"
 
+# Another port than the CLI's default: say how to reach it.
+reach=""
+[ "$PORT" != 7233 ] && reach="
+  in each terminal  export CAPFLOW_TEMPORAL_ADDRESS=$ADDRESS   (the CLI's default is localhost:7233)"
+
 cat <<MSG
 
-capflow is up:
+capflow is up:$reach
   Temporal Web UI   http://localhost:$UI_PORT
   run a plan        bin/capflow run plans/examples/quorum-checksums.yaml
   check a plan      bin/capflow plan check plans/examples/media-to-drive.yaml
