@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/capflow/capflow/internal/config"
 )
@@ -18,13 +17,8 @@ func (a *App) findProject() string {
 	if err != nil {
 		return ""
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if st, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil && st.Mode().IsRegular() {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
+	if dir, found := config.FindProject(wd); found {
+		return dir
 	}
 	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another)\n", config.FileName, wd)
 	return wd

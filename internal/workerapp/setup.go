@@ -26,6 +26,16 @@ func configure(f flags, log hclog.Logger) (*config.Config, bool) {
 			return nil, false
 		}
 	}
+	if f.project == "" && f.config == "" {
+		// As the CLI finds it: a worker and a command started in the same
+		// folder work in the same project.
+		wd, _ := os.Getwd()
+		dir, found := config.FindProject(wd)
+		if !found {
+			log.Warn("no "+config.FileName+" in this folder or above: the defaults are used, with this folder as the project (--project names another)", "folder", wd)
+		}
+		f.project = dir
+	}
 	cfg, err := config.Load(config.Options{Project: f.project, File: f.config})
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
@@ -54,7 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, bool) {
 	var f flags
 	fs := flag.NewFlagSet("capflow-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.project, "project", "", "project folder (default: current directory)")
+	fs.StringVar(&f.project, "project", "", "project folder (default: the nearest folder with capflow.yaml, from the current one up)")
 	fs.StringVar(&f.config, "config", "", "config file (default: <project>/capflow.yaml)")
 	fs.StringVar(&f.queue, "task-queue", "", "task queue to poll (default: temporal.task_queue)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("CAPFLOW_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on HOST:PORT (default: off; env CAPFLOW_METRICS_ADDR)")

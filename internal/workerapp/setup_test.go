@@ -1,6 +1,12 @@
 package workerapp
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
 
 // A build is named for the SDK only where the name tells it from other
 // builds (go test binaries carry no VCS stamp: the version decides).
@@ -11,5 +17,23 @@ func TestBuildName(t *testing.T) {
 		if got := buildName(); got != want {
 			t.Errorf("version %q: build name %q, want %q", v, got, want)
 		}
+	}
+}
+
+// A worker started without --project in a folder of a project works in
+// that project, as the CLI started there does.
+func TestWorkerFindsItsProjectAsTheCLIDoes(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "plans")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "capflow.yaml"), []byte("temporal: {task_queue: found-above}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	cfg, ok := configure(flags{}, hclog.NewNullLogger())
+	if !ok || cfg.Root != root || cfg.Temporal.TaskQueue != "found-above" {
+		t.Fatalf("ok %v, root %s, queue %s; want %s found-above", ok, cfg.Root, cfg.Temporal.TaskQueue, root)
 	}
 }
