@@ -164,6 +164,10 @@ func (a *App) main(args []string) (code int) {
 	if err != nil {
 		// Flag and argument errors from cobra: invalid input, on one line.
 		msg := cobraSuggestion.ReplaceAllString(err.Error(), ` (did you mean "$1"?)`)
+		if c, _, ferr := root.Find(args); ferr == nil && cobraArgCount.MatchString(msg) {
+			// cobra says how many, not of what: the usage line does.
+			msg = fmt.Sprintf("%s %s (usage: %s)", c.CommandPath(), msg, c.UseLine())
+		}
 		b := envelope.NewBuilder(commandID(root, args))
 		b.Error("args", msg, "")
 		env := b.Fail(caperr.InvalidInput, msg+" (see --help)", nil)
@@ -186,6 +190,10 @@ func (a *App) main(args []string) (code int) {
 	}
 	return a.emit(a.result)
 }
+
+// cobraArgCount is cobra's word on a command given too many or too few
+// arguments.
+var cobraArgCount = regexp.MustCompile(`^(accepts|requires) .*arg\(s\)`)
 
 // cobraSuggestion is cobra's multi-line "did you mean" for a root command.
 var cobraSuggestion = regexp.MustCompile(`\s*Did you mean this\?\s+(\S+)(?:\s+\S+)*\s*$`)
@@ -255,6 +263,7 @@ func (a *App) rootCommand() *cobra.Command {
 	// --version without cobra's -v shorthand: -v is --verbose (run,
 	// status --follow), as in most tools.
 	root.Flags().Bool("version", false, "print the version")
+	root.SetVersionTemplate("capflow {{.Version}}\n") // as `capflow version` says it
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.projectDir, "project", "", "project folder (default: the nearest folder with capflow.yaml, from the current one up)")
 	pf.StringVar(&a.configFile, "config", "", "config file (default: <project>/capflow.yaml)")

@@ -245,6 +245,20 @@ func TestToolsRunExitsByCapflowsTable(t *testing.T) {
 	}
 }
 
+// A command given too few arguments says which, by its usage line; the
+// version reads the same both ways it is asked.
+func TestArgumentCountNamesTheUsage(t *testing.T) {
+	code, out, _ := capflow(t, "status", "--output", "json")
+	if env := envelopeOf(t, out); code != 2 || !strings.Contains(env.Message, "capflow status accepts 1 arg(s), received 0 (usage: capflow status ID [flags])") {
+		t.Fatalf("exit %d: %s", code, env.Message)
+	}
+	_, flag, _ := capflow(t, "--version")
+	_, word, _ := capflow(t, "version")
+	if flag != word || !strings.HasPrefix(flag, "capflow ") {
+		t.Fatalf("--version %q, version %q", flag, word)
+	}
+}
+
 // A person trying a tool sees what it returned, not only "done".
 func TestToolsRunShowsItsData(t *testing.T) {
 	code, out, _ := capflow(t, "tools", "run", "text-render", "--input", "template=hi", "--project", t.TempDir())

@@ -44,7 +44,7 @@ func (p *Plan) ResolveInputs(given map[string]any, requireAll bool) (values map[
 		}
 		for _, viol := range compiled.Validate(v) {
 			field := strings.Join(append([]string{name}, viol.Path...), ".")
-			probs = append(probs, caperr.New(caperr.SchemaViolation, "input %s: %s", field, viol.Message).At("inputs", 0, 0, field))
+			probs = append(probs, caperr.New(caperr.SchemaViolation, "%s", viol.Message).At("inputs", 0, 0, field))
 		}
 	}
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Field < probs[j].Field })

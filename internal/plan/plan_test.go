@@ -124,7 +124,7 @@ func TestResolveInputs(t *testing.T) {
 	}
 	_, _, probs = p.ResolveInputs(map[string]any{"ulr": "x", "count": "two"}, true)
 	all := probs.Error()
-	for _, w := range []string{`unknown input "ulr" (did you mean "url"?)`, `missing required input "url"`, "input count: must be integer"} {
+	for _, w := range []string{`unknown input "ulr" (did you mean "url"?)`, `missing required input "url"`, "inputs: count: must be integer"} {
 		if !strings.Contains(all, w) {
 			t.Errorf("missing %q in %s", w, all)
 		}

@@ -46,7 +46,7 @@ func TestStatusPrecedence(t *testing.T) {
 		{"gap", "name: a\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, PartialComplete, "s (x.y: no_capability_match)"},
 		{"policy beats gaps", "name: a\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n", nil, false, BlockedByPolicy, `deny "x.*"`},
 		{"inputs beat everything", "name: a\ninputs: {n: {type: integer}}\npolicy: {deny: [\"x.*\"]}\nsteps:\n  - {id: s, capability: x.y}\n",
-			map[string]any{"n": "three"}, false, Invalid, "input n: must be integer"},
+			map[string]any{"n": "three"}, false, Invalid, "inputs: n: must be integer"},
 		{"missing input is invalid", "name: a\ninputs: {n: {type: integer}}\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, false, Invalid, `missing required input "n"`},
 		{"missing input only noted when optional", "name: a\ninputs: {n: {type: integer}}\nsteps:\n  - {id: s, capability: file.checksum, with: {path: x}}\n", nil, true, Ready, ""},
 	}
