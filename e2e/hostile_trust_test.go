@@ -73,9 +73,10 @@ func interruptAfter(t *testing.T, want, msg string, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	said := make(chan bool, 2)
+	said, read := make(chan bool, 2), make(chan struct{})
 	var all strings.Builder
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			all.WriteString(sc.Text() + "\n")
@@ -101,6 +102,7 @@ func interruptAfter(t *testing.T, want, msg string, args ...string) string {
 		t.Fatalf("capflow %v: no word within 20 s of a run nobody takes", args)
 	}
 	_ = cmd.Process.Signal(os.Interrupt)
+	<-read // all of stderr, before Wait closes it
 	err = cmd.Wait()
 	var env envelope.Envelope
 	_ = json.Unmarshal(out.Bytes(), &env)

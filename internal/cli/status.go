@@ -112,7 +112,7 @@ func (a *App) cancelCommand() *cobra.Command {
 				}
 				if err != nil {
 					// Ctrl-C: the cancellation stands; only the wait ends.
-					return caperr.New(caperr.Cancelled, "stopped waiting for %s to end; its cancellation is requested, and it ends once a worker takes it (capflow status %s)", args[0], args[0])
+					return caperr.New(caperr.Cancelled, "stopped waiting for %s to end; its cancellation is requested, and a worker winds it down (capflow status %s)", args[0], args[0])
 				}
 				a.setResult("capflow-cancel", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				return nil

@@ -245,10 +245,13 @@ func (c *checker) refTypo(r plan.Ref) string {
 	if m == nil {
 		return ""
 	}
-	phrase := suggest.Phrase(m.Field, m.Declared)
-	if phrase == "" {
+	// A near spelling only: a declared field that merely holds this one
+	// (size in size_bytes) may be another thing, a gap's to say.
+	near := suggest.Closest(m.Field, m.Declared, 1)
+	if len(near) == 0 || suggest.Distance(m.Field, near[0]) > max(1, len(m.Field)/3) {
 		return ""
 	}
+	phrase := fmt.Sprintf(" (did you mean %q?)", near[0])
 	by := "its sub-plan's outputs"
 	if t := c.tools[r.Name]; t != nil {
 		by = t.ID()

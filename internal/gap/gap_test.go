@@ -128,6 +128,7 @@ func TestDataFlow(t *testing.T) {
 		// Nothing declared is spelled near it: the producer may need
 		// another tool (a near spelling is the plan's typo: below).
 		{"undeclared output field", `{path: "${steps.src.data.zzzyx}"}`, SchemaIncompatible, `does not declare "zzzyx"`},
+		{"undeclared, holding a declared name", `{path: "${steps.src.data.count_of_words}"}`, SchemaIncompatible, `does not declare "count_of_words"`},
 		{"list element not guaranteed", `{path: "${steps.src.data.words.0}"}`, SchemaIncompatible, `"words.0" may be absent`},
 		{"interpolation is a string", `{path: "out/${steps.src.data.count}.txt"}`, "", ""},
 		{"plan input of the right type", `{path: "${inputs.file}"}`, "", ""},

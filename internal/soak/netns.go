@@ -2,12 +2,13 @@ package soak
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,14 +67,13 @@ func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 	// (1 in 60).
 	pid := os.Getpid()
 	subnet := (pid%60)*4 + i + 1
-	name, link := netnsNames(pid, i)
-	if err := clearLeftover(ctx, name, link); err != nil {
+	name, link, err := addNetns(ctx, i)
+	if err != nil {
 		return nil, err
 	}
-	n := &netns{name: name, link: link,
+	n := &netns{name: name, link: link, ownNS: true,
 		hostIP: fmt.Sprintf("10.231.%d.1", subnet), nsIP: fmt.Sprintf("10.231.%d.2", subnet), conns: map[net.Conn]bool{}}
 	steps := [][]string{
-		{"netns", "add", n.name},
 		{"link", "add", n.link, "type", "veth", "peer", "name", n.link + "n"},
 		{"link", "set", n.link + "n", "netns", n.name},
 		{"addr", "add", n.hostIP + "/30", "dev", n.link},
@@ -87,9 +87,9 @@ func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 			n.close()
 			return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 		}
-		// What the soak made is what it removes: names another soak took
-		// (a failed add) stay its.
-		n.ownNS, n.ownLink = k >= 0, k >= 1
+		// What the soak made is what it removes: a name another soak
+		// took (a failed add) stays its.
+		n.ownLink = k >= 0
 	}
 	for _, t := range targets {
 		_, port, err := net.SplitHostPort(t)
@@ -108,35 +108,36 @@ func newNetns(ctx context.Context, i int, targets []string) (*netns, error) {
 	return n, nil
 }
 
-// netnsNames are host i's namespace and link names in the soak with this
-// pid, whole (a link name has at most 15 bytes: "cfs", six hex digits for
-// the largest pid_max, the host, "n"), so no two live soaks share one.
-func netnsNames(pid, i int) (name, link string) {
-	return fmt.Sprintf("capflow-soak-%x-%d", pid, i+1), fmt.Sprintf("cfs%x%d", pid, i+1)
+// netnsNames are host i's namespace and link names under tag (a link
+// name has at most 15 bytes: "cfs", the tag's six, "-", the host, "n").
+func netnsNames(tag string, i int) (name, link string) {
+	return fmt.Sprintf("capflow-soak-%s-%d", tag, i+1), fmt.Sprintf("cfs%s-%d", tag, i+1)
 }
 
-// clearLeftover removes the namespace and link a killed soak left under
-// the names this one takes: it had this pid, so it has ended (the pid was
-// free to reuse). A namespace something still runs in is refused, named
-// with what is in it: that is the dead soak's, for its owner to stop.
-func clearLeftover(ctx context.Context, name, link string) error {
-	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
-		out, err := exec.CommandContext(ctx, "ip", "netns", "pids", name).Output()
-		if pids := strings.Fields(string(out)); err != nil || len(pids) > 0 {
-			return fmt.Errorf("network namespace %s is left from a soak that ended and still holds processes %v (%v): stop them, then `ip netns del %s`", name, pids, err, name)
+// netnsTag is a random tag for a host's names: no live soak's, wherever
+// it runs (a pid is not: soaks in two containers on one network may share
+// theirs), and none a killed soak left. (A variable for tests.)
+var netnsTag = func() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// addNetns makes host i's namespace under a tag no one holds: a name
+// taken (what a killed soak left, or another soak's) is passed over, never
+// removed: that is not this soak's to judge.
+func addNetns(ctx context.Context, i int) (name, link string, err error) {
+	for range 5 {
+		name, link = netnsNames(netnsTag(), i)
+		out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput()
+		if err == nil {
+			return name, link, nil
 		}
-		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip netns del %s (left from a soak that ended): %v: %s", name, err, strings.TrimSpace(string(out)))
+		if !strings.Contains(string(out), "File exists") {
+			return "", "", fmt.Errorf("ip netns add %s: %v: %s", name, err, strings.TrimSpace(string(out)))
 		}
 	}
-	// Deleting the namespace took the pair with it; a soak killed before it
-	// moved the pair's end in left both ends here.
-	if _, err := net.InterfaceByName(link); err == nil {
-		if out, err := exec.CommandContext(ctx, "ip", "link", "del", link).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip link del %s (left from a soak that ended): %v: %s", link, err, strings.TrimSpace(string(out)))
-		}
-	}
-	return nil
+	return "", "", fmt.Errorf("ip netns add: five random names were all taken (ip netns list: what soaks left)")
 }
 
 // forward copies each connection to target and back.
