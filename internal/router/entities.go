@@ -54,12 +54,30 @@ var (
 // are in groups.
 const wordBoundary = `(?:^|$|[^\p{L}\p{N}_])`
 
+// nonWord is one character that is not part of a word, of any script.
+const nonWord = `[^\p{L}\p{N}_]`
+
+// betweenBoundaries are the fillers a rule puts between two boundaries
+// (`\b(list|show)\b.*\bfiles?\b`), each rewritten with the two: one
+// separator may stand for both (as the zero-width \b lets it), which two
+// consuming boundaries would each want for their own ("list files" did
+// not match).
+var betweenBoundaries = map[string]string{
+	`\b.*\b`: nonWord + `(?:.*` + nonWord + `)?`, `\b.+\b`: nonWord + `(?:.*` + nonWord + `)?`,
+	`\b.*?\b`: nonWord + `(?:.*?` + nonWord + `)??`, `\b.+?\b`: nonWord + `(?:.*?` + nonWord + `)??`,
+}
+
 // UnicodeBoundaries rewrites each \b of a pattern to a boundary that
 // knows letters of every script (routing rules are written with \b and
 // requests come in Russian as often as in English).
 func UnicodeBoundaries(p string) string {
 	var b strings.Builder
 	for i := 0; i < len(p); i++ {
+		if filler := between(p[i:]); filler != "" {
+			b.WriteString(betweenBoundaries[filler])
+			i += len(filler) - 1
+			continue
+		}
 		if p[i] == '\\' && i+1 < len(p) {
 			if p[i+1] == 'b' {
 				b.WriteString(wordBoundary)
@@ -72,6 +90,16 @@ func UnicodeBoundaries(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
+}
+
+// between is the filler between two boundaries that p begins with, or "".
+func between(p string) string {
+	for f := range betweenBoundaries {
+		if strings.HasPrefix(p, f) {
+			return f
+		}
+	}
+	return ""
 }
 
 // Normalize lowercases, trims and collapses white space; URLs keep their
