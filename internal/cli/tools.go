@@ -299,10 +299,7 @@ func (a *App) toolsRun() *cobra.Command {
 			}
 			m := findTool(reg, args[0])
 			if m == nil {
-				msg := fmt.Sprintf("no tool or capability named %q%s", args[0], toolPhrase(reg, args[0]))
-				if n := len(reg.Problems); n > 0 {
-					msg += fmt.Sprintf(" (%d manifest problem(s) keep some tools out: see capflow tools validate)", n)
-				}
+				msg := fmt.Sprintf("no tool or capability named %q%s%s", args[0], toolPhrase(reg, args[0]), reg.ProblemsNote())
 				a.set(envelope.NewBuilder("capflow-tools-run").Fail(caperr.ToolNotFound, msg, nil), nil)
 				return nil
 			}

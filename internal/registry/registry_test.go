@@ -118,6 +118,10 @@ func TestProblems(t *testing.T) {
 	if r.Tool("file-checksum", "") == nil {
 		t.Fatal("builtin core kit not loaded")
 	}
+	// A capability no tool provides says the broken manifests may hold it.
+	if _, err := r.Resolve("c.d", ""); err == nil || !strings.Contains(err.Error(), "no tool provides c.d (3 manifest problems keep some tools out: see capflow tools validate)") {
+		t.Errorf("resolve with broken manifests: %v", err)
+	}
 }
 
 func TestCache(t *testing.T) {

@@ -51,6 +51,16 @@ func Pinned(m *manifest.Manifest, pin string) bool {
 	return m.Name == name && (origin == "" || m.Origin() == origin) && (ver == "" || manifest.MatchesVersionPrefix(m.Version, ver))
 }
 
+// ProblemsNote says, where manifests with problems were left out, that
+// the tool a name finds nothing for may be one of them ("" when none
+// was): a broken tool.yaml is not a missing tool.
+func (r *Registry) ProblemsNote() string {
+	if len(r.Problems) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s keep%s some tools out: see capflow tools validate)", caperr.Count(len(r.Problems), "manifest problem"), map[bool]string{true: "s"}[len(r.Problems) == 1])
+}
+
 // Resolve picks the tool for capability c. pin ("name" or
 // "name@version-prefix") restricts the candidates. A failure is a
 // *caperr.Error with TOOL_NOT_FOUND whose message suggests alternatives.
@@ -67,7 +77,7 @@ func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 		if s := slices.DeleteFunc(r.Similar(c), func(k string) bool { return slices.Contains(near, k) }); len(s) > 0 {
 			msg += fmt.Sprintf(" (similar: %s)", strings.Join(s, ", "))
 		}
-		return res, caperr.New(caperr.ToolNotFound, "%s", msg)
+		return res, caperr.New(caperr.ToolNotFound, "%s%s", msg, r.ProblemsNote())
 	}
 	var winner *manifest.Manifest
 	for _, m := range all {
