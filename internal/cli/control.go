@@ -168,15 +168,11 @@ func (a *App) runsCommand() *cobra.Command {
 				}
 				env := envelope.NewBuilder("capflow-runs").Succeed(fmt.Sprintf("%d run(s)", len(rows)), map[string]any{"runs": rows, "query": capflowclient.ListQuery(where)})
 				a.set(env, func(w io.Writer) {
-					if len(rows) == 0 {
-						fmt.Fprintf(w, "no runs match (%s)\n", capflowclient.ListQuery(where))
-						return
-					}
 					var table2 [][]string
 					for _, r := range rows {
 						table2 = append(table2, []string{fmt.Sprint(r["workflow_id"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["status"]), fmt.Sprint(r["started_at"]), fmt.Sprint(r["ended_at"]), fmt.Sprint(r["schedule"])})
 					}
-					table(w, []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED", "SCHEDULE"}, table2)
+					tableOr(w, fmt.Sprintf("no runs match (%s)", capflowclient.ListQuery(where)), []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED", "SCHEDULE"}, table2)
 				})
 				return nil
 			})

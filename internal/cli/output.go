@@ -136,6 +136,16 @@ func table(w io.Writer, header []string, rows [][]string) {
 	tw.Flush()
 }
 
+// tableOr is table, or what empty says when there are no rows: a bare
+// header reads as a fault.
+func tableOr(w io.Writer, empty string, header []string, rows [][]string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, empty)
+		return
+	}
+	table(w, header, rows)
+}
+
 // prettyEnvelope is the default rendering: message, then feedback.
 func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	scr := screenOf(w)

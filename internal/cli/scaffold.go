@@ -110,7 +110,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 	}
 	c.Flags().StringVar(&capability, "capability", "", "the capability the tool provides (domain.action)")
 	c.Flags().StringVar(&dir, "dir", "", "where to create the tool (default: the first tools_dirs entry)")
-	c.Flags().StringVar(&fromGaps, "from-gaps", "", "a gap report (or `plan check --output json` envelope): one tool per fillable gap")
+	c.Flags().StringVar(&fromGaps, "from-gaps", "", "a gap report (or the envelope of plan check --output json): one tool per fillable gap")
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing tool folder")
 	c.Flags().BoolVar(&writeTmpl, "write-templates", false, "write the built-in tool templates to templates/tool/ in the project, to edit (scaffold then uses them)")
 	return c

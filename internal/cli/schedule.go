@@ -134,7 +134,7 @@ func (a *App) scheduleList() *cobra.Command {
 					for _, r := range rows {
 						t = append(t, []string{fmt.Sprint(r["name"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["spec"]), fmt.Sprint(r["next_run"]), fmt.Sprint(r["last_run"]), fmt.Sprint(r["paused"])})
 					}
-					table(w, []string{"SCHEDULE", "PLAN", "WHEN", "NEXT", "LAST RUN", "PAUSED"}, t)
+					tableOr(w, "no schedules start capflow plans in this namespace (capflow schedule create makes one)", []string{"SCHEDULE", "PLAN", "WHEN", "NEXT", "LAST RUN", "PAUSED"}, t)
 				})
 				return nil
 			})

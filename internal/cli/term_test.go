@@ -106,3 +106,13 @@ func TestResultShowsStderrOfAFailedStep(t *testing.T) {
 		t.Fatal(b.String())
 	}
 }
+
+// An empty list says so instead of a bare header.
+func TestTableOrSaysEmpty(t *testing.T) {
+	var b strings.Builder
+	tableOr(&b, "no runs match", []string{"RUN"}, nil)
+	tableOr(&b, "unused", []string{"RUN"}, [][]string{{"r1"}})
+	if b.String() != "no runs match\nRUN\nr1\n" {
+		t.Fatalf("%q", b.String())
+	}
+}
