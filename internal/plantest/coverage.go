@@ -16,7 +16,8 @@ type Branch struct {
 	Kind string `json:"kind"`
 	Step string `json:"step"`
 	// Outcome: true/false for when; met/not met for a join;
-	// succeeded/failed for a step; the person's answer (retry, skip, fail)
+	// succeeded/failed for a step (failed too when a person was asked
+	// about its failure, whatever they answered); the person's answer (retry, skip, fail)
 	// for a failed step with on_failure: ask.
 	Outcome string   `json:"outcome"`
 	Cases   []string `json:"cases"`
@@ -85,7 +86,8 @@ func cover(p *plan.Plan, runs []caseRun) *Coverage {
 	for i := range cov.Branches {
 		b := &cov.Branches[i]
 		for _, r := range runs {
-			if b.Kind == "ask" && slices.Contains(r.decisions[b.Step], b.Outcome) || took(b.Kind, r.result.Steps[b.Step], r.reasons[b.Step]) == b.Outcome {
+			if b.Kind == "ask" && slices.Contains(r.decisions[b.Step], b.Outcome) || took(b.Kind, r.result.Steps[b.Step], r.reasons[b.Step]) == b.Outcome ||
+				b.Kind == "step" && b.Outcome == "failed" && askedOnFailure(r.decisions[b.Step]) {
 				b.Cases = append(b.Cases, r.result.Name)
 			}
 		}
@@ -95,6 +97,13 @@ func cover(p *plan.Plan, runs []caseRun) *Coverage {
 	}
 	cov.Total = len(cov.Branches)
 	return cov
+}
+
+// askedOnFailure: a person answered the step's failure (retry, skip or
+// fail), so the step failed, whatever the answer then made of it (a skip
+// ends it skipped; a retry may end it succeeded).
+func askedOnFailure(actions []string) bool {
+	return slices.ContainsFunc(actions, func(a string) bool { return a == "retry" || a == "skip" || a == "fail" })
 }
 
 // String is the coverage as people read it: one line per branch, the

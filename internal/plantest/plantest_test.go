@@ -90,6 +90,11 @@ func TestDecisions(t *testing.T) {
 		if b.Kind == "ask" {
 			asked[b.Outcome] = len(b.Cases)
 		}
+		// Skipped or retried, ship failed first: its failure branch is
+		// taken (it read NEVER TAKEN beside the skip that answered it).
+		if b.Kind == "step" && b.Step == "ship" && b.Outcome == "failed" && len(b.Cases) != 2 {
+			t.Errorf("step ship failed, taken by %v", b.Cases)
+		}
 	}
 	if asked["skip"] != 1 || asked["retry"] != 1 || asked["fail"] != 0 {
 		t.Errorf("ask branches taken: %v", asked)
