@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -62,7 +64,7 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 			// Suggestions inside user schemas are not offered: the
 			// metaschema allows any keyword.
-			return nil, flatten(ve, nil)
+			return nil, flatten(ve, nil, nil)
 		}
 		msg := err.Error()
 		msg = strings.ReplaceAll(msg, userURL, "schema")
@@ -105,7 +107,8 @@ func (s *Schema) Doc() any { return s.doc }
 
 // Validate checks v and returns every violation, sorted by path.
 func (s *Schema) Validate(v any) []Violation {
-	err := s.compiled.Validate(Normalize(v))
+	inst := Normalize(v)
+	err := s.compiled.Validate(inst)
 	if err == nil {
 		return nil
 	}
@@ -113,10 +116,10 @@ func (s *Schema) Validate(v any) []Violation {
 	if !errors.As(err, &ve) {
 		return []Violation{{Message: err.Error()}}
 	}
-	return flatten(ve, s.doc)
+	return flatten(ve, s.doc, inst)
 }
 
-func flatten(ve *jsonschema.ValidationError, schemaDoc any) []Violation {
+func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 	var out []Violation
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -126,7 +129,7 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc any) []Violation {
 			}
 			return
 		}
-		out = append(out, leaf(e, schemaDoc)...)
+		out = append(out, leaf(e, schemaDoc, inst)...)
 	}
 	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
@@ -172,7 +175,7 @@ func onlyTypeError(e *jsonschema.ValidationError) bool {
 	return ok && len(e.Causes) == 0
 }
 
-func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {
+func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 	loc := append([]string(nil), e.InstanceLocation...)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
@@ -185,8 +188,19 @@ func leaf(e *jsonschema.ValidationError, schemaDoc any) []Violation {
 		return out
 	case *kind.Required:
 		var out []Violation
+		// A field given beside it that the schema does not declare, spelled
+		// nearly so, is the likelier fault (where extra fields are allowed,
+		// nothing else names it).
+		var extra []string
+		if schemaAt(schemaDoc, e.SchemaURL)["additionalProperties"] != false { // else it is named "unknown field"
+			extra = slices.DeleteFunc(keysAt(inst, loc), func(k string) bool { return slices.Contains(propertyNames(schemaDoc, e.SchemaURL), k) })
+		}
 		for _, m := range k.Missing {
-			out = append(out, Violation{Path: append(append([]string(nil), loc...), m), Message: fmt.Sprintf("missing required field %q", m)})
+			msg := fmt.Sprintf("missing required field %q", m)
+			if near := suggest.Closest(m, extra, 1); len(near) > 0 {
+				msg += fmt.Sprintf(" (%q was given: a typo of it?)", near[0])
+			}
+			out = append(out, Violation{Path: append(append([]string(nil), loc...), m), Message: msg})
 		}
 		return out
 	case *kind.Type:
@@ -234,6 +248,26 @@ func propertyNames(doc any, url string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// keysAt are the keys of the object at path in v (none if it is not one).
+func keysAt(v any, path []string) []string {
+	for _, seg := range path {
+		switch t := v.(type) {
+		case map[string]any:
+			v = t[seg]
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil
+			}
+			v = t[i]
+		default:
+			return nil
+		}
+	}
+	m, _ := v.(map[string]any)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // schemaAt returns the schema object that url's fragment points at.

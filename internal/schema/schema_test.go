@@ -51,3 +51,38 @@ func TestCompileUserSchema(t *testing.T) {
 		t.Fatalf("external ref: %v", v)
 	}
 }
+
+// A required field missing beside one the schema does not declare,
+// spelled nearly so, names it, where extra fields are allowed (and
+// nothing else would); where they are not, "unknown field" says it once.
+func TestMissingBesideANearName(t *testing.T) {
+	props := map[string]any{"text": map[string]any{"type": "string"}}
+	cases := []struct {
+		schema map[string]any
+		want   string
+	}{
+		{map[string]any{"type": "object", "required": []any{"text"}, "properties": props},
+			`text: missing required field "text" ("txt" was given: a typo of it?)`},
+		{map[string]any{"type": "object", "required": []any{"text"}, "properties": props, "additionalProperties": false},
+			`text: missing required field "text"|txt: unknown field "txt" (did you mean "text"?)`},
+		{map[string]any{"type": "object", "properties": map[string]any{"inner": map[string]any{"type": "object", "required": []any{"text"}, "properties": props}}},
+			`inner/text: missing required field "text" ("txt" was given: a typo of it?)`},
+	}
+	for i, c := range cases {
+		s, vs := Compile(c.schema)
+		if len(vs) > 0 {
+			t.Fatal(vs)
+		}
+		inst := map[string]any{"txt": "a"}
+		if i == 2 {
+			inst = map[string]any{"inner": map[string]any{"txt": "a"}}
+		}
+		var got []string
+		for _, v := range s.Validate(inst) {
+			got = append(got, strings.Join(v.Path, "/")+": "+v.Message)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("case %d: %q, want %q", i, strings.Join(got, "|"), c.want)
+		}
+	}
+}
