@@ -12,6 +12,7 @@ import (
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
@@ -43,7 +44,7 @@ func (s *Server) planFiles() []string {
 			return filepath.SkipDir
 		}
 		if d.IsDir() {
-			if p != root && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
+			if p != root && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".") || anotherProject(dir, root, p)) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -59,6 +60,14 @@ func (s *Server) planFiles() []string {
 	})
 	slices.Sort(out)
 	return out
+}
+
+// anotherProject: folder p (under root) holds a capflow.yaml of its own,
+// so its plans are another project's (the soak's, in this repository).
+func anotherProject(dir *os.Root, root, p string) bool {
+	rel, _ := filepath.Rel(root, p)
+	_, err := dir.Lstat(filepath.Join(rel, config.FileName))
+	return err == nil
 }
 
 func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {

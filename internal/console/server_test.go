@@ -53,6 +53,11 @@ func testProject(t *testing.T, token string) (*httptest.Server, string) {
 	must(os.WriteFile(filepath.Join(root, "plans", "ok.yaml"), []byte("name: ok\nsteps:\n  - {id: a, capability: text.render, with: {template: hi}}\n  - {id: b, capability: text.render, with: {template: \"${steps.a.data.text}\"}}\n"), 0o644))
 	must(os.WriteFile(filepath.Join(root, "plans", "gap.yaml"), []byte("name: gap\nsteps:\n  - {id: up, capability: drive.upload}\n"), 0o644))
 	must(os.WriteFile(filepath.Join(root, "notaplan.yaml"), []byte("a: 1\n"), 0o644))
+	// A folder with its own capflow.yaml is another project: its plans are
+	// not this one's.
+	must(os.MkdirAll(filepath.Join(root, "bench", "other", "plans"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "bench", "other", "capflow.yaml"), []byte("{}\n"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "bench", "other", "plans", "theirs.yaml"), []byte("name: theirs\nsteps:\n  - {id: a, capability: text.render, with: {template: hi}}\n"), 0o644))
 	proj, err := project.Load(project.Options{Dir: root})
 	must(err)
 	s, err := New(Options{Token: token, Project: proj})
