@@ -122,9 +122,12 @@ func subschemas(v any, ptr string, out []string) []string {
 	return out
 }
 
-func resolve(doc any, ptr string) any {
-	cur := doc
-	for _, tok := range pathOf(ptr) {
+func resolve(doc any, ptr string) any { return at(doc, pathOf(ptr)) }
+
+// at is the value at path (keys and list indexes) in v, nil if none.
+func at(v any, path []string) any {
+	cur := v
+	for _, tok := range path {
 		switch t := cur.(type) {
 		case map[string]any:
 			cur = t[tok]

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -252,21 +251,7 @@ func propertyNames(doc any, url string) []string {
 
 // keysAt are the keys of the object at path in v (none if it is not one).
 func keysAt(v any, path []string) []string {
-	for _, seg := range path {
-		switch t := v.(type) {
-		case map[string]any:
-			v = t[seg]
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(t) {
-				return nil
-			}
-			v = t[i]
-		default:
-			return nil
-		}
-	}
-	m, _ := v.(map[string]any)
+	m, _ := at(v, path).(map[string]any)
 	return slices.Sorted(maps.Keys(m))
 }
 
