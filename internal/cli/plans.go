@@ -164,10 +164,6 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 		// The list says each; the headline only what they are.
 		what, _, _ := strings.Cut(rep.Message, ": ")
 		fmt.Fprintf(w, "  %s (%s):\n", what, caperr.Count(len(rep.Problems), "problem"))
-	} else {
-		fmt.Fprintf(w, "  %s\n", rep.Message)
-	}
-	if len(rep.Problems) > 0 {
 		var ps []Problem
 		for _, p := range rep.Problems {
 			ps = append(ps, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: p.Code})
@@ -175,6 +171,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 		printProblems(w, root, ps)
 		return
 	}
+	fmt.Fprintf(w, "  %s\n", rep.Message)
 	gaps := map[string]string{}
 	for _, g := range rep.Gaps {
 		gaps[g.StepID] = g.Reason

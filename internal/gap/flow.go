@@ -180,10 +180,7 @@ func (c *checker) literal(v any, cons map[string]any, at string) []schema.Issue 
 // when the producer is itself a gap (reported on its own).
 func (c *checker) refSchema(r plan.Ref) (sch map[string]any, issue string, skip bool) {
 	var base map[string]any
-	var path []string
-	for _, p := range r.Path {
-		path = append(path, p.String())
-	}
+	path := refPath(r)
 	switch r.Kind {
 	case plan.RefInputs:
 		base = c.p.Inputs[r.Name]
@@ -226,6 +223,15 @@ func (c *checker) refSchema(r plan.Ref) (sch map[string]any, issue string, skip 
 	return sub, "", false
 }
 
+// refPath is the data path a reference reads, as segments.
+func refPath(r plan.Ref) []string {
+	var path []string
+	for _, p := range r.Path {
+		path = append(path, p.String())
+	}
+	return path
+}
+
 // refTypo says, of a reference to a field its producer does not return
 // but one it does is spelled nearly so, what the plan meant: a typo in the
 // plan, not a gap ("" otherwise: the producer may need another tool).
@@ -237,26 +243,21 @@ func (c *checker) refTypo(r plan.Ref) string {
 	if !ok || base == nil {
 		return ""
 	}
-	var path []string
-	for _, p := range r.Path {
-		path = append(path, p.String())
-	}
-	m := schema.Undeclared(base, path)
+	m := schema.Undeclared(base, refPath(r))
 	if m == nil {
 		return ""
 	}
 	// A near spelling only: a declared field that merely holds this one
-	// (size in size_bytes) may be another thing, a gap's to say.
-	near := suggest.Closest(m.Field, m.Declared, 1)
-	if len(near) == 0 || suggest.Distance(m.Field, near[0]) > max(1, len(m.Field)/3) {
+	// may be another thing, a gap's to say.
+	near := suggest.Typo(m.Field, m.Declared)
+	if near == "" {
 		return ""
 	}
-	phrase := fmt.Sprintf(" (did you mean %q?)", near[0])
 	by := "its sub-plan's outputs"
 	if t := c.tools[r.Name]; t != nil {
 		by = t.ID()
 	}
-	return fmt.Sprintf("step %s (%s) returns no field %q%s", r.Name, by, m.Field, phrase)
+	return fmt.Sprintf("step %s (%s) returns no field %q (did you mean %q?)", r.Name, by, m.Field, near)
 }
 
 // valueSchema infers a schema for a with-value (for proposed contracts).

@@ -58,7 +58,11 @@ func (r *Registry) ProblemsNote() string {
 	if len(r.Problems) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%s keep%s some tools out: see capflow tools validate)", caperr.Count(len(r.Problems), "manifest problem"), map[bool]string{true: "s"}[len(r.Problems) == 1])
+	verb := "keep"
+	if len(r.Problems) == 1 {
+		verb = "keeps"
+	}
+	return fmt.Sprintf(" (%s %s some tools out: see capflow tools validate)", caperr.Count(len(r.Problems), "manifest problem"), verb)
 }
 
 // Resolve picks the tool for capability c. pin ("name" or

@@ -192,7 +192,8 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 		// nothing else names it).
 		var extra []string
 		if schemaAt(schemaDoc, e.SchemaURL)["additionalProperties"] != false { // else it is named "unknown field"
-			extra = slices.DeleteFunc(keysAt(inst, loc), func(k string) bool { return slices.Contains(propertyNames(schemaDoc, e.SchemaURL), k) })
+			declared := propertyNames(schemaDoc, e.SchemaURL)
+			extra = slices.DeleteFunc(keysAt(inst, loc), func(k string) bool { return slices.Contains(declared, k) })
 		}
 		for _, m := range k.Missing {
 			msg := fmt.Sprintf("missing required field %q", m)

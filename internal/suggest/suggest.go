@@ -45,6 +45,17 @@ func Closest(word string, candidates []string, max int) []string {
 	return res
 }
 
+// Typo is the candidate word is a misspelling of: the nearest within
+// Closest's edit distance, not one that merely holds word or is held by
+// it (size in size_bytes may be another thing); "" when none is.
+func Typo(word string, candidates []string) string {
+	near := Closest(word, candidates, 1)
+	if len(near) == 0 || Distance(word, near[0]) > max(1, len(word)/3) {
+		return ""
+	}
+	return near[0]
+}
+
 // Phrase renders ` (did you mean "x"?)` or "" when nothing is close:
 // what capflow calls a word other workflow tools use (depends_on: needs),
 // else a near spelling.

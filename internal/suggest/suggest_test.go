@@ -46,3 +46,14 @@ func TestSynonyms(t *testing.T) {
 		t.Errorf("needs is no candidate there: %q", got)
 	}
 }
+
+// A typo is a near spelling, not a name that holds the word.
+func TestTypo(t *testing.T) {
+	for _, c := range []struct{ word, want string }{
+		{"pth", "path"}, {"cont", "count"}, {"size", ""}, {"zzzyx", ""}, {"count_of_words", ""},
+	} {
+		if got := Typo(c.word, []string{"path", "count", "size_bytes"}); got != c.want {
+			t.Errorf("Typo(%q) = %q, want %q", c.word, got, c.want)
+		}
+	}
+}
