@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/toolrun"
 )
 
@@ -50,6 +51,10 @@ func TestYandexDiskPublicLinks(t *testing.T) {
 	content := []byte(strings.Repeat("pdf bytes ", 1000))
 	srv := fakeYandexDisk(t, content)
 	t.Setenv("CAPFLOW_YADISK_API", srv.URL)
+	// The fake is on this machine's loopback, which a run reaches only
+	// where the policy allows it.
+	lo, _ := egress.ParseEntry("127.0.0.1")
+	allowed := &egress.Rules{Allow: []egress.Entry{lo}}
 	for _, c := range []struct {
 		name   string
 		inputs map[string]any
@@ -65,7 +70,7 @@ func TestYandexDiskPublicLinks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			step := filepath.Join(t.TempDir(), "step")
 			env := (&toolrun.Runner{}).Run(context.Background(), toolrun.Request{Manifest: mediaTool(t, "yadisk-download"), Inputs: c.inputs,
-				Root: t.TempDir(), Workdir: step, StepID: "s"})
+				Root: t.TempDir(), Workdir: step, StepID: "s", Net: allowed})
 			if errs := env.Validate(); len(errs) > 0 {
 				t.Fatalf("invalid envelope: %v", errs)
 			}

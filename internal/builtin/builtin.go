@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/jq"
 	"github.com/capflow/capflow/internal/manifest"
@@ -32,6 +33,9 @@ type Env struct {
 	// `sandbox:` block: for builtins that start processes (server.start).
 	Sandbox sandbox.Mode
 	Confine *manifest.Sandbox
+	// Net is what the run may reach on the network (nil: public
+	// addresses only).
+	Net *egress.Rules
 
 	created map[string]bool // the step folder's ledger, read once
 }
@@ -50,6 +54,9 @@ type Traits struct {
 	// WaitsForPerson: a run never calls it; the workflow waits for a
 	// person's decision instead (never cached, never local).
 	WaitsForPerson bool
+	// Network: it connects to addresses its inputs name (through
+	// Env.Rules, which the policy's network block widens).
+	Network bool
 }
 
 var traits = map[string]Traits{}
@@ -81,6 +88,10 @@ func Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Rules are the network rules the step runs under, with what its run's
+// servers were given.
+func (e *Env) Rules() *egress.Rules { return e.Net.For(e.RunDir) }
 
 // createdLedger is the file in the step folder that lists what this step
 // created, so a retry may replace its own earlier output without

@@ -12,16 +12,24 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
 )
 
 func call(t *testing.T, name string, root string, in map[string]any) (map[string]any, error) {
 	t.Helper()
-	f, ok := Lookup(name)
-	if !ok {
+	if _, ok := Lookup(name); !ok {
 		t.Fatalf("builtin %s not registered", name)
 	}
-	out, err := f(context.Background(), in, &Env{Root: root, Feedback: envelope.NewBuilder(name)})
+	// The tests' servers are on this machine's loopback, which a run
+	// reaches only where its policy allows it (TestHTTPRequestReachesOnlyWhatItWasGiven).
+	lo, _ := egress.ParseEntry("127.0.0.1")
+	return callIn(name, &Env{Root: root, Feedback: envelope.NewBuilder(name), Net: &egress.Rules{Allow: []egress.Entry{lo}}}, in)
+}
+
+func callIn(name string, env *Env, in map[string]any) (map[string]any, error) {
+	f, _ := Lookup(name)
+	out, err := f(context.Background(), in, env)
 	m, _ := out.(map[string]any)
 	return m, err
 }

@@ -13,10 +13,11 @@ import (
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"golang.org/x/net/http/httpguts"
 )
 
-func init() { register("http.request", httpRequest) }
+func init() { register("http.request", httpRequest, Traits{Network: true}) }
 
 const maxHTTPBody = 4 << 20
 
@@ -54,7 +55,7 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 	req.Header.Set(client.PlanStepHeader, filepath.Base(env.RunDir))
 	start := time.Now()
 	what := method + " " + str(in, "url")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := env.Rules().Client().Do(req)
 	if err != nil {
 		return nil, httpErr(outer, ctx, err, what, timeout)
 	}
@@ -96,6 +97,9 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 // cancellation), the request's timeout_ms (TASK_TIMEOUT, as the docs
 // say), or the endpoint (DEPENDENCY_UNAVAILABLE).
 func httpErr(outer, ctx context.Context, err error, what string, timeout time.Duration) error {
+	if ref, ok := egress.AsRefused(err); ok {
+		return caperr.New(caperr.PolicyBlocked, "%s: %v", what, ref)
+	}
 	switch {
 	case outer.Err() != nil:
 		return ctxErr(outer, what)
@@ -121,4 +125,11 @@ func setHeaders(req *http.Request, in map[string]any) error {
 		req.Header.Set(k, val)
 	}
 	return nil
+}
+
+// Outbound is the egress proxy a confined tree with the network (a
+// command tool's, a server's, a browser's) reaches it through: rules'
+// connections only, each request marked as step's, each refusal told.
+func Outbound(rules *egress.Rules, step string, refused func(error)) *egress.Proxy {
+	return &egress.Proxy{Rules: rules, Mark: http.Header{client.PlanStepHeader: {step}}, OnRefused: refused}
 }

@@ -69,6 +69,9 @@ func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
 	if err := console.CheckListen("mcp", addr, token); err != nil {
 		return err
 	}
+	if token == "" {
+		fmt.Fprintf(a.Stderr, "capflow mcp: no token (--token or $CAPFLOW_MCP_TOKEN): anyone on this machine can start, decide and cancel runs through %s\n", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return caperr.New(caperr.ConfigError, "mcp: cannot listen on %s: %v", addr, err)
@@ -84,6 +87,7 @@ func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
 			next.ServeHTTP(w, r)
 		})
 	}
+	h = guardMCP(h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-a.ctx.Done()
@@ -97,6 +101,18 @@ func (a *App) serveMCPHTTP(srv *mcp.Server, addr, token string) error {
 	}
 	a.set(envelope.NewBuilder("capflow-mcp").Succeed("mcp stopped", map[string]any{"addr": ln.Addr().String()}), nil)
 	return nil
+}
+
+// guardMCP refuses, before the token check, what the console refuses:
+// another Host, another site's Origin, a plan's step (console.Foreign).
+func guardMCP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := console.Foreign("capflow mcp", nil, r); why != "" {
+			http.Error(w, why, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // execIn runs one command in this process for the MCP server: like Main,

@@ -331,7 +331,7 @@ func (a *App) toolsRun() *cobra.Command {
 			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second, MCP: mcp, Protected: proj.Config.Protected()}
 			began := envelope.Now()
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
-				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: pol.Sandbox,
+				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: pol.Sandbox, Net: proj.Egress(pol),
 				OnFeedback: func(f envelope.Feedback) {
 					if !a.jsonOutput() {
 						fmt.Fprintf(a.Stderr, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)

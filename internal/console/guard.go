@@ -3,6 +3,7 @@ package console
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -38,18 +39,32 @@ func forbid(w http.ResponseWriter, format string, args ...any) {
 	writeError(w, http.StatusForbidden, caperr.New(caperr.PolicyBlocked, format, args...))
 }
 
+// Foreign says why a request to one of capflow's HTTP surfaces (what: "the
+// console", "capflow mcp") comes from where none may: a Host that is not
+// the surface's own address (DNS rebinding; hosts are names it also
+// answers to), another site's Origin, a browser's cross-site request, or
+// a plan's step (it carries client.PlanStepHeader). "" when none.
+func Foreign(what string, hosts map[string]bool, r *http.Request) string {
+	switch {
+	case !ownHost(hosts, r):
+		return fmt.Sprintf("%s answers only at its own address, not Host %q", what, r.Host)
+	case !sameOrigin(r):
+		return fmt.Sprintf("%s takes no request from another site (Origin %q)", what, r.Header.Get("Origin"))
+	case r.Header.Get("Sec-Fetch-Site") == "cross-site":
+		return what + " takes no cross-site request"
+	case r.Header.Get(client.PlanStepHeader) != "":
+		return "a plan's step may not drive " + what
+	}
+	return ""
+}
+
 // guard runs before the token check.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		why := Foreign("the console", s.hosts, r)
 		switch {
-		case !s.ownHost(r):
-			forbid(w, "the console answers only at its own address, not Host %q", r.Host)
-		case !sameOrigin(r):
-			forbid(w, "the console takes no request from another site (Origin %q)", r.Header.Get("Origin"))
-		case r.Header.Get("Sec-Fetch-Site") == "cross-site":
-			forbid(w, "the console takes no cross-site request")
-		case r.Header.Get(client.PlanStepHeader) != "":
-			forbid(w, "a plan's step may not drive the console")
+		case why != "":
+			forbid(w, "%s", why)
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !isJSON(r):
 			forbid(w, "a control request must be Content-Type: application/json")
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !s.csrfOK(r):
@@ -63,12 +78,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // ownHost: the Host names the address the request came in on (its port,
 // and its IP, or localhost on loopback), or a name given in Options.Hosts
 // (with any port or none: a reverse proxy's name is its own).
-func (s *Server) ownHost(r *http.Request) bool {
+func ownHost(hosts map[string]bool, r *http.Request) bool {
 	host, port, err := net.SplitHostPort(r.Host)
 	if err != nil {
 		host, port = r.Host, ""
 	}
-	if s.hosts[strings.ToLower(host)] {
+	if hosts[strings.ToLower(host)] {
 		return true
 	}
 	if port == "" {

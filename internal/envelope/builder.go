@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -13,8 +14,11 @@ import (
 type Builder struct {
 	toolID   string
 	start    time.Time
-	feedback []Feedback
 	redactor *Redactor
+	// mu guards feedback: a tool's proxy and its servers' publishers add
+	// events from goroutines of their own.
+	mu       sync.Mutex
+	feedback []Feedback
 }
 
 // NewBuilder starts timing a tool or command.
@@ -27,12 +31,16 @@ func (b *Builder) WithRedactor(r *Redactor) *Builder { b.redactor = r; return b 
 
 // Add appends a feedback event stamped now.
 func (b *Builder) Add(phase, level, message, detail string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.feedback = append(b.feedback, Feedback{Phase: phase, Level: level, Message: message, Detail: detail, Timestamp: Timestamp(Now())})
 }
 
 // AddTimed appends a feedback event with a duration.
 func (b *Builder) AddTimed(phase, level, message string, d time.Duration) {
 	ms := d.Milliseconds()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.feedback = append(b.feedback, Feedback{Phase: phase, Level: level, Message: message, Timestamp: Timestamp(Now()), DurationMS: &ms})
 }
 
@@ -41,6 +49,8 @@ func (b *Builder) AddTimed(phase, level, message string, d time.Duration) {
 // stays in time order, as Validate requires, when an event was stamped
 // before an entry added here (a sandbox warning made before "start").
 func (b *Builder) Append(fs ...Feedback) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, f := range fs {
 		at, err := time.Parse(time.RFC3339Nano, f.Timestamp)
 		i := len(b.feedback)
@@ -60,8 +70,12 @@ func (b *Builder) Append(fs ...Feedback) {
 func (b *Builder) Info(phase, message string)          { b.Add(phase, LevelInfo, message, "") }
 func (b *Builder) Warn(phase, message string)          { b.Add(phase, LevelWarning, message, "") }
 func (b *Builder) Error(phase, message, detail string) { b.Add(phase, LevelError, message, detail) }
-func (b *Builder) Feedback() []Feedback                { return b.feedback }
-func (b *Builder) Elapsed() time.Duration              { return Now().Sub(b.start) }
+func (b *Builder) Feedback() []Feedback {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Feedback(nil), b.feedback...)
+}
+func (b *Builder) Elapsed() time.Duration { return Now().Sub(b.start) }
 
 // Succeed returns a successful envelope.
 func (b *Builder) Succeed(message string, data any) Envelope {
@@ -81,7 +95,7 @@ func (b *Builder) FailWithExit(code caperr.Code, exit int, message string, data 
 		exit = 1
 	}
 	hasErr := false
-	for _, f := range b.feedback {
+	for _, f := range b.Feedback() {
 		if f.Level == LevelError {
 			hasErr = true
 			break
@@ -103,7 +117,7 @@ func (b *Builder) finish(e Envelope) Envelope {
 	e.ToolID = b.toolID
 	e.Timestamp = Timestamp(now)
 	e.DurationMS = now.Sub(b.start).Milliseconds()
-	e.Feedback = append([]Feedback{}, b.feedback...)
+	e.Feedback = append([]Feedback{}, b.Feedback()...)
 	if b.redactor != nil {
 		b.redactor.Envelope(&e)
 	}

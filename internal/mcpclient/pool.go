@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/config"
 )
 
@@ -40,6 +41,10 @@ type Options struct {
 	Version   string
 	Logger    hclog.Logger
 	LookupEnv func(string) (string, bool)
+	// Net are the network rules an HTTP server's connections go through
+	// (nil: public addresses only); the server's own address, which the
+	// configuration declares, is allowed beside them.
+	Net func() *egress.Rules
 }
 
 // Pool holds the sessions.
@@ -304,15 +309,20 @@ func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
 			h.Set("Authorization", "Bearer "+v)
 		}
 	}
+	var rules *egress.Rules
+	if p.o.Net != nil {
+		rules = p.o.Net()
+	}
+	t := rules.Plus(egress.HostPort(srv.URL)).Transport()
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
 		if own == nil || r.URL.Scheme != own.Scheme || !strings.EqualFold(r.URL.Host, own.Host) {
-			return http.DefaultTransport.RoundTrip(r)
+			return t.RoundTrip(r)
 		}
 		r = r.Clone(r.Context())
 		for k, v := range h {
 			r.Header[k] = v
 		}
-		return http.DefaultTransport.RoundTrip(r)
+		return t.RoundTrip(r)
 	})
 }
 

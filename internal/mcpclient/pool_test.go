@@ -13,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/egress"
 )
 
 // A real server process that misbehaves on purpose (e2e/testdata/mcp):
@@ -100,7 +101,9 @@ func TestHeadersStayWithTheirServer(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	p := New(Options{LookupEnv: func(k string) (string, bool) { return "bearer-secret", k == "TOKEN" }})
+	lo, _ := egress.ParseEntry("127.0.0.1")
+	p := New(Options{LookupEnv: func(k string) (string, bool) { return "bearer-secret", k == "TOKEN" },
+		Net: func() *egress.Rules { return &egress.Rules{Allow: []egress.Entry{lo}} }})
 	c := &http.Client{Transport: p.headers(config.MCPServer{URL: srv.URL + "/mcp", BearerTokenEnv: "TOKEN", Headers: map[string]string{"X-Api-Key": "k"}})}
 	resp, err := c.Post(srv.URL+"/mcp", "application/json", strings.NewReader("{}"))
 	if err != nil {
@@ -112,5 +115,23 @@ func TestHeadersStayWithTheirServer(t *testing.T) {
 	}
 	if got := <-other; got != "|" {
 		t.Fatalf("the host it redirected to got %q", got)
+	}
+}
+
+// TestRedirectsStayUnderTheRules: the server's own address is the
+// configuration's to declare; a redirect to a loopback address it does
+// not allow is refused.
+func TestRedirectsStayUnderTheRules(t *testing.T) {
+	inner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) }))
+	defer inner.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, inner.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	p := New(Options{})
+	c := &http.Client{Transport: p.headers(config.MCPServer{URL: srv.URL + "/mcp"})}
+	_, err := c.Post(srv.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if _, ok := egress.AsRefused(err); !ok {
+		t.Fatalf("the redirect to another loopback server: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -40,6 +41,9 @@ type Policy struct {
 	Limits map[string]int `json:"limits"`
 	// Sandbox is the project's confinement of command tools.
 	Sandbox SandboxMode `json:"sandbox"`
+	// Network is what runs may reach beyond public addresses: the file's
+	// alone, as Sandbox is.
+	Network []egress.Entry `json:"-"`
 	// Source names the file the policy came from ("" = defaults only).
 	Source string `json:"source,omitempty"`
 	// Notes records where a plan asked for more than the policy allows.
@@ -75,9 +79,15 @@ func Load(file, display string) (*Policy, error) {
 type Spec struct {
 	// Sandbox is the file's alone: a plan's policy cannot change it.
 	Sandbox string         `json:"sandbox,omitempty"`
+	Network *NetworkSpec   `json:"network,omitempty"`
 	Allow   []string       `json:"allow,omitempty"`
 	Deny    []string       `json:"deny,omitempty"`
 	Limits  map[string]int `json:"limits,omitempty"`
+}
+
+// NetworkSpec is the file's `network:` block.
+type NetworkSpec struct {
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Parse validates a policy document with positions.
@@ -110,6 +120,8 @@ func Parse(display string, data []byte) (*Policy, error) {
 			}
 		}
 	}
+	network, nprobs := networkAllow(doc, display, m)
+	probs = append(probs, nprobs...)
 	if len(probs) > 0 {
 		probs.Sort()
 		return nil, probs
@@ -123,12 +135,36 @@ func Parse(display string, data []byte) (*Policy, error) {
 	p := Default()
 	p.Source = display
 	p.Sandbox, _ = ParseSandboxMode(spec.Sandbox) // the schema admitted only known modes
+	p.Network = network
 	for k, v := range spec.Limits {
 		p.Limits[k] = v
 	}
 	spec.Limits = nil
 	p.apply(spec, "")
 	return p, nil
+}
+
+// networkAllow reads network.allow, each bad entry a positioned problem.
+func networkAllow(doc *yamldoc.Doc, display string, m map[string]any) ([]egress.Entry, caperr.Problems) {
+	n, _ := m["network"].(map[string]any)
+	list, _ := n["allow"].([]any)
+	var out []egress.Entry
+	var probs caperr.Problems
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			continue // the schema said so
+		}
+		e, err := egress.ParseEntry(s)
+		if err != nil {
+			field := fmt.Sprintf("network.allow[%d]", i)
+			p := doc.Root.PosOf([]string{"network", "allow", fmt.Sprint(i)})
+			probs = append(probs, caperr.New(caperr.ConfigError, "%v", err).At(display, p.Line, p.Column, field))
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, probs
 }
 
 // apply layers a spec onto p. Limits only ever go down; an attempt to
@@ -152,7 +188,7 @@ func (p *Policy) apply(s Spec, who string) {
 // Narrow returns p with a plan's own policy layered on top.
 func (p *Policy) Narrow(s Spec, who string) *Policy {
 	out := &Policy{Allow: append([][]string(nil), p.Allow...), Deny: append([]string(nil), p.Deny...),
-		Limits: copyLimits(p.Limits), Sandbox: p.Sandbox, Source: p.Source, Notes: append([]string(nil), p.Notes...)}
+		Limits: copyLimits(p.Limits), Sandbox: p.Sandbox, Network: p.Network, Source: p.Source, Notes: append([]string(nil), p.Notes...)}
 	out.apply(s, who)
 	return out
 }

@@ -111,3 +111,20 @@ func TestTooManyStepsSaysWhereToRaiseIt(t *testing.T) {
 		t.Fatalf("past the ceiling: %+v", v)
 	}
 }
+
+// TestNetworkAllow: network.allow entries are read, a bad one is named
+// with its line and field.
+func TestNetworkAllow(t *testing.T) {
+	p, err := Parse("policy.yaml", []byte("network:\n  allow: [127.0.0.1, \"10.0.0.0/8\", \"db.internal:5432\"]\n"))
+	if err != nil || len(p.Network) != 3 || p.Network[2].Host != "db.internal" || p.Network[2].Port != 5432 {
+		t.Fatalf("%v %+v", err, p)
+	}
+	_, err = Parse("policy.yaml", []byte("network:\n  allow:\n    - 127.0.0.1\n    - http://db.internal\n"))
+	if err == nil || !strings.Contains(err.Error(), `policy.yaml:4:7: network.allow[1]: "http://db.internal": write the host or address`) {
+		t.Fatalf("%v", err)
+	}
+	_, err = Parse("policy.yaml", []byte("network: {alow: [x]}\n"))
+	if err == nil || !strings.Contains(err.Error(), `did you mean "allow"`) {
+		t.Fatalf("%v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/depcheck"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/mcpclient"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/policy"
@@ -53,6 +54,7 @@ type Project struct {
 	// files are as they were (a worker loads both for every run).
 	registry registry.Memo
 	policy   policyMemo
+	services services
 }
 
 // Load reads the configuration.
@@ -106,7 +108,8 @@ func (p *Project) Artifacts(ctx context.Context) (*artifacts.Store, error) {
 // MCP is a pool of sessions to the project's MCP servers (docs/mcp.md);
 // nothing starts until a tool is called. Close it when done.
 func (p *Project) MCP(version string) *mcpclient.Pool {
-	return mcpclient.New(mcpclient.Options{Servers: p.Config.MCPServers, Root: p.Config.Root, Version: version, Logger: p.log})
+	return mcpclient.New(mcpclient.Options{Servers: p.Config.MCPServers, Root: p.Config.Root, Version: version, Logger: p.log,
+		Net: func() *egress.Rules { pol, _ := p.Policy(); return p.Egress(pol) }})
 }
 
 // RunDir is the folder of run workflowID in this project's runs_dir

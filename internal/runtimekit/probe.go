@@ -3,28 +3,29 @@ package runtimekit
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 )
 
 // prober checks one server's readiness, keeping the last 20 distinct
 // observations as evidence.
 type prober struct {
 	r        Record
+	rules    *egress.Rules
 	client   *http.Client
 	logs     *logWatch
 	evidence []string
 }
 
-func newProber(r Record) (*prober, error) {
-	p := &prober{r: r, evidence: []string{}}
+func newProber(r Record, rules *egress.Rules) (*prober, error) {
+	p := &prober{r: r, rules: rules, evidence: []string{}}
 	switch r.Readiness.Type {
 	case "http":
-		p.client = &http.Client{Timeout: 2 * time.Second, CheckRedirect: sameHost}
+		p.client = &http.Client{Timeout: 2 * time.Second, CheckRedirect: sameHost, Transport: rules.Transport()}
 	case "tcp":
 	case "log":
 		re, err := regexp.Compile(r.Readiness.Target)
@@ -81,7 +82,9 @@ func (p *prober) check() (bool, error) {
 		}
 		return resp.StatusCode < 500, nil
 	case "tcp":
-		c, err := net.DialTimeout("tcp", rd.Target, 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := p.rules.Dial(ctx, "tcp", rd.Target)
+		cancel()
 		if err != nil {
 			p.note("connect " + rd.Target + ": " + err.Error())
 			return false, nil
@@ -105,12 +108,12 @@ func (p *prober) check() (bool, error) {
 
 // probe checks a server every 250 ms until it is ready, exits, or the
 // readiness timeout passes.
-func probe(ctx context.Context, r Record, exited <-chan error) (map[string]any, error) {
+func probe(ctx context.Context, r Record, exited <-chan error, rules *egress.Rules) (map[string]any, error) {
 	timeout, err := duration("readiness.timeout", r.Readiness.Timeout, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newProber(r)
+	p, err := newProber(r, rules)
 	if err != nil {
 		return nil, err
 	}

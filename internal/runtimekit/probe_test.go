@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capflow/capflow/internal/egress"
+
 	"github.com/capflow/capflow/internal/builtin"
 )
 
@@ -60,7 +62,8 @@ func TestHTTPProbeStaysOnItsHost(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := Record{Name: "web", PID: os.Getpid(), Readiness: &Readiness{Type: "http", Target: srv.URL + "/", Timeout: "1s"}}
-	data, err := probe(context.Background(), r, nil)
+	lo, _ := egress.ParseEntry("127.0.0.1")
+	data, err := probe(context.Background(), r, nil, &egress.Rules{Allow: []egress.Entry{lo}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/sandbox"
@@ -185,6 +188,8 @@ func TestStopEscalates(t *testing.T) {
 
 func TestReadiness(t *testing.T) {
 	env := testEnv(t)
+	lo, _ := egress.ParseEntry("127.0.0.1")
+	env.Net = &egress.Rules{Allow: []egress.Entry{lo}} // the listener below is the host's
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +213,8 @@ func TestReadiness(t *testing.T) {
 			"readiness": map[string]any{"type": "log", "target": "never", "timeout": "5s"}}, caperr.StartupError, "oops"}, // "exited at once" or "before it was ready", with its log's end
 		{"never ready", map[string]any{"name": "d", "command": []any{"sleep", "60"},
 			"readiness": map[string]any{"type": "http", "target": "http://127.0.0.1:1/", "timeout": "1s"}}, caperr.ReadinessTimeout, "not ready within 1s"},
+		{"tcp to the host's loopback, not allowed", map[string]any{"name": "b2", "command": []any{"sleep", "60"},
+			"readiness": map[string]any{"type": "tcp", "target": l.Addr().String(), "timeout": "1s"}, "net": "none"}, caperr.ReadinessTimeout, "a loopback address"},
 		{"port taken", map[string]any{"name": "e", "command": []any{"sleep", "60"}, "port": taken}, caperr.StartupError, "already taken"},
 		{"no such command", map[string]any{"name": "f", "command": []any{"no-such-binary-xyz"}}, caperr.StartupError, "not found"},
 		{"bad name", map[string]any{"name": "../x", "command": []any{"sleep", "1"}}, caperr.InvalidInput, "name"},
@@ -216,6 +223,12 @@ func TestReadiness(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			env := env
+			if c.in["net"] == "none" {
+				delete(c.in, "net")
+				e := *env
+				e.Net, env = nil, &e
+			}
 			data, err := start(t, env, c.in)
 			if code(err) != c.code {
 				t.Fatalf("code %q, want %q: %v", code(err), c.code, err)
@@ -333,4 +346,38 @@ func TestConfinedServerDaemonizes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("the daemonized server outlived server.stop")
+}
+
+// A confined server listens in a network namespace of its own: the worker
+// publishes its port on this machine's loopback, where its run (and only
+// its run) reaches it; what the server itself reaches goes through the
+// egress proxy, which refuses the host's loopback.
+func TestConfinedServerIsPublishedToItsRun(t *testing.T) {
+	if why := sandbox.Probe().Missing(); why != "" {
+		t.Fatalf("this machine cannot confine: %s", why)
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the host's") }))
+	defer host.Close()
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	env := testEnv(t)
+	env.Confine = &manifest.Sandbox{Network: true}
+	out := filepath.Join(env.RunDir, "curl.txt")
+	script := fmt.Sprintf(`curl -s -o /dev/null -w '%%{http_code}' %s/ > %q; exec python3 -m http.server --bind 127.0.0.1 %d`, host.URL, out, port)
+	target := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	_, err := start(t, env, map[string]any{"name": "web", "command": []any{"sh", "-c", script},
+		"readiness": map[string]any{"type": "http", "target": target, "timeout": "20s"}})
+	if err != nil {
+		t.Fatalf("the run's probe did not reach its server: %v", err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "403" {
+		t.Fatalf("the server reached the host's loopback through the proxy: %q", b)
+	}
+	if _, err := env.Rules().Client().Get(target); err != nil {
+		t.Fatalf("the run's own step: %v", err)
+	}
+	if _, err := (&egress.Rules{}).For(filepath.Join(env.Root, "another-run")).Client().Get(target); err == nil {
+		t.Fatal("another run reached this run's server")
+	}
 }

@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	builtin.Register("server.start", serverStart, builtin.Traits{StartsProcesses: true})
-	builtin.Register("server.wait_ready", serverWaitReady, builtin.Traits{})
+	builtin.Register("server.start", serverStart, builtin.Traits{StartsProcesses: true, Network: true})
+	builtin.Register("server.wait_ready", serverWaitReady, builtin.Traits{Network: true})
 	builtin.Register("server.stop", serverStop, builtin.Traits{})
 	builtin.Register("logs.collect", logsCollect, builtin.Traits{})
 	builtin.Register("run.finalize", runFinalize, builtin.Traits{})
-	builtin.Register("browser.run", browserRun, builtin.Traits{})
+	builtin.Register("browser.run", browserRun, builtin.Traits{Network: true})
 }
 
 // Readiness says when a started server is ready.
@@ -157,7 +157,7 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	if in.Readiness == nil {
 		return data, nil
 	}
-	ready, err := probe(ctx, rec, exited)
+	ready, err := probe(ctx, rec, exited, env.Rules())
 	for k, v := range ready {
 		data[k] = v
 	}
@@ -205,6 +205,9 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	if err != nil {
 		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
 	}
+	if tree != nil {
+		publish(env.RunDir, tree, func(why string) { env.Feedback.Warn("network", fmt.Sprintf("%s: a port cannot be published: %s", in.Name, why)) })
+	}
 	return cmd, logPath, token, nil
 }
 
@@ -235,8 +238,12 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
 	}
 	EnsureOwnerKey()
-	cmd, tree, err := sup.Command(sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
-		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true})
+	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
+		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true}
+	if spec.Network {
+		req.Outbound = builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/server", nil)
+	}
+	cmd, tree, err := sup.Command(req)
 	if err != nil {
 		return nil, nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
 	}
@@ -271,7 +278,7 @@ func serverWaitReady(ctx context.Context, raw map[string]any, env *builtin.Env) 
 		if why := r.Verify(env.RunDir); why != "" {
 			return map[string]any{"ready": false, "checked_at": now(), "probe_evidence": []string{why}}, caperr.New(caperr.StartupError, "%s: %s; %s", in.Name, why, tail(r.LogPath))
 		}
-		return probe(ctx, r, nil)
+		return probe(ctx, r, nil, env.Rules())
 	}
 	return nil, caperr.New(caperr.InvalidInput, "the run started no server named %q", in.Name)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -29,13 +31,33 @@ type rlimit struct {
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
 const prSetChildSubreaper = 36
 
+// stepArg makes the init end with its command, as a step's tree does (a
+// server's init stays while anything of its tree runs).
+const stepArg = "--step"
+
 // initMain runs a server's command inside its sandbox and lives as long
 // as any process of its tree does: a server that daemonizes (forks and
 // lets its first process exit) is adopted here rather than killed with
 // the sandbox. SIGTERM and friends are caught, so a stop reaches the
 // server while this init stays to reap it; exits with the command's
-// status.
+// status. With ctlArg it first opens the tree's way to the network
+// (netInit); with stepArg it ends when its command does.
 func initMain(argv []string) int {
+	env, step := os.Environ(), false
+	for len(argv) > 0 && strings.HasPrefix(argv[0], "--") {
+		switch a := argv[0]; {
+		case a == stepArg:
+			step = true
+		case strings.HasPrefix(a, ctlArg):
+			fd, _ := strconv.Atoi(strings.TrimPrefix(a, ctlArg))
+			var err error
+			if env, err = netInit(fd, env); err != nil {
+				fmt.Fprintf(os.Stderr, "capflow sandbox init: %v\n", err)
+				return 126
+			}
+		}
+		argv = argv[1:]
+	}
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "capflow sandbox init: no command")
 		return 126
@@ -45,7 +67,7 @@ func initMain(argv []string) int {
 	path, err := exec.LookPath(argv[0])
 	var p *os.Process
 	if err == nil {
-		p, err = os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		p, err = os.StartProcess(path, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "capflow sandbox init: %v\n", err)
@@ -65,6 +87,9 @@ func initMain(argv []string) int {
 			status = ws.ExitStatus()
 			if ws.Signaled() {
 				status = 128 + int(ws.Signal())
+			}
+			if step {
+				return status
 			}
 		}
 	}

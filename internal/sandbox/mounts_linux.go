@@ -55,7 +55,7 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, "--tmpfs", h)
 	}
 	read := append(append(append([]string(nil), req.Read...), toolchains(pathDirs(req.Env))...), req.Spec.Read...)
-	if req.Server {
+	if req.Server || req.Spec.Network {
 		read = append(read, s.exe) // the init below
 	}
 	shown := rebind(read, hidden)

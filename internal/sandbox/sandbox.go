@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -29,8 +30,9 @@ const (
 // Spec is what one tool may use: the manifest's `sandbox:` block over
 // Defaults, with paths made absolute.
 type Spec struct {
-	// Network true shares the host's network; false leaves the tool its
-	// own loopback only.
+	// Network true gives the tree the network through capflow's egress
+	// proxy (Request.Outbound); false leaves it its own loopback only.
+	// Either way it has its own network namespace.
 	Network bool
 	// Read and Write are absolute paths beyond the defaults (the project
 	// read-only; the step folder, or a server's run folder, writable).
@@ -57,6 +59,9 @@ type Request struct {
 	// Server: the tree outlives the process that started it (no
 	// die-with-parent) and lives as long as any of its processes does.
 	Server bool
+	// Outbound serves the proxy of a tree with the network: every
+	// connection it makes goes through it (nil: none is allowed).
+	Outbound http.Handler
 }
 
 // Breach is a limit a tree passed.
@@ -94,7 +99,7 @@ func Bytes(n int64) string {
 func (s Spec) Describe() string {
 	net := "own loopback only"
 	if s.Network {
-		net = "host network"
+		net = "through capflow's egress proxy"
 	}
 	parts := []string{"network: " + net}
 	if len(s.Write) > 0 {

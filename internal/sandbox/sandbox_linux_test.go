@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/capflow/capflow/internal/manifest"
+	"golang.org/x/sys/unix"
 )
 
 // These tests run real bubblewrap over real processes: a machine that
@@ -36,9 +39,16 @@ type outcome struct {
 
 func run(t *testing.T, spec Spec, step string, script string) outcome {
 	t.Helper()
+	return runWith(t, Request{Spec: spec}, step, script)
+}
+
+// runWith runs script as req says (its Spec, Outbound) in step.
+func runWith(t *testing.T, req Request, step string, script string) outcome {
+	t.Helper()
 	s := support(t)
-	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", script}, Dir: step, Read: []string{filepath.Dir(step)},
-		Env: []string{"PATH=/usr/bin:/bin", "STEP=" + step}, Write: []string{step}, Spec: spec})
+	req.Argv, req.Dir, req.Read = []string{"/bin/sh", "-c", script}, step, []string{filepath.Dir(step)}
+	req.Env, req.Write = []string{"PATH=/usr/bin:/bin", "STEP=" + step}, []string{step}
+	cmd, tree, err := s.Command(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +104,21 @@ func TestNoNetworkButItsOwnLoopback(t *testing.T) {
 	if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
 		t.Fatalf("confined tool reached the host's loopback server: %q", o.out)
 	}
+	// network: true is no route to the host either: the tool's HTTP
+	// clients reach the network through the proxy its Outbound serves.
 	withNet := Defaults
 	withNet.Network = true
-	if o := run(t, withNet, t.TempDir(), probe); strings.TrimSpace(o.out) != "open" {
-		t.Fatalf("network: true did not reach the host: %q", o.out)
+	if o := run(t, withNet, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
+		t.Fatalf("network: true reached the host's loopback directly: %q", o.out)
+	}
+	var asked atomic.Value
+	outbound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.Method + " " + r.URL.String())
+		fmt.Fprint(w, "proxied")
+	})
+	o := runWith(t, Request{Spec: withNet, Outbound: outbound}, t.TempDir(), `curl -s http://example.test/x; echo; echo "$HTTP_PROXY"`)
+	if !strings.HasPrefix(o.out, "proxied\nhttp://127.0.0.1:") || asked.Load() != "GET http://example.test/x" {
+		t.Fatalf("the tool's request did not go through its proxy: %q %v", o.out, asked.Load())
 	}
 }
 
@@ -529,4 +550,43 @@ func (p *cgroupPool) holds(cg *cgroup) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Contains(p.idle, cg)
+}
+
+// TestNoKeyringNoNamespaces: whatever the worker's uid (CI runs as root),
+// a confined tool can neither read nor plant keys in the host's keyrings
+// (hostile findings at 6003afe, 5), load BPF, open perf events nor make
+// namespaces of its own.
+func TestNoKeyringNoNamespaces(t *testing.T) {
+	id, err := unix.AddKey("user", "capflow-probe", []byte("SECRET"), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Fatalf("the test's own key: %v", err)
+	}
+	defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	script := fmt.Sprintf(`python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *a):
+    r = libc.syscall(*a)
+    print(name, r, ctypes.get_errno())
+call("search", %d, 10, -4, b"user", b"capflow-probe", 0)
+call("add", %d, b"user", b"capflow-planted", b"x", 1, -4)
+call("bpf", %d, 0, 0, 0)
+call("perf", %d, 0, 0, -1, -1, 0)
+call("unshare", %d, 0x10000000)
+call("clone", %d, 0x10000000 | 17, 0, 0, 0, 0)
+call("clone3", %d, 0, 0)
+call("getpid", %d)
+'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID)
+	o := run(t, Defaults, t.TempDir(), script)
+	for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n"} {
+		if !strings.Contains(o.out, want) {
+			t.Errorf("missing %q in\n%s", want, o.out)
+		}
+	}
+	if strings.Contains(o.out, "getpid -1") || !strings.Contains(o.out, "getpid ") {
+		t.Errorf("an allowed call failed:\n%s", o.out)
+	}
+	if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "capflow-planted", 0); err == nil {
+		t.Error("the tool planted a key in the host's keyring")
+	}
 }

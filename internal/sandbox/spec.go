@@ -125,7 +125,7 @@ func Beyond(m *manifest.Sandbox) []string {
 	s, d := Declared(m), Defaults
 	var out []string
 	if s.Network {
-		out = append(out, "network: the host's")
+		out = append(out, "network: public addresses through capflow's egress proxy")
 	}
 	for _, w := range s.Write {
 		out = append(out, "writes "+w)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,10 @@ type Tree struct {
 	breach                       *Breach
 	// watching is the watch goroutine, done before the cgroups are reused.
 	watching sync.WaitGroup
+	// net is the control socket of a tree with the network (nil without).
+	net *treeNet
+	// filter is the pipe bubblewrap reads the seccomp filter from.
+	filter *os.File
 }
 
 // Command prepares req: an exec.Cmd of bubblewrap (the caller sets its
@@ -65,12 +70,31 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 		go t.cg.remove()
 		return nil, nil, err
 	}
+	files := []*os.File{t.infoW, t.blockR}
+	if req.Spec.Network {
+		if t.net, err = newTreeNet(req.Outbound); err != nil {
+			t.closePipes()
+			go t.cg.remove()
+			return nil, nil, err
+		}
+		files = append(files, t.net.child) // ctlFD
+	}
 	args := s.bwrapArgs(req)
+	if t.filter, err = filterFile(); err != nil {
+		t.closePipes()
+		t.closeNet()
+		go t.cg.remove()
+		return nil, nil, err
+	}
+	if t.filter != nil {
+		files = append(files, t.filter)
+		args = append([]string{args[0], "--seccomp", strconv.Itoa(2 + len(files))}, args[1:]...)
+	}
 	env := req.Env
 	if mark := workerMark(); mark != "" && !req.Server {
 		env = append(append([]string(nil), env...), WorkerEnv+"="+mark)
 	}
-	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: env, ExtraFiles: []*os.File{t.infoW, t.blockR}}
+	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: env, ExtraFiles: files}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !req.Server {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -101,9 +125,10 @@ func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
 }
 
 // bwrapArgs is the bubblewrap command line: new namespaces (pid, ipc,
-// uts, cgroup, user unless the worker is root, and net unless the tool
-// declared network), no capabilities, the whole file system read-only
-// with the hidden roots emptied, then the tool's folders (mountArgs).
+// uts, cgroup, net, user unless the worker is root), no capabilities,
+// the whole file system read-only with the hidden roots emptied, then the
+// tool's folders (mountArgs). A tree with the network reaches it through
+// its init (netinit_linux.go), never through the host's namespace.
 func (s *Support) bwrapArgs(req Request) []string { return s.bwrapArgsAs(req, os.Geteuid()) }
 
 // bwrapArgsAs is bwrapArgs for a worker of effective uid euid.
@@ -126,9 +151,7 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 		// capabilities in the user namespace): two mounts a step saved.
 		a = append(a, "--unshare-user")
 	}
-	if !req.Spec.Network {
-		a = append(a, "--unshare-net")
-	}
+	a = append(a, "--unshare-net")
 	if !req.Server {
 		a = append(a, "--die-with-parent")
 	}
@@ -137,8 +160,14 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 		a = append(a, "--chdir", req.Dir)
 	}
 	a = append(a, "--")
-	if req.Server {
+	if req.Server || req.Spec.Network {
 		a = append(a, s.exe, initArg)
+		if req.Spec.Network {
+			a = append(a, ctlArg+strconv.Itoa(ctlFD))
+		}
+		if !req.Server {
+			a = append(a, stepArg)
+		}
 	}
 	return append(a, req.Argv...)
 }
@@ -174,6 +203,9 @@ func (t *Tree) started() error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	t.closePipes()
+	if t.net != nil {
+		go t.net.run()
+	}
 	if t.cg != nil && !t.server {
 		t.watching.Add(1)
 		go t.watch()
@@ -206,10 +238,19 @@ func (t *Tree) handshake() error {
 
 // closePipes closes the handshake's pipes (again: errors ignored).
 func (t *Tree) closePipes() {
-	for _, f := range []*os.File{t.infoR, t.infoW, t.blockW, t.blockR} {
+	for _, f := range []*os.File{t.infoR, t.infoW, t.blockW, t.blockR, t.filter} {
 		if f != nil {
 			_ = f.Close()
 		}
+	}
+}
+
+// closeNet ends the tree's way to the network (a tree that never ran, or
+// whose bubblewrap exited).
+func (t *Tree) closeNet() {
+	if t.net != nil {
+		_ = t.net.child.Close()
+		t.net.close()
 	}
 }
 
@@ -219,6 +260,7 @@ func (t *Tree) Abort() {
 	t.ended.Store(true)
 	t.stopOnce.Do(func() { close(t.stop) })
 	t.closePipes()
+	t.closeNet()
 	t.watching.Wait()
 	if t.server {
 		go t.cg.remove()
@@ -289,6 +331,7 @@ func (t *Tree) Kill() {
 func (t *Tree) Finish(exit int, tail string) *Breach {
 	t.ended.Store(true)
 	t.stopOnce.Do(func() { close(t.stop); t.closePipes() })
+	t.closeNet()
 	t.watching.Wait()
 	if b := t.cg.breach(t.spec); b != nil {
 		t.record(b)

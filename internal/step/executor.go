@@ -196,7 +196,7 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 
 // runTool runs the step's tool, confined as the policy says.
 func (e *Executor) runTool(ctx context.Context, r *stepRun, m *manifest.Manifest, inputs any) (envelope.Envelope, error) {
-	mode, err := e.sandboxMode(m)
+	mode, net, err := e.reach(m)
 	if err != nil {
 		return envelope.Envelope{}, err
 	}
@@ -207,7 +207,7 @@ func (e *Executor) runTool(ctx context.Context, r *stepRun, m *manifest.Manifest
 		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: in.Step.ID, Label: label(in.Step), Attempt: int(r.attempt),
 		Root: e.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir,
 		Secrets:    toolrun.SecretsFromEnv(m, os.LookupEnv),
-		OnFeedback: at.OnFeedback, OnStderr: at.OnStderr, Sandbox: mode,
+		OnFeedback: at.OnFeedback, OnStderr: at.OnStderr, Sandbox: mode, Net: net,
 	})
 	if w := nearTimeout(time.Since(r.began), at.Timeout); w != nil {
 		env.Feedback = append(env.Feedback, *w)

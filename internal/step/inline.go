@@ -139,14 +139,14 @@ func (e *Executor) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext, 
 	if in.RunDir != "" && in.RunDir == e.LegacyRunDir(id) {
 		runDir = in.RunDir
 	}
-	mode, err := e.sandboxMode(m)
+	mode, net, err := e.reach(m)
 	if err != nil {
 		return envelope.Envelope{}, false
 	}
 	env := e.Tool.Run(context.Background(), toolrun.Request{
 		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Label: label(in.Step), Attempt: 1,
 		Root: e.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
-		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Budget: e.inlineStepTime(),
+		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Net: net, Budget: e.inlineStepTime(),
 	})
 	return env, true
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	// Also registers the runtime kit's builtins wherever tools run.
@@ -56,6 +57,12 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec}
+	if spec.Network {
+		p.box.Outbound = builtin.Outbound(req.Net, req.RunID+"/"+req.Label, func(err error) {
+			r.logger().Warn("egress refused", "step", req.Label, "why", err)
+			p.refused(err)
+		})
+	}
 	return "", nil
 }
 
@@ -116,3 +123,4 @@ func nonEmpty(xs []string) []string {
 func unconfinedNote(why string) envelope.Feedback {
 	return envelope.Feedback{Phase: "sandbox", Level: envelope.LevelWarning, Message: why, Timestamp: envelope.Timestamp(envelope.Now())}
 }
+

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
 )
 
@@ -27,8 +29,12 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) 
 	for k, v := range m.Entrypoint.Headers {
 		hreq.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(hreq)
+	hreq.Header.Set(client.PlanStepHeader, req.RunID+"/"+req.StepID)
+	resp, err := req.Net.Plus(egress.HostPort(m.Entrypoint.URL)).Client().Do(hreq)
 	if err != nil {
+		if ref, ok := egress.AsRefused(err); ok {
+			return b.Fail(caperr.PolicyBlocked, fmt.Sprintf("%s: %v", m.Name, ref), nil)
+		}
 		if ctx.Err() != nil {
 			return b.Fail(ctxCode(ctx), fmt.Sprintf("%s: %s", m.Name, ctxMessage(ctxCode(ctx))), nil)
 		}

@@ -49,6 +49,23 @@ type process struct {
 	detail  string // the stderr tail
 	stopped bool   // stopped by cancellation or timeout
 	breach  *sandbox.Breach
+	// refusals are the connections the egress proxy refused the tree
+	// (the first few), told in its feedback.
+	refMu    sync.Mutex
+	refusals []envelope.Feedback
+}
+
+// maxRefusals bounds the refusals a step's feedback tells.
+const maxRefusals = 5
+
+// refused notes a connection the egress proxy refused the tool.
+func (p *process) refused(err error) {
+	p.refMu.Lock()
+	defer p.refMu.Unlock()
+	if len(p.refusals) < maxRefusals {
+		p.refusals = append(p.refusals, envelope.Feedback{Phase: "network", Level: envelope.LevelWarning,
+			Timestamp: envelope.Timestamp(envelope.Now()), Message: "capflow refused a connection: " + err.Error()})
+	}
 }
 
 // run starts the process and waits for it and its stderr. failed is set
@@ -191,6 +208,12 @@ func (p *process) stopOnCancel(ctx context.Context, pgid int, tree *sandbox.Tree
 // result reads the envelope of a process that ended: from its exit code
 // (result: exit_code), its output file, or its stdout.
 func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
+	p.refMu.Lock()
+	for _, f := range p.refusals {
+		p.events.add(f)
+	}
+	p.refusals = nil
+	p.refMu.Unlock()
 	if p.stopped || ctx.Err() != nil {
 		code := ctxCode(ctx)
 		b.Append(p.events.list()...)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/mcpclient"
@@ -50,6 +51,9 @@ type Request struct {
 	OnStderr func(line string)
 	// Sandbox is the project policy's confinement of command tools.
 	Sandbox sandbox.Mode
+	// Net is what the run may reach on the network (nil: public
+	// addresses only).
+	Net *egress.Rules
 	// Budget, when set, bounds a builtin's own evaluation (not the schema
 	// checks around it), or a command's run, which is killed at once past
 	// it: an inline step's (internal/step/inline.go).
@@ -111,6 +115,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	if req.Inputs == nil {
 		req.Inputs = map[string]any{}
 	}
+	req.Net = req.Net.For(req.RunDir)
 	if vs := r.validate(m, "in", m.InputSchema, req.Inputs); len(vs) > 0 {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
 		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
@@ -205,7 +210,7 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.
 		defer cancel()
 	}
 	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
-		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox}
+		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net}
 	data, err := func() (data any, err error) {
 		defer func() {
 			if p := recover(); p != nil {

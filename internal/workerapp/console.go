@@ -25,6 +25,7 @@ func serveConsole(ctx context.Context, addr, token string, c sdkclient.Client, p
 		return err
 	}
 	log.Info("console", "url", "http://"+ln.Addr().String()+"/")
+	proj.AddService("the console", ln.Addr().String())
 	go func() {
 		if err := srv.Serve(ctx, ln); err != nil {
 			log.Error("console", "error", err.Error())

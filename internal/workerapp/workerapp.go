@@ -132,6 +132,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	defer c.Close()
 	proj := project.New(cfg, log, stderr)
+	if ms != nil {
+		proj.AddService("the worker's metrics", ms.Addr)
+	}
 	if f.consoleAddr != "" {
 		if err := serveConsole(ctx, f.consoleAddr, f.consoleToken, c, proj, log); err != nil {
 			log.Error("console", "error", err.Error())
