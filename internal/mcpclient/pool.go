@@ -23,8 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/egress"
 )
 
 // DefaultStartTimeout bounds starting a server and its initialize

@@ -206,7 +206,9 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
 	}
 	if tree != nil {
-		publish(env.RunDir, tree, func(why string) { env.Feedback.Warn("network", fmt.Sprintf("%s: a port cannot be published: %s", in.Name, why)) })
+		publish(env.RunDir, tree, func(why string) {
+			env.Feedback.Warn("network", fmt.Sprintf("%s: a port cannot be published: %s", in.Name, why))
+		})
 	}
 	return cmd, logPath, token, nil
 }

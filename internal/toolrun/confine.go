@@ -123,4 +123,3 @@ func nonEmpty(xs []string) []string {
 func unconfinedNote(why string) envelope.Feedback {
 	return envelope.Feedback{Phase: "sandbox", Level: envelope.LevelWarning, Message: why, Timestamp: envelope.Timestamp(envelope.Now())}
 }
-
