@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"net"
 	"os/exec"
 	"time"
 )
@@ -52,3 +53,8 @@ func Stop(int, time.Duration, func() bool) string { return "" }
 
 // SweepOrphans finds nothing to sweep.
 func SweepOrphans() []int { return nil }
+
+// DialInside, Listening and Ended: no tree has a namespace here.
+func (t *Tree) DialInside(uint16) (net.Conn, error) { return nil, errors.New("no sandbox here") }
+func (t *Tree) Listening() ([]uint16, error)        { return nil, errors.New("no sandbox here") }
+func (t *Tree) Ended() <-chan struct{}              { return nil }
