@@ -130,14 +130,21 @@ func TestAllowedHostBehindAProxy(t *testing.T) {
 	}
 }
 
-// TestInputsStayInTheirStepFolder: a tool that leaves its input.json as
-// a link to a file outside its step folder does not get the console to
-// serve that file (found attacking this guard).
-func TestInputsStayInTheirStepFolder(t *testing.T) {
+// TestInputsStayInTheirRecords: the inputs the console shows are the
+// step's records, which no tool writes: a tool's own input.json in its
+// step folder (forged: hostile findings at 6003afe, 12a) is not shown, and
+// a link in the records is not followed.
+func TestInputsStayInTheirRecords(t *testing.T) {
 	ts, root := testProject(t, "")
 	secret := filepath.Join(t.TempDir(), "creds.json")
 	os.WriteFile(secret, []byte(`{"aws_secret":"OUTSIDE_JSON_SECRET"}`), 0o600)
-	step := filepath.Join(root, ".capflow", "runs", runfolder.Name("run1"), "steps", "s")
+	runDir := filepath.Join(root, ".capflow", "runs", runfolder.Name("run1"))
+	os.MkdirAll(runfolder.Step(runDir, "s", -1), 0o755)
+	os.WriteFile(filepath.Join(runfolder.Step(runDir, "s", -1), "input.json"), []byte(`{"cmd":"echo nothing to see"}`), 0o644)
+	if code, body := get(t, ts.Client(), ts.URL+"/api/runs/run1/steps/s/inputs"); code != 404 || strings.Contains(body, "nothing to see") {
+		t.Fatalf("the tool's own file: %d %s", code, body)
+	}
+	step := runfolder.Records(runDir, "s", -1)
 	os.MkdirAll(step, 0o755)
 	os.Symlink(secret, filepath.Join(step, "input.json"))
 	if code, body := get(t, ts.Client(), ts.URL+"/api/runs/run1/steps/s/inputs"); code != 404 || strings.Contains(body, "OUTSIDE_JSON_SECRET") {
@@ -210,21 +217,25 @@ func TestPlansSkipWhatIsNoPlanFile(t *testing.T) {
 	}
 }
 
-// TestTimelineStaysInTheRunFolder: a step folder (or its attempts file)
-// left as a link out of the run's folder is not read for the timeline;
-// the step's own record is.
+// TestTimelineStaysInTheRunFolder: a records folder (or its attempts
+// file) left as a link out of the run's folder is not read for the
+// timeline; the step's own record is, and a tool's forged attempts in its
+// step folder (hostile findings at 6003afe, 12b) are not.
 func TestTimelineStaysInTheRunFolder(t *testing.T) {
 	runDir := t.TempDir()
 	outside := t.TempDir()
 	line := `{"attempt":1,"code":"TOOL_FAILURE","message":"OUTSIDE","started":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:00:01Z"}` + "\n"
 	os.WriteFile(filepath.Join(outside, ".capflow-attempts.jsonl"), []byte(line), 0o644)
-	steps := filepath.Join(runDir, "steps")
+	forged := runfolder.Step(runDir, "forged", -1)
+	os.MkdirAll(forged, 0o755)
+	os.WriteFile(filepath.Join(forged, ".capflow-attempts.jsonl"), []byte(strings.Replace(line, "OUTSIDE", "forged", 1)), 0o644)
+	steps := filepath.Join(runDir, "records")
 	os.MkdirAll(filepath.Join(steps, "own"), 0o755)
 	os.Symlink(outside, filepath.Join(steps, "linked"))
 	os.MkdirAll(filepath.Join(steps, "filelink"), 0o755)
 	os.Symlink(filepath.Join(outside, ".capflow-attempts.jsonl"), filepath.Join(steps, "filelink", ".capflow-attempts.jsonl"))
 	os.WriteFile(filepath.Join(steps, "own", ".capflow-attempts.jsonl"), []byte(strings.Replace(line, "OUTSIDE", "own", 1)), 0o644)
-	for id, want := range map[string]string{"linked": "", "filelink": "", "own": "own"} {
+	for id, want := range map[string]string{"linked": "", "filelink": "", "own": "own", "forged": ""} {
 		row := timelineStep(runDir, client.StepResult{ID: id, Status: "succeeded", Attempts: 2})
 		got := ""
 		if len(row.Failed) == 1 {

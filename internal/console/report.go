@@ -54,16 +54,14 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 const MaxInputs = 1 << 20
 
 // getInputs answers a step's evaluated inputs as its command tool received
-// them (the step folder's input.json), when the run's folder is on this
-// host; builtins record none.
+// them (input.json in the step's records, which no tool writes), when the
+// run's folder is on this host; builtins record none.
 func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	id, step := r.PathValue("id"), r.PathValue("step")
-	// Beneath the step's folder: a link the tool left there (input.json
-	// pointing out of it) is refused.
-	stepDir := runfolder.Step(s.o.Project.RunDir(id), step, -1)
-	raw, err := beneath.ReadFile(stepDir, toolrun.InputFile, MaxInputs, "inputs")
+	recDir := runfolder.Records(s.o.Project.RunDir(id), step, -1)
+	raw, err := beneath.ReadFile(recDir, toolrun.InputFile, MaxInputs, "inputs")
 	if err != nil {
-		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools record them in their step folder, on the worker's host; %v)", step, err))
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no recorded inputs of step %s here (command tools' inputs are recorded in the run's folder, on the worker's host; %v)", step, err))
 		return
 	}
 	if !json.Valid(raw) {

@@ -56,13 +56,12 @@ func (s *Server) timeline(ctx context.Context, id string) (any, error) {
 }
 
 // timelineStep is a step's row; a step that took more than one attempt
-// has its failed ones read beneath the run's folder (a link a tool left
-// in its place is refused, not followed).
+// has its failed ones read from its records, beneath the run's folder.
 func timelineStep(runDir string, st client.StepResult) TimelineStep {
 	row := TimelineStep{ID: st.ID, Status: string(st.Status), StartedAt: st.StartedAt, EndedAt: st.EndedAt, Attempts: st.Attempts}
 	if st.Attempts > 1 {
-		stepDir := runfolder.Step(runDir, st.ID, -1)
-		if raw, err := beneath.ReadFile(runDir, filepath.Join(stepDir, report.AttemptsFileName), maxAttemptsFile, "attempts"); err == nil {
+		recDir := runfolder.Records(runDir, st.ID, -1)
+		if raw, err := beneath.ReadFile(runDir, filepath.Join(recDir, report.AttemptsFileName), maxAttemptsFile, "attempts"); err == nil {
 			row.Failed = report.ParseAttempts(raw)
 		}
 	}

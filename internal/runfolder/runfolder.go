@@ -61,6 +61,20 @@ func Safe(s string) string {
 	return string(out)
 }
 
+// Records is where the engine keeps a step's records in its run's folder
+// (runDir/records/<Safe(id)>, items/<index> beneath it): what the step
+// was given (input.json), its failed attempts, the start of a
+// non-idempotent step, its stored output (data.json). No tool or server
+// of the run writes there: a tool writes its step folder (Step), a server
+// its own.
+func Records(runDir, id string, index int) string {
+	dir := filepath.Join(runDir, "records", Safe(id))
+	if index >= 0 {
+		dir = filepath.Join(dir, "items", strconv.Itoa(index))
+	}
+	return dir
+}
+
 // Step is a step's folder in its run's folder: runDir/steps/<Safe(id)>,
 // and for item index of a for_each step (index >= 0) items/<index>
 // beneath it.

@@ -172,7 +172,11 @@ func runFinalize(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		}
 		return nil
 	})
-	reg, _ := ReadRegistry(env.RunDir)
+	reg, err := ReadRegistry(env.RunDir)
+	if err != nil {
+		env.Feedback.Warn("processes", err.Error())
+		reg = &Registry{}
+	}
 	doc := map[string]any{"status": in.Status, "summary": in.Summary, "issues": issues, "artifacts": artifacts, "processes": reg.Processes, "written_at": now()}
 	jsonPath, mdPath := filepath.Join(env.RunDir, "final.json"), filepath.Join(env.RunDir, "final.md")
 	b, _ := json.MarshalIndent(doc, "", "  ")

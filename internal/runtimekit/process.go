@@ -13,12 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capflow/capflow/internal/procfs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/capflow/capflow/internal/beneath"
+	"github.com/capflow/capflow/internal/procfs"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -123,12 +125,15 @@ func withRegistry(runDir string, f func(*Registry) error) error {
 }
 
 // ReadRegistry reads processes.json (empty when the run started nothing).
+// maxRegistry bounds processes.json as it is read.
+const maxRegistry = 16 << 20
+
 func ReadRegistry(runDir string) (*Registry, error) {
 	var reg Registry
-	b, err := os.ReadFile(filepath.Join(runDir, ProcessesFile))
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(runDir, ProcessesFile)); errors.Is(err, os.ErrNotExist) {
 		return &reg, nil
 	}
+	b, err := beneath.ReadFile(runDir, ProcessesFile, maxRegistry, "processes.json")
 	if err != nil {
 		return nil, err
 	}

@@ -310,8 +310,9 @@ func TestLogsCollect(t *testing.T) {
 }
 
 // A confined server that daemonizes keeps running until server.stop, which
-// leaves nothing of it; it writes in the run folder and nowhere else in
-// the project.
+// leaves nothing of it; it writes in its own folder (its step's) and
+// nowhere else: not the run's records, not the project (hostile findings
+// at 6003afe, 13: a server rewrote another step's stored output).
 func TestConfinedServerDaemonizes(t *testing.T) {
 	if why := sandbox.Probe().Missing(); why != "" {
 		t.Fatalf("this machine cannot confine: %s", why)
@@ -319,8 +320,8 @@ func TestConfinedServerDaemonizes(t *testing.T) {
 	env := testEnv(t)
 	env.Confine = &manifest.Sandbox{Network: true}
 	marker := fmt.Sprintf("sleep %d.5", 200000+time.Now().UnixNano()%100000)
-	script := fmt.Sprintf(`echo run > %q; echo proj > %q 2>/dev/null || echo "read-only project"; setsid %s </dev/null >/dev/null 2>&1 & exit 0`,
-		filepath.Join(env.RunDir, "written.txt"), filepath.Join(env.Root, "escaped.txt"), marker)
+	script := fmt.Sprintf(`echo own > %q; echo run > %q; echo proj > %q 2>/dev/null || echo "read-only project"; setsid %s </dev/null >/dev/null 2>&1 & exit 0`,
+		filepath.Join(env.Workdir, "written.txt"), filepath.Join(env.RunDir, "records.txt"), filepath.Join(env.Root, "escaped.txt"), marker)
 	data, err := start(t, env, map[string]any{"name": "d", "command": []any{"sh", "-c", script}})
 	if err != nil {
 		t.Fatal(err)
@@ -332,8 +333,11 @@ func TestConfinedServerDaemonizes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(env.Root, "escaped.txt")); err == nil {
 		t.Fatal("the server wrote in the project outside the run folder")
 	}
-	if b, _ := os.ReadFile(filepath.Join(env.RunDir, "written.txt")); string(b) != "run\n" {
-		t.Fatalf("run folder write: %q", b)
+	if b, _ := os.ReadFile(filepath.Join(env.Workdir, "written.txt")); string(b) != "own\n" {
+		t.Fatalf("its own folder: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(env.RunDir, "records.txt")); err == nil {
+		t.Fatal("the server wrote in the run's folder outside its own")
 	}
 	res, err := Stop(env.RunDir, "d", 500*time.Millisecond)
 	if err != nil || len(res.Stopped) != 1 || res.Stopped[0] != data["pid"].(int) {
@@ -363,7 +367,7 @@ func TestConfinedServerIsPublishedToItsRun(t *testing.T) {
 	free.Close()
 	env := testEnv(t)
 	env.Confine = &manifest.Sandbox{Network: true}
-	out := filepath.Join(env.RunDir, "curl.txt")
+	out := filepath.Join(env.Workdir, "curl.txt")
 	script := fmt.Sprintf(`curl -s -o /dev/null -w '%%{http_code}' %s/ > %q; exec python3 -m http.server --bind 127.0.0.1 %d`, host.URL, out, port)
 	target := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	_, err := start(t, env, map[string]any{"name": "web", "command": []any{"sh", "-c", script},

@@ -213,8 +213,9 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	return cmd, logPath, token, nil
 }
 
-// serverCommand is the server's command: confined (its own PID
-// namespace, the run folder writable, the network the manifest declares)
+// serverCommand is the server's command: confined (its own PID and
+// network namespaces, its step's folder writable, the network through the
+// run's egress proxy when the manifest declares it)
 // unless the policy says sandbox: off or, by default, the machine cannot
 // confine. Its own process group either way: stopped as a whole, and
 // untouched by signals meant for the worker.
@@ -235,20 +236,32 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		env.Feedback.Warn("sandbox", "server runs unconfined (policy sandbox: default): "+why)
 		return plain(), nil, nil
 	}
-	spec, err := sandbox.SpecFor(env.Confine, env.Root)
+	spec, folders, err := sandbox.SpecFor(env.Confine, env.Root)
 	if err != nil {
 		return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
 	}
 	EnsureOwnerKey()
+	// Its own folder, the step's, and nothing else of the run: the run's
+	// records and other steps' outputs stay out of its reach.
+	own := env.Workdir
+	if own == "" {
+		own = filepath.Join(env.RunDir, "servers")
+	}
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		return nil, nil, caperr.Wrap(caperr.ObservabilityError, err, "the server's folder")
+	}
 	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
-		Write: []string{env.RunDir}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true}
+		Write: []string{own}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders}
 	if spec.Network {
 		req.Outbound = builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/server", nil)
 	}
 	cmd, tree, err := sup.Command(req)
 	if err != nil {
+		folders.Close()
 		return nil, nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
 	}
+	// bubblewrap holds its own copies of the handles once it has started.
+	tree.AfterStart(folders.Close)
 	return cmd, tree, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -63,7 +64,11 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, "--ro-bind-try", p, p)
 	}
 	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
-		a = append(a, "--bind", p, p)
+		if fd, ok := req.bindFDs[p]; ok {
+			a = append(a, "--bind-fd", strconv.Itoa(fd), p)
+		} else {
+			a = append(a, "--bind", p, p)
+		}
 		shown = append(shown, filepath.Clean(p))
 	}
 	for _, p := range req.Hide {

@@ -62,6 +62,11 @@ type Request struct {
 	// Outbound serves the proxy of a tree with the network: every
 	// connection it makes goes through it (nil: none is allowed).
 	Outbound http.Handler
+	// Folders are the write folders held open (SpecFor): each is bound
+	// from its handle, never by its name again.
+	Folders Folders
+
+	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
 }
 
 // Breach is a limit a tree passed.

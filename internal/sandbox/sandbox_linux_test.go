@@ -487,18 +487,18 @@ func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
 	os.Symlink(".capflow", filepath.Join(project, "innocent"))
 	os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
 	for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
-		if _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
+		if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
 			t.Errorf("write %s: %v", w, err)
 		}
 	}
-	if s, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
+	if s, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
 		t.Fatalf("write out: %v %+v", err, s)
 	}
 	// A folder the configuration trusts (tools_dirs: [mytools]), reached
 	// through a link.
 	os.MkdirAll(filepath.Join(project, "mytools", "x"), 0o755)
 	os.Symlink("../mytools/x", filepath.Join(project, "out", "mine"))
-	if _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
+	if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
 		t.Fatalf("write out/mine: %v", err)
 	}
 }
@@ -562,6 +562,7 @@ func TestNoKeyringNoNamespaces(t *testing.T) {
 		t.Fatalf("the test's own key: %v", err)
 	}
 	defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	planted := fmt.Sprintf("capflow-planted-%d", time.Now().UnixNano())
 	script := fmt.Sprintf(`python3 -c '
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -569,14 +570,14 @@ def call(name, *a):
     r = libc.syscall(*a)
     print(name, r, ctypes.get_errno())
 call("search", %d, 10, -4, b"user", b"capflow-probe", 0)
-call("add", %d, b"user", b"capflow-planted", b"x", 1, -4)
+call("add", %d, b"user", b"%s", b"x", 1, -4)
 call("bpf", %d, 0, 0, 0)
 call("perf", %d, 0, 0, -1, -1, 0)
 call("unshare", %d, 0x10000000)
 call("clone", %d, 0x10000000 | 17, 0, 0, 0, 0)
 call("clone3", %d, 0, 0)
 call("getpid", %d)
-'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID)
+'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, planted, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID)
 	o := run(t, Defaults, t.TempDir(), script)
 	for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n"} {
 		if !strings.Contains(o.out, want) {
@@ -586,7 +587,7 @@ call("getpid", %d)
 	if strings.Contains(o.out, "getpid -1") || !strings.Contains(o.out, "getpid ") {
 		t.Errorf("an allowed call failed:\n%s", o.out)
 	}
-	if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "capflow-planted", 0); err == nil {
+	if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
 		t.Error("the tool planted a key in the host's keyring")
 	}
 }

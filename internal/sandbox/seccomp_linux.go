@@ -81,7 +81,7 @@ func filterProgram() []byte {
 		{jeq, 0, 1, unix.SYS_CLONE3},
 		{ret, 0, 0, enosy},
 		{jeq, 0, 3, unix.SYS_CLONE},
-		{ldW, 0, 0, 16}, // args[0], its low 32 bits
+		{ldW, 0, 0, 16},                          // args[0], its low 32 bits
 		{jset, 0, uint8(n + 1), cloneNamespaces}, // without them: to the allow after the list
 		{ret, 0, 0, eperm},
 	}

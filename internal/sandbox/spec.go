@@ -46,54 +46,127 @@ func without(xs []string, skip string) []string {
 }
 
 // SpecFor is a tool's spec to run with: Declared, with read paths made
-// absolute against the project and write paths resolved (symlinks too)
-// and kept inside it. A declared write folder not there yet is created.
-func SpecFor(m *manifest.Sandbox, project string, protected ...string) (Spec, error) {
+// absolute against the project and write folders opened beneath it
+// (OpenWrites; created when missing). The caller closes the folders.
+func SpecFor(m *manifest.Sandbox, project string, protected ...string) (Spec, Folders, error) {
+	folders, err := OpenWrites(m, project, protected...)
+	if err != nil {
+		return Declared(m), nil, err
+	}
+	return SpecWith(m, project, folders), folders, nil
+}
+
+// SpecWith is SpecFor over write folders already open: Spec.Write names
+// where they are.
+func SpecWith(m *manifest.Sandbox, project string, folders Folders) Spec {
 	s := Declared(m)
 	for i, r := range s.Read {
 		if !filepath.IsAbs(r) {
 			s.Read[i] = filepath.Join(project, r)
 		}
 	}
-	for i, w := range s.Write {
-		p, err := insideProject(project, w, append(slices.Clone(manifest.Protected), protected...))
-		if err != nil {
-			return s, err
-		}
-		s.Write[i] = p
-	}
-	return s, nil
+	s.Write = folders.Reals()
+	return s
 }
 
-// insideProject resolves a declared write folder: created through an
-// os.Root of the project (a symlink cannot lead the creation out of it),
-// then resolved and checked to stay inside.
-func insideProject(project, rel string, protected []string) (string, error) {
+// Folder is a write folder held open from before its tool starts: the
+// sandbox binds this handle (--bind-fd), and the step's output files are
+// opened beneath it, so a folder swapped for a link while the tool runs
+// leads nowhere (the link is never followed).
+type Folder struct {
+	Name string   // as the manifest writes it
+	Real string   // where it was when opened
+	Root *os.Root // its handle
+	Dir  *os.File // the same folder, for bubblewrap
+}
+
+// Folders are a tool's write folders.
+type Folders []*Folder
+
+// Close closes their handles.
+func (fs Folders) Close() {
+	for _, f := range fs {
+		f.Dir.Close()
+		f.Root.Close()
+	}
+}
+
+// Reals are where they are.
+func (fs Folders) Reals() []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Real)
+	}
+	return out
+}
+
+// OpenWrites opens a manifest's write folders beneath the project (made
+// when missing): a link may lead a name elsewhere in the project, never
+// out of it, and never to what the engine trusts (protected, besides
+// manifest.Protected). Each is checked where its handle really is.
+func OpenWrites(m *manifest.Sandbox, project string, protected ...string) (Folders, error) {
+	names := Declared(m).Write
+	if len(names) == 0 {
+		return nil, nil
+	}
 	root, err := filepath.EvalSymlinks(project)
 	if err != nil {
-		return "", fmt.Errorf("sandbox: project %s: %v", project, err)
+		return nil, fmt.Errorf("sandbox: project %s: %v", project, err)
 	}
-	r, err := os.OpenRoot(root)
+	proj, err := os.OpenRoot(root)
 	if err != nil {
-		return "", fmt.Errorf("sandbox: project %s: %v", project, err)
+		return nil, fmt.Errorf("sandbox: project %s: %v", project, err)
 	}
-	defer r.Close()
-	if err := r.MkdirAll(filepath.Clean(rel), 0o755); err != nil {
-		return "", fmt.Errorf("sandbox write %q: %v", rel, err)
+	defer proj.Close()
+	trusted := append(slices.Clone(manifest.Protected), protected...)
+	var out Folders
+	for _, w := range names {
+		f, err := openWrite(proj, root, w, trusted)
+		if err != nil {
+			out.Close()
+			return nil, err
+		}
+		out = append(out, f)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	return out, nil
+}
+
+func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, error) {
+	rel = filepath.Clean(rel)
+	if err := proj.MkdirAll(rel, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox write %q: %v", rel, err)
+	}
+	sub, err := proj.OpenRoot(rel)
 	if err != nil {
-		return "", fmt.Errorf("sandbox write %q: %v", rel, err)
+		return nil, fmt.Errorf("sandbox write %q: %v (it leads out of the project)", rel, err)
 	}
-	if real == root || !strings.HasPrefix(real, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("sandbox write %q leads to %s, not a folder inside the project", rel, real)
+	dir, err := sub.Open(".")
+	if err != nil {
+		sub.Close()
+		return nil, fmt.Errorf("sandbox write %q: %v", rel, err)
 	}
-	// What the engine trusts, checked again where the folder really is (a
-	// link in the project can lead a harmless name there).
-	if inner, _ := filepath.Rel(root, real); manifest.Shelters(protected, inner) != "" {
-		return "", fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, manifest.Shelters(protected, inner))
+	f := &Folder{Name: rel, Root: sub, Dir: dir}
+	// Where the handle is, not where the name leads now.
+	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir.Fd()))
+	if err != nil {
+		real, err = filepath.EvalSymlinks(filepath.Join(root, rel)) // no /proc: the name, resolved
 	}
-	return real, nil
+	if err == nil && (real == root || !strings.HasPrefix(real, root+string(filepath.Separator))) {
+		err = fmt.Errorf("sandbox write %q leads to %s, not a folder inside the project", rel, real)
+	}
+	if err == nil {
+		inner, _ := filepath.Rel(root, real)
+		if s := manifest.Shelters(trusted, inner); s != "" {
+			err = fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, s)
+		}
+	}
+	if err != nil {
+		f.Dir.Close()
+		f.Root.Close()
+		return nil, err
+	}
+	f.Real = real
+	return f, nil
 }
 
 // Confinement says how a tool runs, for `tools show` and `plan check`: a

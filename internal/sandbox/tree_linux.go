@@ -40,7 +40,13 @@ type Tree struct {
 	net *treeNet
 	// filter is the pipe bubblewrap reads the seccomp filter from.
 	filter *os.File
+	// after runs once Start has returned (AfterStart).
+	after []func()
 }
+
+// AfterStart runs f once Start has returned, whether the tree started or
+// not: what only bubblewrap's start needed (handles it holds copies of).
+func (t *Tree) AfterStart(f func()) { t.after = append(t.after, f) }
 
 // Command prepares req: an exec.Cmd of bubblewrap (the caller sets its
 // stdio, then calls Tree.Start) and the Tree that watches it.
@@ -78,6 +84,13 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 			return nil, nil, err
 		}
 		files = append(files, t.net.child) // ctlFD
+	}
+	for _, f := range req.Folders {
+		if req.bindFDs == nil {
+			req.bindFDs = map[string]int{}
+		}
+		files = append(files, f.Dir)
+		req.bindFDs[f.Real] = 2 + len(files)
 	}
 	args := s.bwrapArgs(req)
 	if t.filter, err = filterFile(); err != nil {
@@ -176,6 +189,11 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 // forker can (cgroup.start), and finishes the start (started). On an
 // error nothing of the tree runs and its cgroups are given back.
 func (t *Tree) Start() error {
+	defer func() {
+		for _, f := range t.after {
+			f()
+		}
+	}()
 	if err := t.cg.start(t.cmd); err != nil {
 		t.Abort()
 		return err

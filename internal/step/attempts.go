@@ -13,25 +13,26 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// Each attempt of a step leaves a line in the step's folder, so the
+// Each attempt of a step leaves a line in the step's records, so the
 // attempt that ends the step can tell the whole story: "attempt 1/3
 // failed (TASK_TIMEOUT), waited 1s; attempt 2/3 succeeded".
 
 // AttemptsFileName keeps a step's attempts (report.AttemptsFileName).
 const AttemptsFileName = report.AttemptsFileName
 
-// recordAttempt appends a failed attempt; best effort.
-func recordAttempt(stepDir string, r report.Attempt) {
-	_ = appendLine(stepDir, AttemptsFileName, r)
+// recordAttempt appends a failed attempt to a step's records (recDir);
+// best effort.
+func recordAttempt(recDir string, r report.Attempt) {
+	_ = appendLine(recDir, AttemptsFileName, r)
 }
 
 // attemptStory is the feedback event that tells the earlier attempts of
 // this one ("" when this is the first).
-func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome string) *envelope.Feedback {
+func attemptStory(recDir string, attempt, max int32, started time.Time, outcome string) *envelope.Feedback {
 	if attempt <= 1 {
 		return nil
 	}
-	records := attemptRecords(stepDir)
+	records := attemptRecords(recDir)
 	if records == nil {
 		return nil
 	}
@@ -69,11 +70,11 @@ func attemptStory(stepDir string, attempt, max int32, started time.Time, outcome
 // maxAttemptsFile bounds a step's attempt records (a line each).
 const maxAttemptsFile = 1 << 20
 
-// attemptRecords reads the failed attempts a step's folder recorded (nil
-// when it recorded none).
-func attemptRecords(stepDir string) []report.Attempt {
-	// Beneath the folder, bounded: the tool could have left a link there.
-	raw, err := beneath.ReadFile(stepDir, AttemptsFileName, maxAttemptsFile, "attempts")
+// attemptRecords reads the failed attempts a step's records hold (nil
+// when there are none).
+func attemptRecords(recDir string) []report.Attempt {
+	// Beneath the folder, bounded, never through a link.
+	raw, err := beneath.ReadFile(recDir, AttemptsFileName, maxAttemptsFile, "attempts")
 	if err != nil {
 		return nil
 	}
@@ -84,7 +85,7 @@ func attemptRecords(stepDir string) []report.Attempt {
 func Transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
-		out[s.ID] = report.Transitions(s, attemptRecords(runfolder.Step(runDir, s.ID, -1)))
+		out[s.ID] = report.Transitions(s, attemptRecords(runfolder.Records(runDir, s.ID, -1)))
 	}
 	return out
 }

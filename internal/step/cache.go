@@ -19,6 +19,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -124,7 +125,7 @@ func (e *Executor) fromCache(ctx context.Context, r *stepRun, key string) (*wfap
 	if r.in.Step.Item == nil {
 		res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
 	}
-	fit(res, r.stepDir)
+	fit(res, r.stepDir, r.recDir)
 	r.log.Info("cache hit", "key", key[:12], "from", ent.Run)
 	return res, nil
 }
@@ -184,12 +185,19 @@ func (e *Executor) toCache(ctx context.Context, r *stepRun, key string, m *manif
 // elsewhere, a ".." or a link leading out fails the step INVALID_INPUT
 // naming the field, and nothing of it is read. With store, each regular
 // file goes to the artifact store (another host or a later run reads it).
-func (e *Executor) outputFiles(ctx context.Context, m *manifest.Manifest, data any, stepDir string, store bool) ([]wfapi.Artifact, error) {
+func (e *Executor) outputFiles(ctx context.Context, m *manifest.Manifest, data any, stepDir string, folders sandbox.Folders, store bool) ([]wfapi.Artifact, error) {
 	fields := cache.Paths(m.OutputSchema, data)
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	roots := e.outputRoots(m, stepDir)
+	step, err := os.OpenRoot(stepDir)
+	switch {
+	case err == nil:
+		defer step.Close()
+	case !errors.Is(err, fs.ErrNotExist): // none: nothing is named there
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "the step folder")
+	}
+	roots := e.outputRoots(stepDir, step, folders)
 	var out []wfapi.Artifact
 	for _, f := range fields {
 		art, err := e.outputFile(ctx, roots, f, store)
@@ -203,40 +211,70 @@ func (e *Executor) outputFiles(ctx context.Context, m *manifest.Manifest, data a
 	return out, nil
 }
 
+// outputRoot is a folder a step's output files may lie in, by the names a
+// tool writes it under, and its handle.
+type outputRoot struct {
+	names []string
+	root  *os.Root
+}
+
 // outputRoots are the folders a step's output files may lie in: its step
-// folder and its manifest's write: folders (in the project).
-func (e *Executor) outputRoots(m *manifest.Manifest, stepDir string) []string {
-	roots := []string{stepDir}
-	if m.Sandbox != nil {
-		for _, w := range m.Sandbox.Write {
-			if w != "step" {
-				roots = append(roots, filepath.Join(e.Project.Root(), w))
-			}
-		}
+// folder and its manifest's write: folders (in the project), each by the
+// name the manifest gives it and where it was when opened.
+func (e *Executor) outputRoots(stepDir string, step *os.Root, folders sandbox.Folders) []outputRoot {
+	roots := []outputRoot{{names: []string{stepDir}, root: step}}
+	for _, f := range folders {
+		roots = append(roots, outputRoot{names: []string{filepath.Join(e.Project.Root(), f.Name), f.Real}, root: f.Root})
 	}
 	return roots
 }
 
+// stillThere: the folder named name is the one root was opened on (a
+// folder swapped for a link while the tool ran is not).
+func stillThere(root *os.Root, name string) error {
+	if root == nil {
+		return nil
+	}
+	held, err := root.Stat(".")
+	if err != nil {
+		return err
+	}
+	now, err := os.Stat(name)
+	if err != nil || !os.SameFile(held, now) {
+		to, _ := filepath.EvalSymlinks(name)
+		return fmt.Errorf("%s was replaced while the step ran (it now leads to %q)", name, to)
+	}
+	return nil
+}
+
 // outputFile checks (and, with store, stores) one output file; a folder,
-// or nothing at that name, is no artifact.
-func (e *Executor) outputFile(ctx context.Context, roots []string, f cache.PathField, store bool) (*wfapi.Artifact, error) {
+// or nothing at that name, is no artifact. It is opened beneath the
+// handle its folder was opened with before the tool started.
+func (e *Executor) outputFile(ctx context.Context, roots []outputRoot, f cache.PathField, store bool) (*wfapi.Artifact, error) {
 	field := "output " + f.Pointer
 	p := f.Path
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(e.Project.Root(), p)
 	}
-	root, rel, ok := beneath.Pick(roots, p)
-	if !ok {
+	// The deepest folder that holds the path (out/deep before out).
+	var dir *os.Root
+	name, rel, found := "", "", false
+	for _, r := range roots {
+		if n, x, ok := beneath.Pick(r.names, p); ok && len(n) > len(name) {
+			dir, name, rel, found = r.root, n, x, true
+		}
+	}
+	if found {
+		if err := stillThere(dir, name); err != nil {
+			return nil, caperr.New(caperr.InvalidInput, "%s %q leads outside its folder: %v", field, f.Path, err)
+		}
+	}
+	if !found {
 		return nil, caperr.New(caperr.InvalidInput, "%s %q is outside the step folder and the tool's sandbox write: folders", field, f.Path)
 	}
-	dir, err := os.OpenRoot(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if dir == nil {
+		return nil, nil // in a step folder that was never made
 	}
-	if err != nil {
-		return nil, beneath.Refusal(err, caperr.ObservabilityError, field, f.Path)
-	}
-	defer dir.Close()
 	st, err := dir.Stat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -25,6 +25,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -176,6 +177,14 @@ func (e *Executor) Run(ctx context.Context, in wfapi.RunToolInput, at Attempt) (
 		ctx, end = at.Bind(ctx)
 		defer end()
 	}
+	// The write folders are taken before the tool starts and read beneath
+	// after it ends: a folder swapped for a link meanwhile leads nowhere.
+	folders, err := sandbox.OpenWrites(m.Sandbox, e.Project.Root(), e.Project.Config.Protected()...)
+	if err != nil {
+		return r.fail(b.FailErr(caperr.New(caperr.ConfigError, "%s: %v", m.File, err), nil))
+	}
+	defer folders.Close()
+	r.folders = folders
 	env, err := e.runTool(ctx, r, m, inputs)
 	if err != nil {
 		return r.fail(b.FailErr(err, nil))
@@ -205,9 +214,9 @@ func (e *Executor) runTool(ctx context.Context, r *stepRun, m *manifest.Manifest
 	in := r.in
 	env := e.Tool.Run(ctx, toolrun.Request{
 		Manifest: m, Inputs: inMap, RunID: in.WorkflowID, StepID: in.Step.ID, Label: label(in.Step), Attempt: int(r.attempt),
-		Root: e.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir,
+		Root: e.Project.Root(), RunDir: in.RunDir, Workdir: r.stepDir, Records: r.recDir,
 		Secrets:    toolrun.SecretsFromEnv(m, os.LookupEnv),
-		OnFeedback: at.OnFeedback, OnStderr: at.OnStderr, Sandbox: mode, Net: net,
+		OnFeedback: at.OnFeedback, OnStderr: at.OnStderr, Sandbox: mode, Net: net, Folders: r.folders,
 	})
 	if w := nearTimeout(time.Since(r.began), at.Timeout); w != nil {
 		env.Feedback = append(env.Feedback, *w)
@@ -220,12 +229,17 @@ func (e *Executor) runTool(ctx context.Context, r *stepRun, m *manifest.Manifest
 // note says why the cache had none, when the step asked it.
 func (e *Executor) earlierResult(ctx context.Context, r *stepRun, key, why, inputsSHA string) (*wfapi.RunToolResult, *envelope.Feedback) {
 	in := r.in
+	var damage *envelope.Feedback
 	if in.Step.ReuseFrom != "" && in.Step.Item == nil {
-		if res := e.reuse(in.Step, inputsSHA, key, r.stepDir, r.log); res != nil {
+		var res *wfapi.RunToolResult
+		if res, damage = e.reuse(in.Step, inputsSHA, key, r.stepDir, r.recDir, r.log); res != nil {
 			res.Attempt, res.CacheKey = r.attempt, key
-			fit(res, r.stepDir)
+			fit(res, r.stepDir, r.recDir)
 			return res, nil
 		}
+	}
+	if damage != nil {
+		return nil, damage
 	}
 	if in.Step.CacheTTL == 0 || e.Artifacts == nil {
 		return nil, nil
@@ -244,7 +258,7 @@ func (e *Executor) succeeded(ctx context.Context, r *stepRun, m *manifest.Manife
 	var err error
 	if !e.Given {
 		store := e.Artifacts != nil && (e.Artifacts.Shared || r.in.Step.CacheTTL > 0)
-		arts, err = e.outputFiles(ctx, m, env.Data, r.stepDir, store)
+		arts, err = e.outputFiles(ctx, m, env.Data, r.stepDir, r.folders, store)
 	}
 	if caperr.CodeOf(err) == caperr.InvalidInput {
 		return r.fail(envelope.NewBuilder(r.in.Step.Tool).FailErr(err, nil))
@@ -274,14 +288,19 @@ type stepRun struct {
 	attempt     int32
 	maxAttempts int32
 	stepDir     string
-	began       time.Time
-	log         hclog.Logger
+	// recDir keeps the engine's records of the step (recordsFolder).
+	recDir string
+	began  time.Time
+	log    hclog.Logger
 	// lost names producers whose stored output this step found missing.
 	lost []string
+	// folders are the tool's write folders, held open around its run.
+	folders sandbox.Folders
 }
 
 func (e *Executor) newStepRun(in wfapi.RunToolInput, at Attempt) *stepRun {
-	r := &stepRun{in: in, at: at, attempt: max(at.Number, 1), maxAttempts: at.Max, began: time.Now(), stepDir: stepFolder(in.RunDir, in.Step)}
+	r := &stepRun{in: in, at: at, attempt: max(at.Number, 1), maxAttempts: at.Max, began: time.Now(),
+		stepDir: stepFolder(in.RunDir, in.Step), recDir: recordsFolder(in.RunDir, in.Step)}
 	log := e.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()

@@ -145,7 +145,7 @@ func (e *Executor) inlineCommand(in wfapi.RunToolInput, wc wfapi.InlineContext, 
 	}
 	env := e.Tool.Run(context.Background(), toolrun.Request{
 		Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: in.Step.ID, Label: label(in.Step), Attempt: 1,
-		Root: e.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step),
+		Root: e.Project.Root(), RunDir: runDir, Workdir: stepFolder(runDir, in.Step), Records: recordsFolder(runDir, in.Step),
 		Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: mode, Net: net, Budget: e.inlineStepTime(),
 	})
 	return env, true

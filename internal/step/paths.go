@@ -89,3 +89,13 @@ func stepFolder(runDir string, step wfapi.StepCall) string {
 	}
 	return runfolder.Step(runDir, step.ID, index)
 }
+
+// recordsFolder is where the engine keeps a step's (or an item's) records
+// in its run's folder (runfolder.Records): out of its tool's reach.
+func recordsFolder(runDir string, step wfapi.StepCall) string {
+	index := -1
+	if step.Item != nil {
+		index = step.Item.Index
+	}
+	return runfolder.Records(runDir, step.ID, index)
+}

@@ -28,7 +28,8 @@ func TestLocalPath(t *testing.T) {
 	for _, c := range []struct{ remote, want string }{
 		{"/other/host/.capflow/runs/capflow-x-1/steps/make/data.json", run + "/steps/make/data.json"},
 		{"/other/host/.capflow/runs/capflow-x-1/steps/each/items/3/data.json", run + "/steps/each/items/3/data.json"},
-		{"/elsewhere/data.json", run + "/steps/make/data.json"},
+		{"/other/host/.capflow/runs/capflow-x-1/records/make/data.json", run + "/records/make/data.json"},
+		{"/elsewhere/data.json", run + "/records/make/data.json"},
 		{"/h/.capflow/runs/capflow-x-1/../../../../etc/passwd", ""},
 	} {
 		got, ok := localPath(run, "capflow-x-1", c.remote, "make")

@@ -34,16 +34,16 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 	}
 	item := r.in.Step.Item != nil
 	if !item {
-		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, fmt.Sprintf("failed (%s)", code)); story != nil {
+		if story := attemptStory(r.recDir, r.attempt, r.maxAttempts, r.began, fmt.Sprintf("failed (%s)", code)); story != nil {
 			env.Feedback = append(env.Feedback, *story)
 		}
-		recordAttempt(r.stepDir, report.Attempt{N: r.attempt, Code: code, Message: env.Message, Started: r.began, Ended: time.Now()})
+		recordAttempt(r.recDir, report.Attempt{N: r.attempt, Code: code, Message: env.Message, Started: r.began, Ended: time.Now()})
 	}
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, LostData: r.lost}
 	if !item {
 		res.EnvelopeFile = storeEnvelope(r.stepDir, env)
 	}
-	fit(res, r.stepDir)
+	fit(res, r.stepDir, r.recDir)
 	r.log.Info("step failed", "code", code, "idempotent", r.in.Step.Idempotent, "message", res.Envelope.Message)
 	return nil, &Failed{Code: code, Idempotent: r.in.Step.Idempotent, Result: res}
 }
@@ -54,10 +54,10 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToolResult {
 	res := &wfapi.RunToolResult{Envelope: env, Attempt: r.attempt, InputsSHA256: inputsSHA}
 	if raw, _ := json.Marshal(env.Data); len(raw) > MaxDataInHistory {
-		storeData(res, r.stepDir, raw)
+		storeData(res, r.recDir, raw)
 	}
 	if r.in.Step.Item == nil {
-		if story := attemptStory(r.stepDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
+		if story := attemptStory(r.recDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
 			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
 		}
 		if _, cut := res.Envelope.Bounded(""); cut {
@@ -66,22 +66,25 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 			res.EnvelopeFile = appendJournal(r.in.RunDir, r.in.Step.ID, res.Envelope)
 		}
 	}
-	fit(res, r.stepDir)
+	fit(res, r.stepDir, r.recDir)
 	r.log.Debug("step succeeded", "duration_ms", env.DurationMS)
 	return res
 }
+
+// DataFile is a stored output's name in its step's records.
+const DataFile = "data.json"
 
 // MaxResultPayload bounds a step's result in history: past it, its data
 // travels by reference whatever its size (docs/limits.md).
 const MaxResultPayload = 384 << 10
 
-// storeData writes a step's data to <step>/data.json and puts a reference
-// in its place.
-func storeData(res *wfapi.RunToolResult, stepDir string, raw []byte) {
-	if os.MkdirAll(stepDir, 0o755) != nil {
+// storeData writes a step's data to data.json in its records (recDir)
+// and puts a reference in its place.
+func storeData(res *wfapi.RunToolResult, recDir string, raw []byte) {
+	if os.MkdirAll(recDir, 0o755) != nil {
 		return
 	}
-	p := filepath.Join(stepDir, "data.json")
+	p := filepath.Join(recDir, DataFile)
 	if runfolder.WriteAtomic(p, raw) != nil {
 		return
 	}
@@ -96,7 +99,7 @@ func storeData(res *wfapi.RunToolResult, stepDir string, raw []byte) {
 // tool printed: the envelope cut to its limits (the whole one is kept in
 // the step folder), then its data by reference when the result is still
 // past MaxResultPayload.
-func fit(res *wfapi.RunToolResult, stepDir string) {
+func fit(res *wfapi.RunToolResult, stepDir, recDir string) {
 	bounded, cut := res.Envelope.Bounded(res.EnvelopeFile)
 	if cut && res.EnvelopeFile == "" {
 		// An item keeps its envelope only when it had to be cut.
@@ -106,7 +109,7 @@ func fit(res *wfapi.RunToolResult, stepDir string) {
 	res.Envelope = bounded
 	if res.DataFile == "" && res.Envelope.Data != nil && res.Envelope.Size() > MaxResultPayload {
 		if raw, err := json.Marshal(res.Envelope.Data); err == nil {
-			storeData(res, stepDir, raw)
+			storeData(res, recDir, raw)
 			res.Envelope, _ = res.Envelope.Bounded(res.EnvelopeFile)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runfolder"
@@ -30,6 +31,9 @@ type earlier struct {
 	digests map[string]string
 }
 
+// maxReportJSON bounds the earlier run's report a rerun reads.
+const maxReportJSON = 256 << 20
+
 // earlierRun reads the report of run id through the worker's cache (every
 // step of a rerun asks).
 func (e *Executor) earlierRun(id string) (*earlier, error) {
@@ -48,7 +52,7 @@ func (e *Executor) earlierRun(id string) (*earlier, error) {
 	if c != nil && c.file == file && c.modTime.Equal(st.ModTime()) {
 		return c, nil
 	}
-	raw, err := os.ReadFile(file)
+	raw, err := beneath.ReadFile(filepath.Dir(file), "report.json", maxReportJSON, "the earlier run's report")
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +76,19 @@ func (e *Executor) earlierRun(id string) (*earlier, error) {
 }
 
 // reuse returns the earlier run's result for the step when it may be
-// reused, nil when the step must run (the log says why).
-func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, log hclog.Logger) *wfapi.RunToolResult {
-	why := func(format string, args ...any) *wfapi.RunToolResult {
+// reused, nil when the step must run (the log says why). A stored output
+// found damaged is also told in the step's result (damage): the step ran
+// again because of it.
+func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir, recDir string, log hclog.Logger) (res *wfapi.RunToolResult, damage *envelope.Feedback) {
+	why := func(format string, args ...any) (*wfapi.RunToolResult, *envelope.Feedback) {
 		log.Info("not reused", "from", step.ReuseFrom, "why", fmt.Sprintf(format, args...))
-		return nil
+		return nil, nil
+	}
+	damaged := func(format string, args ...any) (*wfapi.RunToolResult, *envelope.Feedback) {
+		msg := fmt.Sprintf(format, args...)
+		log.Warn("not reused", "from", step.ReuseFrom, "why", msg)
+		return nil, &envelope.Feedback{Phase: "reuse", Level: envelope.LevelWarning, Timestamp: envelope.Timestamp(envelope.Now()),
+			Message: fmt.Sprintf("not reused from %s: %s; the step ran again", step.ReuseFrom, msg)}
 	}
 	prev, err := e.earlierRun(step.ReuseFrom)
 	if err != nil {
@@ -100,22 +112,19 @@ func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, lo
 	env := *envelope.FromWire(old.Envelope)
 	env.Feedback = append(append([]envelope.Feedback(nil), env.Feedback...), envelope.Feedback{Phase: "reuse", Level: envelope.LevelInfo,
 		Message: fmt.Sprintf("reused from %s: same tool and inputs, no tool ran", step.ReuseFrom), Timestamp: envelope.Timestamp(envelope.Now())})
-	res := &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}
+	res = &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}
 	if old.DataFile != "" {
 		if err := e.InRun(step.ReuseFrom, old.DataFile); err != nil {
 			return why("%v", err)
 		}
-		raw, err := os.ReadFile(old.DataFile)
-		if err != nil {
-			return why("its stored output is gone: %v", err)
+		raw, bad := readStored(wfapi.StepOutcome{DataFile: old.DataFile, DataSHA256: old.DataSHA256})
+		if bad != "" {
+			return damaged("its stored output %s %s", old.DataFile, bad)
 		}
-		if sum := sha256.Sum256(raw); old.DataSHA256 != "" && hex.EncodeToString(sum[:]) != old.DataSHA256 {
-			return why("its stored output %s was altered since", old.DataFile)
-		}
-		if err := os.MkdirAll(stepDir, 0o755); err != nil {
+		if err := os.MkdirAll(recDir, 0o755); err != nil {
 			return why("%v", err)
 		}
-		p := filepath.Join(stepDir, "data.json")
+		p := filepath.Join(recDir, DataFile)
 		if err := runfolder.WriteAtomic(p, raw); err != nil {
 			return why("%v", err)
 		}
@@ -125,5 +134,5 @@ func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir string, lo
 	}
 	res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
 	log.Info("reused", "from", step.ReuseFrom)
-	return res
+	return res, nil
 }

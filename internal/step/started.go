@@ -22,11 +22,11 @@ import (
 // again (and one that was running then is sent out again), while the new
 // history says nothing of the first time. The step's folder, which a reset
 // does not touch, keeps which run of the chain (wfapi.RunToolInput.Lineage)
-// started it.
+// started it, in the step's records, where its tool cannot write.
 
 // startedFile is the record of the run that last started a
-// non-idempotent step or item (an item's folder is its own).
-func startedFile(stepDir string) string { return filepath.Join(stepDir, "started.json") }
+// non-idempotent step or item (an item's records are its own).
+func startedFile(recDir string) string { return filepath.Join(recDir, "started.json") }
 
 // startRecord is what startedFile holds.
 type startRecord struct {
@@ -42,14 +42,13 @@ type startRecord struct {
 // operator retried it since: then it refuses with POLICY_BLOCKED, naming
 // that run. A record it cannot read refuses too: the guard fails closed.
 func (r *stepRun) claimStart(runID string) error {
-	path := startedFile(r.stepDir)
+	path := startedFile(r.recDir)
 	var prev startRecord
-	// Beneath the step folder and bounded: the tool could have left a link
-	// under the name.
+	// Beneath the records and bounded: never through a link.
 	var b []byte
 	_, err := os.Lstat(path)
 	if err == nil {
-		b, err = beneath.ReadFile(r.stepDir, filepath.Base(path), 64<<10, "start record")
+		b, err = beneath.ReadFile(r.recDir, filepath.Base(path), 64<<10, "start record")
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -60,7 +59,7 @@ func (r *stepRun) claimStart(runID string) error {
 			r.label(), prev.RunID, prev.Attempt, prev.Started.UTC().Format(time.RFC3339), runID, r.override())
 	}
 	b, _ = json.Marshal(startRecord{RunID: runID, Lineage: r.in.Lineage, Retry: r.in.Retry, Attempt: r.attempt, Started: time.Now()})
-	if err := os.MkdirAll(r.stepDir, 0o755); err != nil {
+	if err := os.MkdirAll(r.recDir, 0o755); err != nil {
 		return caperr.Wrap(caperr.ObservabilityError, err, "recording the start of a non-idempotent step")
 	}
 	if err := runfolder.WriteAtomic(path, b); err != nil {

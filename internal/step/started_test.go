@@ -13,7 +13,7 @@ import (
 func TestClaimStart(t *testing.T) {
 	dir := t.TempDir()
 	start := func(lineage string, retry int, runID string) error {
-		r := &stepRun{in: wfapi.RunToolInput{Lineage: lineage, Retry: retry, Step: wfapi.StepCall{ID: "charge"}}, attempt: 1, stepDir: dir}
+		r := &stepRun{in: wfapi.RunToolInput{Lineage: lineage, Retry: retry, Step: wfapi.StepCall{ID: "charge"}}, attempt: 1, stepDir: dir, recDir: dir}
 		return r.claimStart(runID)
 	}
 	for _, c := range []struct {
@@ -44,7 +44,7 @@ func TestClaimStart(t *testing.T) {
 		t.Fatalf("an unreadable record: %v", err)
 	}
 	// An item says how it can run again.
-	item := &stepRun{in: wfapi.RunToolInput{Lineage: "L", Step: wfapi.StepCall{ID: "charge", Item: &wfapi.ItemCall{Index: 3}}}, attempt: 1, stepDir: t.TempDir()}
+	item := &stepRun{in: wfapi.RunToolInput{Lineage: "L", Step: wfapi.StepCall{ID: "charge", Item: &wfapi.ItemCall{Index: 3}}}, attempt: 1, recDir: t.TempDir()}
 	_ = item.claimStart("a")
 	if err := item.claimStart("b"); caperr.CodeOf(err) != caperr.PolicyBlocked || !strings.Contains(err.Error(), "charge[3]") || !strings.Contains(err.Error(), "capflow rerun") {
 		t.Fatalf("an item: %v", err)

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,7 +146,7 @@ func relTo(dir, path string) string {
 // folder: at the same place under the run folder (steps/ID/data.json,
 // steps/ID/items/N/data.json), else steps/ID/data.json.
 func localPath(runDir, folder, remote, id string) (string, bool) {
-	rel := filepath.Join("steps", id, "data.json")
+	rel := filepath.Join("records", runfolder.Safe(id), DataFile)
 	if i := strings.LastIndex(remote, "/"+folder+"/"); i >= 0 {
 		rel = filepath.Clean(remote[i+len(folder)+2:])
 	}
@@ -158,22 +160,30 @@ func localPath(runDir, folder, remote, id string) (string, bool) {
 // readStored reads an earlier step's stored output and checks it against
 // the digest recorded in history; why says what is wrong, "" when nothing.
 func readStored(o wfapi.StepOutcome) ([]byte, string) {
-	st, err := os.Stat(o.DataFile)
-	if err != nil {
-		return nil, "is missing"
-	}
-	if !st.Mode().IsRegular() || st.Size() > MaxStoredData {
-		return nil, "is not a regular file of a plausible size"
-	}
-	raw, err := os.ReadFile(o.DataFile)
-	if err != nil {
-		return nil, "cannot be read: " + err.Error()
+	raw, why := readBounded(o.DataFile)
+	if why != "" {
+		return nil, why
 	}
 	if o.DataSHA256 != "" {
 		sum := sha256.Sum256(raw)
 		if got := hex.EncodeToString(sum[:]); got != o.DataSHA256 {
 			return nil, fmt.Sprintf("was altered (sha256 %s, recorded %s)", got[:12], o.DataSHA256[:min(12, len(o.DataSHA256))])
 		}
+	}
+	return raw, ""
+}
+
+// readBounded reads a stored output: a regular file of at most
+// MaxStoredData bytes, opened beneath its own folder (a link to a device
+// or out of the folder is not followed, a file that grows is not read
+// past the bound). why says what is wrong, "" when nothing.
+func readBounded(path string) ([]byte, string) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, "is missing"
+	}
+	raw, err := beneath.ReadFile(filepath.Dir(path), filepath.Base(path), MaxStoredData, "stored output")
+	if err != nil {
+		return nil, "is not a regular file of a plausible size: " + err.Error()
 	}
 	return raw, ""
 }

@@ -90,9 +90,13 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		wd = tmp
 	}
 	inJSON, _ := json.Marshal(req.Inputs)
-	inPath, outPath := filepath.Join(wd, InputFile), filepath.Join(wd, OutputFile)
+	recDir := req.Records
+	if recDir == "" {
+		recDir = wd
+	}
+	inPath, outPath := filepath.Join(recDir, InputFile), filepath.Join(wd, OutputFile)
 	_ = os.Remove(outPath) // a previous attempt's result must not count for this one
-	stdin, err := writeInput(inPath, inJSON)
+	stdin, err := writeInput(recDir, InputFile, inJSON)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
 	}
@@ -130,6 +134,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		p.grace, p.ioWait = time.Millisecond, 10*time.Millisecond
 	}
 	warning, err := r.confine(req, p)
+	defer p.folders.Close()
 	if err != nil {
 		b.Error("sandbox", "cannot confine the tool", err.Error())
 		return b.FailErr(err, nil)

@@ -36,10 +36,14 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		return fmt.Sprintf("ran unconfined (policy sandbox: default): %s", why), nil
 	}
 	runtimekit.EnsureOwnerKey()
-	spec, err := sandbox.SpecFor(req.Manifest.Sandbox, req.Root, r.Protected...)
-	if err != nil {
-		return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)
+	folders := req.Folders
+	if folders == nil {
+		if folders, err = sandbox.OpenWrites(req.Manifest.Sandbox, req.Root, r.Protected...); err != nil {
+			return "", caperr.New(caperr.ConfigError, "%s: %v", req.Manifest.File, err)
+		}
+		p.folders = folders // closed when the process has ended
 	}
+	spec := sandbox.SpecWith(req.Manifest.Sandbox, req.Root, folders)
 	// The folder holding the tool's folder (its kit, the project's tools
 	// folder): tools share code beside them (kits/media/lib).
 	read := []string{req.Root, req.RunDir}
@@ -56,7 +60,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	}
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
-		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec}
+		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders}
 	if spec.Network {
 		p.box.Outbound = builtin.Outbound(req.Net, req.RunID+"/"+req.Label, func(err error) {
 			r.logger().Warn("egress refused", "step", req.Label, "why", err)

@@ -41,6 +41,8 @@ type process struct {
 	// box confines the tool (nil: unconfined) with support's means.
 	box     *sandbox.Request
 	support *sandbox.Support
+	// folders are the write folders opened for this run alone.
+	folders sandbox.Folders
 	// What the run came to.
 	exit    int
 	waitErr error
@@ -247,7 +249,10 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 	if source == OutputFile && !p.red.Empty() {
 		// The tool's own file stays in the step folder for debugging:
 		// masked, like everything else capflow keeps.
-		_ = os.WriteFile(outPath, p.red.Bytes(raw), 0o600)
+		if f, err := os.OpenFile(outPath, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+			_, _ = f.Write(p.red.Bytes(raw))
+			f.Close()
+		}
 	}
 	if raw == nil {
 		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)

@@ -1,29 +1,33 @@
 package toolrun
 
 import (
-	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
 // The files the worker writes in a command step's folder.
 
-// writeInput writes the input file and returns it open at its start: the
-// tool's stdin, with no pipe and no goroutine to copy it there.
-func writeInput(path string, data []byte) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// writeInput writes the input file (name in dir, never through a link)
+// and returns it open for reading at its start: the tool's stdin, with
+// no pipe and no goroutine to copy it there, and no way to write it back.
+func writeInput(dir, name string, data []byte) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }
 
 // logFile is a step's log file, created at its first write (removing
@@ -44,7 +48,7 @@ func (l *logFile) Write(p []byte) (int, error) {
 		// The tool may have put something of its own there by now (it
 		// writes in this folder): a link is never followed, a file never
 		// replaced, and the log is then not written.
-		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	}
 	if l.err != nil {
 		return 0, l.err

@@ -40,6 +40,10 @@ type Request struct {
 	// RunDir is the run's folder; Workdir the step's (created if missing).
 	RunDir  string
 	Workdir string
+	// Records is where the engine keeps the step's records, out of the
+	// tool's reach (runfolder.Records): a command tool's input file is
+	// written there, and the tool reads it ("": Workdir).
+	Records string
 	// Secrets maps the manifest's secret names to values (from the
 	// worker's environment); they are handed to the tool and redacted
 	// from everything it returns.
@@ -54,6 +58,10 @@ type Request struct {
 	// Net is what the run may reach on the network (nil: public
 	// addresses only).
 	Net *egress.Rules
+	// Folders are the tool's write folders, held open by the caller from
+	// before the tool starts until its output files are read (nil: opened
+	// here for the run).
+	Folders sandbox.Folders
 	// Budget, when set, bounds a builtin's own evaluation (not the schema
 	// checks around it), or a command's run, which is killed at once past
 	// it: an inline step's (internal/step/inline.go).
