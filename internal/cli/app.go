@@ -319,7 +319,10 @@ func (a *App) loadProject() (*project.Project, error) {
 	}
 	dir := a.projectDir
 	if dir == "" && a.configFile == "" {
-		dir = a.findProject()
+		var err error
+		if dir, err = a.findProject(); err != nil {
+			return nil, err
+		}
 	}
 	p, err := project.Load(project.Options{Dir: dir, ConfigFile: a.configFile, Flags: a.flags, Logger: a.log, LLMLog: a.Stderr})
 	if err != nil {

@@ -151,6 +151,26 @@ func TestValidateRefusesWritesToConfiguredPaths(t *testing.T) {
 	}
 }
 
+// TestValidateRefusesWritesToWhatRunsUnconfined: a tool may not write an
+// MCP server's script, or the folder holding it, which the worker runs
+// outside any sandbox (hostile findings at 6003afe, 4).
+func TestValidateRefusesWritesToWhatRunsUnconfined(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("mcp_servers:\n  s: {command: [python3, mcp/server.py]}\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "mcp", "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mcp", "server.py"), []byte("print()\n"), 0o644)
+	tool := filepath.Join(dir, "tools", "w")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte("name: w\nversion: 1.0.0\ndescription: writes\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  write: [mcp, ., out]\n"), 0o644)
+	code, out, _ := capflow(t, "tools", "validate", "--project", dir, "--output", "json")
+	if code != 2 || !strings.Contains(out, `tool.yaml:7:`) || !strings.Contains(out, `write \"mcp\" would let the tool change mcp`) || !strings.Contains(out, "runs unconfined") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if strings.Contains(out, `write \"out\"`) {
+		t.Errorf("out was refused: %s", out)
+	}
+}
+
 // TestEachErrorOnce: a failure's pretty output says its error once (the
 // headline), not again as its result feedback; a bare command group is a
 // usage error in every output (issue 38).
@@ -189,5 +209,38 @@ func TestMCPRouteTextIsBounded(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %s", time.Since(start))
+	}
+}
+
+// TestProjectFilesLinkedOutAreNotRead: a tool.yaml, policy.yaml,
+// capflow.yaml or case file that is a link out of the project is refused
+// unread, and nothing of what it leads to is quoted (hostile findings at
+// 6003afe, 15).
+func TestProjectFilesLinkedOutAreNotRead(t *testing.T) {
+	creds := filepath.Join(t.TempDir(), "credentials")
+	os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIAFAKEFAKE\n"), 0o600)
+	for _, link := range []string{"tools/x/tool.yaml", "policy.yaml", "capflow.yaml", "plans/tests/p.yaml"} {
+		t.Run(link, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("active_kits: [core]\n"), 0o644)
+			os.MkdirAll(filepath.Join(dir, "plans", "tests"), 0o755)
+			os.WriteFile(filepath.Join(dir, "plans", "p.yaml"), []byte("version: 1\nname: p\nsteps:\n  - {id: a, capability: text.render, with: {template: x}}\n"), 0o644)
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(link)), 0o755)
+			os.Remove(filepath.Join(dir, link))
+			if err := os.Symlink(creds, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"tools", "validate", "--project", dir}
+			if link == "policy.yaml" {
+				args = []string{"plan", "check", "--project", dir, filepath.Join(dir, "plans", "p.yaml")}
+			}
+			if link == "plans/tests/p.yaml" {
+				args = []string{"plan", "test", "--project", dir, filepath.Join(dir, "plans", "p.yaml")}
+			}
+			code, out, errb := capflow(t, args...)
+			if code == 0 || strings.Contains(out+errb, "AKIA") || !strings.Contains(out+errb, "leads outside") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+			}
+		})
 	}
 }

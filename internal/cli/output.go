@@ -16,6 +16,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/kits"
 )
 
@@ -89,7 +90,9 @@ func sourceLine(root, file string, n int) (string, bool) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
-		b, err = os.ReadFile(p)
+		// Beneath its own folder, bounded: a file that is a link out of it
+		// is not quoted (its bytes could be anything of the machine's).
+		b, err = yamldoc.ReadIn(filepath.Dir(p), p, file)
 	}
 	if err != nil {
 		return "", false

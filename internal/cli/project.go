@@ -12,14 +12,15 @@ import (
 // finds its repository), so a command run in plans/examples/ uses the
 // project's tools and policy. With none, the current folder with the
 // defaults, said in one line on stderr.
-func (a *App) findProject() string {
+func (a *App) findProject() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	if dir, found := config.FindProject(wd); found {
-		return dir
+	dir, found, err := config.FindProject(wd)
+	if err != nil || found {
+		return dir, err
 	}
 	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another)\n", config.FileName, wd)
-	return wd
+	return wd, nil
 }

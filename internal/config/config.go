@@ -224,7 +224,12 @@ func Load(opts Options) (*Config, error) {
 		file, _ = filepath.Abs(file)
 	}
 	cfg := &Config{Root: root}
-	data, err := yamldoc.ReadFile(file, displayPath(root, file))
+	read := yamldoc.ReadFile
+	if !explicit {
+		// The project's own file: never through a link out of it.
+		read = func(path, display string) ([]byte, error) { return yamldoc.ReadIn(root, path, display) }
+	}
+	data, err := read(file, displayPath(root, file))
 	switch {
 	case err == nil:
 		raw, err := parseFile(displayPath(root, file), data)

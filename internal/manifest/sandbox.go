@@ -79,7 +79,7 @@ func sandboxChecks(raw map[string]any, at func(path []string, format string, arg
 		case clean == ".":
 			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would make the whole project writable (its policy, tools and run records): name a folder inside it", s)
 		case Shelters(protected, clean) != "":
-			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would let the tool change %s, which the engine trusts: name a folder of the tool's own output", s, Shelters(protected, clean))
+			at([]string{"sandbox", "write", strconv.Itoa(i)}, "write %q would let the tool change %s, which the engine trusts or runs unconfined: name a folder of the tool's own output", s, Shelters(protected, clean))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package plantest
 
 import (
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,7 +20,8 @@ import (
 // step ids the plan does not have, data its tool's output schema refuses,
 // unknown error codes.
 func (s *Suite) LoadCases(file string) ([]*Case, error) {
-	data, err := yamldoc.ReadFile(file, file)
+	// Beneath its folder: a case file linked out of it is refused unread.
+	data, err := yamldoc.ReadIn(filepath.Dir(file), file, file)
 	if err != nil {
 		return nil, err
 	}

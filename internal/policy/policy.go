@@ -64,8 +64,12 @@ func copyLimits(m map[string]int) map[string]int {
 }
 
 // Load reads policy.yaml; a missing file gives Default().
-func Load(file, display string) (*Policy, error) {
-	data, err := yamldoc.ReadFile(file, display)
+func Load(file, display string) (*Policy, error) { return LoadIn("/", file, display) }
+
+// LoadIn is Load of a project's policy: a file beneath root is never read
+// through a link that leads out of it.
+func LoadIn(root, file, display string) (*Policy, error) {
+	data, err := yamldoc.ReadProjectFile(root, file, display)
 	if errors.Is(err, os.ErrNotExist) {
 		return Default(), nil
 	}

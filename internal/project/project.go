@@ -124,7 +124,7 @@ func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(
 // Policy reads the policy file (absent: allow all, default limits).
 func (p *Project) Policy() (*policy.Policy, error) {
 	abs := p.Config.Abs(p.Config.Policy)
-	return p.policy.load(abs, func() (*policy.Policy, error) { return policy.Load(abs, p.Rel(abs)) })
+	return p.policy.load(abs, func() (*policy.Policy, error) { return policy.LoadIn(p.Config.Root, abs, p.Rel(abs)) })
 }
 
 // Router builds the request router over a registry and policy.

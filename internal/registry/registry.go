@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -200,7 +201,9 @@ func (f found) read() ([]byte, error) {
 	if f.fsys != nil {
 		return fs.ReadFile(f.fsys, f.name)
 	}
-	return yamldoc.ReadFile(f.name, f.name)
+	// Beneath the tool's own folder: a tool.yaml linked out of it (to
+	// ~/.aws/credentials) is refused unread.
+	return yamldoc.ReadIn(filepath.Dir(f.name), f.name, f.name)
 }
 
 func build(opts Options, files []found) *Registry {
@@ -233,7 +236,12 @@ func build(opts Options, files []found) *Registry {
 		case "tool":
 			data, err := f.read()
 			if err != nil {
-				r.Problems = append(r.Problems, caperr.Wrap(caperr.InvalidInput, err, "cannot read manifest").At(f.display, 0, 0, ""))
+				why := err.Error()
+				var ce *caperr.Error
+				if errors.As(err, &ce) {
+					why = ce.Message // its file is this problem's
+				}
+				r.Problems = append(r.Problems, caperr.New(caperr.InvalidInput, "cannot read manifest: %s", why).At(f.display, 0, 0, ""))
 				continue
 			}
 			m, probs := manifest.ParseWith(f.display, f.dir, data, manifest.Options{Protected: opts.Protected})
@@ -273,7 +281,7 @@ func (r *Registry) Description(m *manifest.Manifest) string {
 		}
 		b, _ = fs.ReadFile(r.builtin, path.Join(path.Dir(rest), DescriptionFile))
 	} else if m.Dir != "" {
-		b, _ = yamldoc.ReadFile(filepath.Join(m.Dir, DescriptionFile), DescriptionFile)
+		b, _ = yamldoc.ReadIn(m.Dir, filepath.Join(m.Dir, DescriptionFile), DescriptionFile)
 	}
 	if len(b) > maxDescription {
 		b = append(b[:maxDescription], "\n…(truncated)"...)

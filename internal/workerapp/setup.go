@@ -30,7 +30,11 @@ func configure(f flags, log hclog.Logger) (*config.Config, bool) {
 		// As the CLI finds it: a worker and a command started in the same
 		// folder work in the same project.
 		wd, _ := os.Getwd()
-		dir, found := config.FindProject(wd)
+		dir, found, err := config.FindProject(wd)
+		if err != nil {
+			log.Error("configuration", "error", err.Error())
+			return nil, false
+		}
 		if !found {
 			log.Warn("no "+config.FileName+" in this folder or above: the defaults are used, with this folder as the project (--project names another)", "folder", wd)
 		}
@@ -112,4 +116,13 @@ func tracesTo(cfg *config.Config) string {
 		return u
 	}
 	return "off"
+}
+
+// configFile names the configuration file the worker took ("none: the
+// defaults" when it found none).
+func configFile(cfg *config.Config) string {
+	if cfg.File == "" {
+		return "none: the defaults"
+	}
+	return cfg.File
 }

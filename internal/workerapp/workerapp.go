@@ -165,7 +165,7 @@ func Main(args []string, stderr io.Writer) int {
 	ready.Store(&readiness{client: c, acts: acts})
 	// Logged once both workers poll and /healthz says ok: scripts and
 	// tests wait for this line before they start runs.
-	log.Info("worker started", "payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "traces", tracesTo(cfg))
+	log.Info("worker started", "payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "config", configFile(cfg), "traces", tracesTo(cfg))
 	<-ctx.Done()
 	ready.Store(&readiness{client: c, acts: acts, err: errors.New("shutting down")})
 	log.Info("shutting down")
