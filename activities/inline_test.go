@@ -184,8 +184,9 @@ execution: inline
 			if !ok {
 				return
 			}
-			if _, err := os.Stat(filepath.Join(stepDir, "input.json")); err != nil {
-				t.Fatalf("no input file: %v", err)
+			recDir := filepath.Join(filepath.Dir(filepath.Dir(stepDir)), "records", filepath.Base(stepDir))
+			if _, err := os.Stat(filepath.Join(recDir, "input.json")); err != nil {
+				t.Fatalf("no input record: %v", err)
 			}
 			if _, err := os.Stat(stepDir + step.EnvelopeSuffix); !os.IsNotExist(err) {
 				t.Fatalf("an inline step wrote its envelope file: %v", err)
