@@ -106,7 +106,8 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 		return nil, caperr.New(caperr.InvalidInput, "expected one YAML document, found %d", len(bodies)).At(file, pos(bodies[1].GetToken()).Line, 0, "")
 	}
 	if len(bodies) == 1 {
-		c := &converter{file: file, anchors: map[string]*Node{}, sizes: map[*Node]int64{}}
+		c := &converter{file: file, anchors: map[string]*Node{}, sizes: map[*Node]extent{},
+			maxAliasBytes: AliasBytes(len(data))}
 		n, cerr := c.convert(bodies[0], 0)
 		if cerr != nil {
 			return nil, cerr
@@ -147,27 +148,46 @@ func pos(t *token.Token) Pos {
 type converter struct {
 	file    string
 	anchors map[string]*Node
-	sizes   map[*Node]int64 // expanded size of shared (anchored) nodes
-	nodes   int64           // values so far, aliases expanded
+	sizes   map[*Node]extent // expanded size of shared (anchored) nodes
+	nodes   int64            // values so far, aliases expanded
+	// aliasBytes are the bytes aliases copied so far, bounded by
+	// maxAliasBytes (AliasBytes of the file's size).
+	aliasBytes, maxAliasBytes int64
 }
 
-// size is the number of values n expands to, memoised so shared nodes are
-// counted once per computation (the count itself grows exponentially with
-// an alias chain, the work does not).
-func (c *converter) size(n *Node) int64 {
+// extent is what a value expands to: its values and the bytes of its
+// scalars and keys.
+type extent struct{ values, bytes int64 }
+
+// AliasBytes bounds the bytes a document's aliases may copy, from the
+// size of its file: a small multiple of it, so a 3 MB plan that names a
+// 3 MB string 300 times is refused as it is read, not after it has grown
+// the process by a gigabyte.
+func AliasBytes(fileSize int) int64 { return 2*int64(fileSize) + 1<<20 }
+
+// size is what n expands to, memoised so shared nodes are counted once
+// per computation (the count itself grows exponentially with an alias
+// chain, the work does not).
+func (c *converter) size(n *Node) extent {
 	if v, ok := c.sizes[n]; ok {
 		return v
 	}
-	total := int64(1)
+	total := extent{1, 8}
+	if str, ok := n.Value.(string); ok {
+		total.bytes += int64(len(str))
+	}
+	add := func(e extent) bool {
+		total.values += e.values
+		total.bytes += e.bytes
+		return total.values > MaxNodes || total.bytes > c.maxAliasBytes
+	}
 	for _, k := range n.Keys {
-		total += c.size(k.Value)
-		if total > MaxNodes {
+		if add(extent{0, int64(len(k.Name))}) || add(c.size(k.Value)) {
 			break
 		}
 	}
 	for _, it := range n.Items {
-		total += c.size(it)
-		if total > MaxNodes {
+		if add(c.size(it)) {
 			break
 		}
 	}
@@ -179,6 +199,20 @@ func (c *converter) count(p Pos, n int64) error {
 	c.nodes += n
 	if c.nodes > MaxNodes {
 		return c.errAt(p, "document expands to more than %d values (aliases count as copies)", MaxNodes)
+	}
+	return nil
+}
+
+// copied charges an alias's copy of v.
+func (c *converter) copied(p Pos, v *Node) error {
+	e := c.size(v)
+	if err := c.count(p, e.values); err != nil {
+		return err
+	}
+	c.aliasBytes += e.bytes
+	if c.aliasBytes > c.maxAliasBytes {
+		return c.errAt(p, "aliases expand the document by more than %s (its file is %s; aliases may copy at most twice that and 1 MiB)",
+			sizeText(c.maxAliasBytes), sizeText((c.maxAliasBytes-1<<20)/2))
 	}
 	return nil
 }
@@ -237,7 +271,7 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		if !ok {
 			return nil, c.errAt(p, "unknown alias *%s", name)
 		}
-		if err := c.count(p, c.size(v)); err != nil {
+		if err := c.copied(p, v); err != nil {
 			return nil, err
 		}
 		return v, nil
