@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -21,6 +24,8 @@ import (
 type Slots struct {
 	Client client.Client
 	Queue  string
+
+	owners sync.Map // limit workflow ID -> true, once its owner was checked
 }
 
 // Take asks the limit's workflow for a slot (starting it when none runs);
@@ -28,8 +33,11 @@ type Slots struct {
 // it waits or holds, its lease is renewed; the function returned gives the
 // slot back. A cancelled wait leaves the queue: the step takes nothing.
 func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) {
-	id := wfapi.LimitWorkflowID(req.Scope, req.Key)
-	lease := max(req.Lease, wfapi.MinLimitLease)
+	id := wfapi.LimitWorkflowID(s.Queue, req.Scope, req.Key)
+	lease := wfapi.LimitLease(req.Lease)
+	if err := s.checkOwner(ctx, id); err != nil {
+		return nil, err
+	}
 	lr := wfapi.LimitRequest{Holder: req.Holder, Concurrency: req.Limits.Concurrency, Interval: req.Limits.Interval(), Lease: lease}
 	label := req.Scope
 	if k := req.Limits.KeyInput(); k != "" {
@@ -49,7 +57,7 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 		s.renew(done, id, wfapi.LimitRenew{Holder: req.Holder, Lease: lease}, &held)
 	}()
 	state, err := s.acquire(ctx, id, label, lr)
-	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = min(2*pause, maxPoll) {
+	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = jittered(min(2*pause, maxPoll)) {
 		if state == wfapi.LimitQueued && req.Queued != nil {
 			req.Queued()
 			req.Queued = nil
@@ -75,8 +83,41 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 
 // maxPoll is the longest pause of a queued attempt between two asks: a
 // slot freed waits at most this long for its next holder (a query costs
-// no history).
-const maxPoll = 500 * time.Millisecond
+// no history; a hundred waiters ask a hundred times a second at most).
+const maxPoll = time.Second
+
+// jittered is d, give or take a quarter: waiters that began together do
+// not ask together.
+func jittered(d time.Duration) time.Duration {
+	return d - d/4 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// checkOwner makes sure the workflow at a limit's ID is a limit of this
+// project's, once per ID and process: anything else there (another type,
+// another queue: a client took the ID) would take the step's requests
+// and answer none of them.
+func (s *Slots) checkOwner(ctx context.Context, id string) error {
+	if _, ok := s.owners.Load(id); ok {
+		return nil
+	}
+	d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return nil // none yet: acquire starts it
+	case err != nil:
+		return nil // acquire will say what the server says
+	}
+	info := d.GetWorkflowExecutionInfo()
+	typ, queue := info.GetType().GetName(), info.GetTaskQueue()
+	open := info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if open && (typ != wfapi.LimitWorkflowType || queue != s.Queue) {
+		return caperr.New(caperr.ConfigError, "the limit's workflow ID %s is taken by a %s workflow on task queue %q, not by capflow's limit on %q: end it (temporal workflow terminate -w %q) and the step can take a slot",
+			id, typ, queue, s.Queue, id)
+	}
+	s.owners.Store(id, true)
+	return nil
+}
 
 // acquire asks for the slot, starting the limit's workflow when none runs;
 // a transient failure (the server busy or away, the workflow between two
@@ -167,6 +208,12 @@ func retryable(err error) bool {
 		closing *serviceerror.WorkflowNotReady
 		ended   *serviceerror.AlreadyExists
 	)
+	var (
+		slow     *serviceerror.DeadlineExceeded
+		canceled *serviceerror.Canceled
+	)
+	// A call's own deadline passed (the limit busy with a crowd of
+	// waiters): the attempt's context, checked first, has not.
 	return errors.As(err, &busy) || errors.As(err, &away) || errors.As(err, &gone) || errors.As(err, &closing) || errors.As(err, &ended) ||
-		errors.Is(err, context.DeadlineExceeded)
+		errors.As(err, &slow) || errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded)
 }

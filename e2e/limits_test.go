@@ -90,7 +90,7 @@ func TestLimitsHoldAcrossRunsAndWorkers(t *testing.T) {
 	}
 	// The limit's workflow so far (it waits for more, idle), for the
 	// replay test.
-	recordHistory(t, wfapi.LimitWorkflowID("tool limited", ""), "limit-concurrency")
+	recordChange(t, "limit-trusts-nobody", "limit-concurrency.limit-trust", wfapi.LimitWorkflowID("capflow", "tool limited", ""))
 	spans := readSpans(t, log)
 	if len(spans) != 12 || mostAtOnce(spans) != 2 {
 		t.Fatalf("%d steps ran, at most %d at once (want 12, 2): %v", len(spans), mostAtOnce(spans), spans)

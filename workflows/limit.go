@@ -17,11 +17,17 @@ import (
 // here, in order, as they come free. It continues as new past limitEvents
 // carrying all of it, and ends once idle for limitIdle.
 func LimitWorkflow(ctx workflow.Context, st wfapi.LimitState) error {
-	l := &limit{st: st}
+	l := &limit{st: st, strict: versionOf(ctx, changeLimitTrust) >= 1}
 	if l.st.Holders == nil {
 		l.st.Holders = map[string]time.Time{}
 	}
-	if err := workflow.SetUpdateHandler(ctx, wfapi.LimitAcquireUpdate, l.acquire); err != nil {
+	if l.st.LetGo == nil {
+		l.st.LetGo = map[string]time.Time{}
+	}
+	// Any client of the namespace may send: what no attempt of capflow's
+	// would send is refused before it is recorded.
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, wfapi.LimitAcquireUpdate, l.acquire,
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, req wfapi.LimitRequest) error { return req.Check() }}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, wfapi.LimitHoldsQuery, l.holds); err != nil {
@@ -68,6 +74,20 @@ const (
 type limit struct {
 	st  wfapi.LimitState
 	gen int // bumped by every change the main loop waits for
+	// strict (changeLimitTrust): leases are held within their bounds, and
+	// a renewal makes a holder of one the limit let go, nobody else.
+	strict bool
+}
+
+// letGoFor is how long a holder let go may hold again by a renewal.
+const letGoFor = 24 * time.Hour
+
+// lease is a requested lease as the limit keeps it.
+func (l *limit) lease(d time.Duration) time.Duration {
+	if l.strict {
+		return wfapi.LimitLease(d)
+	}
+	return max(d, wfapi.MinLimitLease)
 }
 
 // acquire answers at once: held (the slot is the holder's, its lease
@@ -75,7 +95,7 @@ type limit struct {
 func (l *limit) acquire(ctx workflow.Context, req wfapi.LimitRequest) (string, error) {
 	now := workflow.Now(ctx)
 	l.st.Concurrency, l.st.Interval = req.Concurrency, req.Interval // the limit as declared now
-	lease := max(req.Lease, wfapi.MinLimitLease)
+	lease := l.lease(req.Lease)
 	l.gen++
 	if _, held := l.st.Holders[req.Holder]; held {
 		l.st.Holders[req.Holder] = now.Add(lease)
@@ -137,9 +157,11 @@ func (l *limit) drain(now time.Time, release, renew workflow.ReceiveChannel) {
 	}
 	var req wfapi.LimitRenew
 	for renew.ReceiveAsync(&req) {
-		lease := max(req.Lease, wfapi.MinLimitLease)
-		if _, held := l.st.Holders[req.Holder]; held || req.Held {
+		lease := l.lease(req.Lease)
+		_, letGo := l.st.LetGo[req.Holder]
+		if _, held := l.st.Holders[req.Holder]; held || req.Held && (letGo || !l.strict) {
 			l.st.Holders[req.Holder] = now.Add(lease)
+			delete(l.st.LetGo, req.Holder)
 		} else if i := l.queued(req.Holder); i >= 0 {
 			l.st.Queue[i].Until = now.Add(lease)
 		}
@@ -154,7 +176,17 @@ func (l *limit) expire(now time.Time) {
 	for h, end := range l.st.Holders {
 		if !now.Before(end) {
 			delete(l.st.Holders, h)
+			if l.strict {
+				l.st.LetGo[h] = now
+			}
 			l.gen++
+		}
+	}
+	// Those let go long ago, whatever the order: deterministic.
+	//workflowcheck:ignore
+	for h, at := range l.st.LetGo {
+		if now.Sub(at) > letGoFor {
+			delete(l.st.LetGo, h)
 		}
 	}
 	l.st.Queue = slices.DeleteFunc(l.st.Queue, func(w wfapi.LimitWaiter) bool { return !now.Before(w.Until) })

@@ -103,6 +103,12 @@ func TestLimitWorkflow(t *testing.T) {
 			[]limitCall{{time.Second, "a", "", false}, {15 * time.Second, "a", wfapi.LimitRenewSignal, true}, {16 * time.Second, "b", "", false},
 				{20 * time.Second, "b", wfapi.LimitRenewSignal, false}, {24 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
 			map[string]string{"a": "1s", "b": "24s"}},
+		// Hostile findings at 6003afe, 11: a client's renewal of a holder
+		// the limit never granted makes no holder.
+		{"a ghost's renewal holds nothing", wfapi.LimitRequest{Concurrency: 1, Lease: 10 * time.Second},
+			[]limitCall{{time.Second, "a", "", false}, {2 * time.Second, "ghost", wfapi.LimitRenewSignal, true}, {3 * time.Second, "b", "", false},
+				{5 * time.Second, "a", wfapi.LimitReleaseSignal, false}},
+			map[string]string{"a": "1s", "ghost": "-", "b": "5s"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,5 +117,28 @@ func TestLimitWorkflow(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestLimitRefusesWhatNoAttemptSends: an acquire no attempt of capflow's
+// sends (a concurrency below one, a lease of ten years) is refused before
+// it is recorded, and the limit keeps its holders (hostile findings at
+// 6003afe, 11b, 11c).
+func TestLimitRefusesWhatNoAttemptSends(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	rejected := 0
+	for i, req := range []wfapi.LimitRequest{{Holder: "x", Concurrency: -1}, {Holder: "ghost", Concurrency: 1, Lease: 360000000000000000}, {Holder: "y"}} {
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(wfapi.LimitAcquireUpdate, fmt.Sprint("u", i), &testsuite.TestUpdateCallback{
+				OnReject:   func(error) { rejected++ },
+				OnAccept:   func() { t.Errorf("%+v accepted", req) },
+				OnComplete: func(any, error) {}}, req)
+		}, time.Second)
+	}
+	env.ExecuteWorkflow(wfapi.LimitWorkflowType, wfapi.LimitState{Label: "t"})
+	if rejected != 3 {
+		t.Fatalf("%d of 3 rejected", rejected)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
-	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/kits"
 )
 
@@ -92,7 +92,7 @@ func sourceLine(root, file string, n int) (string, bool) {
 		}
 		// Beneath its own folder, bounded: a file that is a link out of it
 		// is not quoted (its bytes could be anything of the machine's).
-		b, err = yamldoc.ReadIn(filepath.Dir(p), p, file)
+		b, err = projfile.ReadIn(filepath.Dir(p), p, file)
 	}
 	if err != nil {
 		return "", false

@@ -16,6 +16,7 @@ import (
 	shared "github.com/capflow/capflow/defaults"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -227,7 +228,7 @@ func Load(opts Options) (*Config, error) {
 	read := yamldoc.ReadFile
 	if !explicit {
 		// The project's own file: never through a link out of it.
-		read = func(path, display string) ([]byte, error) { return yamldoc.ReadIn(root, path, display) }
+		read = func(path, display string) ([]byte, error) { return projfile.ReadIn(root, path, display) }
 	}
 	data, err := read(file, displayPath(root, file))
 	switch {

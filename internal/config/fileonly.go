@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
@@ -10,16 +9,19 @@ import (
 )
 
 // limitsProblems are the positioned problems of capflow.yaml's limits the
-// schema cannot see: a rate of zero.
+// schema cannot see (manifest.Limits.Problems).
 func limitsProblems(doc *yamldoc.Doc, raw map[string]any, display string) caperr.Problems {
 	var probs caperr.Problems
 	lims, _ := raw["limits"].(map[string]any)
 	for capability, l := range lims {
-		r, _ := l.(map[string]any)["rate"].(string)
-		if strings.Contains(r, "/") && (manifest.Limits{Rate: r}).Interval() == 0 {
-			path := []string{"limits", capability, "rate"}
+		m, _ := l.(map[string]any)
+		for _, pr := range manifest.LimitsOf(m).Problems() {
+			path := []string{"limits", capability}
+			if pr[0] != "" {
+				path = append(path, pr[0])
+			}
 			p := doc.Root.PosOf(path)
-			probs = append(probs, caperr.New(caperr.ConfigError, "rate %q lets nothing start (a rate above zero, like 1/m)", r).At(display, p.Line, p.Column, yamldoc.FieldPath(path)))
+			probs = append(probs, caperr.New(caperr.ConfigError, "%s", pr[1]).At(display, p.Line, p.Column, yamldoc.FieldPath(path)))
 		}
 	}
 	return probs

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,23 +21,75 @@ type Limits struct {
 	Key         string `json:"key,omitempty"`  // "${inputs.account}"
 }
 
-// Interval is the time between two starts the rate allows (0: no rate).
-func (l Limits) Interval() time.Duration {
+// The rates a limit keeps: at most a million starts a second, at least
+// one a day.
+const (
+	MinInterval = time.Microsecond
+	MaxInterval = 24 * time.Hour
+)
+
+// interval is the rate's time between two starts, as a float of
+// nanoseconds (0: no rate; +Inf: a rate of zero).
+func (l Limits) interval() float64 {
 	n, per, ok := strings.Cut(l.Rate, "/")
 	r, err := strconv.ParseFloat(n, 64)
-	if !ok || err != nil || r <= 0 {
+	if !ok || err != nil || math.IsNaN(r) || r < 0 {
 		return 0
 	}
-	unit := time.Second
+	unit := float64(time.Second)
 	if per == "m" {
-		unit = time.Minute
+		unit = float64(time.Minute)
 	}
-	return time.Duration(float64(unit) / r)
+	return unit / r
+}
+
+// Interval is the time between two starts the rate allows (0: no rate),
+// within MinInterval and MaxInterval (Problems refuses a rate outside).
+func (l Limits) Interval() time.Duration {
+	f := l.interval()
+	if f == 0 {
+		return 0
+	}
+	return time.Duration(min(max(f, float64(MinInterval)), float64(MaxInterval)))
+}
+
+// Problems are what is wrong with a limit the schema cannot see, each
+// with its field: a rate that lets nothing start, or one too slow or too
+// fast to keep; a limit with neither concurrency nor rate.
+func (l Limits) Problems() [][2]string {
+	var out [][2]string
+	if f := l.interval(); l.Rate != "" && strings.Contains(l.Rate, "/") {
+		switch {
+		case math.IsInf(f, 1) || f == 0:
+			out = append(out, [2]string{"rate", fmt.Sprintf("rate %q lets nothing start (a rate above zero, like 1/m)", l.Rate)})
+		case f > float64(MaxInterval):
+			out = append(out, [2]string{"rate", fmt.Sprintf("rate %q is slower than one start a day, the slowest kept (1/m is one a minute)", l.Rate)})
+		case f < float64(MinInterval):
+			out = append(out, [2]string{"rate", fmt.Sprintf("rate %q is faster than a million starts a second, the fastest kept: leave rate out for no rate", l.Rate)})
+		}
+	}
+	if l.Concurrency <= 0 && l.Rate == "" {
+		out = append(out, [2]string{"", "a limit needs concurrency or rate (key alone limits nothing)"})
+	}
+	return out
 }
 
 // KeyInput is the input whose value the limit is kept per ("": one limit).
 func (l Limits) KeyInput() string {
 	return strings.TrimSuffix(strings.TrimPrefix(l.Key, "${inputs."), "}")
+}
+
+// LimitsOf reads a `limits:` block as the schema admitted it.
+func LimitsOf(raw map[string]any) Limits {
+	var l Limits
+	if c, ok := raw["concurrency"].(int64); ok {
+		l.Concurrency = int(c)
+	} else if c, ok := raw["concurrency"].(float64); ok {
+		l.Concurrency = int(c)
+	}
+	l.Rate, _ = raw["rate"].(string)
+	l.Key, _ = raw["key"].(string)
+	return l
 }
 
 // Describe is the limit as `plan check` and `tools show` print it.
@@ -56,14 +109,14 @@ func (l Limits) Describe() string {
 }
 
 // limitsChecks reports positioned problems of a `limits:` block the schema
-// cannot see: a rate of zero, a key naming no input of the tool.
+// cannot see (Limits.Problems), and a key naming no input of the tool.
 func limitsChecks(raw map[string]any, at func(path []string, format string, args ...any)) {
 	lim, ok := raw["limits"].(map[string]any)
 	if !ok {
 		return
 	}
-	if r, ok := lim["rate"].(string); ok && (Limits{Rate: r}).Interval() == 0 && strings.Contains(r, "/") {
-		at([]string{"limits", "rate"}, "rate %q lets nothing start (a rate above zero, like 1/m)", r)
+	for _, p := range LimitsOf(lim).Problems() {
+		at(slices.DeleteFunc([]string{"limits", p[0]}, func(s string) bool { return s == "" }), "%s", p[1])
 	}
 	k, ok := lim["key"].(string)
 	if !ok {

@@ -138,6 +138,14 @@ func TestParseProblems(t *testing.T) {
 			`7:execution: local cannot go with limits`}},
 		{"limits that let nothing start", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nlimits: {rate: 0/s, key: '${account}'}\n", []string{
 			`6:limits.rate: rate "0/s" lets nothing start`, `6:limits.key: is not ${inputs.FIELD}`}},
+		// Hostile findings at 6003afe, 16-18: rates past what a limit keeps,
+		// a key alone.
+		{"rates out of bounds, a key alone", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ninput_schema: {type: object, properties: {x: {type: string}}}\nlimits: {rate: 0.00000000001/s}\n", []string{
+			`7:limits.rate: rate "0.00000000001/s" is slower than one start a day`}},
+		{"too fast", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\nlimits: {rate: 2000000000/s}\n", []string{
+			`6:limits.rate: rate "2000000000/s" is faster than a million starts a second`}},
+		{"a key alone", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: builtin, name: x}\ninput_schema: {type: object, properties: {x: {type: string}}}\nlimits: {key: '${inputs.x}'}\n", []string{
+			`7:limits: a limit needs concurrency or rate`}},
 		// The hostile audit's M3: a tool that may write the engine's state
 		// poisoned another run's cache entry.
 		{"sandbox write of what the engine trusts", "name: x\nversion: 1.0.0\ndescription: d\ncapabilities: [a.b]\nentrypoint: {type: command, command: [./r]}\nsandbox:\n  write:\n    - .capflow\n    - .capflow/state/artifacts\n    - tools\n    - kits/core/x\n    - capflow.yaml\n    - policy.yaml\n    - .git/hooks\n    - ./tools/../.capflow\n", []string{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -21,7 +22,7 @@ import (
 // unknown error codes.
 func (s *Suite) LoadCases(file string) ([]*Case, error) {
 	// Beneath its folder: a case file linked out of it is refused unread.
-	data, err := yamldoc.ReadIn(filepath.Dir(file), file, file)
+	data, err := projfile.ReadIn(filepath.Dir(file), file, file)
 	if err != nil {
 		return nil, err
 	}

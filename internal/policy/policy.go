@@ -13,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
+	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
@@ -69,7 +70,7 @@ func Load(file, display string) (*Policy, error) { return LoadIn("/", file, disp
 // LoadIn is Load of a project's policy: a file beneath root is never read
 // through a link that leads out of it.
 func LoadIn(root, file, display string) (*Policy, error) {
-	data, err := yamldoc.ReadProjectFile(root, file, display)
+	data, err := projfile.ReadProjectFile(root, file, display)
 	if errors.Is(err, os.ErrNotExist) {
 		return Default(), nil
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/suggest"
-	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Resolution-order source groups.
@@ -203,7 +203,7 @@ func (f found) read() ([]byte, error) {
 	}
 	// Beneath the tool's own folder: a tool.yaml linked out of it (to
 	// ~/.aws/credentials) is refused unread.
-	return yamldoc.ReadIn(filepath.Dir(f.name), f.name, f.name)
+	return projfile.ReadIn(filepath.Dir(f.name), f.name, f.name)
 }
 
 func build(opts Options, files []found) *Registry {
@@ -281,7 +281,7 @@ func (r *Registry) Description(m *manifest.Manifest) string {
 		}
 		b, _ = fs.ReadFile(r.builtin, path.Join(path.Dir(rest), DescriptionFile))
 	} else if m.Dir != "" {
-		b, _ = yamldoc.ReadIn(m.Dir, filepath.Join(m.Dir, DescriptionFile), DescriptionFile)
+		b, _ = projfile.ReadIn(m.Dir, filepath.Join(m.Dir, DescriptionFile), DescriptionFile)
 	}
 	if len(b) > maxDescription {
 		b = append(b[:maxDescription], "\n…(truncated)"...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // RunError names a run that does not exist as such (INVALID_INPUT), any
@@ -50,6 +51,11 @@ func Earlier(ctx context.Context, tc *client.Client, id string) (client.Input, *
 // steps that succeeded, except from and what follows it ("": none): its
 // input and start options (newID "": the caller names it).
 func Rerun(ctx context.Context, tc *client.Client, id, from, newID string) (client.Input, client.StartOptions, *client.Result, error) {
+	if newID != "" {
+		if err := CheckID(newID); err != nil {
+			return client.Input{}, client.StartOptions{}, nil, err
+		}
+	}
 	in, prev, err := Earlier(ctx, tc, id)
 	if err != nil {
 		return in, client.StartOptions{}, nil, err
@@ -108,10 +114,14 @@ const MaxIDLength = 200
 const maxPlanPart = 120
 
 // CheckID refuses a workflow ID a SQL-backed server could not store, or
-// whose children's IDs would not fit (INVALID_INPUT).
+// whose children's IDs would not fit, or that capflow keeps for its
+// limits' workflows (INVALID_INPUT).
 func CheckID(id string) error {
 	if strings.TrimSpace(id) != id || id == "" {
 		return caperr.New(caperr.InvalidInput, "workflow ID %q: empty, or blank at an end", id)
+	}
+	if strings.HasPrefix(id, wfapi.LimitIDPrefix) {
+		return caperr.New(caperr.InvalidInput, "workflow ID %q: IDs starting %q are capflow's limits', never a run's", id, wfapi.LimitIDPrefix)
 	}
 	if len(id) > MaxIDLength {
 		return caperr.New(caperr.InvalidInput, "workflow ID of %d bytes: at most %d (Temporal on SQL stores 255, and sub-plans and batches add their step's id)", len(id), MaxIDLength)

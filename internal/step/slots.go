@@ -2,6 +2,8 @@ package step
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -76,7 +78,9 @@ func (e *Executor) takeSlots(ctx context.Context, r *stepRun, m *manifest.Manife
 			k, _ := json.Marshal(in[f])
 			req.Key = string(k)
 		}
-		req.Lease, req.Holder = r.at.Lease, fmt.Sprintf("%s/%s/%d", r.in.WorkflowID, label(r.in.Step), r.attempt)
+		// The holder's name ends in a nonce only this attempt knows: a
+		// client cannot release or renew it by guessing.
+		req.Lease, req.Holder = r.at.Lease, fmt.Sprintf("%s/%s/%d/%s", r.in.WorkflowID, label(r.in.Step), r.attempt, nonce())
 		if req.Lease <= 0 {
 			req.Lease = DefaultLease
 		}
@@ -104,4 +108,11 @@ func live(r *stepRun, msg string) {
 	if r.at.OnFeedback != nil {
 		r.at.OnFeedback(envelope.Feedback{Phase: "limits", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()), Message: msg})
 	}
+}
+
+// nonce is 64 random bits, in hex.
+func nonce() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -2,6 +2,7 @@ package wfapi
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -65,6 +66,9 @@ type LimitState struct {
 	// Queue are the waiters in their order, each with its lease end.
 	Queue []LimitWaiter `json:"queue,omitempty"`
 	Next  time.Time     `json:"next,omitempty"` // the earliest next start
+	// LetGo are holders whose lease ran out, and when: only they may hold
+	// again by a renewal (their tool ran on through an outage).
+	LetGo map[string]time.Time `json:"let_go,omitempty"`
 }
 
 // LimitWaiter is a queued attempt.
@@ -76,17 +80,55 @@ type LimitWaiter struct {
 
 // MinLimitLease is the shortest lease a slot is given: a short heartbeat
 // timeout must not let two late renewals lose a running tool its slot.
-const MinLimitLease = 10 * time.Second
+// MaxLimitLease is the longest: a dead worker's slot comes back within it
+// whatever its tool's heartbeat timeout says (renewals keep a live one's).
+const (
+	MinLimitLease = 10 * time.Second
+	MaxLimitLease = 5 * time.Minute
+)
+
+// LimitLease is a lease as a limit keeps it: within MinLimitLease and
+// MaxLimitLease.
+func LimitLease(d time.Duration) time.Duration { return min(max(d, MinLimitLease), MaxLimitLease) }
+
+// LimitIDPrefix starts every limit's workflow ID: no run takes one.
+const LimitIDPrefix = "capflow-limit:"
 
 // LimitWorkflowID is the workflow that keeps a limit ("tool NAME",
-// "capability CAP") for one key value. The value is a digest: IDs show in
-// the Web UI, and a value may name an account (a digest is a pseudonym,
-// not a secret: a guessed value can be checked against it).
-func LimitWorkflowID(scope, key string) string {
-	id := "capflow-limit:" + strings.ReplaceAll(scope, " ", ":")
+// "capability CAP") of the project whose workers serve queue, for one key
+// value: two projects (two task queues) share no limit, and each limit
+// runs on a queue all its project's workers serve. The value is a digest:
+// IDs show in the Web UI, and a value may name an account (a digest is a
+// pseudonym, not a secret: a guessed value can be checked against it).
+func LimitWorkflowID(queue, scope, key string) string {
+	id := LimitIDPrefix + queue + ":" + strings.ReplaceAll(scope, " ", ":")
 	if key == "" {
 		return id
 	}
 	sum := sha256.Sum256([]byte(key))
 	return id + ":" + hex.EncodeToString(sum[:8])
+}
+
+// MaxLimitHolder bounds a holder's name.
+const MaxLimitHolder = 512
+
+// Check says what is wrong with a request no attempt of capflow's sends
+// (nil: nothing): no holder, a limit with neither concurrency nor rate, a
+// concurrency below one or past 10,000, a rate outside one start a day to
+// a million a second, a lease outside MinLimitLease..MaxLimitLease (0 is
+// the least).
+func (r LimitRequest) Check() error {
+	switch {
+	case r.Holder == "" || len(r.Holder) > MaxLimitHolder:
+		return fmt.Errorf("a holder of 1 to %d bytes", MaxLimitHolder)
+	case r.Concurrency < 0 || r.Concurrency > 10000:
+		return fmt.Errorf("concurrency %d: 1 to 10000 (0: none, with a rate)", r.Concurrency)
+	case r.Interval != 0 && (r.Interval < time.Microsecond || r.Interval > 24*time.Hour):
+		return fmt.Errorf("interval %s: 1µs to 24h (0: no rate, with a concurrency)", r.Interval)
+	case r.Concurrency == 0 && r.Interval == 0:
+		return fmt.Errorf("a limit needs a concurrency or a rate")
+	case r.Lease != 0 && (r.Lease < MinLimitLease || r.Lease > MaxLimitLease):
+		return fmt.Errorf("lease %s: %s to %s", r.Lease, MinLimitLease, MaxLimitLease)
+	}
+	return nil
 }

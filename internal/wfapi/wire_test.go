@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
@@ -143,12 +144,39 @@ func fill(t reflect.Type) reflect.Value {
 // A limit's workflow ID never carries its key's value (an account, a
 // host): a digest of it.
 func TestLimitWorkflowIDHidesTheKey(t *testing.T) {
-	id := LimitWorkflowID("tool drive-upload", "alice@example.com")
-	if strings.Contains(id, "alice") || !strings.HasPrefix(id, "capflow-limit:tool:drive-upload:") || id == LimitWorkflowID("tool drive-upload", "bob@example.com") {
+	id := LimitWorkflowID("q", "tool drive-upload", "alice@example.com")
+	if strings.Contains(id, "alice") || !strings.HasPrefix(id, "capflow-limit:q:tool:drive-upload:") || id == LimitWorkflowID("q", "tool drive-upload", "bob@example.com") {
 		t.Fatalf("id %q", id)
 	}
-	if LimitWorkflowID("capability video.download", "") != "capflow-limit:capability:video.download" {
-		t.Fatal(LimitWorkflowID("capability video.download", ""))
+	if LimitWorkflowID("q", "capability video.download", "") != "capflow-limit:q:capability:video.download" {
+		t.Fatal(LimitWorkflowID("q", "capability video.download", ""))
+	}
+	// Two projects (two task queues) share no limit (hostile findings at
+	// 6003afe, 10).
+	if LimitWorkflowID("qa", "tool lim1", "") == LimitWorkflowID("qb", "tool lim1", "") {
+		t.Fatal("two projects share a limit")
+	}
+}
+
+// TestLimitRequestCheck: what no attempt of capflow's sends is refused
+// (hostile findings at 6003afe, 11).
+func TestLimitRequestCheck(t *testing.T) {
+	for _, c := range []struct {
+		req  LimitRequest
+		want string
+	}{
+		{LimitRequest{Holder: "a", Concurrency: 1, Lease: 30 * time.Second}, ""},
+		{LimitRequest{Holder: "a", Interval: time.Second}, ""},
+		{LimitRequest{Holder: "ghost", Concurrency: 1, Lease: 360000000000000000}, "lease"},
+		{LimitRequest{Holder: "x", Concurrency: -1}, "concurrency -1"},
+		{LimitRequest{Holder: "x"}, "needs a concurrency or a rate"},
+		{LimitRequest{Holder: "x", Concurrency: 1, Interval: -5}, "interval"},
+		{LimitRequest{Concurrency: 1}, "holder"},
+	} {
+		err := c.req.Check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.req, err, c.want)
+		}
 	}
 }
 
@@ -156,8 +184,8 @@ func TestLimitWorkflowIDHidesTheKey(t *testing.T) {
 // control bytes), the workflow ID is the scope and a 16-hex digest.
 func TestLimitWorkflowIDOfHostileKeys(t *testing.T) {
 	for _, key := range []string{"--output-path=/etc/passwd", "../../../etc", strings.Repeat("x", 1<<20), "a\x00b\nc", `"quoted"`} {
-		id := LimitWorkflowID("tool up", key)
-		rest, ok := strings.CutPrefix(id, "capflow-limit:tool:up:")
+		id := LimitWorkflowID("q", "tool up", key)
+		rest, ok := strings.CutPrefix(id, "capflow-limit:q:tool:up:")
 		if !ok || len(rest) != 16 || strings.Trim(rest, "0123456789abcdef") != "" {
 			t.Errorf("key %.20q: id %.80q", key, id)
 		}
