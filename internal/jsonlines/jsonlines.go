@@ -19,16 +19,22 @@ type Fault struct {
 	Code   int
 	Reason string
 	ID     json.RawMessage
+	// Response: the line answers a request (its id is the request's).
+	Response bool
 }
 
 // Reader hands on r's lines that are JSON-RPC messages, trimmed (blank
 // lines pass). A line that is not one, or longer than max bytes, goes to
-// bad: its error ends the reading; nil passes the line over.
+// bad: its error ends the reading; nil passes the line over. With Answer
+// set, a bad line that answers a request (its id read from as much of it
+// as parses) is handed on as an error answer to that request instead:
+// one bad answer fails its own call, not every call of the stream.
 type Reader struct {
-	r    *bufio.Reader
-	max  int
-	bad  func(Fault) error
-	left []byte
+	r      *bufio.Reader
+	max    int
+	bad    func(Fault) error
+	left   []byte
+	Answer bool
 }
 
 // New reads r.
@@ -46,11 +52,14 @@ func (l *Reader) Read(p []byte) (int, error) {
 		} else if len(t) > 0 {
 			f = Check(t)
 		}
-		if f != nil {
+		switch {
+		case f != nil && l.Answer && f.Response && plainID(f.ID) != nil && string(f.ID) != "null":
+			l.left = errorAnswer(*f)
+		case f != nil:
 			if berr := l.bad(*f); berr != nil {
 				return 0, berr
 			}
-		} else if len(t) > 0 {
+		case len(t) > 0:
 			l.left = append(t, '\n')
 		}
 		if len(l.left) == 0 && err != nil {
@@ -87,7 +96,8 @@ const MaxDepth = 900
 // batch of them), nil when nothing is.
 func Check(line []byte) *Fault {
 	if !json.Valid(line) {
-		return &Fault{Code: -32700, Reason: "a line that is not one whole JSON value"}
+		id, response := leading(line)
+		return &Fault{Code: -32700, Reason: "a line that is not one whole JSON value", ID: id, Response: response}
 	}
 	if depth(line) > MaxDepth {
 		return &Fault{Code: -32700, Reason: fmt.Sprintf("JSON nested more than %d deep", MaxDepth)}
@@ -114,8 +124,11 @@ func checkMessage(raw json.RawMessage) *Fault {
 		return &Fault{Code: -32600, Reason: "a message that is not a JSON object"}
 	}
 	id := m["id"]
+	_, isResult := m["result"]
+	_, isError := m["error"]
+	response := (isResult || isError) && m["method"] == nil
 	if string(m["jsonrpc"]) != `"2.0"` {
-		return &Fault{Code: -32600, Reason: `a message without "jsonrpc": "2.0"`, ID: plainID(id)}
+		return &Fault{Code: -32600, Reason: `a message without "jsonrpc": "2.0"`, ID: plainID(id), Response: response}
 	}
 	if id != nil && plainID(id) == nil {
 		return &Fault{Code: -32600, Reason: "an id that is not a string, an integer or null"}
@@ -161,4 +174,51 @@ func depth(line []byte) int {
 		}
 	}
 	return most
+}
+
+// leading reads as much of a line cut short (or otherwise broken) as
+// parses, for its id and whether it answers a request ("result" or
+// "error" before any "method").
+func leading(line []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var id json.RawMessage
+	response := false
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			break
+		}
+		switch key {
+		case "id":
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return id, response
+			}
+			id = plainID(raw)
+			continue
+		case "result", "error":
+			response = true
+		case "method":
+			return id, false
+		}
+		if response && id != nil {
+			return id, true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+	}
+	return id, response
+}
+
+// errorAnswer is the error answer that stands for a bad answer.
+func errorAnswer(f Fault) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": f.ID,
+		"error": map[string]any{"code": f.Code, "message": "the server answered out of contract: " + f.Reason}})
+	return append(b, '\n')
 }

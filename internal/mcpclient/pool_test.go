@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestPoolAgainstAMisbehavingServer(t *testing.T) {
 		return string(b), err
 	}
 	tools, info, err := p.Tools(ctx, "bad")
-	if err != nil || len(tools) != 5 || info.Name != "bad" {
+	if err != nil || len(tools) != 6 || info.Name != "bad" {
 		t.Fatalf("tools: %v %v %v", tools, info, err)
 	}
 	for _, c := range []struct {
@@ -68,6 +69,41 @@ func TestPoolAgainstAMisbehavingServer(t *testing.T) {
 	}
 	if _, err := p.Call(ctx, "nope", "x", nil, nil); caperr.CodeOf(err) != caperr.DependencyUnavailable || !strings.Contains(err.Error(), "not configured") {
 		t.Errorf("an unconfigured server: %v", err)
+	}
+}
+
+// TestOneBadAnswerFailsOnlyItsCall: calls in flight on one session beside
+// a call answered with a line cut short go on (hostile findings at
+// 6003afe, 14).
+func TestOneBadAnswerFailsOnlyItsCall(t *testing.T) {
+	script, _ := filepath.Abs("../../e2e/testdata/mcp/bad_server.py")
+	p := New(Options{Servers: map[string]config.MCPServer{"bad": {Command: []string{"python3", script}}}, Root: t.TempDir()})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, _, err := p.Tools(ctx, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	tools := []string{"pause", "truncated", "ok", "pause"}
+	errs := make([]error, len(tools))
+	var wg sync.WaitGroup
+	for i, tool := range tools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.Call(ctx, "bad", tool, map[string]any{}, nil)
+		}()
+		time.Sleep(50 * time.Millisecond) // in this order
+	}
+	wg.Wait()
+	for i, tool := range tools {
+		if tool == "truncated" {
+			if caperr.CodeOf(errs[i]) != caperr.ToolFailure || !strings.Contains(errs[i].Error(), "out of contract") {
+				t.Errorf("truncated: %v", errs[i])
+			}
+		} else if errs[i] != nil {
+			t.Errorf("%s beside it: %v", tool, errs[i])
+		}
 	}
 }
 

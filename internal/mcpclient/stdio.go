@@ -50,6 +50,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		t.bad.Store(true)
 		return fmt.Errorf("the server wrote %s", f.Reason)
 	})
+	// A bad answer to one call fails that call alone (hostile findings at
+	// 6003afe, 14): the others on the session go on.
+	r.Answer = true
 	w := &stdin2{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}
 	return (&mcp.IOTransport{Reader: io.NopCloser(r), Writer: w}).Connect(ctx)
 }

@@ -9,7 +9,7 @@ import time
 
 TOOLS = [{"name": n, "description": d, "inputSchema": {"type": "object"}} for n, d in
          [("wrong", "answers out of contract"), ("truncated", "answers a line cut short"), ("die", "exits mid-call"),
-          ("slow", "never answers"),
+          ("slow", "never answers"), ("pause", "answers {ok: true} after 0.3 s"),
           ("ok", "answers {ok: true}")]]
 
 
@@ -39,6 +39,9 @@ for line in sys.stdin:
             sys.exit(3)
         elif name == "slow":
             time.sleep(3600)
+        elif name == "pause":
+            time.sleep(0.3)
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "structuredContent": {"ok": True}}})
         else:
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "structuredContent": {"ok": True}}})
     elif method == "ping":
