@@ -114,9 +114,9 @@ func (pr *progress) transitions(p *capflowclient.Result, seen map[string]wfapi.S
 			line += " (cached result of " + s.CachedFrom + ", no tool ran)"
 		}
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
-			line += fmt.Sprintf(": %s (answer: %s)", s.Waiting.Prompt, answerCommand(s.Waiting, p.WorkflowID, s.ID))
+			line += fmt.Sprintf(": %s (answer: %s)", printable(s.Waiting.Prompt), answerCommand(s.Waiting, p.WorkflowID, s.ID))
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
-			line += ": " + s.Reason
+			line += ": " + printable(s.Reason)
 		}
 		pr.println(line)
 	}
@@ -161,7 +161,7 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, caperr.FirstLine(pa.LastFailure), pa.Attempt, pa.MaxAttempts))
+				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, printable(caperr.FirstLine(pa.LastFailure)), pa.Attempt, pa.MaxAttempts))
 			}
 		}
 		if pa.Heartbeat == nil {
@@ -174,7 +174,7 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 		if hb.Latest == nil {
 			continue
 		}
-		line := fmt.Sprintf("%s: %s", hb.Latest.Phase, caperr.FirstLine(hb.Latest.Message))
+		line := printable(fmt.Sprintf("%s: %s", hb.Latest.Phase, caperr.FirstLine(hb.Latest.Message)))
 		if seen[step] == line {
 			continue
 		}
@@ -206,7 +206,7 @@ func (pr *progress) printLines(step string, hb wfapi.Heartbeat, seen map[string]
 	}
 	for i, l := range hb.Lines {
 		if first+i >= printed {
-			pr.println(fmt.Sprintf("    │ %s: %s", step, l))
+			pr.println(fmt.Sprintf("    │ %s: %s", step, printable(l)))
 		}
 	}
 	seen[key] = strconv.Itoa(hb.LineSeq)

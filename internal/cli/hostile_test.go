@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/mcpserver"
 )
 
@@ -242,5 +245,19 @@ func TestProjectFilesLinkedOutAreNotRead(t *testing.T) {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 			}
 		})
+	}
+}
+
+// TestToolTextReachesNoTerminalControl: a tool's message, feedback and a
+// run's message are printed with their control characters quoted: no
+// title set, no screen cleared (hostile findings at 6003afe, 21).
+func TestToolTextReachesNoTerminalControl(t *testing.T) {
+	evil := "\u001b]0;PWNED\u0007\u001b[2J\u001b[31mred\u0000nul\rback"
+	var b bytes.Buffer
+	prettyEnvelope(&b, envelope.Envelope{Message: evil, Feedback: []envelope.Feedback{{Phase: "x", Level: "warning", Message: evil, Detail: evil + "\nline two"}}})
+	prettyResult(&b, &capflowclient.Result{Plan: "p", Status: "failed", Message: evil, Warnings: []string{evil}}, "")
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\x00\r") || !strings.Contains(out, `\x1b]0;PWNED\a\x1b[2J`) || !strings.Contains(out, "line two") {
+		t.Fatalf("%q", out)
 	}
 }

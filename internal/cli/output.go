@@ -120,9 +120,9 @@ func printProblems(w io.Writer, root string, ps []Problem) {
 		if p.Field != "" {
 			field = p.Field + ": "
 		}
-		fmt.Fprintf(w, "  %s %s: %s%s\n", scr.paint(red, "✗"), scr.paint(bold, loc), field, p.Message)
+		fmt.Fprintf(w, "  %s %s: %s%s\n", scr.paint(red, "✗"), scr.paint(bold, printable(loc)), printable(field), printableText(p.Message))
 		if src, ok := sourceLine(root, p.File, p.Line); ok {
-			fmt.Fprintf(w, "      %4d | %s\n", p.Line, src)
+			fmt.Fprintf(w, "      %4d | %s\n", p.Line, printable(src))
 			if p.Column > 0 && p.Column <= len(src)+1 {
 				fmt.Fprintf(w, "           | %s%s\n", strings.Repeat(" ", p.Column-1), scr.paint(red, "^"))
 			}
@@ -134,7 +134,11 @@ func table(w io.Writer, header []string, rows [][]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = printable(c) // a tool's words among them
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
 }
@@ -156,17 +160,17 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 	if !env.Success {
 		mark = scr.paint(red, "✗")
 	}
-	fmt.Fprintf(w, "%s %s\n", mark, env.Message)
+	fmt.Fprintf(w, "%s %s\n", mark, printableText(env.Message))
 	for _, f := range env.Feedback {
 		// Each error once: the headline already says what its result
 		// feedback says.
 		if f.Level == envelope.LevelInfo && env.Success || strings.Contains(env.Message, f.Message) && (f.Detail == "" || caperr.Known(caperr.Code(f.Detail))) {
 			continue
 		}
-		fmt.Fprintf(w, "  [%s] %s: %s\n", f.Level, f.Phase, f.Message)
+		fmt.Fprintf(w, "  [%s] %s: %s\n", printable(f.Level), printable(f.Phase), printable(f.Message))
 		if f.Detail != "" && !caperr.Known(caperr.Code(f.Detail)) {
 			for _, l := range strings.Split(f.Detail, "\n") {
-				fmt.Fprintf(w, "      %s\n", l)
+				fmt.Fprintf(w, "      %s\n", printable(l))
 			}
 		}
 	}

@@ -5,9 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -125,14 +122,4 @@ func writeJUnit(path string, rep *plantest.Report) error {
 		return caperr.Wrap(caperr.ObservabilityError, err, "writing %s", path)
 	}
 	return nil
-}
-
-// printable is text from a case file as the terminal should show it:
-// control characters (an ANSI escape would drive the terminal) quoted.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
 }

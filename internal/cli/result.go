@@ -62,7 +62,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 		if tail := stderrTail(st); len(tail) > 0 {
 			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", st.ID)
 			for _, l := range tail {
-				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), l)
+				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), printable(l))
 			}
 		}
 	}
@@ -70,10 +70,10 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
 	}
 	for _, warn := range res.Warnings {
-		fmt.Fprintf(w, "  %s %s\n", scr.paint(yellow, "warning:"), warn)
+		fmt.Fprintf(w, "  %s %s\n", scr.paint(yellow, "warning:"), printable(warn))
 	}
 	for _, g := range res.Gaps {
-		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, g.ReasonMessage)
+		fmt.Fprintf(w, "  gap %s [%s]: %s\n", g.StepID, g.Reason, printable(g.ReasonMessage))
 	}
 	if len(res.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
@@ -97,7 +97,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	}
 	head := fmt.Sprintf("%s %s %s", scr.paint(runColors[res.Status], mark), res.Plan, scr.paint(bold, string(res.Status)))
 	if res.Message != "" {
-		head += ": " + res.Message
+		head += ": " + printableText(res.Message)
 	}
 	fmt.Fprintln(w, head)
 }

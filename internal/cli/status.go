@@ -138,7 +138,7 @@ func (a *App) reportCommand() *cobra.Command {
 				}
 				a.setResult("capflow-report", res, temporalx.RunURL(cfg.Temporal, res.WorkflowID, res.RunID))
 				if md := a.reportMarkdown(ctx, res); md != nil {
-					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, string(md)) }
+					a.result.pretty = func(w io.Writer) { fmt.Fprint(w, printableText(string(md))) }
 				}
 				return nil
 			})

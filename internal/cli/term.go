@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -142,4 +144,32 @@ func progressText(p *wfapi.Result, running []string) string {
 		text += fmt.Sprintf(" · %d waiting", n)
 	}
 	return text
+}
+
+// printable is text from outside (a tool's message, stderr, a case file)
+// as a terminal should show it: control characters quoted (\x1b]0;...
+// would set the window's title, \x1b[2J clear the screen).
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// printableText is printable for text of several lines: its newlines
+// and tabs stay.
+func printableText(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j, p := range parts {
+			parts[j] = printable(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
 }

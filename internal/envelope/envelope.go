@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -151,6 +154,9 @@ func Parse(b []byte) (*Envelope, error) {
 	if errs := env.Validate(); len(errs) > 0 {
 		return nil, errors.New(joinErrs(errs))
 	}
+	if err := CheckData(env.Data); err != nil {
+		return nil, err
+	}
 	return &env, nil
 }
 
@@ -163,4 +169,50 @@ func joinErrs(errs []string) string {
 		b.WriteString(e)
 	}
 	return b.String()
+}
+
+// MaxDataDepth is the deepest nesting a tool's data may have (a plan's
+// YAML may nest 200 levels; readers such as Python's json stop near 1000).
+const MaxDataDepth = 200
+
+// CheckData says what in a tool's data (decoded with UseNumber) no reader
+// keeps: a number past float64 (1e400 would turn into null), nesting past
+// MaxDataDepth. The error names the field by its JSON pointer.
+func CheckData(v any) error { return checkData(v, "", 0) }
+
+func checkData(v any, ptr string, depth int) error {
+	if depth > MaxDataDepth {
+		return fmt.Errorf("data%s: nested deeper than %d levels", ptr, MaxDataDepth)
+	}
+	switch x := v.(type) {
+	case json.Number:
+		if f, err := x.Float64(); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("data%s: %.40s is not a number a JSON reader keeps (past float64)", orRoot(ptr), x.String())
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if err := checkData(x[k], ptr+"/"+escapePointer(k), depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkData(e, ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func orRoot(ptr string) string {
+	if ptr == "" {
+		return " (the whole value)"
+	}
+	return " " + ptr
+}
+
+// escapePointer escapes a key for a JSON pointer (RFC 6901).
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }

@@ -94,7 +94,10 @@ func mcpData(res *mcp.CallToolResult) (any, error) {
 		return nil, err
 	}
 	var out any
-	return out, json.Unmarshal(raw, &out)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err // 1e400 among them: past float64
+	}
+	return out, envelope.CheckData(out)
 }
 
 // contentText joins a result's text blocks.

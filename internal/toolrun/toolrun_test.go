@@ -341,3 +341,24 @@ func TestFailureCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestDataNoReaderKeeps: a number past float64 and data nested past
+// envelope.MaxDataDepth are the tool's failure, the field named
+// (hostile findings at 6003afe, 20 and 22), never stored as null or
+// handed to readers that break on them.
+func TestDataNoReaderKeeps(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
+	for _, c := range []struct{ data, want string }{
+		{`{"n":1e400}`, "data /n: 1e400 is not a number a JSON reader keeps"},
+		{`{"n":1,"x":` + deep + `}`, "data/x/a/a"},
+	} {
+		env := run(t, script(t, `cat > "$CAPFLOW_OUTPUT_PATH" <<'EOF2'
+{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"ok","feedback":[],"data":`+c.data+`}
+EOF2
+`), nil, 10*time.Second)
+		if env.Success || env.Error.Code != caperr.ToolFailure || !strings.Contains(env.Message, c.want) {
+			t.Errorf("%.30s: %s %+v", c.data, env.Message, env.Error)
+		}
+	}
+}
