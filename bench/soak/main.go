@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -102,23 +103,34 @@ func run() int {
 	return 0
 }
 
-// usageError says what is wrong with the command line ("" if nothing).
+// usageError says what is wrong with the command line, every flag at
+// fault named ("" if nothing).
 func usageError(fs *flag.FlagSet, c soak.Config, envErr error) string {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return fmt.Sprintf("unexpected %q: capflow-soak takes flags only (-h lists them)", fs.Arg(0))
-	case envErr != nil && !given["runs"]:
-		return fmt.Sprintf("SOAK_RUNS=%q is not a number of runs", os.Getenv("SOAK_RUNS"))
-	case c.Netns != "auto" && c.Netns != "on" && c.Netns != "off":
-		return fmt.Sprintf("--netns %q: give auto, on or off", c.Netns)
-	case c.Runs < 1:
-		return "--runs must be at least 1"
-	case c.Hosts < 2:
-		return "--hosts must be at least 2 (a lost host's runs move to another)"
-	case c.Faults < 0:
-		return "--faults must be 0 or more"
+	}
+	var probs []string
+	bad := func(cond bool, format string, args ...any) {
+		if cond {
+			probs = append(probs, fmt.Sprintf(format, args...))
+		}
+	}
+	bad(envErr != nil && !given["runs"], "SOAK_RUNS=%q is not a number of runs", os.Getenv("SOAK_RUNS"))
+	bad(c.Netns != "auto" && c.Netns != "on" && c.Netns != "off", "--netns %q: give auto, on or off", c.Netns)
+	bad(c.Runs < 1 || c.Runs > 10000, "--runs %d: 1 to 10000", c.Runs)
+	bad(c.Hosts < 2 || c.Hosts > 16, "--hosts %d: 2 to 16 (a lost host's runs move to another)", c.Hosts)
+	bad(c.Faults < 0 || c.Faults > 10000, "--faults %d: 0 to 10000", c.Faults)
+	bad(c.Spread < 0 || c.Spread > 24*time.Hour, "--spread %s: 0 (2s a run) to 24h", c.Spread)
+	bad(c.RunWait <= 0 || c.RunWait > 24*time.Hour, "--run-wait %s: more than 0, at most 24h", c.RunWait)
+	bad(c.HostWait < time.Second || c.HostWait > 24*time.Hour, "--host-wait %s: 1s to 24h (the workers' temporal.host_wait)", c.HostWait)
+	bad(math.IsNaN(c.MaxRSSMB) || c.MaxRSSMB <= 0 || c.MaxRSSMB > 1<<20, "--max-rss-mb %v: a number of MB above 0", c.MaxRSSMB)
+	if c.Work != "" {
+		st, err := os.Stat(c.Work)
+		entries, _ := os.ReadDir(c.Work)
+		bad(err == nil && !st.IsDir(), "--work %s is a file: give a new or empty folder", c.Work)
+		bad(err == nil && st.IsDir() && len(entries) > 0, "--work %s is not empty: give a new or empty folder", c.Work)
 	}
 	// The schedule cycles worker-kill, server-kill, postgres-restart,
 	// host-lost: the commands of the kinds it reaches are needed now, not
@@ -128,16 +140,10 @@ func usageError(fs *flag.FlagSet, c soak.Config, envErr error) string {
 		need["--postgres-restart"] = c.Commands.PostgresRestart
 	}
 	for _, name := range []string{"--server-kill", "--server-start", "--postgres-restart"} {
-		if v, ok := need[name]; ok && v == "" && c.Faults >= 2 {
-			return fmt.Sprintf("%d faults reach the cluster's, but %s is not given (the command that does it; scripts/soak.sh gives make cluster's)", c.Faults, name)
-		}
+		v, ok := need[name]
+		bad(ok && v == "" && c.Faults >= 2, "%d faults reach the cluster's, but %s is not given (the command that does it; scripts/soak.sh gives make cluster's)", c.Faults, name)
 	}
-	if c.Work != "" {
-		if entries, err := os.ReadDir(c.Work); err == nil && len(entries) > 0 {
-			return fmt.Sprintf("--work %s is not empty: give a new or empty folder", c.Work)
-		}
-	}
-	return ""
+	return strings.Join(probs, "; ")
 }
 
 // setupError checks what the soak needs before it copies anything ("" if
