@@ -30,12 +30,12 @@ type ended struct {
 // the run is open or cannot be asked (the caller asks and reports why).
 func (s *Server) endedRun(ctx context.Context, id string) *ended {
 	if e, ok := s.ended.Load(id); ok {
-		return e.(*ended)
+		return e
 	}
 	s.endedMu.Lock() // one read of a large report, not one per request
 	defer s.endedMu.Unlock()
 	if e, ok := s.ended.Load(id); ok {
-		return e.(*ended)
+		return e
 	}
 	res := s.endedResult(ctx, id)
 	if res == nil {

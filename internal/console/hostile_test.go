@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -279,5 +280,45 @@ func TestOpenableGroups(t *testing.T) {
 		if got := strings.Join(openable(strings.Split(in, ","), groups), ","); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestEndedRunsKeptWithinABound: the ended runs the console keeps are
+// bounded by their steps, the least recently asked let go first (hostile
+// findings at 6003afe, 25).
+func TestEndedRunsKeptWithinABound(t *testing.T) {
+	c := newEndedCache(maxEndedSteps)
+	big := &ended{states: make([]client.StepState, 40000)}
+	small := &ended{states: make([]client.StepState, 10)}
+	c.Store("big1", big)
+	c.Store("small", small)
+	if c.Len() != 2 {
+		t.Fatal("a run within the bound was let go")
+	}
+	c.Store("big2", big)
+	if _, ok := c.Load("big1"); ok || c.Len() != 2 {
+		t.Fatalf("two 40,000-step runs kept: %d runs", c.Len())
+	}
+	if _, ok := c.Load("small"); !ok {
+		t.Fatal("the small run, asked after big1, was let go first")
+	}
+	for i := range 1000 {
+		c.Store(fmt.Sprint("r", i), small)
+	}
+	if c.Len()*11 > maxEndedSteps+11 {
+		t.Fatalf("%d runs kept", c.Len())
+	}
+}
+
+// TestLargeReportShownCut: a report past MaxReport is shown cut at a
+// line's end with a note, not refused (hostile findings at 6003afe, 26).
+func TestLargeReportShownCut(t *testing.T) {
+	src := []byte(strings.Repeat("| step | ok |\n", 1000))
+	out := string(cutReport(src, 100, "run-1"))
+	if !strings.HasPrefix(out, "| step | ok |\n") || len(out) > 400 || !strings.Contains(out, "The report is 14000 bytes") || !strings.Contains(out, "capflow report run-1") {
+		t.Fatalf("%q", out)
+	}
+	if string(cutReport(src, len(src), "x")) != string(src) {
+		t.Fatal("a report within the bound was cut")
 	}
 }

@@ -18,8 +18,12 @@ import (
 	"github.com/capflow/capflow/internal/toolrun"
 )
 
-// MaxReport bounds a report the console renders.
-const MaxReport = 4 << 20
+// MaxReport bounds what of a report the console renders: a larger one is
+// shown cut there, with a note; past MaxReportRead it is not read at all.
+const (
+	MaxReport     = 4 << 20
+	MaxReportRead = 64 << 20
+)
 
 // markdown renders reports: GitHub tables; raw HTML in a report is
 // escaped, never passed through (goldmark's default).
@@ -37,11 +41,12 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	file := res.Report.Markdown
-	src, err := s.o.Project.RunReport(ctx, id, file, MaxReport)
+	src, err := s.o.Project.RunReport(ctx, id, file, MaxReportRead)
 	if err != nil {
 		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "run %s has no report readable here (yet): %v", id, err))
 		return
 	}
+	src = cutReport(src, MaxReport, id)
 	var out bytes.Buffer
 	if err := markdown.Convert(forConsole(src), &out); err != nil {
 		writeError(w, http.StatusInternalServerError, caperr.Wrap(caperr.InternalError, err, "render %s", file))
@@ -70,6 +75,20 @@ func (s *Server) getInputs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(raw)
+}
+
+// cutReport keeps a report within max bytes, cut at a line's end, with a
+// note saying so and where the whole of it is.
+func cutReport(src []byte, max int, id string) []byte {
+	if len(src) <= max {
+		return src
+	}
+	head := src[:max]
+	if i := bytes.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i+1]
+	}
+	note := fmt.Sprintf("\n\n---\n\n*The report is %d bytes: the console shows its first %d. `capflow report %s` prints all of it.*\n", len(src), len(head), id)
+	return append(append([]byte(nil), head...), note...)
 }
 
 // mermaidBlock is report.md's graph, which the page draws itself.

@@ -83,7 +83,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	artifacts *artifacts.Store // opened at the first download
-	ended     sync.Map         // run ID -> *ended: an ended run's graph and states
+	ended     *endedCache      // run ID -> *ended: an ended run's graph and states
 	endedMu   sync.Mutex       // ended runs are read one at a time
 	layoutMu  sync.Mutex       // runs' graphs are asked for and laid out one at a time
 }
@@ -106,7 +106,7 @@ func New(o Options) (*Server, error) {
 	if h, _, err := net.SplitHostPort(o.Addr); err == nil && h != "" && h != "localhost" && net.ParseIP(h) == nil {
 		hosts[strings.ToLower(h)] = true
 	}
-	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32), csrf: newCSRF(), hosts: hosts}, nil
+	return &Server{o: o, log: o.Logger.Named("console"), svg: newSVGCache(32), ended: newEndedCache(maxEndedSteps), csrf: newCSRF(), hosts: hosts}, nil
 }
 
 // Handler serves the pages, assets and API.
