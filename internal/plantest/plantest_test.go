@@ -15,6 +15,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 func repo(t testing.TB) string {
@@ -329,4 +330,32 @@ func prepareIn(t testing.TB, dir, planFile string) *Suite {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// TestLargePlanContinuesAsNew: a run past temporal.segment_events
+// continues as new, segment after segment, as on a worker, and passes
+// (hostile findings at 6003afe, 23: a 40,000-step plan that capflow run
+// passes failed its plan test).
+func TestLargePlanContinuesAsNew(t *testing.T) {
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("temporal: {segment_events: 100}\n"), 0o644)
+	var b strings.Builder
+	b.WriteString("name: long\nsteps:\n")
+	for i := range 150 {
+		needs := ""
+		if i > 0 {
+			needs = fmt.Sprintf(", needs: [s%d]", i-1)
+		}
+		fmt.Fprintf(&b, "  - {id: s%d, capability: file.checksum, with: {path: x}%s}\n", i, needs)
+	}
+	plan := filepath.Join(dir, "wide.yaml")
+	_ = os.WriteFile(plan, []byte(b.String()), 0o644)
+	s := prepareIn(t, dir, plan)
+	out := s.run(&Case{Name: "wide"}, 1)
+	if out.err != nil || out.res == nil || out.res.Status != wfapi.StatusPassed || len(out.res.Steps) != 150 {
+		t.Fatalf("%v %v", out.err, out.res != nil && out.res.Status == wfapi.StatusPassed)
+	}
+	if out.res.Segments < 2 {
+		t.Fatalf("the run did not continue as new: %d segments", out.res.Segments)
+	}
 }

@@ -7,13 +7,18 @@ package plantest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
@@ -37,15 +42,74 @@ type outcome struct {
 	warnings       []string
 }
 
-// run executes one case.
+// testTimeout bounds one case: a minute, and 5 ms a step past 12,000.
+func testTimeout(steps int) time.Duration {
+	return max(time.Minute, time.Duration(steps)*5*time.Millisecond)
+}
+
+// maxSegments bounds the segments one case runs: a plan's run continues
+// as new past temporal.segment_events, as on a worker.
+const maxSegments = 100
+
+// run executes one case, each segment of its run in an environment of its
+// own (the test environment does not continue a run as new), as a worker
+// would: the next segment starts from what the last one handed on.
 func (r *Suite) run(c *Case, n int) outcome {
+	id := fmt.Sprintf("plan-test-%d", n)
+	t := &tools{r: r, c: c, workflowID: id, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
+	out := outcome{calls: t.calls, started: t.started, ended: t.ended}
+	start := wfapi.Start{Input: client.Input{Plan: r.value, Inputs: c.Inputs}}
+	for segment := 1; ; segment++ {
+		env := r.segmentEnv(c, t, id, start)
+		env.ExecuteWorkflow(wfapi.WorkflowType, start)
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) && segment < maxSegments {
+			start = wfapi.Start{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &start); err != nil {
+				out.err = err
+				return out
+			}
+			continue
+		}
+		out.warnings = t.warnings
+		if err != nil {
+			out.err = err
+			return out
+		}
+		var res wfapi.Result
+		if err := env.GetWorkflowResult(&res); err != nil {
+			out.err = err
+			return out
+		}
+		out.res = &res
+		return out
+	}
+}
+
+// segmentEnv is the test environment one segment of a case's run runs in.
+func (r *Suite) segmentEnv(c *Case, t *tools, id string, start wfapi.Start) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	// The test environment logs every event at debug: not for people.
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	id := fmt.Sprintf("plan-test-%d", n)
-	t := &tools{r: r, c: c, workflowID: id, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
+	// A large plan's first workflow task schedules all its steps: in this
+	// environment, one task, which the worker's 1 s deadlock detection
+	// would stop (a worker's tasks are shorter: they yield to the server).
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.SetTestTimeout(testTimeout(len(r.Plan.Steps)))
+	if start.Carry != nil {
+		env.SetContinuedExecutionRunID(start.Carry.From) // the server names the run that continued
+	}
+	// The test environment keeps no history: its length grows as a
+	// server's would (an activity's three events and a workflow task's
+	// three; a local activity's marker), so a run continues as new where
+	// it would on a worker.
+	length := 3
+	grow := func(n int) { length += n; env.SetCurrentHistoryLength(length) }
+	env.SetCurrentHistoryLength(length)
+	env.SetOnActivityCompletedListener(func(*activity.Info, converter.EncodedValue, error) { grow(6) })
+	env.SetOnLocalActivityCompletedListener(func(*activity.Info, converter.EncodedValue, error) { grow(1) })
 	// The worker's own workflows and activities, steps run by the one step
 	// executor: only the tools are the case's stand-in.
 	workerapp.Register(env, r.activities(t))
@@ -53,19 +117,7 @@ func (r *Suite) run(c *Case, n int) outcome {
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { decide.soon() })
 	// One workflow ID, so one run folder, per case.
 	env.SetStartWorkflowOptions(sdkclient.StartWorkflowOptions{ID: id})
-	env.ExecuteWorkflow(wfapi.WorkflowType, client.Input{Plan: r.value, Inputs: c.Inputs})
-	out := outcome{calls: t.calls, started: t.started, ended: t.ended, warnings: t.warnings}
-	if err := env.GetWorkflowError(); err != nil {
-		out.err = err
-		return out
-	}
-	var res wfapi.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		out.err = err
-		return out
-	}
-	out.res = &res
-	return out
+	return env
 }
 
 // tools is the case's stand-in for every tool.

@@ -138,7 +138,7 @@ func (s *Suite) resultOf(tool, version string) generatedResult {
 
 // activities are the worker's, with the case's stand-in for every tool.
 func (s *Suite) activities(t *tools) *activities.Activities {
-	return &activities.Activities{Project: s.proj, Logger: s.log, Exec: &step.Executor{Project: s.proj, Logger: s.log, Tool: t, Given: true}}
+	return &activities.Activities{Project: s.proj, Logger: s.log, SegmentEvents: s.proj.Config.Temporal.SegmentEvents, Exec: &step.Executor{Project: s.proj, Logger: s.log, Tool: t, Given: true}}
 }
 
 // Close removes the test runs' folders.
