@@ -83,13 +83,21 @@ func temporalBinary(repo string) (string, error) {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// freePort is a loopback address no one listens on now.
 func freePort() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "127.0.0.1:17233"
+		panic("no free port on loopback: " + err.Error())
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// freePortNumber is freePort's port.
+func freePortNumber(t *testing.T) string {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freePort())
+	return port
 }
 
 func setup() (*harness, error) {

@@ -122,15 +122,15 @@ func TestHostileEditedRecordStillStopsItsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
-	plan := h.writePlan(t, "edited-record", `name: edited-record
+	plan := h.writePlan(t, "edited-record", fmt.Sprintf(`name: edited-record
 failure_policy: continue_all
 steps:
   - id: start
     capability: server.start
-    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: 18779, readiness: {type: log, target: "listening on", timeout: 20s}}
+    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: %s, readiness: {type: log, target: "listening on", timeout: 20s}}
   - {id: gate, capability: flow.approve, needs: [start], with: {prompt: "go on?"}}
   - {id: stop, capability: server.stop, needs: [gate], with: {name: web}}
-`)
+`, freePortNumber(t)))
 	code, env, _ := h.capflow(t, "run", plan, "--detach")
 	var started struct {
 		WorkflowID string `json:"workflow_id"`
@@ -214,7 +214,10 @@ func TestHostileConsoleCannotBeDrivenFromOutside(t *testing.T) {
 			t.Errorf("%s: %d, want 403", name, code)
 		}
 	}
-	// A plan's step, with every header it likes.
+	// A plan's step, with every header it likes: the console is on this
+	// machine's loopback, which the run does not reach (hostile findings
+	// at 6003afe, 1); allowed there by the policy, the console itself
+	// refuses the request a plan's step sends.
 	attack := h.writePlan(t, "hostile-ssrf", fmt.Sprintf(`name: hostile-ssrf
 steps:
   - id: approve
@@ -227,8 +230,14 @@ steps:
 `, base, gated, base))
 	code, r := h.run(t, attack)
 	st := r.step(t, "approve")
+	if code != 1 || st.Envelope == nil || st.Envelope.Error == nil || st.Envelope.Error.Code != "POLICY_BLOCKED" || !strings.Contains(st.Envelope.Message, "a loopback address") {
+		t.Fatalf("the plan's request to loopback: exit %d, %+v", code, st.Envelope)
+	}
+	allowNetwork(t, h.project, strings.TrimPrefix(base, "http://"))
+	code, r = h.run(t, attack)
+	st = r.step(t, "approve")
 	if d, _ := st.Envelope.Data.(map[string]any); code != 1 || fmt.Sprint(d["status"]) != "403" || !strings.Contains(fmt.Sprint(d["body"]), "a plan's step may not drive the console") {
-		t.Fatalf("the plan's request: exit %d, %+v", code, st.Envelope)
+		t.Fatalf("the plan's request, allowed to reach the console: exit %d, %+v", code, st.Envelope)
 	}
 	waitStep(t, gated, "gate", "still waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
 	if code, env, _ := h.capflow(t, "cancel", gated); code != 5 {

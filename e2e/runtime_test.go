@@ -28,7 +28,7 @@ func pidAlive(pid int) bool {
 // is validated, the report shows what the browser saw and the log issue,
 // and no process is left behind.
 func TestValidateWebapp(t *testing.T) {
-	code, r := h.run(t, filepath.Join(h.project, "plans/examples/validate-webapp.yaml"), "--input", "port=18771")
+	code, r := h.run(t, filepath.Join(h.project, "plans/examples/validate-webapp.yaml"), "--input", "port="+freePortNumber(t))
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
@@ -80,17 +80,18 @@ func TestRuntimeFailuresLeaveNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stranger.Process.Kill()
+	port := freePortNumber(t)
 	plan := fmt.Sprintf(`name: failing-webapp
 failure_policy: continue_all
 steps:
   - id: start
     capability: server.start
-    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: 18772, readiness: {type: log, target: "listening on", timeout: 20s}}
+    with: {name: web, command: [python3, plans/examples/webapp/server.py], port: %s, readiness: {type: log, target: "listening on", timeout: 20s}}
   - id: browse
     capability: browser.run
     needs: [start]
-    with: {base_url: "http://127.0.0.1:18772", scenario: %s}
-`, "e2e-plans/"+filepath.Base(scen))
+    with: {base_url: "http://127.0.0.1:%s", scenario: %s}
+`, port, port, "e2e-plans/"+filepath.Base(scen))
 	code, r := h.run(t, h.writePlan(t, "failing-webapp", plan))
 	browse := r.step(t, "browse")
 	if code != 1 || r.Status != "failed" || browse.Envelope == nil || browse.Envelope.Error == nil || browse.Envelope.Error.Code != "TEST_FAILURE" {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -119,4 +120,29 @@ func devServerArgs(repo string) ([]string, error) {
 		}
 	}
 	return args, nil
+}
+
+// allowNetwork adds network.allow entries to the project's policy.yaml
+// until the test ends (none: leaves it as it is): the tests' servers are
+// on this machine's loopback, which a run reaches only where its policy
+// names it.
+func allowNetwork(t *testing.T, dir string, allow ...string) {
+	t.Helper()
+	if len(allow) == 0 {
+		return
+	}
+	f := filepath.Join(dir, "policy.yaml")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(allow))
+	for i, a := range allow {
+		quoted[i] = strconv.Quote(a)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(f, b, 0o644) })
+	more := append(append([]byte(nil), b...), []byte("network: {allow: ["+strings.Join(quoted, ", ")+"]}\n")...)
+	if err := os.WriteFile(f, more, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

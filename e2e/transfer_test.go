@@ -17,7 +17,7 @@ import (
 // transferProject is a copy of the test project with the media kit (whose
 // media.download runs yt-dlp and storage.* rclone) and its own worker,
 // started with env (the rclone remotes: configuration, never a plan's).
-func transferProject(t *testing.T, queue string, env []string) string {
+func transferProject(t *testing.T, queue string, env []string, allow ...string) string {
 	t.Helper()
 	for _, bin := range []string{"yt-dlp", "rclone"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -36,6 +36,7 @@ func transferProject(t *testing.T, queue string, env []string) string {
 	if err := os.WriteFile(filepath.Join(dir, "capflow.yaml"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	allowNetwork(t, dir, allow...)
 	workerAt(t, dir, append(env, "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue)...)
 	return dir
 }
@@ -85,7 +86,9 @@ func TestAgentDownloadsAVideoToTheDrive(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	drive := t.TempDir()
 	env := []string{"RCLONE_CONFIG_GDRIVE_TYPE=webdav", "RCLONE_CONFIG_GDRIVE_URL=" + startWebDAV(t, drive), "RCLONE_CONFIG_GDRIVE_VENDOR=other"}
-	dir := transferProject(t, "capflow-transfer", env)
+	// The local servers stand for the internet: this machine's loopback,
+	// which a run reaches only where its policy says so.
+	dir := transferProject(t, "capflow-transfer", env, ln.Addr().String(), strings.TrimSuffix(strings.TrimPrefix(env[1], "RCLONE_CONFIG_GDRIVE_URL=http://"), "/"))
 	env = append(env, "CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-transfer")
 
 	request := fmt.Sprintf("Скачай http://%s/clip.webm и положи на Google Drive", ln.Addr())

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,4 +134,14 @@ func setHeaders(req *http.Request, in map[string]any) error {
 // connections only, each request marked as step's, each refusal told.
 func Outbound(rules *egress.Rules, step string, refused func(error)) *egress.Proxy {
 	return &egress.Proxy{Rules: rules, Mark: http.Header{client.PlanStepHeader: {step}}, OnRefused: refused}
+}
+
+// Relay connects a confined tree's loopback port to the same port of this
+// machine's, as rules allow (sandbox.Request.Relay).
+func Relay(rules *egress.Rules) func(port uint16) (net.Conn, error) {
+	return func(port uint16) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return rules.Dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	}
 }

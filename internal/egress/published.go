@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 )
 
@@ -58,5 +59,35 @@ func (r *Rules) For(run string) *Rules {
 	if run != "" {
 		out.Given = func() []netip.AddrPort { return Published(run) }
 	}
+	return out
+}
+
+// LoopbackPorts are the ports of this machine's loopback r lets a run
+// reach by name: an allow entry's port (127.0.0.1:8080, localhost:8080),
+// and what the run's servers were given. A confined tree finds them on
+// its own loopback (sandbox.Request.Mirror).
+func (r *Rules) LoopbackPorts() []uint16 {
+	lo := netip.MustParseAddr("127.0.0.1")
+	seen := map[uint16]bool{}
+	var out []uint16
+	add := func(p uint16) {
+		if p != 0 && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, e := range r.Allow {
+		if e.Port != 0 && (e.Host == "localhost" || e.Host == "" && e.Prefix.Contains(lo)) {
+			add(e.Port)
+		}
+	}
+	if r.Given != nil {
+		for _, g := range r.Given() {
+			if g.Addr().IsLoopback() {
+				add(g.Port())
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -3,6 +3,7 @@ package runtimekit
 import (
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/capflow/capflow/internal/egress"
@@ -16,36 +17,27 @@ import (
 // (egress.Publish): the run's probes, browser and steps reach it, as do
 // people on this machine; no other run does.
 
-// publish watches tree's listening ports until the tree ends.
-func publish(runDir string, tree *sandbox.Tree, warn func(string)) {
+// publisher publishes one server's ports while it runs.
+type publisher struct {
+	runDir string
+	tree   *sandbox.Tree
+	warn   func(string)
+	mu     sync.Mutex
+	open   map[uint16]func()
+}
+
+// publish watches tree's listening ports until the tree ends (nil: a
+// tree without a network namespace of its own).
+func publish(runDir string, tree *sandbox.Tree, warn func(string)) *publisher {
 	ended := tree.Ended()
 	if ended == nil {
-		return
+		return nil
 	}
+	p := &publisher{runDir: runDir, tree: tree, warn: warn, open: map[uint16]func(){}}
 	go func() {
-		open := map[uint16]func(){}
-		defer func() {
-			for _, stop := range open {
-				stop()
-			}
-		}()
+		defer p.close()
 		began := time.Now()
-		for {
-			ports, err := tree.Listening()
-			if err != nil {
-				return // the tree is gone
-			}
-			for _, p := range ports {
-				if open[p] != nil {
-					continue
-				}
-				stop, err := publishPort(runDir, tree, p)
-				if err != nil {
-					warn(err.Error())
-					stop = func() {}
-				}
-				open[p] = stop
-			}
+		for p.scan() {
 			every := 100 * time.Millisecond
 			if time.Since(began) > 10*time.Second {
 				every = time.Second
@@ -57,6 +49,43 @@ func publish(runDir string, tree *sandbox.Tree, warn func(string)) {
 			}
 		}
 	}()
+	return p
+}
+
+// scan publishes the ports the tree listens on now; false once the tree
+// is gone. The server's start calls it too once the server is ready, so
+// the step after it finds every port it listened on by then.
+func (p *publisher) scan() bool {
+	if p == nil {
+		return false
+	}
+	ports, err := p.tree.Listening()
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, port := range ports {
+		if p.open[port] != nil {
+			continue
+		}
+		stop, err := publishPort(p.runDir, p.tree, port)
+		if err != nil {
+			p.warn(err.Error())
+			stop = func() {}
+		}
+		p.open[port] = stop
+	}
+	return true
+}
+
+func (p *publisher) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, stop := range p.open {
+		stop()
+	}
+	p.open = map[uint16]func(){}
 }
 
 // publishPort relays 127.0.0.1:port on the host to the tree's port.

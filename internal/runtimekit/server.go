@@ -133,7 +133,7 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 			bin = filepath.Join(cwd, bin)
 		}
 	}
-	cmd, logPath, token, err := launch(env, in, bin, cwd)
+	cmd, logPath, token, pub, err := launch(env, in, bin, cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -166,21 +166,22 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		_, _ = Stop(env.RunDir, in.Name, 2*time.Second)
 		return data, err
 	}
+	pub.scan() // ready: what it listens on by now is the run's at once
 	return data, nil
 }
 
 // launch starts the server with its log file as stdout and stderr, and
 // the run's ownership token last in its environment (the plan's env
 // cannot replace it).
-func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string, string, error) {
+func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string, string, *publisher, error) {
 	logDir := filepath.Join(env.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, "", "", caperr.Wrap(caperr.ObservabilityError, err, "logs folder")
+		return nil, "", "", nil, caperr.Wrap(caperr.ObservabilityError, err, "logs folder")
 	}
 	logPath := filepath.Join(logDir, in.Name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, "", "", caperr.Wrap(caperr.ObservabilityError, err, "log file")
+		return nil, "", "", nil, caperr.Wrap(caperr.ObservabilityError, err, "log file")
 	}
 	defer logf.Close()
 	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
@@ -194,7 +195,7 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	vars = append(vars, OwnerEnv+"="+token)
 	cmd, tree, err := serverCommand(env, append([]string{bin}, in.Command[1:]...), cwd, vars)
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if tree != nil {
@@ -203,14 +204,15 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 		err = cmd.Start()
 	}
 	if err != nil {
-		return nil, "", "", caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
+		return nil, "", "", nil, caperr.New(caperr.StartupError, "cannot start %s: %v", in.Name, err)
 	}
+	var pub *publisher
 	if tree != nil {
-		publish(env.RunDir, tree, func(why string) {
+		pub = publish(env.RunDir, tree, func(why string) {
 			env.Feedback.Warn("network", fmt.Sprintf("%s: a port cannot be published: %s", in.Name, why))
 		})
 	}
-	return cmd, logPath, token, nil
+	return cmd, logPath, token, pub, nil
 }
 
 // serverCommand is the server's command: confined (its own PID and
@@ -253,7 +255,9 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
 		Write: []string{own}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders}
 	if spec.Network {
-		req.Outbound = builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/server", nil)
+		rules := env.Rules()
+		req.Outbound = builtin.Outbound(rules, filepath.Base(env.RunDir)+"/server", nil)
+		req.Mirror, req.Relay = rules.LoopbackPorts(), builtin.Relay(rules)
 	}
 	cmd, tree, err := sup.Command(req)
 	if err != nil {

@@ -43,20 +43,25 @@ const stepArg = "--step"
 // status. With ctlArg it first opens the tree's way to the network
 // (netInit); with stepArg it ends when its command does.
 func initMain(argv []string) int {
-	env, step := os.Environ(), false
+	env, step, ctl := os.Environ(), false, -1
+	var mirror []uint16
 	for len(argv) > 0 && strings.HasPrefix(argv[0], "--") {
 		switch a := argv[0]; {
 		case a == stepArg:
 			step = true
 		case strings.HasPrefix(a, ctlArg):
-			fd, _ := strconv.Atoi(strings.TrimPrefix(a, ctlArg))
-			var err error
-			if env, err = netInit(fd, env); err != nil {
-				fmt.Fprintf(os.Stderr, "capflow sandbox init: %v\n", err)
-				return 126
-			}
+			ctl, _ = strconv.Atoi(strings.TrimPrefix(a, ctlArg))
+		case strings.HasPrefix(a, mirrorArg):
+			mirror = parsePorts(strings.TrimPrefix(a, mirrorArg))
 		}
 		argv = argv[1:]
+	}
+	if ctl >= 0 {
+		var err error
+		if env, err = netInit(ctl, env, mirror); err != nil {
+			fmt.Fprintf(os.Stderr, "capflow sandbox init: %v\n", err)
+			return 126
+		}
 	}
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "capflow sandbox init: no command")

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/capflow/capflow/internal/egress"
 )
 
 // treeNet is the worker's side of a tree's control socket
@@ -21,6 +23,9 @@ type treeNet struct {
 	ctl      *net.UnixConn
 	child    *os.File // the sandbox's end, closed once bubblewrap has it
 	outbound http.Handler
+	relay    func(port uint16) (net.Conn, error)
+	mirrorMu sync.Mutex
+	mirrors  []net.Listener
 	mu       sync.Mutex // one dial at a time: replies come in order
 	replies  chan reply
 	closed   chan struct{}
@@ -34,7 +39,7 @@ type reply struct {
 }
 
 // newTreeNet makes the control socket of a tree with the network.
-func newTreeNet(outbound http.Handler) (*treeNet, error) {
+func newTreeNet(outbound http.Handler, relay func(uint16) (net.Conn, error)) (*treeNet, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -52,7 +57,7 @@ func newTreeNet(outbound http.Handler) (*treeNet, error) {
 		})
 	}
 	return &treeNet{ctl: c.(*net.UnixConn), child: os.NewFile(uintptr(fds[1]), "capflow-ctl-child"),
-		outbound: outbound, replies: make(chan reply, 1), closed: make(chan struct{})}, nil
+		outbound: outbound, relay: relay, replies: make(chan reply, 1), closed: make(chan struct{})}, nil
 }
 
 // run reads the init's messages until the control socket closes (the
@@ -77,9 +82,23 @@ func (n *treeNet) run() {
 			if err != nil {
 				return
 			}
+			n.mirrorMu.Lock()
 			n.listener = l
+			n.mirrorMu.Unlock()
 			srv := &http.Server{Handler: n.outbound, ReadHeaderTimeout: 30 * time.Second}
 			go func() { _ = srv.Serve(l) }()
+		case 'M':
+			if f == nil || k < 3 {
+				continue
+			}
+			l, err := net.FileListener(f)
+			f.Close()
+			if err == nil {
+				n.mirrorMu.Lock()
+				n.mirrors = append(n.mirrors, l)
+				n.mirrorMu.Unlock()
+				go n.mirror(l, binary.BigEndian.Uint16(buf[1:3]))
+			}
 		case 'C':
 			r := reply{err: errors.New("no connection passed")}
 			if f != nil {
@@ -108,13 +127,41 @@ func receivedFile(oob []byte) *os.File {
 	return os.NewFile(uintptr(fds[0]), "capflow-passed")
 }
 
+// mirror relays the connections to a loopback port of the sandbox to the
+// same port of the host's, as the tree's rules allow.
+func (n *treeNet) mirror(l net.Listener, port uint16) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			if n.relay == nil {
+				c.Close()
+				return
+			}
+			up, err := n.relay(port)
+			if err != nil {
+				c.Close()
+				return
+			}
+			egress.Splice(c, up)
+		}()
+	}
+}
+
 func (n *treeNet) close() {
 	n.once.Do(func() {
 		close(n.closed)
 		n.ctl.Close()
+		n.mirrorMu.Lock()
 		if n.listener != nil {
 			n.listener.Close()
 		}
+		for _, l := range n.mirrors {
+			l.Close()
+		}
+		n.mirrorMu.Unlock()
 	})
 }
 

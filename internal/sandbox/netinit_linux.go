@@ -23,9 +23,16 @@ import (
 // The control socket is a SOCK_SEQPACKET pair; messages:
 //
 //	init -> worker: "L" + the proxy listener's descriptor, once
+//	init -> worker: "M" + a port + a listener on that loopback port, once
+//	                each: the worker relays its connections to the host's
+//	                same port (a port the run was given: Go's clients skip
+//	                proxies for loopback)
 //	worker -> init: "D" + a port (2 bytes, big endian)
 //	init -> worker: "C" + the connection's descriptor, or "E" + why
 const ctlArg = "--ctl="
+
+// mirrorArg lists the loopback ports to mirror, comma-separated.
+const mirrorArg = "--mirror="
 
 // ctlFD is the control socket's descriptor in the sandbox (bubblewrap's
 // ExtraFiles: info, block, control).
@@ -33,7 +40,7 @@ const ctlFD = 5
 
 // netInit starts the init's side of the control socket, and returns the
 // tool's environment with the proxy's address in it.
-func netInit(fd int, env []string) ([]string, error) {
+func netInit(fd int, env []string, mirror []uint16) ([]string, error) {
 	syscall.CloseOnExec(fd)
 	ctl, err := net.FileConn(os.NewFile(uintptr(fd), "capflow-ctl"))
 	if err != nil {
@@ -57,8 +64,43 @@ func netInit(fd int, env []string) ([]string, error) {
 	addr := l.Addr().String()
 	lf.Close()
 	l.Close() // the worker holds it now
+	for _, port := range mirror {
+		if err := handOver(uc, port); err != nil {
+			return nil, err
+		}
+	}
 	go serveDials(uc)
 	return append(withoutProxy(env), proxyEnv(addr)...), nil
+}
+
+// handOver listens on the sandbox's loopback port and hands the listener
+// to the worker.
+func handOver(uc *net.UnixConn, port uint16) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		return fmt.Errorf("mirror of port %d: %w", port, err)
+	}
+	defer l.Close()
+	lf, err := l.(*net.TCPListener).File()
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	msg := []byte{'M', 0, 0}
+	binary.BigEndian.PutUint16(msg[1:], port)
+	_, _, err = uc.WriteMsgUnix(msg, syscall.UnixRights(int(lf.Fd())), nil)
+	return err
+}
+
+// parsePorts reads mirrorArg's list.
+func parsePorts(s string) []uint16 {
+	var out []uint16
+	for _, p := range strings.Split(s, ",") {
+		if n, err := strconv.ParseUint(p, 10, 16); err == nil && n > 0 {
+			out = append(out, uint16(n))
+		}
+	}
+	return out
 }
 
 // serveDials answers the worker's requests for connections to this

@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -62,6 +63,11 @@ type Request struct {
 	// Outbound serves the proxy of a tree with the network: every
 	// connection it makes goes through it (nil: none is allowed).
 	Outbound http.Handler
+	// Mirror are loopback ports the tree finds on its own loopback, each
+	// relayed by Relay to the same port of the host's (ports its run was
+	// given: HTTP clients that skip proxies for loopback reach them too).
+	Mirror []uint16
+	Relay  func(port uint16) (net.Conn, error)
 	// Folders are the write folders held open (SpecFor): each is bound
 	// from its handle, never by its name again.
 	Folders Folders

@@ -120,6 +120,13 @@ func TestNoNetworkButItsOwnLoopback(t *testing.T) {
 	if !strings.HasPrefix(o.out, "proxied\nhttp://127.0.0.1:") || asked.Load() != "GET http://example.test/x" {
 		t.Fatalf("the tool's request did not go through its proxy: %q %v", o.out, asked.Load())
 	}
+	// A port the run was given is on the tree's own loopback too, relayed
+	// to the host's (clients that skip proxies for loopback reach it).
+	relay := func(p uint16) (net.Conn, error) { return net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)) }
+	o = runWith(t, Request{Spec: withNet, Mirror: []uint16{uint16(port)}, Relay: relay}, t.TempDir(), probe)
+	if strings.TrimSpace(o.out) != "open" {
+		t.Fatalf("a mirrored port: %q", o.out)
+	}
 }
 
 func TestLimitsStopTheTree(t *testing.T) {

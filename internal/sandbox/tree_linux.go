@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -78,7 +79,7 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 	}
 	files := []*os.File{t.infoW, t.blockR}
 	if req.Spec.Network {
-		if t.net, err = newTreeNet(req.Outbound); err != nil {
+		if t.net, err = newTreeNet(req.Outbound, req.Relay); err != nil {
 			t.closePipes()
 			go t.cg.remove()
 			return nil, nil, err
@@ -177,6 +178,13 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 		a = append(a, s.exe, initArg)
 		if req.Spec.Network {
 			a = append(a, ctlArg+strconv.Itoa(ctlFD))
+			if len(req.Mirror) > 0 {
+				ports := make([]string, len(req.Mirror))
+				for i, p := range req.Mirror {
+					ports[i] = strconv.Itoa(int(p))
+				}
+				a = append(a, mirrorArg+strings.Join(ports, ","))
+			}
 		}
 		if !req.Server {
 			a = append(a, stepArg)

@@ -9,6 +9,7 @@ import (
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+
 	// Also registers the runtime kit's builtins wherever tools run.
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
@@ -62,6 +63,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders}
 	if spec.Network {
+		p.box.Mirror, p.box.Relay = req.Net.LoopbackPorts(), builtin.Relay(req.Net)
 		p.box.Outbound = builtin.Outbound(req.Net, req.RunID+"/"+req.Label, func(err error) {
 			r.logger().Warn("egress refused", "step", req.Label, "why", err)
 			p.refused(err)
