@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +58,8 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 		s.renew(done, id, wfapi.LimitRenew{Holder: req.Holder, Lease: lease}, &held)
 	}()
 	state, err := s.acquire(ctx, id, label, lr)
-	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = jittered(min(2*pause, maxPoll)) {
+	place := 1
+	for pause := 50 * time.Millisecond; err == nil && state != wfapi.LimitHeld; pause = waitFor(place) {
 		if state == wfapi.LimitQueued && req.Queued != nil {
 			req.Queued()
 			req.Queued = nil
@@ -68,9 +70,12 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 			continue
 		case <-time.After(pause):
 		}
-		if state, err = s.holds(ctx, id, req.Holder); err == nil && state == wfapi.LimitUnknown {
-			// Its place ran out (renewals did not reach the limit): ask again.
-			state, err = s.acquire(ctx, id, label, lr)
+		if place, err = s.place(ctx, id, req.Holder); err == nil {
+			state = placeState(place)
+			if state == wfapi.LimitUnknown {
+				// Its place ran out (renewals did not reach the limit): ask again.
+				state, err = s.acquire(ctx, id, label, lr)
+			}
 		}
 	}
 	if err != nil {
@@ -81,10 +86,27 @@ func (s *Slots) Take(ctx context.Context, req step.SlotRequest) (func(), error) 
 	return release, nil
 }
 
-// maxPoll is the longest pause of a queued attempt between two asks: a
-// slot freed waits at most this long for its next holder (a query costs
-// no history; a hundred waiters ask a hundred times a second at most).
-const maxPoll = time.Second
+// maxPoll is the longest pause of a queued attempt between two asks (a
+// query costs no history, but a workflow task of the limit's worker).
+const maxPoll = 2 * time.Second
+
+// waitFor is the pause before a waiter at place asks again: the next in
+// line asks often (a freed slot waits little for it), one far back
+// seldom: a hundred waiters ask a few dozen times a second, not hundreds.
+func waitFor(place int) time.Duration {
+	return jittered(min(time.Duration(max(place, 1))*75*time.Millisecond, maxPoll))
+}
+
+// placeState is what a place says: held, queued or unknown.
+func placeState(place int) string {
+	switch {
+	case place == 0:
+		return wfapi.LimitHeld
+	case place > 0:
+		return wfapi.LimitQueued
+	}
+	return wfapi.LimitUnknown
+}
 
 // jittered is d, give or take a quarter: waiters that began together do
 // not ask together.
@@ -138,21 +160,37 @@ func (s *Slots) acquire(ctx context.Context, id, label string, lr wfapi.LimitReq
 	return state, err
 }
 
-// holds asks the limit whether the slot is the holder's yet.
-func (s *Slots) holds(ctx context.Context, id, holder string) (string, error) {
-	var state string
+// place asks the limit for the holder's place (placeState); a limit of
+// an earlier capflow, which knows no place query, answers holds.
+func (s *Slots) place(ctx context.Context, id, holder string) (int, error) {
+	place := -1
 	err := transient(ctx, func() error {
-		v, err := s.Client.QueryWorkflow(ctx, id, "", wfapi.LimitHoldsQuery, holder)
+		v, err := s.Client.QueryWorkflow(ctx, id, "", wfapi.LimitPlaceQuery, holder)
 		if err == nil {
-			err = v.Get(&state)
+			return v.Get(&place)
 		}
 		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			state, err = wfapi.LimitUnknown, nil // ended, or between two runs: ask again
+		var qf *serviceerror.QueryFailed
+		switch {
+		case errors.As(err, &nf):
+			place, err = -1, nil // ended, or between two runs: ask again
+		case errors.As(err, &qf) && strings.Contains(qf.Message, "unknown queryType"):
+			var state string
+			if v, err = s.Client.QueryWorkflow(ctx, id, "", wfapi.LimitHoldsQuery, holder); err == nil {
+				err = v.Get(&state)
+			}
+			switch state {
+			case wfapi.LimitHeld:
+				place = 0
+			case wfapi.LimitQueued:
+				place = 1
+			default:
+				place = -1
+			}
 		}
 		return err
 	})
-	return state, err
+	return place, err
 }
 
 // renew renews the lease every third of it until done.

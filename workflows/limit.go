@@ -33,6 +33,9 @@ func LimitWorkflow(ctx workflow.Context, st wfapi.LimitState) error {
 	if err := workflow.SetQueryHandler(ctx, wfapi.LimitHoldsQuery, l.holds); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, wfapi.LimitPlaceQuery, l.place); err != nil {
+		return err
+	}
 	release := workflow.GetSignalChannel(ctx, wfapi.LimitReleaseSignal)
 	renew := workflow.GetSignalChannel(ctx, wfapi.LimitRenewSignal)
 	var t limitTimer
@@ -120,6 +123,17 @@ func (l *limit) holds(holder string) (string, error) {
 		return wfapi.LimitQueued, nil
 	}
 	return wfapi.LimitUnknown, nil
+}
+
+// place is holder's place: 0 holding, n >= 1 queued n-th, -1 unknown.
+func (l *limit) place(holder string) (int, error) {
+	if _, held := l.st.Holders[holder]; held {
+		return 0, nil
+	}
+	if i := l.queued(holder); i >= 0 {
+		return i + 1, nil
+	}
+	return -1, nil
 }
 
 func (l *limit) queued(holder string) int {

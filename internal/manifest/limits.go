@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -82,10 +83,18 @@ func (l Limits) KeyInput() string {
 // LimitsOf reads a `limits:` block as the schema admitted it.
 func LimitsOf(raw map[string]any) Limits {
 	var l Limits
-	if c, ok := raw["concurrency"].(int64); ok {
+	switch c := raw["concurrency"].(type) {
+	case int:
+		l.Concurrency = c
+	case int64:
 		l.Concurrency = int(c)
-	} else if c, ok := raw["concurrency"].(float64); ok {
+	case uint64:
+		l.Concurrency = int(min(c, 1<<31))
+	case float64:
 		l.Concurrency = int(c)
+	case json.Number:
+		n, _ := c.Int64()
+		l.Concurrency = int(n)
 	}
 	l.Rate, _ = raw["rate"].(string)
 	l.Key, _ = raw["key"].(string)

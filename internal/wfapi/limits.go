@@ -22,6 +22,10 @@ const (
 	// LimitHoldsQuery answers, for a holder, LimitHeld, LimitQueued or
 	// LimitUnknown (its lease ran out: it asks again).
 	LimitHoldsQuery = "holds"
+	// LimitPlaceQuery answers, for a holder, 0 (it holds a slot), its
+	// place in the queue (1: next), or -1 (unknown): a waiter far back
+	// asks less often.
+	LimitPlaceQuery = "place"
 	// LimitReleaseSignal carries a holder: its slot comes back, or, still
 	// waiting, it leaves the queue (a cancelled step takes nothing).
 	LimitReleaseSignal = "release"
