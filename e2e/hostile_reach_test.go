@@ -170,7 +170,8 @@ steps:
 func TestHostileLimitIDs(t *testing.T) {
 	id := wfapi.LimitWorkflowID("capflow", "tool lim1", "")
 	ctx := context.Background()
-	if _, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "void"}, "Nope"); err != nil {
+	_ = h.client.TerminateWorkflow(ctx, id, "", "the test takes the ID") // an earlier test's limit
+	if _, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "void", WorkflowExecutionErrorWhenAlreadyStarted: true}, "Nope"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.client.TerminateWorkflow(ctx, id, "", "test over") })
@@ -273,10 +274,11 @@ steps:
       command: [sh, -c, "for f in $(find .capflow/runs -name data.json); do ln -sf /dev/zero $f && echo linked $f; done; echo listening on; exec sleep 300"]
       readiness: {type: log, target: "listening on", timeout: 20s}
   - {id: stop, capability: server.stop, needs: [srv], with: {name: vandal}}
-inputs: {type: object, properties: {big: {type: string}}}
+inputs: {big: {type: string}}
 `)
-	big := strings.Repeat("x", 300<<10)
-	code, r := h.run(t, plan, "--input", "big="+big)
+	inputs := filepath.Join(t.TempDir(), "inputs.json")
+	_ = os.WriteFile(inputs, []byte(`{"big": "`+strings.Repeat("x", 300<<10)+`"}`), 0o644)
+	code, r := h.run(t, plan, "--inputs-file", inputs)
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}

@@ -146,7 +146,7 @@ func TestHostileFiles(t *testing.T) {
 	os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml"))
 	syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o600)
 	for _, c := range []struct{ file, want string }{
-		{"bomb.yaml", "expands to more than"}, {"deep.yaml", "nesting deeper than"},
+		{"bomb.yaml", "aliases expand the document by more than"}, {"deep.yaml", "nesting deeper than"},
 		{"zero.yaml", "not a regular file"}, {"fifo.yaml", "not a regular file"},
 	} {
 		code, env, all, _ := probe(t, dir, nil, 0, "plan", "check", c.file)

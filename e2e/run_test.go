@@ -372,7 +372,7 @@ steps:
 	if hist > 200<<10 {
 		t.Fatalf("largest history event is %d bytes: data did not go by file", hist)
 	}
-	in, _ := os.ReadFile(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "steps/use/input.json"))
+	in, _ := os.ReadFile(filepath.Join(h.project, ".capflow/runs", r.WorkflowID, "records/use/input.json"))
 	if !strings.Contains(string(in), `"seconds":300000`) {
 		t.Fatalf("use did not receive the value from big's stored data: %s", in)
 	}

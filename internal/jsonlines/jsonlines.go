@@ -216,9 +216,13 @@ func leading(line []byte) (json.RawMessage, bool) {
 	return id, response
 }
 
+// OutOfContract starts the message of the error answer that stands for a
+// bad answer (Reader.Answer).
+const OutOfContract = "the server answered out of contract: "
+
 // errorAnswer is the error answer that stands for a bad answer.
 func errorAnswer(f Fault) []byte {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": f.ID,
-		"error": map[string]any{"code": f.Code, "message": "the server answered out of contract: " + f.Reason}})
+		"error": map[string]any{"code": f.Code, "message": OutOfContract + f.Reason}})
 	return append(b, '\n')
 }

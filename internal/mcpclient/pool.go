@@ -25,6 +25,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/egress"
+	"github.com/capflow/capflow/internal/jsonlines"
 )
 
 // DefaultStartTimeout bounds starting a server and its initialize
@@ -112,6 +113,8 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 		return nil, ctx.Err()
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, jsonlines.OutOfContract):
+		return nil, caperr.New(caperr.ToolFailure, "MCP server %s answered %s out of contract: %s (not one JSON-RPC message)", server, tool, strings.TrimPrefix(rpc.Message, jsonlines.OutOfContract))
 	case errors.As(err, &rpc):
 		return nil, caperr.New(caperr.ToolFailure, "MCP server %s refused %s: %s", server, tool, rpc.Message)
 	}
