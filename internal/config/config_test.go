@@ -168,9 +168,9 @@ func TestCapabilityLimits(t *testing.T) {
 		t.Fatalf("a concurrency alone: %v", err)
 	}
 	for src, want := range map[string]string{
-		"limits:\n  video.download: {rate: 0/s}\n":     `capflow.yaml:2:20: limits.video.download.rate: rate "0/s" lets nothing start`,
-		"limits:\n  Video: {concurrency: 1}\n":         `"Video" is not domain.action`,
-		"limits:\n  video.download: {concurency: 1}\n": `capflow.yaml:2:20: limits.video.download.concurency: unknown field "concurency" (did you mean "concurrency"?)`,
+		"limits:\n  video.download: {rate: 0/s}\n":          `capflow.yaml:2:20: limits.video.download.rate: rate "0/s" lets nothing start`,
+		"limits:\n  Video: {concurrency: 1}\n":              `"Video" is not domain.action`,
+		"limits:\n  video.download: {concurency: 1}\n":      `capflow.yaml:2:20: limits.video.download.concurency: unknown field "concurency" (did you mean "concurrency"?)`,
 		"limits:\n  video.download: {key: '${inputs.a}'}\n": `capflow.yaml:2:3: limits.video.download: a limit needs concurrency or rate`,
 	} {
 		_, err := Load(Options{Project: project(t, src)})

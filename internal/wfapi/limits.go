@@ -2,8 +2,8 @@ package wfapi
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 )
