@@ -82,8 +82,24 @@ type limit struct {
 	strict bool
 }
 
-// letGoFor is how long a holder let go may hold again by a renewal.
-const letGoFor = 24 * time.Hour
+// letGoFor is how long a holder let go may hold again by a renewal, and
+// maxLetGo how many are kept (the oldest go first).
+const (
+	letGoFor = 24 * time.Hour
+	maxLetGo = 1000
+)
+
+// oldest is the holder let go first (by name among equals: deterministic).
+func oldest(letGo map[string]time.Time) string {
+	first := ""
+	//workflowcheck:ignore
+	for h, at := range letGo {
+		if first == "" || at.Before(letGo[first]) || at.Equal(letGo[first]) && h < first {
+			first = h
+		}
+	}
+	return first
+}
 
 // lease is a requested lease as the limit keeps it.
 func (l *limit) lease(d time.Duration) time.Duration {
@@ -202,6 +218,9 @@ func (l *limit) expire(now time.Time) {
 		if now.Sub(at) > letGoFor {
 			delete(l.st.LetGo, h)
 		}
+	}
+	for len(l.st.LetGo) > maxLetGo {
+		delete(l.st.LetGo, oldest(l.st.LetGo))
 	}
 	l.st.Queue = slices.DeleteFunc(l.st.Queue, func(w wfapi.LimitWaiter) bool { return !now.Before(w.Until) })
 }

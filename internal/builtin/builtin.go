@@ -36,6 +36,9 @@ type Env struct {
 	// Net is what the run may reach on the network (nil: public
 	// addresses only).
 	Net *egress.Rules
+	// Folders are the tool's write folders, held open by the step (nil:
+	// none, or opened by what needs them).
+	Folders sandbox.Folders
 
 	created map[string]bool // the step folder's ledger, read once
 }

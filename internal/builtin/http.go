@@ -57,7 +57,9 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 	req.Header.Set(client.PlanStepHeader, filepath.Base(env.RunDir))
 	start := time.Now()
 	what := method + " " + str(in, "url")
-	resp, err := env.Rules().Client().Do(req)
+	hc := env.Rules().Client()
+	defer hc.CloseIdleConnections() // a transport of this call's own
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, httpErr(outer, ctx, err, what, timeout)
 	}
@@ -142,6 +144,7 @@ func Relay(rules *egress.Rules) func(port uint16) (net.Conn, error) {
 	return func(port uint16) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return rules.Dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+		// By the name "localhost": an allow entry may name it so.
+		return rules.Dial(ctx, "tcp", net.JoinHostPort("localhost", strconv.Itoa(int(port))))
 	}
 }

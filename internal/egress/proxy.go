@@ -19,8 +19,51 @@ type Proxy struct {
 	Mark http.Header
 	// OnRefused is told of every refused connection (may be nil).
 	OnRefused func(error)
-	once      sync.Once
+
+	mu        sync.Mutex
 	transport *http.Transport
+	tunnels   map[net.Conn]bool
+	closed    bool
+}
+
+// Close ends the proxy's tunnels and idle connections: its tree or browser
+// has ended (the http.Server serving it does not know of hijacked ones).
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for c := range p.tunnels {
+		c.Close()
+	}
+	p.tunnels = nil
+	if p.transport != nil {
+		p.transport.CloseIdleConnections()
+	}
+	return nil
+}
+
+// track keeps c to close with the proxy; false once it is closed.
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.tunnels == nil {
+		p.tunnels = map[net.Conn]bool{}
+	}
+	for _, c := range cs {
+		p.tunnels[c] = true
+	}
+	return true
+}
+
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.tunnels, c)
+	}
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -28,29 +71,35 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.tunnel(w, r)
 		return
 	}
-	if r.URL.Host == "" || (r.URL.Scheme != "http" && r.URL.Scheme != "ws") {
+	if r.URL.Host == "" || r.URL.Scheme != "http" {
 		http.Error(w, "capflow's egress proxy forwards http:// requests and CONNECT tunnels only", http.StatusBadRequest)
 		return
 	}
-	p.once.Do(func() {
+	p.mu.Lock()
+	if p.transport == nil {
 		p.transport = p.Rules.Transport()
 		p.transport.DisableCompression = true
-	})
+	}
+	tr := p.transport
+	p.mu.Unlock()
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
-	for _, h := range []string{"Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade"} {
+	for h := range hopByHop {
 		out.Header.Del(h)
 	}
 	for k, v := range p.Mark {
 		out.Header[k] = v
 	}
-	resp, err := p.transport.RoundTrip(out)
+	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		p.refuse(w, err)
 		return
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
+		if hopByHop[http.CanonicalHeaderKey(k)] {
+			continue
+		}
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
@@ -58,6 +107,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }
+
+// hopByHop are the headers of one hop, never passed on.
+var hopByHop = map[string]bool{"Proxy-Connection": true, "Proxy-Authorization": true, "Proxy-Authenticate": true, "Connection": true,
+	"Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
 
 func (p *Proxy) refuse(w http.ResponseWriter, err error) {
 	if ref, ok := AsRefused(err); ok {
@@ -87,6 +140,12 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		up.Close()
 		return
 	}
+	if !p.track(down, up) {
+		down.Close()
+		up.Close()
+		return
+	}
+	defer p.untrack(down, up)
 	_, _ = io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
 	if n := buf.Reader.Buffered(); n > 0 {
 		b, _ := buf.Reader.Peek(n)

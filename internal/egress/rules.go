@@ -1,9 +1,11 @@
 // Package egress decides which network addresses a run may reach
 // (docs/security.md): no loopback, private, link-local or metadata
-// address and none of the worker's own services, unless the policy's
-// `network: {allow: [...]}` names it. The decision is made on the address
-// a connection is about to use, after DNS and for every redirect (a
-// dialer's Control hook), never on a URL's text.
+// address, none of this machine's own and none of the worker's services,
+// unless the policy's `network: {allow: [...]}` names it. The decision is
+// made on the address a connection is about to use, after DNS and for
+// every redirect (a dialer's Control hook); a host name matters only where
+// an allow entry or a service is a name, and even then a name never opens
+// a metadata address or a service's port.
 package egress
 
 import (
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -140,6 +143,20 @@ func ServiceAt(name, hostport string) (Service, bool) {
 	return s, true
 }
 
+// ThisMachine is the machine's own addresses (every interface's) as a
+// service: a service bound to every address (0.0.0.0, ::) is reached on
+// any of them, and a run reaches none unless an allow entry names it.
+func ThisMachine() Service {
+	s := Service{Name: "this machine"}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			s.Addrs = append(s.Addrs, p.Addr().Unmap())
+		}
+	}
+	return s
+}
+
 func (s Service) matches(host string, addr netip.AddrPort) bool {
 	if s.Port != 0 && s.Port != addr.Port() {
 		return false
@@ -187,9 +204,22 @@ func (r *Refused) Error() string {
 func (r *Rules) Check(host string, addr netip.AddrPort) error {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	for _, e := range r.Allow {
-		if e.matches(host, addr) {
-			return nil
+		if !e.matches(host, addr) {
+			continue
 		}
+		if e.Host != "" {
+			// A name may resolve anywhere (or rebind): it never opens a
+			// metadata address or a service's own port.
+			if isMetadata(addr.Addr()) {
+				return &Refused{Host: host, Addr: addr, Why: "a cloud metadata address, which a name in network.allow does not open"}
+			}
+			for _, s := range r.Services {
+				if s.Port != 0 && s.matches("", addr) {
+					return &Refused{Host: host, Addr: addr, Why: s.Name + ", one of the worker's own services, which a name in network.allow does not open"}
+				}
+			}
+		}
+		return nil
 	}
 	if r.Given != nil {
 		for _, g := range r.Given() {
@@ -224,26 +254,29 @@ var (
 	reserved = netip.MustParsePrefix("240.0.0.0/4")
 	thisnet  = netip.MustParsePrefix("0.0.0.0/8")
 	nat64    = netip.MustParsePrefix("64:ff9b::/96")
+	nat64lo  = netip.MustParsePrefix("64:ff9b:1::/48")
+	compat4  = netip.MustParsePrefix("::/96")
 	sixto4   = netip.MustParsePrefix("2002::/16")
+	teredo   = netip.MustParsePrefix("2001::/32")
 )
 
 // Special says why a is not a public address ("" when it is one): a
 // loopback, private, link-local, metadata or otherwise local address.
-// An IPv4 address carried in IPv6 (mapped, NAT64, 6to4) is judged as
-// the IPv4 address it carries.
+// An IPv4 address carried in IPv6 (mapped, compatible, NAT64, 6to4) is
+// judged as the IPv4 address it carries; Teredo's is hidden, so refused.
 func Special(a netip.Addr) string {
 	a = a.Unmap()
 	if v4, ok := embedded4(a); ok {
 		return Special(v4)
 	}
-	for _, m := range metadata {
-		if a == m {
-			return "a cloud metadata address"
-		}
+	if isMetadata(a) {
+		return "a cloud metadata address"
 	}
 	switch {
 	case a.IsLoopback():
 		return "a loopback address"
+	case teredo.Contains(a):
+		return "a tunnel (Teredo) address, whose IPv4 end cannot be judged"
 	case a.IsUnspecified(), a.Is4() && thisnet.Contains(a):
 		return "this machine's unspecified address"
 	case a.IsPrivate(), a.Is4() && (cgnat.Contains(a) || benchnet.Contains(a)):
@@ -260,6 +293,15 @@ func Special(a netip.Addr) string {
 	return ""
 }
 
+// isMetadata: a is a cloud provider's metadata address.
+func isMetadata(a netip.Addr) bool {
+	a = a.Unmap()
+	if v4, ok := embedded4(a); ok {
+		a = v4
+	}
+	return slices.Contains(metadata, a)
+}
+
 // embedded4 is the IPv4 address a NAT64 or 6to4 address carries.
 func embedded4(a netip.Addr) (netip.Addr, bool) {
 	if !a.Is6() {
@@ -267,7 +309,7 @@ func embedded4(a netip.Addr) (netip.Addr, bool) {
 	}
 	b := a.As16()
 	switch {
-	case nat64.Contains(a):
+	case nat64.Contains(a), nat64lo.Contains(a), compat4.Contains(a) && !a.IsUnspecified() && !a.IsLoopback():
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
 	case sixto4.Contains(a):
 		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true

@@ -23,10 +23,11 @@ type Limits struct {
 }
 
 // The rates a limit keeps: at most a million starts a second, at least
-// one a day.
+// one a day; and its largest concurrency (the schemas say it too).
 const (
-	MinInterval = time.Microsecond
-	MaxInterval = 24 * time.Hour
+	MinInterval    = time.Microsecond
+	MaxInterval    = 24 * time.Hour
+	MaxConcurrency = 10000
 )
 
 // interval is the rate's time between two starts, as a float of

@@ -49,6 +49,7 @@ func (p *Project) Services() []egress.Service {
 			add("the artifact store", egress.HostPort(u.Query().Get("endpoint")))
 		}
 		add("the trace collector", egress.HostPort(cfg.Telemetry.OTLPEndpoint))
+		sv.list = append(sv.list, egress.ThisMachine())
 	})
 	sv.mu.Lock()
 	defer sv.mu.Unlock()

@@ -151,16 +151,17 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "browser profile")
 	}
 	defer os.RemoveAll(profile)
-	proxy, err := serveOutbound(env)
+	proxy, closeProxy, err := serveOutbound(env)
 	if err != nil {
 		return nil, caperr.Wrap(caperr.StartupError, err, "the browser's egress proxy")
 	}
-	defer proxy.Close()
+	defer closeProxy()
 	// Every request of the browser, loopback ones included (<-loopback>),
 	// goes through the run's egress proxy: it reaches the run's own
 	// servers and public addresses, nothing else of this machine.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.ProxyServer("http://"+proxy.Addr), chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.ProxyServer("http://"+proxy), chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-sync", true))
@@ -324,16 +325,16 @@ func runAction(bctx context.Context, baseURL, dir string, a Action, shots *[]str
 }
 
 // serveOutbound serves the run's egress proxy on a loopback port of the
-// worker's for a browser.
-func serveOutbound(env *builtin.Env) (*http.Server, error) {
+// worker's for a browser: its address, and what ends it with its tunnels.
+func serveOutbound(env *builtin.Env) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	srv := &http.Server{Addr: l.Addr().String(), ReadHeaderTimeout: 30 * time.Second,
-		Handler: builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/browser", func(err error) {
-			env.Feedback.Warn("network", "capflow refused the browser a connection: "+err.Error())
-		})}
+	px := builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/browser", func(err error) {
+		env.Feedback.Warn("network", "capflow refused the browser a connection: "+err.Error())
+	})
+	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: px}
 	go func() { _ = srv.Serve(l) }()
-	return srv, nil
+	return l.Addr().String(), func() { _ = srv.Close(); _ = px.Close() }, nil
 }

@@ -208,8 +208,8 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	}
 	var pub *publisher
 	if tree != nil {
-		pub = publish(env.RunDir, tree, func(why string) {
-			env.Feedback.Warn("network", fmt.Sprintf("%s: a port cannot be published: %s", in.Name, why))
+		pub = publish(env.RunDir, tree, env.Rules(), func(why string) {
+			env.Feedback.Warn("network", fmt.Sprintf("%s: %s", in.Name, why))
 		})
 	}
 	return cmd, logPath, token, pub, nil
@@ -238,10 +238,17 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		env.Feedback.Warn("sandbox", "server runs unconfined (policy sandbox: default): "+why)
 		return plain(), nil, nil
 	}
-	spec, folders, err := sandbox.SpecFor(env.Confine, env.Root)
-	if err != nil {
-		return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
+	// The step's write folders, opened before it started (the engine's
+	// protected list checked); alone (tools run), opened here.
+	folders, owned := env.Folders, false
+	if folders == nil {
+		var err error
+		if folders, err = sandbox.OpenWrites(env.Confine, env.Root); err != nil {
+			return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
+		}
+		owned = true
 	}
+	spec := sandbox.SpecWith(env.Confine, env.Root, folders)
 	EnsureOwnerKey()
 	// Its own folder, the step's, and nothing else of the run: the run's
 	// records and other steps' outputs stay out of its reach.
@@ -260,12 +267,17 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		req.Mirror, req.Relay = rules.LoopbackPorts(), builtin.Relay(rules)
 	}
 	cmd, tree, err := sup.Command(req)
+	if owned {
+		// bubblewrap holds its own copies of the handles once it has started.
+		if err != nil {
+			folders.Close()
+		} else {
+			tree.AfterStart(folders.Close)
+		}
+	}
 	if err != nil {
-		folders.Close()
 		return nil, nil, caperr.New(caperr.StartupError, "cannot confine the server: %v", err)
 	}
-	// bubblewrap holds its own copies of the handles once it has started.
-	tree.AfterStart(folders.Close)
 	return cmd, tree, nil
 }
 

@@ -57,6 +57,10 @@ func initMain(argv []string) int {
 		argv = argv[1:]
 	}
 	if ctl >= 0 {
+		// Not dumpable: the tool, the same user in the same namespaces,
+		// can neither trace this init nor take its descriptors (its
+		// control socket, through pidfd_getfd or /proc/PID/fd).
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
 		var err error
 		if env, err = netInit(ctl, env, mirror); err != nil {
 			fmt.Fprintf(os.Stderr, "capflow sandbox init: %v\n", err)

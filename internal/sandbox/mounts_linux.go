@@ -63,7 +63,12 @@ func (s *Support) mountArgs(req Request) []string {
 	for _, p := range shown {
 		a = append(a, "--ro-bind-try", p, p)
 	}
+	bound := map[string]bool{}
 	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
+		if bound[p] {
+			continue
+		}
+		bound[p] = true
 		if fd, ok := req.bindFDs[p]; ok {
 			a = append(a, "--bind-fd", strconv.Itoa(fd), p)
 		} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,8 +25,11 @@ type treeNet struct {
 	child    *os.File // the sandbox's end, closed once bubblewrap has it
 	outbound http.Handler
 	relay    func(port uint16) (net.Conn, error)
-	mirrorMu sync.Mutex
+	mirrorMu sync.Mutex // guards what follows
 	mirrors  []net.Listener
+	server   *http.Server
+	own      []uint16   // the ports the init listens on: never a server's
+	asked    bool       // a dial waits for its answer
 	mu       sync.Mutex // one dial at a time: replies come in order
 	replies  chan reply
 	closed   chan struct{}
@@ -61,8 +65,12 @@ func newTreeNet(outbound http.Handler, relay func(uint16) (net.Conn, error)) (*t
 }
 
 // run reads the init's messages until the control socket closes (the
-// tree ended), serving the proxy listener it hands over.
-func (n *treeNet) run() {
+// tree ended), serving the listeners it hands over. The init speaks
+// first, once: its proxy listener (L), then one listener a mirrored port
+// (M); after that only answers to the worker's dials (C, E), one for each
+// asked. Anything else is a tree that took the init's socket: its way to
+// the network ends there.
+func (n *treeNet) run(mirrors int) {
 	n.child.Close()
 	defer n.close()
 	buf, oob := make([]byte, 512), make([]byte, syscall.CmsgSpace(4))
@@ -72,44 +80,63 @@ func (n *treeNet) run() {
 			return
 		}
 		f := receivedFile(oob[:oobn])
-		switch buf[0] {
-		case 'L':
-			if f == nil {
-				return
+		if !n.handle(buf[:k], f, &mirrors) {
+			if f != nil {
+				f.Close()
 			}
-			l, err := net.FileListener(f)
-			f.Close()
-			if err != nil {
-				return
-			}
-			n.mirrorMu.Lock()
-			n.listener = l
-			n.mirrorMu.Unlock()
-			srv := &http.Server{Handler: n.outbound, ReadHeaderTimeout: 30 * time.Second}
-			go func() { _ = srv.Serve(l) }()
-		case 'M':
-			if f == nil || k < 3 {
-				continue
-			}
-			l, err := net.FileListener(f)
-			f.Close()
-			if err == nil {
-				n.mirrorMu.Lock()
-				n.mirrors = append(n.mirrors, l)
-				n.mirrorMu.Unlock()
-				go n.mirror(l, binary.BigEndian.Uint16(buf[1:3]))
-			}
-		case 'C':
-			r := reply{err: errors.New("no connection passed")}
+			return
+		}
+	}
+}
+
+// handle takes one message of the init's (f: the descriptor it carried,
+// closed here once used); false ends the tree's network.
+func (n *treeNet) handle(msg []byte, f *os.File, mirrors *int) bool {
+	n.mirrorMu.Lock()
+	defer n.mirrorMu.Unlock()
+	switch {
+	case msg[0] == 'L' && n.listener == nil && f != nil:
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return false
+		}
+		n.listener, n.own = l, append(n.own, portOf(l))
+		n.server = &http.Server{Handler: n.outbound, ReadHeaderTimeout: 30 * time.Second}
+		go func() { _ = n.server.Serve(l) }()
+	case msg[0] == 'M' && n.listener != nil && *mirrors > 0 && len(msg) == 3 && f != nil:
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return false
+		}
+		*mirrors--
+		port := binary.BigEndian.Uint16(msg[1:3])
+		n.mirrors, n.own = append(n.mirrors, l), append(n.own, port)
+		go n.mirror(l, port)
+	case (msg[0] == 'C' || msg[0] == 'E') && n.asked:
+		n.asked = false
+		r := reply{err: errors.New(string(msg[1:]))}
+		if msg[0] == 'C' {
+			r.err = errors.New("no connection passed")
 			if f != nil {
 				r.conn, r.err = net.FileConn(f)
 				f.Close()
 			}
-			n.replies <- r
-		case 'E':
-			n.replies <- reply{err: errors.New(string(buf[1:k]))}
 		}
+		n.replies <- r // buffered: one answer to the one dial asked
+	default:
+		return false
 	}
+	return true
+}
+
+// portOf is a TCP listener's port.
+func portOf(l net.Listener) uint16 {
+	if a, ok := l.Addr().(*net.TCPAddr); ok {
+		return uint16(a.Port)
+	}
+	return 0
 }
 
 func receivedFile(oob []byte) *os.File {
@@ -155,8 +182,11 @@ func (n *treeNet) close() {
 		close(n.closed)
 		n.ctl.Close()
 		n.mirrorMu.Lock()
-		if n.listener != nil {
-			n.listener.Close()
+		if n.server != nil {
+			_ = n.server.Close() // its listener and idle connections
+		}
+		if c, ok := n.outbound.(io.Closer); ok {
+			_ = c.Close() // the proxy's tunnels
 		}
 		for _, l := range n.mirrors {
 			l.Close()
@@ -176,6 +206,9 @@ func (t *Tree) DialInside(port uint16) (net.Conn, error) {
 	defer n.mu.Unlock()
 	msg := []byte{'D', 0, 0}
 	binary.BigEndian.PutUint16(msg[1:], port)
+	n.mirrorMu.Lock()
+	n.asked = true
+	n.mirrorMu.Unlock()
 	if _, err := n.ctl.Write(msg); err != nil {
 		return nil, err
 	}
@@ -200,13 +233,21 @@ func (t *Tree) Ended() <-chan struct{} {
 }
 
 // Listening are the TCP ports the tree listens on in its own network
-// namespace, on its loopback or every address.
+// namespace, on its loopback or every address: not those of its init (its
+// proxy, its mirrors).
 func (t *Tree) Listening() ([]uint16, error) {
 	if t.init <= 0 {
 		return nil, errors.New("the tree has not started")
 	}
 	var out []uint16
 	seen := map[uint16]bool{}
+	if t.net != nil {
+		t.net.mirrorMu.Lock()
+		for _, p := range t.net.own {
+			seen[p] = true
+		}
+		t.net.mirrorMu.Unlock()
+	}
 	for _, f := range []string{"tcp", "tcp6"} {
 		ports, err := listeningIn(fmt.Sprintf("/proc/%d/net/%s", t.init, f))
 		if err != nil && f == "tcp" {

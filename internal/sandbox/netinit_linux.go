@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // A tree with `network: true` gets no route out of its own network
@@ -116,9 +117,11 @@ func serveDials(uc *net.UnixConn) {
 			continue
 		}
 		port := strconv.Itoa(int(binary.BigEndian.Uint16(buf[1:3])))
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
+		// Within the worker's wait for the answer (a busy server must not
+		// leave a late answer to stand for the next dial's).
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), 2*time.Second)
 		if err != nil {
-			c, err = net.Dial("tcp", net.JoinHostPort("::1", port))
+			c, err = net.DialTimeout("tcp", net.JoinHostPort("::1", port), time.Second)
 		}
 		if err != nil {
 			_, _ = uc.Write([]byte("E" + err.Error()))

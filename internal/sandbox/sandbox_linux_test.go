@@ -598,3 +598,26 @@ call("getpid", %d)
 		t.Error("the tool planted a key in the host's keyring")
 	}
 }
+
+// TestInitKeepsItsSocket: a tool with the network cannot take its init's
+// control socket (the worker's side of its proxy and ports): the init is
+// not dumpable and pidfd_getfd is refused.
+func TestInitKeepsItsSocket(t *testing.T) {
+	withNet := Defaults
+	withNet.Network = true
+	script := fmt.Sprintf(`python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    print("fd", os.readlink("/proc/2/fd/%d"))
+except Exception as e:
+    print("fd refused", type(e).__name__)
+pfd = os.pidfd_open(2)
+r = libc.syscall(%d, pfd, %d, 0)
+print("getfd", r, ctypes.get_errno())
+'`, ctlFD, unix.SYS_PIDFD_GETFD, ctlFD)
+	o := runWith(t, Request{Spec: withNet}, t.TempDir(), script)
+	if !strings.Contains(o.out, "fd refused PermissionError") || !strings.Contains(o.out, "getfd -1 1\n") {
+		t.Fatalf("%s", o.out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +38,10 @@ type Tree struct {
 	breach                       *Breach
 	// watching is the watch goroutine, done before the cgroups are reused.
 	watching sync.WaitGroup
-	// net is the control socket of a tree with the network (nil without).
-	net *treeNet
+	// net is the control socket of a tree with the network (nil without),
+	// mirrors the ports the init is to hand over.
+	net     *treeNet
+	mirrors int
 	// filter is the pipe bubblewrap reads the seccomp filter from.
 	filter *os.File
 	// after runs once Start has returned (AfterStart).
@@ -85,10 +88,14 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 			return nil, nil, err
 		}
 		files = append(files, t.net.child) // ctlFD
+		t.mirrors = len(req.Mirror)
 	}
 	for _, f := range req.Folders {
 		if req.bindFDs == nil {
 			req.bindFDs = map[string]int{}
+		}
+		if _, dup := req.bindFDs[f.Real]; dup || !slices.Contains(req.Spec.Write, f.Real) {
+			continue // two names of one folder bind it once; what is not bound is not passed
 		}
 		files = append(files, f.Dir)
 		req.bindFDs[f.Real] = 2 + len(files)
@@ -230,7 +237,7 @@ func (t *Tree) started() error {
 	}
 	t.closePipes()
 	if t.net != nil {
-		go t.net.run()
+		go t.net.run(t.mirrors)
 	}
 	if t.cg != nil && !t.server {
 		t.watching.Add(1)

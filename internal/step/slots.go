@@ -78,8 +78,9 @@ func (e *Executor) takeSlots(ctx context.Context, r *stepRun, m *manifest.Manife
 			k, _ := json.Marshal(in[f])
 			req.Key = string(k)
 		}
-		// The holder's name ends in a nonce only this attempt knows: a
-		// client cannot release or renew it by guessing.
+		// The holder's name ends in a nonce: a client cannot release or
+		// renew it by guessing its step and attempt (one that reads the
+		// limit's history can: a namespace is the unit of trust).
 		req.Lease, req.Holder = r.at.Lease, fmt.Sprintf("%s/%s/%d/%s", r.in.WorkflowID, label(r.in.Step), r.attempt, nonce())
 		if req.Lease <= 0 {
 			req.Lease = DefaultLease

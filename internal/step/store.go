@@ -143,8 +143,9 @@ func relTo(dir, path string) string {
 }
 
 // localPath is where a stored output of another host goes in this run's
-// folder: at the same place under the run folder (steps/ID/data.json,
-// steps/ID/items/N/data.json), else steps/ID/data.json.
+// folder: at the same place under the run folder (records/ID/data.json,
+// records/ID/items/N/data.json; before them, steps/...), else
+// records/ID/data.json.
 func localPath(runDir, folder, remote, id string) (string, bool) {
 	rel := filepath.Join("records", runfolder.Safe(id), DataFile)
 	if i := strings.LastIndex(remote, "/"+folder+"/"); i >= 0 {

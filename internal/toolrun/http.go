@@ -30,7 +30,9 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) 
 		hreq.Header.Set(k, v)
 	}
 	hreq.Header.Set(client.PlanStepHeader, req.RunID+"/"+req.StepID)
-	resp, err := req.Net.Plus(egress.HostPort(m.Entrypoint.URL)).Client().Do(hreq)
+	hc := req.Net.Plus(egress.HostPort(m.Entrypoint.URL)).Client()
+	defer hc.CloseIdleConnections() // a transport of this call's own
+	resp, err := hc.Do(hreq)
 	if err != nil {
 		if ref, ok := egress.AsRefused(err); ok {
 			return b.Fail(caperr.PolicyBlocked, fmt.Sprintf("%s: %v", m.Name, ref), nil)

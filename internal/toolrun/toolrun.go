@@ -218,7 +218,7 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.
 		defer cancel()
 	}
 	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
-		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net}
+		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net, Folders: req.Folders}
 	data, err := func() (data any, err error) {
 		defer func() {
 			if p := recover(); p != nil {

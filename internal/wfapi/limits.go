@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/capflow/capflow/internal/manifest"
 )
 
 // A tool's limits (manifest `limits:`) and a capability's (capflow.yaml)
@@ -125,10 +127,10 @@ func (r LimitRequest) Check() error {
 	switch {
 	case r.Holder == "" || len(r.Holder) > MaxLimitHolder:
 		return fmt.Errorf("a holder of 1 to %d bytes", MaxLimitHolder)
-	case r.Concurrency < 0 || r.Concurrency > 10000:
-		return fmt.Errorf("concurrency %d: 1 to 10000 (0: none, with a rate)", r.Concurrency)
-	case r.Interval != 0 && (r.Interval < time.Microsecond || r.Interval > 24*time.Hour):
-		return fmt.Errorf("interval %s: 1µs to 24h (0: no rate, with a concurrency)", r.Interval)
+	case r.Concurrency < 0 || r.Concurrency > manifest.MaxConcurrency:
+		return fmt.Errorf("concurrency %d: 1 to %d (0: none, with a rate)", r.Concurrency, manifest.MaxConcurrency)
+	case r.Interval != 0 && (r.Interval < manifest.MinInterval || r.Interval > manifest.MaxInterval):
+		return fmt.Errorf("interval %s: %s to %s (0: no rate, with a concurrency)", r.Interval, manifest.MinInterval, manifest.MaxInterval)
 	case r.Concurrency == 0 && r.Interval == 0:
 		return fmt.Errorf("a limit needs a concurrency or a rate")
 	case r.Lease != 0 && (r.Lease < MinLimitLease || r.Lease > MaxLimitLease):
