@@ -26,6 +26,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/capflow/capflow/client"
+
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -211,6 +213,10 @@ func (c *Codec) Handler(origins []string) http.Handler {
 		allowed[strings.TrimRight(o, "/")] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(client.PlanStepHeader) != "" {
+			http.Error(w, "a plan's step may not use the codec server", http.StatusForbidden)
+			return
+		}
 		o := r.Header.Get("Origin")
 		switch {
 		case o != "" && allowed[o]:

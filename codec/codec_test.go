@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capflow/capflow/client"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -177,5 +178,23 @@ func TestHandlerBoundsTheBody(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Fatalf("chunked %v: status %d", chunked, resp.StatusCode)
 		}
+	}
+}
+
+// A plan's step (it carries client.PlanStepHeader) decodes nothing here,
+// wherever its policy lets it reach the address.
+func TestHandlerRefusesAPlan(t *testing.T) {
+	c, _ := New(key(1))
+	srv := httptest.NewServer(c.Handler(nil))
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/default/decode", strings.NewReader(`{"payloads":[]}`))
+	req.Header.Set(client.PlanStepHeader, "run/step")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/capflow/capflow/client"
+
 	"github.com/hashicorp/go-hclog"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -85,10 +87,19 @@ func Start(addr string, checks map[string]Check, log hclog.Logger) (*Server, err
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 	})
+	// A plan's step (it carries client.PlanStepHeader) reads nothing here:
+	// what runs and fails where is the operator's to know.
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(client.PlanStepHeader) != "" {
+			http.Error(w, "a plan's step may not read the worker's metrics", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 	s := &Server{
 		Handler: sdktally.NewMetricsHandler(scope),
 		Addr:    ln.Addr().String(),
-		srv:     &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		srv:     &http.Server{Handler: guarded, ReadHeaderTimeout: 5 * time.Second},
 		closer:  closer,
 	}
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capflow/capflow/client"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -78,3 +79,24 @@ func TestMetricsKeepLabelValuesReadable(t *testing.T) {
 func ok(context.Context) error { return nil }
 
 func fail(msg string) Check { return func(context.Context) error { return errors.New(msg) } }
+
+// A plan's step reads nothing of the worker's metrics or health.
+func TestRefusesAPlan(t *testing.T) {
+	s, err := Start("127.0.0.1:0", map[string]Check{"temporal": ok}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, path := range []string{"/metrics", "/healthz"} {
+		req, _ := http.NewRequest("GET", "http://"+s.Addr+path, nil)
+		req.Header.Set(client.PlanStepHeader, "run/step")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+	}
+}
