@@ -141,19 +141,33 @@ func (s *Slots) checkOwner(ctx context.Context, id string) error {
 	return nil
 }
 
+// acquireWait bounds one acquire's wait for its answer.
+const acquireWait = 10 * time.Second
+
 // acquire asks for the slot, starting the limit's workflow when none runs;
 // a transient failure (the server busy or away, the workflow between two
 // runs) is asked again with growing pauses.
 func (s *Slots) acquire(ctx context.Context, id, label string, lr wfapi.LimitRequest) (string, error) {
 	var state string
 	err := transient(ctx, func() error {
+		// A limit answers at once: one that does not answer in acquireWait
+		// may not be a limit of this project's any more (a client took
+		// its ID since it was checked).
+		cctx, cancel := context.WithTimeout(ctx, acquireWait)
+		defer cancel()
 		start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: id, TaskQueue: s.Queue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, StaticSummary: "limit: " + label},
 			wfapi.LimitWorkflowType, wfapi.LimitState{Label: label})
-		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
+		h, err := s.Client.UpdateWithStartWorkflow(cctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: wfapi.LimitAcquireUpdate, Args: []any{lr}, WaitForStage: client.WorkflowUpdateStageCompleted}})
 		if err == nil {
-			err = h.Get(ctx, &state)
+			err = h.Get(cctx, &state)
+		}
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			s.owners.Delete(id)
+			if oerr := s.checkOwner(ctx, id); oerr != nil {
+				return oerr
+			}
 		}
 		return err
 	})
