@@ -49,7 +49,7 @@ func archiveCreate(ctx context.Context, in map[string]any, env *Env) (any, error
 		return nil, err
 	}
 	defer src.Close()
-	out, err := env.place("output", str(in, "output"))
+	out, err := env.writePlace("output", str(in, "output"))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 		return nil, err
 	}
 	defer src.Close()
-	dest, err := env.place("dest", str(in, "dest"))
+	dest, err := env.writePlace("dest", str(in, "dest"))
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,9 @@ type Env struct {
 	// Folders are the tool's write folders, held open by the step (nil:
 	// none, or opened by what needs them).
 	Folders sandbox.Folders
+	// Protected are the project's paths (relative to Root) no builtin
+	// writes: manifest.Protected and what the configuration adds.
+	Protected []string
 
 	created map[string]bool // the step folder's ledger, read once
 }

@@ -88,7 +88,7 @@ func fileWrite(ctx context.Context, in map[string]any, env *Env) (any, error) {
 			return nil, caperr.Wrap(caperr.InvalidInput, err, "content is not valid base64")
 		}
 	}
-	pl, err := env.place("path", str(in, "path"))
+	pl, err := env.writePlace("path", str(in, "path"))
 	if err != nil {
 		return nil, err
 	}

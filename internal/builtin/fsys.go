@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/manifest"
 )
 
 // A place is a path confined to one base folder (the project root, the run
@@ -70,6 +72,105 @@ func (e *Env) place(field, p string) (*place, error) {
 }
 
 func (pl *place) Close() { _ = pl.root.Close() }
+
+// writePlace is place for a write: beneath the step's own folder, or in
+// the project outside what the engine trusts or runs unconfined
+// (Env.Protected: the state and runs folders, tools, kits, the
+// configuration, what MCP servers run), checked where the folder really
+// is; never elsewhere in the run's folder (its records are the engine's).
+// The place is opened on the target's own folder, so the write happens
+// beneath the very folder checked, whatever is swapped above it.
+func (e *Env) writePlace(field, p string) (*place, error) {
+	pl, err := e.place(field, p)
+	if err != nil {
+		return nil, err
+	}
+	if e.Workdir != "" && pl.base == filepath.Clean(e.Workdir) {
+		return pl, nil
+	}
+	refuse := func(format string, args ...any) (*place, error) {
+		pl.Close()
+		return nil, caperr.New(caperr.InvalidInput, "%s %q "+format, append([]any{field, p}, args...)...)
+	}
+	if pl.base != filepath.Clean(e.Root) {
+		return refuse("is in the run's folder, which is the engine's: a builtin writes its step folder or the project")
+	}
+	if pl.rel == "." {
+		return refuse("is the project itself: name a folder of the step's own output")
+	}
+	protected := e.Protected
+	if protected == nil {
+		protected = manifest.Protected
+	}
+	if s := manifest.Shelters(protected, pl.rel); s != "" {
+		return refuse("would change %s, which the engine trusts or runs unconfined", s)
+	}
+	// Where the target really is, from its deepest folder that exists,
+	// before any folder is made; and again once they are.
+	dir := filepath.Dir(pl.rel)
+	have := dir
+	for have != "." {
+		if _, err := pl.root.Stat(have); err == nil {
+			break
+		}
+		have = filepath.Dir(have)
+	}
+	if why := e.leadsTo(pl.root, have, pl.rel, protected); why != "" {
+		return refuse("%s", why)
+	}
+	if err := pl.mkdirParent(); err != nil {
+		pl.Close()
+		return nil, err
+	}
+	if why := e.leadsTo(pl.root, dir, pl.rel, protected); why != "" {
+		return refuse("%s", why)
+	}
+	sub, err := pl.root.OpenRoot(dir)
+	if err != nil {
+		pl.Close()
+		return nil, pl.fail(err, "open the folder of")
+	}
+	pl.root.Close()
+	pl.root, pl.base, pl.rel = sub, filepath.Join(pl.base, dir), filepath.Base(pl.rel)
+	return pl, nil
+}
+
+// leadsTo says what of protected the path rel (beneath root) leads to
+// through the folder dir, where that folder really is ("" when nothing).
+func (e *Env) leadsTo(r *os.Root, dir, rel string, protected []string) string {
+	sub, err := r.OpenRoot(dir)
+	if err != nil {
+		return ""
+	}
+	defer sub.Close()
+	real, ok := realOf(sub)
+	if !ok {
+		return ""
+	}
+	rest, _ := filepath.Rel(dir, rel)
+	root, _ := filepath.EvalSymlinks(e.Root)
+	target := filepath.Join(real, rest)
+	inner, err := filepath.Rel(root, target)
+	if err != nil || inner == ".." || strings.HasPrefix(inner, "../") {
+		return "leads to " + target + ", outside the project"
+	}
+	if s := manifest.Shelters(protected, inner); s != "" {
+		return fmt.Sprintf("leads to %s, in %s, which the engine trusts or runs unconfined", target, s)
+	}
+	return ""
+}
+
+// realOf is where a root's folder really is (false where /proc cannot
+// tell).
+func realOf(r *os.Root) (string, bool) {
+	f, err := r.Open(".")
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	return real, err == nil
+}
 
 // fail turns an os error into a contract error naming the field and path:
 // an escape through a symlink or a missing file is the caller's input,

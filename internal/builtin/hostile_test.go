@@ -363,3 +363,66 @@ func TestHTTPRequestReachesOnlyWhatItWasGiven(t *testing.T) {
 		t.Fatalf("allowed: %v %v", got, err)
 	}
 }
+
+// TestBuiltinsWriteNothingTheEngineTrusts: file.write, text.render,
+// archive.create and archive.extract write the step's folder or the
+// project, never what the engine trusts or runs unconfined (the policy,
+// tools, the configuration, other runs' records), not through a link
+// either, and nothing of the run's folder but the step's own (found
+// attacking issue 53: a plan rewrote policy.yaml, then ran a tool it
+// wrote).
+func TestBuiltinsWriteNothingTheEngineTrusts(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, ".capflow", "runs", "r")
+	work := filepath.Join(run, "steps", "s")
+	for _, d := range []string{work, filepath.Join(root, "tools", "noop"), filepath.Join(root, ".capflow", "runs", "other", "records", "a"), filepath.Join(root, "data")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: default\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "data", "a.txt"), []byte("a"), 0o644)
+	os.Symlink("tools", filepath.Join(root, "innocent"))
+	os.Symlink("../policy.yaml", filepath.Join(root, "data", "p.yaml"))
+	os.Symlink("../policy.yaml", filepath.Join(root, "data", "q.yaml"))
+	env := func() *Env {
+		return &Env{Root: root, RunDir: run, Workdir: work, Feedback: envelope.NewBuilder("w"),
+			Protected: []string{".capflow/state", ".capflow/runs", "tools", "kits", "capflow.yaml", "policy.yaml", ".git"}}
+	}
+	for _, c := range []struct {
+		tool, field string
+		in          map[string]any
+	}{
+		{"file.write", "path", map[string]any{"path": "policy.yaml", "content": "sandbox: off", "overwrite": true}},
+		{"file.write", "path", map[string]any{"path": "tools/evil/tool.yaml", "content": "x"}},
+		{"file.write", "path", map[string]any{"path": "capflow.yaml", "content": "x"}},
+		{"file.write", "path", map[string]any{"path": ".capflow/runs/other/records/a/started.json", "content": "{}", "overwrite": true}},
+		{"file.write", "path", map[string]any{"path": filepath.Join(run, "records", "s", "input.json"), "content": "{}"}},
+		{"file.write", "path", map[string]any{"path": "innocent/evil/tool.yaml", "content": "x"}},
+		{"file.write", "path", map[string]any{"path": "data/q.yaml", "content": "sandbox: off", "append": true}},
+		{"text.render", "output_path", map[string]any{"template": "x", "output_path": "tools/t.txt"}},
+		{"archive.create", "output", map[string]any{"source": "data", "output": "kits/x.zip"}},
+		{"archive.extract", "dest", map[string]any{"archive": "x.zip", "dest": "."}},
+	} {
+		_, err := callIn(c.tool, env(), c.in)
+		if caperr.CodeOf(err) != caperr.InvalidInput {
+			t.Errorf("%s %v: %v", c.tool, c.in[c.field], err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "policy.yaml")); string(b) != "sandbox: default\n" {
+		t.Fatalf("policy.yaml: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, "tools", "evil")); err == nil {
+		t.Fatal("a tool was planted")
+	}
+	// A link in the project's own folder is replaced, not followed.
+	if _, err := callIn("file.write", env(), map[string]any{"path": "data/p.yaml", "content": "sandbox: off", "overwrite": true}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "policy.yaml")); string(b) != "sandbox: default\n" {
+		t.Fatalf("policy.yaml through a link: %q", b)
+	}
+	for _, p := range []string{"out/x.txt", filepath.Join(work, "y.txt")} {
+		if _, err := callIn("file.write", env(), map[string]any{"path": p, "content": "ok"}); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	text := buf.String()
 	out := map[string]any{"text": text, "bytes": len(text)}
 	if op := str(in, "output_path"); op != "" {
-		pl, err := env.place("output_path", op)
+		pl, err := env.writePlace("output_path", op)
 		if err != nil {
 			return nil, err
 		}

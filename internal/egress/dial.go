@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -20,9 +22,14 @@ func (r *Rules) Dial(ctx context.Context, network, address string) (net.Conn, er
 	default:
 		return nil, fmt.Errorf("%s: a run reaches the network over tcp or udp only", network)
 	}
-	host, _, err := net.SplitHostPort(address)
+	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil && strings.HasPrefix(network, "tcp") {
+		if route := r.route(host, uint16(n)); route != nil {
+			return route() // one of the run's servers, in its namespace
+		}
 	}
 	d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
 		Control: func(_, resolved string, _ syscall.RawConn) error {

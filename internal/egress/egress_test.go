@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -39,10 +41,8 @@ func TestParseEntry(t *testing.T) {
 func TestCheck(t *testing.T) {
 	temporal, _ := ServiceAt("Temporal's frontend", "203.0.113.7")
 	store, _ := ServiceAt("the artifact store", "198.51.100.9:9000")
-	given := netip.MustParseAddrPort("127.0.0.1:4000")
 	rules := func(allow ...string) *Rules {
-		return &Rules{Allow: mustEntries(t, allow...), Services: []Service{temporal, store},
-			Given: func() []netip.AddrPort { return []netip.AddrPort{given} }}
+		return &Rules{Allow: mustEntries(t, allow...), Services: []Service{temporal, store}}
 	}
 	for _, tc := range []struct {
 		name, host, addr string
@@ -70,7 +70,6 @@ func TestCheck(t *testing.T) {
 		{"temporal at a public address", "x", "203.0.113.7:7243", nil, "Temporal's frontend"},
 		{"store port", "x", "198.51.100.9:9000", nil, "the artifact store"},
 		{"store host, other port", "x", "198.51.100.9:80", nil, ""},
-		{"the run's own server", "127.0.0.1", "127.0.0.1:4000", nil, ""},
 		{"another loopback port", "127.0.0.1", "127.0.0.1:4001", nil, "a loopback address"},
 		{"allowed range", "x", "10.1.2.3:80", []string{"10.0.0.0/8"}, ""},
 		{"allowed address and port", "x", "127.0.0.1:8080", []string{"127.0.0.1:8080"}, ""},
@@ -165,5 +164,36 @@ func TestProxy(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	if string(b) != "secure" {
 		t.Fatalf("tunnel: %q", b)
+	}
+}
+
+// TestRoutesToTheRunsServers: a run's connection to loopback at a port
+// one of its servers listens on reaches that server (by 127.0.0.1,
+// localhost or ::1), another run's does not, and a port of no server is
+// refused; nothing of the host's loopback is used.
+func TestRoutesToTheRunsServers(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "its server") }))
+	defer server.Close()
+	unpublish := Publish("run-a", 4000, func() (net.Conn, error) { return net.Dial("tcp", strings.TrimPrefix(server.URL, "http://")) })
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		resp, err := (&Rules{}).For("run-a").Client().Get("http://" + host + ":4000/")
+		if err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "its server" {
+			t.Fatalf("%s: %q", host, b)
+		}
+	}
+	if _, err := (&Rules{}).For("run-b").Client().Get("http://127.0.0.1:4000/"); err == nil {
+		t.Fatal("another run reached the server")
+	}
+	if got := (&Rules{}).For("run-a").LoopbackPorts(); fmt.Sprint(got) != "[4000]" {
+		t.Fatalf("loopback ports %v", got)
+	}
+	unpublish()
+	if _, err := (&Rules{}).For("run-a").Client().Get("http://127.0.0.1:4000/"); err == nil {
+		t.Fatal("the route outlived its server")
 	}
 }

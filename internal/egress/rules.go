@@ -179,9 +179,9 @@ func (s Service) matches(host string, addr netip.AddrPort) bool {
 type Rules struct {
 	Allow    []Entry
 	Services []Service
-	// Given are addresses the run was given while it runs: the ports of
-	// its own servers. Called on every connection.
-	Given func() []netip.AddrPort
+	// run is the run whose servers' ports a connection to loopback is
+	// routed to (For).
+	run string
 }
 
 // Refused is a connection the rules do not allow.
@@ -220,13 +220,6 @@ func (r *Rules) Check(host string, addr netip.AddrPort) error {
 			}
 		}
 		return nil
-	}
-	if r.Given != nil {
-		for _, g := range r.Given() {
-			if g.Addr().Unmap() == addr.Addr() && g.Port() == addr.Port() {
-				return nil
-			}
-		}
 	}
 	// A service's own port is named as the service; a local address as
 	// what it is; a public one only when a service holds its whole host.

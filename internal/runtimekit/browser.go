@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +124,12 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	}
 	if err := decode(raw, &in); err != nil {
 		return nil, err
+	}
+	// http and https only: a file:// base would have the browser, which
+	// runs as the worker, read the worker's files (every other page goes
+	// through the run's egress proxy).
+	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, caperr.New(caperr.InvalidInput, "base_url %q: an http:// or https:// address", in.BaseURL)
 	}
 	file, err := inside(env, "scenario", in.Scenario)
 	if err != nil {
@@ -285,7 +292,11 @@ func runAction(bctx context.Context, baseURL, dir string, a Action, shots *[]str
 	msg := ""
 	switch a.Kind {
 	case "goto":
-		err = chromedp.Run(ctx, chromedp.Navigate(strings.TrimRight(baseURL, "/")+"/"+strings.TrimLeft(a.Target, "/")))
+		target := strings.TrimRight(baseURL, "/") + "/" + strings.TrimLeft(a.Target, "/")
+		if u, perr := url.Parse(target); perr != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return "", fmt.Errorf("goto %q: not an http(s) address under base_url", a.Target)
+		}
+		err = chromedp.Run(ctx, chromedp.Navigate(target))
 	case "click":
 		err = chromedp.Run(ctx, chromedp.WaitVisible(a.Target, chromedp.ByQuery), chromedp.Click(a.Target, chromedp.ByQuery))
 	case "fill":

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 )
@@ -142,6 +143,9 @@ func sortBySeverity(issues []Issue) {
 
 // runFinalize writes final.json and final.md for a validation: its status
 // and summary, every issue logs.collect found in this run, the artifacts.
+// maxIndex bounds a log index run.finalize reads.
+const maxIndex = 16 << 20
+
 func runFinalize(ctx context.Context, raw map[string]any, env *builtin.Env) (any, error) {
 	var in struct {
 		Status  string `json:"status"`
@@ -160,7 +164,9 @@ func runFinalize(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		var doc struct {
 			Issues []Issue `json:"issues"`
 		}
-		if b, err := os.ReadFile(ix); err == nil && json.Unmarshal(b, &doc) == nil {
+		// Beneath its folder, bounded: a step's folder is its tool's, which
+		// may have left a link, a FIFO or a device under the name.
+		if b, err := beneath.ReadFile(filepath.Dir(ix), IndexFile, maxIndex, "log index"); err == nil && json.Unmarshal(b, &doc) == nil {
 			issues = append(issues, doc.Issues...)
 		}
 	}

@@ -385,3 +385,48 @@ func TestConfinedServerIsPublishedToItsRun(t *testing.T) {
 		t.Fatal("another run reached this run's server")
 	}
 }
+
+// TestBrowserOnlyOnTheWeb: browser.run takes an http(s) base only: its
+// Chromium runs as the worker, and a file:// base read the worker's files
+// (found attacking issue 53).
+func TestBrowserOnlyOnTheWeb(t *testing.T) {
+	env := testEnv(t)
+	for _, base := range []string{"file:///", "file:///root", "chrome://settings", "javascript:alert(1)", "127.0.0.1:8080", ""} {
+		_, err := browserRun(context.Background(), map[string]any{"base_url": base, "scenario": "s.yaml"}, env)
+		if code(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "base_url") {
+			t.Errorf("%q: %v", base, err)
+		}
+	}
+}
+
+// TestFinalizeFollowsNoLink: run.finalize reads the log indexes steps
+// left, beneath their folders: a tool's link to a file outside or to
+// /dev/zero is not followed, a FIFO does not block it (found attacking
+// issue 53: the worker grew by 600 MB a second).
+func TestFinalizeFollowsNoLink(t *testing.T) {
+	env := testEnv(t)
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	os.WriteFile(secret, []byte(`{"issues":[{"severity":"HIGH","message":"LEAKED-FROM-OUTSIDE"}]}`), 0o600)
+	for name, target := range map[string]string{"a": secret, "b": "/dev/zero"} {
+		os.MkdirAll(filepath.Join(env.RunDir, "steps", name), 0o755)
+		os.Symlink(target, filepath.Join(env.RunDir, "steps", name, IndexFile))
+	}
+	os.MkdirAll(filepath.Join(env.RunDir, "steps", "c"), 0o755)
+	syscall.Mkfifo(filepath.Join(env.RunDir, "steps", "c", IndexFile), 0o600)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runFinalize(context.Background(), map[string]any{"status": "passed", "summary": "s"}, env)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run.finalize blocked or read without end")
+	}
+	if b, _ := os.ReadFile(filepath.Join(env.RunDir, "final.md")); strings.Contains(string(b), "LEAKED") {
+		t.Fatalf("final.md quotes a file outside:\n%s", b)
+	}
+}

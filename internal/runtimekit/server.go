@@ -9,12 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -138,7 +141,11 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 		return nil, err
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // reaps it whenever it ends
+	go func() { // reaps it whenever it ends
+		err := cmd.Wait()
+		pub.close()
+		exited <- err
+	}()
 	pid := cmd.Process.Pid
 	ticks, err := startTicks(pid)
 	if err != nil {
@@ -168,6 +175,27 @@ func serverStart(ctx context.Context, raw map[string]any, env *builtin.Env) (any
 	}
 	pub.scan() // ready: what it listens on by now is the run's at once
 	return data, nil
+}
+
+// namedPorts are the loopback ports a server's inputs name: its port and
+// its readiness target's.
+func namedPorts(in startInput) []uint16 {
+	var out []uint16
+	if in.Port > 0 && in.Port < 65536 {
+		out = append(out, uint16(in.Port))
+	}
+	if rd := in.Readiness; rd != nil && (rd.Type == "http" || rd.Type == "tcp") {
+		hostport := rd.Target
+		if rd.Type == "http" {
+			hostport = egress.HostPort(rd.Target)
+		}
+		if _, p, err := net.SplitHostPort(hostport); err == nil {
+			if n, err := strconv.ParseUint(p, 10, 16); err == nil && n > 0 && !slices.Contains(out, uint16(n)) {
+				out = append(out, uint16(n))
+			}
+		}
+	}
+	return out
 }
 
 // launch starts the server with its log file as stdout and stderr, and
@@ -208,9 +236,11 @@ func launch(env *builtin.Env, in startInput, bin, cwd string) (*exec.Cmd, string
 	}
 	var pub *publisher
 	if tree != nil {
-		pub = publish(env.RunDir, tree, env.Rules(), func(why string) {
+		pub = publish(env.RunDir, tree, func(why string) {
 			env.Feedback.Warn("network", fmt.Sprintf("%s: %s", in.Name, why))
 		})
+	} else {
+		pub = hostRoutes(env.RunDir, namedPorts(in))
 	}
 	return cmd, logPath, token, pub, nil
 }

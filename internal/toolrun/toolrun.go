@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -142,7 +143,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	case manifest.EntryHTTP:
 		env = r.runHTTP(ctx, req, b)
 	case manifest.EntryBuiltin:
-		env = runBuiltin(ctx, req, b)
+		env = runBuiltin(ctx, req, b, builtinProtected(r.Protected))
 	case manifest.EntryMCP:
 		env = r.runMCP(ctx, req, b)
 	default:
@@ -207,7 +208,7 @@ func joinViolations(vs []schema.Violation) string {
 	return strings.Join(parts, "; ")
 }
 
-func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.Envelope {
+func runBuiltin(ctx context.Context, req Request, b *envelope.Builder, protected []string) envelope.Envelope {
 	f, ok := builtin.Lookup(req.Manifest.Entrypoint.Name)
 	if !ok {
 		return b.Fail(caperr.ToolNotFound, fmt.Sprintf("no builtin named %q in this worker", req.Manifest.Entrypoint.Name), nil)
@@ -218,7 +219,7 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder) envelope.
 		defer cancel()
 	}
 	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
-		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net, Folders: req.Folders}
+		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net, Folders: req.Folders, Protected: protected}
 	data, err := func() (data any, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -276,4 +277,18 @@ func knownCode(env *envelope.Envelope) {
 		env.Error.Retryable = false
 		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
 	}
+}
+
+// builtinProtected is what no builtin writes: what no tool's write:
+// folder may hold, but of the state folder (.capflow) only the state and
+// runs folders the configuration names (plans write their outputs in
+// .capflow/out) when it names them.
+func builtinProtected(configured []string) []string {
+	out := slices.Clone(configured)
+	for _, p := range manifest.Protected {
+		if p != ".capflow" || len(configured) == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
