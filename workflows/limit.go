@@ -113,7 +113,14 @@ func (l *limit) lease(d time.Duration) time.Duration {
 // starts again) or queued (it asks the holds query, and renews its place).
 func (l *limit) acquire(ctx workflow.Context, req wfapi.LimitRequest) (string, error) {
 	now := workflow.Now(ctx)
-	l.st.Concurrency, l.st.Interval = req.Concurrency, req.Interval // the limit as declared now
+	if l.strict {
+		// While it runs, a limit only tightens: a request cannot lift it
+		// (a client's concurrency 0 would have let every waiter start);
+		// a manifest loosened holds once the limit has ended, idle.
+		l.st.Concurrency, l.st.Interval = tighter(l.st.Concurrency, req.Concurrency), max(l.st.Interval, req.Interval)
+	} else {
+		l.st.Concurrency, l.st.Interval = req.Concurrency, req.Interval // the limit as declared now
+	}
 	lease := l.lease(req.Lease)
 	l.gen++
 	if _, held := l.st.Holders[req.Holder]; held {
@@ -128,6 +135,17 @@ func (l *limit) acquire(ctx workflow.Context, req wfapi.LimitRequest) (string, e
 	l.expire(now)
 	l.grant(now)
 	return l.holds(req.Holder)
+}
+
+// tighter is the lower of two concurrencies, 0 being none.
+func tighter(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
 }
 
 // holds says whether holder holds a slot, waits for one, or is unknown.

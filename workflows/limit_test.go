@@ -124,6 +124,36 @@ func TestLimitWorkflow(t *testing.T) {
 // sends (a concurrency below one, a lease of ten years) is refused before
 // it is recorded, and the limit keeps its holders (hostile findings at
 // 6003afe, 11b, 11c).
+func TestLimitOnlyTightens(t *testing.T) {
+	// A client's request with no concurrency (a rate only) does not lift
+	// the concurrency of 1 the limit keeps (found attacking issue 53).
+	got := runLimit(t, wfapi.LimitRequest{Concurrency: 1, Lease: time.Minute},
+		[]limitCall{{time.Second, "a", "", false}, {2 * time.Second, "b", "", false}, {5 * time.Second, "a", wfapi.LimitReleaseSignal, false}}, 10*time.Second)
+	if fmt.Sprint(got) != "map[a:1s b:5s]" {
+		t.Fatalf("%v", got)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	var second string
+	acquire := func(at time.Duration, req wfapi.LimitRequest, into *string) {
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(wfapi.LimitAcquireUpdate, req.Holder, &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {},
+				OnComplete: func(v any, err error) {
+					if into != nil {
+						*into = fmt.Sprint(v)
+					}
+				}}, req)
+		}, at)
+	}
+	acquire(time.Second, wfapi.LimitRequest{Holder: "a", Concurrency: 1, Lease: time.Minute}, nil)
+	acquire(2*time.Second, wfapi.LimitRequest{Holder: "lifter", Interval: time.Millisecond, Lease: time.Minute}, &second)
+	env.ExecuteWorkflow(wfapi.LimitWorkflowType, wfapi.LimitState{Label: "t"})
+	if second != wfapi.LimitQueued {
+		t.Fatalf("a request with no concurrency was %q beside a holder of a concurrency-1 limit", second)
+	}
+}
+
 func TestLimitRefusesWhatNoAttemptSends(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()

@@ -91,8 +91,8 @@ var Changes = []Change{
 		[]History{{"host-silent.json", 1}}, ""},
 	{changeEagerSteps, 1, []string{"with temporal.eager_steps, a step for the run's host makes its first attempt on the workflow's own queue, which the server may start on the worker that completed the workflow task; refused on another host, it goes on on the host's queue (issue 40)"},
 		[]History{{"eager-steps.json", 1}}, ""},
-	{changeLimitTrust, 1, []string{"a limit keeps leases within MinLimitLease..MaxLimitLease, and a renewal makes a holder only of one whose lease ran out (a client's renewal of a holder never granted is ignored; issue 53)"},
-		[]History{{"limit-concurrency.limit-trust.json", 1}}, "version 1 differs from the default only for messages no attempt of capflow's sends (a lease past MaxLimitLease, a renewal of a holder never granted): no recorded run has one"},
+	{changeLimitTrust, 1, []string{"a limit keeps leases within MinLimitLease..MaxLimitLease, only tightens its settings while it runs, and a renewal makes a holder only of one whose lease ran out (a client's renewal of a holder never granted is ignored; issue 53)"},
+		[]History{{"limit-concurrency.limit-trust.json", 1}}, "version 1 differs from the default only for messages no attempt of capflow's sends (a lease past MaxLimitLease, a renewal of a holder never granted, a request loosening the limit): no recorded run has one"},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1

@@ -42,6 +42,9 @@ type Env struct {
 	// Protected are the project's paths (relative to Root) no builtin
 	// writes: manifest.Protected and what the configuration adds.
 	Protected []string
+	// Private are folders of the project (absolute) no builtin reads but
+	// for its own run's folder in them: the runs folder, the state.
+	Private []string
 
 	created map[string]bool // the step folder's ledger, read once
 }

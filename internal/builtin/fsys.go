@@ -54,6 +54,11 @@ func (e *Env) base(field, p string) (string, string, error) {
 	if !ok {
 		return "", "", caperr.New(caperr.InvalidInput, "%s %q is outside the project root and the run folder", field, p)
 	}
+	if best == filepath.Clean(e.Root) {
+		if _, _, private := beneath.Pick(e.Private, full); private {
+			return "", "", caperr.New(caperr.InvalidInput, "%s %q is in another run's folder or the engine's state: a step reads the project and its own run", field, p)
+		}
+	}
 	return best, full, nil
 }
 

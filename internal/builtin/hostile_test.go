@@ -426,3 +426,23 @@ func TestBuiltinsWriteNothingTheEngineTrusts(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinsReadNoOtherRun: a builtin reads the project and its own
+// run, not another run's folder nor the engine's state.
+func TestBuiltinsReadNoOtherRun(t *testing.T) {
+	root := t.TempDir()
+	runs := filepath.Join(root, ".capflow", "runs")
+	for _, d := range []string{filepath.Join(runs, "mine", "steps", "s"), filepath.Join(runs, "other")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(runs, "other", "envelopes.jsonl"), []byte("OTHER"), 0o644)
+	os.WriteFile(filepath.Join(runs, "mine", "envelopes.jsonl"), []byte("MINE"), 0o644)
+	env := &Env{Root: root, RunDir: filepath.Join(runs, "mine"), Workdir: filepath.Join(runs, "mine", "steps", "s"), Feedback: envelope.NewBuilder("r"),
+		Private: []string{runs, filepath.Join(root, ".capflow", "state")}}
+	if _, err := callIn("file.read", env, map[string]any{"path": ".capflow/runs/other/envelopes.jsonl"}); caperr.CodeOf(err) != caperr.InvalidInput {
+		t.Fatalf("another run's folder: %v", err)
+	}
+	if got, err := callIn("file.read", env, map[string]any{"path": filepath.Join(runs, "mine", "envelopes.jsonl")}); err != nil || got["content"] != "MINE" {
+		t.Fatalf("its own run: %v %v", got, err)
+	}
+}

@@ -328,7 +328,7 @@ func (a *App) toolsRun() *cobra.Command {
 			}
 			mcp := proj.MCP(Version)
 			defer mcp.Close()
-			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second, MCP: mcp, Protected: proj.Config.Protected()}
+			runner := &toolrun.Runner{Logger: a.log.Named("toolrun"), Grace: time.Second, MCP: mcp, Protected: proj.Config.Protected(), Private: proj.Config.Private()}
 			began := envelope.Now()
 			env := runner.Run(ctx, toolrun.Request{Manifest: m, Inputs: in, RunID: "local", StepID: m.Name, Attempt: 1,
 				Root: cfg.Root, Workdir: wd, Secrets: toolrun.SecretsFromEnv(m, os.LookupEnv), Sandbox: pol.Sandbox, Net: proj.Egress(pol),

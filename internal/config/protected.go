@@ -60,3 +60,10 @@ func (c *Config) mcpFiles() []string {
 	}
 	return out
 }
+
+// Private are the folders of the project (absolute) a step sees only its
+// own run of: the runs folder (other runs' inputs and results) and the
+// engine's state (cache entries, artifacts).
+func (c *Config) Private() []string {
+	return []string{c.Abs(c.StateDir), c.Abs(c.RunsDir)}
+}

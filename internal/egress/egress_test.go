@@ -197,3 +197,26 @@ func TestRoutesToTheRunsServers(t *testing.T) {
 		t.Fatal("the route outlived its server")
 	}
 }
+
+// TestThisMachine: the machine's own addresses, not only its loopback,
+// are not the run's (a console on 0.0.0.0 is reached on any of them).
+func TestThisMachine(t *testing.T) {
+	addrs, _ := net.InterfaceAddrs()
+	r := &Rules{Services: []Service{ThisMachine()}}
+	checked := 0
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLoopback() {
+			continue
+		}
+		checked++
+		err = r.Check("x", netip.AddrPortFrom(p.Addr(), 8080))
+		if err == nil {
+			t.Errorf("%s, this machine's, was reached", p.Addr())
+		}
+	}
+	if err := r.Check("x", netip.MustParseAddrPort("93.184.215.14:443")); err != nil {
+		t.Fatalf("a public address: %v", err)
+	}
+	t.Logf("%d addresses of this machine checked", checked)
+}

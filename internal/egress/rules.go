@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Entry is one `network.allow` entry: an address, a range or a host name
@@ -111,6 +113,8 @@ type Service struct {
 	// is every port of the host.
 	Addrs []netip.Addr
 	Port  uint16
+	// live: the machine's own addresses, as they are (ThisMachine).
+	live bool
 }
 
 // ServiceAt describes a service listening at hostport ("host:port", or a
@@ -143,18 +147,33 @@ func ServiceAt(name, hostport string) (Service, bool) {
 	return s, true
 }
 
-// ThisMachine is the machine's own addresses (every interface's) as a
-// service: a service bound to every address (0.0.0.0, ::) is reached on
-// any of them, and a run reaches none unless an allow entry names it.
-func ThisMachine() Service {
-	s := Service{Name: "this machine"}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			s.Addrs = append(s.Addrs, p.Addr().Unmap())
+// ThisMachine is the machine's own addresses (every interface's, as they
+// are now) as a service: a service bound to every address (0.0.0.0, ::)
+// is reached on any of them, and a run reaches none unless an allow entry
+// names it.
+func ThisMachine() Service { return Service{Name: "this machine", live: true} }
+
+// machine keeps the machine's addresses, read again at most once a second:
+// an address it gains (DHCP, a VPN) is its own at once.
+var machine struct {
+	mu    sync.Mutex
+	at    time.Time
+	addrs []netip.Addr
+}
+
+func machineAddrs() []netip.Addr {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	if time.Since(machine.at) > time.Second {
+		machine.addrs, machine.at = nil, time.Now()
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				machine.addrs = append(machine.addrs, p.Addr().Unmap())
+			}
 		}
 	}
-	return s
+	return machine.addrs
 }
 
 func (s Service) matches(host string, addr netip.AddrPort) bool {
@@ -165,7 +184,11 @@ func (s Service) matches(host string, addr netip.AddrPort) bool {
 		return true
 	}
 	a := addr.Addr().Unmap()
-	for _, x := range s.Addrs {
+	addrs := s.Addrs
+	if s.live {
+		addrs = machineAddrs()
+	}
+	for _, x := range addrs {
 		// A service on every address (0.0.0.0, ::) is reached on any of
 		// the machine's: all of them are its.
 		if x == a || x.IsUnspecified() && Special(a) != "" {

@@ -290,7 +290,7 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		return nil, nil, caperr.Wrap(caperr.ObservabilityError, err, "the server's folder")
 	}
 	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
-		Write: []string{own}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders}
+		Write: []string{own}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders, Private: env.Private}
 	if spec.Network {
 		rules := env.Rules()
 		req.Outbound = builtin.Outbound(rules, filepath.Base(env.RunDir)+"/server", nil)

@@ -63,6 +63,17 @@ func (s *Support) mountArgs(req Request) []string {
 	for _, p := range shown {
 		a = append(a, "--ro-bind-try", p, p)
 	}
+	// The project's private folders (other runs, the engine's state)
+	// emptied in turn, and what the tree reads in them (its own run's
+	// folder) bound back.
+	private := existingDirs(req.Private)
+	for _, d := range private {
+		a = append(a, "--tmpfs", d)
+	}
+	for _, p := range rebind(read, private) {
+		a = append(a, "--ro-bind-try", p, p)
+		shown = append(shown, p)
+	}
 	bound := map[string]bool{}
 	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
 		if bound[p] {
@@ -87,6 +98,17 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 	}
 	return a
+}
+
+// existingDirs are the folders of paths that exist, cleaned.
+func existingDirs(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 // rebind keeps the paths a hidden root hides, each once and none inside

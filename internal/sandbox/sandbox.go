@@ -56,7 +56,11 @@ type Request struct {
 	// tool's folder); Write the ones it writes (the step folder). Hide are
 	// files or folders it must not see at all (the worker's keys).
 	Read, Write, Hide []string
-	Spec              Spec
+	// Private are folders of the project the tree sees empty but for what
+	// it reads in them: the runs folder (other runs' inputs and results)
+	// and the engine's state.
+	Private []string
+	Spec    Spec
 	// Server: the tree outlives the process that started it (no
 	// die-with-parent) and lives as long as any of its processes does.
 	Server bool

@@ -584,9 +584,14 @@ call("unshare", %d, 0x10000000)
 call("clone", %d, 0x10000000 | 17, 0, 0, 0, 0)
 call("clone3", %d, 0, 0)
 call("getpid", %d)
-'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, planted, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID)
+call("ptrace", %d, 16, 1, 0, 0)
+try:
+    print("keys", len(open("/proc/keys").read()))
+except OSError:
+    print("keys 0")
+'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, planted, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID, unix.SYS_PTRACE)
 	o := run(t, Defaults, t.TempDir(), script)
-	for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n"} {
+	for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n", "ptrace -1 1\n", "keys 0\n"} {
 		if !strings.Contains(o.out, want) {
 			t.Errorf("missing %q in\n%s", want, o.out)
 		}
@@ -619,5 +624,40 @@ print("getfd", r, ctypes.get_errno())
 	o := runWith(t, Request{Spec: withNet}, t.TempDir(), script)
 	if !strings.Contains(o.out, "fd refused PermissionError") || !strings.Contains(o.out, "getfd -1 1\n") {
 		t.Fatalf("%s", o.out)
+	}
+}
+
+// TestOtherRunsAreNotSeen: a tree sees the project, but of its private
+// folders (the runs folder, the engine's state) only its own run (found
+// attacking issue 53: a server read another run's inputs).
+func TestOtherRunsAreNotSeen(t *testing.T) {
+	project := t.TempDir()
+	runs := filepath.Join(project, ".capflow", "runs")
+	mine, other := filepath.Join(runs, "mine"), filepath.Join(runs, "other")
+	step := filepath.Join(mine, "steps", "s")
+	for _, d := range []string{step, other} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(other, "input.json"), []byte("OTHER-RUN"), 0o644)
+	os.WriteFile(filepath.Join(mine, "input.json"), []byte("MY-RUN"), 0o644)
+	os.WriteFile(filepath.Join(project, "plan.yaml"), []byte("PROJECT"), 0o644)
+	s := support(t)
+	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("cat %q %q; cat %q 2>&1; echo done > %q/out", filepath.Join(project, "plan.yaml"), filepath.Join(mine, "input.json"), filepath.Join(other, "input.json"), step)},
+		Dir: step, Read: []string{project, mine}, Write: []string{step}, Private: []string{runs}, Env: []string{"PATH=/usr/bin:/bin"}, Spec: Defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := tree.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	tree.Finish(cmd.ProcessState.ExitCode(), "")
+	if !strings.HasPrefix(out.String(), "PROJECTMY-RUN") || strings.Contains(out.String(), "OTHER-RUN") || !strings.Contains(out.String(), "No such file") {
+		t.Fatalf("%q", out.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(step, "out")); string(b) != "done\n" {
+		t.Fatalf("its step folder: %q", b)
 	}
 }

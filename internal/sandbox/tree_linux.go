@@ -100,6 +100,9 @@ func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 		files = append(files, f.Dir)
 		req.bindFDs[f.Real] = 2 + len(files)
 	}
+	// The descriptions of the host's keys (/proc/keys lists root's for a
+	// root worker's tool), whatever keyctl says.
+	req.Hide = append(slices.Clone(req.Hide), "/proc/keys", "/proc/key-users")
 	args := s.bwrapArgs(req)
 	if t.filter, err = filterFile(); err != nil {
 		t.closePipes()

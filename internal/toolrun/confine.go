@@ -61,7 +61,8 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	}
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
-		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders}
+		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
+		Private: r.Private}
 	if spec.Network {
 		p.box.Mirror, p.box.Relay = req.Net.LoopbackPorts(), builtin.Relay(req.Net)
 		p.box.Outbound = builtin.Outbound(req.Net, req.RunID+"/"+req.Label, func(err error) {

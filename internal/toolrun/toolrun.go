@@ -88,6 +88,9 @@ type Runner struct {
 	// folder may lead to, beyond manifest.Protected
 	// (config.Config.Protected).
 	Protected []string
+	// Private are the project's folders a step sees only its own run of:
+	// the runs folder and the engine's state (absolute; config.Private).
+	Private []string
 
 	schemas sync.Map // digest|in|out -> *schema.Schema
 }
@@ -143,7 +146,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	case manifest.EntryHTTP:
 		env = r.runHTTP(ctx, req, b)
 	case manifest.EntryBuiltin:
-		env = runBuiltin(ctx, req, b, builtinProtected(r.Protected))
+		env = runBuiltin(ctx, req, b, builtinProtected(r.Protected), r.Private)
 	case manifest.EntryMCP:
 		env = r.runMCP(ctx, req, b)
 	default:
@@ -208,7 +211,7 @@ func joinViolations(vs []schema.Violation) string {
 	return strings.Join(parts, "; ")
 }
 
-func runBuiltin(ctx context.Context, req Request, b *envelope.Builder, protected []string) envelope.Envelope {
+func runBuiltin(ctx context.Context, req Request, b *envelope.Builder, protected, private []string) envelope.Envelope {
 	f, ok := builtin.Lookup(req.Manifest.Entrypoint.Name)
 	if !ok {
 		return b.Fail(caperr.ToolNotFound, fmt.Sprintf("no builtin named %q in this worker", req.Manifest.Entrypoint.Name), nil)
@@ -219,7 +222,7 @@ func runBuiltin(ctx context.Context, req Request, b *envelope.Builder, protected
 		defer cancel()
 	}
 	env := &builtin.Env{Root: req.Root, Workdir: req.Workdir, RunDir: req.RunDir, Feedback: b,
-		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net, Folders: req.Folders, Protected: protected}
+		Sandbox: req.Sandbox, Confine: req.Manifest.Sandbox, Net: req.Net, Folders: req.Folders, Protected: protected, Private: private}
 	data, err := func() (data any, err error) {
 		defer func() {
 			if p := recover(); p != nil {

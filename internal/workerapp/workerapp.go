@@ -176,7 +176,7 @@ func Main(args []string, stderr io.Writer) int {
 // newActivities is what the worker runs steps and runs with.
 func newActivities(ctx context.Context, cfg *config.Config, c client.Client, proj *project.Project, store *artifacts.Store, mcp *mcpclient.Pool, tracer trace.Tracer, log hclog.Logger) *activities.Activities {
 	exec := &step.Executor{Project: proj, Logger: log, Artifacts: store, HostQueue: HostQueue(cfg.Temporal.TaskQueue, cfg.Root),
-		Tool:  &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected()},
+		Tool:  &toolrun.Runner{Logger: log.Named("toolrun"), MCP: mcp, Protected: proj.Config.Protected(), Private: proj.Config.Private()},
 		Slots: &activities.Slots{Client: c, Queue: cfg.Temporal.TaskQueue}}
 	acts := &activities.Activities{
 		Project: proj, Exec: exec, Logger: log,
