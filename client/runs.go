@@ -79,6 +79,15 @@ type PendingActivity struct {
 	LastFailure string     `json:"last_failure,omitempty"`
 	Started     time.Time  `json:"started"`
 	Heartbeat   *Heartbeat `json:"heartbeat,omitempty"`
+	// Worker is the worker that holds (or last held) the attempt;
+	// LastHeartbeat when it last heartbeated (zero: never);
+	// HeartbeatTimeout and Timeout the attempt's (0: none); NextAttempt
+	// when the next attempt starts, while the step waits out a back-off.
+	Worker           string        `json:"worker,omitempty"`
+	LastHeartbeat    time.Time     `json:"last_heartbeat,omitzero"`
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	Timeout          time.Duration `json:"timeout,omitempty"`
+	NextAttempt      time.Time     `json:"next_attempt,omitzero"`
 }
 
 // Describe is what Temporal knows of a run now.
@@ -99,6 +108,16 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 		}
 		if t := pa.GetLastStartedTime(); t != nil {
 			p.Started = t.AsTime()
+		}
+		p.Worker = pa.GetLastWorkerIdentity()
+		if t := pa.GetLastHeartbeatTime(); t != nil {
+			p.LastHeartbeat = t.AsTime()
+		}
+		if t := pa.GetNextAttemptScheduleTime(); t != nil {
+			p.NextAttempt = t.AsTime()
+		}
+		if o := pa.GetActivityOptions(); o != nil {
+			p.HeartbeatTimeout, p.Timeout = o.GetHeartbeatTimeout().AsDuration(), o.GetStartToCloseTimeout().AsDuration()
 		}
 		var hb Heartbeat
 		if d := pa.GetHeartbeatDetails(); d != nil && c.dc.FromPayloads(d, &hb) == nil {

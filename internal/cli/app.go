@@ -41,6 +41,8 @@ type App struct {
 	// phases are what a command went through (agent: planning, gap
 	// check, ...), its envelope's first feedback.
 	phases []envelope.Feedback
+	// attempts say where a running run's steps' attempts are (status).
+	attempts []string
 	// localCheck is run's own check of its plan (its status), asked when
 	// the worker refused the plan.
 	localCheck func() string

@@ -164,6 +164,15 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, printable(caperr.FirstLine(pa.LastFailure)), pa.Attempt, pa.MaxAttempts))
 			}
 		}
+		// A heartbeat overdue (its worker may be gone) is told once an
+		// attempt, with when the step is retried.
+		if now := time.Now(); !pa.Started.IsZero() && pa.HeartbeatTimeout > 0 && now.Sub(later(pa.LastHeartbeat, pa.Started)) >= overdue {
+			key := fmt.Sprintf("%s overdue %d", step, pa.Attempt)
+			if _, done := seen[key]; !done {
+				seen[key] = ""
+				pr.println(fmt.Sprintf("    ⚠ %s: %s", step, printable(attemptLine(pa, now))))
+			}
+		}
 		if pa.Heartbeat == nil {
 			continue
 		}
@@ -286,4 +295,12 @@ func stepWhat(s wfapi.StepResult) string {
 		return "sub-plan " + s.Child.WorkflowID
 	}
 	return "sub-plan"
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -175,7 +175,11 @@ func prettyEnvelope(w io.Writer, env envelope.Envelope) {
 		}
 	}
 	if env.Error != nil {
-		fmt.Fprintf(w, "  error: %s (severity %s)\n", env.Error.Code, env.Error.Severity)
+		sev := env.Error.Severity
+		if sev == "" {
+			sev = caperr.Lookup(env.Error.Code).Severity
+		}
+		fmt.Fprintf(w, "  error: %s (severity %s)\n", env.Error.Code, sev)
 	}
 }
 

@@ -254,6 +254,9 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	resultPhases(b, res)
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
+		for _, l := range a.attempts {
+			b.Info("attempt", l)
+		}
 		env = b.Succeed(fmt.Sprintf("%s is %s", res.WorkflowID, res.Status), data)
 	} else if exit == 0 {
 		env = b.Succeed(msg, data)
@@ -268,7 +271,13 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 		}
 		env = b.FailWithExit(code, exit, msg, data)
 	}
-	a.set(env, func(w io.Writer) { prettyResult(w, res, url) })
+	attempts := a.attempts
+	a.set(env, func(w io.Writer) {
+		prettyResult(w, res, url)
+		for _, l := range attempts {
+			fmt.Fprintf(w, "  ↳ %s\n", printable(l))
+		}
+	})
 }
 
 // runError turns a client error about run id into the contract's table:

@@ -66,14 +66,23 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 		if n, err := tc.Pollers(ctx, info.TaskQueue); err == nil && n == 0 {
 			return nil, caperr.New(caperr.DependencyUnavailable, "%s is open, but no worker polls its task queue %s to say how far it got: start capflow-worker --task-queue %s (make dev starts one)", id, info.TaskQueue, info.TaskQueue)
 		}
-		p, err := run.Progress(ctx)
-		if err != nil {
+		// A local step holds the run's workflow task, and the query with
+		// it, until it ends: status answers from what the server knows
+		// instead of waiting (issue 54: it hung 10 s, then failed).
+		qctx, cancel := context.WithTimeout(ctx, queryWait)
+		p, err := run.Progress(qctx)
+		cancel()
+		switch {
+		case err != nil && qctx.Err() != nil && ctx.Err() == nil:
+			p = busyProgress(info)
+		case err != nil:
 			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
 		}
 		if p.Status != wfapi.StatusPaused {
 			p.Status = wfapi.StatusRunning
 		}
 		waitingHeadline(p)
+		a.attempts = attemptLines(info.Pending, time.Now())
 		return p, nil
 	}
 	res, err := run.Wait(ctx)
@@ -81,6 +90,34 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 		return nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
 	}
 	return res, nil
+}
+
+// queryWait bounds the wait for a run's progress query: within the 3 s a
+// status answers in, whatever the run does.
+const queryWait = 2500 * time.Millisecond
+
+// busyProgress is a run's progress while its workflow task is busy (a
+// local step runs): its running activities, from the server.
+func busyProgress(info *capflowclient.RunInfo) *capflowclient.Result {
+	p := &capflowclient.Result{WorkflowID: info.ID, RunID: info.RunID, Plan: info.Plan, Status: wfapi.StatusRunning,
+		Message: "a local step holds the run's workflow task: its steps' states show once it ends (the steps below run as activities)"}
+	for _, pa := range info.Pending {
+		if pa.Step != "" {
+			p.Steps = append(p.Steps, capflowclient.StepResult{ID: pa.Step, Status: wfapi.StepRunning, Attempts: int(pa.Attempt)})
+		}
+	}
+	return p
+}
+
+// attemptLines say where each running step's attempt is (attemptLine).
+func attemptLines(pending []capflowclient.PendingActivity, now time.Time) []string {
+	var out []string
+	for _, pa := range pending {
+		if pa.Step != "" {
+			out = append(out, pa.Step+": "+attemptLine(pa, now))
+		}
+	}
+	return out
 }
 
 func (a *App) cancelCommand() *cobra.Command {

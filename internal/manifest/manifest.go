@@ -33,8 +33,10 @@ const (
 )
 
 // AutoLocalMax is the longest start-to-close timeout of a tool that
-// execution: auto runs as a local activity.
-const AutoLocalMax = 30 * time.Second
+// execution: auto runs as a local activity: a local activity holds its
+// workflow's task while it runs, and with it every query (status, the
+// console) of the run; a step that may take longer is a regular activity.
+const AutoLocalMax = 2 * time.Second
 
 // Local reports whether a step of this tool, with the given effective
 // start-to-close timeout, runs as a Temporal local activity: local when

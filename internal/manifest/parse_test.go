@@ -50,9 +50,11 @@ func TestLocal(t *testing.T) {
 		timeout          time.Duration
 		want             bool
 	}{
-		{"auto", "", true, 10 * time.Second, true},
-		{"auto", "", true, 30 * time.Second, true},
-		{"auto", "", true, 31 * time.Second, false},
+		{"auto", "", true, time.Second, true},
+		{"auto", "", true, 2 * time.Second, true},
+		// Longer holds the run's task, and its status, too long (issue 54).
+		{"auto", "", true, 3 * time.Second, false},
+		{"auto", "", true, 30 * time.Second, false},
 		{"auto", "", false, time.Second, false},
 		{"", "", true, time.Second, true}, // cached manifests from before the field
 		{"activity", "", true, time.Second, false},

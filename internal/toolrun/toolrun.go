@@ -279,6 +279,9 @@ func knownCode(env *envelope.Envelope) {
 		env.Error = envelope.ErrorFor(caperr.ToolFailure)
 		env.Error.Retryable = false
 		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
+	case env.Error.Severity == "":
+		// A tool that gave none has its code's (docs/errors.md).
+		env.Error.Severity = caperr.Lookup(env.Error.Code).Severity
 	}
 }
 

@@ -362,3 +362,13 @@ EOF2
 		}
 	}
 }
+
+// TestSeverityFromTheTable: a tool's error with no severity gets its
+// code's from the table, never an empty one (issue 54).
+func TestSeverityFromTheTable(t *testing.T) {
+	t.Parallel()
+	env := run(t, script(t, `echo '{"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"no db","feedback":[{"phase":"run","level":"error","message":"no db","timestamp":"2026-11-21T10:00:00Z"}],"error":{"code":"DEPENDENCY_UNAVAILABLE"}}'; exit 1`), nil, 10*time.Second)
+	if env.Error == nil || env.Error.Code != caperr.DependencyUnavailable || env.Error.Severity != caperr.High {
+		t.Fatalf("%+v", env.Error)
+	}
+}

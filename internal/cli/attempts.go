@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// overdue is how long without a heartbeat says a step's worker may be
+// gone: a worker heartbeats its steps every 2 s.
+const overdue = 10 * time.Second
+
+// attemptLine says where a running step's attempt is, as Temporal knows
+// it: attempt N of M, the worker holding it, its last heartbeat; once
+// that heartbeat is overdue, that its worker may be gone and when it is
+// retried; while it waits out a back-off, when the next attempt starts.
+func attemptLine(pa capflowclient.PendingActivity, now time.Time) string {
+	of := fmt.Sprintf("attempt %d", max(pa.Attempt, 1))
+	if pa.MaxAttempts > 0 {
+		of += fmt.Sprintf(" of %d", pa.MaxAttempts)
+	}
+	if !pa.NextAttempt.IsZero() && pa.NextAttempt.After(now) {
+		line := fmt.Sprintf("%s starts in %s", of, secs(pa.NextAttempt.Sub(now)))
+		if pa.LastFailure != "" {
+			line = fmt.Sprintf("attempt %d failed (%s); %s", max(pa.Attempt-1, 1), caperr.FirstLine(pa.LastFailure), line)
+		}
+		return line
+	}
+	if pa.Started.IsZero() {
+		return of + ": waiting for a worker to take it"
+	}
+	line := of
+	if pa.Worker != "" {
+		line += " on worker " + pa.Worker
+	}
+	line += ", running " + secs(now.Sub(pa.Started))
+	last := pa.LastHeartbeat
+	if last.Before(pa.Started) {
+		last = pa.Started
+	}
+	silent := now.Sub(last)
+	if !pa.LastHeartbeat.IsZero() && pa.LastHeartbeat.After(pa.Started) {
+		line += ", last heartbeat " + secs(silent) + " ago"
+	}
+	if silent < overdue || pa.HeartbeatTimeout <= 0 {
+		return line
+	}
+	worker := "its worker"
+	if pa.Worker != "" {
+		worker = "worker " + pa.Worker
+	}
+	left := pa.HeartbeatTimeout - silent
+	when := "now"
+	if left > 0 {
+		when = "in " + secs(left)
+	}
+	return fmt.Sprintf("%s: no heartbeat for %s (%s may be gone); the step is retried when its heartbeat timeout (%s) passes, %s",
+		line, secs(silent), worker, secs(pa.HeartbeatTimeout), when)
+}
+
+// secs is a duration as a person reads it: whole seconds, or minutes and
+// seconds.
+func secs(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	}
+	return d.String()
+}
