@@ -189,7 +189,7 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 		return nil, err
 	}
 	defer src.Close()
-	dest, err := env.writePlace("dest", str(in, "dest"))
+	dest, err := env.treePlace("dest", str(in, "dest"))
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +215,9 @@ func archiveExtract(ctx context.Context, in map[string]any, env *Env) (any, erro
 		_ = dest.root.RemoveAll(stage)
 		if !destExisted {
 			_ = dest.root.Remove(dest.rel)
+		}
+		if dest.unmake != nil {
+			dest.unmake() // the folder opening it made
 		}
 	}
 	var skipped skips

@@ -27,6 +27,9 @@ type place struct {
 	abs   string // the textual absolute path, for data and messages
 	field string
 	given string
+	// unmake removes the folder opening it made (a tree's, empty), where
+	// it made one.
+	unmake func()
 }
 
 // Path resolves p against Root and refuses paths that textually leave both
@@ -62,107 +65,180 @@ func (e *Env) base(field, p string) (string, string, error) {
 	return best, full, nil
 }
 
-// place opens the confinement for p. The caller closes it.
-func (e *Env) place(field, p string) (*place, error) {
+// What a place is opened for.
+type access int
+
+const (
+	reading      access = iota
+	writingFile         // a file's content
+	writingTree         // a folder and what goes in it (archive.extract)
+)
+
+// place opens the confinement for reading p. The caller closes it.
+func (e *Env) place(field, p string) (*place, error) { return e.open(field, p, reading) }
+
+// writePlace is place for writing a file: beneath the step's own folder,
+// or in the project outside what the engine trusts or runs unconfined
+// (Env.Protected: the state and runs folders, tools, kits, the
+// configuration, what MCP servers run); never elsewhere in the run's
+// folder (its records are the engine's).
+func (e *Env) writePlace(field, p string) (*place, error) { return e.open(field, p, writingFile) }
+
+// treePlace is writePlace for a folder and what goes in it.
+func (e *Env) treePlace(field, p string) (*place, error) { return e.open(field, p, writingTree) }
+
+// open opens p's place. Beneath the step's folder or the run's, the place
+// is rooted there. Beneath the project it is rooted on the very folder
+// the access happens in (the target itself for a folder read or a tree
+// written, else the target's folder), a handle taken once and checked
+// where it really is: in the project, not in another run's folder or the
+// engine's state, and, for a write, not in what the engine trusts. A link
+// swapped in meanwhile, or one inside that folder leading out of it,
+// leads nowhere (os.Root).
+func (e *Env) open(field, p string, acc access) (*place, error) {
 	b, full, err := e.base(field, p)
 	if err != nil {
 		return nil, err
+	}
+	rel, _ := filepath.Rel(b, full)
+	refuse := func(format string, args ...any) (*place, error) {
+		return nil, caperr.New(caperr.InvalidInput, "%s %q "+format, append([]any{field, p}, args...)...)
+	}
+	switch {
+	case e.Workdir != "" && b == filepath.Clean(e.Workdir):
+	case b != filepath.Clean(e.Root) && acc != reading:
+		return refuse("is in the run's folder, which is the engine's: a builtin writes its step folder or the project")
+	case b != filepath.Clean(e.Root):
+	default:
+		return e.openInProject(field, p, full, rel, acc)
 	}
 	r, err := os.OpenRoot(b)
 	if err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "%s %q: cannot open its folder", field, p)
 	}
-	rel, _ := filepath.Rel(b, full)
 	return &place{root: r, base: b, rel: rel, abs: full, field: field, given: p}, nil
 }
 
-func (pl *place) Close() { _ = pl.root.Close() }
-
-// writePlace is place for a write: beneath the step's own folder, or in
-// the project outside what the engine trusts or runs unconfined
-// (Env.Protected: the state and runs folders, tools, kits, the
-// configuration, what MCP servers run), checked where the folder really
-// is; never elsewhere in the run's folder (its records are the engine's).
-// The place is opened on the target's own folder, so the write happens
-// beneath the very folder checked, whatever is swapped above it.
-func (e *Env) writePlace(field, p string) (*place, error) {
-	pl, err := e.place(field, p)
-	if err != nil {
-		return nil, err
-	}
-	if e.Workdir != "" && pl.base == filepath.Clean(e.Workdir) {
-		return pl, nil
-	}
+// openInProject is open beneath the project root.
+func (e *Env) openInProject(field, p, full, rel string, acc access) (*place, error) {
 	refuse := func(format string, args ...any) (*place, error) {
-		pl.Close()
 		return nil, caperr.New(caperr.InvalidInput, "%s %q "+format, append([]any{field, p}, args...)...)
-	}
-	if pl.base != filepath.Clean(e.Root) {
-		return refuse("is in the run's folder, which is the engine's: a builtin writes its step folder or the project")
-	}
-	if pl.rel == "." {
-		return refuse("is the project itself: name a folder of the step's own output")
 	}
 	protected := e.Protected
 	if protected == nil {
 		protected = manifest.Protected
 	}
-	if s := manifest.Shelters(protected, pl.rel); s != "" {
-		return refuse("would change %s, which the engine trusts or runs unconfined", s)
-	}
-	// Where the target really is, from its deepest folder that exists,
-	// before any folder is made; and again once they are.
-	dir := filepath.Dir(pl.rel)
-	have := dir
-	for have != "." {
-		if _, err := pl.root.Stat(have); err == nil {
-			break
+	if acc != reading {
+		if rel == "." {
+			return refuse("is the project itself: name a folder of the step's own output")
 		}
-		have = filepath.Dir(have)
+		if s := manifest.Shelters(protected, rel); s != "" {
+			return refuse("would change %s, which the engine trusts or runs unconfined", s)
+		}
 	}
-	if why := e.leadsTo(pl.root, have, pl.rel, protected); why != "" {
-		return refuse("%s", why)
-	}
-	if err := pl.mkdirParent(); err != nil {
-		pl.Close()
-		return nil, err
-	}
-	if why := e.leadsTo(pl.root, dir, pl.rel, protected); why != "" {
-		return refuse("%s", why)
-	}
-	sub, err := pl.root.OpenRoot(dir)
+	proj, err := os.OpenRoot(e.Root)
 	if err != nil {
-		pl.Close()
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "%s %q: cannot open the project", field, p)
+	}
+	defer proj.Close()
+	folder, name := filepath.Dir(rel), filepath.Base(rel)
+	if st, err := proj.Stat(rel); acc == writingTree || acc == reading && err == nil && st.IsDir() {
+		folder, name = rel, "."
+	}
+	pl := &place{root: proj, base: e.Root, rel: rel, abs: full, field: field, given: p}
+	have := folder
+	if acc != reading {
+		// Checked from the deepest folder that exists before any is made.
+		for have != "." {
+			if _, err := proj.Stat(have); err == nil {
+				break
+			}
+			have = filepath.Dir(have)
+		}
+		if why := e.where(proj, have, filepath.Join(folder, name), acc, protected); why != "" {
+			return refuse("%s", why)
+		}
+		if err := proj.MkdirAll(folder, 0o755); err != nil {
+			return nil, pl.fail(err, "create the folder of")
+		}
+	}
+	var unmake func()
+	if acc == writingTree && have != folder {
+		root := e.Root
+		unmake = func() {
+			if r, err := os.OpenRoot(root); err == nil {
+				_ = r.Remove(folder)
+				r.Close()
+			}
+		}
+	}
+	sub, err := proj.OpenRoot(folder)
+	if err != nil {
 		return nil, pl.fail(err, "open the folder of")
 	}
-	pl.root.Close()
-	pl.root, pl.base, pl.rel = sub, filepath.Join(pl.base, dir), filepath.Base(pl.rel)
-	return pl, nil
+	if why := e.whereHeld(sub, folder, name, acc, protected); why != "" {
+		sub.Close()
+		return refuse("%s", why)
+	}
+	return &place{root: sub, base: filepath.Join(e.Root, folder), rel: name, abs: full, field: field, given: p, unmake: unmake}, nil
 }
 
-// leadsTo says what of protected the path rel (beneath root) leads to
-// through the folder dir, where that folder really is ("" when nothing).
-func (e *Env) leadsTo(r *os.Root, dir, rel string, protected []string) string {
-	sub, err := r.OpenRoot(dir)
+// where says what is wrong with reaching target (beneath the project)
+// through the folder dir, where dir really is ("" when nothing).
+func (e *Env) where(proj *os.Root, dir, target string, acc access, protected []string) string {
+	sub, err := proj.OpenRoot(dir)
 	if err != nil {
 		return ""
 	}
 	defer sub.Close()
+	rest, _ := filepath.Rel(dir, target)
+	return e.whereHeld(sub, dir, rest, acc, protected)
+}
+
+// whereHeld says what is wrong with the path rest beneath the folder
+// handle sub (opened for the project's folder dir), where that folder
+// really is: outside the project, in another run's folder or the engine's
+// state, or, for a write, in what the engine trusts.
+func (e *Env) whereHeld(sub *os.Root, dir, rest string, acc access, protected []string) string {
 	real, ok := realOf(sub)
 	if !ok {
 		return ""
 	}
-	rest, _ := filepath.Rel(dir, rel)
-	root, _ := filepath.EvalSymlinks(e.Root)
 	target := filepath.Join(real, rest)
+	root, _ := filepath.EvalSymlinks(e.Root)
 	inner, err := filepath.Rel(root, target)
-	if err != nil || inner == ".." || strings.HasPrefix(inner, "../") {
+	switch {
+	case err != nil || inner == ".." || strings.HasPrefix(inner, "../"):
 		return "leads to " + target + ", outside the project"
-	}
-	if s := manifest.Shelters(protected, inner); s != "" {
-		return fmt.Sprintf("leads to %s, in %s, which the engine trusts or runs unconfined", target, s)
+	case e.InPrivate(target):
+		return "leads to " + target + ", another run's folder or the engine's state: a step reads the project and its own run"
+	case acc != reading && manifest.Shelters(protected, inner) != "":
+		return fmt.Sprintf("leads to %s, in %s, which the engine trusts or runs unconfined", target, manifest.Shelters(protected, inner))
 	}
 	return ""
+}
+
+// InPrivate reports whether path (real) lies in a private folder of the
+// project (Env.Private) but not in the step's own run.
+func (e *Env) InPrivate(path string) bool {
+	var privs []string
+	for _, p := range e.Private {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			privs = append(privs, real)
+		}
+	}
+	if _, _, in := beneath.Pick(privs, path); !in {
+		return false
+	}
+	if e.RunDir == "" {
+		return true
+	}
+	run, err := filepath.EvalSymlinks(e.RunDir)
+	if err != nil {
+		return true
+	}
+	_, _, own := beneath.Pick([]string{run}, path)
+	return !own
 }
 
 // realOf is where a root's folder really is (false where /proc cannot
@@ -176,6 +252,8 @@ func realOf(r *os.Root) (string, bool) {
 	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	return real, err == nil
 }
+
+func (pl *place) Close() { _ = pl.root.Close() }
 
 // fail turns an os error into a contract error naming the field and path:
 // an escape through a symlink or a missing file is the caller's input,

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -444,5 +445,49 @@ func TestBuiltinsReadNoOtherRun(t *testing.T) {
 	}
 	if got, err := callIn("file.read", env, map[string]any{"path": filepath.Join(runs, "mine", "envelopes.jsonl")}); err != nil || got["content"] != "MINE" {
 		t.Fatalf("its own run: %v %v", got, err)
+	}
+}
+
+// TestLinksInTheProjectLeadNowhere: a link a tool left in the project (in
+// its write: folder) leads a builtin neither into another run's folder
+// nor, through an archive's entries, into what the engine trusts (found
+// attacking issue 53, second round).
+func TestLinksInTheProjectLeadNowhere(t *testing.T) {
+	root := t.TempDir()
+	runs := filepath.Join(root, ".capflow", "runs")
+	for _, d := range []string{filepath.Join(runs, "mine", "steps", "s"), filepath.Join(runs, "other"), filepath.Join(root, "out", "xt"), filepath.Join(root, "stage", "xt", "l")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(runs, "other", "report.json"), []byte(`{"secret":"OTHER"}`), 0o644)
+	os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: default\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "stage", "xt", "l", "policy.yaml"), []byte("sandbox: off\n"), 0o644)
+	os.Symlink("../.capflow/runs", filepath.Join(root, "out", "l"))
+	os.Symlink("../..", filepath.Join(root, "out", "xt", "l"))
+	env := func() *Env {
+		return &Env{Root: root, RunDir: filepath.Join(runs, "mine"), Workdir: filepath.Join(runs, "mine", "steps", "s"), Feedback: envelope.NewBuilder("x"),
+			Private: []string{runs}, Protected: []string{".capflow/state", ".capflow/runs", "tools", "kits", "capflow.yaml", "policy.yaml", ".git"}}
+	}
+	for _, c := range []struct {
+		tool string
+		in   map[string]any
+	}{
+		{"file.read", map[string]any{"path": "out/l/other/report.json"}},
+		{"file.list", map[string]any{"dir": "out/l"}},
+		{"file.checksum", map[string]any{"path": "out/l/other/report.json"}},
+		{"archive.create", map[string]any{"source": "out/l", "output": "packs/runs.zip"}},
+	} {
+		if got, err := callIn(c.tool, env(), c.in); caperr.CodeOf(err) != caperr.InvalidInput || strings.Contains(fmt.Sprint(got), "OTHER") {
+			t.Errorf("%s %v: %v %v", c.tool, c.in, got, err)
+		}
+	}
+	if _, err := callIn("archive.create", env(), map[string]any{"source": "stage", "output": "packs/x.zip"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := callIn("archive.extract", env(), map[string]any{"archive": "packs/x.zip", "dest": "out", "overwrite": true})
+	if caperr.CodeOf(err) != caperr.InvalidInput {
+		t.Errorf("extracting through a link in dest: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "policy.yaml")); string(b) != "sandbox: default\n" {
+		t.Fatalf("policy.yaml: %q", b)
 	}
 }

@@ -15,9 +15,11 @@ import (
 	"sync"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/net/netutil"
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
@@ -224,7 +226,9 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 			failed = append(failed, map[string]any{"url": urls[e.RequestID], "error": e.ErrorText})
 		}
 	})
-	if err := chromedp.Run(bctx, network.Enable(), cdpruntime.Enable()); err != nil {
+	// No download lands anywhere (Chromium's default is the worker's
+	// ~/Downloads, unbounded).
+	if err := chromedp.Run(bctx, network.Enable(), cdpruntime.Enable(), cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorDeny)); err != nil {
 		return nil, caperr.New(caperr.StartupError, "Chromium did not start: %v", err)
 	}
 	results := make([]stepResult, len(actions))
@@ -345,7 +349,7 @@ func serveOutbound(env *builtin.Env) (string, func(), error) {
 	px := builtin.Outbound(env.Rules(), filepath.Base(env.RunDir)+"/browser", func(err error) {
 		env.Feedback.Warn("network", "capflow refused the browser a connection: "+err.Error())
 	})
-	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: px}
-	go func() { _ = srv.Serve(l) }()
+	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, IdleTimeout: time.Minute, Handler: px}
+	go func() { _ = srv.Serve(netutil.LimitListener(l, 256)) }()
 	return l.Addr().String(), func() { _ = srv.Close(); _ = px.Close() }, nil
 }

@@ -235,6 +235,9 @@ func inside(env *builtin.Env, field, p string) (string, error) {
 	if err != nil {
 		return full, nil // missing: the open reports it
 	}
+	if env.InPrivate(real) {
+		return "", caperr.New(caperr.InvalidInput, "%s %q leads to another run's folder or the engine's state", field, p)
+	}
 	for _, base := range []string{env.Root, env.RunDir} {
 		if base == "" {
 			continue

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/egress"
+	"golang.org/x/net/netutil"
 )
 
 // treeNet is the worker's side of a tree's control socket
@@ -102,8 +103,10 @@ func (n *treeNet) handle(msg []byte, f *os.File, mirrors *int) bool {
 			return false
 		}
 		n.listener, n.own = l, append(n.own, portOf(l))
-		n.server = &http.Server{Handler: n.outbound, ReadHeaderTimeout: 30 * time.Second}
-		go func() { _ = n.server.Serve(l) }()
+		n.server = &http.Server{Handler: n.outbound, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+		// At most maxConns at once: a tree that opens thousands waits in
+		// its own backlog, holding none of the worker's descriptors.
+		go func() { _ = n.server.Serve(netutil.LimitListener(l, maxConns)) }()
 	case msg[0] == 'M' && n.listener != nil && *mirrors > 0 && len(msg) == 3 && f != nil:
 		l, err := net.FileListener(f)
 		f.Close()
@@ -113,7 +116,7 @@ func (n *treeNet) handle(msg []byte, f *os.File, mirrors *int) bool {
 		*mirrors--
 		port := binary.BigEndian.Uint16(msg[1:3])
 		n.mirrors, n.own = append(n.mirrors, l), append(n.own, port)
-		go n.mirror(l, port)
+		go n.mirror(netutil.LimitListener(l, maxConns), port)
 	case (msg[0] == 'C' || msg[0] == 'E') && n.asked:
 		n.asked = false
 		r := reply{err: errors.New(string(msg[1:]))}
@@ -130,6 +133,10 @@ func (n *treeNet) handle(msg []byte, f *os.File, mirrors *int) bool {
 	}
 	return true
 }
+
+// maxConns bounds the connections a tree has through the worker at once,
+// on its proxy and on each mirrored port.
+const maxConns = 256
 
 // portOf is a TCP listener's port.
 func portOf(l net.Listener) uint16 {

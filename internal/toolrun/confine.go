@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -51,7 +52,6 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	if req.Manifest.Dir != "" {
 		read = append(read, filepath.Dir(req.Manifest.Dir))
 	}
-	read = append(read, inputPaths(req.Inputs, maxInputPaths)...)
 	for i, r := range read {
 		// Bound by what they point at: bubblewrap cannot bind onto a path
 		// that runs through a link (a kits folder linked into the project).
@@ -59,6 +59,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 			read[i] = real
 		}
 	}
+	read = append(read, r.givenPaths(req)...)
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
@@ -83,6 +84,34 @@ func sandboxEnv(env []string) []string {
 		}
 	}
 	return append(out, "TMPDIR=/tmp")
+}
+
+// givenPaths are the paths the step's inputs name that its tool may read
+// where the sandbox hides them (inputPaths), where they really are: never
+// in a home or the host's sockets (/root, /home, the worker's $HOME,
+// /run), nor another run's folder or the engine's state (Private): a
+// plan's words do not open them (found attacking issue 53).
+func (r *Runner) givenPaths(req Request) []string {
+	home, _ := os.UserHomeDir()
+	closed := append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...)
+	var out []string
+	for _, p := range inputPaths(req.Inputs, maxInputPaths) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if _, _, own := beneath.Pick([]string{req.RunDir, req.Root}, real); !own {
+			if _, _, shut := beneath.Pick(nonEmpty(closed), real); shut {
+				continue
+			}
+		} else if _, _, shut := beneath.Pick(r.Private, real); shut {
+			if _, _, mine := beneath.Pick(nonEmpty([]string{req.RunDir}), real); !mine {
+				continue
+			}
+		}
+		out = append(out, real)
+	}
+	return out
 }
 
 // inputPaths are the absolute paths of existing files or folders among

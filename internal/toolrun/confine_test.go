@@ -2,6 +2,8 @@ package toolrun
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +79,37 @@ func TestResourceExhausted(t *testing.T) {
 				t.Fatalf("want RESOURCE_EXHAUSTED %q, got %+v %+v", tt.want, env, env.Error)
 			}
 		})
+	}
+}
+
+// TestInputsOpenNoPrivateFolder: a path a step's inputs name is bound
+// into the sandbox where it is hidden, but never another run's folder,
+// the engine's state or a home (found attacking issue 53: a plan read
+// another run's report and /root through a tool's input).
+func TestInputsOpenNoPrivateFolder(t *testing.T) {
+	if why := sandbox.Probe().Missing(); why != "" {
+		t.Fatalf("this machine cannot confine: %s", why)
+	}
+	project := t.TempDir()
+	runs := filepath.Join(project, ".capflow", "runs")
+	mine, other := filepath.Join(runs, "mine"), filepath.Join(runs, "other")
+	for _, d := range []string{filepath.Join(mine, "steps", "s"), other} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(other, "report.md"), []byte("OTHER-RUN"), 0o644)
+	os.WriteFile(filepath.Join(mine, "report.md"), []byte("MY-RUN"), 0o644)
+	given := filepath.Join(t.TempDir(), "given.txt") // in /tmp: a step may be given it
+	os.WriteFile(given, []byte("GIVEN"), 0o644)
+	m := script(t, `for p in "$A" "$B" "$C"; do cat "$p" 2>/dev/null || echo -n "-"; echo; done`, func(m *manifest.Manifest) {
+		m.Entrypoint.Result = manifest.ResultExitCode
+		m.Entrypoint.Env = map[string]string{"A": filepath.Join(other, "report.md"), "B": filepath.Join(mine, "report.md"), "C": given}
+	})
+	r := &Runner{Private: []string{runs, filepath.Join(project, ".capflow", "state")}}
+	env := r.Run(context.Background(), Request{Manifest: m, RunID: "mine", StepID: "s", Root: project, RunDir: mine,
+		Workdir: filepath.Join(mine, "steps", "s"), Sandbox: sandbox.ModeRequired,
+		Inputs: map[string]any{"a": filepath.Join(other, "report.md"), "b": filepath.Join(mine, "report.md"), "c": given}})
+	d, _ := env.Data.(map[string]any)
+	if out := fmt.Sprint(d["stdout"]); out != "-\nMY-RUN\nGIVEN\n" {
+		t.Fatalf("%q (%s)", out, env.Message)
 	}
 }
