@@ -69,9 +69,9 @@ func (e *Env) base(field, p string) (string, string, error) {
 type access int
 
 const (
-	reading      access = iota
-	writingFile         // a file's content
-	writingTree         // a folder and what goes in it (archive.extract)
+	reading     access = iota
+	writingFile        // a file's content
+	writingTree        // a folder and what goes in it (archive.extract)
 )
 
 // place opens the confinement for reading p. The caller closes it.
