@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/whatnext"
 )
 
 // Finalize writes report.json and report.md into the run's folder. What
@@ -56,6 +57,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
+	res.Next = whatnext.Of(&res)
 	// The run's trace, when the worker traces: this activity's span is in it.
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		res.TraceID = sc.TraceID().String()

@@ -46,6 +46,26 @@ type Result struct {
 	// TraceID is the run's OpenTelemetry trace, when its worker traces
 	// (telemetry.otlp_endpoint, docs/observability.md).
 	TraceID string `json:"trace_id,omitempty"`
+	// Next is what to do about a run that did not pass: a line a step
+	// that failed or waits after a failure (docs/errors.md). Clients add
+	// it to the result they show; the workflow leaves it empty.
+	Next []Next `json:"next,omitempty"`
+	// Busy: the run's workflow task was busy (a local step ran), so this
+	// progress is what the server knows, its running activities only
+	// (Run.ProgressNow).
+	Busy bool `json:"busy,omitempty"`
+}
+
+// Next is what a person can do about one failure: the step, its code and
+// severity, its stderr's last lines, the command that continues the run
+// and advice from the code.
+type Next struct {
+	Step     string    `json:"step,omitempty"`
+	Code     ErrorCode `json:"code,omitempty"`
+	Severity string    `json:"severity,omitempty"`
+	Stderr   []string  `json:"stderr_tail,omitempty"`
+	Command  string    `json:"command,omitempty"`
+	Advice   string    `json:"advice,omitempty"`
 }
 
 // Artifact is a file a step's output names (a field its tool's output

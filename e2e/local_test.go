@@ -6,6 +6,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
 )
 
 // TestLocalSteps: steps whose tools run as local activities (a builtin, a
@@ -128,4 +131,50 @@ func TestDeadlineHoldsForLocalSteps(t *testing.T) {
 		t.Fatalf("%d one-second steps succeeded under a 3 s budget", succeeded)
 	}
 	recordHistory(t, r.WorkflowID, "deadline-local")
+}
+
+// TestLocalStepTimesOut: a local step whose attempts time out counts
+// each (two local, one regular), keeps its back-off when it goes on as a
+// regular activity (2 s after the second attempt, as its policy says),
+// ends RETRY_EXHAUSTED with TASK_TIMEOUT as the cause, says what the
+// timeout was, and what to do next (issue 54: it said 1 attempt,
+// TASK_TIMEOUT, "(starttoclose)", and the regular attempt came at once).
+func TestLocalStepTimesOut(t *testing.T) {
+	p := h.writePlan(t, "local-timeout", `name: local-timeout
+steps:
+  - {id: s, capability: test.slow_local, with: {seconds: 60}, timeout: 3s, retry: {max_attempts: 3, initial_interval: 1s, backoff: 2.0}}
+`)
+	code, r := h.run(t, p)
+	s := r.step(t, "s")
+	e := s.Envelope
+	if code != 1 || r.Status != "failed" || s.Attempts != 3 || s.Execution != "local, then activity" || e == nil || e.Error == nil ||
+		e.Error.Code != "RETRY_EXHAUSTED" || e.Error.Cause != "TASK_TIMEOUT" || !strings.HasPrefix(e.Message, "s timed out: attempt 3 of 3 ran for 3s, its timeout") {
+		t.Fatalf("exit %d %s: %+v %+v", code, r.Status, s, e)
+	}
+	if len(r.Next) != 1 || r.Next[0].Command != "capflow rerun "+r.WorkflowID+" --from s" || r.Next[0].Advice != caperr.Advice(caperr.TaskTimeout) {
+		t.Fatalf("next: %+v", r.Next)
+	}
+	var doc struct {
+		Transitions map[string][]struct {
+			State string
+			At    time.Time
+		} `json:"transitions"`
+	}
+	raw, err := os.ReadFile(r.Report.JSON)
+	if err != nil || json.Unmarshal(raw, &doc) != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	var states []string
+	var retried []time.Time // when each attempt ended, and the next began
+	for _, tr := range doc.Transitions["s"] {
+		states = append(states, tr.State)
+		retried = append(retried, tr.At)
+	}
+	if strings.Join(states, ",") != "running,retrying,running,retrying,running,failed" {
+		t.Fatalf("s's transitions: %+v", doc.Transitions["s"])
+	}
+	if wait := retried[4].Sub(retried[3]); wait < 1800*time.Millisecond {
+		t.Fatalf("the regular attempt began %s after the second ended, not after the 2 s back-off: %+v", wait, doc.Transitions["s"])
+	}
+	recordChange(t, "local-backoff", "local-backoff", r.WorkflowID)
 }

@@ -12,20 +12,23 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/examples"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // runResult is the data of `capflow run --output json`.
 type runResult struct {
-	Status     string             `json:"status"`
-	Message    string             `json:"message"`
-	WorkflowID string             `json:"workflow_id"`
-	RunID      string             `json:"run_id"`
-	Steps      []wfapi.StepResult `json:"steps"`
-	Gaps       []map[string]any   `json:"gaps"`
-	Report     wfapi.ReportPaths  `json:"report"`
-	Outputs    map[string]any     `json:"outputs"`
+	Status     string               `json:"status"`
+	Message    string               `json:"message"`
+	WorkflowID string               `json:"workflow_id"`
+	RunID      string               `json:"run_id"`
+	Steps      []wfapi.StepResult   `json:"steps"`
+	Gaps       []map[string]any     `json:"gaps"`
+	Report     wfapi.ReportPaths    `json:"report"`
+	Outputs    map[string]any       `json:"outputs"`
+	Next       []capflowclient.Next `json:"next"`
 }
 
 func (r runResult) step(t *testing.T, id string) wfapi.StepResult {
@@ -72,6 +75,13 @@ func TestExamplesRunAsPromised(t *testing.T) {
 			code, r := h.run(t, filepath.Join(h.project, "plans/examples", filepath.Base(f)), args...)
 			if r.Status != want || code != exit[want] {
 				t.Fatalf("status %s exit %d, want %s exit %d: %s", r.Status, code, want, exit[want], r.Message)
+			}
+			if want == check && want != "passed" && want != "failed" {
+				// What plan check refuses, run refuses before anything starts.
+				if r.WorkflowID != "" || r.Report.JSON != "" {
+					t.Fatalf("a %s plan started %s", want, r.WorkflowID)
+				}
+				return
 			}
 			for _, p := range []string{r.Report.JSON, r.Report.Markdown} {
 				if b, err := os.ReadFile(p); err != nil || len(b) == 0 {
@@ -169,6 +179,14 @@ func TestMisbehavingTools(t *testing.T) {
 			if !strings.Contains(string(all), tt.contains) {
 				t.Fatalf("envelope lacks %q: %s", tt.contains, all)
 			}
+			// The run says what next, in its result and its report.
+			cmd := "capflow rerun " + r.WorkflowID + " --from s"
+			if len(r.Next) != 1 || r.Next[0].Step != "s" || string(r.Next[0].Code) != tt.code || r.Next[0].Severity != "HIGH" || r.Next[0].Command != cmd || r.Next[0].Advice != caperr.Advice(caperr.Code(tt.code)) {
+				t.Fatalf("next: %+v", r.Next)
+			}
+			if md, _ := os.ReadFile(r.Report.Markdown); !strings.Contains(string(md), "## What next\n\n- **s** `"+tt.code+"` HIGH: `"+cmd+"`") {
+				t.Fatalf("report.md:\n%s", md)
+			}
 			if tt.code == "TEST_FAILURE" && s.Attempts != 1 {
 				t.Fatalf("a non-retryable failure ran %d times", s.Attempts)
 			}
@@ -185,17 +203,42 @@ steps:
   - {id: before, capability: test.slow, with: {seconds: 1, log: "`+h.logPath("gap.log")+`"}}
   - {id: download, capability: youtube.download, with: {url: "x"}}
 `)
+	// capflow run refuses it before anything starts, as plan check does.
 	code, r := h.run(t, p)
-	if code != 3 || r.Status != "partial-complete" || len(r.Gaps) != 1 || r.step(t, "before").Status != "blocked" {
+	if code != 3 || r.Status != "partial-complete" || len(r.Gaps) != 1 || r.WorkflowID != "" {
 		t.Fatalf("exit %d %s: %+v", code, r.Status, r)
+	}
+	// Another Temporal client may start it: the workflow runs nothing.
+	plan := map[string]any{"name": "gap", "steps": []any{
+		map[string]any{"id": "before", "capability": "test.slow", "with": map[string]any{"seconds": 1, "log": h.logPath("gap.log")}},
+		map[string]any{"id": "download", "capability": "youtube.download", "with": map[string]any{"url": "x"}},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wf, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "gap-raw-" + time.Now().Format("150405.000"), TaskQueue: "capflow"}, wfapi.WorkflowType, wfapi.Input{Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res capflowclient.Result
+	if err := wf.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	var before capflowclient.StepState
+	for _, s := range res.Steps {
+		if s.ID == "before" {
+			before = s.Status
+		}
+	}
+	if res.Status != "partial-complete" || len(res.Gaps) != 1 || before != "blocked" {
+		t.Fatalf("%s: %+v", res.Status, res)
 	}
 	if fileExists(h.logPath("gap.log")) {
 		t.Fatal("a step ran although the plan has a gap")
 	}
-	if !fileExists(r.Report.Markdown) {
+	if !fileExists(res.Report.Markdown) {
 		t.Fatal("no report for a gap run")
 	}
-	recordHistory(t, r.WorkflowID, "gap")
+	recordHistory(t, wf.GetID(), "gap")
 }
 
 func waitStepRunning(t *testing.T, id, step string) {

@@ -199,8 +199,9 @@ func (e *dispatcher) decode(step wfapi.ResolvedStep, err error, why string) outc
 	o := e.decodeError(step, err, why)
 	var act *temporal.ActivityError
 	exhausted := errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
-	if act != nil && act.RetryState() == enumspb.RETRY_STATE_UNSPECIFIED {
-		// The test server does not always say; the attempt count does.
+	if act == nil || act.RetryState() == enumspb.RETRY_STATE_UNSPECIFIED {
+		// The test server does not always say, nor a local step's timeout
+		// (localTimeout); the attempt count does.
 		exhausted = o.attempts >= step.MaxAttempts && o.env.Error != nil && o.env.Error.Retryable
 	}
 	if exhausted {
@@ -253,7 +254,7 @@ func (e *dispatcher) decodeError(step wfapi.ResolvedStep, err error, why string)
 		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
 			o.attempts = int(hb.Attempt)
 		}
-		msg := fmt.Sprintf("%s timed out (%s)", step.ID, strings.ToLower(timeout.TimeoutType().String()))
+		msg := timedOut(step, timeout.TimeoutType(), hb)
 		switch {
 		case e.pastDeadline(time.Second):
 			msg = fmt.Sprintf("%s timed out: the run's max_run_seconds (%ds) ran out", step.ID, e.rr.MaxRunSeconds)
@@ -271,6 +272,29 @@ func (e *dispatcher) decodeError(step wfapi.ResolvedStep, err error, why string)
 		o.env = &env
 	}
 	return o
+}
+
+// timedOut says what a step's timeout was: which one, how long, the
+// attempt, and the last thing the step said (its last heartbeat's
+// feedback).
+func timedOut(step wfapi.ResolvedStep, kind enumspb.TimeoutType, hb wfapi.Heartbeat) string {
+	attempt := ""
+	if hb.Attempt > 0 {
+		attempt = fmt.Sprintf("attempt %d of %d ", hb.Attempt, max(hb.MaxAttempts, int32(step.MaxAttempts), hb.Attempt))
+	}
+	var msg string
+	switch kind {
+	case enumspb.TIMEOUT_TYPE_HEARTBEAT:
+		msg = fmt.Sprintf("%s timed out: %ssent no heartbeat for %s, its heartbeat timeout (its worker may be gone, or the tool hung)", step.ID, attempt, step.Heartbeat)
+	case enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+		msg = fmt.Sprintf("%s timed out: %sran for %s, its timeout", step.ID, attempt, step.Timeout)
+	default:
+		msg = fmt.Sprintf("%s timed out (%s)", step.ID, strings.ToLower(kind.String()))
+	}
+	if hb.Latest != nil && hb.Latest.Message != "" {
+		msg += "; its last feedback: " + caperr.FirstLine(hb.Latest.Message)
+	}
+	return msg
 }
 
 // synthEnvelope is an envelope the workflow writes itself (cancelled and

@@ -78,17 +78,34 @@ func (s *dispatcher) runEager(ctx workflow.Context, step wfapi.ResolvedStep, opt
 // go on from the first attempt's (Temporal's default first wait, 1s, when
 // the policy names none).
 func afterFirst(r temporal.RetryPolicy, left int) (*temporal.RetryPolicy, time.Duration) {
+	return afterAttempts(r, 1, left)
+}
+
+// afterAttempts is a step's retry policy for its attempts after tried
+// failed ones (left of them), and the wait before the next: the wait
+// Temporal's policy gives after attempt tried, the intervals going on from
+// there (a step whose local attempts failed keeps its back-off when it
+// goes on as a regular activity).
+func afterAttempts(r temporal.RetryPolicy, tried int32, left int) (*temporal.RetryPolicy, time.Duration) {
 	wait := r.InitialInterval
 	if wait <= 0 {
 		wait = time.Second
 	}
+	grow := func(d time.Duration) time.Duration {
+		if r.BackoffCoefficient <= 1 {
+			return d
+		}
+		d = time.Duration(float64(d) * r.BackoffCoefficient)
+		if r.MaximumInterval > 0 {
+			d = min(d, r.MaximumInterval)
+		}
+		return d
+	}
+	for range tried - 1 {
+		wait = grow(wait)
+	}
 	next := r
 	next.MaximumAttempts = int32(left)
-	if r.BackoffCoefficient > 1 {
-		next.InitialInterval = time.Duration(float64(wait) * r.BackoffCoefficient)
-		if r.MaximumInterval > 0 {
-			next.InitialInterval = min(next.InitialInterval, r.MaximumInterval)
-		}
-	}
+	next.InitialInterval = grow(wait)
 	return &next, wait
 }

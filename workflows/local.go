@@ -139,6 +139,11 @@ func (s *dispatcher) runLocal(ctx workflow.Context, step wfapi.ResolvedStep, opt
 	retry.MaximumAttempts = int32(min(max(step.MaxAttempts, 1), orDefault(s.rr.LocalAttempts, LocalAttempts)))
 	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
 		RetryPolicy: &retry, Summary: opts.Summary}
+	if lopts.ScheduleToCloseTimeout == 0 {
+		// The SDK bounds all local attempts by one timeout when none is
+		// given: the first that timed out was the last (issue 54).
+		lopts.ScheduleToCloseTimeout = localBudget(retry, opts.StartToCloseTimeout)
+	}
 	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), wfapi.RunToolActivity, in)
 	return s.thenRegular(ctx, lf, then{step: step, opts: opts, in: in, tried: retry.MaximumAttempts, path: path, local: true})
 }
@@ -174,7 +179,7 @@ func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then
 			err = temporal.NewCanceledError()
 		}
 		if err == nil || ctx.Err() != nil || late || (!wrong && (left <= 0 || !retryable(err))) {
-			set.Set(out, err)
+			set.Set(out, localTimeout(err, t))
 			return
 		}
 		in, ropts := t.in, t.opts
@@ -193,6 +198,12 @@ func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then
 				r.MaximumAttempts = int32(left)
 				ropts.RetryPolicy = &r
 				ropts.ActivityID += "-after-local"
+				if versionOf(gctx, changeLocalBackoff) >= 1 {
+					// The back-off goes on where the local attempts left it.
+					var wait time.Duration
+					ropts.RetryPolicy, wait = afterAttempts(*t.opts.RetryPolicy, t.tried, left)
+					_ = workflow.Sleep(gctx, wait)
+				}
 			} else {
 				var wait time.Duration
 				ropts.RetryPolicy, wait = afterFirst(*t.opts.RetryPolicy, left)
@@ -204,6 +215,32 @@ func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then
 		set.Set(again, err)
 	})
 	return fut
+}
+
+// localBudget bounds a local step's local attempts together: each its
+// timeout, and the waits between them its retry policy gives.
+func localBudget(r temporal.RetryPolicy, timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	budget := time.Duration(r.MaximumAttempts) * timeout
+	for n := int32(1); n < r.MaximumAttempts; n++ {
+		_, wait := afterAttempts(r, n, 0)
+		budget += wait
+	}
+	return budget
+}
+
+// localTimeout is the error of a local step whose every local attempt
+// timed out: a timeout that says how many attempts ran (a local activity's
+// timeout carries no heartbeat, so the step said 1), which the step's
+// decode reads as any timeout's last heartbeat.
+func localTimeout(err error, t then) error {
+	var timeout *temporal.TimeoutError
+	if !t.local || !errors.As(err, &timeout) || timeout.HasLastHeartbeatDetails() {
+		return err
+	}
+	return temporal.NewTimeoutError(timeout.TimeoutType(), timeout.Unwrap(), wfapi.Heartbeat{Attempt: t.tried, MaxAttempts: int32(max(t.step.MaxAttempts, 1))})
 }
 
 // isWrongHost reports whether a local activity found itself on a worker

@@ -32,6 +32,7 @@ const (
 	changeSilentHost     = "silent-host-move"
 	changeEagerSteps     = "eager-steps"
 	changeLimitTrust     = "limit-trusts-nobody"
+	changeLocalBackoff   = "local-backoff"
 )
 
 // Change is one declared change of workflow code.
@@ -93,6 +94,8 @@ var Changes = []Change{
 		[]History{{"eager-steps.json", 1}}, ""},
 	{changeLimitTrust, 1, []string{"a limit keeps leases within MinLimitLease..MaxLimitLease, only tightens its settings while it runs, and a renewal makes a holder only of one whose lease ran out (a client's renewal of a holder never granted is ignored; issue 53)"},
 		[]History{{"limit-concurrency.limit-trust.json", 1}}, "version 1 differs from the default only for messages no attempt of capflow's sends (a lease past MaxLimitLease, a renewal of a holder never granted, a request loosening the limit): no recorded run has one"},
+	{changeLocalBackoff, 1, []string{"a step whose local attempts failed waits the back-off its retry policy gives after them before it goes on as a regular activity, whose intervals go on from there (it started at once, from the first interval; issue 54)"},
+		[]History{{"local-backoff.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1

@@ -123,3 +123,32 @@ func NonRetryable() []string {
 	sort.Strings(out)
 	return out
 }
+
+// advice is what a person does about a failure with the code once its
+// retries ran out; docs/errors.md mirrors it and a test keeps the two in
+// step.
+var advice = map[Code]string{
+	ConfigError:              "fix the configuration file the message names, then run again",
+	InvalidInput:             "fix the input the message names; capflow plan check PLAN shows every problem of a plan",
+	SchemaViolation:          "make the data match the schema the message names; capflow tools show TOOL prints the tool's schemas",
+	ToolNotFound:             "activate a kit or add a tool that provides the capability (capflow tools list), or scaffold one",
+	DependencyUnavailable:    "check the dependency the message names (a binary on PATH, an environment variable, a service the policy lets the run reach), then rerun",
+	StartupError:             "read the stderr tail; capflow tools run TOOL runs the tool alone",
+	ReadinessTimeout:         "read the server's log; raise the readiness timeout (the step's readiness.timeout) if it is only slow",
+	TaskTimeout:              "raise the step's timeout (timeout: in the plan, timeouts.start_to_close in tool.yaml) if the work is only slow, or find what it waited on in its last feedback",
+	TestFailure:              "read the failed tests in the stderr tail and the step's feedback",
+	ToolFailure:              "read the stderr tail; capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input",
+	RetryExhausted:           "every attempt failed: fix what the last attempt's error names, or raise retry: {max_attempts} if it is transient",
+	QuorumNotMet:             "fix the join's failed dependencies, or lower its quorum",
+	PolicyBlocked:            "change the plan, or policy.yaml if the project should allow it (capflow plan check PLAN names each rule)",
+	ObservabilityError:       "check the free space and permissions of the runs folder and the artifact store",
+	OwnershipValidationError: "nothing to undo: capflow refused to signal a process the run does not own",
+	Cancelled:                "rerun the run to start it again",
+	InternalError:            "a capflow bug: the worker's log has the detail; report it with the run's report.json",
+	Rejected:                 "an approver refused the step: rerun when it should go ahead",
+	ResourceExhausted:        "raise the limit the message names (tool.yaml limits, or the policy), or give the step less work",
+}
+
+// Advice is what to do about a failure with code c ("" for an unknown
+// code).
+func Advice(c Code) string { return advice[c] }

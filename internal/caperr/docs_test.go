@@ -25,3 +25,21 @@ func TestDocsTableMatchesCode(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsAdviceMatchesCode: every code has advice, and docs/errors.md
+// shows the same.
+func TestDocsAdviceMatchesCode(t *testing.T) {
+	b, err := os.ReadFile("../../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range All() {
+		a := Advice(i.Code)
+		if a == "" {
+			t.Errorf("%s has no advice", i.Code)
+		}
+		if row := fmt.Sprintf("| `%s` | %s |", i.Code, a); !strings.Contains(string(b), row) {
+			t.Errorf("docs/errors.md lacks or differs on:\n%s", row)
+		}
+	}
+}

@@ -44,6 +44,9 @@ func resultPhases(b *envelope.Builder, res *capflowclient.Result) {
 	for _, w := range res.Warnings {
 		b.Warn("absorbed", w)
 	}
+	for _, n := range res.Next {
+		b.Info("next", nextText(n))
+	}
 	if res.Report.JSON != "" {
 		b.Info("report", res.Report.JSON+" · "+res.Report.Markdown)
 	}
@@ -57,14 +60,6 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	}
 	if hidden > 0 {
 		fmt.Fprintf(w, "  %s %d steps succeeded (the report lists each)\n", scr.paint(green, "✓"), hidden)
-	}
-	for _, st := range res.Steps {
-		if tail := stderrTail(st); len(tail) > 0 {
-			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", st.ID)
-			for _, l := range tail {
-				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), printable(l))
-			}
-		}
 	}
 	if res.StepsOmitted > 0 {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
@@ -90,6 +85,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if res.TraceID != "" {
 		fmt.Fprintf(w, "trace: %s\n", res.TraceID)
 	}
+	prettyNext(w, res.Next)
 	// The verdict last: what a person reads first when the output ends.
 	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
 	if mark == "" {
@@ -102,19 +98,41 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	fmt.Fprintln(w, head)
 }
 
-// stderrTail is the last lines a failed step's tool wrote to stderr (its
-// envelope's stderr feedback), at most 5.
-func stderrTail(s wfapi.StepResult) []string {
-	if s.Status != wfapi.StepFailed || s.Envelope == nil {
-		return nil
-	}
-	for _, f := range s.Envelope.Feedback {
-		if f.Phase == "stderr" && f.Detail != "" {
-			lines := strings.Split(strings.TrimRight(f.Detail, "\n"), "\n")
-			return lines[max(len(lines)-5, 0):]
+// prettyNext prints what to do about each failure: its stderr's last
+// lines, then the command and the advice.
+func prettyNext(w io.Writer, next []capflowclient.Next) {
+	scr := screenOf(w)
+	for _, n := range next {
+		if len(n.Stderr) > 0 {
+			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", n.Step)
+			for _, l := range n.Stderr {
+				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), printable(l))
+			}
 		}
+		fmt.Fprintf(w, "%s %s\n", scr.paint(bold, "next:"), printableText(nextText(n)))
 	}
-	return nil
+}
+
+// nextText is one failure's next step on one line: "build (TOOL_FAILURE,
+// HIGH): capflow rerun ID --from build; read the stderr tail ...".
+func nextText(n capflowclient.Next) string {
+	var head string
+	switch {
+	case n.Step != "" && n.Code != "":
+		head = fmt.Sprintf("%s (%s, %s)", n.Step, n.Code, n.Severity)
+	case n.Step != "":
+		head = n.Step
+	default:
+		head = string(n.Code)
+	}
+	var parts []string
+	if n.Command != "" {
+		parts = append(parts, n.Command)
+	}
+	if n.Advice != "" {
+		parts = append(parts, n.Advice)
+	}
+	return head + ": " + strings.Join(parts, "; ")
 }
 
 // compactAbove: a result of more steps lists only those that did not

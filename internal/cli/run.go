@@ -20,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/temporalx"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/whatnext"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
 
@@ -113,6 +114,22 @@ func (a *App) runCommand() *cobra.Command {
 				a.refuseRun(cid, preflight.InvalidInputsReport(p.Name, probs))
 				return nil
 			}
+			// What plan check refuses is not started either: every problem,
+			// positioned, the same exit (issue 54: a with: typo ended
+			// invalid after its workflow started).
+			ck, err := a.check(args[0], inputs, inputsFile, false)
+			if err != nil && caperr.CodeOf(err) == caperr.ConfigError {
+				return err
+			}
+			if err == nil && ck.report.Status != preflight.Ready {
+				a.refuseRun(cid, ck.report)
+				return nil
+			}
+			local := ""
+			if err == nil {
+				local = ck.report.Status
+			}
+			a.localCheck = func() string { return local }
 			ctx, stop := context.WithCancel(a.ctx)
 			defer stop()
 			cfg, tc, err := a.dial(ctx)
@@ -128,13 +145,6 @@ func (a *App) runCommand() *cobra.Command {
 			in, err := planInput(cfg.Root, args[0], value, given)
 			if err != nil {
 				return err
-			}
-			a.localCheck = func() string {
-				ck, err := a.check(args[0], inputs, inputsFile, false)
-				if err != nil {
-					return ""
-				}
-				return ck.report.Status
 			}
 			return a.startRun(ctx, cfg, tc, cid, capflowclient.StartOptions{
 				ID: id, Summary: fmt.Sprintf("plan %s · %d steps", p.Name, len(p.Steps)), Details: staticDetails(p), Rerun: rerun,
@@ -251,7 +261,8 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	// schemas/workflow-result.schema.json describes.
 	data := *res
 	data.URL = url
-	resultPhases(b, res)
+	data.Next = whatnext.Of(res)
+	resultPhases(b, &data)
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {
 		for _, l := range a.attempts {
@@ -273,7 +284,7 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	}
 	attempts := a.attempts
 	a.set(env, func(w io.Writer) {
-		prettyResult(w, res, url)
+		prettyResult(w, &data, url)
 		for _, l := range attempts {
 			fmt.Fprintf(w, "  ↳ %s\n", printable(l))
 		}

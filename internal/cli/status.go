@@ -64,18 +64,12 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 		// Only a worker answers the progress query: with none on the
 		// run's queue it would time out after 10 s with gRPC's words.
 		if n, err := tc.Pollers(ctx, info.TaskQueue); err == nil && n == 0 {
-			return nil, caperr.New(caperr.DependencyUnavailable, "%s is open, but no worker polls its task queue %s to say how far it got: start capflow-worker --task-queue %s (make dev starts one)", id, info.TaskQueue, info.TaskQueue)
+			return nil, caperr.Wrap(caperr.DependencyUnavailable, &capflowclient.NoWorker{ID: id, Queue: info.TaskQueue}, "")
 		}
-		// A local step holds the run's workflow task, and the query with
-		// it, until it ends: status answers from what the server knows
-		// instead of waiting (issue 54: it hung 10 s, then failed).
-		qctx, cancel := context.WithTimeout(ctx, queryWait)
-		p, err := run.Progress(qctx)
-		cancel()
-		switch {
-		case err != nil && qctx.Err() != nil && ctx.Err() == nil:
-			p = busyProgress(info)
-		case err != nil:
+		p, err := run.ProgressNow(ctx)
+		if errors.As(err, new(*capflowclient.NoWorker)) {
+			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "")
+		} else if err != nil {
 			return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "query %s (is a worker running?)", id)
 		}
 		if p.Status != wfapi.StatusPaused {
@@ -90,23 +84,6 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 		return nil, caperr.Wrap(caperr.ToolFailure, err, "run %s ended with an error", id)
 	}
 	return res, nil
-}
-
-// queryWait bounds the wait for a run's progress query: within the 3 s a
-// status answers in, whatever the run does.
-const queryWait = 2500 * time.Millisecond
-
-// busyProgress is a run's progress while its workflow task is busy (a
-// local step runs): its running activities, from the server.
-func busyProgress(info *capflowclient.RunInfo) *capflowclient.Result {
-	p := &capflowclient.Result{WorkflowID: info.ID, RunID: info.RunID, Plan: info.Plan, Status: wfapi.StatusRunning,
-		Message: "a local step holds the run's workflow task: its steps' states show once it ends (the steps below run as activities)"}
-	for _, pa := range info.Pending {
-		if pa.Step != "" {
-			p.Steps = append(p.Steps, capflowclient.StepResult{ID: pa.Step, Status: wfapi.StepRunning, Attempts: int(pa.Attempt)})
-		}
-	}
-	return p
 }
 
 // attemptLines say where each running step's attempt is (attemptLine).

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	capflowclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/whatnext"
 )
 
 // Colour where a person reads: a terminal, unless NO_COLOR; FORCE_COLOR
@@ -96,14 +98,21 @@ func TestWaitingHeadline(t *testing.T) {
 }
 
 // A failed step's stderr tail is shown with the result, not only in the
-// report.
+// report, and the output ends with what to do next.
 func TestResultShowsStderrOfAFailedStep(t *testing.T) {
-	res := &capflowclient.Result{Status: wfapi.StatusFailed, Plan: "p", Steps: []wfapi.StepResult{{ID: "crash", Status: wfapi.StepFailed,
-		Envelope: &capflowclient.Envelope{Feedback: []capflowclient.Feedback{{Phase: "stderr", Detail: "1\n2\n3\n4\n5\n6\nTraceback: boom\n"}}}}}}
+	res := &capflowclient.Result{WorkflowID: "r1", Status: wfapi.StatusFailed, Plan: "p", Steps: []wfapi.StepResult{{ID: "crash", Status: wfapi.StepFailed,
+		Envelope: &capflowclient.Envelope{Error: &capflowclient.ErrorInfo{Code: "TOOL_FAILURE"},
+			Feedback: []capflowclient.Feedback{{Phase: "stderr", Detail: "1\n2\n3\n4\n5\n6\nTraceback: boom\n"}}}}}}
+	res.Next = whatnext.Of(res)
 	var b bytes.Buffer
 	prettyResult(&b, res, "")
-	if !strings.Contains(b.String(), "crash's stderr, last lines") || strings.Contains(b.String(), "│ 2\n") || !strings.Contains(b.String(), "│ Traceback: boom\n") {
-		t.Fatal(b.String())
+	out := b.String()
+	if !strings.Contains(out, "crash's stderr, last lines") || strings.Contains(out, "│ 2\n") || !strings.Contains(out, "│ Traceback: boom\n") {
+		t.Fatal(out)
+	}
+	next := "next: crash (TOOL_FAILURE, HIGH): capflow rerun r1 --from crash; " + caperr.Advice(caperr.ToolFailure) + "\n✗ p failed\n"
+	if !strings.HasSuffix(out, next) {
+		t.Fatalf("does not end with\n%s\n---\n%s", next, out)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/runctl"
+	"github.com/capflow/capflow/internal/whatnext"
 )
 
 // The JSON API the page reads (docs/console.md). Errors are
@@ -305,10 +306,15 @@ func (s *Server) progress(ctx context.Context, id string) (any, error) { return 
 
 // result is progress typed: what the API's handlers read of a run.
 func (s *Server) result(ctx context.Context, id string) (*client.Result, error) {
-	if res := s.endedResult(ctx, id); res != nil {
-		return res, nil
+	res := s.endedResult(ctx, id)
+	if res == nil {
+		var err error
+		if res, err = s.o.Client.Get(id).ProgressNow(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return s.o.Client.Get(id).Progress(ctx)
+	res.Next = whatnext.Of(res)
+	return res, nil
 }
 
 // endedResult is an ended run's result, read from its history's last event;

@@ -43,22 +43,35 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 	}
 	in := m.InputSchema
 	props, _ := in["properties"].(map[string]any)
-	for _, r := range requiredOf(in) {
-		if _, ok := s.With[r]; !ok {
-			out = append(out, schema.Issue{Path: "with." + r, Message: fmt.Sprintf("%s requires input %q and the step does not supply it", m.Name, r), Own: true})
-		}
-	}
 	keys := make([]string, 0, len(s.With))
 	for k := range s.With {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	known := slices.Sorted(maps.Keys(props))
+	said := map[string]bool{} // keys a missing input's problem names
+	for _, r := range requiredOf(in) {
+		if _, ok := s.With[r]; !ok {
+			msg := fmt.Sprintf("%s requires input %q and the step does not supply it", m.Name, r)
+			if k := misspelt(r, keys, props); k != "" {
+				msg += fmt.Sprintf(" (the step gives %q: a misspelling?)", k)
+				said[k] = true
+			}
+			out = append(out, schema.Issue{Path: "with." + r, Message: msg, Own: true})
+		}
+	}
 	for _, k := range keys {
 		ps, declared := props[k].(map[string]any)
+		if !declared && said[k] {
+			continue
+		}
 		if !declared {
 			if ap, ok := in["additionalProperties"].(bool); ok && !ap {
-				known := slices.Sorted(maps.Keys(props))
 				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (it takes %s)", m.Name, k, strings.Join(known, ", ")), Own: true, Key: k, Known: known})
+			} else if near := suggest.Typo(k, known); near != "" {
+				// Open to other keys, but this one is a declared one
+				// misspelt: the tool would never see the value.
+				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (did you mean %q?)", m.Name, k, near), Own: true, Key: k, Known: known})
 			} else if apm, ok := in["additionalProperties"].(map[string]any); ok {
 				out = append(out, c.flow(s.With[k], apm, "with."+k)...)
 			}
@@ -67,6 +80,17 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 		out = append(out, c.flow(s.With[k], ps, "with."+k)...)
 	}
 	return out
+}
+
+// misspelt is the step's key that looks like required input r misspelt
+// (one the tool does not declare), or "".
+func misspelt(r string, keys []string, props map[string]any) string {
+	for _, k := range keys {
+		if _, declared := props[k]; !declared && suggest.Typo(k, []string{r}) == r {
+			return k
+		}
+	}
+	return ""
 }
 
 func prefix(p, rest string) string {

@@ -85,6 +85,8 @@ func TestReasons(t *testing.T) {
 		// The plan's own typos are positioned problems, not missing tools.
 		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, "", `requires input "text"`},
 		{"unknown input", `- {id: s, capability: text.count, with: {text: a, txt: b}}`, "", `takes no input "txt" (did you mean "text"?)`},
+		// One mistake, one problem: the required input misspelt.
+		{"required input misspelt", `- {id: s, capability: text.count, with: {txet: a}}`, "", `requires input "text" and the step does not supply it (the step gives "txet": a misspelling?)`},
 		{"literal of wrong type", `- {id: s, capability: text.count, with: {text: a, limit: 0}}`, "", "literal value"},
 		{"low confidence", `- {id: s, capability: file.checksum, with: {path: a}, coverage_confidence: 0.4, coverage_rationale: guess}`, LowConfidence, "0.40 is below"},
 		{"dependency", `- {id: s, capability: video.convert, with: {input: a.webm}}`, DependencyUnavailable, "missing-ffmpeg"},

@@ -102,7 +102,22 @@ func result(raw []byte) *mcp.CallToolResult {
 	}
 	ok, _ := env["success"].(bool)
 	msg, _ := env["message"].(string)
-	return &mcp.CallToolResult{StructuredContent: env, IsError: !ok, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	return &mcp.CallToolResult{StructuredContent: env, IsError: !ok, Content: []mcp.Content{&mcp.TextContent{Text: msg + nextLines(env)}}}
+}
+
+// nextLines are the envelope's "next" feedback (what to do about each
+// failure, docs/errors.md), a line each, for a client that reads only
+// the text.
+func nextLines(env map[string]any) string {
+	fb, _ := env["feedback"].([]any)
+	var b strings.Builder
+	for _, f := range fb {
+		if m, _ := f.(map[string]any); m["phase"] == "next" {
+			text, _ := m["message"].(string)
+			b.WriteString("\nnext: " + text)
+		}
+	}
+	return b.String()
 }
 
 // failed is a call refused before any command ran, as an envelope.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestDecideCommands(t *testing.T) {
@@ -102,6 +104,10 @@ func TestResultOfAnEnvelope(t *testing.T) {
 	r := result([]byte(`{"toolId":"capflow-run","exitCode":3,"success":false,"message":"gaps","feedback":[]}`))
 	if !r.IsError || r.StructuredContent.(map[string]any)["exitCode"] != float64(3) {
 		t.Fatalf("%+v", r)
+	}
+	r = result([]byte(`{"success":false,"message":"p failed","feedback":[{"phase":"steps","message":"1 failed"},{"phase":"next","message":"x (TOOL_FAILURE, HIGH): capflow rerun r1 --from x"}]}`))
+	if text := r.Content[0].(*mcp.TextContent).Text; text != "p failed\nnext: x (TOOL_FAILURE, HIGH): capflow rerun r1 --from x" {
+		t.Fatalf("text: %q", text)
 	}
 	if r := result([]byte("garbage")); !r.IsError || !strings.Contains(r.StructuredContent.(map[string]any)["message"].(string), "garbage") {
 		t.Fatalf("garbage: %+v", r)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
@@ -105,6 +106,9 @@ func Markdown(d Document) string {
 	}
 	for _, h := range r.LostHosts {
 		fmt.Fprintf(&b, "| lost host | `%s` (the run moved on) |\n", h)
+	}
+	if len(r.Next) > 0 {
+		b.WriteString("\n## What next\n\n" + whatNext(r.Next))
 	}
 	if d.Resolved != nil && len(d.Resolved.Steps) > MaxGraphSteps {
 		fmt.Fprintf(&b, "\n## Graph\n\n%d steps: too many to draw here (`capflow plan graph` draws the plan).\n", len(d.Resolved.Steps))
@@ -211,6 +215,32 @@ func Markdown(d Document) string {
 		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity), and processes left on hosts the run lost:\n\n")
 		for _, w := range r.Warnings {
 			fmt.Fprintf(&b, "- %s\n", oneLine(w))
+		}
+	}
+	return b.String()
+}
+
+// whatNext lists what to do about each failure (docs/errors.md): the
+// step, its code and severity, the command, the advice, its stderr tail.
+func whatNext(next []client.Next) string {
+	var b strings.Builder
+	for _, n := range next {
+		b.WriteString("- ")
+		if n.Step != "" {
+			fmt.Fprintf(&b, "**%s** ", n.Step)
+		}
+		if n.Code != "" {
+			fmt.Fprintf(&b, "`%s` %s", n.Code, n.Severity)
+		}
+		if n.Command != "" {
+			fmt.Fprintf(&b, ": `%s`", n.Command)
+		}
+		if n.Advice != "" {
+			fmt.Fprintf(&b, "; %s", oneLine(n.Advice))
+		}
+		b.WriteString("\n")
+		if len(n.Stderr) > 0 {
+			fmt.Fprintf(&b, "  ```\n  %s\n  ```\n", strings.Join(n.Stderr, "\n  "))
 		}
 	}
 	return b.String()

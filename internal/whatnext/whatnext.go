@@ -1,0 +1,100 @@
+// Package whatnext says what a person can do about a run that did not
+// pass: for each step that failed or waits after a failure, its code and
+// severity, the last lines of its stderr, the command that continues the
+// run and, once its retries ran out, advice from its code. The CLI, the
+// report, MCP and the console all show this one answer.
+package whatnext
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// StderrLines is how many of a tool's last stderr lines a Next carries.
+const StderrLines = 5
+
+// Of is what to do next about r, the steps that need it first in the
+// plan's order; nil for a run that passed or still runs without trouble.
+func Of(r *client.Result) []client.Next {
+	var out []client.Next
+	for _, s := range r.Steps {
+		if n, ok := ofStep(r, s); ok {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		if n, ok := ofRun(r); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ofStep: a step that failed in an ended run is run again with rerun
+// --from; one that waits after a failure takes retry (or skip, fail).
+func ofStep(r *client.Result, s client.StepResult) (client.Next, bool) {
+	waits := s.Status == client.StepWaiting && s.Waiting != nil && s.Waiting.Kind == client.WaitDecision
+	if s.Status != client.StepFailed && !waits {
+		return client.Next{}, false
+	}
+	n := client.Next{Step: s.ID, Stderr: StderrTail(s)}
+	code := caperr.Code("")
+	if e := s.Envelope; e != nil && e.Error != nil {
+		code = caperr.Code(e.Error.Code)
+		n.Code, n.Severity = e.Error.Code, e.Error.Severity
+		if e.Error.Cause != "" {
+			code = caperr.Code(e.Error.Cause)
+		}
+	}
+	if n.Severity == "" && n.Code != "" {
+		n.Severity = string(caperr.Lookup(caperr.Code(n.Code)).Severity)
+	}
+	switch {
+	case waits:
+		n.Command = fmt.Sprintf("capflow retry %s %s", r.WorkflowID, s.ID)
+		n.Advice = "the step waits for a decision: retry runs it again, skip absorbs its failure, fail ends it"
+		if a := caperr.Advice(code); a != "" {
+			n.Advice = a + "; then " + n.Advice
+		}
+	case r.Status.Ended():
+		n.Command = fmt.Sprintf("capflow rerun %s --from %s", r.WorkflowID, s.ID)
+		n.Advice = caperr.Advice(code)
+	default:
+		return client.Next{}, false // the run goes on: nothing to do yet
+	}
+	return n, true
+}
+
+// ofRun: a run that failed with no step to blame (a plan refused, a run
+// cancelled) says what to do with the whole of it.
+func ofRun(r *client.Result) (client.Next, bool) {
+	switch r.Status {
+	case client.StatusInvalid:
+		return client.Next{Code: client.ErrorCode(caperr.InvalidInput), Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}, true
+	case client.StatusBlockedByPolicy:
+		return client.Next{Code: client.ErrorCode(caperr.PolicyBlocked), Advice: caperr.Advice(caperr.PolicyBlocked)}, true
+	case client.StatusPartialComplete:
+		return client.Next{Code: client.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}, true
+	case client.StatusCancelled:
+		return client.Next{Code: client.ErrorCode(caperr.Cancelled), Command: "capflow rerun " + r.WorkflowID, Advice: caperr.Advice(caperr.Cancelled)}, true
+	}
+	return client.Next{}, false
+}
+
+// StderrTail is the last lines a failed step's tool wrote to stderr (its
+// envelope's stderr feedback), at most StderrLines.
+func StderrTail(s client.StepResult) []string {
+	if s.Envelope == nil || (s.Status != client.StepFailed && s.Status != client.StepWaiting) {
+		return nil
+	}
+	for _, f := range s.Envelope.Feedback {
+		if f.Phase == "stderr" && f.Detail != "" {
+			lines := strings.Split(strings.TrimRight(f.Detail, "\n"), "\n")
+			return lines[max(len(lines)-StderrLines, 0):]
+		}
+	}
+	return nil
+}
