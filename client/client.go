@@ -18,6 +18,8 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Client starts runs on a task queue.
@@ -260,3 +262,19 @@ func (r *Run) Client() *Client { return r.c }
 
 // GetRun finds one execution of a run ("" runID: its latest).
 func (c *Client) GetRun(id, runID string) *Run { return &Run{c: c, ID: id, RunID: runID} }
+
+// Unreachable reports whether err says the Temporal server did not
+// answer (down, or too slow): what a console shows as "Temporal is
+// unreachable" rather than as a fault of the run.
+func Unreachable(err error) bool {
+	var un *serviceerror.Unavailable
+	var dl *serviceerror.DeadlineExceeded
+	if errors.As(err, &un) || errors.As(err, &dl) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}

@@ -160,7 +160,7 @@ steps:
 		chromedp.Text("#status", &status), chromedp.Text("#step .notice.error", &errBox)); err != nil {
 		t.Fatalf("failed run page: %v", err)
 	}
-	if status != "failed" || !strings.HasPrefix(errBox, "OBSERVABILITY_ERROR: ") || len(errBox) < len("OBSERVABILITY_ERROR: ")+5 {
+	if status != "failed" || !strings.HasPrefix(errBox, "OBSERVABILITY_ERROR (") || len(errBox) < len("OBSERVABILITY_ERROR (MEDIUM): ")+5 {
 		t.Fatalf("status %q, error box %q", status, errBox)
 	}
 	shot(t, ctx, "console-failed.png")

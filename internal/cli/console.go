@@ -29,7 +29,7 @@ func (a *App) consoleCommand() *cobra.Command {
 				return err
 			}
 			return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-				srv, err := console.New(console.Options{Addr: addr, Token: token, Hosts: hosts, Client: tc, Project: a.proj, Logger: a.log})
+				srv, err := console.New(console.Options{Addr: addr, Token: token, Hosts: hosts, Temporal: cfg.Temporal.Address, Client: tc, Project: a.proj, Logger: a.log})
 				if err != nil {
 					return err
 				}

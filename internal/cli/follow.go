@@ -166,11 +166,11 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 		}
 		// A heartbeat overdue (its worker may be gone) is told once an
 		// attempt, with when the step is retried.
-		if now := time.Now(); !pa.Started.IsZero() && pa.HeartbeatTimeout > 0 && now.Sub(later(pa.LastHeartbeat, pa.Started)) >= overdue {
+		if now := time.Now(); !pa.Started.IsZero() && pa.HeartbeatTimeout > 0 && now.Sub(later(pa.LastHeartbeat, pa.Started)) >= capflowclient.Overdue {
 			key := fmt.Sprintf("%s overdue %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				pr.println(fmt.Sprintf("    ⚠ %s: %s", step, printable(attemptLine(pa, now))))
+				pr.println(fmt.Sprintf("    ⚠ %s: %s", step, printable(pa.Line(now))))
 			}
 		}
 		if pa.Heartbeat == nil {

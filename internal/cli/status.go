@@ -86,12 +86,12 @@ func (a *App) fetch(ctx context.Context, tc *capflowclient.Client, id string, wa
 	return res, nil
 }
 
-// attemptLines say where each running step's attempt is (attemptLine).
+// attemptLines say where each running step's attempt is (PendingActivity.Line).
 func attemptLines(pending []capflowclient.PendingActivity, now time.Time) []string {
 	var out []string
 	for _, pa := range pending {
 		if pa.Step != "" {
-			out = append(out, pa.Step+": "+attemptLine(pa, now))
+			out = append(out, pa.Step+": "+pa.Line(now))
 		}
 	}
 	return out

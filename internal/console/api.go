@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -30,9 +31,7 @@ func (s *Server) api(mux *http.ServeMux) {
 		l, err := s.layout(ctx, id, nil)
 		return l.graph, err
 	}))
-	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", func(ctx context.Context, id string) (any, error) {
-		return s.o.Client.Describe(ctx, id)
-	}))
+	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", s.describe))
 	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
 	// Which steps each group node of the drawn graph holds (?expand=: as
 	// graph.svg's).
@@ -57,6 +56,26 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// runError is a failed request about run id as the page reads it: 404
+// for a run Temporal does not have, 502 naming the server when Temporal
+// does not answer (the page's banner), else the code's status.
+func (s *Server) runError(w http.ResponseWriter, id string, err error, what string) {
+	switch {
+	case errors.As(err, new(*client.NotFound)):
+		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no run with ID %q here: it never started in this namespace, or Temporal removed it after its retention", id))
+	case client.Unreachable(err):
+		writeError(w, http.StatusBadGateway, s.unreachable(err))
+	default:
+		writeError(w, 0, runctl.RunError(id, err, what))
+	}
+}
+
+// unreachable says Temporal does not answer, naming where the console
+// looks for it.
+func (s *Server) unreachable(err error) error {
+	return caperr.Wrap(caperr.DependencyUnavailable, err, "Temporal at %s does not answer; the console tries again every few seconds", s.o.Temporal)
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
@@ -92,7 +111,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	runs, err := s.o.Client.List(ctx, where, 200)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, caperr.Wrap(caperr.DependencyUnavailable, err, "list runs"))
+		writeError(w, http.StatusBadGateway, s.unreachable(err))
 		return
 	}
 	if runs == nil {
@@ -109,10 +128,7 @@ func (s *Server) layout(ctx context.Context, id string, expand []string) (laidOu
 			return e.graph, nil, nil
 		}
 		g, err := s.o.Client.Get(id).Graph(ctx)
-		if err != nil {
-			return nil, nil, runctl.RunError(id, err, "graph of")
-		}
-		return g, nil, nil
+		return g, nil, err
 	})
 	// Only the plan's own groups open, up to MaxOpenedSteps steps in all:
 	// a request cannot make the console lay out anything else.
@@ -170,7 +186,7 @@ func (s *Server) getGraphSVG(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	l, err := s.layout(ctx, r.PathValue("id"), expandParam(r))
 	if err != nil {
-		writeError(w, 0, err)
+		s.runError(w, r.PathValue("id"), err, "graph of")
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
@@ -292,7 +308,7 @@ func (s *Server) answer(what string, ask func(ctx context.Context, id string) (a
 		id := r.PathValue("id")
 		v, err := ask(ctx, id)
 		if err != nil {
-			writeError(w, 0, runctl.RunError(id, err, what))
+			s.runError(w, id, err, what)
 			return
 		}
 		writeJSON(w, v)
@@ -374,4 +390,26 @@ func expandParam(r *http.Request) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// described is what Temporal says of a run, and for each running step
+// where its attempt is, in words (client.PendingActivity.Line).
+type described struct {
+	*client.RunInfo
+	Lines map[string]string `json:"lines,omitempty"`
+}
+
+func (s *Server) describe(ctx context.Context, id string) (any, error) {
+	info, err := s.o.Client.Describe(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := described{RunInfo: info, Lines: map[string]string{}}
+	now := time.Now()
+	for _, pa := range info.Pending {
+		if pa.Step != "" {
+			d.Lines[pa.Step] = pa.Line(now)
+		}
+	}
+	return d, nil
 }

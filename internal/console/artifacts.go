@@ -15,7 +15,6 @@ import (
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/runctl"
 )
 
 // getArtifact serves a file a step of the run named (by its sha256, one
@@ -28,7 +27,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	id, digest := r.PathValue("id"), r.PathValue("sha256")
 	res, err := s.result(ctx, id)
 	if err != nil {
-		writeError(w, 0, runctl.RunError(id, err, "progress of"))
+		s.runError(w, id, err, "progress of")
 		return
 	}
 	art, ok := findArtifact(res, digest)

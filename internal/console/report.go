@@ -13,7 +13,6 @@ import (
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/report"
-	"github.com/capflow/capflow/internal/runctl"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
 )
@@ -37,7 +36,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	res, err := s.result(ctx, id)
 	if err != nil {
-		writeError(w, 0, runctl.RunError(id, err, "progress of"))
+		s.runError(w, id, err, "progress of")
 		return
 	}
 	file := res.Report.Markdown

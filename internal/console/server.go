@@ -42,10 +42,12 @@ type Options struct {
 	// Hosts are more names the console answers to (a reverse proxy's, a
 	// DNS name): by default only its own address's IP (and localhost on
 	// loopback), so a rebinding name is refused.
-	Hosts   []string
-	Client  *client.Client
-	Project *project.Project
-	Logger  hclog.Logger
+	Hosts []string
+	// Temporal is the server's address, named when it does not answer.
+	Temporal string
+	Client   *client.Client
+	Project  *project.Project
+	Logger   hclog.Logger
 }
 
 // CheckAddr refuses to serve a non-local address without a token
@@ -121,7 +123,7 @@ func (s *Server) Handler() http.Handler {
 		}
 	}
 	mux.HandleFunc("GET /{$}", page("index.html"))
-	mux.HandleFunc("GET /runs/{id}", page("run.html"))
+	mux.HandleFunc("GET /runs/{id}", s.runPage(static))
 	mux.HandleFunc("GET /plans", page("plans.html"))
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	s.api(mux)
@@ -197,8 +199,49 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/assets/") {
+			// A person at a browser: a page saying how to get in.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write(tokenPage)
+			return
+		}
 		writeError(w, http.StatusUnauthorized, caperr.New(caperr.PolicyBlocked, "the console needs its token (open it with ?token=..., or send Authorization: Bearer ...)"))
 	})
+}
+
+// tokenPage is what a browser without the console's token gets: how to
+// open the console, never the token.
+var tokenPage = []byte(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>capflow · token needed</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1f2328}header{background:#24292f;color:#fff;padding:.6em 1.2em;font-weight:600}main{max-width:44em;margin:2em auto;padding:0 1.2em}code{background:#f0f1f3;padding:0 .3em;border-radius:3px}.muted{color:#656d76}</style></head>
+<body><header>capflow</header>
+<main><h1>This console needs its token</h1>
+<p>It was started with a token (<code>capflow console --token</code> or <code>CAPFLOW_CONSOLE_TOKEN</code>), and this browser has not given it.</p>
+<p>Open the link <code>capflow console</code> printed when it started: it ends in <code>?token=…</code>, and the console keeps the token in a cookie from then on.
+Lost it? Ask whoever started the console, or start your own on 127.0.0.1, which needs none.</p>
+<p class="muted">Scripts send <code>Authorization: Bearer TOKEN</code> with each request.</p></main>
+</body></html>
+`)
+
+// runPage serves a run's page: with 404 for a run Temporal does not have,
+// the page then saying so (its script reads the API's 404).
+func (s *Server) runPage(static fs.FS) http.HandlerFunc {
+	page, _ := fs.ReadFile(static, "run.html")
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		s.setCSRF(w)
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if s.o.Client != nil {
+			if _, err := s.o.Client.Describe(ctx, r.PathValue("id")); errors.As(err, new(*client.NotFound)) {
+				w.WriteHeader(http.StatusNotFound)
+			}
+		}
+		_, _ = w.Write(page)
+	}
 }
 
 // equal compares secrets in constant time; an empty one never matches.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -126,6 +127,19 @@ func TestTokenGuardsEverything(t *testing.T) {
 		if code, body := get(t, c, ts.URL+p); code != 401 || !strings.Contains(body, "token") {
 			t.Fatalf("%s without the token: %d %s", p, code, body)
 		}
+	}
+	// A browser gets a page saying how to open the console, never the
+	// token.
+	req, _ := http.NewRequest("GET", ts.URL+"/runs/x", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "This console needs its token") ||
+		!strings.Contains(string(page), "?token=") || strings.Contains(string(page), "s3cret") {
+		t.Fatalf("the page without the token: %d %s", resp.StatusCode, page)
 	}
 	if code, _ := get(t, c, ts.URL+"/api/plans", "Authorization", "Bearer wrong"); code != 401 {
 		t.Fatalf("a wrong token: %d", code)

@@ -15,9 +15,23 @@ const capflow = (() => {
   const api = async (path, opts = {}) => {
     const r = await fetch(path, { credentials: "same-origin", ...opts });
     const body = r.headers.get("Content-Type")?.includes("json") ? await r.json() : await r.text();
-    if (!r.ok) throw new Error(body && body.message ? body.message : `${r.status} ${r.statusText}`);
+    if (!r.ok) {
+      const e = new Error(body && body.message ? body.message : `${r.status} ${r.statusText}`);
+      e.status = r.status; e.code = body && body.code;
+      throw e;
+    }
+    banner(null);
     return body;
   };
+  // The banner says Temporal does not answer (the API's 502), what the
+  // console tried, and goes once an answer comes.
+  const banner = (e) => {
+    const b = $("banner");
+    if (!b) return;
+    b.hidden = !e;
+    if (e) b.replaceChildren(el("strong", {}, "Temporal is unreachable. "), e.message, el("span", { class: "muted" }, ` (since ${new Date().toLocaleTimeString()})`));
+  };
+  const down = (e) => e && e.status === 502;
   // Control requests carry the console's CSRF token (a cookie of its own pages; docs/console.md).
   const csrf = () => (document.cookie.match(/(?:^|;\s*)capflow_csrf=([^;]*)/) || [])[1] || "";
   const post = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json", "X-Capflow-Csrf": csrf() }, body: JSON.stringify(body || {}) });
@@ -45,7 +59,10 @@ const capflow = (() => {
             el("td", {}, dur(end - new Date(r.started_at))), el("td", {}, r.schedule || ""));
         }));
         $("error").replaceChildren();
-      } catch (e) { $("error").replaceChildren(el("p", { class: "notice error" }, e.message)); }
+      } catch (e) {
+        if (down(e)) { banner(e); $("count").textContent = "not live: Temporal does not answer"; return; }
+        $("error").replaceChildren(el("p", { class: "notice error" }, e.message));
+      }
     };
     $("status").addEventListener("change", load);
     $("plan").addEventListener("input", load);
@@ -142,7 +159,8 @@ const capflow = (() => {
   function runPage(id) {
     document.title = "capflow · " + id;
     $("title").textContent = id;
-    let run = null, selected = null, tails = {}, reportLoaded = false;
+    // lines: where each running step's attempt is, in words (the server's).
+    let run = null, selected = null, tails = {}, lines = {}, reportLoaded = false;
     // shown: what the step panel shows now (redrawn only when it changes,
     // so what a person types there survives live updates); drafts: what
     // was typed into a wait's answer box, by wait.
@@ -214,6 +232,18 @@ const capflow = (() => {
         refresh();
       } catch (e) { notice(e.message, true); }
     };
+    // A run Temporal does not have: said once, nothing to press, nothing
+    // polled.
+    let gone = false;
+    const notFound = (e) => {
+      gone = true;
+      document.title = "capflow · no run " + id;
+      $("status").className = "badge failed"; $("status").textContent = "not found";
+      $("message").textContent = "";
+      for (const b of ["pause", "resume", "cancel", "rerun", "rerun-from"]) $(b).disabled = true;
+      $("graph").replaceChildren(el("div", { class: "notice error", id: "not-found" }, el("strong", {}, "404: no such run. "), e.message, " ", el("a", { href: "/" }, "All runs")));
+      $("step").hidden = true;
+    };
     $("pause").onclick = () => act("pause");
     $("resume").onclick = () => act("resume");
     $("cancel").onclick = () => confirm("Cancel the run? Its tools are stopped.") && act("cancel");
@@ -221,6 +251,7 @@ const capflow = (() => {
     $("rerun-from").onclick = () => (selected ? act("rerun", { from: selected }) : notice("select a step first", true));
     // The controls that apply to the run as it is now; the others disabled.
     const controls = () => {
+      if (gone) return;
       const open = !run || ["resolving", "running", "paused"].includes(run.status);
       $("pause").disabled = !run || !open || run.status === "paused";
       $("resume").disabled = !run || run.status !== "paused";
@@ -285,7 +316,11 @@ const capflow = (() => {
         }));
         await loadStates(); // the states of a run that ended before the graph came
         paint();
-      } catch (e) { if (mine === drawing) { $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); again(2000); } }
+      } catch (e) {
+        if (mine !== drawing || gone) return;
+        if (e.status === 404) { notFound(e); return; }
+        $("graph").replaceChildren(el("p", { class: "notice error" }, e.message)); again(down(e) ? 5000 : 2000);
+      }
     };
     // A group's state is its most urgent member's.
     const urgency = ["failed", "waiting", "running", "blocked", "pending", "cancelled", "skipped", "succeeded"];
@@ -333,19 +368,28 @@ const capflow = (() => {
       t.textContent = text || "\u2007";
     };
     const refresh = async () => {
+      let wait = 1000;
       try {
         run = await api(base);
         await loadStates();
         headline();
+        tails = {}; lines = {};
         if (run.steps.some((s) => s.status === "running")) {
           const info = await api(base + "/describe").catch(() => null);
-          tails = {};
           for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.step) tails[p.step] = p.heartbeat.lines;
+          lines = (info && info.lines) || {};
         }
         paint(); summary(); controls(); if (selected) showStep();
         if (tab === "timeline") timeline();
-      } catch (e) { notice(e.message, true); }
-      if (!run || ["resolving", "running", "paused"].includes(run.status)) setTimeout(refresh, 1000);
+      } catch (e) {
+        if (e.status === 404) { notFound(e); return; }
+        if (down(e)) {
+          // Nothing can be sent while Temporal is away: the buttons wait.
+          banner(e); wait = 5000;
+          for (const b of ["pause", "resume", "cancel", "rerun", "rerun-from"]) $(b).disabled = true;
+        } else notice(e.message, true);
+      }
+      if (!gone && (!run || ["resolving", "running", "paused"].includes(run.status) || wait > 1000)) setTimeout(refresh, wait);
     };
     const summary = () => {
       const parts = [];
@@ -364,13 +408,18 @@ const capflow = (() => {
       const box = $("step");
       if (groups[selected] || seen[selected]) { showGroup(box, selected); return; }
       const s = run && run.steps.find((x) => x.id === selected);
-      const now = selected + JSON.stringify(s || null) + (s && tails[s.id] ? tails[s.id].join("\n") : "");
+      const now = selected + JSON.stringify(s || null) + (s && tails[s.id] ? tails[s.id].join("\n") : "") + (s && lines[s.id] || "");
       if (now === shown && box.childElementCount) return; // unchanged: keep it, and what is typed there
       shown = now;
       if (!s) { box.replaceChildren(el("h2", {}, selected || "Steps"), el("p", { class: "muted" }, "not started")); return; }
       const env = s.envelope || {};
+      // The failure once: its code, severity and message (not again as
+      // the reason or the envelope's message), then what to do next.
+      const failure = env.error ? `${env.error.code}${env.error.severity ? " (" + env.error.severity + ")" : ""}: ${env.message || s.reason || ""}` : "";
+      const next = (run.next || []).find((n) => n.step === s.id);
       const rows = [["capability", s.capability], ["tool", s.tool ? `${s.tool}@${s.version}` : ""], ["status", badge(s.status)], ["attempts", s.attempts],
-        ["now", s.latest ? `${s.latest.phase}: ${s.latest.message}` : ""], ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
+        ["attempt now", lines[s.id] || ""],
+        ["now", s.latest ? `${s.latest.phase}: ${s.latest.message}` : ""], ["started", when(s.started_at)], ["duration", dur(s.duration_ms)], ["execution", s.execution], ["reason", failure ? "" : s.reason], ["cached from", s.cached_from], ["reused from", s.reused_from],
         ["items", s.item_counts ? `${s.item_counts.succeeded} succeeded, ${s.item_counts.failed} failed of ${s.item_counts.count}` : ""]];
       const kids = [el("h2", {}, s.id), el("dl", {}, rows.filter((r) => r[1] !== undefined && r[1] !== "" && r[1] !== 0).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))];
       if (s.items && s.items.length) kids.push(el("h2", {}, "Items"), el("table", {}, el("tbody", {}, s.items.map((it) =>
@@ -379,9 +428,10 @@ const capflow = (() => {
       if (s.child) kids.push(el("p", {}, "child run: ", el("a", { href: "/runs/" + encodeURIComponent(s.child.workflow_id) }, s.child.workflow_id)));
       if (s.waiting) kids.push(ask(s));
       kids.push(el("h2", {}, "Inputs"), inputsBox(s.id));
-      if (env.message) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));
-      if (env.data !== undefined && env.data !== null) kids.push(el("pre", {}, JSON.stringify(env.data, null, 2)));
-      if (env.error) kids.push(el("p", { class: "notice error" }, `${env.error.code}: ${env.message || s.reason || ""}`));
+      if (failure) kids.push(el("p", { class: "notice error", id: "failure" }, failure));
+      if (next) kids.push(el("p", { class: "notice", id: "next" }, el("strong", {}, "next: "), [next.command, next.advice].filter((x) => x).join("; ")));
+      if (env.message && !failure) kids.push(el("h2", {}, "Envelope"), el("p", {}, env.message));
+      if (env.data !== undefined && env.data !== null) kids.push(el("h2", {}, "Data"), el("pre", {}, JSON.stringify(env.data, null, 2)));
       if (env.feedback && env.feedback.length) kids.push(el("h2", {}, "Feedback"), el("ul", { class: "timeline" }, env.feedback.map((f) => el("li", { class: f.level }, `${f.phase}: ${f.message}`))));
       if (s.artifacts && s.artifacts.length) kids.push(el("h2", {}, "Artifacts"), el("ul", {}, s.artifacts.map((a) => el("li", {},
         el("a", { href: base + "/artifacts/" + a.sha256, target: "_blank", rel: "noopener" }, a.path.split("/").pop()), ` ${a.bytes} bytes, sha256 ${a.sha256.slice(0, 12)}`))));

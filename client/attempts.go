@@ -1,22 +1,20 @@
-package cli
+package client
 
 import (
 	"fmt"
+	"strings"
 	"time"
-
-	capflowclient "github.com/capflow/capflow/client"
-	"github.com/capflow/capflow/internal/caperr"
 )
 
-// overdue is how long without a heartbeat says a step's worker may be
+// Overdue is how long without a heartbeat says a step's worker may be
 // gone: a worker heartbeats its steps every 2 s.
-const overdue = 10 * time.Second
+const Overdue = 10 * time.Second
 
-// attemptLine says where a running step's attempt is, as Temporal knows
+// Line says where a running step's attempt is, as Temporal knows
 // it: attempt N of M, the worker holding it, its last heartbeat; once
 // that heartbeat is overdue, that its worker may be gone and when it is
 // retried; while it waits out a back-off, when the next attempt starts.
-func attemptLine(pa capflowclient.PendingActivity, now time.Time) string {
+func (pa PendingActivity) Line(now time.Time) string {
 	of := fmt.Sprintf("attempt %d", max(pa.Attempt, 1))
 	if pa.MaxAttempts > 0 {
 		of += fmt.Sprintf(" of %d", pa.MaxAttempts)
@@ -24,7 +22,7 @@ func attemptLine(pa capflowclient.PendingActivity, now time.Time) string {
 	if !pa.NextAttempt.IsZero() && pa.NextAttempt.After(now) {
 		line := fmt.Sprintf("%s starts in %s", of, secs(pa.NextAttempt.Sub(now)))
 		if pa.LastFailure != "" {
-			line = fmt.Sprintf("attempt %d failed (%s); %s", max(pa.Attempt-1, 1), caperr.FirstLine(pa.LastFailure), line)
+			line = fmt.Sprintf("attempt %d failed (%s); %s", max(pa.Attempt-1, 1), firstLine(pa.LastFailure), line)
 		}
 		return line
 	}
@@ -44,7 +42,7 @@ func attemptLine(pa capflowclient.PendingActivity, now time.Time) string {
 	if !pa.LastHeartbeat.IsZero() && pa.LastHeartbeat.After(pa.Started) {
 		line += ", last heartbeat " + secs(silent) + " ago"
 	}
-	if silent < overdue || pa.HeartbeatTimeout <= 0 {
+	if silent < Overdue || pa.HeartbeatTimeout <= 0 {
 		return line
 	}
 	worker := "its worker"
@@ -68,4 +66,9 @@ func secs(d time.Duration) string {
 		return fmt.Sprintf("%d s", int(d.Seconds()))
 	}
 	return d.String()
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }
