@@ -86,9 +86,15 @@ func sourceLine(root, file string, n int) (string, bool) {
 	if rest, ok := strings.CutPrefix(file, "builtin:"); ok {
 		b, err = fs.ReadFile(kits.Builtin(), rest)
 	} else {
+		// A relative name is the one typed (from the working folder), or
+		// one of the project's (from its root).
 		p := file
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
+			if _, err := os.Lstat(p); err == nil {
+				p, _ = filepath.Abs(p)
+			} else {
+				p = filepath.Join(root, p)
+			}
 		}
 		// Beneath its own folder, bounded: a file that is a link out of it
 		// is not quoted (its bytes could be anything of the machine's).

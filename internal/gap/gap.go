@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/suggest"
 )
 
 // Reasons.
@@ -128,6 +130,15 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			continue
 		}
 		r, err := reg.Resolve(s.Capability, s.Tool)
+		if err != nil && s.Tool == "" {
+			if near := suggest.Typo(s.Capability, reg.Capabilities()); near != "" {
+				// The plan's typo, not a tool to write: exit 2 at its line.
+				line, col := p.Pos("steps", strconv.Itoa(index[s.ID]), "capability")
+				res.Problems = append(res.Problems, caperr.New(caperr.InvalidInput, "no tool provides %q: did you mean %q?", s.Capability, near).
+					At(p.File, line, col, fmt.Sprintf("steps[%d].capability", index[s.ID])))
+				continue
+			}
+		}
 		if err != nil {
 			details := map[string]any{"similar": nonNil(reg.Similar(s.Capability))}
 			if s.Tool != "" {

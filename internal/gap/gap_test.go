@@ -80,7 +80,10 @@ func TestReasons(t *testing.T) {
 	}{
 		{"covered", `- {id: s, capability: file.checksum, with: {path: a.txt}}`, "", ""},
 		{"invalid capability", `- {id: s, capability: Checksum}`, InvalidCapability, "is not a capability"},
-		{"no match", `- {id: s, capability: file.checksums, with: {path: a}}`, NoCapabilityMatch, `did you mean "file.checksum"?`},
+		{"no match", `- {id: s, capability: video.teleport, with: {path: a}}`, NoCapabilityMatch, `no tool provides video.teleport`},
+		// A capability spelled near one a tool provides is the plan's
+		// typo: no tool to write.
+		{"misspelt capability", `- {id: s, capability: file.checksums, with: {path: a}}`, "", `no tool provides "file.checksums": did you mean "file.checksum"?`},
 		{"bad pin", `- {id: s, capability: file.checksum, tool: other-tool}`, NoCapabilityMatch, "pinned tool other-tool"},
 		// The plan's own typos are positioned problems, not missing tools.
 		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, "", `requires input "text"`},
@@ -98,7 +101,7 @@ func TestReasons(t *testing.T) {
 			res := Check(p, reg, Options{MinConfidence: 0.7, Deps: fakeDeps{}})
 			if tt.reason == "" && tt.message != "" {
 				if len(res.Gaps) > 0 || len(res.Problems) != 1 || res.Problems[0].Line != 3 || res.Problems[0].Code != caperr.InvalidInput ||
-					!strings.HasPrefix(res.Problems[0].Field, "steps[0].with") || !strings.Contains(res.Problems[0].Message, tt.message) {
+					!strings.HasPrefix(res.Problems[0].Field, "steps[0].") || !strings.Contains(res.Problems[0].Message, tt.message) {
 					t.Fatalf("want a problem (%q) at line 3: gaps %+v problems %v", tt.message, res.Gaps, res.Problems)
 				}
 				return

@@ -91,7 +91,7 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 	}
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
-		return nil, syntaxError(file, perr)
+		return nil, syntaxError(file, data, perr)
 	}
 	d := &Doc{File: file, Root: &Node{Kind: Null, Pos: Pos{1, 1}}}
 	var bodies []ast.Node
@@ -117,7 +117,7 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 	return d, nil
 }
 
-func syntaxError(file string, err error) error {
+func syntaxError(file string, data []byte, err error) error {
 	msg := err.Error()
 	line, col := 0, 0
 	var se interface{ GetToken() *token.Token }
@@ -135,7 +135,11 @@ func syntaxError(file string, err error) error {
 	if j := strings.IndexByte(msg, '\n'); j > 0 {
 		msg = msg[:j]
 	}
-	return caperr.New(caperr.InvalidInput, "invalid YAML: %s", strings.TrimSpace(msg)).At(file, line, col, "")
+	msg = strings.TrimSpace(msg)
+	if plain := plainWords(data, line, msg); plain != "" {
+		return caperr.New(caperr.InvalidInput, "invalid YAML: %s", plain).At(file, line, col, "")
+	}
+	return caperr.New(caperr.InvalidInput, "invalid YAML: %s", msg).At(file, line, col, "")
 }
 
 func pos(t *token.Token) Pos {
