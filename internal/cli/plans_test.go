@@ -149,7 +149,7 @@ func TestSubPlanChecks(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "parts"), 0o755)
 	os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("deny: [\"http.*\"]\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "parts", "get.yaml"), []byte("name: get\ninputs: {url: {type: string}}\noutputs: {status: \"${steps.get.data.status}\"}\nsteps:\n  - {id: get, capability: http.request, with: {url: \"${inputs.url}\"}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "parts", "get.yaml"), []byte("name: get\ninputs: {url: {type: string, pattern: \"^https?://\"}}\noutputs: {status: \"${steps.get.data.status}\"}\nsteps:\n  - {id: get, capability: http.request, with: {url: \"${inputs.url}\"}}\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "parent.yaml"), []byte("name: parent\nsteps:\n  - {id: fetch, plan: parts/get.yaml, with: {url: \"http://127.0.0.1:1\"}}\n"), 0o644)
 	code, out, _ := capflow(t, "plan", "check", filepath.Join(dir, "parent.yaml"), "--project", dir, "--output", "json")
 	if env := envelopeOf(t, out); code != 4 || !strings.Contains(env.Message, "fetch/get") {

@@ -1,6 +1,7 @@
 package gap
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -72,7 +73,10 @@ func (c *checker) schemaIssues(s *plan.Step, m *manifest.Manifest) []schema.Issu
 				// Open to other keys, but this one is a declared one
 				// misspelt: the tool would never see the value.
 				out = append(out, schema.Issue{Path: "with." + k, Message: fmt.Sprintf("%s takes no input %q (did you mean %q?)", m.Name, k, near), Own: true, Key: k, Known: known})
-			} else if apm, ok := in["additionalProperties"].(map[string]any); ok {
+			} else {
+				// Open to other keys: what its references name must be
+				// there whatever the tool takes (issue 54).
+				apm, _ := in["additionalProperties"].(map[string]any)
 				out = append(out, c.flow(s.With[k], apm, "with."+k)...)
 			}
 			continue
@@ -133,20 +137,36 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 	case string:
 		tpl, _ := plan.ParseTemplate(t)
 		if !tpl.IsSingleRef() {
-			return prefixed(at, schema.Compat(map[string]any{"type": "string"}, cons))
+			// Text around references: each must still name what is there.
+			out := prefixed(at, schema.Compat(map[string]any{"type": "string"}, cons))
+			for _, r := range tpl.Refs() {
+				if is, bad := c.refIssue(r, at); bad {
+					out = append(out, is)
+				}
+			}
+			return out
 		}
-		prod, issue, skip := c.refSchema(*tpl[0].Ref)
+		prod, _, skip := c.refSchema(*tpl[0].Ref)
 		if skip {
 			return nil
 		}
-		if issue != "" {
-			if typo := c.refTypo(*tpl[0].Ref); typo != "" {
-				return []schema.Issue{{Path: at, Message: fmt.Sprintf("%s: %s", tpl[0].Ref, typo), Own: true, Ref: true}}
+		if is, bad := c.refIssue(*tpl[0].Ref, at); bad {
+			return []schema.Issue{is}
+		}
+		issues := schema.Compat(prod, cons)
+		if r := *tpl[0].Ref; r.Kind == plan.RefInputs && len(issues) > 0 && len(schema.Compat(withBounds(prod, cons), cons)) == 0 {
+			// The plan's own input, declared wider than the tool takes:
+			// the plan's to fix (one problem, with the fix), not a tool
+			// to write.
+			var says []string
+			for _, is := range issues {
+				says = append(says, strings.NewReplacer("the consumer", "the tool", "the producer does not guarantee", "the input does not declare").Replace(is.Message))
 			}
-			return []schema.Issue{{Path: at, Message: fmt.Sprintf("%s: %s", tpl[0].Ref, issue)}}
+			return []schema.Issue{{Path: at, Own: true, Ref: true, Message: fmt.Sprintf("%s: the plan's input %q is declared wider than the tool takes it (%s); %s",
+				tpl[0].Ref, r.Name, strings.Join(says, "; "), c.narrowInput(r.Name, cons))}}
 		}
 		var out []schema.Issue
-		for _, is := range schema.Compat(prod, cons) {
+		for _, is := range issues {
 			is.Message = fmt.Sprintf("%s: %s", tpl[0].Ref, is.Message)
 			is.Path = prefix(at, is.Path)
 			out = append(out, is)
@@ -161,9 +181,8 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			if ps, ok := props[k].(map[string]any); ok {
-				out = append(out, c.flow(t[k], ps, at+"."+k)...)
-			}
+			ps, _ := props[k].(map[string]any) // none: its references are still checked
+			out = append(out, c.flow(t[k], ps, at+"."+k)...)
 		}
 		return out
 	case []any:
@@ -175,6 +194,33 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 		return out
 	}
 	return nil
+}
+
+// bounds are the keywords that narrow a value, which a plan input passed
+// to a tool must declare as the tool's schema does.
+var bounds = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "enum", "minItems", "maxItems"}
+
+// withBounds is schema s with the bounds of cons it lacks.
+func withBounds(s, cons map[string]any) map[string]any {
+	out := maps.Clone(s)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for _, k := range bounds {
+		if v, ok := cons[k]; ok {
+			if _, has := out[k]; !has {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// narrowInput is the fix of a plan input wider than the tool's schema:
+// its declaration with the tool's bounds it lacks.
+func (c *checker) narrowInput(name string, cons map[string]any) string {
+	js, _ := json.Marshal(withBounds(c.p.Inputs[name], cons))
+	return fmt.Sprintf("declare the input as the tool takes it: inputs: {%s: %s}", name, js)
 }
 
 func prefixed(at string, issues []schema.Issue) []schema.Issue {
@@ -198,6 +244,20 @@ func (c *checker) literal(v any, cons map[string]any, at string) []schema.Issue 
 		out = append(out, schema.Issue{Path: prefix(at, strings.Join(viol.Path, ".")), Message: "literal value: " + viol.Message, Own: true})
 	}
 	return out
+}
+
+// refIssue is the issue of a reference that names nothing its producer
+// returns (false when it names what is there, or its producer is a gap
+// reported on its own): the plan's typo when it is spelled near a field.
+func (c *checker) refIssue(r plan.Ref, at string) (schema.Issue, bool) {
+	_, issue, skip := c.refSchema(r)
+	if skip || issue == "" {
+		return schema.Issue{}, false
+	}
+	if typo := c.refTypo(r); typo != "" {
+		return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, typo), Own: true, Ref: true}, true
+	}
+	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue)}, true
 }
 
 // refSchema returns the schema of what a reference yields. skip is true
@@ -271,17 +331,17 @@ func (c *checker) refTypo(r plan.Ref) string {
 	if m == nil {
 		return ""
 	}
-	// A near spelling only: a declared field that merely holds this one
-	// may be another thing, a gap's to say.
-	near := suggest.Typo(m.Field, m.Declared)
-	if near == "" {
-		return ""
-	}
 	by := "its sub-plan's outputs"
 	if t := c.tools[r.Name]; t != nil {
 		by = t.ID()
 	}
-	return fmt.Sprintf("step %s (%s) returns no field %q (did you mean %q?)", r.Name, by, m.Field, near)
+	// A field its producer does not return is the plan's mistake whatever
+	// the input it goes to takes (issue 54), with a near spelling when
+	// there is one.
+	if near := suggest.Typo(m.Field, m.Declared); near != "" {
+		return fmt.Sprintf("step %s (%s) returns no field %q (did you mean %q?)", r.Name, by, m.Field, near)
+	}
+	return fmt.Sprintf("step %s (%s) returns no field %q (it returns %s)", r.Name, by, m.Field, strings.Join(m.Declared, ", "))
 }
 
 // valueSchema infers a schema for a with-value (for proposed contracts).

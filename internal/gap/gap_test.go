@@ -130,9 +130,6 @@ func TestDataFlow(t *testing.T) {
 		{"string output into string", `{path: "${steps.sum.data.sha256}"}`, "", ""},
 		{"integer output into string input", `{path: "${steps.src.data.count}"}`, SchemaIncompatible, "type mismatch: the producer gives integer, the consumer needs string"},
 		{"optional output field", `{path: "${steps.src.data.note}"}`, SchemaIncompatible, `"note" may be absent`},
-		// Nothing declared is spelled near it: the producer may need
-		// another tool (a near spelling is the plan's typo: below).
-		{"undeclared output field", `{path: "${steps.src.data.zzzyx}"}`, SchemaIncompatible, `does not declare "zzzyx"`},
 		{"undeclared, holding a declared name", `{path: "${steps.src.data.count_of_words}"}`, SchemaIncompatible, `does not declare "count_of_words"`},
 		{"list element not guaranteed", `{path: "${steps.src.data.words.0}"}`, SchemaIncompatible, `"words.0" may be absent`},
 		{"interpolation is a string", `{path: "out/${steps.src.data.count}.txt"}`, "", ""},
@@ -173,15 +170,39 @@ steps:
 // it does, is the plan's typo: a problem at its line with a "did you
 // mean", not a gap proposing a tool for the step that reads it.
 func TestReferenceTypoIsThePlans(t *testing.T) {
-	src := `name: flow
+	for _, c := range []struct{ with, want string }{
+		{`{path: "${steps.src.data.cont}"}`, `${steps.src.data.cont}: step src (counter@1.0.0) returns no field "cont" (did you mean "count"?)`},
+		// Nothing is spelled near it: still the plan's mistake, whatever
+		// the input it goes to takes (issue 54).
+		{`{path: "${steps.src.data.zzzyx}"}`, `${steps.src.data.zzzyx}: step src (counter@1.0.0) returns no field "zzzyx" (it returns count, note, words)`},
+		{`{path: "out/${steps.src.data.zzzyx}.txt"}`, `${steps.src.data.zzzyx}: step src (counter@1.0.0) returns no field "zzzyx" (it returns count, note, words)`},
+	} {
+		src := `name: flow
 steps:
   - {id: src, capability: text.count, with: {text: hello}}
-  - {id: use, capability: file.checksum, with: {path: "${steps.src.data.cont}"}}
+  - {id: use, capability: file.checksum, with: ` + c.with + `}
+`
+		res := Check(mustPlan(t, src), testRegistry(t), Options{})
+		if len(res.Gaps) != 0 || len(res.Problems) != 1 || res.Problems[0].Message != c.want ||
+			res.Problems[0].Line != 4 || res.Problems[0].Field != "steps[1].with.path" || res.Problems[0].Code != caperr.InvalidInput {
+			t.Errorf("%s: gaps %+v, problems %v", c.with, res.Gaps, res.Problems)
+		}
+	}
+}
+
+// A plan input declared wider than the tool takes it (no minimum where
+// the tool has one) is the plan's to fix: one problem at its line, with
+// the declaration that fits, not a tool to scaffold.
+func TestInputWiderThanTheToolIsThePlans(t *testing.T) {
+	src := `name: flow
+inputs: {n: {type: integer}}
+steps:
+  - {id: use, capability: text.count, with: {text: hi, limit: "${inputs.n}"}}
 `
 	res := Check(mustPlan(t, src), testRegistry(t), Options{})
-	want := `${steps.src.data.cont}: step src (counter@1.0.0) returns no field "cont" (did you mean "count"?)`
+	want := `${inputs.n}: the plan's input "n" is declared wider than the tool takes it (the tool requires minimum 1, which the input does not declare); declare the input as the tool takes it: inputs: {n: {"minimum":1,"type":"integer"}}`
 	if len(res.Gaps) != 0 || len(res.Problems) != 1 || res.Problems[0].Message != want ||
-		res.Problems[0].Line != 4 || res.Problems[0].Field != "steps[1].with.path" || res.Problems[0].Code != caperr.InvalidInput {
+		res.Problems[0].Line != 4 || res.Problems[0].Field != "steps[0].with.limit" || res.Problems[0].Code != caperr.InvalidInput {
 		t.Fatalf("gaps %+v, problems %v", res.Gaps, res.Problems)
 	}
 }
@@ -316,7 +337,7 @@ func TestServerNamesNeedTheirStart(t *testing.T) {
 		{"waits after its start", "  - {id: wait, capability: server.wait_ready, needs: [web], with: {name: api}}\n", ""},
 		{"stops after a step after its start", "  - {id: wait, capability: server.wait_ready, needs: [web], with: {name: api}}\n  - {id: stop, capability: server.stop, needs: [wait], with: {name: api}}\n", ""},
 		{"stops everything", "  - {id: stop, capability: server.stop, with: {}}\n", ""},
-		{"a name built at run time", "  - {id: wait, capability: server.wait_ready, with: {name: '${steps.web.data.name}'}}\n", ""},
+		{"a name built at run time", "  - {id: wait, capability: server.wait_ready, with: {name: '${steps.web.data.log_path}'}}\n", ""},
 		{"races its start", "  - {id: wait, capability: server.wait_ready, with: {name: api}}\n",
 			"step wait names server \"api\", started by step web, which it does not depend on: add needs: [web]"},
 		{"a server no step starts", "  - {id: stop, capability: server.stop, needs: [web], with: {name: apj}}\n",

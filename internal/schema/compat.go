@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -193,11 +194,11 @@ func bound(p, c map[string]any, path string, out *[]Issue, key string, lower boo
 		if pe, isEnum := enumOf(p); isEnum && allNumbers(pe) {
 			return
 		}
-		add(out, path, "the consumer requires %s %v, which the producer does not guarantee", key, cv)
+		add(out, path, "the consumer requires %s %s, which the producer does not guarantee", key, strconv.FormatFloat(cv, 'f', -1, 64))
 		return
 	}
 	if (lower && pv < cv) || (!lower && pv > cv) {
-		add(out, path, "the consumer requires %s %v; the producer allows %v", key, cv, pv)
+		add(out, path, "the consumer requires %s %s; the producer allows %s", key, strconv.FormatFloat(cv, 'f', -1, 64), strconv.FormatFloat(pv, 'f', -1, 64))
 	}
 }
 
