@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -51,7 +53,7 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 	case errors.As(err, &failed):
 		return nil, StepFailed(failed)
 	case errors.As(err, &cancelled):
-		return nil, temporal.NewCanceledError(cancelled.Result)
+		return nil, Interrupted(ctx, cancelled.Result, wfapi.Heartbeat{Attempt: at.Number, MaxAttempts: at.Max})
 	case err != nil:
 		return nil, appError(err)
 	}
@@ -64,4 +66,20 @@ func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput) 
 	info := activity.GetInfo(ctx)
 	return a.Exec.Inline(calls, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
 		Time: wfapi.InlineBatchTime, Bytes: wfapi.MaxInlineBatchBytes}), nil
+}
+
+// Interrupted is the error of an attempt whose context ended: a timeout
+// (its type and attempt as details) when its deadline passed, else a
+// cancellation. A local activity that returns before the SDK notices its
+// deadline keeps the error it returned, so a cancellation there would
+// count a timed-out attempt as a cancelled step (issue 54).
+func Interrupted(ctx context.Context, res *wfapi.RunToolResult, hb wfapi.Heartbeat) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return temporal.NewCanceledError(res)
+	}
+	kind := enumspb.TIMEOUT_TYPE_START_TO_CLOSE
+	if info := activity.GetInfo(ctx); info.ScheduleToCloseTimeout > 0 && !time.Now().Before(info.ScheduledTime.Add(info.ScheduleToCloseTimeout)) {
+		kind = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+	}
+	return temporal.NewTimeoutError(kind, nil, hb)
 }

@@ -32,8 +32,9 @@ type Result struct {
 	// Outputs are the plan's outputs, evaluated when the run ended.
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// Warnings are failures the run absorbed by their severity
-	// (failure_policy: by_severity), most severe first, and processes left
-	// on a lost host.
+	// (failure_policy: by_severity), most severe first, processes left
+	// on a lost host, and stored outputs found missing or altered with
+	// what the run did about each.
 	Warnings []string `json:"warnings,omitempty"`
 	// LostHosts are the host queues the run lost and moved away from.
 	LostHosts  []string `json:"lost_hosts,omitempty"`

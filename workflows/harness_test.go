@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -56,7 +57,7 @@ func block(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt}) // as RunTool does
+			return nil, activities.Interrupted(ctx, &wfapi.RunToolResult{Attempt: attempt}, wfapi.Heartbeat{Attempt: attempt})
 		case <-time.After(20 * time.Millisecond):
 			activity.RecordHeartbeat(ctx, wfapi.Heartbeat{Attempt: attempt})
 		}
@@ -67,7 +68,7 @@ func sleep(d time.Duration) behaviour {
 	return func(ctx context.Context, attempt int32) (*wfapi.RunToolResult, error) {
 		select {
 		case <-ctx.Done():
-			return nil, temporal.NewCanceledError(&wfapi.RunToolResult{Attempt: attempt}) // as RunTool does
+			return nil, activities.Interrupted(ctx, &wfapi.RunToolResult{Attempt: attempt}, wfapi.Heartbeat{Attempt: attempt})
 		case <-time.After(d):
 		}
 		return ok(ctx, attempt)

@@ -217,13 +217,18 @@ func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then
 	return fut
 }
 
+// localSlack is what each local attempt may take beyond its timeout for
+// its start and its report: without it the last attempt meets the shared
+// bound before its own and ends cancelled, not timed out.
+const localSlack = time.Second
+
 // localBudget bounds a local step's local attempts together: each its
-// timeout, and the waits between them its retry policy gives.
+// timeout and slack, and the waits between them its retry policy gives.
 func localBudget(r temporal.RetryPolicy, timeout time.Duration) time.Duration {
 	if timeout <= 0 {
 		return 0
 	}
-	budget := time.Duration(r.MaximumAttempts) * timeout
+	budget := time.Duration(r.MaximumAttempts) * (timeout + localSlack)
 	for n := int32(1); n < r.MaximumAttempts; n++ {
 		_, wait := afterAttempts(r, n, 0)
 		budget += wait

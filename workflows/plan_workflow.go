@@ -147,7 +147,7 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 		return continueAsNew(ctx, sched, res)
 	}
 	res.Status, res.Message = sched.outcome()
-	res.Warnings = append(sched.m.Warnings(), sched.lostProcesses()...)
+	res.Warnings = append(append(sched.m.Warnings(), sched.lostProcesses()...), sched.damage...)
 	res.LostHosts = sched.lostHosts
 	res.Steps, res.Segments = sched.results(true), sched.segment
 	upsert(res.Status)

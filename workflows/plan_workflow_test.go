@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -313,6 +314,10 @@ func TestLostStoredOutput(t *testing.T) {
 	if got := f.inputs["b"].Deps["a"]; got.DataSHA256 != "abc123" || got.DataFile != "/runs/x/a.json" {
 		t.Fatalf("the consumer must get the recorded digest: %+v", got)
 	}
+	// Said where people look: the run's warnings (its result and report).
+	if want := "b: the stored output of step a, /runs/x/a.json, is missing; a ran again and b waited for it"; !slices.Contains(res.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", res.Warnings, want)
+	}
 
 	// Not idempotent: a runs once, b fails with the code and the file.
 	lostOnce = 0
@@ -328,6 +333,9 @@ func TestLostStoredOutput(t *testing.T) {
 	b := res.Steps[1]
 	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || caperr.Code(b.Envelope.Error.Code) != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
 		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
+	}
+	if want := "b: the stored output of step a, /runs/x/a.json, is missing; b failed (a producer is not idempotent, or was re-run 2 times already)"; !slices.Contains(res.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", res.Warnings, want)
 	}
 }
 

@@ -113,6 +113,9 @@ type scheduler struct {
 	movingItems     []itemRef
 	lostHosts       []string
 	carriedWarnings []string
+	// damage: stored outputs consumers found missing or altered, and what
+	// the run did (noteDamage), carried across segments.
+	damage []string
 }
 
 func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result) *scheduler {

@@ -92,7 +92,7 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 		return fmt.Errorf("the carried state names %d steps, the plan has %d", len(r.States), len(s.rr.Steps))
 	}
 	s.segment, s.checkpoints = r.Segment, r.Checkpoints
-	s.lostHosts, s.carriedWarnings = r.LostHosts, r.LostProcesses
+	s.lostHosts, s.carriedWarnings, s.damage = r.LostHosts, r.LostProcesses, r.Damage
 	for _, id := range r.Decided {
 		if s.steps[id] != nil {
 			s.m.MarkDecided(id)
@@ -148,7 +148,7 @@ func (s *scheduler) carry(firstRunID, startedAt string) *wfapi.Resume {
 		r.Deadline = s.deadline.UTC().Format(time.RFC3339Nano)
 	}
 	r.Reuse = s.reuse
-	r.LostHosts, r.LostProcesses = s.lostHosts, s.lostProcesses()
+	r.LostHosts, r.LostProcesses, r.Damage = s.lostHosts, s.lostProcesses(), s.damage
 	letters := make([]byte, len(s.rr.Steps))
 	var reads []any
 	for i, rs := range s.rr.Steps {

@@ -75,6 +75,9 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	}
 	o := s.decode(st.step, err, s.stopReason())
 	st.env, st.attempts, st.envFile = o.env, o.attempts, o.envFile
+	if len(o.lost) > 0 {
+		s.noteDamage(st, o.lost)
+	}
 	switch {
 	case len(o.lost) > 0 && s.recreate(st, o.lost):
 	case s.hostLost(err) && st.step.Idempotent && !s.stopped():
@@ -106,14 +109,8 @@ const maxReruns = 2
 // again and the consumer waits for them; otherwise the consumer's
 // OBSERVABILITY_ERROR, which names the file, stands.
 func (s *scheduler) recreate(consumer *stepState, lost []string) bool {
-	if s.stopped() {
+	if !s.canRecreate(lost) {
 		return false
-	}
-	for _, id := range lost {
-		p := s.steps[id]
-		if p == nil || s.m.State(id) != dag.Succeeded || !p.step.Idempotent || p.reruns >= maxReruns {
-			return false
-		}
 	}
 	consumer.env = nil
 	s.m.Requeue(consumer.step.ID, "waiting for "+strings.Join(lost, ", ")+" to re-create its stored output")
@@ -124,6 +121,35 @@ func (s *scheduler) recreate(consumer *stepState, lost []string) bool {
 		workflow.GetLogger(s.ctx).Warn("re-running a step whose stored output was lost", "step", id, "consumer", consumer.step.ID)
 		s.m.Requeue(id, "re-run: its stored output was missing or altered")
 		s.start(p)
+	}
+	return true
+}
+
+// noteDamage says, in the run's result and report, what a consumer found
+// of its producers' stored outputs and what the run does about it: they
+// run again (recreate), or the consumer fails naming the file.
+func (s *scheduler) noteDamage(consumer *stepState, lost []string) {
+	found := "a stored output it reads was missing or altered"
+	if consumer.env != nil {
+		found = consumer.env.Message
+	}
+	done := fmt.Sprintf("%s failed (a producer is not idempotent, or was re-run %d times already)", consumer.step.ID, maxReruns)
+	if s.canRecreate(lost) {
+		done = fmt.Sprintf("%s ran again and %s waited for it", strings.Join(lost, ", "), consumer.step.ID)
+	}
+	s.damage = append(s.damage, fmt.Sprintf("%s: %s; %s", consumer.step.ID, found, done))
+}
+
+// canRecreate reports whether every lost producer may run again.
+func (s *scheduler) canRecreate(lost []string) bool {
+	if s.stopped() {
+		return false
+	}
+	for _, id := range lost {
+		p := s.steps[id]
+		if p == nil || s.m.State(id) != dag.Succeeded || !p.step.Idempotent || p.reruns >= maxReruns {
+			return false
+		}
 	}
 	return true
 }

@@ -212,7 +212,7 @@ func Markdown(d Document) string {
 		}
 	}
 	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity), and processes left on hosts the run lost:\n\n")
+		b.WriteString("\n## Warnings\n\nFailures the run absorbed by their severity (failure_policy: by_severity), processes left on hosts the run lost, and stored outputs found missing or altered with what the run did:\n\n")
 		for _, w := range r.Warnings {
 			fmt.Fprintf(&b, "- %s\n", oneLine(w))
 		}

@@ -108,6 +108,8 @@ type Resume struct {
 	// about servers it left on them.
 	LostHosts     []string `json:"lost_hosts,omitempty"`
 	LostProcesses []string `json:"lost_processes,omitempty"`
+	// Damage: stored outputs found missing or altered, and what was done.
+	Damage []string `json:"damage,omitempty"`
 	// Hosts of the succeeded steps that ran on a host the run lost: a
 	// step that needs their files has them run again first.
 	Hosts map[string]string `json:"hosts,omitempty"`
