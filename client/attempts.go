@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -18,6 +19,9 @@ func (pa PendingActivity) Line(now time.Time) string {
 	of := fmt.Sprintf("attempt %d", max(pa.Attempt, 1))
 	if pa.MaxAttempts > 0 {
 		of += fmt.Sprintf(" of %d", pa.MaxAttempts)
+	}
+	if m := operatorRetry.FindStringSubmatch(pa.ActivityID); m != nil {
+		of += " after operator retry " + m[1]
 	}
 	if !pa.NextAttempt.IsZero() && pa.NextAttempt.After(now) {
 		line := fmt.Sprintf("%s starts in %s", of, secs(pa.NextAttempt.Sub(now)))
@@ -57,6 +61,10 @@ func (pa PendingActivity) Line(now time.Time) string {
 	return fmt.Sprintf("%s: no heartbeat for %s (%s may be gone); the step is retried when its heartbeat timeout (%s) passes, %s",
 		line, secs(silent), worker, secs(pa.HeartbeatTimeout), when)
 }
+
+// operatorRetry finds the operator retry an activity runs for (its ID's
+// "-retry-N", see LabelOfActivity).
+var operatorRetry = regexp.MustCompile(`-retry-(\d+)`)
 
 // secs is a duration as a person reads it: whole seconds, or minutes and
 // seconds.

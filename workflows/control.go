@@ -177,7 +177,7 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 	}
 	code, cause := errorCodes(st.env)
 	if s.m.Decide(st.step.ID, dag.Decision(req.Action), code, cause, reason) {
-		st.retries++
+		st.retries, st.prior = st.retries+1, st.attempts
 		if req.Timeout != "" {
 			st.timeout, _ = time.ParseDuration(req.Timeout)
 		}

@@ -172,6 +172,10 @@ func TestDecisionsOnAFailedStep(t *testing.T) {
 	if res.Status != wfapi.StatusPassed || states(res) != "flaky=succeeded after=succeeded" || f.calls["flaky"] != 2 {
 		t.Fatalf("retry: %s [%s] calls %d", res.Status, states(res), f.calls["flaky"])
 	}
+	// The operator's retry adds to the count: the failed attempt, then the one it ordered.
+	if got := res.Steps[0].Attempts; got != 2 {
+		t.Fatalf("retry: attempts %d, want 2", got)
+	}
 	if p := progress[0].Steps[0]; p.Status != wfapi.StepWaiting || p.Waiting.Kind != wfapi.WaitDecision || !strings.Contains(p.Waiting.Prompt, "retry, skip or fail") {
 		t.Fatalf("waiting: %+v", p)
 	}

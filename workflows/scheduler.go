@@ -43,13 +43,16 @@ type stepState struct {
 	carried bool
 	// Run control (control.go): the current wait, how many there were,
 	// the decisions made, what the step had come to when it began waiting,
-	// retries ordered by operators (with their timeout, when extended).
+	// retries ordered by operators (with their timeout, when extended) and
+	// the attempts made before the last of them (the count shown adds
+	// them: issue 54).
 	wait      *waitState
 	waits     int
 	decisions []wfapi.Decision
 	before    string
 	retries   int
 	timeout   time.Duration
+	prior     int
 	// inputsSHA, reusedFrom, cacheKey, cachedFrom and artifacts: see
 	// wfapi.RunToolResult.
 	inputsSHA, reusedFrom, cacheKey, cachedFrom string

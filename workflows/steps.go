@@ -68,13 +68,13 @@ func (s *scheduler) complete(id string, f workflow.Future) {
 	err := f.Get(s.ctx, &out)
 	if err == nil {
 		env := out.Envelope
-		st.env, st.dataFile, st.dataSHA, st.attempts, st.envFile = &env, out.DataFile, out.DataSHA256, int(out.Attempt), out.EnvelopeFile
+		st.env, st.dataFile, st.dataSHA, st.attempts, st.envFile = &env, out.DataFile, out.DataSHA256, st.prior+int(out.Attempt), out.EnvelopeFile
 		st.inputsSHA, st.reusedFrom, st.cacheKey, st.cachedFrom, st.artifacts = out.InputsSHA256, out.ReusedFrom, out.CacheKey, out.CachedFrom, out.Artifacts
 		s.m.Succeed(id)
 		return
 	}
 	o := s.decode(st.step, err, s.stopReason())
-	st.env, st.attempts, st.envFile = o.env, o.attempts, o.envFile
+	st.env, st.attempts, st.envFile = o.env, st.prior+o.attempts, o.envFile
 	if len(o.lost) > 0 {
 		s.noteDamage(st, o.lost)
 	}
