@@ -1,5 +1,6 @@
-// Package kits embeds the kits that ship inside the capflow binaries
-// (core and runtime). Kits on disk (like media) are found through kits_dirs.
+// Package kits embeds the kits that ship inside the capflow binaries:
+// core, runtime and media (whose scripts are put on disk when used,
+// internal/kitcache). A kit of the same id in kits_dirs comes first.
 package kits
 
 import (
@@ -7,7 +8,7 @@ import (
 	"io/fs"
 )
 
-//go:embed core runtime
+//go:embed core runtime media
 var builtin embed.FS
 
 // Builtin returns the embedded kits: <id>/kit.yaml and <id>/<tool>/tool.yaml.

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/kitcache"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/suggest"
@@ -39,6 +40,9 @@ type Options struct {
 	StateDir string
 	// Builtin holds kits shipped inside the binary: <id>/kit.yaml, <id>/<tool>/tool.yaml.
 	Builtin fs.FS
+	// KitCache is where a built-in kit whose tools run files is put on
+	// disk (kitcache; empty: kitcache.Root()).
+	KitCache string
 	// ConfigFile is named in problems about active_kits.
 	ConfigFile string
 	// Protected are the project's paths no tool's sandbox.write may name
@@ -185,6 +189,18 @@ func discover(opts Options) ([]found, error) {
 			out = append(out, found{kind: "missing-kit", kit: id})
 			continue
 		}
+		if kitcache.NeedsDisk(opts.Builtin, id) {
+			// Its tools run files: from their copy on disk.
+			dir, err := onDisk(opts, id)
+			if err != nil {
+				out = append(out, found{kind: "unwritable-kit", kit: id, display: err.Error()})
+				continue
+			}
+			kf := filepath.Join(dir, "kit.yaml")
+			out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: rel(opts.Root, kf), name: kf})
+			addDir("kit:"+id, id, dir)
+			continue
+		}
 		out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: "builtin:" + id + "/kit.yaml", fsys: opts.Builtin, name: path.Join(id, "kit.yaml")})
 		entries, _ := fs.ReadDir(opts.Builtin, id)
 		for _, e := range entries {
@@ -195,6 +211,18 @@ func discover(opts Options) ([]found, error) {
 		}
 	}
 	return out, nil
+}
+
+// onDisk is the folder of built-in kit id on disk (kitcache).
+func onDisk(opts Options, id string) (string, error) {
+	root := opts.KitCache
+	if root == "" {
+		var err error
+		if root, err = kitcache.Root(); err != nil {
+			return "", err
+		}
+	}
+	return kitcache.Materialize(opts.Builtin, id, root)
 }
 
 func (f found) read() ([]byte, error) {
@@ -218,6 +246,8 @@ func build(opts Options, files []found) *Registry {
 			}
 			pos := configPos(opts, cfg, f.kit)
 			r.Problems = append(r.Problems, caperr.New(caperr.ConfigError, "active kit %q not found in kits_dirs %v nor built in%s", f.kit, opts.KitsDirs, suggest.Phrase(f.kit, knownKits(opts))).At(cfg, pos.Line, pos.Column, "active_kits"))
+		case "unwritable-kit":
+			r.Problems = append(r.Problems, caperr.New(caperr.ConfigError, "%s", f.display).At(opts.ConfigFile, 0, 0, "active_kits"))
 		case "kit":
 			data, err := f.read()
 			if err != nil {

@@ -152,3 +152,35 @@ func TestCache(t *testing.T) {
 		t.Fatalf("corrupt cache: %v %+v", err, r4.Warnings)
 	}
 }
+
+// The kits that ship with capflow work in a project anywhere: core and
+// runtime from the binary, media (scripts) from its copy put on disk,
+// unless the project has a kit of the same id (issue 54).
+func TestBuiltinKitsAnywhere(t *testing.T) {
+	root, cache := t.TempDir(), t.TempDir()
+	o := opts(root, "core", "media", "runtime")
+	o.KitCache = cache
+	r, err := Load(o)
+	if err != nil || len(r.Problems) > 0 {
+		t.Fatalf("%v %v", err, r.Problems)
+	}
+	for capability, where := range map[string]string{"file.read": "builtin:core/", "server.start": "builtin:runtime/", "video.convert": cache + "/"} {
+		tools := r.Providers(capability)
+		if len(tools) != 1 || !strings.HasPrefix(tools[0].File, where) && !strings.HasPrefix(tools[0].Dir, where) {
+			t.Fatalf("%s: %+v, want it from %s", capability, tools, where)
+		}
+	}
+	vc := r.Providers("video.convert")[0]
+	if _, err := os.Stat(filepath.Join(vc.Dir, "run.py")); err != nil || vc.Kit != "media" {
+		t.Fatalf("video-convert's script is not beside it: %v (kit %q)", err, vc.Kit)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(vc.Dir), "lib", "capflow_tool.py")); err != nil {
+		t.Fatalf("media's lib is not on disk: %v", err)
+	}
+	// A project's own media kit comes first.
+	writeTool(t, writeKit(t, root, "media"), "mine", "1.0.0", "video.convert", "")
+	r, _ = Load(o)
+	if tools := r.Providers("video.convert"); len(tools) != 1 || tools[0].Name != "mine" {
+		t.Fatalf("the project's media kit is not used: %+v", tools)
+	}
+}
