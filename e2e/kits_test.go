@@ -39,7 +39,9 @@ steps:
 		"RCLONE_CONFIG_SHELF_TYPE=alias", "RCLONE_CONFIG_SHELF_REMOTE=" + filepath.Join(dir, "shelf")}
 
 	code, e, stderr := h.capflowAt(t, dir, env, "tools", "list")
-	var listed struct{ Tools []struct{ Name, Source string } }
+	var listed struct {
+		Tools []struct{ Name, Source string }
+	}
 	data(t, e, &listed)
 	sources := map[string]string{}
 	for _, tl := range listed.Tools {
