@@ -26,13 +26,17 @@ type scaffoldSpec struct {
 	Description  string
 	InputSchema  map[string]any
 	OutputSchema map[string]any
+	// Entrypoint is command, http or builtin; URL and Builtin go with the
+	// last two.
+	Entrypoint, URL, Builtin string
 }
 
 func (a *App) toolsScaffold() *cobra.Command {
-	var capability, dir, fromGaps string
+	var capability, dir, fromGaps, inSchema, outSchema string
 	var force, writeTmpl bool
+	ep := scaffoldSpec{Entrypoint: "command"}
 	c := &cobra.Command{
-		Use:   "scaffold [NAME] --capability CAP | --from-gaps REPORT.json | --write-templates",
+		Use:   "scaffold [NAME] --capability CAP [--input-schema FILE] [--output-schema FILE] [--entrypoint command|http|builtin] | --from-gaps REPORT.json | --write-templates",
 		Short: "Create a working tool skeleton (manifest + executable) that validates and runs",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,7 +66,18 @@ func (a *App) toolsScaffold() *cobra.Command {
 					return err
 				}
 			case len(args) == 1 && capability != "":
-				specs = []scaffoldSpec{{Name: args[0], Capability: capability}}
+				spec := ep
+				spec.Name, spec.Capability = args[0], capability
+				if spec.InputSchema, err = schemaFile(inSchema); err != nil {
+					return err
+				}
+				if spec.OutputSchema, err = schemaFile(outSchema); err != nil {
+					return err
+				}
+				if err := spec.checkEntrypoint(); err != nil {
+					return err
+				}
+				specs = []scaffoldSpec{spec}
 			default:
 				a.set(envelope.NewBuilder(id).Fail(caperr.InvalidInput, "give NAME and --capability CAP, or --from-gaps REPORT.json", nil), nil)
 				return nil
@@ -103,7 +118,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 				for _, c := range created {
 					fmt.Fprintf(w, "  %s (%s) in %s\n", c["name"], c["capability"], relTo(cfg.Root, c["dir"].(string)))
 				}
-				fmt.Fprintln(w, "next: edit run.sh, then `capflow tools validate` and `capflow tools run NAME --input k=v`")
+				fmt.Fprintln(w, nextAfterScaffold(specs[0]))
 			})
 			return nil
 		},
@@ -112,6 +127,11 @@ func (a *App) toolsScaffold() *cobra.Command {
 	c.Flags().StringVar(&dir, "dir", "", "where to create the tool (default: the first tools_dirs entry)")
 	c.Flags().StringVar(&fromGaps, "from-gaps", "", "a gap report (or the envelope of plan check --output json): one tool per fillable gap")
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing tool folder")
+	c.Flags().StringVar(&inSchema, "input-schema", "", "a JSON Schema file (YAML or JSON) for the tool's inputs (default: an empty object)")
+	c.Flags().StringVar(&outSchema, "output-schema", "", "a JSON Schema file (YAML or JSON) for the tool's data (default: an empty object)")
+	c.Flags().StringVar(&ep.Entrypoint, "entrypoint", "command", "command (a run.sh to fill in), http (an endpoint: --url) or builtin (one of capflow's: --builtin)")
+	c.Flags().StringVar(&ep.URL, "url", "", "the endpoint an http tool's inputs are POSTed to")
+	c.Flags().StringVar(&ep.Builtin, "builtin", "", "the builtin a builtin tool runs (default: the capability's name, when a builtin has it)")
 	c.Flags().BoolVar(&writeTmpl, "write-templates", false, "write the built-in tool templates to templates/tool/ in the project, to edit (scaffold then uses them)")
 	return c
 }
@@ -180,14 +200,21 @@ func writeScaffold(tfs fs.FS, folder string, s scaffoldSpec, force bool) ([]stri
 	if s.Description == "" {
 		s.Description = "Provides " + s.Capability
 	}
+	if s.Entrypoint == "" {
+		s.Entrypoint = "command"
+	}
 	names, err := renderScaffold(tfs, folder, s)
 	if err != nil {
 		return names, err
 	}
 	// The skeleton must validate: check it now rather than leave a trap.
 	data, _ := os.ReadFile(filepath.Join(folder, "tool.yaml"))
-	if _, probs := manifest.Parse(filepath.Join(folder, "tool.yaml"), folder, data); len(probs) > 0 {
-		return nil, caperr.Wrap(caperr.InvalidInput, probs, "the generated manifest does not validate (check the proposed schemas)")
+	m, probs := manifest.Parse(filepath.Join(folder, "tool.yaml"), folder, data)
+	if len(probs) > 0 {
+		return nil, caperr.Wrap(caperr.InvalidInput, probs, "the generated manifest does not validate (check the schemas)")
+	}
+	if m.Entrypoint.Type != s.Entrypoint {
+		return nil, caperr.New(caperr.InvalidInput, "the project's %s made a %s tool, not a %s one: its tool.yaml.tmpl does not use .Entrypoint (compare it with `capflow tools scaffold --write-templates` in an empty folder)", TemplatesDir, m.Entrypoint.Type, s.Entrypoint)
 	}
 	return names, nil
 }

@@ -99,3 +99,65 @@ func TestHostileScaffoldTemplateLink(t *testing.T) {
 		t.Fatalf("exit %d, stolen.txt %q: %s", code, b, out)
 	}
 }
+
+// tools scaffold takes schemas from files and makes command, http and
+// builtin tools; a mistake is refused with its place, exit 2 (issue 54).
+func TestScaffoldSchemasAndEntrypoints(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	in := write("in.yaml", "type: object\nrequired: [text]\nproperties:\n  text: {type: string}\n")
+	outS := write("out.json", `{"type": "object", "required": ["words"], "properties": {"words": {"type": "integer"}}}`)
+	bad := write("bad.yaml", "type: object\nproperties:\n  n: {type: intger}\n")
+	for _, c := range []struct {
+		args   []string
+		code   int
+		want   string // in the message (failures) or the tool.yaml written
+		runSh  bool
+		schema string // a key of input_schema.properties written
+	}{
+		{[]string{"words", "--capability", "text.words", "--input-schema", in, "--output-schema", outS}, 0, "- ./run.sh", true, "text"},
+		{[]string{"remote-words", "--capability", "text.words", "--entrypoint", "http", "--url", "https://words.example/count"}, 0, `url: "https://words.example/count"`, false, ""},
+		{[]string{"report", "--capability", "report.render", "--entrypoint", "builtin", "--builtin", "text.render"}, 0, "name: text.render", false, "template"},
+		{[]string{"w1", "--capability", "text.words", "--input-schema", bad}, 2, `bad.yaml:3:7: properties.n.type: not a valid JSON Schema`, false, ""},
+		{[]string{"w2", "--capability", "text.words", "--entrypoint", "http"}, 2, "--entrypoint http needs --url", false, ""},
+		{[]string{"w3", "--capability", "text.rendr", "--entrypoint", "builtin"}, 2, `no builtin "text.rendr" (did you mean "text.render"?)`, false, ""},
+		{[]string{"w4", "--capability", "text.words", "--entrypoint", "grpc"}, 2, `--entrypoint "grpc": want command, http or builtin`, false, ""},
+		{[]string{"w5", "--capability", "text.words", "--input-schema", filepath.Join(dir, "none.yaml")}, 2, "none.yaml", false, ""},
+	} {
+		code, out, _ := capflow(t, append(append([]string{"tools", "scaffold"}, c.args...), "--project", dir, "--output", "json")...)
+		env := envelopeOf(t, out)
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d: %s", c.args, code, c.code, out)
+			continue
+		}
+		if code != 0 {
+			said := env.Message
+			for _, f := range env.Feedback {
+				said += "\n" + f.Message
+			}
+			if !strings.Contains(said, c.want) || len(env.Feedback) == 0 {
+				t.Errorf("%v: %s, want %q", c.args, out, c.want)
+			}
+			continue
+		}
+		folder := filepath.Join(dir, "tools", c.args[0])
+		manifest, _ := os.ReadFile(filepath.Join(folder, "tool.yaml"))
+		_, err := os.Stat(filepath.Join(folder, "run.sh"))
+		if !strings.Contains(string(manifest), c.want) || (err == nil) != c.runSh || (c.schema != "" && !strings.Contains(string(manifest), c.schema+":")) {
+			t.Errorf("%v: run.sh %v, tool.yaml:\n%s", c.args, err, manifest)
+		}
+	}
+	if code, out, _ := capflow(t, "tools", "validate", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("the scaffolded tools do not validate: %s", out)
+	}
+	code, out, _ := capflow(t, "tools", "run", "report", "--input", "template=hi {{.who}}", "--input", `values={"who":"you"}`, "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || !strings.Contains(out, `"text":"hi you"`) || env.ToolID != "report" {
+		t.Fatalf("the builtin tool does not run: %s", out)
+	}
+}

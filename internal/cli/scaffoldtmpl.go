@@ -47,6 +47,8 @@ func toolTemplates(root string) (fs.FS, string) {
 type scaffoldData struct {
 	Name, Capability, Description string
 	InputSchema, OutputSchema     map[string]any
+	// Entrypoint is command, http or builtin; URL and Builtin go with it.
+	Entrypoint, URL, Builtin string
 	// Sample is data the output schema accepts, as JSON.
 	Sample string
 }
@@ -68,7 +70,7 @@ var templateFuncs = template.FuncMap{
 func renderScaffold(tfs fs.FS, folder string, s scaffoldSpec) ([]string, error) {
 	sample, _ := json.Marshal(schema.Sample(s.OutputSchema))
 	data := scaffoldData{Name: s.Name, Capability: s.Capability, Description: s.Description,
-		InputSchema: s.InputSchema, OutputSchema: s.OutputSchema, Sample: string(sample)}
+		InputSchema: s.InputSchema, OutputSchema: s.OutputSchema, Sample: string(sample), Entrypoint: s.Entrypoint, URL: s.URL, Builtin: s.Builtin}
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "create %s", folder)
 	}
@@ -83,8 +85,8 @@ func renderScaffold(tfs fs.FS, folder string, s scaffoldSpec) ([]string, error) 
 			return err
 		}
 		body, mode, err := renderTemplate(tfs, name, d, data)
-		if err != nil {
-			return err
+		if err != nil || len(bytes.TrimSpace(body)) == 0 {
+			return err // a template that renders to nothing is not for this entrypoint
 		}
 		out := strings.TrimSuffix(name, ".tmpl")
 		if dir := path.Dir(out); dir != "." {

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+
+	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/schema"
+	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/kits"
+)
+
+// schemaFile reads a JSON Schema a tool is scaffolded with (nil for no
+// file): YAML or JSON, an object that compiles, each fault at its line.
+func schemaFile(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := yamldoc.ReadFile(path, path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := yamldoc.Parse(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := doc.Root.Interface().(map[string]any)
+	if !ok {
+		return nil, caperr.New(caperr.InvalidInput, "a JSON Schema is an object (type: object, properties: ...), and this file holds none").At(path, doc.Root.Pos.Line, doc.Root.Pos.Column, "")
+	}
+	if _, vs := schema.Compile(m); len(vs) > 0 {
+		var probs caperr.Problems
+		for _, v := range vs {
+			at := doc.Root.PosOf(v.Path)
+			probs = append(probs, caperr.New(caperr.InvalidInput, "not a valid JSON Schema: %s", v.Message).At(path, at.Line, at.Column, yamldoc.FieldPath(v.Path)))
+		}
+		return nil, probs
+	}
+	return m, nil
+}
+
+// checkEntrypoint says what an entrypoint lacks: an http tool's URL, a
+// builtin tool's builtin (its capability's name when a builtin has it).
+func (s *scaffoldSpec) checkEntrypoint() error {
+	switch s.Entrypoint {
+	case manifest.EntryCommand:
+		if s.URL != "" || s.Builtin != "" {
+			return caperr.New(caperr.InvalidInput, "--url goes with --entrypoint http, --builtin with --entrypoint builtin")
+		}
+	case manifest.EntryHTTP:
+		u, err := url.Parse(s.URL)
+		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return caperr.New(caperr.InvalidInput, "--entrypoint http needs --url http(s)://HOST/PATH, the endpoint capflow POSTs the inputs to (got %q)", s.URL)
+		}
+	case manifest.EntryBuiltin:
+		if s.Builtin == "" {
+			s.Builtin = s.Capability
+		}
+		if names := builtin.Names(); !slices.Contains(names, s.Builtin) {
+			return caperr.New(caperr.InvalidInput, "--entrypoint builtin: capflow has no builtin %q%s; give one with --builtin (capflow builtins: %v)", s.Builtin, suggest.Phrase(s.Builtin, names), names)
+		}
+		if own := shippedTool(s.Builtin); own != nil && s.InputSchema == nil {
+			// Its own schemas, to narrow: a wider one fails at run time.
+			s.InputSchema = own.InputSchema
+		}
+		if own := shippedTool(s.Builtin); own != nil && s.OutputSchema == nil {
+			s.OutputSchema = own.OutputSchema
+		}
+	default:
+		return caperr.New(caperr.InvalidInput, "--entrypoint %q: want command, http or builtin", s.Entrypoint)
+	}
+	return nil
+}
+
+// shippedTool is the shipped kits' tool that runs builtin name (nil when
+// none does).
+func shippedTool(name string) *manifest.Manifest {
+	var found *manifest.Manifest
+	matches, _ := fs.Glob(kits.Builtin(), "*/*/tool.yaml")
+	for _, p := range matches {
+		raw, err := fs.ReadFile(kits.Builtin(), p)
+		if err != nil {
+			continue
+		}
+		if m, probs := manifest.Parse("builtin:"+p, "", raw); len(probs) == 0 && m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == name {
+			found = m
+		}
+	}
+	return found
+}
+
+// nextAfterScaffold says what to do with a new tool.
+func nextAfterScaffold(s scaffoldSpec) string {
+	switch s.Entrypoint {
+	case manifest.EntryHTTP:
+		return fmt.Sprintf("next: serve %s (the inputs arrive as JSON, the result envelope goes back), then `capflow tools validate` and `capflow tools run NAME --input k=v`", s.URL)
+	case manifest.EntryBuiltin:
+		return "next: narrow the schemas to what the tool takes, then `capflow tools validate` and `capflow tools run NAME --input k=v`"
+	}
+	return "next: edit run.sh, then `capflow tools validate` and `capflow tools run NAME --input k=v`"
+}
