@@ -250,6 +250,10 @@ func (a *App) set(env envelope.Envelope, pretty func(io.Writer)) {
 		env.Feedback = append(a.phases, env.Feedback...)
 		a.phases = nil
 	}
+	if len(env.Feedback) == 0 {
+		// Every envelope says at least what it did (contract: feedback per phase).
+		env.Feedback = []envelope.Feedback{{Phase: "result", Level: envelope.LevelInfo, Message: env.Message, Timestamp: env.Timestamp}}
+	}
 	a.result = &result{env: env, pretty: pretty}
 }
 

@@ -67,20 +67,26 @@ func (a *App) cacheList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a.setEntries("capflow-cache-ls", "entries", "%s in %s", c, all, time.Now())
+			a.setEntries("capflow-cache-ls", "list", "entries", "%s in %s", c, all, time.Now())
 			return nil
 		},
 	}
 }
 
 // setEntries makes a command's result of entries: data {store, <field>},
-// the message from format (their count, the store), a table for people.
-func (a *App) setEntries(id, field, format string, c cache.Cache, entries []cache.Entry, now time.Time) {
+// the message from format (their count, the store), feedback for the
+// store and for what phase did (their count and size), a table for people.
+func (a *App) setEntries(id, phase, field, format string, c cache.Cache, entries []cache.Entry, now time.Time) {
 	out := []CacheEntry{}
+	var bytes int64
 	for _, e := range entries {
 		out = append(out, cacheEntry(e, now))
+		bytes += e.DataBytes
 	}
-	env := envelope.NewBuilder(id).Succeed(fmt.Sprintf(format, results(len(out)), c.Store.Where), map[string]any{"store": c.Store.Where, field: out})
+	b := envelope.NewBuilder(id)
+	b.Info("store", "artifact store "+c.Store.Where)
+	b.Info(phase, fmt.Sprintf("%s, %d bytes of data", results(len(out)), bytes))
+	env := b.Succeed(fmt.Sprintf(format, results(len(out)), c.Store.Where), map[string]any{"store": c.Store.Where, field: out})
 	a.set(env, func(w io.Writer) { cacheTable(w, out, env.Message) })
 }
 
@@ -108,7 +114,10 @@ func (a *App) cacheShow() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env := envelope.NewBuilder("capflow-cache-show").Succeed(fmt.Sprintf("%s: %s of step %s in %s", e.Key[:12], e.Tool, e.Step, e.Run), e)
+			b := envelope.NewBuilder("capflow-cache-show")
+			b.Info("store", "artifact store "+c.Store.Where)
+			b.Info("show", fmt.Sprintf("entry %s: %d bytes of data, %d files", e.Key[:12], e.DataBytes, len(e.Artifacts)))
+			env := b.Succeed(fmt.Sprintf("%s: %s of step %s in %s", e.Key[:12], e.Tool, e.Step, e.Run), e)
 			a.set(env, func(w io.Writer) {
 				fmt.Fprintf(w, "key      %s\ntool     %s (manifest %s)\nstep     %s of run %s\ncreated  %s\ndata     sha256:%s (%d bytes)\n",
 					e.Key, e.Tool, short12(e.Digest), e.Step, e.Run, e.Created.UTC().Format(time.RFC3339), e.Data, e.DataBytes)
@@ -149,7 +158,7 @@ func (a *App) cachePurge() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a.setEntries("capflow-cache-purge", "purged", "purged %s from %s", c, gone, now)
+			a.setEntries("capflow-cache-purge", "purge", "purged", "purged %s from %s", c, gone, now)
 			return nil
 		},
 	}

@@ -361,3 +361,38 @@ func TestPlanTest(t *testing.T) {
 		t.Fatalf("a bad case file: exit %d\n%s", code, out)
 	}
 }
+
+// Every envelope, successes and failures, offline commands and those of
+// the cache included, has feedback: one entry at least for each phase it
+// went through (issue 54: cache ls and purge had none).
+func TestEveryEnvelopeHasFeedback(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args   []string
+		phases []string
+	}{
+		{[]string{"cache", "ls"}, []string{"store", "list"}},
+		{[]string{"cache", "purge"}, []string{"store", "purge"}},
+		{[]string{"cache", "purge", "--older-than", "x"}, []string{"result"}},
+		{[]string{"cache", "show", "abcdef"}, []string{"result"}},
+		{[]string{"tools", "list"}, []string{"registry"}},
+		{[]string{"tools", "run", "nope"}, []string{"result"}},
+		{[]string{"tools", "scaffold", "--write-templates"}, []string{"result"}},
+		{[]string{"config", "show"}, nil},
+	} {
+		_, out, _ := capflow(t, append(c.args, "--output", "json", "--project", dir)...)
+		env := envelopeOf(t, out)
+		got := map[string]bool{}
+		for _, f := range env.Feedback {
+			got[f.Phase] = true
+		}
+		if len(env.Feedback) == 0 {
+			t.Errorf("%v: no feedback: %s", c.args, out)
+		}
+		for _, p := range c.phases {
+			if !got[p] {
+				t.Errorf("%v: no %q feedback: %s", c.args, p, out)
+			}
+		}
+	}
+}
