@@ -61,4 +61,7 @@ type Expect struct {
 	Outputs map[string]any
 	// Order: pairs of steps, the first ended before the second started.
 	Order [][2]string
+	// Next: the steps the run's "what to do next" names, each with its
+	// code (RETRY_EXHAUSTED after retries); all of them, nil: not checked.
+	Next map[string]string
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/internal/whatnext"
 )
 
 // Result is how one case went.
@@ -58,6 +59,15 @@ func check(c *Case, o outcome) *Result {
 		want, got := normal(e.Outputs[name]), normal(res.Outputs[name])
 		if !reflect.DeepEqual(want, got) {
 			r.Diffs = append(r.Diffs, fmt.Sprintf("outputs.%s: expected %s, got %s", name, js(want), js(got)))
+		}
+	}
+	if e.Next != nil {
+		got := map[string]string{}
+		for _, n := range whatnext.Of(res) {
+			got[n.Step] = string(n.Code)
+		}
+		if !maps.Equal(got, e.Next) {
+			r.Diffs = append(r.Diffs, fmt.Sprintf("next: expected %s, got %s", js(e.Next), js(got)))
 		}
 	}
 	for _, p := range e.Order {

@@ -127,9 +127,7 @@ func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
 		m := e.Interface().(map[string]any)
 		g.Error = &GivenError{Code: m["code"].(string)}
 		g.Error.Message, _ = m["message"].(string)
-		if !caperr.Known(caperr.Code(g.Error.Code)) {
-			l.problem(append(path, "error", "code"), "%s is not an error code (docs/errors.md)%s", g.Error.Code, suggest.Phrase(g.Error.Code, codes()))
-		}
+		l.knownCode(append(path, "error", "code"), g.Error.Code)
 	}
 	if d := n.Get("decision"); d != nil {
 		m := d.Interface().(map[string]any)
@@ -192,6 +190,14 @@ func (l *loader) expect(path []string, n *yamldoc.Node) Expect {
 			}
 		}
 	}
+	if next, ok := m["next"].(map[string]any); ok {
+		e.Next = map[string]string{}
+		for id, code := range next {
+			e.Next[id], _ = code.(string)
+			l.knownStep(append(path, "next", id), id)
+			l.knownCode(append(path, "next", id), e.Next[id])
+		}
+	}
 	if order, ok := m["order"].([]any); ok {
 		for i, pair := range order {
 			p := pair.([]any)
@@ -203,6 +209,12 @@ func (l *loader) expect(path []string, n *yamldoc.Node) Expect {
 		}
 	}
 	return e
+}
+
+func (l *loader) knownCode(path []string, code string) {
+	if !caperr.Known(caperr.Code(code)) {
+		l.problem(path, "%s is not an error code (docs/errors.md)%s", code, suggest.Phrase(code, codes()))
+	}
 }
 
 func (l *loader) knownStep(path []string, id string) {

@@ -174,13 +174,14 @@ func TestFailedCaseSaysWhy(t *testing.T) {
 	c := &Case{Name: "wrong", Steps: map[string]Given{
 		"find": {HasData: true, Data: map[string]any{"dir": "d", "count": 2, "files": []any{"a", "b"}}},
 	}, Expect: Expect{Status: "failed", Steps: map[string]string{"sum": "failed", "summary": "succeeded"},
-		Outputs: map[string]any{"files": 3}, Order: [][2]string{{"summary", "find"}}}}
+		Outputs: map[string]any{"files": 3}, Next: map[string]string{"sum": "TOOL_FAILURE"}, Order: [][2]string{{"summary", "find"}}}}
 	rep := s.Run([]*Case{c})
 	r := rep.Cases[0]
 	want := []string{
 		"status: expected failed, got passed",
 		"steps.sum: expected failed, got succeeded",
 		"outputs.files: expected 3, got 2",
+		`next: expected {"sum":"TOOL_FAILURE"}, got {}`,
 		"order: expected summary to end before find started: find started while summary ran",
 	}
 	if r.Passed || rep.Failed != 1 || len(r.Diffs) != len(want) {
