@@ -12,7 +12,7 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// TestInline: what the worker evaluates inside the workflow task, and what
+// TestInline: what the worker runs in an inline batch's local activity, and what
 // it leaves to the local activity.
 func TestInline(t *testing.T) {
 	a, _ := newActivities(t)

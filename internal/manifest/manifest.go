@@ -26,9 +26,10 @@ const (
 	ExecAuto     = "auto"
 	ExecActivity = "activity"
 	ExecLocal    = "local"
-	// ExecInline: a pure builtin, or a quick idempotent command, evaluated
-	// inside the workflow task, its result recorded in history; otherwise
-	// (and past a few milliseconds) a local activity.
+	// ExecInline: a pure builtin, or a quick idempotent command, run with
+	// the steps started beside it in one local activity (a batch), each
+	// result recorded in history; past a few milliseconds, a local
+	// activity of its own.
 	ExecInline = "inline"
 )
 

@@ -106,7 +106,7 @@ func semanticChecks(doc *yamldoc.Doc, raw map[string]any, o Options) caperr.Prob
 			at([]string{"execution"}, "%s cannot go with limits: a slot is leased to a regular activity, which heartbeats (execution: activity or auto)", x)
 		}
 		if ep, _ := raw["entrypoint"].(map[string]any); x == ExecInline && ep != nil && ep["type"] != EntryBuiltin && ep["type"] != EntryCommand {
-			at([]string{"execution"}, "inline is for builtins and commands (run in the workflow task, a few milliseconds at most); use local for a %v tool", ep["type"])
+			at([]string{"execution"}, "inline is for builtins and commands (run a batch at a time in one local activity, a few milliseconds each at most); use local for a %v tool", ep["type"])
 		}
 	}
 	sandboxChecks(raw, at, append(slices.Clone(Protected), o.Protected...))
