@@ -18,13 +18,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 func newActivities(t testing.TB) (*Activities, string) {
@@ -186,7 +186,7 @@ func TestFinalizeWritesReports(t *testing.T) {
 	a, _ := newActivities(t)
 	e := env(a)
 	res := wfapi.Result{Status: "partial-complete", Plan: "p", WorkflowID: testRun, Message: "gaps",
-		Gaps: []client.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
+		Gaps: []wire.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: "no_capability_match", Priority: "high", ProposedToolName: "youtube-download"}}}
 	v, err := e.ExecuteActivity(a.Finalize, wfapi.FinalizeInput{Result: res})
 	if err != nil {
 		t.Fatal(err)

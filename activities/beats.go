@@ -10,10 +10,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // beats sends a running tool's heartbeats: the latest feedback event (the
@@ -24,7 +24,7 @@ type beats struct {
 	// attempt and maxAttempts are the step's, own Temporal's attempt of
 	// this activity.
 	attempt, maxAttempts, own int32
-	latest                    atomic.Pointer[client.Feedback]
+	latest                    atomic.Pointer[wire.Feedback]
 	mu                        sync.Mutex
 	lines                     []string
 	lineSeq                   int
@@ -36,7 +36,7 @@ func startBeats(ctx context.Context, at step.Attempt) *beats {
 	b := &beats{ctx: ctx, attempt: at.Number, maxAttempts: at.Max, own: info.Attempt, done: make(chan struct{})}
 	if at.Number != info.Attempt {
 		// A step that continues as this activity: its first beat says at
-		// once which of the step's attempts this is (client.Heartbeat).
+		// once which of the step's attempts this is (wire.Heartbeat).
 		b.beat()
 	}
 	// With a heartbeat timeout, beat well within it; without one, every
@@ -88,8 +88,8 @@ func (b *beats) details() any {
 
 func (b *beats) feedback(f envelope.Feedback) {
 	f, _ = f.Bounded()
-	wire := client.Feedback(f)
-	b.latest.Store(&wire)
+	fb := wire.Feedback(f)
+	b.latest.Store(&fb)
 	b.beat()
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
@@ -25,6 +24,7 @@ import (
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/wire"
 )
 
 // Resolve validates the plan and its inputs, resolves every step, finds
@@ -39,7 +39,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(name, probs)
 		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: verdict.WireProblems(rep.Problems),
-			Gaps: []client.Gap{}, Resolution: []client.Resolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
+			Gaps: []wire.Gap{}, Resolution: []wire.Resolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
 		if err := storeBounded(rr); err != nil {
 			return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the plan's problems"))
 		}
@@ -187,7 +187,7 @@ func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.S
 // storedSteps is the content of <run>/resolved.json.
 type storedSteps struct {
 	Steps      []wfapi.ResolvedStep `json:"steps"`
-	Resolution []client.Resolution  `json:"resolution"`
+	Resolution []wire.Resolution    `json:"resolution"`
 }
 
 // readStoredSteps reads <run>/resolved.json, checked against its digest,

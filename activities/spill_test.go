@@ -13,10 +13,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // putTestBlob stores v as the workflow would (a sealed blob of the run
@@ -86,7 +86,7 @@ func TestFinalizeChecksCheckpoints(t *testing.T) {
 	cp := putTestBlob(t, runDir, "segment-1.json", steps)
 	// Steps and resolution carried, never stored (a small plan's).
 	rr := &wfapi.ResolveResult{Plan: "p", Steps: []wfapi.ResolvedStep{{ID: "a", Capability: "x.a"}, {ID: "b", Capability: "x.b"}},
-		Resolution: []client.Resolution{{StepID: "a", Capability: "x.a", Tool: "tool-a"}, {StepID: "b", Capability: "x.b", Tool: "tool-b"}}}
+		Resolution: []wire.Resolution{{StepID: "a", Capability: "x.a", Tool: "tool-a"}, {StepID: "b", Capability: "x.b", Tool: "tool-b"}}}
 	fin := wfapi.FinalizeInput{Result: wfapi.Result{Status: wfapi.StatusPassed, Plan: "p", WorkflowID: testRun, Message: "ok",
 		Steps: []wfapi.StepResult{{ID: "b", Capability: "x.b", Status: wfapi.StepSucceeded, Attempts: 1}}},
 		Resolved: rr, Segments: 1, Checkpoints: []wfapi.Blob{cp}}

@@ -2,9 +2,9 @@
 // Temporal client: start a plan (an object, a file in the workers' project,
 // or request text), wait for its result, read its progress, send the
 // run-control updates (docs/workflow.md, docs/run-control.md), list runs
-// and schedule plans. Its API uses only its own types (types.go,
-// result.go, runs.go, schedules.go): importing it brings no registry, CEL
-// or JSON Schema code. The capflow CLI reaches Temporal through it.
+// and schedule plans. Its types are package wire's, re-exported (wire.go):
+// importing it brings no registry, CEL or JSON Schema code. The capflow CLI
+// reaches Temporal through it.
 package client
 
 import (
@@ -144,7 +144,7 @@ func (r *Run) Progress(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if info, err := r.c.Describe(ctx, r.ID); err == nil {
-		res.live(info)
+		res.Live(info)
 	}
 	return &res, nil
 }
@@ -185,7 +185,7 @@ func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer
 	var refused *Refused
 	if errors.As(err, &refused) && refused.ended {
 		if p, perr := r.Progress(ctx); perr == nil {
-			if why := p.decided(req.Step); why != "" {
+			if why := p.Decided(req.Step); why != "" {
 				refused.Reason += "; " + why
 			}
 		}

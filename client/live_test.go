@@ -8,7 +8,7 @@ import "testing"
 func TestLiveFeedback(t *testing.T) {
 	wait := &Feedback{Phase: "limits", Message: "waiting for a slot (tool x: concurrency 2)"}
 	res := &Result{Steps: []StepResult{{ID: "a", Status: StepRunning}, {ID: "b", Status: StepRunning}, {ID: "c", Status: StepSucceeded}}}
-	res.live(&RunInfo{Pending: []PendingActivity{
+	res.Live(&RunInfo{Pending: []PendingActivity{
 		{ActivityID: "step-a-retry-2", Heartbeat: &Heartbeat{Latest: wait}},
 		{ActivityID: "step-c", Heartbeat: &Heartbeat{Latest: wait}},
 		{ActivityID: "finalize", Heartbeat: &Heartbeat{Latest: wait}},

@@ -53,6 +53,6 @@ func busyProgress(info *RunInfo) *Result {
 			p.Steps = append(p.Steps, StepResult{ID: pa.Step, Status: StepRunning, Attempts: int(pa.Attempt)})
 		}
 	}
-	p.live(info)
+	p.Live(info)
 	return p
 }

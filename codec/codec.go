@@ -26,7 +26,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/wire"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -213,7 +213,7 @@ func (c *Codec) Handler(origins []string) http.Handler {
 		allowed[strings.TrimRight(o, "/")] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(client.PlanStepHeader) != "" {
+		if r.Header.Get(wire.PlanStepHeader) != "" {
 			http.Error(w, "a plan's step may not use the codec server", http.StatusForbidden)
 			return
 		}

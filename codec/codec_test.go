@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/wire"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -181,14 +181,14 @@ func TestHandlerBoundsTheBody(t *testing.T) {
 	}
 }
 
-// A plan's step (it carries client.PlanStepHeader) decodes nothing here,
+// A plan's step (it carries wire.PlanStepHeader) decodes nothing here,
 // wherever its policy lets it reach the address.
 func TestHandlerRefusesAPlan(t *testing.T) {
 	c, _ := New(key(1))
 	srv := httptest.NewServer(c.Handler(nil))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/default/decode", strings.NewReader(`{"payloads":[]}`))
-	req.Header.Set(client.PlanStepHeader, "run/step")
+	req.Header.Set(wire.PlanStepHeader, "run/step")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

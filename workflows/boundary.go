@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // The trust boundary (docs/workflow.md, "What a client may send"): a
@@ -21,7 +21,7 @@ import (
 
 // admit checks a run's input; it returns what it refuses (nothing read,
 // written or run before this).
-func admit(ctx workflow.Context, s *wfapi.Start) []client.Problem {
+func admit(ctx workflow.Context, s *wfapi.Start) []wire.Problem {
 	info := workflow.GetInfo(ctx)
 	// Only the server sets ContinuedExecutionRunID, and only a run that
 	// continued as new (or a cron run, which repeats its client's input)
@@ -40,7 +40,7 @@ func admit(ctx workflow.Context, s *wfapi.Start) []client.Problem {
 }
 
 // refuse ends a run whose input was refused: no activity, no report.
-func refuse(ctx workflow.Context, res *wfapi.Result, started time.Time, refused []client.Problem) *wfapi.Result {
+func refuse(ctx workflow.Context, res *wfapi.Result, started time.Time, refused []wire.Problem) *wfapi.Result {
 	res.Status, res.Message, res.Problems = wfapi.StatusFailed, wfapi.RefusedMessage(refused), refused
 	ended := workflow.Now(ctx)
 	res.EndedAt, res.DurationMS = envelope.Timestamp(ended), ended.Sub(started).Milliseconds()

@@ -9,13 +9,13 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/dag"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // Run control (docs/run-control.md): pause and resume, approvals, and
@@ -117,7 +117,7 @@ func (s *scheduler) validDecision(req wfapi.DecideRequest) error {
 		// A validator's refusal is not in history.
 		return req.Check()
 	case st.wait == nil:
-		return errors.New(client.NotWaiting(req.Step, s.status(req.Step), st.decisions))
+		return errors.New(wire.NotWaiting(req.Step, s.status(req.Step), st.decisions))
 	case !slices.Contains(st.wait.Actions, req.Action):
 		return fmt.Errorf("step %s waits for %s: answer with %s, not %q", req.Step, st.wait.Kind, actionList(st.wait.Actions), req.Action)
 	}

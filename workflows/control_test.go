@@ -10,9 +10,9 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // op is one operator action at a point of workflow time.
@@ -109,7 +109,7 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 		{at: time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gaet", wfapi.ActionApprove), want: `no step "gaet" (did you mean "gate"?)`},
 		{at: 2 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionRetry), want: "answer with approve or reject"},
 		{at: 3 * time.Minute, update: wfapi.UpdateDecide, arg: wfapi.DecideRequest{Step: "gate", Action: wfapi.ActionApprove}, want: "who made it"},
-		{at: 3*time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, strings.Repeat("x", client.MaxDecisionComment+1)), want: "its comment at most 16384"},
+		{at: 3*time.Minute + time.Second, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, strings.Repeat("x", wire.MaxDecisionComment+1)), want: "its comment at most 16384"},
 		{at: 4 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionApprove, "looks good")},
 		{at: 5 * time.Minute, update: wfapi.UpdateDecide, arg: decide("gate", wfapi.ActionReject), want: "already decided: approved by alice"},
 		{at: 6 * time.Minute, update: wfapi.UpdateDecide, arg: decide("announce", wfapi.ActionApprove)},

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // eagerRun runs src on host hostA with eager steps (0: none).
@@ -102,7 +102,7 @@ func TestEagerOnAnotherHostRunsOnTheHost(t *testing.T) {
 		t.Fatalf("%s: %+v %+v", res.Status, res.Steps[0], calls)
 	}
 	then := calls[1]
-	if then.queue != hostA || then.id != "step-a"+client.OnHostSuffix || then.in.Host != "" || then.in.AttemptsBefore != 0 || then.in.MaxAttempts != 0 {
+	if then.queue != hostA || then.id != "step-a"+wire.OnHostSuffix || then.in.Host != "" || then.in.AttemptsBefore != 0 || then.in.MaxAttempts != 0 {
 		t.Fatalf("the host's attempt: %+v", then)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // The graph query answers the run's resolved plan: steps, tools, edges,
@@ -16,20 +16,20 @@ func TestGraphQuery(t *testing.T) {
 	f := &fakes{resolved: resolvedFrom(t, src), calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{}}
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "g"}})
-	v, err := env.QueryWorkflow(client.GraphQuery)
+	v, err := env.QueryWorkflow(wire.GraphQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g client.Graph
+	var g wire.Graph
 	if err := v.Get(&g); err != nil {
 		t.Fatal(err)
 	}
 	if g.Plan != "g" || len(g.Steps) != 3 {
 		t.Fatalf("graph %+v", g)
 	}
-	v, err = env.QueryWorkflow(client.StatesQuery)
-	var states []client.StepState
-	if err != nil || v.Get(&states) != nil || len(states) != 3 || states[2] != client.StepSucceeded {
+	v, err = env.QueryWorkflow(wire.StatesQuery)
+	var states []wire.StepState
+	if err != nil || v.Get(&states) != nil || len(states) != 3 || states[2] != wire.StepSucceeded {
 		t.Fatalf("states %v %v", states, err)
 	}
 	c := g.Steps[2]
@@ -38,13 +38,13 @@ func TestGraphQuery(t *testing.T) {
 	}
 	// A page from a step on: the graph's and the states' (a plan past one
 	// answer is read so).
-	v, err = env.QueryWorkflow(client.GraphPageQuery, 1)
-	var page client.Graph
+	v, err = env.QueryWorkflow(wire.GraphPageQuery, 1)
+	var page wire.Graph
 	if err != nil || v.Get(&page) != nil || len(page.Steps) != 2 || page.Steps[0].ID != "b" || page.Omitted != 0 {
 		t.Fatalf("graph page from 1: %+v %v", page, err)
 	}
-	v, err = env.QueryWorkflow(client.StatesPageQuery, 2)
-	if err != nil || v.Get(&states) != nil || len(states) != 1 || states[0] != client.StepSucceeded {
+	v, err = env.QueryWorkflow(wire.StatesPageQuery, 2)
+	if err != nil || v.Get(&states) != nil || len(states) != 1 || states[0] != wire.StepSucceeded {
 		t.Fatalf("states page from 2: %v %v", states, err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/activities"
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/expr"
@@ -21,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // The test harness: fake activities whose behaviour each test sets.
@@ -203,7 +203,7 @@ func resolvedFrom(t *testing.T, src string) *wfapi.ResolveResult {
 		t.Fatal(probs)
 	}
 	rr := &wfapi.ResolveResult{Status: verdict.Ready, Plan: p.Name, FailurePolicy: p.FailurePolicy, MaxParallel: 16, RunDir: "/runs/x",
-		Gaps: []client.Gap{}, Inputs: map[string]any{}}
+		Gaps: []wire.Gap{}, Inputs: map[string]any{}}
 	if p.MaxParallel > 0 {
 		rr.MaxParallel = p.MaxParallel
 	}

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // The fast path (docs/performance.md): steps whose tool runs as a local
@@ -189,7 +189,7 @@ func (s *dispatcher) thenRegular(ctx workflow.Context, f workflow.Future, t then
 		} else {
 			// The host's own activity ('@': no step ID has one, so no
 			// other step's activity can have this ID).
-			ropts.ActivityID += client.OnHostSuffix
+			ropts.ActivityID += wire.OnHostSuffix
 		}
 		if !wrong {
 			in.AttemptsBefore = t.tried

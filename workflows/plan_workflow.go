@@ -14,11 +14,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 var (
@@ -35,7 +35,7 @@ var localRetry = &temporal.RetryPolicy{
 // PlanWorkflow runs one plan: Resolve, then the DAG, then Finalize. A
 // run whose history grows long continues as new (segments.go); its start
 // then carries a reference to the state its previous segment stored.
-func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*client.Result, error) {
+func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wire.Result, error) {
 	res, err := planWorkflow(ctx, start)
 	if res == nil || err != nil {
 		return nil, err
@@ -50,10 +50,10 @@ func planWorkflow(ctx workflow.Context, start wfapi.Start) (*wfapi.Result, error
 	started := workflow.Now(ctx)
 	res := &wfapi.Result{
 		Status: wfapi.StatusResolving, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-		StartedAt: envelope.Timestamp(started), Steps: []wfapi.StepResult{}, Gaps: []client.Gap{}, Resolution: []client.Resolution{},
+		StartedAt: envelope.Timestamp(started), Steps: []wfapi.StepResult{}, Gaps: []wire.Gap{}, Resolution: []wire.Resolution{},
 	}
 	var sched *scheduler
-	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (*client.Result, error) {
+	err := workflow.SetQueryHandler(ctx, wfapi.ProgressQuery, func() (*wire.Result, error) {
 		p := *res
 		if sched != nil {
 			p.Steps, p.Segments = sched.results(false), sched.segment
@@ -206,7 +206,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	res.Plan, res.Gaps, res.Resolution, res.Policy, res.Problems = rr.Plan, nonNilGaps(rr.Gaps), rr.Resolution, rr.Policy, rr.Problems
 	res.Omitted = rr.Omitted
 	if res.Resolution == nil {
-		res.Resolution = []client.Resolution{}
+		res.Resolution = []wire.Resolution{}
 	}
 	return false, nil
 }
@@ -274,9 +274,9 @@ func continueAsNew(ctx workflow.Context, sched *scheduler, res *wfapi.Result) (*
 	return nil, workflow.NewContinueAsNewError(ctx, wfapi.WorkflowType, next)
 }
 
-func nonNilGaps(g []client.Gap) []client.Gap {
+func nonNilGaps(g []wire.Gap) []wire.Gap {
 	if g == nil {
-		return []client.Gap{}
+		return []wire.Gap{}
 	}
 	return g
 }

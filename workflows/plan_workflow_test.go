@@ -10,12 +10,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 func TestJoinsAndPolicies(t *testing.T) {
@@ -256,7 +256,7 @@ func TestCancellationAndProgress(t *testing.T) {
 func TestGapsRunNothing(t *testing.T) {
 	rr := resolvedFrom(t, "name: g\nsteps:\n  - {id: dl, capability: youtube.download}\n  - {id: up, capability: drive.upload, needs: [dl]}\n")
 	rr.Status, rr.Message = verdict.PartialComplete, "1 of 2 steps are not covered"
-	rr.Gaps = []client.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
+	rr.Gaps = []wire.Gap{{StepID: "dl", MissingCapability: "youtube.download", Reason: gap.NoCapabilityMatch}}
 	f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "g"}})

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/wire"
 )
 
 func init() { evalMemory = 32 << 20 } // the same code path, reached sooner
@@ -307,22 +307,22 @@ func TestExtractionChecksEveryTargetFirst(t *testing.T) {
 }
 
 // TestHTTPRequestIsMarked: every request of http.request carries
-// client.PlanStepHeader, which a plan can neither set nor remove (the
+// wire.PlanStepHeader, which a plan can neither set nor remove (the
 // hostile audit's H5: a plan's step approved another run's gate through
 // the console, which refuses requests that carry it).
 func TestHTTPRequestIsMarked(t *testing.T) {
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- r.Header.Get(client.PlanStepHeader)
+		got <- r.Header.Get(wire.PlanStepHeader)
 	}))
 	defer srv.Close()
 	if _, err := call(t, "http.request", t.TempDir(), map[string]any{"url": srv.URL}); err != nil {
 		t.Fatal(err)
 	}
 	if h := <-got; h == "" {
-		t.Fatal("the request does not carry " + client.PlanStepHeader)
+		t.Fatal("the request does not carry " + wire.PlanStepHeader)
 	}
-	for _, name := range []string{client.PlanStepHeader, strings.ToLower(client.PlanStepHeader)} {
+	for _, name := range []string{wire.PlanStepHeader, strings.ToLower(wire.PlanStepHeader)} {
 		_, err := call(t, "http.request", t.TempDir(), map[string]any{"url": srv.URL, "headers": map[string]any{name: ""}})
 		if caperr.CodeOf(err) != caperr.InvalidInput {
 			t.Fatalf("a plan setting %s: %v", name, err)

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
+	"github.com/capflow/capflow/wire"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -54,7 +54,7 @@ func httpRequest(ctx context.Context, in map[string]any, env *Env) (any, error) 
 		return nil, err
 	}
 	// Marks the request as a plan's: capflow's own servers refuse it.
-	req.Header.Set(client.PlanStepHeader, filepath.Base(env.RunDir))
+	req.Header.Set(wire.PlanStepHeader, filepath.Base(env.RunDir))
 	start := time.Now()
 	what := method + " " + str(in, "url")
 	hc := env.Rules().Client()
@@ -123,7 +123,7 @@ func setHeaders(req *http.Request, in map[string]any) error {
 		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
 			return caperr.New(caperr.InvalidInput, "headers.%s: not a valid HTTP header (a name of token characters; a value without CR, LF or NUL)", k)
 		}
-		if strings.EqualFold(k, client.PlanStepHeader) {
+		if strings.EqualFold(k, wire.PlanStepHeader) {
 			return caperr.New(caperr.InvalidInput, "headers.%s: capflow sets this header itself", k)
 		}
 		req.Header.Set(k, val)
@@ -135,7 +135,7 @@ func setHeaders(req *http.Request, in map[string]any) error {
 // command tool's, a server's, a browser's) reaches it through: rules'
 // connections only, each request marked as step's, each refusal told.
 func Outbound(rules *egress.Rules, step string, refused func(error)) *egress.Proxy {
-	return &egress.Proxy{Rules: rules, Mark: http.Header{client.PlanStepHeader: {step}}, OnRefused: refused}
+	return &egress.Proxy{Rules: rules, Mark: http.Header{wire.PlanStepHeader: {step}}, OnRefused: refused}
 }
 
 // Relay connects a confined tree's loopback port to the same port of this

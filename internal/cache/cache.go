@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/seal"
+	"github.com/capflow/capflow/wire"
 )
 
 // Parts are what a key is made of.
@@ -61,7 +61,7 @@ type Entry struct {
 	Data      string            `json:"data_sha256"`
 	DataBytes int64             `json:"data_bytes"`
 	// Artifacts are the files the data names.
-	Artifacts []client.Artifact `json:"artifacts,omitempty"`
+	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
 }
 
 // record is an entry as stored: its JSON, exactly, and the worker key's

@@ -1,29 +1,29 @@
 package envelope
 
 import (
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/wire"
 )
 
-// Wire is e as clients read it (client.Envelope): the one conversion from
+// Wire is e as clients read it (wire.Envelope): the one conversion from
 // the domain's envelope, field by field.
-func (e *Envelope) Wire() *client.Envelope {
+func (e *Envelope) Wire() *wire.Envelope {
 	if e == nil {
 		return nil
 	}
-	w := &client.Envelope{ToolID: e.ToolID, ExitCode: e.ExitCode, Success: e.Success, Timestamp: e.Timestamp,
-		Message: e.Message, Data: e.Data, DurationMS: e.DurationMS, Feedback: make([]client.Feedback, len(e.Feedback))}
+	w := &wire.Envelope{ToolID: e.ToolID, ExitCode: e.ExitCode, Success: e.Success, Timestamp: e.Timestamp,
+		Message: e.Message, Data: e.Data, DurationMS: e.DurationMS, Feedback: make([]wire.Feedback, len(e.Feedback))}
 	for i, f := range e.Feedback {
-		w.Feedback[i] = client.Feedback(f)
+		w.Feedback[i] = wire.Feedback(f)
 	}
 	if x := e.Error; x != nil {
-		w.Error = &client.ErrorInfo{Code: client.ErrorCode(x.Code), Severity: string(x.Severity), Retryable: x.Retryable, Cause: client.ErrorCode(x.Cause)}
+		w.Error = &wire.ErrorInfo{Code: wire.ErrorCode(x.Code), Severity: string(x.Severity), Retryable: x.Retryable, Cause: wire.ErrorCode(x.Cause)}
 	}
 	return w
 }
 
 // FromWire is the domain's envelope of w (a step result's, read back).
-func FromWire(w *client.Envelope) *Envelope {
+func FromWire(w *wire.Envelope) *Envelope {
 	if w == nil {
 		return nil
 	}

@@ -1,21 +1,21 @@
 package gap
 
-import "github.com/capflow/capflow/client"
+import "github.com/capflow/capflow/wire"
 
 // Wire is g as clients read it.
-func (g Gap) Wire() client.Gap { return client.Gap(g) }
+func (g Gap) Wire() wire.Gap { return wire.Gap(g) }
 
 // Wire is r as clients read it (its manifest stays with the worker).
-func (r StepResolution) Wire() client.Resolution {
-	return client.Resolution{StepID: r.StepID, Capability: r.Capability, Tool: r.Tool, Version: r.Version, Digest: r.Digest, Source: r.Source, Reason: r.Reason}
+func (r StepResolution) Wire() wire.Resolution {
+	return wire.Resolution{StepID: r.StepID, Capability: r.Capability, Tool: r.Tool, Version: r.Version, Digest: r.Digest, Source: r.Source, Reason: r.Reason}
 }
 
 // WireGaps converts gaps; nil stays nil.
-func WireGaps(gaps []Gap) []client.Gap {
+func WireGaps(gaps []Gap) []wire.Gap {
 	if gaps == nil {
 		return nil
 	}
-	out := make([]client.Gap, len(gaps))
+	out := make([]wire.Gap, len(gaps))
 	for i, g := range gaps {
 		out[i] = g.Wire()
 	}
@@ -23,11 +23,11 @@ func WireGaps(gaps []Gap) []client.Gap {
 }
 
 // WireResolutions converts resolutions; nil stays nil.
-func WireResolutions(rs []StepResolution) []client.Resolution {
+func WireResolutions(rs []StepResolution) []wire.Resolution {
 	if rs == nil {
 		return nil
 	}
-	out := make([]client.Resolution, len(rs))
+	out := make([]wire.Resolution, len(rs))
 	for i, r := range rs {
 		out[i] = r.Wire()
 	}

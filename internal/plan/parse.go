@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/schemas"
+	"github.com/capflow/capflow/wire"
 )
 
 // Parse reads and validates a plan file (YAML or JSON). All problems are
@@ -149,7 +149,7 @@ func (c *checker) validate(p *Plan) {
 			c.at(stepPath(i, "id"), "duplicate step id %q (first used by steps[%d])", s.ID, first)
 			continue
 		}
-		if end := client.ReservedEnding(s.ID); end != "" {
+		if end := wire.ReservedEnding(s.ID); end != "" {
 			c.at(stepPath(i, "id"), "step id %q ends in %q, which capflow adds to a step's activity IDs (a retried, rerun, moved or local-then-regular step's): rename the step", s.ID, end)
 		}
 		ids[s.ID] = i

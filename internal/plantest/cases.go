@@ -1,7 +1,7 @@
 package plantest
 
 import (
-	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/wire"
 )
 
 // Case is one test case: the run's inputs, what steps answer, and what
@@ -39,19 +39,19 @@ type GivenDecision struct {
 	Comment  string
 }
 
-func (g *GivenDecision) request(step string) client.DecideRequest {
-	action := client.Action(g.Action)
+func (g *GivenDecision) request(step string) wire.DecideRequest {
+	action := wire.Action(g.Action)
 	if g.Approved != nil {
-		action = client.ActionApprove
+		action = wire.ActionApprove
 		if !*g.Approved {
-			action = client.ActionReject
+			action = wire.ActionReject
 		}
 	}
 	by := g.By
 	if by == "" {
 		by = "plan test"
 	}
-	return client.DecideRequest{Step: step, Action: action, By: by, Comment: g.Comment}
+	return wire.DecideRequest{Step: step, Action: action, By: by, Comment: g.Comment}
 }
 
 // Expect is what a case's run must come to.

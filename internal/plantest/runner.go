@@ -23,12 +23,12 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/workerapp"
+	"github.com/capflow/capflow/wire"
 )
 
 // outcome is what a case's run came to.
@@ -58,7 +58,7 @@ func (r *Suite) run(c *Case, n int) outcome {
 	id := fmt.Sprintf("plan-test-%d", n)
 	t := &tools{r: r, c: c, workflowID: id, calls: map[string]int{}, started: map[string]int{}, ended: map[string]int{}}
 	out := outcome{calls: t.calls, started: t.started, ended: t.ended}
-	start := wfapi.Start{Input: client.Input{Plan: r.value, Inputs: c.Inputs}}
+	start := wfapi.Start{Input: wire.Input{Plan: r.value, Inputs: c.Inputs}}
 	for segment := 1; ; segment++ {
 		env := r.segmentEnv(c, t, id, start)
 		env.ExecuteWorkflow(wfapi.WorkflowType, start)
@@ -217,7 +217,7 @@ func (d *decider) answer() {
 		}
 		d.sent[s.ID] = true
 		req := given.Decision.request(s.ID)
-		d.env.UpdateWorkflow(client.UpdateDecide, "plantest-"+s.ID, noopUpdate{}, req)
+		d.env.UpdateWorkflow(wire.UpdateDecide, "plantest-"+s.ID, noopUpdate{}, req)
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // Document is report.json.
@@ -222,7 +222,7 @@ func Markdown(d Document) string {
 
 // whatNext lists what to do about each failure (docs/errors.md): the
 // step, its code and severity, the command, the advice, its stderr tail.
-func whatNext(next []client.Next) string {
+func whatNext(next []wire.Next) string {
 	var b strings.Builder
 	for _, n := range next {
 		b.WriteString("- ")

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // Where a step's whole envelope is kept, for the report to read when the
@@ -135,7 +135,7 @@ func FillEnvelopes(steps []wfapi.StepResult) {
 			}
 			journals[s.EnvelopeFile][s.ID] = true
 		default:
-			var env client.Envelope
+			var env wire.Envelope
 			if raw, err := os.ReadFile(s.EnvelopeFile); err == nil && json.Unmarshal(raw, &env) == nil {
 				s.Envelope = &env
 			}

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // The run's journal keeps each step's last envelope; lines written at
@@ -35,7 +35,7 @@ func TestEnvelopeJournal(t *testing.T) {
 	f.Close()
 	own := storeEnvelope(filepath.Join(run, "steps", "cut"), envelope.Envelope{ToolID: "t", Message: "whole"})
 	steps := []wfapi.StepResult{{ID: "s1", EnvelopeFile: filepath.Join(run, JournalFile)}, {ID: "s2", EnvelopeFile: filepath.Join(run, JournalFile)},
-		{ID: "cut", EnvelopeFile: own}, {ID: "kept", Envelope: &client.Envelope{Message: "in the result"}}}
+		{ID: "cut", EnvelopeFile: own}, {ID: "kept", Envelope: &wire.Envelope{Message: "in the result"}}}
 	FillEnvelopes(steps)
 	for id, want := range map[int]string{0: "second attempt", 2: "whole", 3: "in the result"} {
 		if steps[id].Envelope == nil || steps[id].Envelope.Message != want {

@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
-	capclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/wftrace"
+	capclient "github.com/capflow/capflow/wire"
 )
 
 // runTracer is the SDK's OpenTelemetry tracer with one change: a

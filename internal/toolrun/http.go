@@ -8,10 +8,10 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/wire"
 )
 
 const maxHTTPEnvelope = 8 << 20
@@ -29,7 +29,7 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) 
 	for k, v := range m.Entrypoint.Headers {
 		hreq.Header.Set(k, v)
 	}
-	hreq.Header.Set(client.PlanStepHeader, req.RunID+"/"+req.StepID)
+	hreq.Header.Set(wire.PlanStepHeader, req.RunID+"/"+req.StepID)
 	hc := req.Net.Plus(egress.HostPort(m.Entrypoint.URL)).Client()
 	defer hc.CloseIdleConnections() // a transport of this call's own
 	resp, err := hc.Do(hreq)

@@ -4,8 +4,8 @@
 package verdict
 
 import (
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/wire"
 )
 
 // Plan statuses (docs/plans.md).
@@ -27,16 +27,16 @@ type Problem struct {
 }
 
 // Wire is p as clients read it.
-func (p Problem) Wire() client.Problem {
-	return client.Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: client.ErrorCode(p.Code)}
+func (p Problem) Wire() wire.Problem {
+	return wire.Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: wire.ErrorCode(p.Code)}
 }
 
 // WireProblems converts problems; nil stays nil.
-func WireProblems(ps []Problem) []client.Problem {
+func WireProblems(ps []Problem) []wire.Problem {
 	if ps == nil {
 		return nil
 	}
-	out := make([]client.Problem, len(ps))
+	out := make([]wire.Problem, len(ps))
 	for i, p := range ps {
 		out[i] = p.Wire()
 	}

@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/wire"
 )
 
 func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
-	list := func(n int) ([]client.Gap, []client.Problem, []client.Violation) {
-		var g []client.Gap
-		var p []client.Problem
-		var v []client.Violation
+	list := func(n int) ([]wire.Gap, []wire.Problem, []wire.Violation) {
+		var g []wire.Gap
+		var p []wire.Problem
+		var v []wire.Violation
 		for i := 0; i < n; i++ {
-			g = append(g, client.Gap{StepID: fmt.Sprint(i)})
-			p = append(p, client.Problem{Field: fmt.Sprint(i)})
-			v = append(v, client.Violation{StepID: fmt.Sprint(i)})
+			g = append(g, wire.Gap{StepID: fmt.Sprint(i)})
+			p = append(p, wire.Problem{Field: fmt.Sprint(i)})
+			v = append(v, wire.Violation{StepID: fmt.Sprint(i)})
 		}
 		return g, p, v
 	}
@@ -34,7 +34,7 @@ func TestBoundKeepsTheFirstAndCountsTheRest(t *testing.T) {
 			g, _, _ := list(c.gaps)
 			_, p, _ := list(c.probs)
 			_, _, v := list(c.viols)
-			pol := &client.PolicyReport{Violations: v}
+			pol := &wire.PolicyReport{Violations: v}
 			rr := &ResolveResult{Gaps: g, Problems: p, Policy: pol}
 			full := rr.Bound("/runs/x/preflight.json")
 			if (full != nil) != c.wantCut {

@@ -1,23 +1,23 @@
 package wfapi
 
 import (
-	"github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/wire"
 )
 
 // The run's result and its parts: the client's types.
 
 // Artifact is a file a step's output names (the client's type).
-type Artifact = client.Artifact
+type Artifact = wire.Artifact
 
 // StepResult is one step in the workflow result and the progress query:
 // the client's type, the one definition.
-type StepResult = client.StepResult
+type StepResult = wire.StepResult
 
 // MaxItemResults bounds the items listed per step in the result.
 const MaxItemResults = 200
 
 // ReportPaths are a run's report files (the client's type).
-type ReportPaths = client.ReportPaths
+type ReportPaths = wire.ReportPaths
 
 // Finalized is the Finalize activity's answer: the report's files, and
 // what the run's result takes from it.
@@ -42,4 +42,4 @@ type StepsAnswer struct {
 // Result is the PlanWorkflow's result: the client's type, the one
 // definition; the worker converts its domain values to it where they
 // cross (the Resolve activity's answer, a step's envelope: Wire).
-type Result = client.Result
+type Result = wire.Result

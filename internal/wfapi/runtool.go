@@ -1,8 +1,8 @@
 package wfapi
 
 import (
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/wire"
 )
 
 // The RunTool activity's input and result.
@@ -85,7 +85,7 @@ type RunToolResult struct {
 }
 
 // Heartbeat is the detail of RunTool's heartbeats (the client's type).
-type Heartbeat = client.Heartbeat
+type Heartbeat = wire.Heartbeat
 
 // HeartbeatLines bounds the stderr lines a heartbeat carries.
 const HeartbeatLines = 20

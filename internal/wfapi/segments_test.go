@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/wire"
 )
 
 // A page, through JSON as the workflow receives it, unpacks to exactly
@@ -96,7 +96,7 @@ func TestTrim(t *testing.T) {
 	r := &Result{Status: StatusFailed}
 	for i := 0; i < 3000; i++ {
 		s := StepResult{ID: fmt.Sprintf("s%d", i), Status: StepSucceeded, EnvelopeFile: "/runs/x/e.json",
-			Envelope: &client.Envelope{ToolID: "t", Success: true, Message: strings.Repeat("m", 100)}}
+			Envelope: &wire.Envelope{ToolID: "t", Success: true, Message: strings.Repeat("m", 100)}}
 		switch {
 		case i == 7:
 			s.Status, s.Reason = StepFailed, "boom"

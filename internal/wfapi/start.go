@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/wire"
 )
 
 // Start is PlanWorkflow's argument: what a client sent (Input), or, when a
@@ -36,7 +36,7 @@ type Start struct {
 	// lineage (RunToolInput.Lineage). Accepted only from a parent.
 	Lineage string `json:"lineage,omitempty"`
 	// Refused lists the fields a client may not send, or sent malformed.
-	Refused []client.Problem `json:"-"`
+	Refused []wire.Problem `json:"-"`
 }
 
 // ParentInputs names a child run's inputs stored by its parent.
@@ -106,7 +106,7 @@ func (s *Start) refuse(field, msg string) {
 		field = field[:100] + "…"
 		msg = "a field name of more than 100 bytes"
 	}
-	s.Refused = append(s.Refused, client.Problem{Field: field, Message: msg, Code: client.ErrorCode(caperr.InvalidInput)})
+	s.Refused = append(s.Refused, wire.Problem{Field: field, Message: msg, Code: wire.ErrorCode(caperr.InvalidInput)})
 }
 
 // RefuseEngineFields records the engine's carry fields as refused: a
@@ -154,7 +154,7 @@ func typeError(err error) string {
 }
 
 // RefusedMessage is the run's message when its input was refused.
-func RefusedMessage(refused []client.Problem) string {
+func RefusedMessage(refused []wire.Problem) string {
 	return fmt.Sprintf("%s: the workflow input was refused, nothing was read, written or run: %s", caperr.InvalidInput, refused[0].Message)
 }
 

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/wire"
 )
 
 // Names registered with Temporal.
 const (
-	WorkflowType    = client.WorkflowType
+	WorkflowType    = wire.WorkflowType
 	ResolveActivity = "Resolve"
 	RouteActivity   = "Route"
 	RunToolActivity = "RunTool"
@@ -25,55 +25,55 @@ const (
 	// HostActivity answers the host queue of the worker that runs it: how a
 	// run whose host was lost finds another.
 	HostActivity  = "Host"
-	ProgressQuery = client.ProgressQuery
+	ProgressQuery = wire.ProgressQuery
 
 	SearchAttrPlan   = "CapflowPlan"
 	SearchAttrStatus = "CapflowStatus"
 )
 
-// The client's wire types (client/types.go), under the names the worker
+// The wire types (package wire), under the names the worker
 // has always used: one definition each.
 type (
-	RunStatus      = client.RunStatus
-	StepState      = client.StepState
-	Input          = client.Input
-	Reuse          = client.Reuse
-	ItemCounts     = client.ItemCounts
-	ItemResult     = client.ItemResult
-	RouteInfo      = client.RouteInfo
-	Omitted        = client.Omitted
-	WaitKind       = client.WaitKind
-	Action         = client.Action
-	Wait           = client.Wait
-	DecideRequest  = client.DecideRequest
-	Decision       = client.Decision
-	ControlAnswer  = client.ControlAnswer
-	ControlRequest = client.ControlRequest
+	RunStatus      = wire.RunStatus
+	StepState      = wire.StepState
+	Input          = wire.Input
+	Reuse          = wire.Reuse
+	ItemCounts     = wire.ItemCounts
+	ItemResult     = wire.ItemResult
+	RouteInfo      = wire.RouteInfo
+	Omitted        = wire.Omitted
+	WaitKind       = wire.WaitKind
+	Action         = wire.Action
+	Wait           = wire.Wait
+	DecideRequest  = wire.DecideRequest
+	Decision       = wire.Decision
+	ControlAnswer  = wire.ControlAnswer
+	ControlRequest = wire.ControlRequest
 )
 
 // Run statuses.
 const (
-	StatusResolving       = client.StatusResolving
-	StatusRunning         = client.StatusRunning
-	StatusPaused          = client.StatusPaused
-	StatusPassed          = client.StatusPassed
-	StatusFailed          = client.StatusFailed
-	StatusPartialComplete = client.StatusPartialComplete
-	StatusBlockedByPolicy = client.StatusBlockedByPolicy
-	StatusInvalid         = client.StatusInvalid
-	StatusCancelled       = client.StatusCancelled
+	StatusResolving       = wire.StatusResolving
+	StatusRunning         = wire.StatusRunning
+	StatusPaused          = wire.StatusPaused
+	StatusPassed          = wire.StatusPassed
+	StatusFailed          = wire.StatusFailed
+	StatusPartialComplete = wire.StatusPartialComplete
+	StatusBlockedByPolicy = wire.StatusBlockedByPolicy
+	StatusInvalid         = wire.StatusInvalid
+	StatusCancelled       = wire.StatusCancelled
 )
 
 // Step states.
 const (
-	StepPending   = client.StepPending
-	StepRunning   = client.StepRunning
-	StepWaiting   = client.StepWaiting
-	StepSucceeded = client.StepSucceeded
-	StepFailed    = client.StepFailed
-	StepSkipped   = client.StepSkipped
-	StepCancelled = client.StepCancelled
-	StepBlocked   = client.StepBlocked
+	StepPending   = wire.StepPending
+	StepRunning   = wire.StepRunning
+	StepWaiting   = wire.StepWaiting
+	StepSucceeded = wire.StepSucceeded
+	StepFailed    = wire.StepFailed
+	StepSkipped   = wire.StepSkipped
+	StepCancelled = wire.StepCancelled
+	StepBlocked   = wire.StepBlocked
 )
 
 // HostInfo is the Host activity's answer: a worker's host queue, and where
@@ -155,19 +155,19 @@ type ResolveInput struct {
 // ResolveResult is the Resolve activity's result: the preflight report
 // plus the resolved steps.
 type ResolveResult struct {
-	Status        string               `json:"status"`
-	Message       string               `json:"message"`
-	Plan          string               `json:"plan"`
-	Description   string               `json:"description,omitempty"`
-	FailurePolicy string               `json:"failure_policy"`
-	MaxParallel   int                  `json:"max_parallel"`
-	MaxRunSeconds int                  `json:"max_run_seconds"`
-	Inputs        map[string]any       `json:"inputs,omitempty"`
-	Steps         []ResolvedStep       `json:"steps"`
-	Resolution    []client.Resolution  `json:"resolution"`
-	Gaps          []client.Gap         `json:"gaps"`
-	Policy        *client.PolicyReport `json:"policy,omitempty"`
-	Problems      []client.Problem     `json:"problems,omitempty"`
+	Status        string             `json:"status"`
+	Message       string             `json:"message"`
+	Plan          string             `json:"plan"`
+	Description   string             `json:"description,omitempty"`
+	FailurePolicy string             `json:"failure_policy"`
+	MaxParallel   int                `json:"max_parallel"`
+	MaxRunSeconds int                `json:"max_run_seconds"`
+	Inputs        map[string]any     `json:"inputs,omitempty"`
+	Steps         []ResolvedStep     `json:"steps"`
+	Resolution    []wire.Resolution  `json:"resolution"`
+	Gaps          []wire.Gap         `json:"gaps"`
+	Policy        *wire.PolicyReport `json:"policy,omitempty"`
+	Problems      []wire.Problem     `json:"problems,omitempty"`
 	// Omitted counts the gaps, problems and policy violations past
 	// MaxListed each that were left out (Preflight file has them all).
 	Omitted *Omitted          `json:"omitted,omitempty"`
@@ -314,7 +314,7 @@ type EvaluateResult struct {
 }
 
 // ChildRun links a sub-plan step to its child workflow and report.
-type ChildRun = client.ChildRun
+type ChildRun = wire.ChildRun
 
 // FinalizeInput is the Finalize activity's input.
 type FinalizeInput struct {
@@ -335,10 +335,10 @@ type RouteInput struct {
 
 // RouteResult is the Route activity's result: a plan, or why none.
 type RouteResult struct {
-	Plan    any          `json:"plan,omitempty"`
-	Route   *RouteInfo   `json:"route,omitempty"`
-	Message string       `json:"message,omitempty"`
-	Gaps    []client.Gap `json:"gaps,omitempty"`
+	Plan    any        `json:"plan,omitempty"`
+	Route   *RouteInfo `json:"route,omitempty"`
+	Message string     `json:"message,omitempty"`
+	Gaps    []wire.Gap `json:"gaps,omitempty"`
 }
 
 // MaxListed bounds the gaps, problems and policy violations a run records
@@ -352,15 +352,15 @@ const PreflightFile = "preflight.json"
 
 // Preflight is the content of PreflightFile.
 type Preflight struct {
-	Gaps       []client.Gap       `json:"gaps"`
-	Problems   []client.Problem   `json:"problems"`
-	Violations []client.Violation `json:"violations"`
+	Gaps       []wire.Gap       `json:"gaps"`
+	Problems   []wire.Problem   `json:"problems"`
+	Violations []wire.Violation `json:"violations"`
 }
 
 // Bound keeps at most MaxListed of each list and returns the full lists
 // when it cut any (nil when all fit).
 func (rr *ResolveResult) Bound(file string) *Preflight {
-	var viol []client.Violation
+	var viol []wire.Violation
 	if rr.Policy != nil {
 		viol = rr.Policy.Violations
 	}

@@ -8,24 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/verdict"
+	"github.com/capflow/capflow/wire"
 )
 
 // wirePairs are the domain types the worker converts to the client's wire
 // types (Wire), and those types.
 var wirePairs = []struct{ domain, wire reflect.Type }{
-	{reflect.TypeFor[envelope.Envelope](), reflect.TypeFor[client.Envelope]()},
-	{reflect.TypeFor[envelope.Feedback](), reflect.TypeFor[client.Feedback]()},
-	{reflect.TypeFor[envelope.ErrorInfo](), reflect.TypeFor[client.ErrorInfo]()},
-	{reflect.TypeFor[gap.Gap](), reflect.TypeFor[client.Gap]()},
-	{reflect.TypeFor[gap.StepResolution](), reflect.TypeFor[client.Resolution]()},
-	{reflect.TypeFor[policy.Report](), reflect.TypeFor[client.PolicyReport]()},
-	{reflect.TypeFor[policy.Violation](), reflect.TypeFor[client.Violation]()},
-	{reflect.TypeFor[verdict.Problem](), reflect.TypeFor[client.Problem]()},
+	{reflect.TypeFor[envelope.Envelope](), reflect.TypeFor[wire.Envelope]()},
+	{reflect.TypeFor[envelope.Feedback](), reflect.TypeFor[wire.Feedback]()},
+	{reflect.TypeFor[envelope.ErrorInfo](), reflect.TypeFor[wire.ErrorInfo]()},
+	{reflect.TypeFor[gap.Gap](), reflect.TypeFor[wire.Gap]()},
+	{reflect.TypeFor[gap.StepResolution](), reflect.TypeFor[wire.Resolution]()},
+	{reflect.TypeFor[policy.Report](), reflect.TypeFor[wire.PolicyReport]()},
+	{reflect.TypeFor[policy.Violation](), reflect.TypeFor[wire.Violation]()},
+	{reflect.TypeFor[verdict.Problem](), reflect.TypeFor[wire.Problem]()},
 }
 
 // Each domain type has the JSON fields of its wire type, of the same

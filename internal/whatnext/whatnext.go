@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/wire"
 )
 
 // StderrLines is how many of a tool's last stderr lines a Next carries.
@@ -18,8 +18,8 @@ const StderrLines = 5
 
 // Of is what to do next about r, the steps that need it first in the
 // plan's order; nil for a run that passed or still runs without trouble.
-func Of(r *client.Result) []client.Next {
-	var out []client.Next
+func Of(r *wire.Result) []wire.Next {
+	var out []wire.Next
 	for _, s := range r.Steps {
 		if n, ok := ofStep(r, s); ok {
 			out = append(out, n)
@@ -35,12 +35,12 @@ func Of(r *client.Result) []client.Next {
 
 // ofStep: a step that failed in an ended run is run again with rerun
 // --from; one that waits after a failure takes retry (or skip, fail).
-func ofStep(r *client.Result, s client.StepResult) (client.Next, bool) {
-	waits := s.Status == client.StepWaiting && s.Waiting != nil && s.Waiting.Kind == client.WaitDecision
-	if s.Status != client.StepFailed && !waits {
-		return client.Next{}, false
+func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
+	waits := s.Status == wire.StepWaiting && s.Waiting != nil && s.Waiting.Kind == wire.WaitDecision
+	if s.Status != wire.StepFailed && !waits {
+		return wire.Next{}, false
 	}
-	n := client.Next{Step: s.ID, Stderr: StderrTail(s)}
+	n := wire.Next{Step: s.ID, Stderr: StderrTail(s)}
 	code := caperr.Code("")
 	if e := s.Envelope; e != nil && e.Error != nil {
 		code = caperr.Code(e.Error.Code)
@@ -63,31 +63,31 @@ func ofStep(r *client.Result, s client.StepResult) (client.Next, bool) {
 		n.Command = fmt.Sprintf("capflow rerun %s --from %s", r.WorkflowID, s.ID)
 		n.Advice = caperr.Advice(code)
 	default:
-		return client.Next{}, false // the run goes on: nothing to do yet
+		return wire.Next{}, false // the run goes on: nothing to do yet
 	}
 	return n, true
 }
 
 // ofRun: a run that failed with no step to blame (a plan refused, a run
 // cancelled) says what to do with the whole of it.
-func ofRun(r *client.Result) (client.Next, bool) {
+func ofRun(r *wire.Result) (wire.Next, bool) {
 	switch r.Status {
-	case client.StatusInvalid:
-		return client.Next{Code: client.ErrorCode(caperr.InvalidInput), Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}, true
-	case client.StatusBlockedByPolicy:
-		return client.Next{Code: client.ErrorCode(caperr.PolicyBlocked), Advice: caperr.Advice(caperr.PolicyBlocked)}, true
-	case client.StatusPartialComplete:
-		return client.Next{Code: client.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}, true
-	case client.StatusCancelled:
-		return client.Next{Code: client.ErrorCode(caperr.Cancelled), Command: "capflow rerun " + r.WorkflowID, Advice: caperr.Advice(caperr.Cancelled)}, true
+	case wire.StatusInvalid:
+		return wire.Next{Code: wire.ErrorCode(caperr.InvalidInput), Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}, true
+	case wire.StatusBlockedByPolicy:
+		return wire.Next{Code: wire.ErrorCode(caperr.PolicyBlocked), Advice: caperr.Advice(caperr.PolicyBlocked)}, true
+	case wire.StatusPartialComplete:
+		return wire.Next{Code: wire.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}, true
+	case wire.StatusCancelled:
+		return wire.Next{Code: wire.ErrorCode(caperr.Cancelled), Command: "capflow rerun " + r.WorkflowID, Advice: caperr.Advice(caperr.Cancelled)}, true
 	}
-	return client.Next{}, false
+	return wire.Next{}, false
 }
 
 // StderrTail is the last lines a failed step's tool wrote to stderr (its
 // envelope's stderr feedback), at most StderrLines.
-func StderrTail(s client.StepResult) []string {
-	if s.Envelope == nil || (s.Status != client.StepFailed && s.Status != client.StepWaiting) {
+func StderrTail(s wire.StepResult) []string {
+	if s.Envelope == nil || (s.Status != wire.StepFailed && s.Status != wire.StepWaiting) {
 		return nil
 	}
 	for _, f := range s.Envelope.Feedback {

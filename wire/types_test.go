@@ -1,11 +1,9 @@
-package client
+package wire
 
 import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"go.temporal.io/api/serviceerror"
 )
 
 // A service importing client (or written on it alone, e2e/otherservice)
@@ -67,21 +65,11 @@ func TestDecisionUpdateID(t *testing.T) {
 func TestEndedRunRefusesWhatWasDecided(t *testing.T) {
 	answered := Result{Steps: []StepResult{{ID: "gate", Status: StepSucceeded, Decisions: []Decision{
 		{Action: ActionApprove, By: "svc", At: "t1"}}}}}
-	if got, want := answered.decided("gate"), "step gate is succeeded, not waiting; already decided: approved by svc at t1"; got != want {
+	if got, want := answered.Decided("gate"), "step gate is succeeded, not waiting; already decided: approved by svc at t1"; got != want {
 		t.Errorf("decided: %q, want %q", got, want)
 	}
-	if got := answered.decided("nope"); got != "" {
+	if got := answered.Decided("nope"); got != "" {
 		t.Errorf("no such step: %q", got)
-	}
-	for msg, want := range map[string]bool{
-		"workflow execution already completed":            true,
-		"workflow update was aborted by closing workflow": true,
-		"workflow not found for ID: x":                    false,
-		"context deadline exceeded":                       false,
-	} {
-		if got := runEnded(serviceerror.NewNotFound(msg)); got != want {
-			t.Errorf("runEnded(%q) = %v", msg, got)
-		}
 	}
 }
 
@@ -116,17 +104,6 @@ func TestStatuses(t *testing.T) {
 	}
 	if StepWaiting.Terminal() || !StepBlocked.Terminal() {
 		t.Error("terminal states")
-	}
-}
-
-func TestCronIsFiveFields(t *testing.T) {
-	for cron, ok := range map[string]bool{
-		"0 3 * * *": true, "*/5 * * * *": true, "@daily": true, "@hourly": true,
-		"*/5 * * * * *": false, "0 0 3 * * * 2027": false, "* * * *": false, "@every 5m": false, "@often": false,
-	} {
-		if err := fiveFields(cron); (err == nil) != ok {
-			t.Errorf("%q: %v", cron, err)
-		}
 	}
 }
 
@@ -181,7 +158,7 @@ func TestStepAttempts(t *testing.T) {
 		{"a retry before it beats: the last beat's offset", Heartbeat{Attempt: 3, ActivityAttempt: 1, MaxAttempts: 5}, 2, 3, 4, 5},
 		{"no limit: no maximum below the attempt", Heartbeat{Attempt: 3, ActivityAttempt: 1, MaxAttempts: 2}, 1, 0, 3, 0},
 	} {
-		a, m := c.hb.stepAttempts(c.attempt, c.max)
+		a, m := c.hb.StepAttempts(c.attempt, c.max)
 		if a != c.wantA || m != c.wantMx {
 			t.Errorf("%s: %d of %d, want %d of %d", c.name, a, m, c.wantA, c.wantMx)
 		}

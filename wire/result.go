@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"regexp"
@@ -133,9 +133,9 @@ type StepResult struct {
 	Latest *Feedback `json:"latest,omitempty"`
 }
 
-// live sets each running step's Latest from what Temporal says of its
+// Live sets each running step's Latest from what Temporal says of its
 // activity.
-func (r *Result) live(info *RunInfo) {
+func (r *Result) Live(info *RunInfo) {
 	now := map[string]*Feedback{}
 	for _, pa := range info.Pending {
 		if id, ok := StepOfActivity(pa.ActivityID); ok && pa.Heartbeat != nil && pa.Heartbeat.Latest != nil {

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"errors"
@@ -172,9 +172,9 @@ func DecisionID(waitID string, req DecideRequest) string {
 	return fmt.Sprintf("decide/%s/%s", waitID, req.Action)
 }
 
-// decided says what a step that no longer waits was last decided, the
+// Decided says what a step that no longer waits was last decided, the
 // way the run refuses a decision for it ("" when nothing was).
-func (r *Result) decided(step string) string {
+func (r *Result) Decided(step string) string {
 	for _, s := range r.Steps {
 		if s.ID == step && s.Waiting == nil && len(s.Decisions) > 0 {
 			return NotWaiting(step, s.Status, s.Decisions)
