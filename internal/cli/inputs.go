@@ -16,11 +16,7 @@ import (
 func parseInputs(pairs []string, file string, props map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	if file != "" {
-		b, err := yamldoc.ReadFile(file, file)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := yamldoc.Parse(file, b)
+		doc, err := yamldoc.ParseFile(file, file)
 		if err != nil {
 			return nil, err
 		}

@@ -21,11 +21,7 @@ func schemaFile(path string) (map[string]any, error) {
 	if path == "" {
 		return nil, nil
 	}
-	raw, err := yamldoc.ReadFile(path, path)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := yamldoc.Parse(path, raw)
+	doc, err := yamldoc.ParseFile(path, path)
 	if err != nil {
 		return nil, err
 	}

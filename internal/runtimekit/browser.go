@@ -45,11 +45,7 @@ var screenshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // ParseScenario reads a scenario file; every problem is reported with its
 // line, all at once.
 func ParseScenario(file, display string) ([]Action, error) {
-	data, err := yamldoc.ReadFile(file, display)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := yamldoc.Parse(display, data)
+	doc, err := yamldoc.ParseFile(file, display)
 	if err != nil {
 		return nil, err
 	}

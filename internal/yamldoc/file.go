@@ -74,3 +74,16 @@ type notExistErr struct{ e *caperr.Error }
 func (n notExistErr) Error() string        { return n.e.Error() }
 func (n notExistErr) Unwrap() error        { return n.e }
 func (n notExistErr) Is(target error) bool { return target == fs.ErrNotExist }
+
+// ParseFile reads and parses one document capflow is asked to read
+// (ReadFile, then Parse); display names it in errors.
+func ParseFile(path, display string) (*Doc, error) {
+	if display == "" {
+		display = path
+	}
+	data, err := ReadFile(path, display)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(display, data)
+}
