@@ -34,71 +34,91 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 		return nil, err
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
-	x := newDispatcher(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)
-	sel := workflow.NewSelector(ctx)
-	out := &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))}
-	running, next, failures, size := 0, 0, 0, 0
-	var cancels []workflow.CancelFunc
-	stopped := false
-	par := max(in.MaxParallel, 1)
-	stop := func() {
-		stopped = true
-		for _, c := range cancels {
-			c()
-		}
+	b := &itemBatch{ctx: ctx, in: in, sel: workflow.NewSelector(ctx), out: &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))},
+		x: newDispatcher(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)}
+	b.run()
+	for k := b.next; k < len(in.Items); k++ {
+		b.out.Items[k] = wfapi.ItemOutcome{Index: in.Items[k].Index, Status: wfapi.StepCancelled, Reason: "not started: the batch was stopped"}
 	}
-	launch := func() {
-		k := next
-		item := in.Items[k]
-		next++
-		running++
-		opts := x.itemOptions(in.Step, item.Index)
-		cctx, cancel := workflow.WithCancel(ctx)
-		cancels = append(cancels, cancel)
-		call := in.Step
-		rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
-			Step: wfapi.StepCall{ID: call.ID, Capability: call.Capability, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
-				Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
-		rin = x.fitInput(rin)
-		rin.Lineage = in.Lineage
-		var path string
-		f := x.runTool(cctx, in.Step, opts, rin, &path)
-		x.awaitTool(sel, f, &path, func(f workflow.Future) {
-			running--
-			keep := size < maxBatchResult
-			o := itemOutcome(ctx, &x, in.Step, item.Index, f, stopped, keep)
-			if keep && o.Status == wfapi.StepSucceeded {
-				size += approxSize(o.Data)
-			}
-			if o.Status == wfapi.StepFailed {
-				failures++
-			}
-			out.Items[k] = o
-		})
-	}
+	workflow.GetLogger(ctx).Info("items batch done", "step", in.Step.ID, "items", len(in.Items), "failures", b.failures)
+	return b.out, nil
+}
+
+// itemBatch is a batch's state while it runs: its items started (next),
+// running and failed, the size of the results it keeps, and whether it
+// was stopped.
+type itemBatch struct {
+	ctx                           workflow.Context
+	in                            wfapi.ItemsInput
+	x                             dispatcher
+	sel                           workflow.Selector
+	out                           *wfapi.ItemsResult
+	running, next, failures, size int
+	cancels                       []workflow.CancelFunc
+	stopped                       bool
+}
+
+// run starts items while the batch's parallelism allows (and no inline
+// batch is due), stops after too many failures or when cancelled, and
+// returns once every started item ended.
+func (b *itemBatch) run() {
+	par := max(b.in.MaxParallel, 1)
 	for {
-		for !stopped && next < len(in.Items) && running < par && (running == 0 || !x.inlineDue()) {
-			launch()
+		for !b.stopped && b.next < len(b.in.Items) && b.running < par && (b.running == 0 || !b.x.inlineDue()) {
+			b.launch()
 		}
-		if dag.BatchStops(failures, in.StopAfterFailures) && !stopped {
-			stop()
+		if dag.BatchStops(b.failures, b.in.StopAfterFailures) && !b.stopped {
+			b.stop()
 		}
-		if !x.settle(sel) {
-			if running == 0 && (stopped || next >= len(in.Items)) {
-				break
+		if !b.x.settle(b.sel) {
+			if b.running == 0 && (b.stopped || b.next >= len(b.in.Items)) {
+				return
 			}
-			sel.Select(ctx)
+			b.sel.Select(b.ctx)
 		}
-		x.flushLocal()
-		if ctx.Err() != nil && !stopped {
-			stop()
+		b.x.flushLocal()
+		if b.ctx.Err() != nil && !b.stopped {
+			b.stop()
 		}
 	}
-	for k := next; k < len(in.Items); k++ {
-		out.Items[k] = wfapi.ItemOutcome{Index: in.Items[k].Index, Status: wfapi.StepCancelled, Reason: "not started: the batch was stopped"}
+}
+
+func (b *itemBatch) stop() {
+	b.stopped = true
+	for _, c := range b.cancels {
+		c()
 	}
-	workflow.GetLogger(ctx).Info("items batch done", "step", in.Step.ID, "items", len(in.Items), "failures", failures)
-	return out, nil
+}
+
+// launch starts the next item's RunTool.
+func (b *itemBatch) launch() {
+	k, in := b.next, b.in
+	item := in.Items[k]
+	b.next++
+	b.running++
+	opts := b.x.itemOptions(in.Step, item.Index)
+	cctx, cancel := workflow.WithCancel(b.ctx)
+	b.cancels = append(b.cancels, cancel)
+	call := in.Step
+	rin := wfapi.RunToolInput{WorkflowID: in.WorkflowID, RunDir: in.RunDir, Inputs: in.Inputs, Deps: in.Deps,
+		Step: wfapi.StepCall{ID: call.ID, Capability: call.Capability, Tool: call.Tool, Version: call.Version, Digest: call.Digest, Idempotent: call.Idempotent, With: call.With, CacheTTL: call.CacheTTL,
+			Item: &wfapi.ItemCall{ForEach: in.ForEach, ItemName: call.ItemName, Index: item.Index, Value: item.Value, HasValue: item.HasValue}}}
+	rin = b.x.fitInput(rin)
+	rin.Lineage = in.Lineage
+	var path string
+	f := b.x.runTool(cctx, in.Step, opts, rin, &path)
+	b.x.awaitTool(b.sel, f, &path, func(f workflow.Future) {
+		b.running--
+		keep := b.size < maxBatchResult
+		o := itemOutcome(b.ctx, &b.x, in.Step, item.Index, f, b.stopped, keep)
+		if keep && o.Status == wfapi.StepSucceeded {
+			b.size += approxSize(o.Data)
+		}
+		if o.Status == wfapi.StepFailed {
+			b.failures++
+		}
+		b.out.Items[k] = o
+	})
 }
 
 // loadItemsInput is the batch's input: in, or, spilled, what its run's
