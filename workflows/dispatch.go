@@ -47,9 +47,9 @@ type dispatcher struct {
 	inlineBatches []inlineBatch
 	inlineV       workflow.Version
 	inlineAsked   bool
-	// deadline is when the run's max_run_seconds runs out (zero: none, or
-	// a run from before steps were clamped to it); deadlineV is the
-	// version of that behaviour the run recorded (deadline-clamp).
+	// deadline is when the run's max_run_seconds runs out (zero: none),
+	// kept here alone; deadlineV is the version of clamping steps to it the
+	// run recorded (deadline-clamp: a run from before is not clamped).
 	deadline  time.Time
 	deadlineV int
 	// lineage: see wfapi.RunToolInput.Lineage.
@@ -73,10 +73,11 @@ type dispatcher struct {
 // start one derived from it), a write on every step for nothing the
 // run's own timer does not do.
 func (e *dispatcher) withinDeadline(o workflow.ActivityOptions, local bool) workflow.ActivityOptions {
-	if e.deadline.IsZero() {
+	deadline := e.clampTo()
+	if deadline.IsZero() {
 		return o
 	}
-	left := max(e.deadline.Sub(workflow.Now(e.ctx)), time.Millisecond)
+	left := max(deadline.Sub(workflow.Now(e.ctx)), time.Millisecond)
 	if !local {
 		left += deadlineGrace
 	}
@@ -95,7 +96,17 @@ const deadlineGrace = 10 * time.Second
 // within slack of it (a timeout set to the deadline may be reported a
 // moment before workflow time reaches it).
 func (e *dispatcher) pastDeadline(slack time.Duration) bool {
-	return !e.deadline.IsZero() && !workflow.Now(e.ctx).Add(slack).Before(e.deadline)
+	deadline := e.clampTo()
+	return !deadline.IsZero() && !workflow.Now(e.ctx).Add(slack).Before(deadline)
+}
+
+// clampTo is the deadline steps are clamped to: none in a run recorded
+// before they were (deadline-clamp version 0).
+func (e *dispatcher) clampTo() time.Time {
+	if e.deadlineV < 1 {
+		return time.Time{}
+	}
+	return e.deadline
 }
 
 func newDispatcher(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) dispatcher {

@@ -86,8 +86,6 @@ type scheduler struct {
 	// timerPending is true while the max_run_seconds timer is unresolved.
 	timerPending bool
 	timedOut     bool
-	// deadline is when max_run_seconds runs out (zero: no limit).
-	deadline time.Time
 	// segment counts the times the run continued as new; draining is set
 	// once the history is full (segments.go): no step starts, the running
 	// ones end, and the run continues as new.
@@ -139,11 +137,7 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	s.m = dag.New(nodes, rr.FailurePolicy, s)
 	if rr.MaxRunSeconds > 0 {
 		s.deadline = workflow.Now(ctx).Add(time.Duration(rr.MaxRunSeconds) * time.Second)
-		v := versionOf(ctx, changeDeadline)
-		if v >= 1 {
-			s.dispatcher.deadline = s.deadline
-		}
-		s.dispatcher.deadlineV = int(v)
+		s.deadlineV = int(versionOf(ctx, changeDeadline))
 	}
 	return s
 }

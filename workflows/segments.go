@@ -104,9 +104,6 @@ func (s *scheduler) resumeFrom(r *wfapi.Resume) error {
 			return fmt.Errorf("carried deadline: %v", err)
 		}
 		s.deadline = d
-		if !s.dispatcher.deadline.IsZero() {
-			s.dispatcher.deadline = d
-		}
 	}
 	for i, rs := range s.rr.Steps {
 		status, whenFalse, err := wfapi.LetterState(r.States[i])
