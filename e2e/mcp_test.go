@@ -99,7 +99,7 @@ outputs:
 `, report, report))
 	code, r, stderr := capflow("run", mix)
 	if code != 0 || r.Status != "passed" {
-		t.Fatalf("exit %d %s: %s\n%s", code, r.Status, r.Message, stderr)
+		t.Fatalf("exit %d %s: %s %v\n%s", code, r.Status, r.Message, r.Gaps, stderr)
 	}
 	want := "36 degrees; The sum of 2 and 3 is 5."
 	if got, _ := os.ReadFile(report); string(got) != want || r.Outputs["text"] != want {

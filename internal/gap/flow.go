@@ -140,7 +140,7 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 			// Text around references: each must still name what is there.
 			out := prefixed(at, schema.Compat(map[string]any{"type": "string"}, cons))
 			for _, r := range tpl.Refs() {
-				if is, bad := c.refIssue(r, at); bad {
+				if is, bad := c.refIssue(r, at, nil); bad {
 					out = append(out, is)
 				}
 			}
@@ -150,7 +150,7 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 		if skip {
 			return nil
 		}
-		if is, bad := c.refIssue(*tpl[0].Ref, at); bad {
+		if is, bad := c.refIssue(*tpl[0].Ref, at, cons); bad {
 			return []schema.Issue{is}
 		}
 		issues := schema.Compat(prod, cons)
@@ -247,17 +247,27 @@ func (c *checker) literal(v any, cons map[string]any, at string) []schema.Issue 
 }
 
 // refIssue is the issue of a reference that names nothing its producer
-// returns (false when it names what is there, or its producer is a gap
-// reported on its own): the plan's typo when it is spelled near a field.
-func (c *checker) refIssue(r plan.Ref, at string) (schema.Issue, bool) {
+// returns, or whose data cannot be promised where cons (the consumer's
+// schema there) needs something (false when it names what is there, or
+// its producer is a gap reported on its own): the plan's typo when it is
+// spelled near a field.
+func (c *checker) refIssue(r plan.Ref, at string, cons map[string]any) (schema.Issue, bool) {
 	_, issue, skip := c.refSchema(r)
-	if skip || issue == "" {
+	if skip || issue == "" || (unknown(issue) && len(cons) == 0) {
 		return schema.Issue{}, false
 	}
 	if typo := c.refTypo(r); typo != "" {
 		return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, typo), Own: true, Ref: true}, true
 	}
 	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue)}, true
+}
+
+// unknown reports whether a reference's issue is only that its data may be
+// absent or is not described (a producer with no output_schema): not a
+// mistake of the plan, and a gap only where the consumer's schema needs
+// what cannot be promised (schema.Compat says so).
+func unknown(issue string) bool {
+	return strings.Contains(issue, "may be") || strings.Contains(issue, "declares no output_schema")
 }
 
 // refSchema returns the schema of what a reference yields. skip is true

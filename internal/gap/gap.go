@@ -384,7 +384,7 @@ func (c *checker) outputs() caperr.Problems {
 		}
 		// Only a path the producer's schema rules out is an error; data that
 		// may be absent, or a producer declaring no schema, gives null.
-		if _, issue, skip := c.refSchema(*t[0].Ref); !skip && issue != "" && !strings.Contains(issue, "may be") && !strings.Contains(issue, "declares no output_schema") {
+		if _, issue, skip := c.refSchema(*t[0].Ref); !skip && issue != "" && !unknown(issue) {
 			out = append(out, caperr.New(caperr.InvalidInput, "output %q: %s: %s", name, t[0].Ref, issue).At(c.p.File, 0, 0, "outputs."+name))
 		}
 	}

@@ -49,6 +49,10 @@ priority: 10
 input_schema: {type: object, required: [n], properties: {n: {type: integer}}}
 output_schema: {type: object, properties: {r: {type: number}}}
 `)
+	// A tool that says nothing of its data (an imported MCP tool's way).
+	tool("vague", `capabilities: [x.vague]
+input_schema: {type: object}
+`)
 	tool("square-any", `capabilities: [num.square]
 priority: 1
 input_schema: {type: object, required: [n], properties: {n: {type: [integer, string]}}}
@@ -132,6 +136,11 @@ func TestDataFlow(t *testing.T) {
 		{"optional output field", `{path: "${steps.src.data.note}"}`, SchemaIncompatible, `"note" may be absent`},
 		{"list element not guaranteed", `{path: "${steps.src.data.words.0}"}`, SchemaIncompatible, `"words.0" may be absent`},
 		{"interpolation is a string", `{path: "out/${steps.src.data.count}.txt"}`, "", ""},
+		// Nothing is known of vague's data: fine where anything goes (a key
+		// text.render's values does not declare), a gap where a string is
+		// needed.
+		{"undescribed data where anything goes", `{path: x, extra: {s: "${steps.vague.data.content.0.text}"}}`, "", ""},
+		{"undescribed data where a string is needed", `{path: "${steps.vague.data.content.0.text}"}`, SchemaIncompatible, "declares no output_schema"},
 		{"plan input of the right type", `{path: "${inputs.file}"}`, "", ""},
 		{"plan input of the wrong type", `{path: "${inputs.n}"}`, SchemaIncompatible, "type mismatch"},
 		{"success flag into string", `{path: "${steps.src.success}"}`, SchemaIncompatible, "the producer gives boolean"},
@@ -143,6 +152,7 @@ inputs: {file: {type: string}, n: {type: integer, default: 1}}
 steps:
   - {id: src, capability: text.count, with: {text: hello}}
   - {id: sum, capability: file.checksum, with: {path: x}}
+  - {id: vague, capability: x.vague}
   - {id: use, capability: file.checksum, with: ` + tt.with + `}
 `
 			res := Check(mustPlan(t, src), reg, Options{})
