@@ -273,6 +273,12 @@ func (e *dispatcher) decodeError(step wfapi.ResolvedStep, err error, why string)
 			msg = fmt.Sprintf("%s: no worker on the run's host (%s) took it within %s: that host is lost", step.ID, e.rr.HostQueue, hostWait(e.rr))
 		}
 		o.env = e.synthEnvelope(step.Tool, caperr.TaskTimeout, msg)
+		if len(hb.Lines) > 0 {
+			// Its last stderr lines, as its heartbeat carried them: what
+			// a person reads first of a step that hung.
+			o.env.Feedback = append(o.env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail (its last heartbeat's)",
+				Detail: strings.Join(hb.Lines, "\n"), Timestamp: o.env.Timestamp})
+		}
 	default:
 		o.env = e.synthEnvelope(step.Tool, caperr.ToolFailure, err.Error())
 	}

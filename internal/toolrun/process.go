@@ -207,9 +207,20 @@ func (p *process) stopOnCancel(ctx context.Context, pgid int, tree *sandbox.Tree
 	}
 }
 
-// result reads the envelope of a process that ended: from its exit code
-// (result: exit_code), its output file, or its stdout.
+// result reads the envelope of a process that ended (outcome), with the
+// tail of its stderr as a feedback entry of its own when it failed, however
+// it failed: what a person reads first ("what next") on every path.
 func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
+	env := p.outcome(ctx, m, b, outPath, maxOut)
+	if !env.Success && p.detail != "" {
+		env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: p.detail, Timestamp: envelope.Timestamp(envelope.Now())})
+	}
+	return env
+}
+
+// outcome reads the envelope of a process that ended: from its exit code
+// (result: exit_code), its output file, or its stdout.
+func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
 	p.refMu.Lock()
 	for _, f := range p.refusals {
 		p.events.add(f)
@@ -219,13 +230,13 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 	if p.stopped || ctx.Err() != nil {
 		code := ctxCode(ctx)
 		b.Append(p.events.list()...)
-		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, p.elapsed.Round(time.Millisecond), strings.ToLower(string(code))), p.detail)
+		b.Error("stop", fmt.Sprintf("%s stopped after %s (%s)", m.Name, p.elapsed.Round(time.Millisecond), strings.ToLower(string(code))), "")
 		return b.Fail(code, fmt.Sprintf("%s was stopped: %s", m.Name, ctxMessage(code)), nil)
 	}
 	if p.breach != nil {
 		b.Append(p.events.list()...)
 		why := fmt.Sprintf("%s %s", m.Name, p.breach.Error())
-		b.Error("sandbox", why, p.detail)
+		b.Error("sandbox", why, "")
 		return b.FailWithExit(caperr.ResourceExhausted, nonzero(p.exit), why, nil)
 	}
 	if p.stdout.dropped > 0 {
@@ -239,7 +250,7 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 		if exit == 0 {
 			return b.Succeed(fmt.Sprintf("%s exited 0", m.Name), data)
 		}
-		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), p.detail)
+		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), "")
 		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
 	}
 	raw, source, rerr := readResult(outPath, p.stdout.buf.Bytes(), maxOut)
@@ -268,7 +279,7 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 	if env.Success && exit != 0 {
 		b.Append(env.Feedback...)
 		why := fmt.Sprintf("%s exited %d but its envelope says success", m.Name, exit)
-		b.Error("result", why, p.detail)
+		b.Error("result", why, "")
 		return b.FailWithExit(caperr.ToolFailure, exit, why, env.Data)
 	}
 	return p.tools(env)
@@ -277,19 +288,16 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 // broken fails a process that gave no usable envelope.
 func (p *process) broken(b *envelope.Builder, why string) envelope.Envelope {
 	b.Append(p.events.list()...)
-	b.Error("result", why, p.detail)
+	b.Error("result", why, "")
 	return b.FailWithExit(caperr.ToolFailure, nonzero(p.exit), why, nil)
 }
 
 // tools completes the tool's own envelope: its feedback with the stderr
-// events it does not hold, a known error code, the stderr tail on failure, its duration.
+// events it does not hold, a known error code, its duration.
 func (p *process) tools(env *envelope.Envelope) envelope.Envelope {
 	env.Feedback = mergeFeedback(env.Feedback, p.events.list())
 	if !env.Success {
 		knownCode(env)
-		if p.detail != "" {
-			env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: p.detail, Timestamp: envelope.Timestamp(envelope.Now())})
-		}
 	}
 	if env.DurationMS == 0 {
 		env.DurationMS = p.elapsed.Milliseconds()

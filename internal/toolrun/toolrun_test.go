@@ -372,3 +372,32 @@ func TestSeverityFromTheTable(t *testing.T) {
 		t.Fatalf("%+v", env.Error)
 	}
 }
+
+// Whatever way a tool fails, its stderr's last lines are one feedback
+// entry of phase stderr (what "what next" shows first), once (issue 54: a
+// tool that exited without an envelope kept them in another entry's
+// detail, and no tail was shown).
+func TestEveryFailureCarriesItsStderrTail(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"no envelope":       `echo 'opening db' >&2; echo 'fatal: permission denied' >&2; exit 3`,
+		"garbage":           `echo 'fatal: permission denied' >&2; echo '{not json'; exit 0`,
+		"its own failure":   `echo 'fatal: permission denied' >&2; echo '{"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"no","feedback":[{"phase":"a","level":"error","message":"no","timestamp":"2026-11-21T10:00:00Z"}]}'; exit 1`,
+		"success, exit 2":   `echo 'fatal: permission denied' >&2; echo '` + okEnvelope + `'; exit 2`,
+		"timed out (stops)": `echo 'fatal: permission denied' >&2; sleep 30`,
+	} {
+		env := run(t, script(t, body), map[string]any{"n": 5}, 700*time.Millisecond)
+		var tails []string
+		for _, f := range env.Feedback {
+			if f.Phase == "stderr" && f.Detail != "" {
+				tails = append(tails, f.Detail)
+			}
+			if f.Phase != "stderr" && strings.Contains(f.Detail, "permission denied") {
+				t.Errorf("%s: the tail is in %s's detail too: %+v", name, f.Phase, f)
+			}
+		}
+		if env.Success || len(tails) != 1 || !strings.HasSuffix(tails[0], "fatal: permission denied") {
+			t.Errorf("%s: stderr tails %q in %+v", name, tails, env)
+		}
+	}
+}
