@@ -8,8 +8,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,13 +163,43 @@ func tlsConfig(t config.TLS) (*tls.Config, error) {
 // missing. It returns false (and logs why) when they are not usable, in
 // which case workflows do not upsert them.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, log hclog.Logger) bool {
+	added, err := ensureSearchAttributes(ctx, c, namespace)
+	if err != nil {
+		log.Warn("search attributes not usable; runs will not set them", "error", err)
+		return false
+	}
+	if len(added) > 0 {
+		log.Info("registered search attributes", "names", fmt.Sprint(added))
+	}
+	return true
+}
+
+// KeepSearchAttributes registers them again whenever the server lost them
+// (a dev server keeps nothing across a restart: every run's workflow task
+// would fail on its upsert until a worker restarted), every period until
+// ctx ends.
+func KeepSearchAttributes(ctx context.Context, c client.Client, namespace string, period time.Duration, log hclog.Logger) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if added, err := ensureSearchAttributes(ctx, c, namespace); err == nil && len(added) > 0 {
+				log.Warn("registered search attributes again: the server had lost them (a dev server restarted?)", "names", fmt.Sprint(added))
+			}
+		}
+	}
+}
+
+func ensureSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	op := c.OperatorService()
 	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		log.Warn("cannot list search attributes; runs will not set them", "error", err)
-		return false
+		return nil, fmt.Errorf("cannot list them: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	for _, name := range []string{wfapi.SearchAttrPlan, wfapi.SearchAttrStatus} {
@@ -176,23 +208,16 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		}
 	}
 	if len(missing) == 0 {
-		return true
+		return nil, nil
 	}
-	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
-	if err != nil {
-		log.Warn("cannot register search attributes; runs will not set them", "missing", fmt.Sprint(keys(missing)), "error", err)
-		return false
+	if _, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing}); err != nil {
+		return nil, fmt.Errorf("cannot register %v: %w", keys(missing), err)
 	}
-	log.Info("registered search attributes", "names", fmt.Sprint(keys(missing)))
-	return true
+	return keys(missing), nil
 }
 
 func keys(m map[string]enumspb.IndexedValueType) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // UIBase is the Web UI runs are linked to: temporal.ui_url, else

@@ -163,6 +163,9 @@ func Main(args []string, stderr io.Writer) int {
 		return 1
 	}
 	ready.Store(&readiness{client: c, acts: acts})
+	if acts.SearchAttributes {
+		go temporalx.KeepSearchAttributes(ctx, c, cfg.Temporal.Namespace, searchAttrCheck, log)
+	}
 	// Logged once both workers poll and /healthz says ok: scripts and
 	// tests wait for this line before they start runs.
 	log.Info("worker started", "payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "config", configFile(cfg), "traces", tracesTo(cfg))
@@ -172,6 +175,10 @@ func Main(args []string, stderr io.Writer) int {
 	stopWorkers()
 	return 0
 }
+
+// searchAttrCheck is how often a worker checks the server still has
+// capflow's search attributes.
+const searchAttrCheck = 15 * time.Second
 
 // newActivities is what the worker runs steps and runs with.
 func newActivities(ctx context.Context, cfg *config.Config, c client.Client, proj *project.Project, store *artifacts.Store, mcp *mcpclient.Pool, tracer trace.Tracer, log hclog.Logger) *activities.Activities {
