@@ -40,14 +40,15 @@ func (r *Run) ProgressNow(ctx context.Context) (*Result, error) {
 	if n, perr := r.c.Pollers(ctx, info.TaskQueue); perr == nil && n == 0 {
 		return nil, &NoWorker{ID: r.ID, Queue: info.TaskQueue}
 	}
-	return busyProgress(info), nil
+	return busyProgress(info, time.Now()), nil
 }
 
-// busyProgress is a run's progress while its workflow task is busy: its
+// busyProgress is a run's progress while its workflow doesn't answer (its
+// task busy with a local step, failing, or its worker gone): why, and its
 // running activities, from the server.
-func busyProgress(info *RunInfo) *Result {
+func busyProgress(info *RunInfo, now time.Time) *Result {
 	p := &Result{WorkflowID: info.ID, RunID: info.RunID, Plan: info.Plan, Status: StatusRunning, Busy: true,
-		Message: "a local step holds the run's workflow task: its steps' states show once it ends (the steps below run as activities)"}
+		Message: info.Task.Why(now) + ": its steps' states show once it answers (the steps below run as activities, as the server knows them)"}
 	for _, pa := range info.Pending {
 		if pa.Step != "" {
 			p.Steps = append(p.Steps, StepResult{ID: pa.Step, Status: StepRunning, Attempts: int(pa.Attempt)})

@@ -28,6 +28,13 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 	ri := c.runInfo(info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus(), info.GetStartTime().AsTime(), info.GetCloseTime(), info.GetSearchAttributes().GetIndexedFields())
 	ri.FirstRunID = info.GetFirstRunId()
 	ri.TaskQueue = desc.GetExecutionConfig().GetTaskQueue().GetName()
+	if wt := desc.GetPendingWorkflowTask(); wt != nil {
+		ri.Task = &WorkflowTask{Started: wt.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED, Attempt: wt.GetAttempt(),
+			Since: wt.GetOriginalScheduledTime().AsTime()}
+		if ri.Task.Started {
+			ri.Task.Since = wt.GetStartedTime().AsTime()
+		}
+	}
 	for _, pa := range desc.GetPendingActivities() {
 		p := PendingActivity{ActivityID: pa.GetActivityId(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
 		p.Step, _ = LabelOfActivity(p.ActivityID)

@@ -44,6 +44,7 @@ type (
 	Violation       = wire.Violation
 	Wait            = wire.Wait
 	WaitKind        = wire.WaitKind
+	WorkflowTask    = wire.WorkflowTask
 )
 
 const (

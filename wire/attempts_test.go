@@ -27,3 +27,38 @@ func TestAttemptLine(t *testing.T) {
 		}
 	}
 }
+
+// Why a run's progress went unanswered, from its workflow task.
+func TestWorkflowTaskWhy(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		task *WorkflowTask
+		want string
+	}{
+		{nil, "the run's workers did not answer in time"},
+		{&WorkflowTask{Started: true, Attempt: 1, Since: now.Add(-7 * time.Second)}, "a worker holds the run's workflow task, 7s so far (a local step runs, or that worker is gone)"},
+		{&WorkflowTask{Attempt: 1, Since: now.Add(-40 * time.Second)}, "no worker has taken the run's workflow task for 40s (its worker may be gone)"},
+		{&WorkflowTask{Started: true, Attempt: 6, Since: now}, "the run's workflow task failed 5 times and is retried (the worker's log says why)"},
+	} {
+		if got := c.task.Why(now); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
+
+// A running step's attempts are the server's while its attempt runs (the
+// run counts them when it ends); an item's attempt is not its step's.
+func TestLiveAttempts(t *testing.T) {
+	r := Result{Steps: []StepResult{{ID: "a", Status: StepRunning}, {ID: "b", Status: StepRunning}, {ID: "c", Status: StepSucceeded, Attempts: 1}}}
+	r.Live(&RunInfo{Pending: []PendingActivity{
+		{ActivityID: "step-a-after-local", Attempt: 3, Heartbeat: &Heartbeat{Latest: &Feedback{Message: "50%"}}},
+		{ActivityID: "step-b[2]", Attempt: 4},
+		{ActivityID: "step-c", Attempt: 2},
+	}})
+	if a := r.Steps[0]; a.Attempts != 3 || a.Latest == nil || a.Latest.Message != "50%" {
+		t.Errorf("a: %+v", a)
+	}
+	if r.Steps[1].Attempts != 0 || r.Steps[2].Attempts != 1 {
+		t.Errorf("b, c: %+v", r.Steps[1:])
+	}
+}

@@ -134,18 +134,30 @@ type StepResult struct {
 }
 
 // Live sets each running step's Latest from what Temporal says of its
-// activity.
+// activity, and its attempts from the attempt the server runs (a step's
+// count is kept when an attempt ends: while its first runs it says 0).
 func (r *Result) Live(info *RunInfo) {
-	now := map[string]*Feedback{}
+	now, attempt := map[string]*Feedback{}, map[string]int{}
 	for _, pa := range info.Pending {
-		if id, ok := StepOfActivity(pa.ActivityID); ok && pa.Heartbeat != nil && pa.Heartbeat.Latest != nil {
+		id, ok := StepOfActivity(pa.ActivityID)
+		if !ok {
+			continue
+		}
+		if pa.Heartbeat != nil && pa.Heartbeat.Latest != nil {
 			now[id] = pa.Heartbeat.Latest
+		}
+		if label, _ := LabelOfActivity(pa.ActivityID); label == id { // not an item's
+			attempt[id] = int(pa.Attempt)
 		}
 	}
 	for i := range r.Steps {
-		if f := now[r.Steps[i].ID]; f != nil && r.Steps[i].Status == StepRunning {
+		if r.Steps[i].Status != StepRunning {
+			continue
+		}
+		if f := now[r.Steps[i].ID]; f != nil {
 			r.Steps[i].Latest = f
 		}
+		r.Steps[i].Attempts = max(r.Steps[i].Attempts, attempt[r.Steps[i].ID])
 	}
 }
 

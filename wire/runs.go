@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Search attributes capflow runs carry (plan and status; Temporal's own
 // schedule attribute names the schedule that started a run).
@@ -46,6 +49,31 @@ type RunInfo struct {
 	Pending []PendingActivity `json:"pending,omitempty"`
 	// TaskQueue is the run's workflow task queue (Describe only).
 	TaskQueue string `json:"task_queue,omitempty"`
+	// Task is its workflow task while one is pending (Describe only).
+	Task *WorkflowTask `json:"workflow_task,omitempty"`
+}
+
+// WorkflowTask is a run's pending workflow task: taken by a worker
+// (Started) or waiting for one, since when, and its attempt (past 1: the
+// workers failed it).
+type WorkflowTask struct {
+	Started bool      `json:"started"`
+	Attempt int32     `json:"attempt"`
+	Since   time.Time `json:"since"`
+}
+
+// Why says why a run's progress query went unanswered, from its workflow
+// task as the server knows it.
+func (t *WorkflowTask) Why(now time.Time) string {
+	switch {
+	case t == nil:
+		return "the run's workers did not answer in time"
+	case t.Attempt > 1:
+		return fmt.Sprintf("the run's workflow task failed %d times and is retried (the worker's log says why)", t.Attempt-1)
+	case !t.Started:
+		return fmt.Sprintf("no worker has taken the run's workflow task for %s (its worker may be gone)", now.Sub(t.Since).Round(time.Second))
+	}
+	return fmt.Sprintf("a worker holds the run's workflow task, %s so far (a local step runs, or that worker is gone)", now.Sub(t.Since).Round(time.Second))
 }
 
 // PendingActivity is a running activity of a run: a step's (ActivityID

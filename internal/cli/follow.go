@@ -293,6 +293,8 @@ func stepWhat(s wfapi.StepResult) string {
 		return s.Capability
 	case s.Child != nil:
 		return "sub-plan " + s.Child.WorkflowID
+	case s.Tool == "":
+		return "—" // not known yet (a busy run's step, from the server)
 	}
 	return "sub-plan"
 }
