@@ -156,6 +156,9 @@ func Check(req Request) *Report {
 			continue // a sub-plan's own steps are checked with it
 		}
 		st := Settings(p, s, tools[s.ID])
+		if n := oneAttempt(s, st, tools[s.ID]); n != "" {
+			r.Notes = append(r.Notes, n)
+		}
 		f := policy.StepFacts{ID: s.ID, Capability: s.Capability}
 		// Only retries the plan asks for can break the policy; built-in
 		// and tool defaults are clamped to it when the step runs.
@@ -225,4 +228,14 @@ func subPlanFacts(p *plan.Plan, prefix string) []policy.StepFacts {
 		out = append(out, subPlanFacts(s.Sub, prefix+s.ID+"/")...)
 	}
 	return out
+}
+
+// oneAttempt says when a step's plan asks for retries its tool will not
+// get: a tool that is not idempotent gets one attempt (plan.Clamp), which
+// would otherwise be learnt from a run.
+func oneAttempt(s *plan.Step, st StepSettings, m *manifest.Manifest) string {
+	if m == nil || m.Idempotent || st.MaxAttempts <= 1 || s.Retry == nil || s.Retry.MaxAttempts <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("step %s asks retry: {max_attempts: %d}, but %s@%s is not idempotent: it gets one attempt (another could repeat what the first did); mark the tool idempotent: true if it can run twice", s.ID, s.Retry.MaxAttempts, m.Name, m.Version)
 }

@@ -103,6 +103,20 @@ steps:
 	}
 }
 
+// A plan that asks retries of a tool that is not idempotent is told it
+// gets one attempt, before it runs (new-user trial of issue 54).
+func TestRetriesANonIdempotentToolWillNotGet(t *testing.T) {
+	r := Check(Request{Plan: parse(t, `name: r
+steps:
+  - {id: w, capability: file.write, with: {path: out.txt, content: x}, retry: {max_attempts: 3}}
+  - {id: s, capability: file.checksum, with: {path: x}, retry: {max_attempts: 3}}
+`), Registry: coreRegistry(t), Policy: policy.Default()})
+	want := "step w asks retry: {max_attempts: 3}, but file-write@1.0.0 is not idempotent: it gets one attempt (another could repeat what the first did); mark the tool idempotent: true if it can run twice"
+	if r.Status != Ready || len(r.Notes) != 1 || r.Notes[0] != want {
+		t.Fatalf("%s %q", r.Status, r.Notes)
+	}
+}
+
 // Each level includes the next one twice: 2^20 inclusions of the last
 // file. Loading reads each file once, the count is arithmetic, and the
 // policy refuses before anything walks the inclusions.
