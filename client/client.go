@@ -267,6 +267,9 @@ func (c *Client) GetRun(id, runID string) *Run { return &Run{c: c, ID: id, RunID
 // answer (down, or too slow): what a console shows as "Temporal is
 // unreachable" rather than as a fault of the run.
 func Unreachable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
 	var un *serviceerror.Unavailable
 	var dl *serviceerror.DeadlineExceeded
 	if errors.As(err, &un) || errors.As(err, &dl) {
@@ -277,4 +280,12 @@ func Unreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// CheckHealth asks the frontend whether it serves (an error when it does
+// not answer within ctx): what a caller with many requests to make asks
+// once, instead of waiting out each one's retries.
+func (c *Client) CheckHealth(ctx context.Context) error {
+	_, err := c.tc.CheckHealth(ctx, &sdkclient.CheckHealthRequest{})
+	return err
 }

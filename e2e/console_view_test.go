@@ -153,15 +153,20 @@ steps:
 	}
 	base := startConsole(t)
 	ctx := consoleBrowser(t)
-	var status, errBox string
+	var status, errBox, next string
 	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+r.WorkflowID), chromedp.WaitVisible("#graph svg"),
 		chromedp.Poll(nodeState("broken")+` === "failed"`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.WaitVisible("#what-next"), chromedp.Text("#what-next", &next),
 		chromedp.Click("#step-broken"), chromedp.WaitVisible("#step .notice.error"),
 		chromedp.Text("#status", &status), chromedp.Text("#step .notice.error", &errBox)); err != nil {
 		t.Fatalf("failed run page: %v", err)
 	}
 	if status != "failed" || !strings.HasPrefix(errBox, "OBSERVABILITY_ERROR (") || len(errBox) < len("OBSERVABILITY_ERROR (MEDIUM): ")+5 {
 		t.Fatalf("status %q, error box %q", status, errBox)
+	}
+	// What to do next, above the graph, as the CLI says it.
+	if !strings.Contains(next, "broken (OBSERVABILITY_ERROR, MEDIUM): capflow rerun "+r.WorkflowID+" --from broken") {
+		t.Fatalf("what next: %q", next)
 	}
 	shot(t, ctx, "console-failed.png")
 	gapPlan := h.writePlan(t, "console-gap", `name: console-gap

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -47,6 +48,13 @@ func TestConsoleInBadWeather(t *testing.T) {
 	shot(t, ctx, "console-not-found.png")
 
 	kill()
+	// At once, not after the client's retries (it took 10-20 s a request;
+	// the console checks a good answer again after half a second).
+	time.Sleep(600 * time.Millisecond)
+	asked := time.Now()
+	if resp, err := http.Get(base + "/api/runs"); err != nil || resp.StatusCode != http.StatusBadGateway || time.Since(asked) > 5*time.Second {
+		t.Fatalf("/api/runs with Temporal down: %v %v after %s", resp, err, time.Since(asked))
+	}
 	var banner string
 	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#banner", chromedp.ByID), chromedp.Text("#banner", &banner, chromedp.ByID)); err != nil {
 		t.Fatal(err)

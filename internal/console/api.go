@@ -21,17 +21,17 @@ import (
 // {"code", "message"} with the HTTP status of their code.
 
 func (s *Server) api(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/runs", s.listRuns)
+	mux.HandleFunc("GET /api/runs", s.needsTemporal(s.listRuns))
 	// A run's progress (its result once it ended), its resolved plan, and
 	// what Temporal says of it (running activities with their heartbeats:
 	// a step's stderr tail).
-	mux.HandleFunc("GET /api/runs/{id}", s.answer("progress of", s.progress))
+	mux.HandleFunc("GET /api/runs/{id}", s.needsTemporal(s.answer("progress of", s.progress)))
 	mux.HandleFunc("GET /api/runs/{id}/graph", s.answer("graph of", func(ctx context.Context, id string) (any, error) {
 		l, err := s.layout(ctx, id, nil)
 		return l.graph, err
 	}))
-	mux.HandleFunc("GET /api/runs/{id}/describe", s.answer("describe", s.describe))
-	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.getGraphSVG)
+	mux.HandleFunc("GET /api/runs/{id}/describe", s.needsTemporal(s.answer("describe", s.describe)))
+	mux.HandleFunc("GET /api/runs/{id}/graph.svg", s.needsTemporal(s.getGraphSVG))
 	// Which steps each group node of the drawn graph holds (?expand=: as
 	// graph.svg's).
 	mux.HandleFunc("GET /api/runs/{id}/groups", func(w http.ResponseWriter, r *http.Request) {
@@ -40,12 +40,12 @@ func (s *Server) api(mux *http.ServeMux) {
 			return map[string]any{"groups": l.groups}, err
 		})(w, r)
 	})
-	mux.HandleFunc("GET /api/runs/{id}/states", s.answer("states of", s.states))
+	mux.HandleFunc("GET /api/runs/{id}/states", s.needsTemporal(s.answer("states of", s.states)))
 	mux.HandleFunc("GET /api/runs/{id}/timeline", s.answer("timeline of", s.timeline))
 	mux.HandleFunc("GET /api/runs/{id}/report", s.getReport)
 	mux.HandleFunc("GET /api/runs/{id}/steps/{step}/inputs", s.getInputs)
 	mux.HandleFunc("GET /api/runs/{id}/artifacts/{sha256}", s.getArtifact)
-	mux.HandleFunc("POST /api/runs/{id}/{action}", s.control)
+	mux.HandleFunc("POST /api/runs/{id}/{action}", s.needsTemporal(s.control))
 	mux.HandleFunc("GET /api/plans", s.listPlans)
 	mux.HandleFunc("GET /api/plans/check", s.checkPlan)
 	mux.HandleFunc("GET /api/plans/graph.svg", s.planSVG)

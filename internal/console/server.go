@@ -88,6 +88,7 @@ type Server struct {
 	ended     *endedCache      // run ID -> *ended: an ended run's graph and states
 	endedMu   sync.Mutex       // ended runs are read one at a time
 	layoutMu  sync.Mutex       // runs' graphs are asked for and laid out one at a time
+	health    health           // Temporal's, as last checked (health.go)
 }
 
 // New makes a console.

@@ -271,6 +271,16 @@ const capflow = (() => {
       $("status").className = "badge " + status; $("status").textContent = status;
       $("message").textContent = message;
     };
+    // What to do next about a run that did not pass, above the graph: the
+    // same answer as the CLI's, the report's and the result's "next".
+    const whatNext = () => {
+      const next = run.next || [];
+      $("what-next").hidden = !next.length;
+      $("what-next").replaceChildren(el("strong", {}, "What next"), el("ul", {}, next.map((n) => el("li", {},
+        (n.step ? `${n.step} ` : "") + (n.code ? `(${n.code}${n.severity ? ", " + n.severity : ""}): ` : ""),
+        n.command ? el("code", {}, n.command) : "", n.command && n.advice ? "; " : "", n.advice || "",
+        ...(n.stderr_tail && n.stderr_tail.length ? [el("pre", {}, n.stderr_tail.join("\n"))] : [])))));
+    };
     $("search").addEventListener("input", () => {
       const q = $("search").value.trim();
       document.querySelectorAll("#graph g.node").forEach((g) => g.classList.remove("found"));
@@ -379,7 +389,7 @@ const capflow = (() => {
           for (const p of (info && info.pending) || []) if (p.heartbeat && p.heartbeat.lines && p.step) tails[p.step] = p.heartbeat.lines;
           lines = (info && info.lines) || {};
         }
-        paint(); summary(); controls(); if (selected) showStep();
+        paint(); summary(); controls(); whatNext(); if (selected) showStep();
         if (tab === "timeline") timeline();
       } catch (e) {
         if (e.status === 404) { notFound(e); return; }
