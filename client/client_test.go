@@ -3,7 +3,9 @@ package client
 import (
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 )
 
 // The server calls a run that ended as a decision came NotFound, though it
@@ -28,6 +30,24 @@ func TestCronIsFiveFields(t *testing.T) {
 	} {
 		if err := fiveFields(cron); (err == nil) != ok {
 			t.Errorf("%q: %v", cron, err)
+		}
+	}
+}
+
+// A running step's last failure is said in capflow's words, not Temporal's
+// ("activity StartToClose timeout (type: StartToClose)").
+func TestFailureMessage(t *testing.T) {
+	c := &Client{}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), "TASK_TIMEOUT: ran past its timeout"},
+		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), "TASK_TIMEOUT: no heartbeat within its heartbeat timeout (its worker may have gone)"},
+		{temporal.NewApplicationError("disk full", "TOOL_FAILURE"), "disk full"},
+	} {
+		if got := c.failureMessage("raw", tc.err); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}
 }

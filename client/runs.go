@@ -66,13 +66,30 @@ func (c *Client) Describe(ctx context.Context, id string) (*RunInfo, error) {
 
 func (c *Client) failureMessage(raw string, err error) string {
 	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
 	switch {
 	case err == nil:
 		return raw
 	case errors.As(err, &app):
 		return app.Message()
+	case errors.As(err, &timeout):
+		return timeoutWords(timeout.TimeoutType())
 	}
 	return err.Error()
+}
+
+// timeoutWords says a timeout as a person reads it (Temporal's own words
+// are "activity StartToClose timeout (type: StartToClose)").
+func timeoutWords(t enumspb.TimeoutType) string {
+	switch t {
+	case enumspb.TIMEOUT_TYPE_HEARTBEAT:
+		return "TASK_TIMEOUT: no heartbeat within its heartbeat timeout (its worker may have gone)"
+	case enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+		return "TASK_TIMEOUT: ran past its timeout"
+	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		return "TASK_TIMEOUT: no worker took it in time"
+	}
+	return "TASK_TIMEOUT: ran past the time it was given"
 }
 
 // List lists runs of capflow plans, newest first, at most limit; where is

@@ -7,9 +7,11 @@ package whatnext
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/wire"
 )
 
@@ -65,7 +67,20 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 	default:
 		return wire.Next{}, false // the run goes on: nothing to do yet
 	}
+	n.Advice = filled(n.Advice, r, s)
 	return n, true
+}
+
+// filled names in advice the step's tool (TOOL) and the input it was
+// given (FILE: its records' input.json, once the run has a folder).
+func filled(advice string, r *wire.Result, s wire.StepResult) string {
+	if s.Tool != "" {
+		advice = strings.ReplaceAll(advice, "TOOL", s.Tool)
+	}
+	if r.Report.JSON != "" && s.ID != "" {
+		advice = strings.ReplaceAll(advice, "FILE", filepath.Join(runfolder.Records(filepath.Dir(r.Report.JSON), s.ID, -1), "input.json"))
+	}
+	return advice
 }
 
 // ofRun: a run that failed with no step to blame (a plan refused, a run
