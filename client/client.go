@@ -207,6 +207,9 @@ type Refused struct {
 
 func (e *Refused) Error() string { return "refused: " + e.Reason }
 
+// RunEnded reports whether it was refused because the run had ended.
+func (e *Refused) RunEnded() bool { return e.ended }
+
 // NotFound is a run (or schedule) that does not exist, or for an update,
 // a run that is no longer running.
 type NotFound struct{ What, ID string }

@@ -121,6 +121,9 @@ func TestRunControl(t *testing.T) {
 	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 2 || !strings.Contains(env.Message, "refused: run "+id+" has ended; step gate is succeeded, not waiting; already decided: approved by alice") {
 		t.Fatalf("approve after the end: exit %d %s", code, env.Message)
 	}
+	if code, env, _ := h.capflow(t, "retry", id, "read"); code != 2 || !strings.Contains(env.Message, "has ended") || !strings.Contains(env.Message, "capflow rerun "+id+" --from STEP") {
+		t.Fatalf("retry after the end: exit %d %s", code, env.Message)
+	}
 	// runs lists it (visibility is eventually consistent).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -187,6 +190,9 @@ func TestRerunReusesWhatSucceeded(t *testing.T) {
 	// Everything the same: nothing runs.
 	if code, _, _ := h.capflow(t, "rerun", again.WorkflowID); code != 0 || starts() != "one two three two three" {
 		t.Fatalf("a plain rerun ran tools: exit %d, %q", code, starts())
+	}
+	if code, env, _ := h.capflow(t, "rerun", first.WorkflowID, "--from", "tow"); code != 2 || !strings.Contains(env.Message, `no step "tow" (did you mean "two"?) (its steps: one, two, three)`) {
+		t.Fatalf("--from tow: exit %d %s", code, env.Message)
 	}
 	if code, env, _ := h.capflow(t, "rerun", first.WorkflowID, "--from", "nope"); code != 2 || !strings.Contains(env.Message, `no step "nope"`) {
 		t.Fatalf("--from nope: exit %d %s", code, env.Message)

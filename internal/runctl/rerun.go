@@ -8,11 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -61,12 +63,13 @@ func Rerun(ctx context.Context, tc *client.Client, id, from, newID string) (clie
 		return in, client.StartOptions{}, nil, err
 	}
 	if from != "" && prev.StepsOmitted == 0 {
-		known := false
+		var ids []string
 		for _, s := range prev.Steps {
-			known = known || s.ID == from
+			ids = append(ids, s.ID)
 		}
-		if !known {
-			return in, client.StartOptions{}, nil, caperr.New(caperr.InvalidInput, "run %s has no step %q", id, from).At("", 0, 0, "--from")
+		if !slices.Contains(ids, from) {
+			return in, client.StartOptions{}, nil, caperr.New(caperr.InvalidInput, "run %s has no step %q%s (its steps: %s)", id, from,
+				suggest.Phrase(from, ids), strings.Join(ids, ", ")).At("", 0, 0, "--from")
 		}
 	}
 	in.Reuse = &client.Reuse{WorkflowID: id, From: from}
@@ -87,6 +90,8 @@ func UpdateError(id string, err error) error {
 	switch {
 	case errors.As(err, &nf):
 		return caperr.New(caperr.InvalidInput, "no running run with ID %q (it does not exist or has ended)", id)
+	case errors.As(err, &refused) && refused.RunEnded():
+		return caperr.New(caperr.InvalidInput, "refused: %s (capflow rerun %s --from STEP runs it again from a step; capflow rerun %s, all of it)", refused.Reason, id, id)
 	case errors.As(err, &refused):
 		return caperr.New(caperr.InvalidInput, "refused: %s", refused.Reason)
 	}
