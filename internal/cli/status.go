@@ -120,7 +120,11 @@ func (a *App) cancelCommand() *cobra.Command {
 					// Asked, and the server took it; the run winds down on
 					// its own time (a step whose worker is gone has 30 s to
 					// confirm). Not waiting any longer is no failure.
-					msg := fmt.Sprintf("cancellation of %s requested; it has not ended yet (%v): capflow status %s", args[0], err, args[0])
+					why := "no worker wound it down within a minute: is one up?"
+					if !errors.Is(err, context.DeadlineExceeded) {
+						why = err.Error()
+					}
+					msg := fmt.Sprintf("cancellation of %s requested; it has not ended yet (%s): capflow status %s says where it is", args[0], why, args[0])
 					a.set(envelope.NewBuilder("capflow-cancel").Succeed(msg, map[string]any{"id": args[0], "ended": false}), nil)
 					return nil
 				}
