@@ -121,7 +121,7 @@ func (a *App) cancelCommand() *cobra.Command {
 					// its own time (a step whose worker is gone has 30 s to
 					// confirm). Not waiting any longer is no failure.
 					why := "no worker wound it down within a minute: is one up?"
-					if !errors.Is(err, context.DeadlineExceeded) {
+					if wctx.Err() == nil {
 						why = err.Error()
 					}
 					msg := fmt.Sprintf("cancellation of %s requested; it has not ended yet (%s): capflow status %s says where it is", args[0], why, args[0])
