@@ -15,7 +15,7 @@ const QueryWait = 2500 * time.Millisecond
 type NoWorker struct{ ID, Queue string }
 
 func (e *NoWorker) Error() string {
-	return fmt.Sprintf("%s is open, but no worker polls its task queue %s to say how far it got: start capflow-worker --task-queue %s (make dev starts one)", e.ID, e.Queue, e.Queue)
+	return fmt.Sprintf("%s is open, but no worker polls its task queue %s to say how far it got: start capflow-worker --task-queue %s (in capflow's repository, make dev starts one)", e.ID, e.Queue, e.Queue)
 }
 
 // ProgressNow is the progress of an open run within QueryWait. A local

@@ -39,7 +39,7 @@ func (a *App) consoleCommand() *cobra.Command {
 				}
 				url := "http://" + ln.Addr().String() + "/"
 				if token != "" {
-					url += "?token=…"
+					url += "?token=TOKEN (the token you gave; capflow prints it nowhere)"
 				}
 				fmt.Fprintf(a.Stderr, "capflow console on %s (Temporal %s); Ctrl-C stops it\n", url, cfg.Temporal.Address)
 				if err := srv.Serve(a.ctx, ln); err != nil {

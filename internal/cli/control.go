@@ -172,7 +172,11 @@ func (a *App) runsCommand() *cobra.Command {
 					for _, r := range rows {
 						table2 = append(table2, []string{fmt.Sprint(r["workflow_id"]), fmt.Sprint(r["plan"]), fmt.Sprint(r["status"]), fmt.Sprint(r["started_at"]), fmt.Sprint(r["ended_at"]), fmt.Sprint(r["schedule"])})
 					}
-					tableOr(w, fmt.Sprintf("no runs match (%s)", capflowclient.ListQuery(where)), []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED", "SCHEDULE"}, table2)
+					none := "no runs yet in this namespace"
+					if where != "" {
+						none = "no runs match --status/--plan (the query: " + capflowclient.ListQuery(where) + ")"
+					}
+					tableOr(w, none, []string{"RUN", "PLAN", "STATUS", "STARTED", "ENDED", "SCHEDULE"}, table2)
 				})
 				return nil
 			})

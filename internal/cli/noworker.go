@@ -37,7 +37,7 @@ func (a *App) warnNoWorker(ctx context.Context, tc *capflowclient.Client, queue,
 			n, err := tc.Pollers(qctx, queue)
 			cancel()
 			if err == nil && n == 0 && ctx.Err() == nil {
-				fmt.Fprintf(a.Stderr, "⚠ no worker polls task queue %s: start capflow-worker --task-queue %s (make dev starts one); still waiting, Ctrl-C stops waiting\n", queue, queue)
+				fmt.Fprintf(a.Stderr, "⚠ no worker polls task queue %s: start capflow-worker --task-queue %s (in capflow's repository, make dev starts one); still waiting, Ctrl-C stops waiting\n", queue, queue)
 				if then != "" {
 					fmt.Fprintf(a.Stderr, "  %s\n", then)
 				}

@@ -221,8 +221,9 @@ var tokenPage = []byte(`<!doctype html>
 <body><header>capflow</header>
 <main><h1>This console needs its token</h1>
 <p>It was started with a token (<code>capflow console --token</code> or <code>CAPFLOW_CONSOLE_TOKEN</code>), and this browser has not given it.</p>
-<p>Open the link <code>capflow console</code> printed when it started: it ends in <code>?token=…</code>, and the console keeps the token in a cookie from then on.
-Lost it? Ask whoever started the console, or start your own on 127.0.0.1, which needs none.</p>
+<p>Open this address with <code>?token=</code> and the token after it (the one given to <code>--token</code> or in
+<code>CAPFLOW_CONSOLE_TOKEN</code>; capflow prints it nowhere): the console keeps it in a cookie from then on.
+Not yours? Ask whoever started the console, or start your own on 127.0.0.1, which needs none.</p>
 <p class="muted">Scripts send <code>Authorization: Bearer TOKEN</code> with each request.</p></main>
 </body></html>
 `)
