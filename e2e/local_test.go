@@ -180,5 +180,9 @@ steps:
 	if took := at[len(at)-1].Sub(at[3]); took < 4800*time.Millisecond {
 		t.Fatalf("the regular attempt ended %s after the second: it did not wait its 2 s back-off: %+v", took, doc.Transitions["s"])
 	}
+	// report.md tells each attempt (the report kept only the last's).
+	if md, err := os.ReadFile(r.Report.Markdown); err != nil || !strings.Contains(string(md), "**s** (3 attempts)") || !strings.Contains(string(md), ": attempt 1 failed (TASK_TIMEOUT)") {
+		t.Fatalf("report.md's attempts: %v\n%s", err, md)
+	}
 	recordChange(t, "local-backoff", "local-backoff", r.WorkflowID)
 }

@@ -150,6 +150,7 @@ func Markdown(d Document) string {
 			}
 		}
 	}
+	b.WriteString(attemptsSection(r.Steps, d.Transitions))
 	if len(r.Outputs) > 0 {
 		b.WriteString("\n## Outputs\n\n| output | value |\n|---|---|\n")
 		for _, n := range r.OutputNames() {
@@ -291,4 +292,31 @@ func cell(s string) string {
 		s = s[:157] + "..."
 	}
 	return s
+}
+
+// attemptsSection tells, for each step that took more than one attempt,
+// how each went, from its transitions (its folder's attempt records):
+// "" when no step was retried.
+func attemptsSection(steps []wfapi.StepResult, trans map[string][]Transition) string {
+	var b strings.Builder
+	for _, s := range steps {
+		var lines []string
+		for _, t := range trans[s.ID] {
+			if t.State == "retrying" {
+				lines = append(lines, fmt.Sprintf("- %s: %s", t.At, cell(t.Reason)))
+			}
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		end := string(s.Status)
+		if s.Reason != "" {
+			end += ": " + s.Reason
+		}
+		fmt.Fprintf(&b, "\n**%s** (%d attempts)\n\n%s\n- %s: attempt %d %s\n", s.ID, s.Attempts, strings.Join(lines, "\n"), s.EndedAt, s.Attempts, cell(end))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n## Attempts\n\nSteps that took more than one attempt, each attempt's end:\n" + b.String()
 }
