@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// statusBound is the contract's 3 s for status, with margin for a loaded
+// 2-core machine (the CLI's own start, Describe and the pollers check).
+const statusBound = 6 * time.Second
+
+// timedStatus runs capflow status for a run of project dir and says how
+// long it took.
+func timedStatus(t *testing.T, dir string, env []string, id string) (int, runResult, []string, time.Duration) {
+	t.Helper()
+	began := time.Now()
+	code, e, stderr := h.capflowAt(t, dir, env, "status", id)
+	took := time.Since(began)
+	var r runResult
+	data(t, e, &r)
+	if r.Status == "" {
+		t.Fatalf("status %s: exit %d %s\n%s", id, code, e.Message, stderr)
+	}
+	var lines []string
+	for _, f := range e.Feedback {
+		if f.Phase == "attempt" {
+			lines = append(lines, f.Message)
+		}
+	}
+	r.Message = e.Message + " | " + r.Message
+	return code, r, lines, took
+}
+
+// The failure path, as an operator meets it (issue 54): status answers
+// within its bound while a local step holds the run's workflow task, and
+// says so; a step whose worker was SIGKILLed says where its attempt is,
+// that the worker may be gone and when the step is retried; a new worker
+// takes the step up, and its attempts count both.
+func TestStatusOnTheFailurePath(t *testing.T) {
+	dir := projectCopy(t)
+	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-failure-path"}
+	workerAt(t, dir, env...)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// A local step of 8 s holds the run's workflow task, and a query with it.
+	local := startDetachedAt(t, dir, env, write("held.yaml", "name: held\nsteps:\n  - {id: hold, capability: test.slow_local, with: {seconds: 8}, timeout: 30s}\n"))
+	time.Sleep(2 * time.Second)
+	code, r, _, took := timedStatus(t, dir, env, local)
+	if code != 0 || r.Status != "running" || !strings.Contains(r.Message, "a worker holds the run's workflow task") || took > statusBound {
+		t.Fatalf("status while a local step holds the task: exit %d %s %q in %s", code, r.Status, r.Message, took)
+	}
+
+	// A regular step whose worker is SIGKILLed.
+	killed := startDetachedAt(t, dir, env, write("orphan.yaml", "name: orphan\nsteps:\n  - {id: long, capability: test.slow, with: {seconds: 8}, heartbeat: 16s, timeout: 2m}\n"))
+	for i := 0; ; i++ {
+		_, r, lines, _ := timedStatus(t, dir, env, killed)
+		if len(lines) > 0 && strings.Contains(lines[0], "long: attempt 1 of 3 on worker") {
+			break
+		}
+		if i > 30 {
+			t.Fatalf("the step never ran: %s %q", r.Status, lines)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	h.killWorker()
+	time.Sleep(12 * time.Second) // past client.Overdue (10 s) without a heartbeat
+	code, r, lines, took := timedStatus(t, dir, env, killed)
+	if code != 0 || took > statusBound || len(lines) != 1 || !strings.Contains(lines[0], "may be gone); the step is retried when its heartbeat timeout (16 s) passes, in ") ||
+		r.step(t, "long").Attempts != 1 {
+		t.Fatalf("status with its worker gone: exit %d in %s: %q, %+v", code, took, lines, r.Steps)
+	}
+	workerAt(t, dir, env...)
+	res := waitResult(t, killed, 2*time.Minute)
+	if s := stepOf(&res, "long"); res.Status != "passed" || s.Attempts != 2 {
+		t.Fatalf("after a new worker: %s, long %+v", res.Status, s)
+	}
+}
