@@ -278,7 +278,7 @@ func planName(v any, otherwise string) string {
 func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	rr := &wfapi.ResolveResult{
 		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
-		Inputs: rep.Inputs, Resolution: gap.WireResolutions(rep.Resolution), Gaps: gap.WireGaps(rep.Gaps), Problems: verdict.WireProblems(rep.Problems), Notes: rep.Notes,
+		Inputs: rep.Inputs, Resolution: gap.WireResolutions(rep.Resolution), Gaps: rep.Gaps, Problems: verdict.WireProblems(rep.Problems), Notes: rep.Notes,
 		Outputs: p.Outputs, AskTimeout: p.AskTimeout.D(),
 	}
 	pr := rep.Policy

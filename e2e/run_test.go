@@ -181,7 +181,9 @@ func TestMisbehavingTools(t *testing.T) {
 			}
 			// The run says what next, in its result and its report.
 			cmd := "capflow rerun " + r.WorkflowID + " --from s"
-			if len(r.Next) != 1 || r.Next[0].Step != "s" || string(r.Next[0].Code) != tt.code || r.Next[0].Severity != "HIGH" || r.Next[0].Command != cmd || r.Next[0].Advice != caperr.Advice(caperr.Code(tt.code)) {
+			// Its advice names the tool and the input it was given.
+			advice := strings.NewReplacer("TOOL", s.Tool, "FILE", filepath.Join(filepath.Dir(r.Report.JSON), "records", "s", "input.json")).Replace(caperr.Advice(caperr.Code(tt.code)))
+			if len(r.Next) != 1 || r.Next[0].Step != "s" || string(r.Next[0].Code) != tt.code || r.Next[0].Severity != "HIGH" || r.Next[0].Command != cmd || r.Next[0].Advice != advice {
 				t.Fatalf("next: %+v", r.Next)
 			}
 			if md, _ := os.ReadFile(r.Report.Markdown); !strings.Contains(string(md), "## What next\n\n- **s** `"+tt.code+"` HIGH: `"+cmd+"`") {

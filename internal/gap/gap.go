@@ -21,6 +21,7 @@ import (
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/wire"
 )
 
 // Reasons.
@@ -32,18 +33,8 @@ const (
 	DependencyUnavailable = "dependency_unavailable"
 )
 
-// Gap is one uncovered step.
-type Gap struct {
-	StepID               string         `json:"step_id"`
-	MissingCapability    string         `json:"missing_capability"`
-	Reason               string         `json:"reason"`
-	ReasonMessage        string         `json:"reason_message"`
-	ReasonDetails        map[string]any `json:"reason_details"`
-	ProposedToolName     string         `json:"proposed_tool_name"`
-	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
-	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`
-	Priority             string         `json:"priority"`
-}
+// Gap is one uncovered step: the wire type, defined once.
+type Gap = wire.Gap
 
 // StepResolution records the tool chosen for a step.
 type StepResolution struct {

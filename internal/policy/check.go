@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/capflow/capflow/wire"
 )
 
 // Report is what the policy said of a plan (a check's, a run's).
@@ -17,12 +19,8 @@ type Report struct {
 	Sandbox SandboxMode `json:"sandbox,omitempty"`
 }
 
-// Violation is one broken rule.
-type Violation struct {
-	Rule    string `json:"rule"`
-	StepID  string `json:"step_id,omitempty"`
-	Message string `json:"message"`
-}
+// Violation is one broken rule: the wire type, defined once.
+type Violation = wire.Violation
 
 // StepFacts is what the policy needs to know about one step.
 type StepFacts struct {

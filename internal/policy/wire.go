@@ -11,11 +11,6 @@ func (r *Report) Wire() *wire.PolicyReport {
 	if r.Sandbox != SandboxDefault {
 		w.Sandbox = r.Sandbox.String()
 	}
-	if r.Violations != nil {
-		w.Violations = make([]wire.Violation, len(r.Violations))
-		for i, v := range r.Violations {
-			w.Violations[i] = wire.Violation(v)
-		}
-	}
+	w.Violations = r.Violations
 	return w
 }
