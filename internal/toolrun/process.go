@@ -270,7 +270,13 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 		if p.waitErr != nil && exit < 0 {
 			why = fmt.Sprintf("%s died (%v) without a result envelope", m.Name, p.waitErr)
 		}
-		return p.broken(b, why)
+		env := p.broken(b, why)
+		if exit == 0 {
+			// It ended well but does not speak the tool protocol: another
+			// attempt would do the same (a crash, exit non-zero, may not).
+			env.Error.Retryable = false
+		}
+		return env
 	}
 	env, perr := decodeEnvelope(raw)
 	if perr != nil {

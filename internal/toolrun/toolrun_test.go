@@ -401,3 +401,16 @@ func TestEveryFailureCarriesItsStderrTail(t *testing.T) {
 		}
 	}
 }
+
+// A tool that exits 0 without its envelope breaks the protocol every time:
+// its failure is final; one that crashed (exit non-zero) may do better on
+// another attempt (new-user trial of issue 54: the first was tried 3 times).
+func TestNoEnvelopeAfterExitZeroIsFinal(t *testing.T) {
+	t.Parallel()
+	for body, retryable := range map[string]bool{`echo 'done!'; exit 0`: false, `echo 'segfault' >&2; exit 139`: true} {
+		env := run(t, script(t, body), map[string]any{"n": 5}, 5*time.Second)
+		if env.Success || env.Error == nil || env.Error.Code != caperr.ToolFailure || env.Error.Retryable != retryable {
+			t.Errorf("%s: %+v", body, env.Error)
+		}
+	}
+}
