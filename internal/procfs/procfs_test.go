@@ -15,7 +15,14 @@ func TestEnvAndStartTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
-	if v, err := Env(c.Process.Pid, "CAPFLOW_PROCFS_TEST"); err != nil || v != "yes=1" {
+	// Start returns once the child is forked; until it execs, its
+	// environment is still this process's (a CI run met that).
+	v, err := Env(c.Process.Pid, "CAPFLOW_PROCFS_TEST")
+	for deadline := time.Now().Add(5 * time.Second); err == nil && v == "" && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		v, err = Env(c.Process.Pid, "CAPFLOW_PROCFS_TEST")
+	}
+	if err != nil || v != "yes=1" {
 		t.Fatalf("Env: %q %v", v, err)
 	}
 	if v, err := Env(c.Process.Pid, "HOME"); err != nil || v != "" {
