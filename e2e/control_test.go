@@ -121,7 +121,7 @@ func TestRunControl(t *testing.T) {
 	if code, env, _ := h.capflow(t, "approve", id, "gate"); code != 2 || !strings.Contains(env.Message, "refused: run "+id+" has ended; step gate is succeeded, not waiting; already decided: approved by alice") {
 		t.Fatalf("approve after the end: exit %d %s", code, env.Message)
 	}
-	if code, env, _ := h.capflow(t, "retry", id, "read"); code != 2 || !strings.Contains(env.Message, "has ended") || !strings.Contains(env.Message, "capflow rerun "+id+" --from STEP") {
+	if code, env, _ := h.capflow(t, "retry", id, "read"); code != 2 || !strings.Contains(env.Message, "has ended") || !strings.Contains(env.Message, "capflow rerun "+id+" --from read") {
 		t.Fatalf("retry after the end: exit %d %s", code, env.Message)
 	}
 	// runs lists it (visibility is eventually consistent).

@@ -108,16 +108,42 @@ func operator(by string) string {
 // command, a second operator) is the same decision, never a second.
 func (a *App) decide(cid, id string, req wfapi.DecideRequest) error {
 	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-		ans, err := tc.Get(id).DecideOnce(ctx, req)
-		return a.answered(cfg, cid, id, ans, err)
+		return a.watched(ctx, tc, id, req.Step, func() error {
+			ans, err := tc.Get(id).DecideOnce(ctx, req)
+			return a.answered(cfg, cid, id, ans, err)
+		})
 	})
 }
 
 func (a *App) control(cid, id, name, updateID string, arg any) error {
 	return a.withClient(func(ctx context.Context, cfg *config.Config, tc *capflowclient.Client) error {
-		ans, err := tc.Get(id).Update(ctx, name, updateID, arg)
-		return a.answered(cfg, cid, id, ans, err)
+		return a.watched(ctx, tc, id, "", func() error {
+			ans, err := tc.Get(id).Update(ctx, name, updateID, arg)
+			return a.answered(cfg, cid, id, ans, err)
+		})
 	})
+}
+
+// watched sends a run-control request: at once refused when the run has
+// ended (its result, which needs no worker, says what step was decided),
+// else sent while warning on stderr if no worker polls the run's queue (a
+// request waits for one: it said nothing for minutes).
+func (a *App) watched(ctx context.Context, tc *capflowclient.Client, id, step string, send func() error) error {
+	info, err := tc.Describe(ctx, id)
+	if err != nil {
+		return send() // the request's own error says it best
+	}
+	if !info.Open {
+		reason := fmt.Sprintf("run %s has ended", id)
+		if res, err := tc.GetRun(id, info.RunID).Wait(ctx); err == nil && step != "" {
+			if why := res.Decided(step); why != "" {
+				reason += "; " + why
+			}
+		}
+		return runctl.Ended(id, step, reason)
+	}
+	defer a.warnNoWorker(ctx, tc, info.TaskQueue, "the request is answered once a worker takes the run")()
+	return send()
 }
 
 // answered sets the envelope of a run-control request's answer.

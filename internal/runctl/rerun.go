@@ -91,11 +91,22 @@ func UpdateError(id string, err error) error {
 	case errors.As(err, &nf):
 		return caperr.New(caperr.InvalidInput, "no running run with ID %q (it does not exist or has ended)", id)
 	case errors.As(err, &refused) && refused.RunEnded():
-		return caperr.New(caperr.InvalidInput, "refused: %s (capflow rerun %s --from STEP runs it again from a step; capflow rerun %s, all of it)", refused.Reason, id, id)
+		return Ended(id, "", refused.Reason)
 	case errors.As(err, &refused):
 		return caperr.New(caperr.InvalidInput, "refused: %s", refused.Reason)
 	}
 	return caperr.Wrap(caperr.DependencyUnavailable, err, "update %s", id)
+}
+
+// Ended refuses a request to a run that has ended (reason says so, and
+// what was decided), saying how to run it again: from step when the
+// request named one.
+func Ended(id, step, reason string) error {
+	from := "STEP"
+	if step != "" {
+		from = step
+	}
+	return caperr.New(caperr.InvalidInput, "refused: %s (capflow rerun %s --from %s runs it again from a step; capflow rerun %s, all of it)", reason, id, from, id)
 }
 
 // CheckTimeout checks a retry's longer timeout ("" keeps the step's).
