@@ -47,7 +47,7 @@ func (r *Run) ProgressNow(ctx context.Context) (*Result, error) {
 // task busy with a local step, failing, or its worker gone): why, and its
 // running activities, from the server.
 func busyProgress(info *RunInfo, now time.Time) *Result {
-	p := &Result{WorkflowID: info.ID, RunID: info.RunID, Plan: info.Plan, Status: StatusRunning, Busy: true,
+	p := &Result{WorkflowID: info.ID, RunID: info.RunID, Plan: info.Plan, Status: StatusRunning, Busy: true, Steps: []StepResult{},
 		Message: info.Task.Why(now) + ": its steps' states show once it answers (the steps below run as activities, as the server knows them)"}
 	for _, pa := range info.Pending {
 		if pa.Step != "" {

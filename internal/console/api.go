@@ -64,6 +64,10 @@ func (s *Server) runError(w http.ResponseWriter, id string, err error, what stri
 	switch {
 	case errors.As(err, new(*client.NotFound)):
 		writeError(w, http.StatusNotFound, caperr.New(caperr.InvalidInput, "no run with ID %q here: it never started in this namespace, or Temporal removed it after its retention", id))
+	case client.Unreachable(err) && s.temporalDown(context.Background()) == nil:
+		// Temporal answers; the run's workers did not (a query needs one).
+		writeError(w, http.StatusGatewayTimeout, caperr.Wrap(caperr.DependencyUnavailable, err,
+			"the workers of run %s did not answer in time (a local step holds its workflow task, or no worker is up for it): capflow status %s says which", id, id))
 	case client.Unreachable(err):
 		writeError(w, http.StatusBadGateway, s.unreachable(err))
 	default:
@@ -126,7 +130,9 @@ func (s *Server) layout(ctx context.Context, id string, expand []string) (laidOu
 		if e := s.endedRun(ctx, id); e != nil {
 			return e.graph, nil, nil
 		}
-		g, err := s.o.Client.Get(id).Graph(ctx)
+		qctx, cancel := context.WithTimeout(ctx, queryWait)
+		defer cancel()
+		g, err := s.o.Client.Get(id).Graph(qctx)
 		return g, nil, err
 	})
 	// Only the plan's own groups open, up to MaxOpenedSteps steps in all:
@@ -314,8 +320,15 @@ func (s *Server) states(ctx context.Context, id string) (any, error) {
 	if e := s.endedRun(ctx, id); e != nil {
 		return e.states, nil
 	}
-	return s.o.Client.Get(id).States(ctx)
+	qctx, cancel := context.WithTimeout(ctx, queryWait)
+	defer cancel()
+	return s.o.Client.Get(id).States(qctx)
 }
+
+// queryWait bounds a query of a running run: its worker answers from
+// memory at once, unless a local step holds the run's task or no worker is
+// up (then the page says so, instead of waiting out the request).
+const queryWait = 8 * time.Second
 
 // runFilter is the visibility query of ?status= and ?plan=: a status is
 // one of client.RunStatuses, a plan name a plain name (no quote, no

@@ -381,6 +381,7 @@ const capflow = (() => {
       let wait = 1000;
       try {
         run = await api(base);
+        run.steps = run.steps || []; // a run that does not answer: only what the server knows
         await loadStates();
         headline();
         tails = {}; lines = {};
