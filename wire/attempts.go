@@ -58,8 +58,12 @@ func (pa PendingActivity) Line(now time.Time) string {
 	if left > 0 {
 		when = "in " + secs(left)
 	}
-	return fmt.Sprintf("%s: no heartbeat for %s (%s may be gone); the step is retried when its heartbeat timeout (%s) passes, %s",
-		line, secs(silent), worker, secs(pa.HeartbeatTimeout), when)
+	then := "the step is retried"
+	if pa.MaxAttempts > 0 && pa.Attempt >= pa.MaxAttempts {
+		then = "the step fails (its last attempt)" // not idempotent, or retries used up
+	}
+	return fmt.Sprintf("%s: no heartbeat for %s (%s may be gone); %s when its heartbeat timeout (%s) passes, %s",
+		line, secs(silent), worker, then, secs(pa.HeartbeatTimeout), when)
 }
 
 // operatorRetry finds the operator retry an activity runs for (its ID's
