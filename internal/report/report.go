@@ -295,21 +295,33 @@ func cell(s string) string {
 }
 
 // attemptsSection tells, for each step that took more than one attempt,
-// how each went, from its transitions (its folder's attempt records):
-// "" when no step was retried.
+// how each went, from its transitions (its folder's attempt records; an
+// attempt with none ended with its worker): "" when no step was retried.
 func attemptsSection(steps []wfapi.StepResult, trans map[string][]Transition) string {
 	var b strings.Builder
 	for _, s := range steps {
-		var lines []string
-		for _, t := range trans[s.ID] {
-			if t.State == "retrying" {
-				lines = append(lines, fmt.Sprintf("- %s: %s", t.At, cell(t.Reason)))
-			}
-		}
-		if len(lines) == 0 {
+		if s.Attempts < 2 {
 			continue
 		}
+		told := map[int]string{}
+		for _, t := range trans[s.ID] {
+			var n int
+			if _, err := fmt.Sscanf(t.Reason, "attempt %d failed", &n); t.State == "retrying" && err == nil {
+				told[n] = fmt.Sprintf("- %s: %s", t.At, cell(t.Reason))
+			}
+		}
+		var lines []string
+		for n := 1; n < s.Attempts; n++ {
+			line, ok := told[n]
+			if !ok {
+				line = fmt.Sprintf("- attempt %d ended without a record (its worker stopped, or the server timed it out)", n)
+			}
+			lines = append(lines, line)
+		}
 		end := string(s.Status)
+		if e := s.Envelope; e != nil && e.Error != nil {
+			end += fmt.Sprintf(" (%s)", e.Error.Code)
+		}
 		if s.Reason != "" {
 			end += ": " + s.Reason
 		}

@@ -24,17 +24,24 @@ func TestMarkdownSaysWhatNext(t *testing.T) {
 // its folder's records (new-user trial of issue 54: the report kept only
 // the last attempt's message).
 func TestMarkdownTellsEachAttempt(t *testing.T) {
-	s := wire.StepResult{ID: "slow", Status: wire.StepFailed, Attempts: 2, StartedAt: "t0", EndedAt: "t3", Reason: "slow timed out: attempt 2 of 2 ran for 3s, its timeout"}
+	s := wire.StepResult{ID: "slow", Status: wire.StepFailed, Attempts: 2, StartedAt: "t0", EndedAt: "t3", Reason: "slow timed out: attempt 2 of 2 ran for 3s, its timeout",
+		Envelope: &wire.Envelope{Error: &wire.ErrorInfo{Code: "RETRY_EXHAUSTED"}}}
 	tr := Transitions(s, []Attempt{{N: 1, Code: "TASK_TIMEOUT", Message: "ran for 3s of its 3s timeout"}})
 	md := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusFailed, Steps: []wire.StepResult{s, {ID: "ok", Status: wire.StepSucceeded, Attempts: 1}}},
 		Transitions: map[string][]Transition{"slow": tr}})
 	want := "\n## Attempts\n\nSteps that took more than one attempt, each attempt's end:\n\n**slow** (2 attempts)\n\n" +
 		"- 0001-01-01T00:00:00.000Z: attempt 1 failed (TASK_TIMEOUT): ran for 3s of its 3s timeout\n" +
-		"- t3: attempt 2 failed: slow timed out: attempt 2 of 2 ran for 3s, its timeout\n"
+		"- t3: attempt 2 failed (RETRY_EXHAUSTED): slow timed out: attempt 2 of 2 ran for 3s, its timeout\n"
 	if !strings.Contains(md, want) {
 		t.Fatalf("want\n%s\n---\n%s", want, md)
 	}
 	if strings.Contains(md, "**ok**") {
 		t.Fatal("a step of one attempt is told")
+	}
+	// An attempt its worker took down with it left no record: said so.
+	lost := wire.StepResult{ID: "lost", Status: wire.StepSucceeded, Attempts: 2, EndedAt: "t9"}
+	md = Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusPassed, Steps: []wire.StepResult{lost}}})
+	if !strings.Contains(md, "**lost** (2 attempts)\n\n- attempt 1 ended without a record (its worker stopped, or the server timed it out)\n- t9: attempt 2 succeeded\n") {
+		t.Fatalf("a lost attempt:\n%s", md)
 	}
 }
