@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -72,15 +75,52 @@ func TestStatusOnTheFailurePath(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	h.killWorker()
+	// One following the run (its output piped) is told too: the run's
+	// progress query gets no answer, the server's view still does.
+	follow := exec.Command(filepath.Join(h.bin, "capflow"), "status", killed, "--follow", "--project", dir)
+	follow.Env = append(h.env(), env...)
+	var followed syncBuffer
+	follow.Stderr = &followed
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
 	time.Sleep(12 * time.Second) // past client.Overdue (10 s) without a heartbeat
 	code, r, lines, took := timedStatus(t, dir, env, killed)
 	if code != 0 || took > statusBound || len(lines) != 1 || !strings.Contains(lines[0], "may be gone); the step is retried when its heartbeat timeout (16 s) passes, in ") ||
 		r.step(t, "long").Attempts != 1 {
 		t.Fatalf("status with its worker gone: exit %d in %s: %q, %+v", code, took, lines, r.Steps)
 	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(followed.String(), "⚠ long: attempt 1 of 3"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("status --follow did not say the worker may be gone:\n%s", followed.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(followed.String(), "may be gone") {
+		t.Fatalf("status --follow:\n%s", followed.String())
+	}
 	workerAt(t, dir, env...)
 	res := waitResult(t, killed, 2*time.Minute)
 	if s := stepOf(&res, "long"); res.Status != "passed" || s.Attempts != 2 {
 		t.Fatalf("after a new worker: %s, long %+v", res.Status, s)
 	}
+}
+
+// syncBuffer is a buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -54,6 +54,12 @@ func (a *App) follow(ctx context.Context, run *capflowclient.Run) (*capflowclien
 			p, err := run.Progress(qctx)
 			cancel()
 			if err != nil {
+				// No answer (a local step holds the task, its worker is
+				// gone): what the server knows still tells the person
+				// where each attempt is, a heartbeat overdue included.
+				if ticks++; ticks%3 == 0 {
+					pr.live(ctx, run, live)
+				}
 				continue
 			}
 			pr.transitions(p, seen, &phase)
