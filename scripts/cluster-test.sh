@@ -8,7 +8,7 @@
 # what PostgreSQL costs next to the dev server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-7833}
+export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-$(scripts/free-base-port.sh)}
 export CLUSTER_STATE=${CLUSTER_STATE:-$(mktemp -d /tmp/capflow-cluster-test-XXXXXX)}
 export CLUSTER_WORKER=0
 trap 'scripts/cluster.sh down; [ "${KEEP_CLUSTER_STATE:-}" = 1 ] || rm -rf "$CLUSTER_STATE"' EXIT

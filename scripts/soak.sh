@@ -8,7 +8,7 @@
 # any miss, keeping the logs; KEEP_SOAK_STATE=1 keeps them after a pass too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-7853}
+export CLUSTER_TEMPORAL_PORT=${CLUSTER_TEMPORAL_PORT:-$(scripts/free-base-port.sh)}
 own_state=
 if [ -z "${CLUSTER_STATE:-}" ]; then
   CLUSTER_STATE=$(mktemp -d /tmp/capflow-soak-cluster-XXXXXX)
