@@ -60,12 +60,14 @@ func (s *scaffoldSpec) checkEntrypoint() error {
 		if names := builtin.Names(); !slices.Contains(names, s.Builtin) {
 			return caperr.New(caperr.InvalidInput, "--entrypoint builtin: capflow has no builtin %q%s; give one with --builtin (capflow builtins: %v)", s.Builtin, suggest.Phrase(s.Builtin, names), names)
 		}
-		if own := shippedTool(s.Builtin); own != nil && s.InputSchema == nil {
-			// Its own schemas, to narrow: a wider one fails at run time.
-			s.InputSchema = own.InputSchema
-		}
-		if own := shippedTool(s.Builtin); own != nil && s.OutputSchema == nil {
-			s.OutputSchema = own.OutputSchema
+		// Its own schemas, to narrow: a wider one fails at run time.
+		if own := shippedTool(s.Builtin); own != nil {
+			if s.InputSchema == nil {
+				s.InputSchema = own.InputSchema
+			}
+			if s.OutputSchema == nil {
+				s.OutputSchema = own.OutputSchema
+			}
 		}
 	default:
 		return caperr.New(caperr.InvalidInput, "--entrypoint %q: want command, http or builtin", s.Entrypoint)
@@ -76,7 +78,6 @@ func (s *scaffoldSpec) checkEntrypoint() error {
 // shippedTool is the shipped kits' tool that runs builtin name (nil when
 // none does).
 func shippedTool(name string) *manifest.Manifest {
-	var found *manifest.Manifest
 	matches, _ := fs.Glob(kits.Builtin(), "*/*/tool.yaml")
 	for _, p := range matches {
 		raw, err := fs.ReadFile(kits.Builtin(), p)
@@ -84,10 +85,10 @@ func shippedTool(name string) *manifest.Manifest {
 			continue
 		}
 		if m, probs := manifest.Parse("builtin:"+p, "", raw); len(probs) == 0 && m.Entrypoint.Type == manifest.EntryBuiltin && m.Entrypoint.Name == name {
-			found = m
+			return m
 		}
 	}
-	return found
+	return nil
 }
 
 // nextAfterScaffold says what to do with a new tool.

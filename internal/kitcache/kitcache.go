@@ -33,18 +33,19 @@ func Root() (string, error) {
 // NeedsDisk reports whether kit id of fsys holds files its tools run
 // (anything but kit.yaml, tool.yaml and description.md).
 func NeedsDisk(fsys fs.FS, id string) bool {
-	files, err := list(fsys, id)
-	if err != nil {
-		return false
-	}
-	for _, f := range files {
-		switch path.Base(f.name) {
-		case "kit.yaml", "tool.yaml", "description.md":
-		default:
-			return true
+	needs := false
+	_ = fs.WalkDir(fsys, id, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-	}
-	return false
+		switch path.Base(p) {
+		case "kit.yaml", "tool.yaml", "description.md":
+			return nil
+		}
+		needs = true
+		return fs.SkipAll // names only: the files are read once, by Materialize
+	})
+	return needs
 }
 
 // file is one file of an embedded kit, its name relative to the kit.
