@@ -87,7 +87,7 @@ func (b *beats) details() any {
 }
 
 func (b *beats) feedback(f envelope.Feedback) {
-	f, _ = f.Bounded()
+	f, _ = envelope.BoundedFeedback(f)
 	fb := wire.Feedback(f)
 	b.latest.Store(&fb)
 	b.beat()

@@ -32,7 +32,7 @@ func BenchmarkRunFixedCost(b *testing.B) {
 		for _, s := range rr.Steps {
 			env := envelope.NewBuilder(s.Tool).Succeed("ok", map[string]any{"text": "ok", "bytes": 2})
 			res.Steps = append(res.Steps, wfapi.StepResult{ID: s.ID, Capability: s.Capability, Status: "succeeded", Tool: s.Tool,
-				Version: s.Version, Attempts: 1, Execution: "inline", Envelope: env.Wire()})
+				Version: s.Version, Attempts: 1, Execution: "inline", Envelope: &env})
 		}
 		if _, err := a.Finalize(ctx, wfapi.FinalizeInput{Result: res, Resolved: rr}); err != nil {
 			b.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/step"
-	"github.com/capflow/capflow/internal/verdict"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/yamldoc"
 	"github.com/capflow/capflow/wire"
@@ -38,7 +37,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	p, name, probs := a.planOf(in)
 	if len(probs) > 0 {
 		rep := preflight.InvalidReport(name, probs)
-		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: verdict.WireProblems(rep.Problems),
+		rr := &wfapi.ResolveResult{Status: rep.Status, Message: rep.Message, Plan: rep.Plan, Problems: rep.Problems,
 			Gaps: []wire.Gap{}, Resolution: []wire.Resolution{}, RunDir: runDir, SearchAttributes: a.SearchAttributes}
 		if err := storeBounded(rr); err != nil {
 			return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the plan's problems"))
@@ -278,7 +277,7 @@ func planName(v any, otherwise string) string {
 func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 	rr := &wfapi.ResolveResult{
 		Status: rep.Status, Message: rep.Message, Plan: p.Name, Description: p.Description, FailurePolicy: p.FailurePolicy,
-		Inputs: rep.Inputs, Resolution: gap.WireResolutions(rep.Resolution), Gaps: rep.Gaps, Problems: verdict.WireProblems(rep.Problems), Notes: rep.Notes,
+		Inputs: rep.Inputs, Resolution: gap.WireResolutions(rep.Resolution), Gaps: rep.Gaps, Problems: rep.Problems, Notes: rep.Notes,
 		Outputs: p.Outputs, AskTimeout: p.AskTimeout.D(),
 	}
 	pr := rep.Policy

@@ -39,6 +39,7 @@ type (
 	RouteInfo       = wire.RouteInfo
 	RunInfo         = wire.RunInfo
 	RunStatus       = wire.RunStatus
+	Severity        = wire.Severity
 	StepResult      = wire.StepResult
 	StepState       = wire.StepState
 	Violation       = wire.Violation
@@ -93,7 +94,10 @@ const (
 	WorkflowType          = wire.WorkflowType
 )
 
-var RunStatuses = wire.RunStatuses
+var (
+	RunStatuses = wire.RunStatuses
+	Severities  = wire.Severities
+)
 
 // ReservedEnding: see wire.ReservedEnding.
 func ReservedEnding(stepID string) string { return wire.ReservedEnding(stepID) }

@@ -318,7 +318,7 @@ func (h *harness) capflowAt(t *testing.T, project string, extra []string, args .
 	if dec.More() {
 		t.Fatalf("capflow %v printed more than one JSON document", args)
 	}
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := envelope.Validate(&env); len(errs) > 0 {
 		t.Fatalf("capflow %v: invalid envelope %v", args, errs)
 	}
 	if strings.Contains(errb.String(), "goroutine ") {

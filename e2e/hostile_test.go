@@ -68,7 +68,7 @@ func probe(t *testing.T, dir string, sig os.Signal, delay time.Duration, args ..
 	if err := dec.Decode(&env); err != nil || dec.More() {
 		t.Fatalf("capflow %v: stdout is not exactly one envelope (%v)\n%s\n%s", args, err, out.String(), errb.String())
 	}
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := envelope.Validate(&env); len(errs) > 0 {
 		t.Fatalf("capflow %v: invalid envelope %v", args, errs)
 	}
 	all := out.String() + errb.String()

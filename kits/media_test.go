@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/toolrun"
 )
@@ -69,7 +70,7 @@ func TestMediaTools(t *testing.T) {
 		t.Run(tt.tool+" "+tt.want, func(t *testing.T) {
 			env := (&toolrun.Runner{}).Run(context.Background(), toolrun.Request{Manifest: mediaTool(t, tt.tool), Inputs: tt.inputs,
 				Root: root, Workdir: filepath.Join(t.TempDir(), "step"), StepID: "s"})
-			if errs := env.Validate(); len(errs) > 0 {
+			if errs := envelope.Validate(&env); len(errs) > 0 {
 				t.Fatalf("invalid envelope: %v", errs)
 			}
 			if env.Success != tt.success || (!tt.success && env.Error.Code != tt.code) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/toolrun"
 )
 
@@ -71,7 +72,7 @@ func TestYandexDiskPublicLinks(t *testing.T) {
 			step := filepath.Join(t.TempDir(), "step")
 			env := (&toolrun.Runner{}).Run(context.Background(), toolrun.Request{Manifest: mediaTool(t, "yadisk-download"), Inputs: c.inputs,
 				Root: t.TempDir(), Workdir: step, StepID: "s", Net: allowed})
-			if errs := env.Validate(); len(errs) > 0 {
+			if errs := envelope.Validate(&env); len(errs) > 0 {
 				t.Fatalf("invalid envelope: %v", errs)
 			}
 			if c.code != "" {

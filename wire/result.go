@@ -63,7 +63,7 @@ type Result struct {
 type Next struct {
 	Step     string    `json:"step,omitempty"`
 	Code     ErrorCode `json:"code,omitempty"`
-	Severity string    `json:"severity,omitempty"`
+	Severity Severity  `json:"severity,omitempty"`
 	Stderr   []string  `json:"stderr_tail,omitempty"`
 	Command  string    `json:"command,omitempty"`
 	Advice   string    `json:"advice,omitempty"`
@@ -296,8 +296,25 @@ type Problem struct {
 }
 
 // ErrorCode is a contract error code (docs/errors.md), such as
-// TOOL_FAILURE.
+// TOOL_FAILURE (caperr.Code is this type).
 type ErrorCode string
+
+// Severity is an error's severity (caperr.Severity is this type):
+// CRITICAL, HIGH, MEDIUM or LOW.
+type Severity string
+
+// Severities lists them most severe first.
+var Severities = []Severity{"CRITICAL", "HIGH", "MEDIUM", "LOW"}
+
+// Rank orders severities, most severe first (0); an unknown one last.
+func (s Severity) Rank() int {
+	for i, x := range Severities {
+		if x == s {
+			return i
+		}
+	}
+	return len(Severities)
+}
 
 // Envelope is the result of one tool run (docs/envelope.md).
 type Envelope struct {
@@ -325,7 +342,7 @@ type Feedback struct {
 // ErrorInfo is a failed envelope's error.
 type ErrorInfo struct {
 	Code      ErrorCode `json:"code"`
-	Severity  string    `json:"severity"`
+	Severity  Severity  `json:"severity"`
 	Retryable bool      `json:"retryable"`
 	// Cause is the code behind a summarising one: the last attempt's code
 	// of a step that ended RETRY_EXHAUSTED.

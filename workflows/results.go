@@ -28,8 +28,9 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 				r.DurationMS = st.ended.Sub(st.started).Milliseconds()
 			}
 		}
-		if withEnvelopes && !st.carried {
-			r.Envelope = st.env.Wire()
+		if withEnvelopes && !st.carried && st.env != nil {
+			env := *st.env
+			r.Envelope = &env
 		}
 		if st.fe != nil {
 			c := itemCounts(st.fe)

@@ -2,10 +2,15 @@
 // typed error that carries one, with the file position it refers to.
 package caperr
 
-import "sort"
+import (
+	"sort"
 
-// Code is a contract error code, e.g. SCHEMA_VIOLATION.
-type Code string
+	"github.com/capflow/capflow/wire"
+)
+
+// Code is a contract error code, e.g. SCHEMA_VIOLATION: the wire's type,
+// so an envelope is one type from the tool to the client.
+type Code = wire.ErrorCode
 
 // The contract's error codes.
 const (
@@ -30,8 +35,9 @@ const (
 	ResourceExhausted        Code = "RESOURCE_EXHAUSTED"
 )
 
-// Severity of an error, highest first.
-type Severity string
+// Severity of an error, highest first (the wire's type; its Rank orders
+// them).
+type Severity = wire.Severity
 
 // Severities, from "cannot continue" to informative.
 const (
@@ -42,17 +48,7 @@ const (
 )
 
 // Severities lists them most severe first.
-var Severities = []Severity{Critical, High, Medium, Low}
-
-// Rank orders severities, most severe first (0); an unknown one last.
-func (s Severity) Rank() int {
-	for i, x := range Severities {
-		if x == s {
-			return i
-		}
-	}
-	return len(Severities)
-}
+var Severities = wire.Severities
 
 // Info is one row of the error-code table.
 type Info struct {

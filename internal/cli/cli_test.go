@@ -30,7 +30,7 @@ func envelopeOf(t *testing.T, stdout string) envelope.Envelope {
 	if dec.More() {
 		t.Fatalf("stdout holds more than one JSON document:\n%s", stdout)
 	}
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := envelope.Validate(&env); len(errs) > 0 {
 		t.Fatalf("invalid envelope %v:\n%s", errs, stdout)
 	}
 	return env

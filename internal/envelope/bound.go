@@ -15,11 +15,11 @@ const (
 	MaxFeedbackEntry = 4 << 10 // bytes of one entry's message and detail together
 )
 
-// Bounded returns the envelope cut to the limits above, and whether it
+// Bounded returns e cut to the limits above, and whether it
 // cut anything. Feedback keeps its first and last entries (a failure's
 // error is usually last) and ends with one entry saying how many were
 // dropped and where the whole envelope is (stored).
-func (e Envelope) Bounded(stored string) (Envelope, bool) {
+func Bounded(e Envelope, stored string) (Envelope, bool) {
 	cut := false
 	if len(e.Message) > MaxMessage {
 		e.Message, cut = Truncate(e.Message, MaxMessage), true
@@ -27,7 +27,7 @@ func (e Envelope) Bounded(stored string) (Envelope, bool) {
 	fb := make([]Feedback, 0, min(len(e.Feedback), MaxFeedback))
 	keep := func(f Feedback) {
 		var c bool
-		if f, c = f.Bounded(); c {
+		if f, c = BoundedFeedback(f); c {
 			cut = true
 		}
 		fb = append(fb, f)
@@ -60,8 +60,9 @@ func (e Envelope) Bounded(stored string) (Envelope, bool) {
 	return e, cut
 }
 
-// Bounded cuts one entry's message and detail to MaxFeedbackEntry bytes together.
-func (f Feedback) Bounded() (Feedback, bool) {
+// BoundedFeedback cuts one entry's message and detail to MaxFeedbackEntry
+// bytes together.
+func BoundedFeedback(f Feedback) (Feedback, bool) {
 	if len(f.Message)+len(f.Detail) <= MaxFeedbackEntry {
 		return f, false
 	}
@@ -83,8 +84,8 @@ func Truncate(s string, n int) string {
 	return s[:max(n, 0)] + mark
 }
 
-// Size is the envelope's JSON size.
-func (e *Envelope) Size() int {
+// Size is e's JSON size.
+func Size(e *Envelope) int {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return 0

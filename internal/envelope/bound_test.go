@@ -46,7 +46,7 @@ func TestBounded(t *testing.T) {
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, cut := c.in.Bounded("/step/env.json")
+			got, cut := Bounded(c.in, "/step/env.json")
 			if cut != c.cut || len(got.Feedback) != c.entries {
 				t.Fatalf("cut %v with %d entries, want %v with %d", cut, len(got.Feedback), c.cut, c.entries)
 			}
@@ -55,8 +55,8 @@ func TestBounded(t *testing.T) {
 					t.Fatal(why)
 				}
 			}
-			if got.Size() > 512<<10 {
-				t.Fatalf("bounded envelope is %d bytes", got.Size())
+			if Size(&got) > 512<<10 {
+				t.Fatalf("bounded envelope is %d bytes", Size(&got))
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/wire"
 )
 
 // Feedback levels.
@@ -24,38 +25,18 @@ const (
 	LevelError   = "error"
 )
 
-// Feedback is one event of a tool's or command's progress.
-type Feedback struct {
-	Phase      string `json:"phase"`
-	Level      string `json:"level"`
-	Message    string `json:"message"`
-	Timestamp  string `json:"timestamp"`
-	Detail     string `json:"detail,omitempty"`
-	DurationMS *int64 `json:"duration_ms,omitempty"`
-}
-
-// ErrorInfo is present only on failure.
-type ErrorInfo struct {
-	Code      caperr.Code     `json:"code"`
-	Severity  caperr.Severity `json:"severity"`
-	Retryable bool            `json:"retryable"`
-	// Cause is the code behind a summarising one: the last attempt's code
-	// of a step that ended RETRY_EXHAUSTED.
-	Cause caperr.Code `json:"cause,omitempty"`
-}
-
-// Envelope is the result of one tool run or one CLI command.
-type Envelope struct {
-	ToolID     string     `json:"toolId"`
-	ExitCode   int        `json:"exitCode"`
-	Success    bool       `json:"success"`
-	Timestamp  string     `json:"timestamp"`
-	Message    string     `json:"message"`
-	Feedback   []Feedback `json:"feedback"`
-	Data       any        `json:"data,omitempty"`
-	DurationMS int64      `json:"duration_ms"`
-	Error      *ErrorInfo `json:"error,omitempty"`
-}
+// The envelope's types are the wire's (docs/envelope.md): one definition
+// from the tool that writes it to the client that reads it.
+type (
+	// Feedback is one event of a tool's or command's progress.
+	Feedback = wire.Feedback
+	// ErrorInfo is present only on failure; its Cause is the code behind a
+	// summarising one (the last attempt's code of a step that ended
+	// RETRY_EXHAUSTED).
+	ErrorInfo = wire.ErrorInfo
+	// Envelope is the result of one tool run or one CLI command.
+	Envelope = wire.Envelope
+)
 
 // Now is the clock used for timestamps; tests replace it.
 var Now = func() time.Time { return time.Now().UTC() }
@@ -72,8 +53,9 @@ func ErrorFor(code caperr.Code) *ErrorInfo {
 	return &ErrorInfo{Code: code, Severity: i.Severity, Retryable: i.Retryable}
 }
 
-// Validate checks the contract's rules and returns every violation.
-func (e *Envelope) Validate() []string {
+// Validate checks e against the contract's rules and returns every
+// violation.
+func Validate(e *Envelope) []string {
 	var errs []string
 	if e.ToolID == "" {
 		errs = append(errs, "toolId is empty")
@@ -151,7 +133,7 @@ func Parse(b []byte) (*Envelope, error) {
 	if err := dec.Decode(&env); err != nil {
 		return nil, fmt.Errorf("field types do not match the envelope: %w", err)
 	}
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := Validate(&env); len(errs) > 0 {
 		return nil, errors.New(joinErrs(errs))
 	}
 	if err := CheckData(env.Data); err != nil {

@@ -13,7 +13,7 @@ func TestBuilderSuccessAndFailureAreCoherent(t *testing.T) {
 	b := NewBuilder("file-checksum")
 	b.Info("read", "read 3 bytes")
 	ok := b.Succeed("done", map[string]any{"sha256": "x"})
-	if errs := ok.Validate(); len(errs) > 0 {
+	if errs := Validate(&ok); len(errs) > 0 {
 		t.Fatalf("success envelope invalid: %v", errs)
 	}
 	if ok.ExitCode != 0 || ok.Error != nil {
@@ -21,7 +21,7 @@ func TestBuilderSuccessAndFailureAreCoherent(t *testing.T) {
 	}
 
 	f := NewBuilder("x").Fail(caperr.SchemaViolation, "bad data", nil)
-	if errs := f.Validate(); len(errs) > 0 {
+	if errs := Validate(&f); len(errs) > 0 {
 		t.Fatalf("failure envelope invalid: %v", errs)
 	}
 	if f.ExitCode != 2 || f.Error.Code != caperr.SchemaViolation || f.Error.Severity != caperr.High || f.Error.Retryable {
@@ -43,7 +43,7 @@ func TestAppendKeepsTimeOrder(t *testing.T) {
 		Feedback{Phase: "stderr", Level: LevelInfo, Message: "same ms", Timestamp: stamp(5)},
 		Feedback{Phase: "stderr", Level: LevelInfo, Message: "later", Timestamp: stamp(9)})
 	env := b.FailWithExit(caperr.ToolFailure, 4, "four exited 4", nil)
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := Validate(&env); len(errs) > 0 {
 		t.Fatalf("invalid: %v", errs)
 	}
 	var got []string
@@ -71,7 +71,7 @@ func TestValidateCatchesContractViolations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := strings.Join(tt.env.Validate(), "|")
+			errs := strings.Join(Validate(&tt.env), "|")
 			if !strings.Contains(errs, tt.want) {
 				t.Fatalf("Validate() = %q, want it to mention %q", errs, tt.want)
 			}

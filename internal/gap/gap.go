@@ -38,14 +38,8 @@ type Gap = wire.Gap
 
 // StepResolution records the tool chosen for a step.
 type StepResolution struct {
-	StepID     string `json:"step_id"`
-	Capability string `json:"capability"`
-	Tool       string `json:"tool"`
-	Version    string `json:"version"`
-	Digest     string `json:"digest"`
-	Source     string `json:"source"`
-	Reason     string `json:"reason,omitempty"`
-
+	wire.Resolution
+	// Manifest stays with the worker (clients read the Resolution).
 	Manifest *manifest.Manifest `json:"-"`
 }
 
@@ -146,7 +140,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		m := r.Chosen.Manifest
 		c.tools[s.ID] = m
 		candidates[s.ID] = r.Candidates
-		resolutions[s.ID] = StepResolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version, Digest: m.Digest, Source: m.Source, Reason: r.Chosen.Reason, Manifest: m}
+		resolutions[s.ID] = resolved(s, m, r.Chosen.Reason)
 	}
 	// Pass 2: schemas, confidence, dependencies, in that order per step,
 	// producers before consumers (a consumer's check reads what its
@@ -191,7 +185,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			for _, r := range refused {
 				why += fmt.Sprintf("; %s refused: %s", r.Tool, r.Issues[0].String())
 			}
-			resolutions[s.ID] = StepResolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version, Digest: m.Digest, Source: m.Source, Reason: why, Manifest: m}
+			resolutions[s.ID] = resolved(s, m, why)
 		}
 		if s.CoverageConfidence != nil && *s.CoverageConfidence < c.opts.MinConfidence {
 			c.addGap(s, LowConfidence, fmt.Sprintf("coverage confidence %.2f is below router.min_confidence %.2f", *s.CoverageConfidence, c.opts.MinConfidence),

@@ -1,20 +1,26 @@
 package gap
 
-import "github.com/capflow/capflow/wire"
+import (
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/wire"
+)
 
-// Wire is r as clients read it (its manifest stays with the worker).
-func (r StepResolution) Wire() wire.Resolution {
-	return wire.Resolution{StepID: r.StepID, Capability: r.Capability, Tool: r.Tool, Version: r.Version, Digest: r.Digest, Source: r.Source, Reason: r.Reason}
+// resolved is step s resolved to the tool of m, for why.
+func resolved(s *plan.Step, m *manifest.Manifest, why string) StepResolution {
+	return StepResolution{Resolution: wire.Resolution{StepID: s.ID, Capability: s.Capability, Tool: m.Name, Version: m.Version,
+		Digest: m.Digest, Source: m.Source, Reason: why}, Manifest: m}
 }
 
-// WireResolutions converts resolutions; nil stays nil.
+// WireResolutions are the resolutions as clients read them (their
+// manifests stay with the worker); nil stays nil.
 func WireResolutions(rs []StepResolution) []wire.Resolution {
 	if rs == nil {
 		return nil
 	}
 	out := make([]wire.Resolution, len(rs))
 	for i, r := range rs {
-		out[i] = r.Wire()
+		out[i] = r.Resolution
 	}
 	return out
 }

@@ -145,7 +145,7 @@ func FillEnvelopes(steps []wfapi.StepResult) {
 		found := readJournal(path, want)
 		for i := range steps {
 			if s := &steps[i]; s.Envelope == nil && s.EnvelopeFile == path {
-				s.Envelope = found[s.ID].Wire()
+				s.Envelope = found[s.ID]
 			}
 		}
 	}

@@ -60,7 +60,7 @@ func (r *stepRun) succeed(env envelope.Envelope, inputsSHA string) *wfapi.RunToo
 		if story := attemptStory(r.recDir, r.attempt, r.maxAttempts, r.began, "succeeded"); story != nil {
 			res.Envelope.Feedback = append(res.Envelope.Feedback, *story)
 		}
-		if _, cut := res.Envelope.Bounded(""); cut {
+		if _, cut := envelope.Bounded(res.Envelope, ""); cut {
 			res.EnvelopeFile = storeEnvelope(r.stepDir, res.Envelope)
 		} else {
 			res.EnvelopeFile = appendJournal(r.in.RunDir, r.in.Step.ID, res.Envelope)
@@ -100,22 +100,22 @@ func storeData(res *wfapi.RunToolResult, recDir string, raw []byte) {
 // the step folder), then its data by reference when the result is still
 // past MaxResultPayload.
 func fit(res *wfapi.RunToolResult, stepDir, recDir string) {
-	bounded, cut := res.Envelope.Bounded(res.EnvelopeFile)
+	bounded, cut := envelope.Bounded(res.Envelope, res.EnvelopeFile)
 	if cut && res.EnvelopeFile == "" {
 		// An item keeps its envelope only when it had to be cut.
 		res.EnvelopeFile = storeEnvelope(stepDir, res.Envelope)
-		bounded, _ = res.Envelope.Bounded(res.EnvelopeFile)
+		bounded, _ = envelope.Bounded(res.Envelope, res.EnvelopeFile)
 	}
 	res.Envelope = bounded
-	if res.DataFile == "" && res.Envelope.Data != nil && res.Envelope.Size() > MaxResultPayload {
+	if res.DataFile == "" && res.Envelope.Data != nil && envelope.Size(&res.Envelope) > MaxResultPayload {
 		if raw, err := json.Marshal(res.Envelope.Data); err == nil {
 			storeData(res, recDir, raw)
-			res.Envelope, _ = res.Envelope.Bounded(res.EnvelopeFile)
+			res.Envelope, _ = envelope.Bounded(res.Envelope, res.EnvelopeFile)
 		}
 	}
 	// JSON escapes (<, >, &, control bytes) can grow text sixfold: keep
 	// the latest feedback entries until the encoded envelope fits.
-	for fb := res.Envelope.Feedback; len(fb) > 1 && res.Envelope.Size() > MaxResultPayload; fb = res.Envelope.Feedback {
+	for fb := res.Envelope.Feedback; len(fb) > 1 && envelope.Size(&res.Envelope) > MaxResultPayload; fb = res.Envelope.Feedback {
 		res.Envelope.Feedback = fb[len(fb)/2:]
 	}
 }

@@ -109,7 +109,7 @@ func (e *Executor) reuse(step wfapi.StepCall, inputsSHA, key, stepDir, recDir st
 		// or the files its inputs name changed.
 		return why("its tool's files or its input files changed")
 	}
-	env := *envelope.FromWire(old.Envelope)
+	env := *old.Envelope
 	env.Feedback = append(append([]envelope.Feedback(nil), env.Feedback...), envelope.Feedback{Phase: "reuse", Level: envelope.LevelInfo,
 		Message: fmt.Sprintf("reused from %s: same tool and inputs, no tool ran", step.ReuseFrom), Timestamp: envelope.Timestamp(envelope.Now())})
 	res = &wfapi.RunToolResult{Envelope: env, InputsSHA256: inputsSHA, ReusedFrom: step.ReuseFrom}

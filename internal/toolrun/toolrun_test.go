@@ -44,7 +44,7 @@ func run(t *testing.T, m *manifest.Manifest, in map[string]any, ctxTimeout time.
 	wd := filepath.Join(t.TempDir(), "step")
 	env := r.Run(ctx, Request{Manifest: m, Inputs: in, RunID: "run1", StepID: "s1", Root: t.TempDir(), Workdir: wd,
 		Secrets: map[string]string{"TOKEN": "hunter2-secret"}})
-	if errs := env.Validate(); len(errs) > 0 {
+	if errs := envelope.Validate(&env); len(errs) > 0 {
 		t.Fatalf("runner produced an invalid envelope %+v: %v", env, errs)
 	}
 	return env

@@ -52,7 +52,7 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 		}
 	}
 	if n.Severity == "" && n.Code != "" {
-		n.Severity = string(caperr.Lookup(caperr.Code(n.Code)).Severity)
+		n.Severity = caperr.Lookup(n.Code).Severity
 	}
 	switch {
 	case waits:

@@ -8,7 +8,7 @@ import (
 	"github.com/capflow/capflow/wire"
 )
 
-func failed(id string, code, cause wire.ErrorCode, severity string) wire.StepResult {
+func failed(id string, code, cause wire.ErrorCode, severity wire.Severity) wire.StepResult {
 	return wire.StepResult{ID: id, Status: wire.StepFailed, Envelope: &wire.Envelope{
 		Error:    &wire.ErrorInfo{Code: code, Cause: cause, Severity: severity},
 		Feedback: []wire.Feedback{{Phase: "stderr", Detail: "a\nb\nc\nd\ne\nf\ng\n"}},
