@@ -19,7 +19,7 @@ import (
 func (s *scheduler) startBatch(st *stepState) {
 	step, fe := st.step, st.fe
 	var items []wfapi.BatchItem
-	for fe.next < len(fe.items) && len(items) < orDefault(s.rr.ItemBatch, ItemBatch) {
+	for fe.next < len(fe.items) && len(items) < s.p.itemBatch {
 		i := fe.next
 		fe.next++
 		if fe.items[i].status != wfapi.StepPending {

@@ -17,36 +17,19 @@ import (
 )
 
 // dispatcher sends one unit of work of a step (the step, or one of its
-// for_each items) to the step executor (an activity) and decodes how it ended. PlanWorkflow's scheduler and
-// ItemsWorkflow share it: the activity options, the local-then-regular
-// fallback (local.go) and the reading of failures are written once.
+// for_each items) to the step executor, the way chooseWay picks (ways.go),
+// and decodes how it ended. PlanWorkflow's scheduler and ItemsWorkflow
+// share it: the activity options, the ways and the reading of failures
+// are written once.
 type dispatcher struct {
 	ctx        workflow.Context
-	rr         *wfapi.ResolveResult // the run's host queue, host wait and folder
+	rr         *wfapi.ResolveResult // the run's host queue and folder (they move with the run)
 	workflowID string               // the run's (its folder)
-	local      bool                 // the run uses local activities
-	// localDone local steps ended since the workflow task whose history
-	// length is seenLen (local.go).
-	localDone int
-	seenLen   int
-	// In that task, inlineDone batches of inline steps recorded
-	// inlineBytes of results and took inlineSpent, and inlineFull is set
-	// once one said the task's budget ran out (inline.go); inlineQueue
-	// holds the started steps waiting for their batch.
-	inlineDone, inlineBytes int
-	inlineSpent             time.Duration
-	inlineFull              bool
-	inlineQueue             []inlineCall
-	// pendingInline: the queued steps' futures and their drivers' ends
-	// (settle); inlineSteps counts the inline steps this workflow (this
-	// segment of the run) evaluated.
-	pendingInline []pendingInline
-	inlineSteps   int
-	// inlineBatches: batches started since the last settle; inlineV is
-	// the run's changeInlineActivity version, once inlineAsked.
-	inlineBatches []inlineBatch
-	inlineV       workflow.Version
-	inlineAsked   bool
+	p          profile              // how the run's steps run (versions.go)
+	ways       ways
+	// seenLen is the history length of the workflow task the ways count
+	// in (task.go).
+	seenLen int
 	// deadline is when the run's max_run_seconds runs out (zero: none),
 	// kept here alone; deadlineV is the version of clamping steps to it the
 	// run recorded (deadline-clamp: a run from before is not clamped).
@@ -54,12 +37,6 @@ type dispatcher struct {
 	deadlineV int
 	// lineage: see wfapi.RunToolInput.Lineage.
 	lineage string
-	// eagerSent steps went to the workflow's queue in the task of seenLen;
-	// eagerV is the run's changeEagerSteps version, once eagerAsked
-	// (eager.go).
-	eagerSent  int
-	eagerV     workflow.Version
-	eagerAsked bool
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the
@@ -110,7 +87,7 @@ func (e *dispatcher) clampTo() time.Time {
 }
 
 func newDispatcher(ctx workflow.Context, rr *wfapi.ResolveResult, workflowID string) dispatcher {
-	return dispatcher{ctx: ctx, rr: rr, workflowID: workflowID, local: usesLocal(ctx), lineage: lineageOf(ctx)}
+	return dispatcher{ctx: ctx, rr: rr, workflowID: workflowID, p: newProfile(rr.RunSettings, usesLocal(ctx)), lineage: lineageOf(ctx)}
 }
 
 // withLineage records the run's lineage in ctx: its parent's for a
@@ -149,14 +126,7 @@ func (e *dispatcher) activityOptions(step wfapi.ResolvedStep) workflow.ActivityO
 		HeartbeatTimeout:    hb,
 		WaitForCancellation: true,
 		Summary:             step.Summary,
-		// No list of non-retryable error types: RunTool marks each failure
-		// retryable or not itself (by its code, and whether the tool is
-		// idempotent), and the list went with every step's scheduling,
-		// stored and read by the server each time.
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: step.InitialInterval, BackoffCoefficient: step.Backoff, MaximumInterval: step.MaxInterval,
-			MaximumAttempts: int32(step.MaxAttempts),
-		},
+		RetryPolicy:         stepRetry(step),
 	}
 	return onHost(e.rr, opts)
 }
@@ -213,7 +183,7 @@ func (e *dispatcher) decode(step wfapi.ResolvedStep, err error, why string) outc
 	if act == nil || act.RetryState() == enumspb.RETRY_STATE_UNSPECIFIED {
 		// The test server does not always say, nor a local step's timeout
 		// (localTimeout); the attempt count does.
-		exhausted = o.attempts >= step.MaxAttempts && o.env.Error != nil && o.env.Error.Retryable
+		exhausted = o.env.Error != nil && exhaustedBy(o.attempts, step.MaxAttempts, o.env.Error.Retryable)
 	}
 	if exhausted {
 		o.attempts = max(o.attempts, step.MaxAttempts)

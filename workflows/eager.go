@@ -1,9 +1,6 @@
 package workflows
 
 import (
-	"time"
-
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/wfapi"
@@ -18,94 +15,66 @@ import (
 // while the run's workflow stays there (the host is the worker that
 // resolved the run); a worker on another host refuses the attempt
 // (ErrWrongHost) and the step runs on the host's queue, as do its further
-// attempts.
+// attempts (thenRegular).
 
-// eager reports whether a regular step with opts makes its first attempt
-// on the workflow's queue: the run asked for it, the step goes to the
-// run's host, it has attempts after the first (an attempt a stopped host's
-// open poll took from the shared queue only times out: the rest run on the
-// host's queue), it is not a for_each item (items are a fan-out: fanOut), and
-// this workflow task has not sent as many eager steps as the SDK asks the
-// server to start (past them a step would wait on the shared queue for any
-// worker). Runs that did not ask record no marker.
-func (s *dispatcher) eager(opts workflow.ActivityOptions, in wfapi.RunToolInput) bool {
-	if s.rr.EagerSteps <= 0 || s.rr.HostQueue == "" || opts.TaskQueue != s.rr.HostQueue || in.Step.Item != nil || opts.RetryPolicy.MaximumAttempts <= 1 {
-		return false
-	}
-	s.taskBegan()
-	if s.eagerSent >= s.rr.EagerSteps {
-		return false
-	}
-	if !s.eagerAsked {
-		s.eagerV, s.eagerAsked = versionOf(s.ctx, changeEagerSteps), true
-	}
-	if s.eagerV < 1 {
-		return false
-	}
-	s.eagerSent++
-	return true
+// eagerWay makes a unit's first attempt on the workflow's queue while
+// this workflow task has not sent as many as the SDK asks the server to
+// start (past them a step would wait on the shared queue for any worker)
+// and the run took changeEagerSteps (runs that did not ask record no
+// marker); otherwise the unit runs the regular way. sent counts this
+// task's; v is the version, once asked.
+type eagerWay struct {
+	sent  int
+	v     workflow.Version
+	asked bool
 }
 
-// fanOut spends this workflow task's eager steps when it starts more
-// steps than it may send eagerly (n ready): a fan-out waits on its slowest
-// step, not on one hand-off, and its first few started eagerly only bunch
-// the workflow tasks their ends bring.
-func (s *dispatcher) fanOut(n int) {
-	if s.rr.EagerSteps > 0 && n > s.rr.EagerSteps {
-		s.taskBegan()
-		s.eagerSent = s.rr.EagerSteps
-	}
-}
+func (e *eagerWay) newTask() { e.sent = 0 }
 
-// runEager starts a step's first attempt on the workflow's queue (no
-// schedule-to-start timeout: the shared queue's wait says nothing of the
-// run's host) and goes on on the host's queue when it was refused there or
-// failed with attempts left.
-func (s *dispatcher) runEager(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput) workflow.Future {
+func (e *eagerWay) start(d *dispatcher, u unit) workflow.Future {
+	if !e.take(d) {
+		return d.ways.regular.start(d, u)
+	}
+	*u.path = PathActivity
+	opts := d.withinDeadline(u.opts, false)
+	// No schedule-to-start timeout: the shared queue's wait says nothing
+	// of the run's host.
 	first := opts
 	first.TaskQueue, first.ScheduleToStartTimeout = "", 0
 	retry := *opts.RetryPolicy
-	retry.MaximumAttempts = 1
+	retry.MaximumAttempts = firstAttempts(wayEager, u.step.MaxAttempts, 0)
 	first.RetryPolicy = &retry
-	in.Host, in.MaxAttempts = s.rr.HostQueue, int32(max(step.MaxAttempts, 1))
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, first), wfapi.RunToolActivity, in)
+	in := u.in
+	in.Host, in.MaxAttempts = d.rr.HostQueue, int32(max(u.step.MaxAttempts, 1))
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(u.ctx, first), wfapi.RunToolActivity, in)
 	in.MaxAttempts = 0
-	return s.thenRegular(ctx, f, then{step: step, opts: opts, in: in, tried: 1})
+	return d.thenRegular(f, then{unit: unit{ctx: u.ctx, step: u.step, opts: opts, in: in, path: u.path}, tried: 1, first: wayEager})
 }
 
-// afterFirst is a step's retry policy for its attempts after a failed
-// eager one (left of them), and the wait before the first: the intervals
-// go on from the first attempt's (Temporal's default first wait, 1s, when
-// the policy names none).
-func afterFirst(r temporal.RetryPolicy, left int) (*temporal.RetryPolicy, time.Duration) {
-	return afterAttempts(r, 1, left)
+// take reports whether one more unit of this task may start eagerly, and
+// counts it.
+func (e *eagerWay) take(d *dispatcher) bool {
+	d.taskBegan()
+	if e.sent >= d.p.eagerSteps {
+		return false
+	}
+	if !e.asked {
+		e.v, e.asked = versionOf(d.ctx, changeEagerSteps), true
+	}
+	if e.v < 1 {
+		return false
+	}
+	e.sent++
+	return true
 }
 
-// afterAttempts is a step's retry policy for its attempts after tried
-// failed ones (left of them), and the wait before the next: the wait
-// Temporal's policy gives after attempt tried, the intervals going on from
-// there (a step whose local attempts failed keeps its back-off when it
-// goes on as a regular activity).
-func afterAttempts(r temporal.RetryPolicy, tried int32, left int) (*temporal.RetryPolicy, time.Duration) {
-	wait := r.InitialInterval
-	if wait <= 0 {
-		wait = time.Second
+// spend spends this workflow task's eager starts when it starts more
+// steps than it may send eagerly (n ready): a fan-out waits on its slowest
+// step, not on one hand-off, and its first few started eagerly only bunch
+// the workflow tasks their ends bring.
+func (e *eagerWay) spend(d *dispatcher, n int) {
+	if d.p.eagerSteps > 0 && n > d.p.eagerSteps {
+		d.taskBegan()
+		e.sent = d.p.eagerSteps
 	}
-	grow := func(d time.Duration) time.Duration {
-		if r.BackoffCoefficient <= 1 {
-			return d
-		}
-		d = time.Duration(float64(d) * r.BackoffCoefficient)
-		if r.MaximumInterval > 0 {
-			d = min(d, r.MaximumInterval)
-		}
-		return d
-	}
-	for range tried - 1 {
-		wait = grow(wait)
-	}
-	next := r
-	next.MaximumAttempts = int32(left)
-	next.InitialInterval = grow(wait)
-	return &next, wait
 }

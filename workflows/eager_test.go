@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -70,25 +69,6 @@ func TestStepsGoToTheHostWithoutEager(t *testing.T) {
 			if len(calls) != 1 || calls[0].queue != hostA || calls[0].in.Host != "" {
 				t.Fatalf("step %s: %+v", id, calls)
 			}
-		}
-	}
-}
-
-// After a failed eager attempt the host's retries wait as the policy's
-// would have: its first interval, then on from the next one.
-func TestAfterFirst(t *testing.T) {
-	for _, c := range []struct {
-		in         temporal.RetryPolicy
-		wait, next time.Duration
-	}{
-		{temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}, time.Second, 2 * time.Second},
-		{temporal.RetryPolicy{InitialInterval: 40 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}, 40 * time.Second, time.Minute},
-		{temporal.RetryPolicy{InitialInterval: 3 * time.Second, BackoffCoefficient: 1}, 3 * time.Second, 3 * time.Second},
-		{temporal.RetryPolicy{BackoffCoefficient: 2}, time.Second, 2 * time.Second},
-	} {
-		next, wait := afterFirst(c.in, 2)
-		if wait != c.wait || next.InitialInterval != c.next || next.MaximumAttempts != 2 || next.BackoffCoefficient != c.in.BackoffCoefficient {
-			t.Errorf("%+v: wait %s, then %+v", c.in, wait, next)
 		}
 	}
 }

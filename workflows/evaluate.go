@@ -87,7 +87,7 @@ func (s *scheduler) evaluated(id string, f workflow.Future) {
 		o := s.decode(st.step, err, s.stopReason())
 		st.env, st.attempts, st.envFile = o.env, o.attempts, o.envFile
 		s.fail(st, st.env.Message)
-	case st.step.ForEach != nil:
+	case kindOf(st.step) == kindItems:
 		s.expand(st, &out)
 	case !out.Run:
 		s.m.SkipWhenFalse(id)

@@ -105,7 +105,7 @@ func (s *scheduler) expand(st *stepState, d *wfapi.EvaluateResult) {
 		}
 	}
 	fe.list, fe.inHistory = s.listFromHistory(st)
-	fe.batch = d.Count > orDefault(s.rr.ItemBatch, ItemBatch)
+	fe.batch = d.Count > s.p.itemBatch
 	st.fe = fe
 	if s.finishIfDone(st) {
 		return

@@ -21,16 +21,33 @@ const (
 	pathBatched = "batched"
 )
 
+// inlineWay queues the inline steps started together and runs them as
+// one local activity (flush): one marker a batch, no step folder. What a
+// batch declines runs the local way. In this workflow task, done batches
+// recorded bytes of results and took spent, and full is set once one said
+// the task's budget ran out; steps counts the inline steps this workflow
+// (this segment of the run) evaluated; v is changeInlineActivity's
+// version, once asked.
+type inlineWay struct {
+	done, bytes int
+	spent       time.Duration
+	full        bool
+	queue       []inlineCall    // started, waiting for their batch
+	pending     []pendingInline // the queued steps' futures and their drivers' ends (settle)
+	batches     []inlineBatch   // started since the last settle
+	steps       int
+	v           workflow.Version
+	asked       bool
+}
+
+func (w *inlineWay) newTask() { w.done, w.bytes, w.spent, w.full = 0, 0, 0, false }
+
 // inlineCall is a started inline step waiting for its batch: what the
-// local activity needs if the batch declines it, and the future its
-// scheduler already listens to.
+// local way needs if the batch declines it, and the future its driver
+// already listens to.
 type inlineCall struct {
-	ctx  workflow.Context
-	step wfapi.ResolvedStep
-	opts workflow.ActivityOptions
-	in   wfapi.RunToolInput
-	path *string
-	set  workflow.Settable
+	unit
+	set workflow.Settable
 }
 
 // inlineBatch is a batch's local activity and the steps it runs.
@@ -39,45 +56,49 @@ type inlineBatch struct {
 	calls []inlineCall
 }
 
-// inline queues an inline step for its batch (flushInline): one local
-// activity for the steps started together, one marker a batch, no step
-// folder. false: run it as a local activity of its own.
-func (s *dispatcher) inline(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) (workflow.Future, bool) {
-	if !s.local || !step.Local || !step.Inline || ctx.Err() != nil {
-		return nil, false
+// start queues u for its batch, flushed when the batch is full or before
+// the workflow blocks (settle).
+func (w *inlineWay) start(d *dispatcher, u unit) workflow.Future {
+	f, set := workflow.NewFuture(u.ctx)
+	*u.path = pathQueued
+	u.in.Host = d.rr.HostQueue // an inline command works in the run's folder, on its host
+	w.queue = append(w.queue, inlineCall{unit: u, set: set})
+	if len(w.queue) >= d.p.inlineBatch {
+		w.flush(d)
 	}
-	f, set := workflow.NewFuture(ctx)
-	*path = pathQueued
-	in.Host = s.rr.HostQueue // an inline command works in the run's folder, on its host
-	s.inlineQueue = append(s.inlineQueue, inlineCall{ctx: ctx, step: step, opts: opts, in: in, path: path, set: set})
-	if len(s.inlineQueue) >= orDefault(s.rr.InlineBatch, wfapi.DefaultInlineBatch) {
-		s.flushInline()
-	}
-	return f, true
+	return f
 }
 
-// inlineVersion is the run's changeInlineActivity version, asked when its
+// due reports whether this task's inline steps used its budget: starting
+// more of them waits for flushLocal. It reads the counts as they stand (no
+// new task is looked for): runs with no inline steps start steps exactly
+// as they did before inline steps existed.
+func (w *inlineWay) due(d *dispatcher) bool {
+	return w.full || (w.done > 0 && w.bytes >= d.p.inlineFlushBytes)
+}
+
+// version is the run's changeInlineActivity version, asked when its
 // first batch is flushed (runs without inline steps record no marker).
-func (s *dispatcher) inlineVersion() workflow.Version {
-	if !s.inlineAsked {
-		s.inlineV, s.inlineAsked = versionOf(s.ctx, changeInlineActivity), true
+func (w *inlineWay) version(d *dispatcher) workflow.Version {
+	if !w.asked {
+		w.v, w.asked = versionOf(d.ctx, changeInlineActivity), true
 	}
-	return s.inlineV
+	return w.v
 }
 
-// flushInline starts one local activity for the queued inline steps
-// (their results are taken when it ends: takeBatch). Steps cancelled while
+// flush starts one local activity for the queued inline steps
+// (their results are taken when it ends: take). Steps cancelled while
 // queued end cancelled, unevaluated. Called before the workflow blocks.
-func (s *dispatcher) flushInline() {
-	if len(s.inlineQueue) == 0 {
+func (w *inlineWay) flush(d *dispatcher) {
+	if len(w.queue) == 0 {
 		return
 	}
-	if s.inlineVersion() == workflow.DefaultVersion {
-		s.flushRecorded()
+	if w.version(d) == workflow.DefaultVersion {
+		w.flushRecorded(d)
 		return
 	}
-	calls := s.dropCancelled()
-	s.inlineQueue = nil
+	calls := w.dropCancelled(d)
+	w.queue = nil
 	if len(calls) == 0 {
 		return
 	}
@@ -86,57 +107,57 @@ func (s *dispatcher) flushInline() {
 		ins[i] = c.in
 		*c.path = pathBatched
 	}
-	o := s.withinDeadline(workflow.ActivityOptions{StartToCloseTimeout: wfapi.InlineBatchTime + time.Minute}, true)
+	o := d.withinDeadline(workflow.ActivityOptions{StartToCloseTimeout: wfapi.InlineBatchTime + time.Minute}, true)
 	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: o.ScheduleToCloseTimeout,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}, Summary: fmt.Sprintf("inline: %d steps", len(calls))}
-	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(s.ctx, lopts), wfapi.RunInlineActivity, ins)
-	s.inlineBatches = append(s.inlineBatches, inlineBatch{f: f, calls: calls})
+	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(d.ctx, lopts), wfapi.RunInlineActivity, ins)
+	w.batches = append(w.batches, inlineBatch{f: f, calls: calls})
 }
 
-// takeBatch hands a batch's results to its steps; the steps it had no
+// take hands a batch's results to its steps; the steps it had no
 // bytes or time left for go to the next batch; what it declined (or all
 // of it, when it evaluated none) runs as local activities of their own.
-func (s *dispatcher) takeBatch(b inlineBatch) {
+func (w *inlineWay) take(d *dispatcher, b inlineBatch) {
 	var out wfapi.InlineBatch
-	if err := b.f.Get(s.ctx, &out); err != nil {
+	if err := b.f.Get(d.ctx, &out); err != nil {
 		out = wfapi.InlineBatch{}
 	}
-	s.taskBegan()
-	s.inlineDone++ // its marker
+	d.taskBegan()
+	w.done++ // its marker
 	for i, c := range b.calls {
 		switch {
 		case c.ctx.Err() != nil:
 			*c.path = PathInline
 			c.set.Set(nil, temporal.NewCanceledError())
 		case i < len(out.Outcomes) && out.Outcomes[i].OK && out.Outcomes[i].Result != nil:
-			s.inlineBytes += out.Outcomes[i].Size
-			s.inlineSteps++
+			w.bytes += out.Outcomes[i].Size
+			w.steps++
 			*c.path = PathInline
 			c.set.Set(*out.Outcomes[i].Result, nil)
 		case i >= len(out.Outcomes) && len(out.Outcomes) > 0:
 			// Past the batch's bytes or time: the next batch.
 			*c.path = pathQueued
-			s.inlineQueue = append(s.inlineQueue, c)
+			w.queue = append(w.queue, c)
 		default:
-			s.declineInline(c)
+			w.decline(d, c)
 		}
 	}
 }
 
-// flushRecorded is flushInline for runs recorded before inline batches
+// flushRecorded is flush for runs recorded before inline batches
 // were local activities: they evaluated each batch in a SideEffect, whose
 // recorded results a replay reads. Such a run going on live gets empty
 // batches: its steps run as local activities.
-func (s *dispatcher) flushRecorded() {
-	for len(s.dropCancelled()) > 0 {
-		if s.taskBegan(); s.inlineFull {
-			if s.ctx.Err() == nil {
+func (w *inlineWay) flushRecorded(d *dispatcher) {
+	for len(w.dropCancelled(d)) > 0 {
+		if d.taskBegan(); w.full {
+			if d.ctx.Err() == nil {
 				return
 			}
-			s.declineAll(s.inlineQueue)
+			w.declineAll(d, w.queue)
 			return
 		}
-		if s.evalRecorded() {
+		if w.evalRecorded(d) {
 			return
 		}
 	}
@@ -144,9 +165,9 @@ func (s *dispatcher) flushRecorded() {
 
 // dropCancelled ends the queued steps whose context is done (their run or
 // batch stopped) as cancelled, and returns the queue left.
-func (s *dispatcher) dropCancelled() []inlineCall {
-	kept := s.inlineQueue[:0]
-	for _, c := range s.inlineQueue {
+func (w *inlineWay) dropCancelled(d *dispatcher) []inlineCall {
+	kept := w.queue[:0]
+	for _, c := range w.queue {
 		if c.ctx.Err() != nil {
 			*c.path = PathInline
 			c.set.Set(nil, temporal.NewCanceledError())
@@ -154,55 +175,55 @@ func (s *dispatcher) dropCancelled() []inlineCall {
 		}
 		kept = append(kept, c)
 	}
-	s.inlineQueue = kept
+	w.queue = kept
 	return kept
 }
 
 // evalRecorded takes one recorded batch of the queue (one SideEffect
 // marker) and hands its results on; it reports whether the task's budget
 // ran out (the rest waited for the next task).
-func (s *dispatcher) evalRecorded() (full bool) {
-	calls := s.inlineQueue
+func (w *inlineWay) evalRecorded(d *dispatcher) (full bool) {
+	calls := w.queue
 	var b wfapi.InlineBatch
-	if err := workflow.SideEffect(s.ctx, func(workflow.Context) any { return wfapi.InlineBatch{} }).Get(&b); err != nil {
+	if err := workflow.SideEffect(d.ctx, func(workflow.Context) any { return wfapi.InlineBatch{} }).Get(&b); err != nil {
 		b = wfapi.InlineBatch{Stop: true}
 	}
-	s.inlineDone++ // a marker
-	s.inlineSpent += b.Elapsed
+	w.done++ // a marker
+	w.spent += b.Elapsed
 	n := min(len(b.Outcomes), len(calls))
 	for i, o := range b.Outcomes[:n] {
 		c := calls[i]
 		if !o.OK || o.Result == nil {
-			s.declineInline(c)
+			w.decline(d, c)
 			continue
 		}
-		s.inlineBytes += o.Size
-		s.inlineSteps++
+		w.bytes += o.Size
+		w.steps++
 		*c.path = PathInline
 		c.set.Set(*o.Result, nil)
 	}
-	s.inlineQueue = calls[n:]
+	w.queue = calls[n:]
 	if n == 0 {
-		s.declineAll(calls)
+		w.declineAll(d, calls)
 		return false
 	}
-	s.inlineFull = s.inlineFull || b.Stop
+	w.full = w.full || b.Stop
 	return b.Stop
 }
 
 // declineAll runs every given queued step as a local activity and empties
 // the queue.
-func (s *dispatcher) declineAll(calls []inlineCall) {
-	s.inlineQueue = nil
+func (w *inlineWay) declineAll(d *dispatcher, calls []inlineCall) {
+	w.queue = nil
 	for _, c := range calls {
-		s.declineInline(c)
+		w.decline(d, c)
 	}
 }
 
-// declineInline runs a queued inline step as a local activity, its future
-// set when that ends.
-func (s *dispatcher) declineInline(c inlineCall) {
-	f := s.runLocal(c.ctx, c.step, c.opts, c.in, c.path)
+// decline runs a queued inline step the local way, its future set when
+// that ends.
+func (w *inlineWay) decline(d *dispatcher, c inlineCall) {
+	f := d.ways.local.start(d, c.unit)
 	workflow.Go(c.ctx, func(gctx workflow.Context) {
 		var out wfapi.RunToolResult
 		err := f.Get(gctx, &out)
@@ -218,31 +239,31 @@ type pendingInline struct {
 	done func(workflow.Future)
 }
 
-// awaitTool has sel deliver f to done, or, for an inline step waiting for its
+// await has sel deliver f to done, or, for an inline step waiting for its
 // batch, keeps it for settle: a batch's results are then taken in the
 // order the steps started, all at once, without a selector's one event a
 // turn (a fan-out would otherwise make one batch a step).
-func (s *dispatcher) awaitTool(sel workflow.Selector, f workflow.Future, path *string, done func(workflow.Future)) {
+func (w *inlineWay) await(d *dispatcher, sel workflow.Selector, f workflow.Future, path *string, done func(workflow.Future)) {
 	if *path != pathQueued {
 		sel.AddFuture(f, done)
 		return
 	}
-	s.pendingInline = append(s.pendingInline, pendingInline{f: f, path: path, done: done})
+	w.pending = append(w.pending, pendingInline{f: f, path: path, done: done})
 }
 
-// settle starts the queued inline steps' batch (flushInline) and hands
+// settle starts the queued inline steps' batch (flush) and hands
 // the results there are to their drivers in the order the steps started;
 // a batch's local activity goes to sel (its results are then taken all at
 // once), and so does a declined step's. It reports whether any result was
 // handed on: the driver then starts what became ready before it blocks.
-func (s *dispatcher) settle(sel workflow.Selector) bool {
-	s.flushInline()
-	for _, b := range s.inlineBatches {
-		sel.AddFuture(b.f, func(workflow.Future) { s.takeBatch(b) })
+func (w *inlineWay) settle(d *dispatcher, sel workflow.Selector) bool {
+	w.flush(d)
+	for _, b := range w.batches {
+		sel.AddFuture(b.f, func(workflow.Future) { w.take(d, b) })
 	}
-	s.inlineBatches = nil
-	pending := s.pendingInline
-	s.pendingInline = nil
+	w.batches = nil
+	pending := w.pending
+	w.pending = nil
 	ran := false
 	for _, p := range pending {
 		switch {
@@ -250,7 +271,7 @@ func (s *dispatcher) settle(sel workflow.Selector) bool {
 			p.done(p.f)
 			ran = true
 		case *p.path == pathQueued || *p.path == pathBatched:
-			s.pendingInline = append(s.pendingInline, p)
+			w.pending = append(w.pending, p)
 		default:
 			sel.AddFuture(p.f, p.done)
 		}

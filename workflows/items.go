@@ -35,7 +35,8 @@ func ItemsWorkflow(ctx workflow.Context, in wfapi.ItemsInput) (*wfapi.ItemsResul
 	}
 	ctx = withLineage(withLocal(ctx), in.Lineage)
 	b := &itemBatch{ctx: ctx, in: in, sel: workflow.NewSelector(ctx), out: &wfapi.ItemsResult{Items: make([]wfapi.ItemOutcome, len(in.Items))},
-		x: newDispatcher(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}, in.WorkflowID)}
+		x: newDispatcher(ctx, &wfapi.ResolveResult{RunDir: in.RunDir, HostQueue: in.HostQueue, RunSettings: wfapi.RunSettings{
+			LocalFlush: in.LocalFlush, LocalAttempts: in.LocalAttempts, InlineFlushBytes: in.InlineFlushBytes, InlineBatch: in.InlineBatch}}, in.WorkflowID)}
 	b.run()
 	for k := b.next; k < len(in.Items); k++ {
 		b.out.Items[k] = wfapi.ItemOutcome{Index: in.Items[k].Index, Status: wfapi.StepCancelled, Reason: "not started: the batch was stopped"}

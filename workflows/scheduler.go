@@ -237,7 +237,7 @@ func (s *scheduler) run() {
 		// Before anything blocks: every started inline step has its result
 		// handed on (then what became ready starts) or its local activity.
 		// A cancellation that came while they waited is the run's first.
-		if len(s.pendingInline) > 0 && s.ctx.Err() != nil && !s.m.Cancelled() {
+		if len(s.ways.inline.pending) > 0 && s.ctx.Err() != nil && !s.m.Cancelled() {
 			s.m.CancelRun("the run was cancelled")
 		}
 		if s.settle(s.sel) {
@@ -314,7 +314,7 @@ func (s *scheduler) held() bool { return s.full() || (s.inflight > 0 && s.inline
 // startReady starts queued steps in id order, then items of running
 // for_each steps, up to max_parallel.
 func (s *scheduler) startReady() {
-	s.fanOut(s.m.ReadyCount())
+	s.ways.eager.spend(&s.dispatcher, s.m.ReadyCount())
 	for s.m.ReadyCount() > 0 && !s.stopped() {
 		if s.held() {
 			return
@@ -327,16 +327,16 @@ func (s *scheduler) startReady() {
 }
 
 // begin starts a ready step: its condition first, then its items (a
-// for_each step) or its one activity.
+// for_each step) or its one unit of work.
 func (s *scheduler) begin(st *stepState) {
 	if s.rehome(st) {
 		return
 	}
 	step := st.step
 	switch {
-	case step.ForEach == nil && step.When == "":
+	case kindOf(step) != kindItems && step.When == "":
 		s.startOne(st)
-	case step.ForEach == nil:
+	case kindOf(step) != kindItems:
 		if run, ok := s.evalWhen(st); ok {
 			if run {
 				s.startOne(st)
@@ -355,13 +355,13 @@ func (s *scheduler) begin(st *stepState) {
 	}
 }
 
-// startOne starts a step that is one unit of work: a tool's activity, or
-// a sub-plan's child workflow.
+// startOne starts a step that is one unit of work: a gate, a sub-plan's
+// child run, or a tool's RunTool.
 func (s *scheduler) startOne(st *stepState) {
-	switch {
-	case st.step.Approval:
+	switch kindOf(st.step) {
+	case kindApproval:
 		s.awaitApproval(st)
-	case st.step.Plan != "":
+	case kindPlan:
 		s.startChild(st)
 	default:
 		s.start(st)

@@ -1,6 +1,12 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"cmp"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/wfapi"
+)
 
 // Every change of workflow code that runs recorded before it must replay
 // as they ran (sdk-go's internal_flags.go is the model). A change is one
@@ -127,4 +133,33 @@ func maxVersion(id string) workflow.Version {
 		}
 	}
 	panic("workflows: undeclared change " + id)
+}
+
+// profile is how a run's steps run: the settings the run recorded
+// (wfapi.RunSettings), each with the workflow's default for runs recorded
+// before it was, and the version answers asked where the workflow begins.
+// It is built once a segment (or items batch), and decisions read it,
+// never the recorded settings. Changes asked where they first matter
+// (inline batches, eager steps, a local step's back-off) are asked by
+// their ways: asking them here would move their markers in recorded runs.
+type profile struct {
+	local bool // changeLocal: steps marked local run as local activities
+	// segmentEvents and segmentBytes: 0, never (segments.go).
+	segmentEvents, segmentBytes               int
+	itemBatch, localFlush, localAttempts      int
+	inlineFlushBytes, inlineBatch, eagerSteps int
+}
+
+// newProfile is the profile of a run that recorded s and answered local.
+func newProfile(s wfapi.RunSettings, local bool) profile {
+	return profile{local: local, segmentEvents: s.SegmentEvents, segmentBytes: s.SegmentBytes,
+		itemBatch: cmp.Or(s.ItemBatch, ItemBatch), localFlush: cmp.Or(s.LocalFlush, LocalFlush),
+		localAttempts: cmp.Or(s.LocalAttempts, LocalAttempts), inlineFlushBytes: cmp.Or(s.InlineFlushBytes, wfapi.DefaultInlineFlushBytes),
+		inlineBatch: cmp.Or(s.InlineBatch, wfapi.DefaultInlineBatch), eagerSteps: s.EagerSteps}
+}
+
+// outsideProfile are the recorded settings the profile leaves out, and
+// where they are read (versions_test.go: every other one is in it).
+var outsideProfile = map[string]string{
+	"HostWait": "with the run's host queue, which moves with the run (onHost, hostWait)",
 }

@@ -193,6 +193,16 @@ type ResolveResult struct {
 	HostQueue string `json:"host_queue,omitempty"`
 	// SharedStore: the host's artifact store is shared (HostInfo).
 	SharedStore bool `json:"shared_store,omitempty"`
+	// RunSettings are what the run recorded of how its steps run
+	// (workflows' profile reads them once a segment).
+	RunSettings
+}
+
+// RunSettings are the settings a run records when it is resolved and
+// reads as recorded ever after: a worker's later configuration, or a new
+// default, does not change a run under way (0: the workflow's default for
+// runs recorded before the setting was).
+type RunSettings struct {
 	// HostWait: how long a step waits for a worker of that host before the
 	// run moves to another (0: the workflow's default).
 	HostWait time.Duration `json:"host_wait,omitempty"`
