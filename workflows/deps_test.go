@@ -13,7 +13,7 @@ import (
 // Workflow code runs no tool, process, child process or file operation
 // (docs/architecture.md): it does not even link the packages that do.
 func TestWorkflowCodeLinksNoToolRunner(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := exec.Command("go", "list", "-deps", ".", "./limit").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -26,18 +26,18 @@ func TestWorkflowCodeLinksNoToolRunner(t *testing.T) {
 	}
 }
 
-// Functions of the workflow and activity code read at once: none is over
-// 80 lines.
+// Functions of the workflow and activity code read at once: none of the
+// workflows' is over 60 lines (issue 55), none of the activities' over 80.
 func TestFunctionsFitOnAScreen(t *testing.T) {
-	for _, dir := range []string{".", "../activities", "../internal/step"} {
+	for dir, most := range map[string]int{".": 60, "limit": 60, "../activities": 80, "../internal/step": 80} {
 		eachSourceFile(t, dir, func(fset *token.FileSet, file *ast.File) {
 			for _, d := range file.Decls {
 				fd, ok := d.(*ast.FuncDecl)
 				if !ok || fd.Body == nil {
 					continue
 				}
-				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
-					t.Errorf("%s: %s is %d lines", fset.Position(fd.Pos()), fd.Name.Name, n)
+				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > most {
+					t.Errorf("%s: %s is %d lines, more than %d: split it", fset.Position(fd.Pos()), fd.Name.Name, n, most)
 				}
 			}
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/workflows/limit"
 )
 
 // TestReplayCommittedHistories replays histories recorded from real runs
@@ -86,7 +87,7 @@ func replayOne(t *testing.T, f string, opts worker.WorkflowReplayerOptions) {
 func registerWorkflows(r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
-	r.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	r.RegisterWorkflowWithOptions(limit.Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 }
 
 // replay replays one history under its original workflow ID (sub-plan

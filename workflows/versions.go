@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/workflows/limit"
 )
 
 // Every change of workflow code that runs recorded before it must replay
@@ -37,7 +38,7 @@ const (
 	changeItemHosts      = "item-host-move"
 	changeSilentHost     = "silent-host-move"
 	changeEagerSteps     = "eager-steps"
-	changeLimitTrust     = "limit-trusts-nobody"
+	changeLimitTrust     = limit.ChangeTrust
 	changeLocalBackoff   = "local-backoff"
 )
 

@@ -17,6 +17,8 @@ import (
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/workflows/limit"
 )
 
 // The workflow code asks for changes only through versionOf, each by a
@@ -27,33 +29,46 @@ func TestGetVersionUsesDeclaredChanges(t *testing.T) {
 	for _, c := range Changes {
 		declared[c.ID] = true
 	}
-	consts := declaredConstants(t)
 	asked := map[string]bool{changeBaseline: true} // versionOf asks it
-	eachSourceFile(t, ".", func(fset *token.FileSet, file *ast.File) {
-		ast.Inspect(file, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
+	for _, dir := range []string{".", "limit"} {
+		consts := declaredConstants(t, filepath.Join(dir, "versions.go"))
+		eachSourceFile(t, dir, func(fset *token.FileSet, file *ast.File) {
+			ast.Inspect(file, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				pos := fset.Position(call.Pos())
+				if sel, isSel := callee(call); isSel && sel == "GetVersion" && filepath.Base(pos.Filename) != "versions.go" {
+					t.Errorf("%s: GetVersion outside versions.go (ask versionOf)", pos)
+				}
+				if fn, isIdent := call.Fun.(*ast.Ident); !isIdent || fn.Name != "versionOf" || filepath.Base(pos.Filename) == "versions.go" {
+					return true
+				}
+				id, ok := call.Args[1].(*ast.Ident)
+				if c := consts[identName(id, ok)]; !ok || !declared[c] {
+					t.Errorf("%s: versionOf's change is not a constant of versions.go's Changes", pos)
+				} else {
+					asked[c] = true
+				}
 				return true
-			}
-			pos := fset.Position(call.Pos())
-			if sel, isSel := callee(call); isSel && sel == "GetVersion" && filepath.Base(pos.Filename) != "versions.go" {
-				t.Errorf("%s: GetVersion outside versions.go (ask versionOf)", pos)
-			}
-			if fn, isIdent := call.Fun.(*ast.Ident); !isIdent || fn.Name != "versionOf" || filepath.Base(pos.Filename) == "versions.go" {
-				return true
-			}
-			id, ok := call.Args[1].(*ast.Ident)
-			if c := consts[identName(id, ok)]; !ok || !declared[c] {
-				t.Errorf("%s: versionOf's change is not a constant of versions.go's Changes", pos)
-			} else {
-				asked[c] = true
-			}
-			return true
+			})
 		})
-	})
+	}
 	for _, c := range Changes {
 		if !asked[c.ID] {
 			t.Errorf("change %s: no code asks for it", c.ID)
+		}
+	}
+}
+
+// The limit workflow's changes (its own package) are in the one list, at
+// the latest version its code knows.
+func TestLimitChangesDeclared(t *testing.T) {
+	for id, v := range limit.Latest {
+		i := slices.IndexFunc(Changes, func(c Change) bool { return c.ID == id })
+		if i < 0 || Changes[i].Max != v {
+			t.Errorf("limit change %s (latest %d) is not in Changes at that version", id, v)
 		}
 	}
 }
@@ -131,10 +146,10 @@ func brokenReplayFails(t *testing.T, change string, hist History, to int, uncove
 	}
 }
 
-// declaredConstants maps versions.go's constant names to their values.
-func declaredConstants(t *testing.T) map[string]string {
+// declaredConstants maps a versions.go's constant names to their values.
+func declaredConstants(t *testing.T, path string) map[string]string {
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "versions.go", nil, 0)
+	file, err := parser.ParseFile(fset, path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

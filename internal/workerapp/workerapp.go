@@ -38,6 +38,7 @@ import (
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/workflows"
+	"github.com/capflow/capflow/workflows/limit"
 )
 
 // Version is set at build time with -ldflags (the MCP client's version).
@@ -48,7 +49,7 @@ var Version = "dev"
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
-	w.RegisterWorkflowWithOptions(workflows.LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	w.RegisterWorkflowWithOptions(limit.Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	// Batches of inline steps, local activities of the workflow's worker.
 	w.RegisterActivityWithOptions(acts.RunInline, activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})

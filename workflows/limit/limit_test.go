@@ -1,4 +1,4 @@
-package workflows
+package limit
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func runLimit(t *testing.T, req wfapi.LimitRequest, calls []limitCall, horizon t
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	got := map[string]string{}
 	for _, c := range calls {
 		got[c.holder] = "-"
@@ -134,7 +134,7 @@ func TestLimitOnlyTightens(t *testing.T) {
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	var second string
 	acquire := func(at time.Duration, req wfapi.LimitRequest, into *string) {
 		env.RegisterDelayedCallback(func() {
@@ -157,7 +157,7 @@ func TestLimitOnlyTightens(t *testing.T) {
 func TestLimitRefusesWhatNoAttemptSends(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(LimitWorkflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
 	rejected := 0
 	for i, req := range []wfapi.LimitRequest{{Holder: "x", Concurrency: -1}, {Holder: "ghost", Concurrency: 1, Lease: 360000000000000000}, {Holder: "y"}} {
 		env.RegisterDelayedCallback(func() {

@@ -1,4 +1,9 @@
-package workflows
+// Package limit is the workflow that keeps one limit of a tool or a
+// capability (max_concurrent, rate) for every run and worker: steps'
+// activities acquire, renew and release their slots with it
+// (activities/slots.go). It shares nothing with the plan workflow but the
+// wire (internal/wfapi) and the one change list.
+package limit
 
 import (
 	"slices"
@@ -9,15 +14,15 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// LimitWorkflow keeps one limit (a tool's or a capability's, per key
+// Workflow keeps one limit (a tool's or a capability's, per key
 // value) for every run and worker (wfapi.LimitWorkflowType): the holders
 // with their leases, a FIFO queue of waiters with theirs, and the
 // earliest time the rate lets the next one start. Its handlers never
 // wait: acquire answers held or queued at once, and the slots are granted
 // here, in order, as they come free. It continues as new past limitEvents
 // carrying all of it, and ends once idle for limitIdle.
-func LimitWorkflow(ctx workflow.Context, st wfapi.LimitState) error {
-	l := &limit{st: st, strict: versionOf(ctx, changeLimitTrust) >= 1}
+func Workflow(ctx workflow.Context, st wfapi.LimitState) error {
+	l := &limit{st: st, strict: versionOf(ctx, ChangeTrust) >= 1}
 	if l.st.Holders == nil {
 		l.st.Holders = map[string]time.Time{}
 	}
