@@ -104,8 +104,9 @@ type StepResult struct {
 	// JoinNote says how an any/quorum join was met ("quorum: 3/4 (75%)
 	// met, continuing").
 	JoinNote string `json:"join_note,omitempty"`
-	// Execution is the path that ran the step: "local" (a local
-	// activity), "activity", or "local, then activity".
+	// Execution is the path that ran the step: "activity", "local" (a
+	// local activity), "local, then activity" or "inline" (workflows'
+	// Path constants).
 	Execution string `json:"execution,omitempty"`
 	// InputsSHA256 is the digest of the step's evaluated inputs;
 	// ReusedFrom names the run whose output it reused (no tool ran).

@@ -10,17 +10,6 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
-// PathInline: the step ran in a batch of inline steps, one local activity
-// for the steps started together (docs/manifests.md, execution: inline).
-const PathInline = "inline"
-
-// Paths of an inline step before its result (never reported): waiting
-// for its batch, and in a batch that runs.
-const (
-	pathQueued  = "queued"
-	pathBatched = "batched"
-)
-
 // inlineWay queues the inline steps started together and runs them as
 // one local activity (flush): one marker a batch, no step folder. What a
 // batch declines runs the local way. In this workflow task, done batches

@@ -36,15 +36,6 @@ func usesLocal(ctx workflow.Context) bool {
 // activities.
 const LocalAttempts = wfapi.DefaultLocalAttempts
 
-// Execution paths, as a step's result reports them.
-const (
-	PathLocal    = "local"
-	PathActivity = "activity"
-	// PathLocalThenActivity: local attempts failed (or the workflow ran on
-	// another host than the run's), the rest ran as a regular activity.
-	PathLocalThenActivity = "local, then activity"
-)
-
 // localWay runs a unit as local activities in the workflow's task (up to
 // the run's localAttempts), going on as a regular activity when it landed
 // on another host or its local attempts failed with attempts left. done

@@ -137,7 +137,7 @@ func brokenReplayFails(t *testing.T, change string, hist History, to int, uncove
 		t.Fatal(err)
 	}
 	registerWorkflows(r)
-	if replay(r, f) == nil {
+	if replay(r, f, true) == nil {
 		if uncovered {
 			t.Logf("%s replays as if it took %s version %d (uncovered)", hist.File, change, to)
 			return

@@ -38,7 +38,9 @@ func kindOf(step wfapi.ResolvedStep) stepKind {
 // function, table-tested); the way owns its state: what it counts in a
 // workflow task, its queue, the version it asked. A new way is a wayKind,
 // a type with start and newTask, its case in chooseWay and its field in
-// ways (docs/architecture.md, "A new way a step runs").
+// ways (docs/architecture.md, "A new way a step runs"). Workflow code
+// builds no envelope with envelope.NewBuilder (it reads the wall clock):
+// dispatcher.synthEnvelope stamps workflow time.
 type way interface {
 	// start runs u's RunTool and returns the future u's driver waits for.
 	start(d *dispatcher, u unit) workflow.Future
@@ -58,6 +60,29 @@ const (
 	wayLocal
 	// wayInline: with the steps started together, one local activity (inline.go).
 	wayInline
+	// wayCount counts the ways: a new one goes before it.
+	wayCount
+)
+
+// Paths, as a step's result reports how it ran (wire.StepResult.Execution;
+// a way sets its unit's path).
+const (
+	PathActivity = "activity"
+	PathLocal    = "local"
+	// PathLocalThenActivity: local attempts failed (or the workflow ran on
+	// another host than the run's), the rest ran as a regular activity.
+	PathLocalThenActivity = "local, then activity"
+	// PathInline: the step ran in a batch of inline steps, one local
+	// activity for the steps started together (docs/manifests.md,
+	// execution: inline).
+	PathInline = "inline"
+)
+
+// Paths of an inline step before its result (never reported): waiting
+// for its batch, and in a batch that runs.
+const (
+	pathQueued  = "queued"
+	pathBatched = "batched"
 )
 
 // unit is one unit of work as its way gets it.
@@ -122,7 +147,7 @@ func (w *ways) of(k wayKind) way {
 
 // newTask tells every way a new workflow task began.
 func (w *ways) newTask() {
-	for _, k := range []wayKind{wayRegular, wayEager, wayLocal, wayInline} {
+	for k := range wayCount {
 		w.of(k).newTask()
 	}
 }
@@ -130,10 +155,16 @@ func (w *ways) newTask() {
 // runTool runs a step's (or an item's) RunTool the way chooseWay picks.
 // ctx may be cancellable; path gets the path taken.
 func (d *dispatcher) runTool(ctx workflow.Context, step wfapi.ResolvedStep, opts workflow.ActivityOptions, in wfapi.RunToolInput, path *string) workflow.Future {
-	k := chooseWay(wayFacts{runLocal: d.p.local, local: step.Local, inline: step.Inline, cancelled: ctx.Err() != nil,
-		item: in.Step.Item != nil, eagerSteps: d.p.eagerSteps, hostQueue: d.rr.HostQueue, taskQueue: opts.TaskQueue,
-		maxAttempts: opts.RetryPolicy.MaximumAttempts})
-	return d.ways.of(k).start(d, unit{ctx: ctx, step: step, opts: opts, in: in, path: path})
+	u := unit{ctx: ctx, step: step, opts: opts, in: in, path: path}
+	return d.ways.of(chooseWay(d.factsOf(u))).start(d, u)
+}
+
+// factsOf are the facts chooseWay reads of u in this run: a new fact is a
+// field of wayFacts filled here.
+func (d *dispatcher) factsOf(u unit) wayFacts {
+	return wayFacts{runLocal: d.p.local, local: u.step.Local, inline: u.step.Inline, cancelled: u.ctx.Err() != nil,
+		item: u.in.Step.Item != nil, eagerSteps: d.p.eagerSteps, hostQueue: d.rr.HostQueue, taskQueue: u.opts.TaskQueue,
+		maxAttempts: u.opts.RetryPolicy.MaximumAttempts}
 }
 
 // regularWay runs a unit as one activity, its attempts retried by the

@@ -40,7 +40,7 @@ func TestChooseWay(t *testing.T) {
 func TestEveryWayRegistered(t *testing.T) {
 	var w ways
 	seen := map[way]bool{}
-	for k := wayRegular; k <= wayInline; k++ {
+	for k := range wayCount {
 		x := w.of(k)
 		if seen[x] {
 			t.Errorf("kind %d shares its way with another", k)
@@ -48,7 +48,7 @@ func TestEveryWayRegistered(t *testing.T) {
 		seen[x] = true
 	}
 	if n := reflect.TypeFor[ways]().NumField(); n != len(seen) {
-		t.Errorf("ways has %d fields, %d reachable by kind: register the new way in of", n, len(seen))
+		t.Errorf("ways has %d fields, %d reachable by kind: register the new way in of, its kind before wayCount", n, len(seen))
 	}
 }
 
