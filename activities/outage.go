@@ -81,6 +81,13 @@ func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, canc
 		return
 	case <-ctx.Done():
 	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The tool's context has the same deadline: it ends as a timeout.
+		// Cancelling it here could win that race, and a timed-out attempt
+		// would end cancelled, unrecorded (TestLocalStepTimesOut, 1 in 3
+		// on a loaded machine).
+		return
+	}
 	cause := context.Cause(ctx)
 	if a.Heartbeats == nil || !errors.Is(ctx.Err(), context.Canceled) || attemptEnded(cause) || !unreachable(cause) {
 		cancel(cause)
