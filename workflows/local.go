@@ -11,9 +11,9 @@ import (
 )
 
 // The fast path (docs/performance.md): steps whose tool runs as a local
-// activity, and capflow's own Resolve, Route and Finalize, run inside the
-// workflow task of the worker that runs the workflow, with no task
-// hand-off through the server. Runs recorded before it replay as they ran
+// activity, and capflow's own Resolve, Route and Finalize, run on the
+// worker that runs the workflow, beside its workflow task (not in workflow
+// code), with no task hand-off through the server. Runs recorded before it replay as they ran
 // (changeLocal).
 
 // withLocal records in ctx whether this run uses local activities (asked
@@ -36,7 +36,7 @@ func usesLocal(ctx workflow.Context) bool {
 // activities.
 const LocalAttempts = wfapi.DefaultLocalAttempts
 
-// localWay runs a unit as local activities in the workflow's task (up to
+// localWay runs a unit as local activities on the workflow's worker (up to
 // the run's localAttempts), going on as a regular activity when it landed
 // on another host or its local attempts failed with attempts left. done
 // counts the local units that ended in this workflow task (task.go).

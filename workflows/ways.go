@@ -56,7 +56,7 @@ const (
 	wayRegular wayKind = iota
 	// wayEager: its first attempt on the workflow's own queue (eager.go).
 	wayEager
-	// wayLocal: local activities in the workflow's task, then regular (local.go).
+	// wayLocal: local activities on the workflow's worker, then regular (local.go).
 	wayLocal
 	// wayInline: with the steps started together, one local activity (inline.go).
 	wayInline
