@@ -111,13 +111,13 @@ test: build temporal versitygw chromium bubblewrap compose-cli ts-client mcp-ser
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /e2e)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 	$(MAKE) --no-print-directory plan-tests
-	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 30m ./e2e
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -parallel 6 -timeout 30m ./e2e
 	./scripts/cluster-test.sh
 	$(GO) build -o $(BIN)/capflow-soak ./bench/soak
 	SOAK_OUT=.capflow/soak-short.json ./scripts/soak.sh --runs 10 --faults 4
 
 record-histories: build temporal ## re-record workflows/testdata/histories from real runs
-	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -timeout 15m ./e2e
+	CAPFLOW_TEMPORAL_BIN=$(TEMPORAL) CAPFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -parallel 6 -timeout 15m ./e2e
 
 plan-tests: build ## capflow plan test of every example plan, with its cases (plans/examples/tests/) or a generated happy path
 	@for p in plans/examples/*.yaml; do $(BIN)/capflow plan test "$$p" --coverage >/dev/null || { $(BIN)/capflow plan test "$$p"; exit 1; }; echo "✓ $$p"; done

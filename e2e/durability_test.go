@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -31,6 +33,38 @@ func startDetachedAt(t *testing.T, project string, extra []string, plan string, 
 		t.Fatalf("detach: exit %d %s\n%s", code, env.Message, stderr)
 	}
 	return id
+}
+
+// ownWorker is a worker of the shared project on a task queue of its own:
+// a test that kills and restarts it runs beside others (t.Parallel), whose
+// runs go to their own workers.
+type ownWorker struct {
+	t   *testing.T
+	env []string // the queue, for the worker and the CLI alike
+	cmd *exec.Cmd
+}
+
+func newOwnWorker(t *testing.T, name string) *ownWorker {
+	t.Helper()
+	w := &ownWorker{t: t, env: []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-" + name}}
+	w.start()
+	return w
+}
+
+func (w *ownWorker) start()   { w.t.Helper(); w.cmd = workerAt(w.t, h.project, w.env...) }
+func (w *ownWorker) kill()    { h.kill(w.cmd) }
+func (w *ownWorker) restart() { w.t.Helper(); w.kill(); w.start() }
+
+// detach starts plan on the worker's queue and returns the run's ID.
+func (w *ownWorker) detach(plan string) string {
+	w.t.Helper()
+	return startDetachedAt(w.t, h.project, w.env, plan)
+}
+
+// capflow runs the CLI on the worker's queue.
+func (w *ownWorker) capflow(args ...string) (int, envelope.Envelope, string) {
+	w.t.Helper()
+	return h.capflowAt(w.t, h.project, w.env, args...)
 }
 
 func waitResult(t *testing.T, id string, within time.Duration) wfapi.Result {
@@ -84,6 +118,8 @@ func (l attemptLog) startsAfterFinish(step string) (starts, after int) {
 // One run survives five SIGKILLs of its worker, each in the middle of a
 // step: every step completes, and no step that finished is ever run again.
 func TestRunSurvivesFiveWorkerKills(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "five-kills")
 	log := h.freshLog("five-kills.log")
 	var b strings.Builder
 	b.WriteString("name: five-kills\nsteps:\n")
@@ -94,14 +130,11 @@ func TestRunSurvivesFiveWorkerKills(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "  - {id: s%d, capability: test.slow, heartbeat: 2s, with: {seconds: 2, log: %q}%s}\n", i, log, needs)
 	}
-	id := startDetached(t, h.writePlan(t, "five-kills", b.String()))
+	id := w.detach(h.writePlan(t, "five-kills", b.String()))
 	for k := 1; k <= 5; k++ {
 		waitStepRunning(t, id, fmt.Sprintf("s%d", k))
 		time.Sleep(700 * time.Millisecond)
-		h.killWorker()
-		if err := h.startWorker(); err != nil {
-			t.Fatal(err)
-		}
+		w.restart()
 	}
 	res := waitResult(t, id, 3*time.Minute)
 	if res.Status != wfapi.StatusPassed {
@@ -191,7 +224,9 @@ steps:
 // would hold the run. The step gets CancelGrace to confirm, then is
 // cancelled without its worker.
 func TestCancelAfterTheWorkerDied(t *testing.T) {
-	id := startDetached(t, h.writePlan(t, "cancel-dead-worker", `name: cancel-dead-worker
+	t.Parallel()
+	w := newOwnWorker(t, "cancel-dead-worker")
+	id := w.detach(h.writePlan(t, "cancel-dead-worker", `name: cancel-dead-worker
 steps:
   - {id: hanging, capability: test.hang, timeout: 1m}
 `))
@@ -200,12 +235,9 @@ steps:
 	// worker takes the task and confirms the cancellation itself.
 	waitStepRunning(t, id, "hanging")
 	waitFile(t, filepath.Join(h.project, ".capflow/runs", id, "steps/hanging/marker"))
-	h.killWorker()
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
+	w.restart()
 	start := time.Now()
-	code, env, stderr := h.capflow(t, "cancel", id)
+	code, env, stderr := w.capflow("cancel", id)
 	var r runResult
 	data(t, env, &r)
 	if code != 5 || r.Status != "cancelled" || time.Since(start) > 55*time.Second {

@@ -43,9 +43,10 @@ func timedStatus(t *testing.T, dir string, env []string, id string) (int, runRes
 // that the worker may be gone and when the step is retried; a new worker
 // takes the step up, and its attempts count both.
 func TestStatusOnTheFailurePath(t *testing.T) {
+	t.Parallel()
 	dir := projectCopy(t)
 	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-failure-path"}
-	workerAt(t, dir, env...)
+	own := workerAt(t, dir, env...)
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -74,7 +75,7 @@ func TestStatusOnTheFailurePath(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	h.killWorker()
+	h.kill(own)
 	// One following the run (its output piped) is told too: the run's
 	// progress query gets no answer, the server's view still does.
 	follow := exec.Command(filepath.Join(h.bin, "capflow"), "status", killed, "--follow", "--project", dir)

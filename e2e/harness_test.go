@@ -7,8 +7,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +47,8 @@ type harness struct {
 
 	mu      sync.Mutex
 	workers []*exec.Cmd // the live ones
-	started int         // every worker started (each logs "worker started")
+	started int         // every worker started, each with its log worker-N.log
+	main    *exec.Cmd   // the shared project's worker (startWorker), which killWorker kills
 }
 
 func TestMain(m *testing.M) {
@@ -195,52 +198,64 @@ func fakeLLM(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// startWorker starts a capflow-worker subprocess and waits until it polls.
-// startWorker starts a worker with the harness's environment plus extra.
-func (h *harness) startWorker(extra ...string) error { return h.startWorkerAt(h.project, extra...) }
-
-// startWorkerAt starts a worker serving the project at dir.
-func (h *harness) startWorkerAt(dir string, extra ...string) error {
-	logf, err := os.OpenFile(filepath.Join(h.tmp, "worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+// startWorker starts the shared project's worker with the harness's
+// environment, and waits until it polls.
+func (h *harness) startWorker() error {
+	w, err := h.spawn(h.project)
+	if err == nil {
+		h.mu.Lock()
+		h.main = w
+		h.mu.Unlock()
 	}
+	return err
+}
+
+// spawn starts a worker serving the project at dir, its output in a log
+// of its own (tests running side by side each wait for their worker), and
+// returns it once it polls.
+func (h *harness) spawn(dir string, extra ...string) (*exec.Cmd, error) {
+	h.mu.Lock()
+	h.started++
+	log := filepath.Join(h.tmp, fmt.Sprintf("worker-%03d.log", h.started))
+	h.mu.Unlock()
+	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
 	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", dir)
 	cmd.Env = append(h.env(), extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	h.mu.Lock()
 	h.workers = append(h.workers, cmd)
-	h.started++
 	h.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(filepath.Join(h.tmp, "worker.log"))
-		if bytes.Count(b, []byte("worker started")) >= h.workerCount() {
-			return nil
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("worker started")) {
+			return cmd, nil
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("worker did not start; log:\n%s", h.workerLog())
+	b, _ := os.ReadFile(log)
+	return cmd, fmt.Errorf("worker did not start; log:\n%s", b)
 }
 
-func (h *harness) workerCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.started
-}
-
+// workerLog is every worker's log, in the order they started.
 func (h *harness) workerLog() string {
-	b, _ := os.ReadFile(filepath.Join(h.tmp, "worker.log"))
-	return string(b)
+	files, _ := filepath.Glob(filepath.Join(h.tmp, "worker-*.log"))
+	var all []byte
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all = append(all, b...)
+	}
+	return string(all)
 }
 
-// killWorker SIGKILLs the most recent live worker.
+// killWorker SIGKILLs the shared project's worker (startWorker's).
 func (h *harness) killWorker() {
 	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
+	w := h.main
 	h.mu.Unlock()
 	h.kill(w)
 }
@@ -339,8 +354,13 @@ func (h *harness) writePlan(t *testing.T, name, body string) string {
 	return p
 }
 
+// copyTree copies src to dst; a file that vanishes meanwhile (a test
+// beside this one removed its log) is left out.
 func copyTree(src, dst string) error {
 	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -360,6 +380,9 @@ func copyTree(src, dst string) error {
 			return os.Symlink(link, target)
 		}
 		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

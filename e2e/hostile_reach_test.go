@@ -198,7 +198,7 @@ func TestHostileLimitsPerProject(t *testing.T) {
 	a, b := projectCopy(t), projectCopy(t)
 	qa := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=limits-qa"}
 	qb := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=limits-qb"}
-	workerAt(t, a, qa...)
+	wa := workerAt(t, a, qa...)
 	plan := "name: one-lim1\nsteps:\n  - {id: one, capability: test.lim1, timeout: 20s}\n"
 	writeIn := func(dir string) string {
 		p := filepath.Join(dir, "one-lim1.yaml")
@@ -208,9 +208,6 @@ func TestHostileLimitsPerProject(t *testing.T) {
 	if code, env, _ := h.capflowAt(t, a, qa, "run", writeIn(a)); code != 0 {
 		t.Fatalf("project A: exit %d %s", code, env.Message)
 	}
-	h.mu.Lock()
-	wa := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
 	h.kill(wa)
 	workerAt(t, b, qb...)
 	if code, env, _ := h.capflowAt(t, b, qb, "run", writeIn(b)); code != 0 {

@@ -299,17 +299,17 @@ steps:
 // worker about a minute later (its default heartbeat timeout), not at
 // its 10-minute start-to-close.
 func TestHostileDeadWorkerStepMovesOn(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "dead-worker")
 	log := h.freshLog("dead-worker.log")
-	id := startDetached(t, h.writePlan(t, "dead-worker", `name: dead-worker
+	id := w.detach(h.writePlan(t, "dead-worker", `name: dead-worker
 steps:
   - {id: long, capability: test.slow, with: {seconds: 5, log: "`+log+`"}}
 `))
 	waitLine(t, log, "attempt 1 long")
-	h.killWorker()
+	w.kill()
 	killed := time.Now()
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
+	w.start()
 	res := waitResult(t, id, 3*time.Minute)
 	if took := time.Since(killed); res.Status != "passed" || took > 100*time.Second {
 		t.Fatalf("after its worker was killed: %s %s, %s later", res.Status, res.Message, took.Round(time.Second))

@@ -34,10 +34,7 @@ import (
 func TestWorkerMetricsAndHealth(t *testing.T) {
 	addr := freePort()
 	queue := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=metrics-e2e"}
-	if err := h.startWorker(append(queue, "CAPFLOW_METRICS_ADDR="+addr)...); err != nil {
-		t.Fatal(err)
-	}
-	defer h.killWorker()
+	workerAt(t, h.project, append(queue, "CAPFLOW_METRICS_ADDR="+addr)...)
 
 	code, body := httpGet(t, "http://"+addr+"/healthz")
 	var hb metrics.HealthBody
@@ -299,10 +296,7 @@ steps:
 func TestEncryptedPayloads(t *testing.T) {
 	const secret = "tell-no-one-42"
 	key := []string{"CAPFLOW_PAYLOAD_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)), "CAPFLOW_TEMPORAL_TASK_QUEUE=crypt-e2e"}
-	if err := h.startWorker(key...); err != nil {
-		t.Fatal(err)
-	}
-	defer h.killWorker()
+	workerAt(t, h.project, key...)
 	p := h.writePlan(t, "encrypted", `name: encrypted
 inputs:
   note: {type: string}

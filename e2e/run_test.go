@@ -268,6 +268,8 @@ func waitStep(t *testing.T, id, step, what string, want func(wfapi.StepState) bo
 }
 
 func TestWorkerKilledMidRunResumes(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "kill")
 	log := h.freshLog("kill.log")
 	p := h.writePlan(t, "kill", `name: kill
 steps:
@@ -275,18 +277,9 @@ steps:
   - {id: middle, capability: test.slow, heartbeat: 2s, with: {seconds: 4, log: "`+log+`"}, needs: [first]}
   - {id: last, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [middle]}
 `)
-	code, env, _ := h.capflow(t, "run", p, "--detach")
-	var started map[string]any
-	data(t, env, &started)
-	id, _ := started["workflow_id"].(string)
-	if code != 0 || id == "" {
-		t.Fatalf("detach: exit %d %s", code, env.Message)
-	}
+	id := w.detach(p)
 	waitLine(t, log, "attempt 1 middle")
-	h.killWorker()
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
+	w.restart()
 	var res wfapi.Result
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

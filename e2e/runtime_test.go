@@ -132,6 +132,7 @@ steps:
 // killed mid-step; after host_wait, worker B (its own copy of the project,
 // so another host) takes the step again and the rest of the run.
 func TestRunMovesWhenItsHostIsLost(t *testing.T) {
+	t.Parallel()
 	const queue = "capflow-hosts"
 	other, err := os.MkdirTemp(h.tmp, "project-b-")
 	if err != nil {
@@ -141,9 +142,7 @@ func TestRunMovesWhenItsHostIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}
-	if err := h.startWorker(env...); err != nil { // A: resolves the run
-		t.Fatal(err)
-	}
+	a := workerAt(t, h.project, env...) // A: resolves the run
 	file := h.writePlan(t, "hosts", `name: hosts
 steps:
   - {id: first, capability: test.slow, with: {seconds: 0}}
@@ -159,14 +158,8 @@ steps:
 		t.Fatalf("exit %d %s", code, env2.Message)
 	}
 	waitStepRunning(t, started.WorkflowID, "long")
-	if err := h.startWorkerAt(other, env...); err != nil { // B
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	a := h.workers[len(h.workers)-2]
-	h.mu.Unlock()
+	workerAt(t, other, env...) // B
 	h.kill(a)
-	defer h.killWorker() // B
 	var res struct {
 		runResult
 		LostHosts []string `json:"lost_hosts"`
@@ -190,18 +183,14 @@ steps:
 // file content: a run stays on one host, and a run that loses its host
 // moves, running again there the steps whose files it lost.
 func TestFileHandOffAcrossHosts(t *testing.T) {
+	t.Parallel()
 	const queue = "capflow-handoff"
 	dirs := hostCopies(t, "handoff", 2)
 	env := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}
 	var alive []*exec.Cmd
 	start := func(dir string) *exec.Cmd {
 		t.Helper()
-		if err := h.startWorkerAt(dir, env...); err != nil {
-			t.Fatal(err)
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		w := h.workers[len(h.workers)-1]
+		w := workerAt(t, dir, env...)
 		alive = append(alive, w)
 		return w
 	}

@@ -153,7 +153,7 @@ steps:
 				t.Fatal("the tool's processes never started")
 			}
 			h.mu.Lock()
-			w := h.workers[len(h.workers)-1]
+			w := h.main
 			h.mu.Unlock()
 			_ = w.Process.Signal(sig)
 			exited := make(chan struct{})

@@ -170,7 +170,7 @@ func sampleWorkerRSS(progress func() int) (*rssSamples, func()) {
 // workerStatusKB reads one of the newest worker's /proc status fields.
 func workerStatusKB(field string) int {
 	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
+	w := h.main
 	h.mu.Unlock()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.Process.Pid))
 	if err != nil {

@@ -165,10 +165,7 @@ steps:
 // are recorded for the replay test.
 func TestSegmentedRunKeepsItsMeaning(t *testing.T) {
 	const queue = "capflow-segments"
-	if err := h.startWorker("CAPFLOW_TEMPORAL_SEGMENT_EVENTS=100", "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue); err != nil {
-		t.Fatal(err)
-	}
-	defer h.killWorker()
+	workerAt(t, h.project, "CAPFLOW_TEMPORAL_SEGMENT_EVENTS=100", "CAPFLOW_TEMPORAL_TASK_QUEUE="+queue)
 	var chain strings.Builder
 	for i := 1; i < 40; i++ {
 		fmt.Fprintf(&chain, "  - {id: s%d, capability: test.render, needs: [s%d], with: {template: \"s%d\"}}\n", i, i-1, i)

@@ -69,16 +69,15 @@ func projectCopy(t *testing.T) string {
 }
 
 // workerAt starts a worker in dir with extra variables, stopped when the
-// test ends.
-func workerAt(t *testing.T, dir string, env ...string) {
+// test ends (or when the test kills it).
+func workerAt(t testing.TB, dir string, env ...string) *exec.Cmd {
 	t.Helper()
-	if err := h.startWorkerAt(dir, env...); err != nil {
+	w, err := h.spawn(dir, env...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	w := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
 	t.Cleanup(func() { h.kill(w) })
+	return w
 }
 
 // startServer starts the dev server on h.address with the run's database

@@ -21,9 +21,7 @@ func BenchmarkStore(b *testing.B) {
 	stampTool(b, h.project)
 	store := filepath.Join(h.tmp, "bench-store")
 	for _, w := range [][]string{{"CAPFLOW_TEMPORAL_TASK_QUEUE=bench-nostore"}, {"CAPFLOW_TEMPORAL_TASK_QUEUE=bench-store", "CAPFLOW_ARTIFACTS_URL=file://" + store}} {
-		if err := h.startWorker(w...); err != nil {
-			b.Fatal(err)
-		}
+		workerAt(b, h.project, w...)
 	}
 	b.Run("fanout500", func(b *testing.B) {
 		plan := capflowPlanOf("test.stamp", nil, 500, false)

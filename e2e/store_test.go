@@ -27,6 +27,7 @@ import (
 // its file, fetched from the store). Without the store the consumer finds
 // the producer's data on the lost host, and the run fails.
 func TestSharedStoreCarriesDataAcrossHosts(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(h.tmp, "shared-artifacts")
 	id := moveRun(t, "capflow-store", false, "CAPFLOW_ARTIFACTS_URL=file://"+store)
 	recordHistory(t, id, "host-lost-store")
@@ -69,6 +70,7 @@ func getJSON(t *testing.T, url string, v any) {
 
 // The same over S3: a real S3-compatible server (versitygw over a folder).
 func TestS3StoreCarriesDataAcrossHosts(t *testing.T) {
+	t.Parallel()
 	addr, data := startS3(t)
 	moveRun(t, "capflow-store-s3", false, fmt.Sprintf("CAPFLOW_ARTIFACTS_URL=s3://capflow?endpoint=http://%s&region=us-east-1&use_path_style=true&prefix=e2e/", addr),
 		"AWS_ACCESS_KEY_ID=capflow", "AWS_SECRET_ACCESS_KEY=capflow-secret")
@@ -109,16 +111,34 @@ func startS3(t *testing.T) (string, string) {
 	return "", ""
 }
 
-// moveRun runs a plan on one host, kills it (and its disk, unless
-// keepDisk) during a long step, and lets a worker with its own copy of the
-// project finish it from the store the workers' environment (storeEnv)
-// names.
-func moveRun(t *testing.T, queue string, keepDisk bool, storeEnv ...string) string {
-	tool := filepath.Join(h.project, "tools", "big-once")
+// storeMovePlan is moveRun's: a producer that may not run again, one that
+// may, a long step the host is lost during, and their consumers.
+const storeMovePlan = `name: store-move
+defaults: {heartbeat: 2s}
+steps:
+  - {id: make, capability: test.big_once}
+  - {id: stamp, capability: test.stamp}
+  - {id: wait, capability: test.slow, needs: [make, stamp], with: {seconds: 8}}
+  - {id: check, capability: test.stamp, needs: [wait], with: {read: "${steps.stamp.data.file}"}}
+  - id: use
+    capability: json.query
+    needs: [wait]
+    with: {query: ".blob | length", input: "${steps.make.data}"}
+  - {id: sum, capability: file.checksum, needs: [wait], with: {path: "${steps.stamp.data.file}"}}
+outputs:
+  length: ${steps.use.data.result}
+  read: ${steps.check.data.read}
+  sum: ${steps.sum.data.sha256}
+`
+
+// bigOnceTool writes test.big_once (300 KB of data, not idempotent) into
+// the project at dir.
+func bigOnceTool(t *testing.T, dir string) {
+	t.Helper()
+	tool := filepath.Join(dir, "tools", "big-once")
 	if err := os.MkdirAll(tool, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(tool)
 	manifest := `name: big-once
 version: 1.0.0
 description: Outputs 300 KB of data, not idempotent
@@ -135,37 +155,31 @@ idempotent: false
 	if err := os.WriteFile(filepath.Join(tool, "run.sh"), []byte(run), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	stampTool(t, h.project)
+}
+
+// moveRun runs a plan on one host, kills it (and its disk, unless
+// keepDisk) during a long step, and lets a worker with its own copy of the
+// project finish it from the store the workers' environment (storeEnv)
+// names.
+func moveRun(t *testing.T, queue string, keepDisk bool, storeEnv ...string) string {
+	// Each host's copy gets the test's tools (the shared project is left
+	// as it is: tests beside this one copy it).
 	dirs := hostCopies(t, "store", 2)
-	env := append([]string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}, storeEnv...)
-	startAt := func(dir string) {
-		t.Helper()
-		if err := h.startWorkerAt(dir, env...); err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range dirs {
+		bigOnceTool(t, d)
+		stampTool(t, d)
 	}
-	plan := h.writePlan(t, "store-move", `name: store-move
-defaults: {heartbeat: 2s}
-steps:
-  - {id: make, capability: test.big_once}
-  - {id: stamp, capability: test.stamp}
-  - {id: wait, capability: test.slow, needs: [make, stamp], with: {seconds: 8}}
-  - {id: check, capability: test.stamp, needs: [wait], with: {read: "${steps.stamp.data.file}"}}
-  - id: use
-    capability: json.query
-    needs: [wait]
-    with: {query: ".blob | length", input: "${steps.make.data}"}
-  - {id: sum, capability: file.checksum, needs: [wait], with: {path: "${steps.stamp.data.file}"}}
-outputs:
-  length: ${steps.use.data.result}
-  read: ${steps.check.data.read}
-  sum: ${steps.sum.data.sha256}
-`)
-	startAt(dirs[0])
-	h.mu.Lock()
-	victim := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
-	s := struct{ WorkflowID string }{startDetached(t, plan, "--task-queue", queue)}
+	env := append([]string{"CAPFLOW_TEMPORAL_TASK_QUEUE=" + queue, "CAPFLOW_TEMPORAL_HOST_WAIT=3s"}, storeEnv...)
+	startAt := func(dir string) *exec.Cmd {
+		t.Helper()
+		return workerAt(t, dir, env...)
+	}
+	plan := filepath.Join(dirs[0], "store-move.yaml")
+	if err := os.WriteFile(plan, []byte(storeMovePlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim := startAt(dirs[0])
+	s := struct{ WorkflowID string }{startDetachedAt(t, dirs[0], env, plan)}
 	waitStepRunning(t, s.WorkflowID, "wait")
 	// The token the producer wrote, as its file on the first host has it.
 	files, _ := filepath.Glob(filepath.Join(dirs[0], ".capflow", "runs", "*", "steps", "stamp", "token.txt"))
@@ -175,12 +189,6 @@ outputs:
 	raw, _ := os.ReadFile(files[0])
 	was := strings.TrimSpace(string(raw))
 	startAt(dirs[1])
-	defer func() {
-		h.mu.Lock()
-		w := h.workers[len(h.workers)-1]
-		h.mu.Unlock()
-		h.kill(w)
-	}()
 	h.kill(victim)
 	// The lost host's disk goes with it (or stays, readable at its path:
 	// the new host still reads its own copy, fetched from the store).
@@ -218,6 +226,7 @@ outputs:
 // copy, fetched from the store by digest, and a builtin consumer (which
 // reads only the project and the run folder) gets that copy's path.
 func TestMovedRunReadsItsOwnCopy(t *testing.T) {
+	t.Parallel()
 	moveRun(t, "capflow-store-keep", true, "CAPFLOW_ARTIFACTS_URL=file://"+filepath.Join(h.tmp, "shared-artifacts-keep"))
 }
 
@@ -242,12 +251,11 @@ func hostCopies(t *testing.T, name string, n int) []string {
 // startHost starts a worker on a host's copy and returns it.
 func startHost(t *testing.T, dir string, env []string) *exec.Cmd {
 	t.Helper()
-	if err := h.startWorkerAt(dir, env...); err != nil {
+	w, err := h.spawn(dir, env...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.workers[len(h.workers)-1]
+	return w
 }
 
 // hostMove runs plan on a first host of a queue sharing a file store,
@@ -284,6 +292,7 @@ func hostMove(t *testing.T, name, plan, step string, lose func(first *exec.Cmd))
 // do (the soak found them failing there, issue 41): the run passes on
 // another host with every item succeeded, naming the host it lost.
 func TestMovedRunCarriesItsItems(t *testing.T) {
+	t.Parallel()
 	id := hostMove(t, "items-move", `name: items-move
 defaults: {heartbeat: 2s}
 steps:
@@ -297,6 +306,7 @@ steps:
 // by heartbeat; the step then follows the run to another host instead of
 // failing there (the soak found it failing, issue 41).
 func TestStoppedHostsStepMoves(t *testing.T) {
+	t.Parallel()
 	var tree []int
 	defer func() {
 		for _, p := range tree {

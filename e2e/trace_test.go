@@ -253,14 +253,10 @@ steps:
 // derived from the run, so the worker that takes over continues the same
 // tree, and the report names that trace.
 func TestATraceSurvivesAWorkerKill(t *testing.T) {
+	t.Parallel()
 	c := startCollector(t)
 	dir, env := tracedProject(t, c, "capflow-trace-kill")
-	if err := h.startWorkerAt(dir, env...); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	first := h.workers[len(h.workers)-1]
-	h.mu.Unlock()
+	first := workerAt(t, dir, env...)
 	log := filepath.Join(dir, "logs", "trace-kill.log")
 	_ = os.MkdirAll(filepath.Dir(log), 0o755)
 	plan := filepath.Join(dir, "trace-kill.yaml")
