@@ -16,7 +16,13 @@ import (
 // script, with its manifest's sandbox: block (docs/sandbox.md).
 func sandboxTool(t *testing.T, name, sandbox, body string) {
 	t.Helper()
-	dir := filepath.Join(h.project, "tools", "sbx-"+name)
+	sandboxToolAt(t, h.project, name, sandbox, body)
+}
+
+// sandboxToolAt is sandboxTool in the project at project.
+func sandboxToolAt(t *testing.T, project, name, sandbox, body string) {
+	t.Helper()
+	dir := filepath.Join(project, "tools", "sbx-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +143,20 @@ steps:
 // SIGKILL: the kernel's parent-death signal) takes the step's whole
 // confined tree with it, children that called setsid included.
 func TestSandboxWorkerDeathLeavesNothing(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
+			// A project and a worker of its own: the test runs beside others.
+			dir := projectCopy(t)
+			queue := []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-sbx-death-" + strings.ToLower(sig.String())}
 			child, main := uniqueSleep(), uniqueSleep()
-			sandboxTool(t, "long", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\n%s\n", child, main))
-			id := startDetached(t, h.writePlan(t, "sandbox-worker-death", `name: sandbox-worker-death
-steps:
-  - {id: long, capability: sbx.long, timeout: 10m}
-`))
+			sandboxToolAt(t, dir, "long", "", fmt.Sprintf("setsid %s </dev/null >/dev/null 2>&1 &\n%s\n", child, main))
+			w := workerAt(t, dir, queue...)
+			plan := filepath.Join(dir, "sandbox-worker-death.yaml")
+			if err := os.WriteFile(plan, []byte("name: sandbox-worker-death\nsteps:\n  - {id: long, capability: sbx.long, timeout: 10m}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			id := startDetachedAt(t, dir, queue, plan)
 			waitStepRunning(t, id, "long")
 			for i := 0; i < 100 && !(running(child) && running(main)); i++ {
 				time.Sleep(100 * time.Millisecond)
@@ -152,9 +164,6 @@ steps:
 			if !running(child) || !running(main) {
 				t.Fatal("the tool's processes never started")
 			}
-			h.mu.Lock()
-			w := h.main
-			h.mu.Unlock()
 			_ = w.Process.Signal(sig)
 			exited := make(chan struct{})
 			go func() { _, _ = w.Process.Wait(); close(exited) }()
@@ -166,14 +175,12 @@ steps:
 			h.kill(w) // forgets it
 			assertGone(t, child)
 			assertGone(t, main)
-			if err := h.startWorker(); err != nil {
-				t.Fatal(err)
-			}
+			workerAt(t, dir, queue...)
 			// SIGKILL leaves the run waiting for its step (cancelled now,
 			// exit 5); a worker stopped by SIGTERM may have told the server
 			// its activity ended first, and then the run failed the step,
 			// which is not idempotent, itself (exit 1).
-			code, env, stderr := h.capflow(t, "cancel", id)
+			code, env, stderr := h.capflowAt(t, dir, queue, "cancel", id)
 			if code != 5 && (sig == syscall.SIGKILL || code != 1) {
 				t.Fatalf("cancel: exit %d %s\n%s", code, env.Message, stderr)
 			}
