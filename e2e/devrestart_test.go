@@ -14,6 +14,7 @@ import (
 // run passes instead of failing its every workflow task until the worker
 // restarts (new-user trial of issue 54).
 func TestWorkerOutlivesADevServerRestart(t *testing.T) {
+	t.Parallel()
 	dir := projectCopy(t)
 	addr := freePort()
 	var server *exec.Cmd

@@ -35,6 +35,7 @@ import (
 // Ctrl-C exits 5 with the cancellation standing (it was TOOL_FAILURE,
 // exit 1, "ended with an error: context canceled").
 func TestHostileNoWorkerSaysSo(t *testing.T) {
+	t.Parallel()
 	queue := fmt.Sprintf("nobody-%d", time.Now().UnixNano())
 	id := "no-worker-" + queue
 	defer func() { _ = h.client.TerminateWorkflow(context.Background(), id, "", "test over") }()

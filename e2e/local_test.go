@@ -140,6 +140,7 @@ func TestDeadlineHoldsForLocalSteps(t *testing.T) {
 // timeout was, and what to do next (issue 54: it said 1 attempt,
 // TASK_TIMEOUT, "(starttoclose)", and the regular attempt came at once).
 func TestLocalStepTimesOut(t *testing.T) {
+	t.Parallel()
 	p := h.writePlan(t, "local-timeout", `name: local-timeout
 steps:
   - {id: s, capability: test.slow_local, with: {seconds: 60}, timeout: 3s, retry: {max_attempts: 3, initial_interval: 1s, backoff: 2.0}}

@@ -24,6 +24,6 @@ if [ "${1:-}" = bench ]; then
   ${GO:-go} test -run '^$' -bench Overhead -benchtime "${BENCHTIME:-6x}" -timeout 60m ./e2e 2>&1 | grep -v '\[DEBUG\]' | grep -E '^(Benchmark|ok|FAIL|PASS|goos|cpu)' || code=1
   exit "$code"
 fi
-${GO:-go} test -count=1 -timeout 20m -v -run "${CLUSTER_TESTS:-$tests}" ./e2e >"$log" 2>&1 || code=$?
+${GO:-go} test -count=1 -parallel 6 -timeout 20m -v -run "${CLUSTER_TESTS:-$tests}" ./e2e >"$log" 2>&1 || code=$?
 grep -v '\[DEBUG\]' "$log" | grep -E '^(--- |ok|FAIL|PASS|panic|    )' || true
 exit "$code"
