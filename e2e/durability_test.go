@@ -61,6 +61,18 @@ func (w *ownWorker) detach(plan string) string {
 	return startDetachedAt(w.t, h.project, w.env, plan)
 }
 
+// run runs plan on the worker's queue to its end (h.run's).
+func (w *ownWorker) run(plan string, args ...string) (int, runResult) {
+	w.t.Helper()
+	code, env, stderr := w.capflow(append([]string{"run", plan}, args...)...)
+	var r runResult
+	data(w.t, env, &r)
+	if r.Status == "" {
+		w.t.Fatalf("no status (exit %d): %s\n%s", code, env.Message, stderr)
+	}
+	return code, r
+}
+
 // capflow runs the CLI on the worker's queue.
 func (w *ownWorker) capflow(args ...string) (int, envelope.Envelope, string) {
 	w.t.Helper()

@@ -146,6 +146,8 @@ func TestHostileParentConfig(t *testing.T) {
 // TestHostileLimitCrowd (8): 250 items of a concurrency-1 tool, 100 at
 // once, all wait their turn and pass; none fails INTERNAL_ERROR.
 func TestHostileLimitCrowd(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "limit-crowd")
 	items := make([]string, 250)
 	for i := range items {
 		items[i] = fmt.Sprint(i)
@@ -159,7 +161,7 @@ steps:
     with: {n: "${item}"}
     timeout: 300s
 `)
-	code, r := h.run(t, plan)
+	code, r := w.run(plan)
 	if code != 0 || r.Status != "passed" {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
@@ -168,7 +170,9 @@ steps:
 // TestHostileLimitIDs (9): a workflow of another kind under a limit's ID
 // fails the step at once, naming it; a run never takes a limit's ID.
 func TestHostileLimitIDs(t *testing.T) {
-	id := wfapi.LimitWorkflowID("capflow", "tool lim1", "")
+	t.Parallel()
+	w := newOwnWorker(t, "limit-ids")
+	id := wfapi.LimitWorkflowID("capflow-limit-ids", "tool lim1", "")
 	ctx := context.Background()
 	_ = h.client.TerminateWorkflow(ctx, id, "", "the test takes the ID") // an earlier test's limit
 	if _, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "void", WorkflowExecutionErrorWhenAlreadyStarted: true}, "Nope"); err != nil {
@@ -177,7 +181,7 @@ func TestHostileLimitIDs(t *testing.T) {
 	t.Cleanup(func() { _ = h.client.TerminateWorkflow(ctx, id, "", "test over") })
 	plan := h.writePlan(t, "limit-taken", "name: limit-taken\nsteps:\n  - {id: one, capability: test.lim1, timeout: 40s}\n")
 	start := time.Now()
-	_, r := h.run(t, plan)
+	_, r := w.run(plan)
 	st := r.step(t, "one")
 	if st.Envelope == nil || st.Envelope.Error == nil || st.Envelope.Error.Code != "CONFIG_ERROR" || !strings.Contains(st.Envelope.Message, "taken by a Nope workflow") {
 		t.Fatalf("a limit's ID taken: %+v", st.Envelope)
@@ -185,7 +189,7 @@ func TestHostileLimitIDs(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("the step waited %s for a workflow that answers nothing", took)
 	}
-	code, env, _ := h.capflow(t, "run", plan, "--id", "capflow-limit:capflow:tool:lim1", "--detach")
+	code, env, _ := w.capflow("run", plan, "--id", "capflow-limit:capflow-limit-ids:tool:lim1", "--detach")
 	if code != 2 || !strings.Contains(env.Message, "capflow's limits'") {
 		t.Fatalf("run --id of a limit's ID: exit %d %s", code, env.Message)
 	}

@@ -77,12 +77,12 @@ func limitsPlan(t *testing.T, name, capability string, n, ms int, log string, ac
 // workers at once: never more than two run at the same moment, and the
 // steps that waited said why while they did.
 func TestLimitsHoldAcrossRunsAndWorkers(t *testing.T) {
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	w := newOwnWorker(t, "limits-concurrency")
+	workerAt(t, h.project, w.env...) // a second worker on the queue
 	log := h.freshLog("limits-concurrency.log")
 	plan := limitsPlan(t, "limited", "test.limited", 6, 2000, log, nil)
-	a, b := startDetached(t, plan), startDetached(t, plan)
+	a, b := w.detach(plan), w.detach(plan)
 	for _, id := range []string{a, b} {
 		if res := waitResult(t, id, 3*time.Minute); res.Status != wfapi.StatusPassed {
 			t.Fatalf("%s: %s %s", id, res.Status, res.Message)
@@ -90,12 +90,12 @@ func TestLimitsHoldAcrossRunsAndWorkers(t *testing.T) {
 	}
 	// The limit's workflow so far (it waits for more, idle), for the
 	// replay test.
-	recordChange(t, "limit-trusts-nobody", "limit-concurrency.limit-trust", wfapi.LimitWorkflowID("capflow", "tool limited", ""))
+	recordChange(t, "limit-trusts-nobody", "limit-concurrency.limit-trust", wfapi.LimitWorkflowID("capflow-limits-concurrency", "tool limited", ""))
 	spans := readSpans(t, log)
 	if len(spans) != 12 || mostAtOnce(spans) != 2 {
 		t.Fatalf("%d steps ran, at most %d at once (want 12, 2): %v", len(spans), mostAtOnce(spans), spans)
 	}
-	code, env, _ := h.capflow(t, "report", a)
+	code, env, _ := w.capflow("report", a)
 	if code != 0 || !strings.Contains(fmt.Sprint(env.Data), "for a slot (tool limited: concurrency 2)") {
 		t.Fatalf("no step of %s said it waited for a slot: %v", a, env.Data)
 	}
@@ -105,8 +105,10 @@ func TestLimitsHoldAcrossRunsAndWorkers(t *testing.T) {
 // one second; a key keeps a limit per value: two accounts do not wait for
 // each other.
 func TestLimitsRateAndKey(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "limits-rate")
 	log := h.freshLog("limits-rate.log")
-	code, r := h.run(t, limitsPlan(t, "rated", "test.rated", 20, 0, log, nil))
+	code, r := w.run(limitsPlan(t, "rated", "test.rated", 20, 0, log, nil))
 	if code != 0 {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
@@ -130,10 +132,10 @@ func TestLimitsRateAndKey(t *testing.T) {
 	// A capability's limit (capflow.yaml) and its tool's both hold a step.
 	log = h.freshLog("limits-capability.log")
 	capped := limitsPlan(t, "capped", "test.capped", 3, 500, log, nil)
-	if code, env, _ := h.capflow(t, "plan", "check", capped); code != 0 || !strings.Contains(fmt.Sprint(env.Data), "limits:[map[capability:test.capped limits:concurrency 1 steps:[s0 s1 s2]] map[limits:rate 5/s steps:[s0 s1 s2] tool:rated@1.0.0]]") {
+	if code, env, _ := w.capflow("plan", "check", capped); code != 0 || !strings.Contains(fmt.Sprint(env.Data), "limits:[map[capability:test.capped limits:concurrency 1 steps:[s0 s1 s2]] map[limits:rate 5/s steps:[s0 s1 s2] tool:rated@1.0.0]]") {
 		t.Fatalf("plan check: exit %d, %v", code, env.Data)
 	}
-	if code, r = h.run(t, capped); code != 0 {
+	if code, r = w.run(capped); code != 0 {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
 	if spans := readSpans(t, log); len(spans) != 3 || mostAtOnce(spans) != 1 {
@@ -142,10 +144,10 @@ func TestLimitsRateAndKey(t *testing.T) {
 	log = h.freshLog("limits-key.log")
 	keyed := limitsPlan(t, "keyed", "test.keyed", 4, 1500, log, func(i int) string { return []string{"alice", "bob"}[i%2] })
 	// plan check lists the limits that apply.
-	if code, env, _ := h.capflow(t, "plan", "check", keyed); code != 0 || !strings.Contains(fmt.Sprint(env.Data), "[map[limits:concurrency 1 per account steps:[s0 s1 s2 s3] tool:keyed@1.0.0]]") {
+	if code, env, _ := w.capflow("plan", "check", keyed); code != 0 || !strings.Contains(fmt.Sprint(env.Data), "[map[limits:concurrency 1 per account steps:[s0 s1 s2 s3] tool:keyed@1.0.0]]") {
 		t.Fatalf("plan check: exit %d, %v", code, env.Data)
 	}
-	code, r = h.run(t, keyed)
+	code, r = w.run(keyed)
 	if code != 0 {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
@@ -164,23 +166,18 @@ func TestLimitsRateAndKey(t *testing.T) {
 // the step's heartbeat (the tool's 10s); a step cancelled while it waits
 // takes nothing, so the one after it starts when the slot is given back.
 func TestLimitsOutliveDeadWorkersAndCancels(t *testing.T) {
+	t.Parallel()
+	w := newOwnWorker(t, "limits-outlive")
 	log := h.freshLog("limits-kill.log")
-	holder := startDetached(t, limitsPlan(t, "held", "test.keyed", 1, 120000, log, func(int) string { return "kill" }))
+	holder := w.detach(limitsPlan(t, "held", "test.keyed", 1, 120000, log, func(int) string { return "kill" }))
 	waitForLine(t, log, "start", 60*time.Second)
-	h.mu.Lock()
-	workers := slices.Clone(h.workers)
-	h.mu.Unlock()
-	for _, w := range workers {
-		h.kill(w)
-	}
+	w.kill()
 	killed := time.Now()
-	if err := h.startWorker(); err != nil {
-		t.Fatal(err)
-	}
+	w.start()
 	// Cancelled, its step is not retried on the new worker: only the dead
 	// one's lease holds the slot.
-	_, _, _ = h.capflow(t, "cancel", holder)
-	code, r := h.run(t, limitsPlan(t, "after-kill", "test.keyed", 1, 0, log, func(int) string { return "kill" }))
+	_, _, _ = w.capflow("cancel", holder)
+	code, r := w.run(limitsPlan(t, "after-kill", "test.keyed", 1, 0, log, func(int) string { return "kill" }))
 	if code != 0 {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
@@ -189,15 +186,15 @@ func TestLimitsOutliveDeadWorkersAndCancels(t *testing.T) {
 	}
 
 	log = h.freshLog("limits-cancel.log")
-	first := startDetached(t, limitsPlan(t, "first", "test.keyed", 1, 10000, log, func(int) string { return "cancel" }))
+	first := w.detach(limitsPlan(t, "first", "test.keyed", 1, 10000, log, func(int) string { return "cancel" }))
 	waitForLine(t, log, "start", 60*time.Second)
 	console := startConsole(t)
-	waiting := startDetached(t, limitsPlan(t, "waiting", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
+	waiting := w.detach(limitsPlan(t, "waiting", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
 	// While it waits, its status and the console say why.
 	why := "waiting for a slot (tool keyed: concurrency 1 per account)"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, env, _ := h.capflow(t, "status", waiting)
+		_, env, _ := w.capflow("status", waiting)
 		if strings.Contains(fmt.Sprint(env.Data), why) {
 			break
 		}
@@ -215,10 +212,10 @@ func TestLimitsOutliveDeadWorkersAndCancels(t *testing.T) {
 	if !strings.Contains(string(body), `"latest":{"phase":"limits"`) || !strings.Contains(string(body), why) {
 		t.Fatalf("the console's run does not say why its step waits: %s", body)
 	}
-	if code, env, _ := h.capflow(t, "cancel", waiting); code != 5 { // the run ended cancelled
+	if code, env, _ := w.capflow("cancel", waiting); code != 5 { // the run ended cancelled
 		t.Fatalf("cancel: exit %d %s", code, env.Message)
 	}
-	code, r = h.run(t, limitsPlan(t, "third", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
+	code, r = w.run(limitsPlan(t, "third", "test.keyed", 1, 0, log, func(int) string { return "cancel" }))
 	if code != 0 || waitResult(t, first, time.Minute).Status != wfapi.StatusPassed {
 		t.Fatalf("exit %d %s: %s", code, r.Status, r.Message)
 	}
