@@ -194,7 +194,9 @@ func fakeLLM(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(user, "unsure") {
 		plan = `{"name":"llm-unsure","steps":[{"id":"guess","capability":"test.noop","coverage_confidence":0.3,"coverage_rationale":"a guess"}]}`
 	}
-	b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": plan}}}})
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-e2e", "object": "chat.completion", "model": "e2e-model",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": plan}}}})
+	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 }
 

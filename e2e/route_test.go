@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +111,44 @@ func TestLLMFallback(t *testing.T) {
 	data(t, env, &d)
 	if code != 3 || d.Verdict != "task not completed" || len(d.Gaps) != 1 || d.Gaps[0]["reason"] != "low_confidence" {
 		t.Fatalf("low confidence must be refused with a gap: exit %d %+v", code, d)
+	}
+}
+
+// The fallback over Anthropic's Messages API (api: anthropic): the
+// official SDK sends the key (a bearer token), the system prompt apart
+// from the request, and reads the plan from the answer's text block.
+func TestLLMFallbackOverAnthropic(t *testing.T) {
+	var got struct {
+		path, key string
+		body      struct {
+			Model    string `json:"model"`
+			System   []struct{ Text string }
+			Messages []struct{ Role string }
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.path, got.key = r.URL.Path, r.Header.Get("Authorization")
+		_ = json.NewDecoder(r.Body).Decode(&got.body)
+		plan := `{"name":"claude-noop","steps":[{"id":"only","capability":"test.noop","coverage_confidence":0.93,"coverage_rationale":"noop does it"}]}`
+		b, _ := json.Marshal(map[string]any{"id": "msg_e2e", "type": "message", "role": "assistant", "model": "claude-e2e", "stop_reason": "end_turn",
+			"content": []any{map[string]any{"type": "text", "text": plan}}, "usage": map[string]any{"input_tokens": 900, "output_tokens": 60}})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	env := []string{"CAPFLOW_ROUTER_LLM_API=anthropic", "CAPFLOW_ROUTER_LLM_BASE_URL=" + srv.URL, "CAPFLOW_ROUTER_LLM_MODEL=claude-e2e", "LLM_LOG=1"}
+	code, e, stderr := h.capflowEnv(t, env, "agent", "please do the claude thing")
+	var d agentData
+	data(t, e, &d)
+	if code != 0 || d.Verdict != "task completed" || d.Route["kind"] != "llm" || caps(d.Done) != "only=test.noop" {
+		t.Fatalf("exit %d: %+v\n%s", code, d, stderr)
+	}
+	if got.path != "/v1/messages" || got.key != "Bearer sk-e2e-llm-key" || got.body.Model != "claude-e2e" || len(got.body.System) != 1 ||
+		!strings.Contains(got.body.System[0].Text, "test.noop") || len(got.body.Messages) != 1 || got.body.Messages[0].Role != "user" {
+		t.Fatalf("the Messages request: %+v", got)
+	}
+	if strings.Contains(stderr, "sk-e2e-llm-key") || !strings.Contains(stderr, "=== llm-1 request ===\nanthropic ") {
+		t.Fatalf("LLM_LOG leaks the key or does not name the API:\n%s", stderr)
 	}
 }
 

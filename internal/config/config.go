@@ -38,6 +38,9 @@ type Config struct {
 	RunsDir             string   `mapstructure:"runs_dir" json:"runs_dir"`
 	Temporal            Temporal `mapstructure:"temporal" json:"temporal"`
 	Router              Router   `mapstructure:"router" json:"router"`
+	// LLM are the model providers by name (the router's fallback names
+	// one as router.llm.provider).
+	LLM map[string]LLMProvider `mapstructure:"llm" json:"llm,omitempty"`
 	// Artifacts is where step outputs are stored by digest
 	// (docs/artifacts.md).
 	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
@@ -143,12 +146,45 @@ type Router struct {
 	LLM           LLM     `mapstructure:"llm" json:"llm"`
 }
 
-// LLM is the optional OpenAI-compatible fallback.
+// LLM is the router's optional fallback: a provider of the llm section
+// (Provider), or one written here.
 type LLM struct {
+	Provider  string `mapstructure:"provider" json:"provider,omitempty"`
+	API       string `mapstructure:"api" json:"api,omitempty"`
 	BaseURL   string `mapstructure:"base_url" json:"base_url"`
 	Model     string `mapstructure:"model" json:"model"`
 	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
 	Timeout   string `mapstructure:"timeout" json:"timeout"`
+}
+
+// LLMProvider is one model provider of the llm section.
+type LLMProvider struct {
+	API       string   `mapstructure:"api" json:"api,omitempty"`
+	BaseURL   string   `mapstructure:"base_url" json:"base_url,omitempty"`
+	Model     string   `mapstructure:"model" json:"model"`
+	APIKeyEnv string   `mapstructure:"api_key_env" json:"api_key_env,omitempty"`
+	Timeout   string   `mapstructure:"timeout" json:"timeout,omitempty"`
+	Price     LLMPrice `mapstructure:"price" json:"price"`
+}
+
+// LLMPrice is a provider's price per million tokens, in US dollars.
+type LLMPrice struct {
+	InputPerMTok  float64 `mapstructure:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok float64 `mapstructure:"output_per_mtok" json:"output_per_mtok"`
+}
+
+// RouterLLM is the router's fallback as it runs: the provider it names,
+// or its own settings.
+func (c *Config) RouterLLM() (LLM, error) {
+	l := c.Router.LLM
+	if l.Provider == "" {
+		return l, nil
+	}
+	p, ok := c.LLM[l.Provider]
+	if !ok {
+		return l, caperr.New(caperr.ConfigError, "router.llm.provider %q is not a provider of the llm section", l.Provider).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
+	}
+	return LLM{Provider: l.Provider, API: p.API, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Timeout: p.Timeout}, nil
 }
 
 var defaults = map[string]any{
@@ -173,6 +209,8 @@ var defaults = map[string]any{
 	"temporal.api_key":         "",
 	"router.rules":             "router.yaml",
 	"router.min_confidence":    0.7,
+	"router.llm.provider":      "",
+	"router.llm.api":           "",
 	"router.llm.base_url":      "",
 	"router.llm.model":         "",
 	"router.llm.api_key_env":   "",
@@ -281,6 +319,9 @@ func (c *Config) validate() error {
 		if o != "project_tools" && o != "active_kits" {
 			return caperr.New(caperr.ConfigError, "tool_resolution_order: %q is not project_tools or active_kits", o).At(c.fileOrEnv(), 0, 0, "tool_resolution_order")
 		}
+	}
+	if _, err := c.RouterLLM(); err != nil {
+		return err
 	}
 	if c.Router.MinConfidence < 0 || c.Router.MinConfidence > 1 {
 		return caperr.New(caperr.ConfigError, "router.min_confidence %v is not between 0 and 1", c.Router.MinConfidence).At(c.fileOrEnv(), 0, 0, "router.min_confidence")

@@ -205,3 +205,32 @@ func TestTypedVariables(t *testing.T) {
 		t.Fatalf("%v %+v", err, c.Temporal)
 	}
 }
+
+// Providers of the llm section, and the router's fallback naming one.
+func TestLLMProviders(t *testing.T) {
+	c, err := Load(Options{Project: project(t, `llm:
+  local: {base_url: "http://127.0.0.1:8080/v1", model: qwen, price: {input_per_mtok: 0.5, output_per_mtok: 1.5}}
+  claude: {api: anthropic, model: claude-x, api_key_env: ANTHROPIC_KEY, timeout: 90s}
+router:
+  llm: {provider: claude}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.RouterLLM()
+	if err != nil || l.API != "anthropic" || l.Model != "claude-x" || l.APIKeyEnv != "ANTHROPIC_KEY" || l.Timeout != "90s" ||
+		c.LLM["local"].Price.OutputPerMTok != 1.5 || c.LLM["local"].BaseURL != "http://127.0.0.1:8080/v1" {
+		t.Fatalf("router llm %+v (%v), providers %+v", l, err, c.LLM)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"router:\n  llm: {provider: nobody}\n", `router.llm.provider "nobody" is not a provider of the llm section`},
+		{"llm:\n  x: {api: gemini, model: m}\n", "llm.x.api"},
+		{"llm:\n  x: {base_url: http://h}\n", "model"},
+		{"llm:\n  x: {model: m, api_key: sk-inline}\n", "api_key"},
+	} {
+		_, err := Load(Options{Project: project(t, bad.yaml)})
+		if (caperr.CodeOf(err) != caperr.ConfigError && !isProblems(err)) || err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want CONFIG_ERROR naming %s", bad.yaml, err, bad.want)
+		}
+	}
+}

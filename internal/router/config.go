@@ -30,8 +30,11 @@ func FromConfig(cfg *config.Config, catalog func() []Capability, maxLLMCalls int
 	default:
 		return nil, err
 	}
-	l := cfg.Router.LLM
-	if l.BaseURL != "" && l.Model != "" {
+	l, err := cfg.RouterLLM()
+	if err != nil {
+		return nil, err
+	}
+	if (l.BaseURL != "" || l.Provider != "") && l.Model != "" {
 		timeout, terr := time.ParseDuration(l.Timeout)
 		if terr != nil && l.Timeout != "" {
 			return nil, caperr.New(caperr.ConfigError, "router.llm.timeout %q is not a duration", l.Timeout)
@@ -40,7 +43,7 @@ func FromConfig(cfg *config.Config, catalog func() []Capability, maxLLMCalls int
 		if l.APIKeyEnv != "" {
 			key = os.Getenv(l.APIKeyEnv)
 		}
-		r.LLM = &LLM{BaseURL: l.BaseURL, Model: l.Model, APIKey: key, Timeout: timeout, Logger: log}
+		r.LLM = &LLM{API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKey: key, Timeout: timeout, Logger: log}
 		if os.Getenv("LLM_LOG") == "1" {
 			r.LLM.Log = logw
 		}

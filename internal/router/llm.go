@@ -1,7 +1,7 @@
 package router
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,12 +17,14 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/llm"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
 )
 
-// LLM is an OpenAI-compatible chat-completions client that plans.
+// LLM plans through a model (internal/llm: the provider's official SDK).
 type LLM struct {
+	API     string // llm.APIOpenAI (the default) or llm.APIAnthropic
 	BaseURL string
 	Model   string
 	APIKey  string // from the environment variable named in config; never logged
@@ -46,24 +48,6 @@ A step may reference an earlier step's output as "${steps.ID.data.FIELD}".
 Set coverage_confidence honestly: low when no listed capability truly fits.
 Answer with the JSON object only.`
 
-type chatRequest struct {
-	Model          string            `json:"model"`
-	Messages       []chatMessage     `json:"messages"`
-	Temperature    float64           `json:"temperature"`
-	ResponseFormat map[string]string `json:"response_format,omitempty"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Message chatMessage `json:"message"`
-	} `json:"choices"`
-}
-
 // errRetry marks an answer worth asking again (bad JSON, timeouts, 5xx).
 var errRetry = errors.New("retry")
 
@@ -73,11 +57,10 @@ func (l *LLM) Plan(ctx context.Context, request string, caps []Capability, maxCa
 	if maxCalls <= 0 {
 		return nil, "", 0, caperr.New(caperr.PolicyBlocked, "the policy allows no LLM calls (max_llm_calls 0)")
 	}
-	capList := catalogText(caps)
-	msgs := []chatMessage{{Role: "system", Content: fmt.Sprintf(systemPrompt, capList)}, {Role: "user", Content: request}}
+	req := llm.Request{System: fmt.Sprintf(systemPrompt, catalogText(caps)), Messages: []llm.Message{{Role: llm.RoleUser, Content: request}}, JSON: true}
 	var lastErr error
 	for call := 1; call <= maxCalls; call++ {
-		p, src, err := l.once(ctx, msgs)
+		p, src, err := l.once(ctx, req)
 		if err == nil {
 			return p, src, call, nil
 		}
@@ -110,66 +93,42 @@ func (l *LLM) logf(format string, args ...any) {
 	}
 }
 
-func (l *LLM) once(ctx context.Context, msgs []chatMessage) (*plan.Plan, string, error) {
+func (l *LLM) once(ctx context.Context, req llm.Request) (*plan.Plan, string, error) {
 	id := fmt.Sprintf("llm-%d", callSeq.Add(1))
-	body, _ := json.Marshal(chatRequest{Model: l.Model, Messages: msgs, Temperature: 0, ResponseFormat: map[string]string{"type": "json_object"}})
 	red := envelope.NewRedactor(l.APIKey)
-	l.logf("=== %s request ===\nPOST %s/chat/completions\n%s", id, strings.TrimRight(l.BaseURL, "/"), red.Bytes(body))
+	body, _ := json.Marshal(req)
+	l.logf("=== %s request ===\n%s %s model %s\n%s", id, cmp.Or(l.API, llm.APIOpenAI), strings.TrimRight(l.BaseURL, "/"), l.Model, red.Bytes(body))
 	timeout := l.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
+	client, err := llm.New(llm.Provider{Name: "router.llm", API: l.API, BaseURL: l.BaseURL, Model: l.Model}, l.APIKey, l.Client)
+	if err != nil {
+		return nil, "", err
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, strings.TrimRight(l.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, "", caperr.Wrap(caperr.ConfigError, err, "router.llm.base_url")
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if l.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+l.APIKey)
-	}
-	client := l.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	res, err := client.Complete(cctx, req)
 	if err != nil {
 		l.logf("=== %s error ===\n%s", id, red.String(err.Error()))
-		if err := interrupted(ctx, cctx, id, timeout); err != nil {
-			return nil, "", err
+		if ierr := interrupted(ctx, cctx, id, timeout); ierr != nil {
+			return nil, "", ierr
 		}
-		return nil, "", retryErr{caperr.Wrap(caperr.DependencyUnavailable, err, "LLM call %s", id)}
+		if llm.Retryable(err) {
+			return nil, "", retryErr{err}
+		}
+		return nil, "", err
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if ierr := interrupted(ctx, cctx, id, timeout); err != nil && ierr != nil {
-		// Cut off while the answer arrived: that is the signal or the
-		// timeout, not a malformed answer.
-		return nil, "", ierr
-	}
-	l.logf("=== %s response (HTTP %d) ===\n%s", id, resp.StatusCode, red.Bytes(raw))
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, "", caperr.New(caperr.ConfigError, "the LLM endpoint refused the API key (HTTP %d)", resp.StatusCode)
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, "", retryErr{caperr.New(caperr.DependencyUnavailable, "the LLM endpoint answered HTTP %d", resp.StatusCode)}
-	case resp.StatusCode >= 400:
-		return nil, "", caperr.New(caperr.ConfigError, "the LLM endpoint answered HTTP %d: %s", resp.StatusCode, red.String(string(raw)))
-	}
-	return l.planOf(id, raw, red)
+	l.logf("=== %s response ===\n%s", id, red.String(res.Raw))
+	return l.planOf(id, res.Text, red)
 }
 
-// planOf reads a chat-completions answer as a plan: its content a JSON
-// object, masked, every step with a confidence (fail-closed), parsed.
-func (l *LLM) planOf(id string, raw []byte, red *envelope.Redactor) (*plan.Plan, string, error) {
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil || len(cr.Choices) == 0 {
-		return nil, "", retryErr{caperr.New(caperr.ToolFailure, "LLM call %s: not a chat-completions answer", id)}
-	}
+// planOf reads a model's answer as a plan: a JSON object, masked, every
+// step with a confidence (fail-closed), parsed.
+func (l *LLM) planOf(id, text string, red *envelope.Redactor) (*plan.Plan, string, error) {
 	// An endpoint may echo the request (the Authorization header with it):
 	// the key never reaches the log, the plan or the route's data.
-	content := red.String(strings.TrimSpace(cr.Choices[0].Message.Content))
+	content := red.String(strings.TrimSpace(text))
 	content = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(content, "```json"), "```"), "```")
 	l.logf("=== %s extracted content ===\n%s", id, content)
 	var v map[string]any

@@ -156,7 +156,9 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(404)
 		return
 	}
-	var req chatRequest
+	var req struct {
+		Messages []struct{ Role, Content string } `json:"messages"`
+	}
 	json.NewDecoder(r.Body).Decode(&req)
 	if len(req.Messages) > 0 {
 		f.system.Store(req.Messages[0].Content)
@@ -169,13 +171,19 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func content(c string) func(http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
-		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": c}}}})
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-test", "object": "chat.completion", "model": "test-model",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": c}}}})
+		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
 	}
 }
 
 func status(code int) func(http.ResponseWriter) {
-	return func(w http.ResponseWriter) { w.WriteHeader(code) }
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(`{"error":{"message":"scripted","type":"test"}}`))
+	}
 }
 
 func hang(w http.ResponseWriter) { time.Sleep(2 * time.Second) }
