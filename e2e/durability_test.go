@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -33,50 +31,6 @@ func startDetachedAt(t *testing.T, project string, extra []string, plan string, 
 		t.Fatalf("detach: exit %d %s\n%s", code, env.Message, stderr)
 	}
 	return id
-}
-
-// ownWorker is a worker of the shared project on a task queue of its own:
-// a test that kills and restarts it runs beside others (t.Parallel), whose
-// runs go to their own workers.
-type ownWorker struct {
-	t   *testing.T
-	env []string // the queue, for the worker and the CLI alike
-	cmd *exec.Cmd
-}
-
-func newOwnWorker(t *testing.T, name string) *ownWorker {
-	t.Helper()
-	w := &ownWorker{t: t, env: []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-" + name}}
-	w.start()
-	return w
-}
-
-func (w *ownWorker) start()   { w.t.Helper(); w.cmd = workerAt(w.t, h.project, w.env...) }
-func (w *ownWorker) kill()    { h.kill(w.cmd) }
-func (w *ownWorker) restart() { w.t.Helper(); w.kill(); w.start() }
-
-// detach starts plan on the worker's queue and returns the run's ID.
-func (w *ownWorker) detach(plan string) string {
-	w.t.Helper()
-	return startDetachedAt(w.t, h.project, w.env, plan)
-}
-
-// run runs plan on the worker's queue to its end (h.run's).
-func (w *ownWorker) run(plan string, args ...string) (int, runResult) {
-	w.t.Helper()
-	code, env, stderr := w.capflow(append([]string{"run", plan}, args...)...)
-	var r runResult
-	data(w.t, env, &r)
-	if r.Status == "" {
-		w.t.Fatalf("no status (exit %d): %s\n%s", code, env.Message, stderr)
-	}
-	return code, r
-}
-
-// capflow runs the CLI on the worker's queue.
-func (w *ownWorker) capflow(args ...string) (int, envelope.Envelope, string) {
-	w.t.Helper()
-	return h.capflowAt(w.t, h.project, w.env, args...)
 }
 
 func waitResult(t *testing.T, id string, within time.Duration) wfapi.Result {

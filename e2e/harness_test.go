@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,83 +197,6 @@ func fakeLLM(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": plan}}}})
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
-}
-
-// startWorker starts the shared project's worker with the harness's
-// environment, and waits until it polls.
-func (h *harness) startWorker() error {
-	w, err := h.spawn(h.project)
-	if err == nil {
-		h.mu.Lock()
-		h.main = w
-		h.mu.Unlock()
-	}
-	return err
-}
-
-// spawn starts a worker serving the project at dir, its output in a log
-// of its own (tests running side by side each wait for their worker), and
-// returns it once it polls.
-func (h *harness) spawn(dir string, extra ...string) (*exec.Cmd, error) {
-	h.mu.Lock()
-	h.started++
-	log := filepath.Join(h.tmp, fmt.Sprintf("worker-%03d.log", h.started))
-	h.mu.Unlock()
-	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(filepath.Join(h.bin, "capflow-worker"), "--project", dir)
-	cmd.Env = append(h.env(), extra...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	h.workers = append(h.workers, cmd)
-	h.mu.Unlock()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("worker started")) {
-			return cmd, nil
-		}
-	}
-	b, _ := os.ReadFile(log)
-	return cmd, fmt.Errorf("worker did not start; log:\n%s", b)
-}
-
-// workerLog is every worker's log, in the order they started.
-func (h *harness) workerLog() string {
-	files, _ := filepath.Glob(filepath.Join(h.tmp, "worker-*.log"))
-	var all []byte
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		all = append(all, b...)
-	}
-	return string(all)
-}
-
-// killWorker SIGKILLs the shared project's worker (startWorker's).
-func (h *harness) killWorker() {
-	h.mu.Lock()
-	w := h.main
-	h.mu.Unlock()
-	h.kill(w)
-}
-
-// kill SIGKILLs a worker and forgets it (a worker already killed is left
-// alone).
-func (h *harness) kill(w *exec.Cmd) {
-	h.mu.Lock()
-	i := slices.Index(h.workers, w)
-	if i >= 0 {
-		h.workers = slices.Delete(h.workers, i, i+1)
-	}
-	h.mu.Unlock()
-	if i >= 0 {
-		_ = w.Process.Kill()
-		_ = w.Wait()
-	}
 }
 
 // logPath is a file in the test project's logs/ folder, which the test

@@ -68,18 +68,6 @@ func projectCopy(t *testing.T) string {
 	return dir
 }
 
-// workerAt starts a worker in dir with extra variables, stopped when the
-// test ends (or when the test kills it).
-func workerAt(t testing.TB, dir string, env ...string) *exec.Cmd {
-	t.Helper()
-	w, err := h.spawn(dir, env...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.kill(w) })
-	return w
-}
-
 // startServer starts the dev server on h.address with the run's database
 // file, so a restart finds every workflow where it was.
 func (h *harness) startServer() error {

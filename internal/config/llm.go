@@ -1,0 +1,44 @@
+package config
+
+import "github.com/capflow/capflow/internal/caperr"
+
+// LLM is the router's optional fallback: a provider of the llm section
+// (Provider), or one written here.
+type LLM struct {
+	Provider  string `mapstructure:"provider" json:"provider,omitempty"`
+	API       string `mapstructure:"api" json:"api,omitempty"`
+	BaseURL   string `mapstructure:"base_url" json:"base_url"`
+	Model     string `mapstructure:"model" json:"model"`
+	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
+	Timeout   string `mapstructure:"timeout" json:"timeout"`
+}
+
+// LLMProvider is one model provider of the llm section.
+type LLMProvider struct {
+	API       string   `mapstructure:"api" json:"api,omitempty"`
+	BaseURL   string   `mapstructure:"base_url" json:"base_url,omitempty"`
+	Model     string   `mapstructure:"model" json:"model"`
+	APIKeyEnv string   `mapstructure:"api_key_env" json:"api_key_env,omitempty"`
+	Timeout   string   `mapstructure:"timeout" json:"timeout,omitempty"`
+	Price     LLMPrice `mapstructure:"price" json:"price"`
+}
+
+// LLMPrice is a provider's price per million tokens, in US dollars.
+type LLMPrice struct {
+	InputPerMTok  float64 `mapstructure:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok float64 `mapstructure:"output_per_mtok" json:"output_per_mtok"`
+}
+
+// RouterLLM is the router's fallback as it runs: the provider it names,
+// or its own settings.
+func (c *Config) RouterLLM() (LLM, error) {
+	l := c.Router.LLM
+	if l.Provider == "" {
+		return l, nil
+	}
+	p, ok := c.LLM[l.Provider]
+	if !ok {
+		return l, caperr.New(caperr.ConfigError, "router.llm.provider %q is not a provider of the llm section", l.Provider).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
+	}
+	return LLM{Provider: l.Provider, API: p.API, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Timeout: p.Timeout}, nil
+}
