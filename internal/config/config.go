@@ -38,9 +38,9 @@ type Config struct {
 	RunsDir             string   `mapstructure:"runs_dir" json:"runs_dir"`
 	Temporal            Temporal `mapstructure:"temporal" json:"temporal"`
 	Router              Router   `mapstructure:"router" json:"router"`
-	// LLM are the model providers by name (the router's fallback names
+	// LLM are the model providers by name, as written (the router's fallback names
 	// one as router.llm.provider).
-	LLM map[string]LLMProvider `mapstructure:"llm" json:"llm,omitempty"`
+	LLM map[string]LLMProvider `mapstructure:"-" json:"llm,omitempty"`
 	// Artifacts is where step outputs are stored by digest
 	// (docs/artifacts.md).
 	Artifacts Artifacts `mapstructure:"artifacts" json:"artifacts"`
@@ -351,8 +351,11 @@ func parseFile(display string, data []byte) (map[string]any, error) {
 	}
 	raw := doc.Root.Interface().(map[string]any)
 	sch := schema.Embedded("capflow-config.schema.json", schemas.Must("capflow-config.schema.json"))
-	var probs caperr.Problems
+	probs, inline := inlineKeys(doc, raw, display)
 	for _, vi := range sch.Validate(raw) {
+		if inline[yamldoc.FieldPath(vi.Path)] {
+			continue // said better above
+		}
 		p := doc.Root.PosOf(vi.Path)
 		probs = append(probs, caperr.New(caperr.ConfigError, "%s", vi.Message).At(display, p.Line, p.Column, yamldoc.FieldPath(vi.Path)))
 	}

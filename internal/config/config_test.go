@@ -210,9 +210,9 @@ func TestTypedVariables(t *testing.T) {
 func TestLLMProviders(t *testing.T) {
 	c, err := Load(Options{Project: project(t, `llm:
   local: {base_url: "http://127.0.0.1:8080/v1", model: qwen, price: {input_per_mtok: 0.5, output_per_mtok: 1.5}}
-  claude: {api: anthropic, model: claude-x, api_key_env: ANTHROPIC_KEY, timeout: 90s}
+  MyClaude: {api: anthropic, model: claude-x, api_key_env: ANTHROPIC_KEY, timeout: 90s}
 router:
-  llm: {provider: claude}
+  llm: {provider: MyClaude}
 `)})
 	if err != nil {
 		t.Fatal(err)
@@ -223,10 +223,10 @@ router:
 		t.Fatalf("router llm %+v (%v), providers %+v", l, err, c.LLM)
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"router:\n  llm: {provider: nobody}\n", `router.llm.provider "nobody" is not a provider of the llm section`},
+		{"llm:\n  local: {model: m}\nrouter:\n  llm: {provider: nobody}\n", `router.llm.provider: "nobody" is not a provider of the llm section (it declares local; names are matched as written)`},
 		{"llm:\n  x: {api: gemini, model: m}\n", "llm.x.api"},
 		{"llm:\n  x: {base_url: http://h}\n", "model"},
-		{"llm:\n  x: {model: m, api_key: sk-inline}\n", "api_key"},
+		{"llm:\n  x: {model: m, api_key: sk-inline}\n", "capflow.yaml:2:17: llm.x.api_key: a key is never written in capflow.yaml: put it in an environment variable and name that variable in api_key_env"},
 	} {
 		_, err := Load(Options{Project: project(t, bad.yaml)})
 		if (caperr.CodeOf(err) != caperr.ConfigError && !isProblems(err)) || err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -1,6 +1,12 @@
 package config
 
-import "github.com/capflow/capflow/internal/caperr"
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
 
 // LLM is the router's optional fallback: a provider of the llm section
 // (Provider), or one written here.
@@ -38,7 +44,12 @@ func (c *Config) RouterLLM() (LLM, error) {
 	}
 	p, ok := c.LLM[l.Provider]
 	if !ok {
-		return l, caperr.New(caperr.ConfigError, "router.llm.provider %q is not a provider of the llm section", l.Provider).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
+		names := slices.Sorted(maps.Keys(c.LLM))
+		declared := "it declares none"
+		if len(names) > 0 {
+			declared = "it declares " + strings.Join(names, ", ")
+		}
+		return l, caperr.New(caperr.ConfigError, "%q is not a provider of the llm section (%s; names are matched as written)", l.Provider, declared).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
 	}
 	return LLM{Provider: l.Provider, API: p.API, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Timeout: p.Timeout}, nil
 }

@@ -43,7 +43,7 @@ func FromConfig(cfg *config.Config, catalog func() []Capability, maxLLMCalls int
 		if l.APIKeyEnv != "" {
 			key = os.Getenv(l.APIKeyEnv)
 		}
-		r.LLM = &LLM{API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKey: key, Timeout: timeout, Logger: log}
+		r.LLM = &LLM{API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKey: key, KeyEnv: l.APIKeyEnv, Timeout: timeout, Logger: log}
 		if os.Getenv("LLM_LOG") == "1" {
 			r.LLM.Log = logw
 		}

@@ -28,6 +28,8 @@ type LLM struct {
 	BaseURL string
 	Model   string
 	APIKey  string // from the environment variable named in config; never logged
+	// KeyEnv names that variable: named and unset, no call is made.
+	KeyEnv  string
 	Timeout time.Duration
 	Client  *http.Client
 	// Log, when set (LLM_LOG=1), receives each call's request and response
@@ -56,6 +58,9 @@ var errRetry = errors.New("retry")
 func (l *LLM) Plan(ctx context.Context, request string, caps []Capability, maxCalls int) (*plan.Plan, string, int, error) {
 	if maxCalls <= 0 {
 		return nil, "", 0, caperr.New(caperr.PolicyBlocked, "the policy allows no LLM calls (max_llm_calls 0)")
+	}
+	if l.KeyEnv != "" && l.APIKey == "" {
+		return nil, "", 0, caperr.New(caperr.ConfigError, "router.llm: api_key_env names %s, which is not set: set it to the provider's key", l.KeyEnv)
 	}
 	req := llm.Request{System: fmt.Sprintf(systemPrompt, catalogText(caps)), Messages: []llm.Message{{Role: llm.RoleUser, Content: request}}, JSON: true}
 	var lastErr error

@@ -266,6 +266,19 @@ func TestLLMFallback(t *testing.T) {
 	}
 }
 
+// A key variable named and unset: no call is made, and the error says
+// which variable.
+func TestLLMKeyVariableUnset(t *testing.T) {
+	f := &fakeLLM{answers: []func(http.ResponseWriter){content(goodPlan)}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	l := &LLM{BaseURL: srv.URL + "/v1", Model: "m", KeyEnv: "CAPFLOW_TEST_UNSET_KEY"}
+	_, _, calls, err := l.Plan(context.Background(), "do it", nil, 3)
+	if caperr.CodeOf(err) != caperr.ConfigError || calls != 0 || f.calls.Load() != 0 || !strings.Contains(err.Error(), "api_key_env names CAPFLOW_TEST_UNSET_KEY, which is not set") {
+		t.Fatalf("%d calls (%d made): %v", calls, f.calls.Load(), err)
+	}
+}
+
 func TestRulesWinBeforeLLM(t *testing.T) {
 	f := &fakeLLM{answers: []func(http.ResponseWriter){content(goodPlan)}}
 	srv := httptest.NewServer(f)
