@@ -222,6 +222,11 @@ router:
 		c.LLM["local"].Price.OutputPerMTok != 1.5 || c.LLM["local"].BaseURL != "http://127.0.0.1:8080/v1" {
 		t.Fatalf("router llm %+v (%v), providers %+v", l, err, c.LLM)
 	}
+	t.Setenv("CAPFLOW_ROUTER_LLM_BASE_URL", "http://env:1/v1")
+	t.Setenv("CAPFLOW_ROUTER_LLM_MODEL", "env-model")
+	if c, err := Load(Options{Project: project(t, "")}); err != nil || c.Router.LLM.BaseURL != "http://env:1/v1" || c.Router.LLM.Model != "env-model" {
+		t.Fatalf("the router's own settings from the environment: %+v %v", c.Router.LLM, err)
+	}
 	for _, bad := range []struct{ yaml, want string }{
 		{"llm:\n  local: {model: m}\nrouter:\n  llm: {provider: nobody}\n", `router.llm.provider: "nobody" is not a provider of the llm section (it declares local; names are matched as written)`},
 		{"llm:\n  x: {api: gemini, model: m}\n", "llm.x.api"},

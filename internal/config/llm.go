@@ -11,12 +11,8 @@ import (
 // LLM is the router's optional fallback: a provider of the llm section
 // (Provider), or one written here.
 type LLM struct {
-	Provider  string `mapstructure:"provider" json:"provider,omitempty"`
-	API       string `mapstructure:"api" json:"api,omitempty"`
-	BaseURL   string `mapstructure:"base_url" json:"base_url"`
-	Model     string `mapstructure:"model" json:"model"`
-	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
-	Timeout   string `mapstructure:"timeout" json:"timeout"`
+	Provider    string `mapstructure:"provider" json:"provider,omitempty"`
+	LLMProvider `mapstructure:",squash"`
 }
 
 // LLMProvider is one model provider of the llm section.
@@ -51,5 +47,5 @@ func (c *Config) RouterLLM() (LLM, error) {
 		}
 		return l, caperr.New(caperr.ConfigError, "%q is not a provider of the llm section (%s; names are matched as written)", l.Provider, declared).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
 	}
-	return LLM{Provider: l.Provider, API: p.API, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Timeout: p.Timeout}, nil
+	return LLM{Provider: l.Provider, LLMProvider: p}, nil
 }
