@@ -62,10 +62,16 @@ func (l *LLM) Plan(ctx context.Context, request string, caps []Capability, maxCa
 	if l.KeyEnv != "" && l.APIKey == "" {
 		return nil, "", 0, caperr.New(caperr.ConfigError, "router.llm: api_key_env names %s, which is not set: set it to the provider's key", l.KeyEnv)
 	}
+	// One client for the request's calls, each bounded by the timeout
+	// (llm says whether the call's time or the caller's ran out).
+	client, err := llm.New(llm.Provider{Name: "router.llm", API: l.API, BaseURL: l.BaseURL, Model: l.Model, Timeout: l.timeout()}, l.APIKey, l.Client)
+	if err != nil {
+		return nil, "", 0, err
+	}
 	req := llm.Request{System: fmt.Sprintf(systemPrompt, catalogText(caps)), Messages: []llm.Message{{Role: llm.RoleUser, Content: request}}, JSON: true}
 	var lastErr error
 	for call := 1; call <= maxCalls; call++ {
-		p, src, err := l.once(ctx, req)
+		p, src, err := l.once(ctx, client, req)
 		if err == nil {
 			return p, src, call, nil
 		}
@@ -98,34 +104,43 @@ func (l *LLM) logf(format string, args ...any) {
 	}
 }
 
-func (l *LLM) once(ctx context.Context, req llm.Request) (*plan.Plan, string, error) {
+func (l *LLM) once(ctx context.Context, client llm.Client, req llm.Request) (*plan.Plan, string, error) {
 	id := fmt.Sprintf("llm-%d", callSeq.Add(1))
 	red := envelope.NewRedactor(l.APIKey)
 	body, _ := json.Marshal(req)
 	l.logf("=== %s request ===\n%s %s model %s\n%s", id, cmp.Or(l.API, llm.APIOpenAI), strings.TrimRight(l.BaseURL, "/"), l.Model, red.Bytes(body))
-	timeout := l.Timeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	client, err := llm.New(llm.Provider{Name: "router.llm", API: l.API, BaseURL: l.BaseURL, Model: l.Model}, l.APIKey, l.Client)
-	if err != nil {
-		return nil, "", err
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := client.Complete(cctx, req)
+	res, err := client.Complete(ctx, req)
 	if err != nil {
 		l.logf("=== %s error ===\n%s", id, red.String(err.Error()))
-		if ierr := interrupted(ctx, cctx, id, timeout); ierr != nil {
-			return nil, "", ierr
-		}
-		if llm.Retryable(err) {
-			return nil, "", retryErr{err}
-		}
-		return nil, "", err
+		return nil, "", l.callError(id, err)
 	}
 	l.logf("=== %s response ===\n%s", id, red.String(res.Raw))
 	return l.planOf(id, res.Text, red)
+}
+
+// callError is a failed call's error as the router says it: the caller's
+// cancellation (a signal, a cancelled run: CANCELLED, never retried), the
+// call's own timeout (TASK_TIMEOUT, worth another call), or the
+// provider's, retried when llm says it may be.
+func (l *LLM) callError(id string, err error) error {
+	switch caperr.CodeOf(err) {
+	case caperr.Cancelled:
+		return caperr.New(caperr.Cancelled, "LLM call %s cancelled", id)
+	case caperr.TaskTimeout:
+		return retryErr{caperr.New(caperr.TaskTimeout, "LLM call %s timed out after %s (router.llm.timeout)", id, l.timeout())}
+	}
+	if llm.Retryable(err) {
+		return retryErr{err}
+	}
+	return err
+}
+
+// timeout bounds one call: router.llm.timeout, a minute by default.
+func (l *LLM) timeout() time.Duration {
+	if l.Timeout > 0 {
+		return l.Timeout
+	}
+	return time.Minute
 }
 
 // planOf reads a model's answer as a plan: a JSON object, masked, every
@@ -161,19 +176,6 @@ func (l *LLM) planOf(id, text string, red *envelope.Redactor) (*plan.Plan, strin
 	}
 	y, _ := yaml.MarshalWithOptions(v, yaml.IndentSequence(true))
 	return p, string(y), nil
-}
-
-// interrupted says why an LLM call's context ended: the caller's (a
-// signal, a cancelled run: CANCELLED, never retried) or the call's own
-// timeout (TASK_TIMEOUT, worth another call); nil when it did not.
-func interrupted(ctx, cctx context.Context, id string, timeout time.Duration) error {
-	switch {
-	case ctx.Err() != nil:
-		return caperr.New(caperr.Cancelled, "LLM call %s cancelled", id)
-	case cctx.Err() != nil:
-		return retryErr{caperr.New(caperr.TaskTimeout, "LLM call %s timed out after %s (router.llm.timeout)", id, timeout)}
-	}
-	return nil
 }
 
 // Capability is what the LLM is shown of one capability (docs/router.md: the
