@@ -311,6 +311,10 @@ func Resolved(p *plan.Plan, rep *preflight.Report) *wfapi.ResolveResult {
 		if s.Plan != "" {
 			rs.Plan, rs.PlanValue = s.Plan, s.SubValue
 		}
+		if s.Agent != nil {
+			rs.Agent = &wfapi.AgentStep{Agent: *s.Agent, OutputSchema: s.OutputSchema, Policy: p.Policy}
+			rs.With = map[string]any{wfapi.AgentGoal: s.Agent.Goal}
+		}
 		if m != nil {
 			st = st.Clamp(maxRetries, m.Idempotent)
 			r := byStep[s.ID]

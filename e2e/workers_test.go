@@ -111,25 +111,32 @@ func workerAt(t testing.TB, dir string, env ...string) *exec.Cmd {
 // runs go to their own workers.
 type ownWorker struct {
 	t   *testing.T
+	dir string   // its project
 	env []string // the queue, for the worker and the CLI alike
 	cmd *exec.Cmd
 }
 
 func newOwnWorker(t *testing.T, name string) *ownWorker {
 	t.Helper()
-	w := &ownWorker{t: t, env: []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-" + name}}
+	return newOwnWorkerAt(t, name, h.project)
+}
+
+// newOwnWorkerAt is an own worker of the project in dir (a projectCopy).
+func newOwnWorkerAt(t *testing.T, name, dir string) *ownWorker {
+	t.Helper()
+	w := &ownWorker{t: t, dir: dir, env: []string{"CAPFLOW_TEMPORAL_TASK_QUEUE=capflow-" + name}}
 	w.start()
 	return w
 }
 
-func (w *ownWorker) start()   { w.t.Helper(); w.cmd = workerAt(w.t, h.project, w.env...) }
+func (w *ownWorker) start()   { w.t.Helper(); w.cmd = workerAt(w.t, w.dir, w.env...) }
 func (w *ownWorker) kill()    { h.kill(w.cmd) }
 func (w *ownWorker) restart() { w.t.Helper(); w.kill(); w.start() }
 
 // detach starts plan on the worker's queue and returns the run's ID.
 func (w *ownWorker) detach(plan string) string {
 	w.t.Helper()
-	return startDetachedAt(w.t, h.project, w.env, plan)
+	return startDetachedAt(w.t, w.dir, w.env, plan)
 }
 
 // run runs plan on the worker's queue to its end (h.run's).
@@ -147,5 +154,5 @@ func (w *ownWorker) run(plan string, args ...string) (int, runResult) {
 // capflow runs the CLI on the worker's queue.
 func (w *ownWorker) capflow(args ...string) (int, envelope.Envelope, string) {
 	w.t.Helper()
-	return h.capflowAt(w.t, h.project, w.env, args...)
+	return h.capflowAt(w.t, w.dir, w.env, args...)
 }

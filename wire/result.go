@@ -125,6 +125,8 @@ type StepResult struct {
 	Items      []ItemResult `json:"items,omitempty"`
 	// Child is a sub-plan step's run.
 	Child *ChildRun `json:"child,omitempty"`
+	// Agent is an agent step's rounds (docs/agents.md).
+	Agent *AgentRun `json:"agent,omitempty"`
 	// Waiting says what a waiting step waits for; Decisions are the
 	// operators' answers so far.
 	Waiting   *Wait      `json:"waiting,omitempty"`

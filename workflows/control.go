@@ -182,7 +182,7 @@ func (s *scheduler) decideStep(req wfapi.DecideRequest) wfapi.ControlAnswer {
 			st.timeout, _ = time.ParseDuration(req.Timeout)
 		}
 		st.env = nil
-		s.start(st)
+		s.startOne(st) // a tool's activity again, or an agent's child run
 	}
 	s.wakeUp()
 	return wfapi.ControlAnswer{Status: s.res.Status, Step: req.Step, State: s.status(req.Step), Message: fmt.Sprintf("%s: %s", req.Step, d)}
@@ -263,7 +263,7 @@ func (s *scheduler) asks(st *stepState) bool {
 	if s.stopped() || st.env == nil || st.env.Error == nil || st.env.Error.Code == caperr.Cancelled {
 		return false
 	}
-	return st.step.OnFailure == plan.OnFailureAsk || (s.rr.FailurePolicy == plan.BySeverity && dag.Severity(errorCodes(st.env)) == caperr.High)
+	return st.step.OnFailure == plan.OnFailureAsk || agentBreach(st) || (s.rr.FailurePolicy == plan.BySeverity && dag.Severity(errorCodes(st.env)) == caperr.High)
 }
 
 // awaitDecision makes a failed step wait for retry, skip or fail.

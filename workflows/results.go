@@ -20,7 +20,7 @@ func (s *scheduler) results(withEnvelopes bool) []wfapi.StepResult {
 		st := s.steps[rs.ID]
 		r := wfapi.StepResult{ID: rs.ID, Capability: rs.Capability, Status: s.status(rs.ID), Tool: rs.Tool, Version: rs.Version,
 			Attempts: st.attempts, Reason: s.m.Reason(rs.ID), Critical: rs.Critical, DataFile: st.dataFile, DataSHA256: st.dataSHA, EnvelopeFile: st.envFile,
-			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, CacheKey: st.cacheKey, CachedFrom: st.cachedFrom, Artifacts: st.artifacts, JoinNote: s.m.JoinNote(rs.ID), Execution: st.path}
+			InputsSHA256: st.inputsSHA, ReusedFrom: st.reusedFrom, CacheKey: st.cacheKey, CachedFrom: st.cachedFrom, Artifacts: st.artifacts, JoinNote: s.m.JoinNote(rs.ID), Execution: st.path, Agent: st.agent}
 		if !st.started.IsZero() {
 			r.StartedAt = envelope.Timestamp(st.started)
 			if !st.ended.IsZero() {

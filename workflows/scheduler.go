@@ -10,6 +10,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/internal/wftrace"
+	"github.com/capflow/capflow/wire"
 )
 
 // The scheduler drives the run's state machine (internal/dag) with
@@ -38,6 +39,8 @@ type stepState struct {
 	fe *forEach
 	// child is a sub-plan step's child run.
 	child *wfapi.ChildRun
+	// agent is an agent step's rounds.
+	agent *wire.AgentRun
 	// carried: the step ended in an earlier segment of the run (its
 	// detail is in that segment's checkpoint).
 	carried bool
@@ -361,7 +364,7 @@ func (s *scheduler) startOne(st *stepState) {
 	switch kindOf(st.step) {
 	case kindApproval:
 		s.awaitApproval(st)
-	case kindPlan:
+	case kindPlan, kindAgent:
 		s.startChild(st)
 	default:
 		s.start(st)

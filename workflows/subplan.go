@@ -85,6 +85,10 @@ func (s *scheduler) childInput(step wfapi.ResolvedStep, with map[string]any, spi
 
 func (s *scheduler) execChild(st *stepState, with map[string]any, spilled *wfapi.Blob) {
 	step := st.step
+	if step.Agent != nil {
+		s.execAgent(st, with, spilled)
+		return
+	}
 	childID := s.workflowID + "." + step.ID
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{
 		WorkflowID:    childID,

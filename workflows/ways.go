@@ -18,6 +18,7 @@ const (
 	kindItems                    // for_each: its items, or batches of them as child runs (foreach.go, batches.go)
 	kindPlan                     // a sub-plan's child run (subplan.go)
 	kindApproval                 // a flow.approve gate, waiting for a person (control.go)
+	kindAgent                    // an agent's child run: a model proposes, capflow checks (agent.go, agentrun/)
 )
 
 // kindOf is what step is.
@@ -29,6 +30,8 @@ func kindOf(step wfapi.ResolvedStep) stepKind {
 		return kindApproval
 	case step.Plan != "":
 		return kindPlan
+	case step.Agent != nil:
+		return kindAgent
 	}
 	return kindTool
 }

@@ -282,6 +282,10 @@ func (c *checker) dataSchema(id string) (map[string]any, bool) {
 	if sc := c.subs[id]; sc != nil {
 		return sc.outputsSchema(), true
 	}
+	if s := c.p.Step(id); s != nil && s.Agent != nil {
+		// An agent's data is its finish call's arguments.
+		return s.OutputSchema, s.OutputSchema != nil
+	}
 	m := c.tools[id]
 	if m == nil {
 		return nil, false

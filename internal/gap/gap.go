@@ -6,6 +6,7 @@
 package gap
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -97,6 +98,10 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 	candidates := map[string][]registry.Candidate{}
 	// Pass 1: names and providers, so data flow can see every producer.
 	for _, s := range p.Steps {
+		if s.Agent != nil {
+			c.agentScope(s, reg)
+			continue
+		}
 		if s.Plan != "" {
 			if s.Sub != nil {
 				sc, sr := check(s.Sub, reg, opts)
@@ -146,6 +151,9 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 	// producers before consumers (a consumer's check reads what its
 	// producers' chosen tools return).
 	for _, s := range p.Order() {
+		if s.Agent != nil {
+			continue
+		}
 		if s.Plan != "" {
 			// A sub-plan takes its inputs like a tool takes its with.
 			if s.Sub != nil {
@@ -374,4 +382,28 @@ func (c *checker) outputs() caperr.Problems {
 		}
 	}
 	return out
+}
+
+// agentScope makes an agent step whose scope holds a capability no tool
+// provides a gap of the step: the model could propose it, and it would be
+// refused every time.
+func (c *checker) agentScope(s *plan.Step, reg *registry.Registry) {
+	var missing []string
+	var first error
+	for _, cp := range s.Agent.Capabilities {
+		if _, err := reg.Resolve(cp, ""); err != nil {
+			missing = append(missing, cp)
+			first = cmp.Or(first, err)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	details := map[string]any{"scope": missing, "similar": nonNil(reg.Similar(missing[0]))}
+	if deps := c.dependts[s.ID]; len(deps) > 0 {
+		details["blocks"] = deps
+	}
+	c.gaps[s.ID] = &Gap{StepID: s.ID, MissingCapability: missing[0], Reason: NoCapabilityMatch,
+		ReasonMessage: fmt.Sprintf("agent scope: %v", first), ReasonDetails: details,
+		ProposedToolName: proposedName(missing[0]), Priority: "high"}
 }

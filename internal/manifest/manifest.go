@@ -82,11 +82,14 @@ type Manifest struct {
 	Dependencies []Dependency   `json:"dependencies,omitempty"`
 	Secrets      []string       `json:"secrets,omitempty"`
 	Idempotent   bool           `json:"idempotent"`
-	Stability    string         `json:"stability"`
-	Priority     int            `json:"priority"`
-	Timeouts     Timeouts       `json:"timeouts"`
-	Retry        Retry          `json:"retry"`
-	TaskQueue    string         `json:"task_queue,omitempty"`
+	// Risk: high makes an agent's proposal calling the tool wait for a
+	// person (docs/agents.md).
+	Risk      string   `json:"risk,omitempty"`
+	Stability string   `json:"stability"`
+	Priority  int      `json:"priority"`
+	Timeouts  Timeouts `json:"timeouts"`
+	Retry     Retry    `json:"retry"`
+	TaskQueue string   `json:"task_queue,omitempty"`
 	// Execution: auto (default), activity, local or inline
 	// (docs/manifests.md).
 	Execution string `json:"execution"`
@@ -233,6 +236,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // CapabilityPattern is the contract's `domain.action` form.
 var CapabilityPattern = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
+
+// RiskHigh is tool.yaml's risk: high.
+const RiskHigh = "high"
 
 // ValidCapability reports whether c is `domain.action`.
 func ValidCapability(c string) bool { return CapabilityPattern.MatchString(c) }

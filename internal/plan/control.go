@@ -60,8 +60,10 @@ func (rc *refChecker) check(fp []string, tpl Template, err error) {
 // the step's target (a capability).
 func (c *checker) validateControl(i int, s *Step, refs *refChecker) {
 	switch {
+	case s.Agent != nil:
+		// validateAgent
 	case s.Capability == "" && s.Plan == "":
-		c.at(stepPath(i), "step %q needs a capability (or a sub-plan: plan: FILE)", s.ID)
+		c.at(stepPath(i), "step %q needs a capability (or a sub-plan: plan: FILE, or an agent: block)", s.ID)
 	case s.Capability != "" && s.Plan != "":
 		c.at(stepPath(i, "plan"), "step %q names both a capability and a sub-plan: choose one", s.ID)
 	case s.Plan != "":

@@ -72,10 +72,11 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 			if m == nil {
 				continue
 			}
-			if _, hasCap := m["capability"]; !hasCap {
-				if _, hasPlan := m["plan"]; !hasPlan {
-					c.at(stepPath(i), "step needs a capability (or a sub-plan: plan: FILE)")
-				}
+			_, hasCap := m["capability"]
+			_, hasPlan := m["plan"]
+			_, hasAgent := m["agent"]
+			if !hasCap && !hasPlan && !hasAgent {
+				c.at(stepPath(i), "step needs a capability (or a sub-plan: plan: FILE, or an agent: block)")
 			}
 		}
 		c.probs.Sort()
@@ -110,6 +111,9 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 		}
 		if s.OnFailure == "" {
 			s.OnFailure = OnFailureRetry
+		}
+		if s.Agent != nil {
+			s.Agent.withDefaults()
 		}
 	}
 	c.validate(&p)
@@ -178,6 +182,7 @@ func (c *checker) validate(p *Plan) {
 			refs.check(stepPath(i, append([]string{"with"}, path...)...), tpl, err)
 		})
 		c.validateControl(i, s, &refs)
+		c.validateAgent(i, s, &refs)
 		for d := range deps {
 			s.Deps = append(s.Deps, d)
 		}

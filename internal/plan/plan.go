@@ -118,6 +118,10 @@ type Step struct {
 	// Sub is the loaded sub-plan and SubValue its document (LoadSubPlans).
 	Sub      *Plan `json:"-"`
 	SubValue any   `json:"-"`
+	// Agent hands the step to a language model whose proposals capflow
+	// checks as plans (docs/agents.md); OutputSchema checks its finish.
+	Agent        *Agent         `json:"agent,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
 
 	// Deps is Needs plus the steps referenced in With, sorted.
 	Deps []string `json:"deps,omitempty"`

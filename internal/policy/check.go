@@ -94,3 +94,14 @@ func schemaDecode(v any, out any) error {
 	}
 	return json.Unmarshal(b, out)
 }
+
+// TooManyLLMCalls refuses agent steps whose model calls could pass the
+// run's max_llm_calls (the router's calls count against it too).
+func (p *Policy) TooManyLLMCalls(n int) *Violation {
+	lim := p.Limits[MaxLLMCalls]
+	if n <= lim {
+		return nil
+	}
+	return &Violation{Rule: fmt.Sprintf("limits.max_llm_calls: %d", lim),
+		Message: fmt.Sprintf("the plan's agent steps may make %d model calls (their budget.llm_calls, or max_rounds); the policy allows %d a run (limits.max_llm_calls in policy.yaml raises it)", n, lim)}
+}

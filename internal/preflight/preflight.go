@@ -7,6 +7,8 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +47,9 @@ type Request struct {
 	CacheTTL time.Duration
 	// CapabilityLimits are capflow.yaml's limits, by capability.
 	CapabilityLimits map[string]manifest.Limits
+	// Models are capflow.yaml's llm providers, which an agent step's
+	// model must name.
+	Models []string
 }
 
 // Problem is a plan or input problem in JSON form.
@@ -152,8 +157,8 @@ func Check(req Request) *Report {
 	}
 	var facts []policy.StepFacts
 	for _, s := range p.Steps {
-		if s.Plan != "" {
-			continue // a sub-plan's own steps are checked with it
+		if s.Plan != "" || s.Agent != nil {
+			continue // a sub-plan's own steps are checked with it, an agent's proposals when made
 		}
 		st := Settings(p, s, tools[s.ID])
 		if n := oneAttempt(s, st, tools[s.ID]); n != "" {
@@ -171,9 +176,14 @@ func Check(req Request) *Report {
 	// max_steps): a parent cannot run through a child what it may not run.
 	facts = append(facts, subPlanFacts(p, "")...)
 	viol := eff.Check(facts, p.MaxParallel)
+	if v := eff.TooManyLLMCalls(plan.AgentCalls(p)); v != nil {
+		viol = append(viol, *v)
+	}
 	if viol == nil {
 		viol = []policy.Violation{}
 	}
+	models := agentModels(p, req.Models)
+	probs = append(probs, models...)
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
@@ -188,7 +198,7 @@ func Check(req Request) *Report {
 		r.Status = Invalid
 		r.Problems = ProblemsOf(probs)
 		what := "the request inputs are invalid"
-		if len(gr.Problems) > 0 {
+		if len(gr.Problems) > 0 || len(models) > 0 {
 			what = "the plan is invalid"
 		}
 		r.Message = fmt.Sprintf("%s: %s", what, probs[0].Error())
@@ -238,4 +248,26 @@ func oneAttempt(s *plan.Step, st StepSettings, m *manifest.Manifest) string {
 		return ""
 	}
 	return fmt.Sprintf("step %s asks retry: {max_attempts: %d}, but %s@%s is not idempotent: it gets one attempt (another could repeat what the first did); mark the tool idempotent: true if it can run twice", s.ID, s.Retry.MaxAttempts, m.Name, m.Version)
+}
+
+// agentModels says where an agent step names a model capflow.yaml does
+// not declare.
+func agentModels(p *plan.Plan, models []string) caperr.Problems {
+	var out caperr.Problems
+	for i, s := range p.Steps {
+		if s.Agent == nil || slices.Contains(models, s.Agent.Model) {
+			continue
+		}
+		declared := "none is declared: add an llm: section to capflow.yaml (docs/agents.md)"
+		if len(models) > 0 {
+			declared = "declared: " + strings.Join(models, ", ")
+		}
+		line, col := p.Pos("steps", strconv.Itoa(i), "agent", "model")
+		if line == 0 {
+			line, col = p.Pos("steps", strconv.Itoa(i), "agent")
+		}
+		out = append(out, caperr.New(caperr.InvalidInput, "step %q: model %q is not a provider of capflow.yaml's llm: section (%s)", s.ID, s.Agent.Model, declared).
+			At(p.File, line, col, fmt.Sprintf("steps[%d].agent.model", i)))
+	}
+	return out
 }

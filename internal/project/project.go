@@ -8,7 +8,9 @@ package project
 import (
 	"context"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -152,5 +154,5 @@ func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Regi
 	}
 	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
 		MinConfidence: p.Config.Router.MinConfidence, Deps: deps, InputsOptional: optionalInputs,
-		CacheTTL: p.Config.CacheTTL(), CapabilityLimits: p.Config.Limits})
+		CacheTTL: p.Config.CacheTTL(), CapabilityLimits: p.Config.Limits, Models: slices.Sorted(maps.Keys(p.Config.LLM))})
 }

@@ -125,6 +125,9 @@ type ResolvedStep struct {
 	// at resolution (the child workflow runs exactly that).
 	Plan      string `json:"plan,omitempty"`
 	PlanValue any    `json:"plan_value,omitempty"`
+	// Agent: an agent step's block (docs/agents.md); its With holds its
+	// goal (AgentGoal), evaluated like a sub-plan's inputs.
+	Agent *AgentStep `json:"agent,omitempty"`
 	// CacheTTL: the step's results are cached, and a hit no older than
 	// this is reused (0: not cached; docs/cache.md).
 	CacheTTL time.Duration `json:"cache_ttl,omitempty"`

@@ -38,6 +38,7 @@ import (
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/workflows"
+	"github.com/capflow/capflow/workflows/agentrun"
 	"github.com/capflow/capflow/workflows/limit"
 )
 
@@ -50,10 +51,12 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	w.RegisterWorkflowWithOptions(limit.Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	w.RegisterWorkflowWithOptions(agentrun.Workflow, workflow.RegisterOptions{Name: wfapi.AgentWorkflowType})
 	// Batches of inline steps, local activities of the workflow's worker.
 	w.RegisterActivityWithOptions(acts.RunInline, activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	w.RegisterActivityWithOptions(acts.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})
 	w.RegisterActivityWithOptions(acts.Route, activity.RegisterOptions{Name: wfapi.RouteActivity})
+	w.RegisterActivityWithOptions(acts.AgentTurn, activity.RegisterOptions{Name: wfapi.AgentTurnActivity})
 	w.RegisterActivityWithOptions(acts.Host, activity.RegisterOptions{Name: wfapi.HostActivity})
 	// The shared queue runs host activities too: runs recorded before host
 	// queues, and tools that name no queue of their own, still need them.

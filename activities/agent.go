@@ -1,0 +1,241 @@
+package activities
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/capflow/capflow/internal/agent"
+	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/llm"
+	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/preflight"
+	"github.com/capflow/capflow/internal/registry"
+	"github.com/capflow/capflow/internal/runfolder"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// maxConversation bounds a conversation loaded from the store.
+const maxConversation = 64 << 20
+
+// AgentTurn is one round of an agent step (docs/agents.md): the
+// conversation so far (the artifact store's, by digest) and the last
+// round's results go to the model, unless a budget could pass; the answer
+// is compiled by the checks of `plan check`. The request and the answer
+// are stored by digest; history keeps the digests, the model, the tokens
+// and the cost. An answer recorded for an identical request (this
+// turn's earlier attempt, or a rerun's earlier run) is reused, not asked
+// again.
+func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.TurnResult, error) {
+	store := a.Exec.Artifacts
+	if store == nil {
+		return nil, appError(caperr.New(caperr.ConfigError, "an agent step needs the artifact store (artifacts.url)"))
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return nil, appError(err)
+	}
+	pol, err := a.Project.Policy()
+	if err != nil {
+		return nil, appError(caperr.As(err, caperr.ConfigError))
+	}
+	prov, key, err := a.provider(in.Agent.Model)
+	if err != nil {
+		return nil, appError(err)
+	}
+	conv, err := loadConversation(ctx, store, in)
+	if err != nil {
+		return nil, appError(err)
+	}
+	req := llm.Request{System: agent.System(in.Step), Messages: conv, Tools: agent.Tools(scopeOf(reg, in.Agent.Capabilities), in.Agent.OutputSchema)}
+	raw, _ := json.Marshal(req)
+	if breach := reserve(&req, len(raw), in, prov.Price); breach != "" {
+		return &wfapi.TurnResult{Breach: breach}, nil
+	}
+	raw, _ = json.Marshal(req)
+	reqDigest, err := store.Put(ctx, raw)
+	if err != nil {
+		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model request"))
+	}
+	res, reused, err := a.answer(ctx, store, in, reqDigest, prov, key, req)
+	if err != nil {
+		return nil, appError(err)
+	}
+	// A reused answer counts as spent: the step's budget is its
+	// conversation's, whichever run paid for it.
+	out := &wfapi.TurnResult{Request: reqDigest, CallID: res.ID, Model: res.Model, Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}
+	out.Proposal = agent.Compile(res, agent.Options{Step: in.Step, Round: in.Round, Scope: in.Agent.Capabilities, Output: in.Agent.OutputSchema,
+		MaxCalls: pol.Limits["max_steps"], Policy: in.Agent.Policy, Approve: in.Agent.Approve,
+		Check: func(p *plan.Plan) agent.Checked { return checked(a.Project.Check(p, nil, reg, pol, false)) }})
+	body, _ := json.Marshal(res)
+	if out.Response, err = store.Put(ctx, body); err != nil {
+		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model answer"))
+	}
+	conv = agent.Answered(conv, res, out.Proposal)
+	if out.Conversation, err = putJSON(ctx, store, conv); err != nil {
+		return nil, appError(err)
+	}
+	return out, nil
+}
+
+func putJSON(ctx context.Context, store *artifacts.Store, v any) (string, error) {
+	b, _ := json.Marshal(v)
+	d, err := store.Put(ctx, b)
+	if err != nil {
+		return "", caperr.Wrap(caperr.ObservabilityError, err, "cannot store the conversation")
+	}
+	return d, nil
+}
+
+// loadConversation is the conversation so far with the last round's
+// results; the first round's is the goal.
+func loadConversation(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput) ([]llm.Message, error) {
+	if in.Conversation == "" {
+		return []llm.Message{{Role: llm.RoleUser, Content: in.Goal}}, nil
+	}
+	b, err := store.Get(ctx, in.Conversation, maxConversation)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "cannot load the conversation sha256:%s", in.Conversation)
+	}
+	var conv []llm.Message
+	if err := json.Unmarshal(b, &conv); err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "the stored conversation sha256:%s is not JSON", in.Conversation)
+	}
+	return append(conv, in.Results...), nil
+}
+
+// scopeOf is each capability of the scope as its chosen tool offers it
+// (a capability no tool provides is offered with no schema: its calls are
+// refused as gaps).
+func scopeOf(reg *registry.Registry, caps []string) []agent.Capability {
+	out := make([]agent.Capability, 0, len(caps))
+	for _, c := range caps {
+		ac := agent.Capability{Name: c}
+		if r, err := reg.Resolve(c, ""); err == nil {
+			ac.Description, ac.InputSchema = r.Chosen.Manifest.Description, r.Chosen.Manifest.InputSchema
+		}
+		out = append(out, ac)
+	}
+	return out
+}
+
+// reserve bounds the call so that no budget can pass: a call is made
+// only when one more fits, and its answer's tokens are what is left
+// after the request (counted high: a token per 3 bytes). It names the
+// budget that leaves no room.
+func reserve(req *llm.Request, reqBytes int, in wfapi.TurnInput, price llm.Price) string {
+	b, sp := in.Agent.Budget, in.Spent
+	if g := in.Grant; g > 0 && b.LLMCalls > 0 {
+		// A person's grant: one more call and its share of each budget.
+		b.Tokens += g * b.Tokens / b.LLMCalls
+		b.USD += float64(g) * b.USD / float64(b.LLMCalls)
+		b.LLMCalls += g
+	}
+	if sp.LLMCalls+1 > b.LLMCalls {
+		return fmt.Sprintf("llm_calls: %d of %d spent", sp.LLMCalls, b.LLMCalls)
+	}
+	input := int64(reqBytes/3 + 1)
+	room := int64(llm.DefaultMaxTokens)
+	if b.Tokens > 0 {
+		room = min(room, int64(b.Tokens)-sp.Tokens-input)
+		if room < minAnswer {
+			return fmt.Sprintf("tokens: %d of %d spent, and the next request is about %d", sp.Tokens, b.Tokens, input)
+		}
+	}
+	if b.USD > 0 && price.OutputPerMTok+price.InputPerMTok > 0 {
+		left := b.USD - sp.USD - float64(input)*price.InputPerMTok/1e6
+		if price.OutputPerMTok > 0 {
+			room = min(room, int64(left*1e6/price.OutputPerMTok))
+		}
+		if room < minAnswer || left <= 0 {
+			return fmt.Sprintf("usd: %.4f of %.4f spent, and the next request costs about %.4f", sp.USD, b.USD, float64(input)*price.InputPerMTok/1e6)
+		}
+	}
+	req.MaxTokens = room
+	return ""
+}
+
+// minAnswer is the fewest tokens a call may answer in.
+const minAnswer = 256
+
+// answer is the model's answer to req: recorded for this request (by
+// this run, or the run it reruns), or asked now and recorded.
+func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput, digest string, prov llm.Provider, key string, req llm.Request) (llm.Response, bool, error) {
+	for _, run := range []string{in.Run, in.ReuseFrom} {
+		if run == "" {
+			continue
+		}
+		if b, err := store.GetRecord(ctx, answerRecord(run, in.Step, digest), maxConversation); err == nil {
+			var res llm.Response
+			if json.Unmarshal(b, &res) == nil {
+				return res, true, nil
+			}
+		}
+	}
+	client, err := llm.New(prov, key, nil)
+	if err != nil {
+		return llm.Response{}, false, err
+	}
+	red := envelope.NewRedactor(key)
+	a.llmLogf("=== %s round %d request sha256:%s (%s model %s) ===", in.Step, in.Round, digest, prov.Name, prov.Model)
+	res, err := client.Complete(ctx, req)
+	if err != nil {
+		a.llmLogf("=== %s round %d error ===\n%s", in.Step, in.Round, red.String(err.Error()))
+		return res, false, err
+	}
+	a.llmLogf("=== %s round %d response %s ===\n%s", in.Step, in.Round, res.ID, red.String(res.Raw))
+	b, _ := json.Marshal(res)
+	if err := store.PutRecord(ctx, answerRecord(in.Run, in.Step, digest), b); err != nil {
+		return res, false, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the model answer")
+	}
+	return res, false, nil
+}
+
+// answerRecord names the answer a run's step got for a request.
+func answerRecord(run, step, digest string) string {
+	return "agent/" + runfolder.Name(run) + "/" + step + "/" + digest
+}
+
+// provider is capflow.yaml's llm provider name and its key.
+func (a *Activities) provider(name string) (llm.Provider, string, error) {
+	p, ok := a.Project.Config.LLM[name]
+	if !ok {
+		return llm.Provider{}, "", caperr.New(caperr.ConfigError, "model %q is not a provider of capflow.yaml's llm: section", name)
+	}
+	timeout, err := time.ParseDuration(p.Timeout)
+	if err != nil && p.Timeout != "" {
+		return llm.Provider{}, "", caperr.New(caperr.ConfigError, "llm.%s.timeout %q is not a duration", name, p.Timeout)
+	}
+	key := ""
+	if p.APIKeyEnv != "" {
+		if key = os.Getenv(p.APIKeyEnv); key == "" {
+			return llm.Provider{}, "", caperr.New(caperr.ConfigError, "llm.%s.api_key_env names %s, which is not set in the worker's environment", name, p.APIKeyEnv)
+		}
+	}
+	return llm.Provider{Name: name, API: p.API, BaseURL: p.BaseURL, Model: p.Model, Timeout: cmp.Or(timeout, time.Minute),
+		Price: llm.Price{InputPerMTok: p.Price.InputPerMTok, OutputPerMTok: p.Price.OutputPerMTok}}, key, nil
+}
+
+// llmLogf writes LLM_LOG=1's lines to the worker's log stream.
+func (a *Activities) llmLogf(format string, args ...any) {
+	if os.Getenv("LLM_LOG") == "1" && a.Logger != nil {
+		a.Logger.Named("llm").Info(fmt.Sprintf(format, args...))
+	}
+}
+
+// checked is what an agent's compilation needs of a plan's report.
+func checked(rep *preflight.Report) agent.Checked {
+	c := agent.Checked{Problems: rep.Problems, Gaps: rep.Gaps, Violations: rep.Policy.Violations, Tools: map[string]agent.Tool{}}
+	for _, r := range rep.Resolution {
+		if m := r.Manifest; m != nil {
+			c.Tools[r.StepID] = agent.Tool{Name: m.Name + "@" + m.Version, Risky: !m.Idempotent || m.Risk == manifest.RiskHigh}
+		}
+	}
+	return c
+}

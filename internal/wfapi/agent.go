@@ -1,0 +1,88 @@
+package wfapi
+
+import (
+	"github.com/capflow/capflow/internal/agent"
+	"github.com/capflow/capflow/internal/llm"
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/wire"
+)
+
+// An agent step runs as a child workflow of its run (docs/agents.md):
+// each round an AgentTurn activity calls the model and compiles its
+// answer, then the accepted calls run as a sub-plan.
+const (
+	AgentWorkflowType = "capflow-agent"
+	AgentTurnActivity = "AgentTurn"
+	// AgentQuery answers an agent step's rounds so far.
+	AgentQuery = "agent-rounds"
+	// AgentGoal is the key of an agent step's goal in its resolved with.
+	AgentGoal = "goal"
+)
+
+// AgentStep is a resolved agent step's block, its output schema and the
+// plan's own policy (every round's plan narrows the project's with it).
+type AgentStep struct {
+	plan.Agent
+	OutputSchema map[string]any   `json:"output_schema,omitempty"`
+	Policy       *plan.PolicySpec `json:"policy,omitempty"`
+}
+
+// AgentInput starts an agent step.
+type AgentInput struct {
+	// Run is the parent run's workflow ID (its folder and records).
+	Run     string    `json:"run"`
+	Step    string    `json:"step"`
+	Goal    string    `json:"goal"`
+	Agent   AgentStep `json:"agent"`
+	Lineage string    `json:"lineage,omitempty"`
+	// ReuseFrom is a rerun's earlier run: its recorded answers are reused
+	// while the requests are identical.
+	ReuseFrom string `json:"reuse_from,omitempty"`
+	// Grant is the rounds a person granted (the step's retries after a
+	// breach): each adds a call and its share of each budget.
+	Grant int `json:"grant,omitempty"`
+}
+
+// Spent is what an agent step's model calls used so far.
+type Spent = wire.AgentSpent
+
+// TurnInput is one round's model call.
+type TurnInput struct {
+	AgentInput
+	Round int `json:"round"`
+	// Conversation is the digest of the conversation so far in the
+	// artifact store ("" in the first round); Results are the last
+	// round's tool messages, appended to it.
+	Conversation string        `json:"conversation,omitempty"`
+	Results      []llm.Message `json:"results,omitempty"`
+	Spent        Spent         `json:"spent"`
+}
+
+// TurnResult is what history keeps of a model call: digests, model,
+// tokens and cost, and the compiled proposal (never the conversation).
+type TurnResult struct {
+	Conversation string    `json:"conversation"`
+	Request      string    `json:"request"`
+	Response     string    `json:"response,omitempty"`
+	CallID       string    `json:"call_id,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	Usage        llm.Usage `json:"usage"`
+	USD          float64   `json:"usd"`
+	// Reused: the answer was recorded for an identical request (a retried
+	// turn, or a rerun) and no model was called.
+	Reused   bool           `json:"reused,omitempty"`
+	Proposal agent.Proposal `json:"proposal"`
+	// Breach names the budget the call could have passed: no call was made.
+	Breach string `json:"breach,omitempty"`
+}
+
+// AgentResult is an agent step's end: its data (finish's arguments),
+// or its error code and message, and its rounds.
+type AgentResult struct {
+	wire.AgentRun
+	// Code is the step's error code ("" when it finished).
+	Code     wire.ErrorCode `json:"code,omitempty"`
+	Data     map[string]any `json:"data,omitempty"`
+	Message  string         `json:"message"`
+	Problems []string       `json:"problems,omitempty"`
+}

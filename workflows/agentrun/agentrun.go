@@ -1,0 +1,140 @@
+// Package agentrun is the workflow of an agent step (docs/agents.md): a
+// child of its run that, round after round, asks the AgentTurn activity
+// for the model's next proposal (compiled there by the checks of `plan
+// check`), runs an accepted one as a sub-plan of ordinary steps and sends
+// the results back, until the model finishes, a budget or max_rounds
+// stops it, or max_repairs refused proposals in a row fail it. History
+// keeps digests, the model, tokens and cost: never the conversation.
+package agentrun
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/agent"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/llm"
+	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
+)
+
+// turnOptions bound one model call: its provider's timeout is within,
+// and a turn retried after its answer was recorded reuses it.
+var turnOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 5 * time.Minute,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+}
+
+type run struct {
+	in  wfapi.AgentInput
+	res *wfapi.AgentResult
+	// grant: rounds a person granted after a breach (the parent's retries).
+	grant int
+}
+
+// Workflow runs one agent step.
+func Workflow(ctx workflow.Context, in wfapi.AgentInput) (*wfapi.AgentResult, error) {
+	r := &run{in: in, res: &wfapi.AgentResult{}, grant: in.Grant}
+	r.res.Rounds = []wire.AgentRound{}
+	if err := workflow.SetQueryHandler(ctx, wfapi.AgentQuery, func() (*wfapi.AgentResult, error) { return r.res, nil }); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx)
+}
+
+func (r *run) loop(ctx workflow.Context) (*wfapi.AgentResult, error) {
+	conv, results, repairs := "", []llm.Message(nil), 0
+	var problems []string
+	for round := 1; round <= r.in.Agent.MaxRounds+r.grant; round++ {
+		t, err := r.turn(ctx, round, conv, results)
+		if err != nil {
+			return nil, err
+		}
+		rd := r.record(round, t)
+		conv, results = t.Conversation, nil
+		switch p := t.Proposal; {
+		case t.Breach != "":
+			return r.end(caperr.ResourceExhausted, fmt.Sprintf("stopped before round %d: its call could pass the budget (%s)", round, t.Breach), t.Breach), nil
+		case p.Finish != nil:
+			rd.Finished = true
+			r.res.Data = p.Finish
+			r.res.Message = fmt.Sprintf("finished in round %d (%d model call(s), %d tokens, $%.4f)", round, r.res.Spent.LLMCalls, r.res.Spent.Tokens, r.res.Spent.USD)
+			return r.res, nil
+		case p.Refused():
+			repairs++
+			problems = append(problems, prefixed(round, p.Problems())...)
+			if repairs > *r.in.Agent.MaxRepairs {
+				r.res.Problems = problems
+				return r.end(caperr.InvalidInput, fmt.Sprintf("%d proposal(s) in a row refused (max_repairs %d): %s", repairs, *r.in.Agent.MaxRepairs, problems[len(problems)-1]), ""), nil
+			}
+		default:
+			repairs = 0
+			if results, err = r.runCalls(ctx, round, rd, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r.end(caperr.ResourceExhausted, fmt.Sprintf("max_rounds %d reached and the model did not finish", r.in.Agent.MaxRounds+r.grant), ""), nil
+}
+
+// turn is one model call, its answer compiled.
+func (r *run) turn(ctx workflow.Context, round int, conv string, results []llm.Message) (*wfapi.TurnResult, error) {
+	o := turnOptions
+	o.ActivityID = fmt.Sprintf("turn-%d", round)
+	o.Summary = fmt.Sprintf("%s · round %d: ask %s", r.in.Step, round, r.in.Agent.Model)
+	var t wfapi.TurnResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), wfapi.AgentTurnActivity, wfapi.TurnInput{AgentInput: r.in, Round: round,
+		Conversation: conv, Results: results, Spent: r.res.Spent}).Get(ctx, &t)
+	return &t, err
+}
+
+// record adds a round and what it spent.
+func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
+	if t.Breach == "" {
+		r.res.Spent.LLMCalls++
+		r.res.Spent.Tokens += t.Usage.InputTokens + t.Usage.OutputTokens
+		r.res.Spent.USD += t.USD
+	}
+	rd := wire.AgentRound{Round: round, Request: t.Request, Response: t.Response, CallID: t.CallID, Model: t.Model,
+		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens, USD: t.USD, Reused: t.Reused,
+		Calls: agent.Lines(t.Proposal.Calls), Refused: t.Proposal.Problems(), Breach: t.Breach}
+	if a := t.Proposal.Approval; a != nil {
+		rd.Approval = a.Digest
+	}
+	r.res.Rounds = append(r.res.Rounds, rd)
+	return &r.res.Rounds[len(r.res.Rounds)-1]
+}
+
+// runCalls runs an accepted proposal as a sub-plan (its own run: its
+// checks again, retries, timeouts, confinement, an approval when one is
+// asked) and answers each call with its result.
+func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p agent.Proposal) ([]llm.Message, error) {
+	id := fmt.Sprintf("%s.round-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, round)
+	rd.SubRun = id
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id,
+		StaticSummary: fmt.Sprintf("agent %s, round %d: %d call(s)", r.in.Step, round, len(p.Calls))})
+	var res wfapi.Result
+	if err := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, wfapi.Start{Input: wfapi.Input{Plan: p.Plan}, Lineage: r.in.Lineage}).Get(ctx, &res); err != nil {
+		return nil, err
+	}
+	return agent.Results(p.Calls, res.Steps), nil
+}
+
+// end is the step's failure as a result (a failed step, not a failed
+// workflow: its code is the step's).
+func (r *run) end(code caperr.Code, msg, breach string) *wfapi.AgentResult {
+	r.res.Code, r.res.Message, r.res.Breach = wire.ErrorCode(code), msg, breach
+	return r.res
+}
+
+func prefixed(round int, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = fmt.Sprintf("round %d: %s", round, strings.TrimSpace(l))
+	}
+	return out
+}
