@@ -6,6 +6,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"github.com/capflow/capflow/internal/llm"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type Activities struct {
 	SearchAttributes bool
 	// Router turns request text into a plan (nil: routing unavailable).
 	Router Router
+	// Model, when set, stands in for every agent step's provider (plan
+	// tests: the case's scripted answers).
+	Model func(wfapi.TurnInput) llm.Client
 
 	// HostWait is recorded in each run it resolves (ResolveResult.HostWait).
 	HostWait time.Duration

@@ -11,7 +11,6 @@ import (
 	"github.com/capflow/capflow/internal/agent"
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/llm"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
@@ -45,7 +44,7 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	if err != nil {
 		return nil, appError(caperr.As(err, caperr.ConfigError))
 	}
-	prov, key, err := a.provider(in.Agent.Model)
+	prov, client, err := a.model(in)
 	if err != nil {
 		return nil, appError(err)
 	}
@@ -63,7 +62,7 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	if err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model request"))
 	}
-	res, reused, err := a.answer(ctx, store, in, reqDigest, prov, key, req)
+	res, reused, err := a.answer(ctx, store, in, reqDigest, prov, client, req)
 	if err != nil {
 		return nil, appError(err)
 	}
@@ -166,7 +165,7 @@ const minAnswer = 256
 
 // answer is the model's answer to req: recorded for this request (by
 // this run, or the run it reruns), or asked now and recorded.
-func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput, digest string, prov llm.Provider, key string, req llm.Request) (llm.Response, bool, error) {
+func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput, digest string, prov llm.Provider, client llm.Client, req llm.Request) (llm.Response, bool, error) {
 	for _, run := range []string{in.Run, in.ReuseFrom} {
 		if run == "" {
 			continue
@@ -178,18 +177,13 @@ func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfap
 			}
 		}
 	}
-	client, err := llm.New(prov, key, nil)
-	if err != nil {
-		return llm.Response{}, false, err
-	}
-	red := envelope.NewRedactor(key)
 	a.llmLogf("=== %s round %d request sha256:%s (%s model %s) ===", in.Step, in.Round, digest, prov.Name, prov.Model)
 	res, err := client.Complete(ctx, req)
 	if err != nil {
-		a.llmLogf("=== %s round %d error ===\n%s", in.Step, in.Round, red.String(err.Error()))
+		a.llmLogf("=== %s round %d error ===\n%s", in.Step, in.Round, err)
 		return res, false, err
 	}
-	a.llmLogf("=== %s round %d response %s ===\n%s", in.Step, in.Round, res.ID, red.String(res.Raw))
+	a.llmLogf("=== %s round %d response %s ===\n%s", in.Step, in.Round, res.ID, res.Raw)
 	b, _ := json.Marshal(res)
 	if err := store.PutRecord(ctx, answerRecord(in.Run, in.Step, digest), b); err != nil {
 		return res, false, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the model answer")
@@ -202,24 +196,35 @@ func answerRecord(run, step, digest string) string {
 	return "agent/" + runfolder.Name(run) + "/" + step + "/" + digest
 }
 
-// provider is capflow.yaml's llm provider name and its key.
-func (a *Activities) provider(name string) (llm.Provider, string, error) {
+// model is the step's provider and its client: capflow.yaml's provider
+// over its SDK, its key from the environment and redacted from what the
+// client says (llm.Redacting), or the stand-in a plan test gives.
+func (a *Activities) model(in wfapi.TurnInput) (llm.Provider, llm.Client, error) {
+	name := in.Agent.Model
 	p, ok := a.Project.Config.LLM[name]
+	if a.Model != nil {
+		return llm.Provider{Name: name, Model: p.Model}, a.Model(in), nil
+	}
 	if !ok {
-		return llm.Provider{}, "", caperr.New(caperr.ConfigError, "model %q is not a provider of capflow.yaml's llm: section", name)
+		return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "model %q is not a provider of capflow.yaml's llm: section", name)
 	}
 	timeout, err := time.ParseDuration(p.Timeout)
 	if err != nil && p.Timeout != "" {
-		return llm.Provider{}, "", caperr.New(caperr.ConfigError, "llm.%s.timeout %q is not a duration", name, p.Timeout)
+		return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "llm.%s.timeout %q is not a duration", name, p.Timeout)
 	}
 	key := ""
 	if p.APIKeyEnv != "" {
 		if key = os.Getenv(p.APIKeyEnv); key == "" {
-			return llm.Provider{}, "", caperr.New(caperr.ConfigError, "llm.%s.api_key_env names %s, which is not set in the worker's environment", name, p.APIKeyEnv)
+			return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "llm.%s.api_key_env names %s, which is not set in the worker's environment", name, p.APIKeyEnv)
 		}
 	}
-	return llm.Provider{Name: name, API: p.API, BaseURL: p.BaseURL, Model: p.Model, Timeout: cmp.Or(timeout, time.Minute),
-		Price: llm.Price{InputPerMTok: p.Price.InputPerMTok, OutputPerMTok: p.Price.OutputPerMTok}}, key, nil
+	prov := llm.Provider{Name: name, API: p.API, BaseURL: p.BaseURL, Model: p.Model, Timeout: cmp.Or(timeout, time.Minute),
+		Price: llm.Price{InputPerMTok: p.Price.InputPerMTok, OutputPerMTok: p.Price.OutputPerMTok}}
+	client, err := llm.New(prov, key, nil)
+	if err != nil {
+		return prov, nil, err
+	}
+	return prov, llm.Redacting(client, key), nil
 }
 
 // llmLogf writes LLM_LOG=1's lines to the worker's log stream.

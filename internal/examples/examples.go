@@ -77,3 +77,12 @@ func NeedsFFmpeg(file string) bool {
 	b, err := os.ReadFile(file)
 	return err == nil && strings.Contains(string(b), "ready with ffmpeg")
 }
+
+// NeedsModel reports whether an example runs only against a language model
+// ("run=passed with a model"): its cases script the model offline
+// (capflow plan test), and the e2e suite drives agent steps against servers
+// it starts (TestAgentSteps).
+func NeedsModel(file string) bool {
+	b, err := os.ReadFile(file)
+	return err == nil && strings.Contains(string(b), "with a model")
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 )
 
 // The wire protocols a provider may speak.
@@ -193,4 +194,36 @@ func bounded(ctx context.Context, p Provider, call func(context.Context) (Respon
 		return res, &Error{Retry: true, Err: caperr.New(caperr.TaskTimeout, "LLM %s timed out after %s", p.Name, p.Timeout)}
 	}
 	return res, err
+}
+
+// Redacting is c with key masked in what it answers and its errors say
+// (an endpoint may echo the request, its header with it).
+func Redacting(c Client, key string) Client {
+	if key == "" {
+		return c
+	}
+	return redacting{c, envelope.NewRedactor(key)}
+}
+
+type redacting struct {
+	c   Client
+	red *envelope.Redactor
+}
+
+func (r redacting) Complete(ctx context.Context, req Request) (Response, error) {
+	res, err := r.c.Complete(ctx, req)
+	res.Raw = r.red.String(res.Raw)
+	res.Text = r.red.String(res.Text)
+	for i := range res.Calls {
+		res.Calls[i].Arguments = r.red.String(res.Calls[i].Arguments)
+	}
+	if err == nil {
+		return res, nil
+	}
+	msg := r.red.String(err.Error())
+	var e *Error
+	if errors.As(err, &e) {
+		return res, &Error{Retry: e.Retry, Status: e.Status, Err: caperr.New(e.Err.Code, "%s", msg)}
+	}
+	return res, caperr.New(caperr.CodeOf(err), "%s", msg)
 }

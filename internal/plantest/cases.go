@@ -1,6 +1,7 @@
 package plantest
 
 import (
+	"github.com/capflow/capflow/internal/llm"
 	"github.com/capflow/capflow/wire"
 )
 
@@ -22,6 +23,8 @@ type Given struct {
 	HasData  bool
 	Error    *GivenError
 	Decision *GivenDecision
+	// Model: an agent step's model answers, in order (docs/agents.md).
+	Model []llm.Response
 }
 
 // GivenError is a step's failure.

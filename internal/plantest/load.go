@@ -1,6 +1,10 @@
 package plantest
 
 import (
+	"encoding/json"
+	"fmt"
+	"github.com/capflow/capflow/internal/agent"
+	"github.com/capflow/capflow/internal/llm"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -142,6 +146,12 @@ func (l *loader) given(path []string, key string, n *yamldoc.Node) Given {
 			l.checkDecision(append(path, "decision"), step, g.Decision, item)
 		}
 	}
+	if m := n.Get("model"); m != nil {
+		g.Model = l.modelAnswers(append(path, "model"), step, m)
+	}
+	if step != nil && step.Agent != nil && (g.HasData || g.Error != nil) {
+		l.problem(path, "%s is an agent step: give its model's answers (model: [...]); its data is its finish call's", id)
+	}
 	if step != nil && step.Plan != "" && (g.HasData || g.Error != nil) {
 		l.problem(path, "%s is a sub-plan step: its child plan runs, its steps answering with their generated results; a case cannot give its data or error", id)
 	}
@@ -235,6 +245,38 @@ func codes() []string {
 	var out []string
 	for _, i := range caperr.All() {
 		out = append(out, string(i.Code))
+	}
+	return out
+}
+
+// modelAnswers reads an agent step's scripted answers: each calls
+// functions ({function, arguments}), finishes (finish: DATA) or says text.
+func (l *loader) modelAnswers(path []string, step *plan.Step, n *yamldoc.Node) []llm.Response {
+	if step != nil && step.Agent == nil {
+		l.problem(path, "%s is not an agent step: only an agent step's model answers", step.ID)
+		return nil
+	}
+	var out []llm.Response
+	for i, a := range n.Items {
+		m, _ := a.Interface().(map[string]any)
+		res := llm.Response{ID: fmt.Sprintf("plan-test-%d", i+1)}
+		res.Text, _ = m["text"].(string)
+		if f, ok := m["finish"]; ok {
+			b, _ := json.Marshal(f)
+			res.Calls = append(res.Calls, llm.Call{ID: fmt.Sprintf("finish-%d", i+1), Name: agent.Finish, Arguments: string(b)})
+		}
+		calls, _ := m["calls"].([]any)
+		for j, c := range calls {
+			cm, _ := c.(map[string]any)
+			name, _ := cm["function"].(string)
+			args, ok := cm["arguments"].(string)
+			if !ok {
+				b, _ := json.Marshal(cm["arguments"])
+				args = string(b)
+			}
+			res.Calls = append(res.Calls, llm.Call{ID: fmt.Sprintf("call-%d-%d", i+1, j+1), Name: name, Arguments: args})
+		}
+		out = append(out, res)
 	}
 	return out
 }

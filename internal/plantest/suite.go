@@ -1,7 +1,9 @@
 package plantest
 
 import (
+	"context"
 	"fmt"
+	"github.com/capflow/capflow/internal/artifacts"
 	"io"
 	"os"
 	"sync"
@@ -138,7 +140,11 @@ func (s *Suite) resultOf(tool, version string) generatedResult {
 
 // activities are the worker's, with the case's stand-in for every tool.
 func (s *Suite) activities(t *tools) *activities.Activities {
-	return &activities.Activities{Project: s.proj, Logger: s.log, SegmentEvents: s.proj.Config.Temporal.SegmentEvents, Exec: &step.Executor{Project: s.proj, Logger: s.log, Tool: t, Given: true}}
+	// An agent step's conversation is kept by digest, as on a worker: in
+	// a store of the test runs' own.
+	store, _ := artifacts.Open(context.Background(), artifacts.Options{StateDir: s.runsDir})
+	return &activities.Activities{Project: s.proj, Logger: s.log, SegmentEvents: s.proj.Config.Temporal.SegmentEvents,
+		Exec: &step.Executor{Project: s.proj, Logger: s.log, Tool: t, Given: true, Artifacts: store}, Model: t.model}
 }
 
 // Close removes the test runs' folders.

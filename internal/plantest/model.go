@@ -1,0 +1,34 @@
+package plantest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/llm"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// model stands in for an agent step's provider: the case's answers for
+// the step, in order (given: {STEP: {model: [...]}}).
+func (t *tools) model(in wfapi.TurnInput) llm.Client {
+	return scripted{t: t, step: in.Step, round: in.Round}
+}
+
+type scripted struct {
+	t     *tools
+	step  string
+	round int
+}
+
+func (s scripted) Complete(context.Context, llm.Request) (llm.Response, error) {
+	answers := s.t.c.Steps[s.step].Model
+	if s.round > len(answers) {
+		return llm.Response{}, &llm.Error{Err: caperr.New(caperr.InvalidInput,
+			"the case gives %s's model %d answer(s); round %d asked for another (given: {%s: {model: [...]}})", s.step, len(answers), s.round, s.step)}
+	}
+	res := answers[s.round-1]
+	res.Model = "plan-test"
+	res.Raw = fmt.Sprintf("answer %d of the case", s.round)
+	return res, nil
+}
