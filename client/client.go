@@ -146,6 +146,7 @@ func (r *Run) Progress(ctx context.Context) (*Result, error) {
 	if info, err := r.c.Describe(ctx, r.ID); err == nil {
 		res.Live(info)
 	}
+	r.agentRounds(ctx, &res)
 	return &res, nil
 }
 
@@ -179,6 +180,11 @@ func (r *Run) Decide(ctx context.Context, updateID string, req DecideRequest) (*
 func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer, error) {
 	updateID := ""
 	if p, err := r.Progress(ctx); err == nil {
+		if w := waitOf(p, req.Step); w != nil && w.Run != "" {
+			// An agent step's round waits at its sub-run's gate.
+			req.Step = w.Step
+			return r.c.Get(w.Run).DecideOnce(ctx, req)
+		}
 		updateID = p.DecisionUpdateID(req)
 	}
 	ans, err := r.Decide(ctx, updateID, req)

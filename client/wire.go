@@ -10,6 +10,9 @@ import "github.com/capflow/capflow/wire"
 
 type (
 	Action          = wire.Action
+	AgentRound      = wire.AgentRound
+	AgentRun        = wire.AgentRun
+	AgentSpent      = wire.AgentSpent
 	Artifact        = wire.Artifact
 	ChildRun        = wire.ChildRun
 	ControlAnswer   = wire.ControlAnswer
@@ -50,6 +53,7 @@ type (
 
 const (
 	ActionApprove         = wire.ActionApprove
+	AgentQuery            = wire.AgentQuery
 	ActionFail            = wire.ActionFail
 	ActionReject          = wire.ActionReject
 	ActionRetry           = wire.ActionRetry

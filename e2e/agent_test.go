@@ -267,11 +267,22 @@ func (l *agentLab) approval(t *testing.T) {
 	id := l.w.detach(p)
 	sub := id + ".triage.round-1"
 	waitStep(t, sub, "approve", "waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
-	if code, e, stderr := l.w.capflow("approve", sub, "approve"); code != 0 {
+	// The run's status shows the round's gate on the agent step, with the
+	// compiled call and the proposal's digest; an approval of the step
+	// goes to the gate.
+	code, e, stderr := l.w.capflow("status", id)
+	var r runResult
+	data(t, e, &r)
+	st := r.step(t, "triage")
+	if st.Status != wfapi.StepWaiting || st.Waiting == nil || st.Waiting.Run != sub || !strings.Contains(st.Waiting.Prompt, "file.write") ||
+		!strings.Contains(st.Waiting.Prompt, "agent-out.txt") || st.Agent == nil || len(st.Agent.Rounds) != 1 || !strings.Contains(st.Waiting.Prompt, st.Agent.Rounds[0].Approval[:16]) {
+		t.Fatalf("status does not show the round's gate (exit %d): %+v\n%s", code, st, stderr)
+	}
+	if code, e, stderr := l.w.capflow("approve", id, "triage"); code != 0 {
 		t.Fatalf("approve: exit %d %s\n%s", code, e.Message, stderr)
 	}
 	res := waitResult(t, id, 2*time.Minute)
-	st := stepOf(&res, "triage")
+	st = stepOf(&res, "triage")
 	if res.Status != wfapi.StatusPassed || st.Agent == nil || len(st.Agent.Rounds[0].Approval) != 64 {
 		t.Fatalf("%s %s: %+v", res.Status, res.Message, st.Agent)
 	}

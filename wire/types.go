@@ -22,9 +22,11 @@ import (
 const (
 	WorkflowType  = "PlanWorkflow"
 	ProgressQuery = "progress"
-	UpdatePause   = "pause"
-	UpdateResume  = "resume"
-	UpdateDecide  = "decide"
+	// AgentQuery answers an agent step's rounds so far (its child run's).
+	AgentQuery   = "agent-rounds"
+	UpdatePause  = "pause"
+	UpdateResume = "resume"
+	UpdateDecide = "decide"
 	// DefaultTaskQueue is the task queue workers poll unless configured.
 	DefaultTaskQueue = defaults.TaskQueue
 )
@@ -118,6 +120,11 @@ type Wait struct {
 	Until  string   `json:"until"`
 	// Actions are the answers the step takes.
 	Actions []Action `json:"actions"`
+	// Run and Step: where the wait is when it is not the step's own (an
+	// agent step's round waits at its sub-run's gate); a decision on the
+	// step goes there.
+	Run  string `json:"run,omitempty"`
+	Step string `json:"step,omitempty"`
 }
 
 // ControlRequest is the pause and resume updates' argument.

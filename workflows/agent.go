@@ -30,6 +30,8 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 		StaticSummary: fmt.Sprintf("agent step %s of %s: %s", step.ID, s.rr.Plan, step.Agent.Model),
 	}))
 	st.cancel = cancel
+	// Named at once: status reads the child's rounds while it runs.
+	st.child = &wfapi.ChildRun{WorkflowID: childID}
 	in := wfapi.AgentInput{Run: s.workflowID, Step: step.ID, Goal: goal, Agent: *step.Agent, Lineage: s.lineage, Grant: st.retries}
 	if s.reuse != nil {
 		in.ReuseFrom = s.reuse.WorkflowID
@@ -39,9 +41,7 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 	s.sel.AddFuture(f, func(f workflow.Future) {
 		var res wfapi.AgentResult
 		err := f.Get(s.ctx, &res)
-		st := s.steps[id]
-		st.child = &wfapi.ChildRun{WorkflowID: childID}
-		s.endAgent(st, &res, err)
+		s.endAgent(s.steps[id], &res, err)
 	})
 }
 

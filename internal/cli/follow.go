@@ -297,6 +297,9 @@ func stepWhat(s wfapi.StepResult) string {
 	switch {
 	case s.Capability != "":
 		return s.Capability
+	case s.Agent != nil:
+		a := s.Agent
+		return fmt.Sprintf("agent, %d round(s), %d tokens, $%.4f", len(a.Rounds), a.Spent.Tokens, a.Spent.USD)
 	case s.Child != nil:
 		return "sub-plan " + s.Child.WorkflowID
 	case s.Tool == "":

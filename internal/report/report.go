@@ -151,6 +151,7 @@ func Markdown(d Document) string {
 		}
 	}
 	b.WriteString(attemptsSection(r.Steps, d.Transitions))
+	b.WriteString(agentSection(r.Steps))
 	if len(r.Outputs) > 0 {
 		b.WriteString("\n## Outputs\n\n| output | value |\n|---|---|\n")
 		for _, n := range r.OutputNames() {

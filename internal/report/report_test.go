@@ -45,3 +45,22 @@ func TestMarkdownTellsEachAttempt(t *testing.T) {
 		t.Fatalf("a lost attempt:\n%s", md)
 	}
 }
+
+// An agent step's rounds are in the report: what each proposed, what was
+// refused, where its calls ran, what it cost.
+func TestMarkdownListsAgentRounds(t *testing.T) {
+	d := strings.Repeat("ab", 32)
+	a := &wire.AgentRun{Spent: wire.AgentSpent{LLMCalls: 3, Tokens: 3300, USD: 0.0123}, Rounds: []wire.AgentRound{
+		{Round: 1, Model: "m", InputTokens: 1000, OutputTokens: 100, Calls: []string{"call-1 http.request"}, Refused: []string{"c1 : \"http__request\" is not a function of this step"}, Request: d, Response: d},
+		{Round: 2, Model: "m", Calls: []string{"call-1 file.checksum file-checksum@1.0.0 {\"path\":\"a\"}"}, SubRun: "r.triage.round-2", Approval: d, Request: d, Response: d, Reused: true},
+		{Round: 3, Model: "m", Finished: true, Request: d, Response: d}}}
+	md := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusPassed, Steps: []wire.StepResult{{ID: "triage", Status: wire.StepSucceeded, Agent: a}}}})
+	for _, want := range []string{"## Agent rounds\n\n### triage\n\n3 model call(s), 3300 tokens, $0.0123\n",
+		"| 1 | m | 1000/100 | $0.0000 | call-1 http.request | refused, nothing ran: c1 : \"http__request\" is not a function of this step — request sha256:abababababab",
+		"| 2 | m | 0/0 | $0.0000 | call-1 file.checksum file-checksum@1.0.0 {\"path\":\"a\"} | ran as `r.triage.round-2` — approval of sha256:abababababababab — answer reused",
+		"| 3 | m | 0/0 | $0.0000 |  | finished"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("want\n%s\n---\n%s", want, md)
+		}
+	}
+}

@@ -14,7 +14,7 @@ const (
 	AgentWorkflowType = "capflow-agent"
 	AgentTurnActivity = "AgentTurn"
 	// AgentQuery answers an agent step's rounds so far.
-	AgentQuery = "agent-rounds"
+	AgentQuery = wire.AgentQuery
 	// AgentGoal is the key of an agent step's goal in its resolved with.
 	AgentGoal = "goal"
 )
@@ -43,8 +43,12 @@ type AgentInput struct {
 	Grant int `json:"grant,omitempty"`
 }
 
-// Spent is what an agent step's model calls used so far.
-type Spent = wire.AgentSpent
+// Spent is what an agent step's model calls used so far; AgentRound one
+// of its rounds.
+type (
+	Spent      = wire.AgentSpent
+	AgentRound = wire.AgentRound
+)
 
 // TurnInput is one round's model call.
 type TurnInput struct {
