@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.temporal.io/sdk/activity"
 	"os"
 	"time"
 
@@ -178,7 +179,9 @@ func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfap
 		}
 	}
 	a.llmLogf("=== %s round %d request sha256:%s (%s model %s) ===", in.Step, in.Round, digest, prov.Name, prov.Model)
+	stop := heartbeatWhile(ctx, fmt.Sprintf("round %d: waiting for %s", in.Round, prov.Name))
 	res, err := client.Complete(ctx, req)
+	stop()
 	if err != nil {
 		a.llmLogf("=== %s round %d error ===\n%s", in.Step, in.Round, err)
 		return res, false, err
@@ -243,4 +246,30 @@ func checked(rep *preflight.Report) agent.Checked {
 		}
 	}
 	return c
+}
+
+// turnBeat is how often a turn heartbeats while its model answers: a
+// worker that dies mid-call is seen within the turn's heartbeat timeout,
+// not its start-to-close.
+const turnBeat = 2 * time.Second
+
+// heartbeatWhile heartbeats what until stop is called.
+func heartbeatWhile(ctx context.Context, what string) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(turnBeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, what)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // scripted is a model server speaking OpenAI's chat completions and
@@ -27,6 +28,7 @@ type scripted struct {
 type answer struct {
 	calls []fcall
 	text  string
+	delay time.Duration // before it is sent (a call in flight)
 }
 
 type fcall struct{ name, args string }
@@ -77,6 +79,11 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	a := textAnswer("the script has no more answers")
 	if n < len(answers) {
 		a = answers[n]
+	}
+	select {
+	case <-time.After(a.delay):
+	case <-r.Context().Done():
+		return
 	}
 	var out any
 	switch r.URL.Path {

@@ -26,6 +26,7 @@ import (
 // and a turn retried after its answer was recorded reuses it.
 var turnOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
+	HeartbeatTimeout:    10 * time.Second, // the turn beats every 2 s while its model answers
 	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 }
 
