@@ -37,7 +37,7 @@ type Activities struct {
 	Router Router
 	// Model, when set, stands in for every agent step's provider (plan
 	// tests: the case's scripted answers).
-	Model func(wfapi.TurnInput) llm.Client
+	Model func(step string, round int) llm.Client
 
 	// HostWait is recorded in each run it resolves (ResolveResult.HostWait).
 	HostWait time.Duration

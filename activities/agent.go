@@ -45,43 +45,54 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	if err != nil {
 		return nil, appError(caperr.As(err, caperr.ConfigError))
 	}
-	prov, client, err := a.model(in)
-	if err != nil {
-		return nil, appError(err)
-	}
 	conv, err := loadConversation(ctx, store, in)
 	if err != nil {
 		return nil, appError(err)
 	}
-	req := llm.Request{System: agent.System(in.Step), Messages: conv, Tools: agent.Tools(scopeOf(reg, in.Agent.Capabilities), in.Agent.OutputSchema)}
-	raw, _ := json.Marshal(req)
-	if breach := reserve(&req, len(raw), in, prov.Price); breach != "" {
-		return &wfapi.TurnResult{Breach: breach}, nil
-	}
-	raw, _ = json.Marshal(req)
-	reqDigest, err := store.Put(ctx, raw)
-	if err != nil {
-		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model request"))
-	}
-	res, reused, err := a.answer(ctx, store, in, reqDigest, prov, client, req)
+	set := conv.Setup
+	prov, client, err := a.model(set, in.Round)
 	if err != nil {
 		return nil, appError(err)
 	}
-	// A reused answer counts as spent: the step's budget is its
-	// conversation's, whichever run paid for it.
-	out := &wfapi.TurnResult{Request: reqDigest, CallID: res.ID, Model: res.Model, Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}
-	out.Proposal = agent.Compile(res, agent.Options{Step: in.Step, Round: in.Round, Scope: in.Agent.Capabilities, Output: in.Agent.OutputSchema,
-		MaxCalls: pol.Limits["max_steps"], Policy: in.Agent.Policy, Approve: in.Agent.Approve,
-		Check: func(p *plan.Plan) agent.Checked { return checked(a.Project.Check(p, nil, reg, pol, false)) }})
-	body, _ := json.Marshal(res)
-	if out.Response, err = store.Put(ctx, body); err != nil {
-		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model answer"))
+	req := llm.Request{System: agent.System(set.Step), Messages: conv.Messages, Tools: agent.Tools(scopeOf(reg, set.Agent.Capabilities), set.Agent.OutputSchema)}
+	raw, _ := json.Marshal(req)
+	if breach := reserve(&req, len(raw), set, in.Spent, prov.Price); breach != "" {
+		return &wfapi.TurnResult{Breach: breach}, nil
 	}
-	conv = agent.Answered(conv, res, out.Proposal)
+	out, res, err := a.ask(ctx, store, conv.Setup, in.Round, prov, client, req)
+	if err != nil {
+		return nil, appError(err)
+	}
+	out.Proposal = agent.Compile(res, agent.Options{Step: set.Step, Round: in.Round, Scope: set.Agent.Capabilities, Output: set.Agent.OutputSchema,
+		MaxCalls: pol.Limits["max_steps"], Policy: set.Agent.Policy, Approve: set.Agent.Approve,
+		Check: func(p *plan.Plan) agent.Checked { return checked(a.Project.Check(p, nil, reg, pol, false)) }})
+	conv.Messages = agent.Answered(conv.Messages, res, out.Proposal)
 	if out.Conversation, err = putJSON(ctx, store, conv); err != nil {
 		return nil, appError(err)
 	}
 	return out, nil
+}
+
+// ask stores the request, gets its answer (recorded, or the model's) and
+// stores that: a turn's result but its proposal and conversation. A
+// reused answer counts as spent: the step's budget is its conversation's,
+// whichever run paid for it.
+func (a *Activities) ask(ctx context.Context, store *artifacts.Store, set wfapi.AgentInput, round int, prov llm.Provider, client llm.Client, req llm.Request) (*wfapi.TurnResult, llm.Response, error) {
+	raw, _ := json.Marshal(req)
+	digest, err := store.Put(ctx, raw)
+	if err != nil {
+		return nil, llm.Response{}, caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model request")
+	}
+	res, reused, err := a.answer(ctx, store, set, round, digest, prov, client, req)
+	if err != nil {
+		return nil, res, err
+	}
+	out := &wfapi.TurnResult{Request: digest, CallID: res.ID, Model: res.Model, Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}
+	body, _ := json.Marshal(res)
+	if out.Response, err = store.Put(ctx, body); err != nil {
+		return nil, res, caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model answer")
+	}
+	return out, res, nil
 }
 
 func putJSON(ctx context.Context, store *artifacts.Store, v any) (string, error) {
@@ -94,20 +105,24 @@ func putJSON(ctx context.Context, store *artifacts.Store, v any) (string, error)
 }
 
 // loadConversation is the conversation so far with the last round's
-// results; the first round's is the goal.
-func loadConversation(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput) ([]llm.Message, error) {
+// results; the first round's is its setup and goal.
+func loadConversation(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput) (wfapi.Conversation, error) {
 	if in.Conversation == "" {
-		return []llm.Message{{Role: llm.RoleUser, Content: in.Goal}}, nil
+		if in.Setup == nil {
+			return wfapi.Conversation{}, caperr.New(caperr.InvalidInput, "round %d names no conversation and carries no setup", in.Round)
+		}
+		return wfapi.Conversation{Setup: *in.Setup, Messages: []llm.Message{{Role: llm.RoleUser, Content: in.Setup.Goal}}}, nil
 	}
+	var conv wfapi.Conversation
 	b, err := store.Get(ctx, in.Conversation, maxConversation)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.ObservabilityError, err, "cannot load the conversation sha256:%s", in.Conversation)
+		return conv, caperr.Wrap(caperr.ObservabilityError, err, "cannot load the conversation sha256:%s", in.Conversation)
 	}
-	var conv []llm.Message
 	if err := json.Unmarshal(b, &conv); err != nil {
-		return nil, caperr.Wrap(caperr.ObservabilityError, err, "the stored conversation sha256:%s is not JSON", in.Conversation)
+		return conv, caperr.Wrap(caperr.ObservabilityError, err, "the stored conversation sha256:%s is not JSON", in.Conversation)
 	}
-	return append(conv, in.Results...), nil
+	conv.Messages = append(conv.Messages, in.Results...)
+	return conv, nil
 }
 
 // scopeOf is each capability of the scope as its chosen tool offers it
@@ -129,9 +144,9 @@ func scopeOf(reg *registry.Registry, caps []string) []agent.Capability {
 // only when one more fits, and its answer's tokens are what is left
 // after the request (counted high: a token per 3 bytes). It names the
 // budget that leaves no room.
-func reserve(req *llm.Request, reqBytes int, in wfapi.TurnInput, price llm.Price) string {
-	b, sp := in.Agent.Budget, in.Spent
-	if g := in.Grant; g > 0 && b.LLMCalls > 0 {
+func reserve(req *llm.Request, reqBytes int, set wfapi.AgentInput, sp wfapi.Spent, price llm.Price) string {
+	b := set.Agent.Budget
+	if g := set.Grant; g > 0 && b.LLMCalls > 0 {
 		// A person's grant: one more call and its share of each budget.
 		b.Tokens += g * b.Tokens / b.LLMCalls
 		b.USD += float64(g) * b.USD / float64(b.LLMCalls)
@@ -166,29 +181,29 @@ const minAnswer = 256
 
 // answer is the model's answer to req: recorded for this request (by
 // this run, or the run it reruns), or asked now and recorded.
-func (a *Activities) answer(ctx context.Context, store *artifacts.Store, in wfapi.TurnInput, digest string, prov llm.Provider, client llm.Client, req llm.Request) (llm.Response, bool, error) {
-	for _, run := range []string{in.Run, in.ReuseFrom} {
+func (a *Activities) answer(ctx context.Context, store *artifacts.Store, set wfapi.AgentInput, round int, digest string, prov llm.Provider, client llm.Client, req llm.Request) (llm.Response, bool, error) {
+	for _, run := range []string{set.Run, set.ReuseFrom} {
 		if run == "" {
 			continue
 		}
-		if b, err := store.GetRecord(ctx, answerRecord(run, in.Step, digest), maxConversation); err == nil {
+		if b, err := store.GetRecord(ctx, answerRecord(run, set.Step, digest), maxConversation); err == nil {
 			var res llm.Response
 			if json.Unmarshal(b, &res) == nil {
 				return res, true, nil
 			}
 		}
 	}
-	a.llmLogf("=== %s round %d request sha256:%s (%s model %s) ===", in.Step, in.Round, digest, prov.Name, prov.Model)
-	stop := heartbeatWhile(ctx, fmt.Sprintf("round %d: waiting for %s", in.Round, prov.Name))
+	a.llmLogf("=== %s round %d request sha256:%s (%s model %s) ===", set.Step, round, digest, prov.Name, prov.Model)
+	stop := heartbeatWhile(ctx, fmt.Sprintf("round %d: waiting for %s", round, prov.Name))
 	res, err := client.Complete(ctx, req)
 	stop()
 	if err != nil {
-		a.llmLogf("=== %s round %d error ===\n%s", in.Step, in.Round, err)
+		a.llmLogf("=== %s round %d error ===\n%s", set.Step, round, err)
 		return res, false, err
 	}
-	a.llmLogf("=== %s round %d response %s ===\n%s", in.Step, in.Round, res.ID, res.Raw)
+	a.llmLogf("=== %s round %d response %s ===\n%s", set.Step, round, res.ID, res.Raw)
 	b, _ := json.Marshal(res)
-	if err := store.PutRecord(ctx, answerRecord(in.Run, in.Step, digest), b); err != nil {
+	if err := store.PutRecord(ctx, answerRecord(set.Run, set.Step, digest), b); err != nil {
 		return res, false, caperr.Wrap(caperr.ObservabilityError, err, "cannot record the model answer")
 	}
 	return res, false, nil
@@ -202,11 +217,11 @@ func answerRecord(run, step, digest string) string {
 // model is the step's provider and its client: capflow.yaml's provider
 // over its SDK, its key from the environment and redacted from what the
 // client says (llm.Redacting), or the stand-in a plan test gives.
-func (a *Activities) model(in wfapi.TurnInput) (llm.Provider, llm.Client, error) {
-	name := in.Agent.Model
+func (a *Activities) model(set wfapi.AgentInput, round int) (llm.Provider, llm.Client, error) {
+	name := set.Agent.Model
 	p, ok := a.Project.Config.LLM[name]
 	if a.Model != nil {
-		return llm.Provider{Name: name, Model: p.Model}, a.Model(in), nil
+		return llm.Provider{Name: name, Model: p.Model}, a.Model(set.Step, round), nil
 	}
 	if !ok {
 		return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "model %q is not a provider of capflow.yaml's llm: section", name)

@@ -30,8 +30,8 @@ func TestReserveNeverStartsACallThatCouldPassABudget(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := llm.Request{}
-			in := wfapi.TurnInput{AgentInput: wfapi.AgentInput{Agent: wfapi.AgentStep{Agent: plan.Agent{Budget: tt.budget}}, Grant: tt.grant}, Spent: tt.spent}
-			got := reserve(&req, tt.bytes, in, price)
+			set := wfapi.AgentInput{Agent: wfapi.AgentStep{Agent: plan.Agent{Budget: tt.budget}}, Grant: tt.grant}
+			got := reserve(&req, tt.bytes, set, tt.spent, price)
 			if got != "" || tt.breach != "" {
 				if !strings.HasPrefix(got, tt.breach) || tt.breach == "" {
 					t.Fatalf("breach %q, want %q", got, tt.breach)

@@ -40,6 +40,9 @@ func PlanWorkflow(ctx workflow.Context, start wfapi.Start) (*wire.Result, error)
 	if res == nil || err != nil {
 		return nil, err
 	}
+	if start.Brief && workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
+		wfapi.Brief(res) // an agent's round: its history keeps the outcomes
+	}
 	return res, nil
 }
 

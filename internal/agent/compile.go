@@ -41,8 +41,9 @@ type Proposal struct {
 	// Whole refuses the answer as a whole (no call, too many calls, a
 	// finish beside other calls): it goes back as a user message.
 	Whole string `json:"whole,omitempty"`
-	// Plan is the accepted calls as a plan value (a sub-plan of the run).
-	Plan map[string]any `json:"plan,omitempty"`
+	// Plan is the accepted calls as a plan value (a sub-plan of the run);
+	// not recorded: the workflow builds it again from the calls (Runnable).
+	Plan map[string]any `json:"-"`
 	// Approval is the gate an accepted proposal waits at, when one is asked.
 	Approval *Approval `json:"approval,omitempty"`
 }
@@ -163,6 +164,15 @@ func Compile(ans llm.Response, o Options) Proposal {
 		gate(&p, o)
 	}
 	return p
+}
+
+// Runnable builds an accepted proposal's plan (and its gate, when it has
+// one) from its calls: what Compile checked, built again where it runs.
+func Runnable(p *Proposal, o Options) {
+	p.Plan = roundPlan(p.Calls, o)
+	if p.Approval != nil {
+		gate(p, o)
+	}
 }
 
 // precheck refuses what needs no plan to refuse: a name out of scope,

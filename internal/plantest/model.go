@@ -6,13 +6,12 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/llm"
-	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // model stands in for an agent step's provider: the case's answers for
 // the step, in order (given: {STEP: {model: [...]}}).
-func (t *tools) model(in wfapi.TurnInput) llm.Client {
-	return scripted{t: t, step: in.Step, round: in.Round}
+func (t *tools) model(step string, round int) llm.Client {
+	return scripted{t: t, step: step, round: round}
 }
 
 type scripted struct {

@@ -50,16 +50,26 @@ type (
 	AgentRound = wire.AgentRound
 )
 
-// TurnInput is one round's model call.
+// TurnInput is one round's model call. The first round carries the
+// step's setup; it is stored with the conversation, and later rounds
+// name the conversation alone (history grows by a round's results, not
+// by its setup or its conversation).
 type TurnInput struct {
-	AgentInput
-	Round int `json:"round"`
+	Setup *AgentInput `json:"setup,omitempty"`
+	Round int         `json:"round"`
 	// Conversation is the digest of the conversation so far in the
 	// artifact store ("" in the first round); Results are the last
 	// round's tool messages, appended to it.
 	Conversation string        `json:"conversation,omitempty"`
 	Results      []llm.Message `json:"results,omitempty"`
 	Spent        Spent         `json:"spent"`
+}
+
+// Conversation is what the artifact store keeps of an agent step's
+// conversation: its setup and its messages.
+type Conversation struct {
+	Setup    AgentInput    `json:"setup"`
+	Messages []llm.Message `json:"messages"`
 }
 
 // TurnResult is what history keeps of a model call: digests, model,
@@ -89,4 +99,22 @@ type AgentResult struct {
 	Data     map[string]any `json:"data,omitempty"`
 	Message  string         `json:"message"`
 	Problems []string       `json:"problems,omitempty"`
+}
+
+// Brief keeps of a round's result what its agent reads (agent.Results):
+// the run's status and message, its report, and each step's outcome: its
+// status, reason, and its envelope's message, data and error code. The
+// rest is in the round's report.
+func Brief(r *Result) {
+	r.Gaps, r.Resolution, r.Policy, r.StepCounts = nil, nil, nil, nil
+	for i, s := range r.Steps {
+		b := StepResult{ID: s.ID, Status: s.Status, Reason: s.Reason, DataFile: s.DataFile}
+		if e := s.Envelope; e != nil {
+			b.Envelope = &wire.Envelope{Success: e.Success, Message: e.Message, Data: e.Data}
+			if e.Error != nil {
+				b.Envelope.Error = &wire.ErrorInfo{Code: e.Error.Code}
+			}
+		}
+		r.Steps[i] = b
+	}
 }

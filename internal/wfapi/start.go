@@ -35,6 +35,9 @@ type Start struct {
 	// Lineage is set by the engine for a sub-plan's run: its parent's
 	// lineage (RunToolInput.Lineage). Accepted only from a parent.
 	Lineage string `json:"lineage,omitempty"`
+	// Brief is set by an agent step for its round's run: the result keeps
+	// each step's outcome only (Brief). Accepted only from a parent.
+	Brief bool `json:"brief,omitempty"`
 	// Refused lists the fields a client may not send, or sent malformed.
 	Refused []wire.Problem `json:"-"`
 }
@@ -60,7 +63,7 @@ type CarryRef struct {
 // clientFields are the fields of Input; engineFields are the engine's own.
 var (
 	clientFields = []string{"plan", "plan_file", "request", "inputs", "reuse"}
-	engineFields = []string{"carry", "resume", "parent_inputs", "lineage"}
+	engineFields = []string{"carry", "resume", "parent_inputs", "lineage", "brief"}
 )
 
 // UnmarshalJSON decodes a workflow input, never failing: unknown fields
@@ -79,6 +82,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 	targets := map[string]any{
 		"plan": &s.Plan, "plan_file": &s.PlanFile, "request": &s.Request, "inputs": &s.Inputs, "reuse": &s.Reuse,
 		"carry": &s.Carry, "resume": &s.Resume, "parent_inputs": &s.ParentInputs, "lineage": &s.Lineage,
+		"brief": &s.Brief,
 	}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]
@@ -129,7 +133,10 @@ func (s *Start) RefuseParentInputs() {
 	if s.Lineage != "" {
 		s.refuse("lineage", fmt.Sprintf("field %q is the engine's own (set when a sub-plan starts); a client sends only %v", "lineage", clientFields))
 	}
-	s.ParentInputs, s.Lineage = nil, ""
+	if s.Brief {
+		s.refuse("brief", fmt.Sprintf("field %q is the engine's own (set when an agent step runs a round); a client sends only %v", "brief", clientFields))
+	}
+	s.ParentInputs, s.Lineage, s.Brief = nil, "", false
 }
 
 // Validate checks what decoding cannot: values a client sends that the

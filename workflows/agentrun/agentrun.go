@@ -39,6 +39,12 @@ type run struct {
 
 // Workflow runs one agent step.
 func Workflow(ctx workflow.Context, in wfapi.AgentInput) (*wfapi.AgentResult, error) {
+	// Only a run starts an agent step, as its child named RUN.STEP: a
+	// client starting this workflow type itself could name any scope.
+	info := workflow.GetInfo(ctx)
+	if p := info.ParentWorkflowExecution; p == nil || p.ID != in.Run || info.WorkflowExecution.ID != in.Run+"."+in.Step {
+		return nil, temporal.NewNonRetryableApplicationError("an agent step runs only as the child of its run, named RUN.STEP", string(caperr.InvalidInput), nil)
+	}
 	r := &run{in: in, res: &wfapi.AgentResult{}, grant: in.Grant}
 	r.res.Rounds = []wire.AgentRound{}
 	if err := workflow.SetQueryHandler(ctx, wfapi.AgentQuery, func() (*wfapi.AgentResult, error) { return r.res, nil }); err != nil {
@@ -87,9 +93,12 @@ func (r *run) turn(ctx workflow.Context, round int, conv string, results []llm.M
 	o := turnOptions
 	o.ActivityID = fmt.Sprintf("turn-%d", round)
 	o.Summary = fmt.Sprintf("%s · round %d: ask %s", r.in.Step, round, r.in.Agent.Model)
+	in := wfapi.TurnInput{Round: round, Conversation: conv, Results: results, Spent: r.res.Spent}
+	if conv == "" {
+		in.Setup = &r.in // stored with the conversation: later rounds name it
+	}
 	var t wfapi.TurnResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), wfapi.AgentTurnActivity, wfapi.TurnInput{AgentInput: r.in, Round: round,
-		Conversation: conv, Results: results, Spent: r.res.Spent}).Get(ctx, &t)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), wfapi.AgentTurnActivity, in).Get(ctx, &t)
 	return &t, err
 }
 
@@ -114,12 +123,15 @@ func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
 // checks again, retries, timeouts, confinement, an approval when one is
 // asked) and answers each call with its result.
 func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p agent.Proposal) ([]llm.Message, error) {
+	// Built here from the calls Compile checked (history keeps the calls,
+	// not their plan twice).
+	agent.Runnable(&p, agent.Options{Step: r.in.Step, Round: round, Policy: r.in.Agent.Policy})
 	id := fmt.Sprintf("%s.round-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, round)
 	rd.SubRun = id
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id,
 		StaticSummary: fmt.Sprintf("agent %s, round %d: %d call(s)", r.in.Step, round, len(p.Calls))})
 	var res wfapi.Result
-	if err := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, wfapi.Start{Input: wfapi.Input{Plan: p.Plan}, Lineage: r.in.Lineage}).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, wfapi.Start{Input: wfapi.Input{Plan: p.Plan}, Lineage: r.in.Lineage, Brief: true}).Get(ctx, &res); err != nil {
 		return nil, err
 	}
 	return agent.Results(p.Calls, res.Steps), nil
