@@ -137,6 +137,10 @@ func (l *agentLab) happy(t *testing.T, script, model string) {
 	if len(res) != 2 || !strings.Contains(res[0], l.sum) || !strings.Contains(res[1], "hello from the agent lab") {
 		t.Fatalf("round 2's tool messages: %q", res)
 	}
+	if model == "scripted" {
+		recordHistory(t, r.WorkflowID, "agent-step")
+		recordHistory(t, r.WorkflowID+".triage", "agent-rounds")
+	}
 }
 
 // repairs: a proposal out of scope (after a prompt injection in a tool's

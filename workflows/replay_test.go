@@ -19,6 +19,7 @@ import (
 
 	"github.com/capflow/capflow/internal/telemetry"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/workflows/agentrun"
 	"github.com/capflow/capflow/workflows/limit"
 )
 
@@ -90,6 +91,7 @@ func registerWorkflows(r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
 	r.RegisterWorkflowWithOptions(ItemsWorkflow, workflow.RegisterOptions{Name: wfapi.ItemsWorkflowType})
 	r.RegisterWorkflowWithOptions(limit.Workflow, workflow.RegisterOptions{Name: wfapi.LimitWorkflowType})
+	r.RegisterWorkflowWithOptions(agentrun.Workflow, workflow.RegisterOptions{Name: wfapi.AgentWorkflowType})
 }
 
 // replay replays one history under its original workflow ID (sub-plan
