@@ -11,7 +11,7 @@ import (
 )
 
 func answer(calls ...llm.Call) llm.Response { return llm.Response{Calls: calls} }
-func call(id, name, args string) llm.Call  { return llm.Call{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) llm.Call   { return llm.Call{ID: id, Name: name, Arguments: args} }
 
 // checker stands in for plan check: it refuses a "bad" argument, a step
 // of capability x.gap as a gap and one of x.denied by policy.

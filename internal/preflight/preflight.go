@@ -8,8 +8,8 @@ package preflight
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 

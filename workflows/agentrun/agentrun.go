@@ -109,9 +109,12 @@ func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
 		r.res.Spent.Tokens += t.Usage.InputTokens + t.Usage.OutputTokens
 		r.res.Spent.USD += t.USD
 	}
+	// Pure: JSON of the calls' arguments (encoding/json sorts map keys).
+	//workflowcheck:ignore
+	lines := agent.Lines(t.Proposal.Calls)
 	rd := wire.AgentRound{Round: round, Request: t.Request, Response: t.Response, CallID: t.CallID, Model: t.Model,
 		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens, USD: t.USD, Reused: t.Reused,
-		Calls: agent.Lines(t.Proposal.Calls), Refused: t.Proposal.Problems(), Breach: t.Breach}
+		Calls: lines, Refused: t.Proposal.Problems(), Breach: t.Breach}
 	if a := t.Proposal.Approval; a != nil {
 		rd.Approval = a.Digest
 	}
@@ -125,6 +128,8 @@ func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
 func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p agent.Proposal) ([]llm.Message, error) {
 	// Built here from the calls Compile checked (history keeps the calls,
 	// not their plan twice).
+	// Pure: maps built from the calls and JSON with sorted keys.
+	//workflowcheck:ignore
 	agent.Runnable(&p, agent.Options{Step: r.in.Step, Round: round, Policy: r.in.Agent.Policy})
 	id := fmt.Sprintf("%s.round-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, round)
 	rd.SubRun = id
@@ -134,6 +139,8 @@ func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p a
 	if err := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, wfapi.Start{Input: wfapi.Input{Plan: p.Plan}, Lineage: r.in.Lineage, Brief: true}).Get(ctx, &res); err != nil {
 		return nil, err
 	}
+	// Pure: each call's outcome as JSON (sorted keys).
+	//workflowcheck:ignore
 	return agent.Results(p.Calls, res.Steps), nil
 }
 
