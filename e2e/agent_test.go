@@ -137,6 +137,14 @@ func (l *agentLab) happy(t *testing.T, script, model string) {
 	if len(res) != 2 || !strings.Contains(res[0], l.sum) || !strings.Contains(res[1], "hello from the agent lab") {
 		t.Fatalf("round 2's tool messages: %q", res)
 	}
+	// A rerun asks no model while its requests are those answered before.
+	code, e, stderr := l.w.capflow("rerun", r.WorkflowID)
+	var again runResult
+	data(t, e, &again)
+	if a := again.step(t, "triage").Agent; code != 0 || again.Status != "passed" || a == nil || len(a.Rounds) != 2 || !a.Rounds[0].Reused || !a.Rounds[1].Reused ||
+		len(l.model.requests(script)) != 2 {
+		t.Fatalf("rerun: exit %d %s %s: %+v (%d requests)\n%s", code, again.Status, again.Message, a, len(l.model.requests(script)), stderr)
+	}
 	if model == "scripted" {
 		recordHistory(t, r.WorkflowID, "agent-step")
 		recordHistory(t, r.WorkflowID+".triage", "agent-rounds")

@@ -2,11 +2,22 @@ package plantest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/capflow/capflow/internal/agent"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/llm"
 )
+
+// finishing is an answer that calls finish with a value output takes.
+func finishing(output map[string]any) llm.Response {
+	if output == nil {
+		output = map[string]any{"type": "object"}
+	}
+	b, _ := json.Marshal(generated(output))
+	return llm.Response{ID: "generated", Calls: []llm.Call{{ID: "finish-generated", Name: agent.Finish, Arguments: string(b)}}}
+}
 
 // model stands in for an agent step's provider: the case's answers for
 // the step, in order (given: {STEP: {model: [...]}}).

@@ -1,6 +1,7 @@
 package plantest
 
 import (
+	"github.com/capflow/capflow/internal/llm"
 	"time"
 
 	"github.com/capflow/capflow/internal/preflight"
@@ -40,6 +41,10 @@ func (s *Suite) HappyPath() *Case {
 		if s.waitsForPerson(st.ID) {
 			// The happy path: every approval given.
 			steps[st.ID] = Given{Decision: &GivenDecision{Approved: &yes, By: "plan test (generated)"}}
+		}
+		if st.Agent != nil {
+			// Its model finishes at once, with data its output_schema takes.
+			steps[st.ID] = Given{Model: []llm.Response{finishing(st.OutputSchema)}}
 		}
 	}
 	return &Case{Name: happyName, Inputs: s.sampleInputs(), Steps: steps, Expect: Expect{Status: want}}
