@@ -6,16 +6,17 @@ package activities
 import (
 	"context"
 	"fmt"
-	"github.com/capflow/capflow/internal/llm"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/llm"
+	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/step"
@@ -65,6 +66,20 @@ type Router interface {
 
 // registry loads the registry, its manifests remembered for RunTool.
 func (a *Activities) registry() (*registry.Registry, error) { return a.Exec.Registry() }
+
+// checker is what `plan check` checks against: the registry and the
+// project's policy.
+func (a *Activities) checker() (*registry.Registry, *policy.Policy, error) {
+	reg, err := a.registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	pol, err := a.Project.Policy()
+	if err != nil {
+		return nil, nil, caperr.As(err, caperr.ConfigError)
+	}
+	return reg, pol, nil
+}
 
 // Host answers this worker's host queue and the run's folder here (a run
 // whose host was lost moves to the host of whichever worker answers).

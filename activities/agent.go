@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"go.temporal.io/sdk/activity"
 	"os"
 	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/capflow/capflow/internal/agent"
 	"github.com/capflow/capflow/internal/artifacts"
@@ -37,13 +38,9 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	if store == nil {
 		return nil, appError(caperr.New(caperr.ConfigError, "an agent step needs the artifact store (artifacts.url)"))
 	}
-	reg, err := a.registry()
+	reg, pol, err := a.checker()
 	if err != nil {
 		return nil, appError(err)
-	}
-	pol, err := a.Project.Policy()
-	if err != nil {
-		return nil, appError(caperr.As(err, caperr.ConfigError))
 	}
 	conv, err := loadConversation(ctx, store, in)
 	if err != nil {

@@ -44,13 +44,9 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		}
 		return rr, nil
 	}
-	reg, err := a.registry()
+	reg, pol, err := a.checker()
 	if err != nil {
 		return nil, appError(err)
-	}
-	pol, err := a.Project.Policy()
-	if err != nil {
-		return nil, appError(caperr.As(err, caperr.ConfigError))
 	}
 	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
 	if len(rep.Gaps) > 0 && activity.IsActivity(ctx) {

@@ -3,15 +3,15 @@ package plantest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/capflow/capflow/internal/agent"
-	"github.com/capflow/capflow/internal/llm"
 	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 
+	"github.com/capflow/capflow/internal/agent"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/llm"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/projfile"
 	"github.com/capflow/capflow/internal/schema"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/capflow/capflow/internal/agent"
 
+	"github.com/capflow/capflow/internal/agent"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/llm"
 )

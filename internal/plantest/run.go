@@ -1,9 +1,9 @@
 package plantest
 
 import (
-	"github.com/capflow/capflow/internal/llm"
 	"time"
 
+	"github.com/capflow/capflow/internal/llm"
 	"github.com/capflow/capflow/internal/preflight"
 )
 

@@ -3,7 +3,6 @@ package plantest
 import (
 	"context"
 	"fmt"
-	"github.com/capflow/capflow/internal/artifacts"
 	"io"
 	"os"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/activities"
+	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
