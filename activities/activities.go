@@ -61,7 +61,7 @@ type Activities struct {
 
 // Router is what the Route activity needs of the request router.
 type Router interface {
-	Route(ctx context.Context, request string, inputs map[string]any) (plan any, kind, id, message string, err error)
+	Route(ctx context.Context, request string, inputs map[string]any) (*wfapi.RouteResult, error)
 }
 
 // registry loads the registry, its manifests remembered for RunTool.

@@ -48,6 +48,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err != nil {
 		return nil, appError(err)
 	}
+	pol = pol.Spent(policy.MaxLLMCalls, in.LLMCalls, "the request's route")
 	rep := a.Project.Check(p, in.Inputs, reg, pol, false)
 	if len(rep.Gaps) > 0 && activity.IsActivity(ctx) {
 		m := activity.GetMetricsHandler(ctx)

@@ -14,12 +14,9 @@ func (a *Activities) Route(ctx context.Context, in wfapi.RouteInput) (*wfapi.Rou
 	if a.Router == nil {
 		return nil, appError(caperr.New(caperr.ConfigError, "request routing is not configured on this worker"))
 	}
-	p, kind, id, msg, err := a.Router.Route(ctx, in.Request, in.Inputs)
+	res, err := a.Router.Route(ctx, in.Request, in.Inputs)
 	if err != nil {
 		return nil, appError(err)
 	}
-	if p == nil {
-		return &wfapi.RouteResult{Message: msg}, nil
-	}
-	return &wfapi.RouteResult{Plan: p, Route: &wfapi.RouteInfo{Kind: kind, ID: id}, Message: msg}, nil
+	return res, nil
 }

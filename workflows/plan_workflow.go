@@ -163,7 +163,7 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 // resolve routes a request (when the input has one) and runs the Resolve
 // activity; done is true when the run ends here (its result is set).
 func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.ResolveResult) (done bool, err error) {
-	planValue := in.Plan
+	planValue, routeCalls := in.Plan, 0
 	if in.Request != "" && planValue == nil && in.PlanFile == "" {
 		rt, rerr := route(ctx, in)
 		switch {
@@ -176,7 +176,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 			res.Status, res.Message, res.Gaps = wfapi.StatusPartialComplete, rt.Message, nonNilGaps(rt.Gaps)
 			return true, nil
 		}
-		planValue, res.Route = rt.Plan, rt.Route
+		planValue, res.Route, routeCalls = rt.Plan, rt.Route, rt.LLMCalls
 	}
 	if planValue == nil && in.PlanFile == "" {
 		res.Status, res.Message = wfapi.StatusInvalid, "the workflow input has neither a plan nor a request"
@@ -185,7 +185,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	ropts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
 	}
-	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true}
+	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true, LLMCalls: routeCalls}
 	if planValue == nil {
 		rin.PlanFile = in.PlanFile
 	}

@@ -236,3 +236,17 @@ func quoteAll(xs []string) []string {
 	}
 	return out
 }
+
+// Spent is p with n of limit k already used by who (the router's model
+// calls, counted against max_llm_calls with the agent steps'): what is
+// left, and a note saying why.
+func (p *Policy) Spent(k string, n int, who string) *Policy {
+	if n <= 0 {
+		return p
+	}
+	out := p.Narrow(Spec{}, "")
+	left := max(0, out.Limits[k]-n)
+	out.Notes = append(out.Notes, fmt.Sprintf("%s made %d of %s %d: %d left", who, n, k, out.Limits[k], left))
+	out.Limits[k] = left
+	return out
+}

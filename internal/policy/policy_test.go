@@ -128,3 +128,19 @@ func TestNetworkAllow(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// The router's model calls leave fewer of max_llm_calls to the plan's
+// agent steps, and the policy says why.
+func TestSpentLLMCalls(t *testing.T) {
+	p := Default()
+	left := p.Spent(MaxLLMCalls, 2, "the request's route")
+	if left.Limits[MaxLLMCalls] != 1 || p.Limits[MaxLLMCalls] != 3 || len(left.Notes) != 1 || left.Notes[0] != "the request's route made 2 of max_llm_calls 3: 1 left" {
+		t.Fatalf("%v %v", left.Limits, left.Notes)
+	}
+	if v := left.TooManyLLMCalls(2); v == nil || !strings.Contains(v.Message, "the policy allows 1") {
+		t.Fatalf("%+v", v)
+	}
+	if p.Spent(MaxLLMCalls, 0, "x") != p {
+		t.Fatal("nothing spent, a new policy")
+	}
+}

@@ -148,6 +148,9 @@ type ResolveInput struct {
 	Inputs     map[string]any `json:"inputs,omitempty"`
 	WorkflowID string         `json:"workflow_id"`
 	RunID      string         `json:"run_id"`
+	// LLMCalls: the model calls its route made (they leave fewer of the
+	// run's max_llm_calls to its agent steps).
+	LLMCalls int `json:"llm_calls,omitempty"`
 	// CarrySteps says the workflow carries steps that travel in the
 	// result into its next segment itself: Resolve stores them (the run
 	// folder's resolved.json, the shared store) only when they leave the
@@ -352,6 +355,9 @@ type RouteResult struct {
 	Route   *RouteInfo `json:"route,omitempty"`
 	Message string     `json:"message,omitempty"`
 	Gaps    []wire.Gap `json:"gaps,omitempty"`
+	// LLMCalls: the router's model calls, counted against the run's
+	// max_llm_calls with its agent steps'.
+	LLMCalls int `json:"llm_calls,omitempty"`
 }
 
 // MaxListed bounds the gaps, problems and policy violations a run records

@@ -5,6 +5,7 @@ import (
 
 	"github.com/capflow/capflow/activities"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // projectRouter routes requests for the Route activity. It is built per
@@ -15,25 +16,26 @@ type projectRouter struct{ p *project.Project }
 // NewRouter returns the request router of the worker's project.
 func NewRouter(p *project.Project) activities.Router { return &projectRouter{p: p} }
 
-func (r *projectRouter) Route(ctx context.Context, request string, _ map[string]any) (any, string, string, string, error) {
+func (r *projectRouter) Route(ctx context.Context, request string, _ map[string]any) (*wfapi.RouteResult, error) {
 	reg, err := r.p.Registry()
 	if err != nil {
-		return nil, "", "", "", err
+		return nil, err
 	}
 	pol, err := r.p.Policy()
 	if err != nil {
-		return nil, "", "", "", err
+		return nil, err
 	}
 	rt, err := r.p.Router(reg, pol)
 	if err != nil {
-		return nil, "", "", "", err
+		return nil, err
 	}
 	res, err := rt.Route(ctx, request)
 	if err != nil {
-		return nil, "", "", "", err
+		return nil, err
 	}
-	if res.Plan == nil {
-		return nil, "", "", res.Message, nil
+	out := &wfapi.RouteResult{Message: res.Message, LLMCalls: res.LLMCalls}
+	if res.Plan != nil {
+		out.Plan, out.Route = res.PlanValue, &wfapi.RouteInfo{Kind: res.Kind, ID: res.ID}
 	}
-	return res.PlanValue, res.Kind, res.ID, res.Message, nil
+	return out, nil
 }
