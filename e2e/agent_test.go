@@ -91,17 +91,23 @@ outputs:
 
 func TestAgentSteps(t *testing.T) {
 	l := newAgentLab(t, "agent")
-	t.Run("openai", func(t *testing.T) { t.Parallel(); l.happy(t, "happy-openai", "scripted") })
-	t.Run("anthropic", func(t *testing.T) { t.Parallel(); l.happy(t, "happy-claude", "claude") })
-	t.Run("repairs", func(t *testing.T) { t.Parallel(); l.repairs(t) })
-	t.Run("hostile", func(t *testing.T) { t.Parallel(); l.hostile(t) })
-	t.Run("too-many-repairs", func(t *testing.T) { t.Parallel(); l.tooManyRepairs(t) })
-	t.Run("never-finishes", func(t *testing.T) { t.Parallel(); l.neverFinishes(t) })
-	t.Run("budget", func(t *testing.T) { t.Parallel(); l.budget(t) })
-	t.Run("approval", func(t *testing.T) { t.Parallel(); l.approval(t) })
-	t.Run("history", func(t *testing.T) { t.Parallel(); l.history(t) })
-	if log := h.workerLog(); strings.Contains(log, "sk-agent-secret-key") {
-		t.Fatal("the key reached a worker's log")
+	// The group ends when its parallel cases have: the logs are read after.
+	t.Run("cases", func(t *testing.T) {
+		t.Run("openai", func(t *testing.T) { t.Parallel(); l.happy(t, "happy-openai", "scripted") })
+		t.Run("anthropic", func(t *testing.T) { t.Parallel(); l.happy(t, "happy-claude", "claude") })
+		t.Run("repairs", func(t *testing.T) { t.Parallel(); l.repairs(t) })
+		t.Run("hostile", func(t *testing.T) { t.Parallel(); l.hostile(t) })
+		t.Run("too-many-repairs", func(t *testing.T) { t.Parallel(); l.tooManyRepairs(t) })
+		t.Run("never-finishes", func(t *testing.T) { t.Parallel(); l.neverFinishes(t) })
+		t.Run("budget", func(t *testing.T) { t.Parallel(); l.budget(t) })
+		t.Run("approval", func(t *testing.T) { t.Parallel(); l.approval(t) })
+		t.Run("history", func(t *testing.T) { t.Parallel(); l.history(t) })
+		t.Run("echoed-key", func(t *testing.T) { t.Parallel(); l.echoedKey(t) })
+	})
+	// LLM_LOG=1 logs each call, by request digest and answer id; never the key.
+	log := h.workerLog()
+	if strings.Contains(log, "sk-agent-secret-key") || !strings.Contains(log, "=== triage round 1 request sha256:") || !strings.Contains(log, "=== triage round 2 response chatcmpl-1 ===") {
+		t.Fatal("LLM_LOG does not log the agent's calls, or the key reached a worker's log")
 	}
 }
 
@@ -381,4 +387,19 @@ func roundBytes(t *testing.T, id string) (per []int, turn int) {
 		size += n
 	}
 	return append(per[1:], size), turn / max(turns, 1)
+}
+
+// echoedKey: an endpoint that echoes the request's key in its answer;
+// the key reaches no status, report or log (LLM_LOG included).
+func (l *agentLab) echoedKey(t *testing.T) {
+	l.model.script("echo", textAnswer(echoKey), finishWith(fmt.Sprintf(`{"sha256":%q}`, l.sum)))
+	p := l.plan(t, "echo", "scripted", "      capabilities: [file.checksum]\n      max_rounds: 3")
+	code, r := l.w.run(p)
+	md, _ := os.ReadFile(r.Report.Markdown)
+	js, _ := os.ReadFile(r.Report.JSON)
+	_, e, _ := l.w.capflow("status", r.WorkflowID)
+	status := fmt.Sprint(e)
+	if code != 0 || len(md) == 0 || strings.Contains(string(md)+string(js)+status, "sk-agent-secret-key") {
+		t.Fatalf("exit %d, or the key is in the report or status", code)
+	}
 }

@@ -41,6 +41,9 @@ func scriptTag(name string) string       { return "[script " + name + "]" }
 func (s *scripted) openaiURL() string    { return s.srv.URL + "/v1" }
 func (s *scripted) anthropicURL() string { return s.srv.URL }
 
+// echoKey is an answer's text that the server replaces by the request's key.
+const echoKey = "ECHO THE KEY"
+
 var scriptRE = regexp.MustCompile(`\[script ([a-z0-9-]+)\]`)
 
 func newScripted(t *testing.T) *scripted {
@@ -79,6 +82,10 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	a := textAnswer("the script has no more answers")
 	if n < len(answers) {
 		a = answers[n]
+	}
+	if a.text == echoKey {
+		// An endpoint that echoes the request: its key with it.
+		a.text = "you sent " + r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
 	}
 	select {
 	case <-time.After(a.delay):
