@@ -29,7 +29,7 @@ func TestWorkflowCodeLinksNoToolRunner(t *testing.T) {
 // Functions of the workflow and activity code read at once: none of the
 // workflows' is over 60 lines (issue 55), none of the activities' over 80.
 func TestFunctionsFitOnAScreen(t *testing.T) {
-	for dir, most := range map[string]int{".": 60, "limit": 60, "../activities": 80, "../internal/step": 80} {
+	for dir, most := range map[string]int{".": 60, "limit": 60, "agentrun": 60, "../activities": 80, "../internal/step": 80} {
 		eachSourceFile(t, dir, func(fset *token.FileSet, file *ast.File) {
 			for _, d := range file.Decls {
 				fd, ok := d.(*ast.FuncDecl)
