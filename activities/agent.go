@@ -53,7 +53,7 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	}
 	req := llm.Request{System: agent.System(set.Step), Messages: conv.Messages, Tools: agent.Tools(scopeOf(reg, set.Agent.Capabilities), set.Agent.OutputSchema)}
 	raw, _ := json.Marshal(req)
-	if breach := reserve(&req, len(raw), set, in.Spent, prov.Price); breach != "" {
+	if breach := reserve(&req, len(raw), set.Agent.Budget, in.Grant, in.Spent, prov.Price); breach != "" {
 		return &wfapi.TurnResult{Breach: breach}, nil
 	}
 	out, res, err := a.ask(ctx, store, conv.Setup, in.Round, prov, client, req)
@@ -141,9 +141,8 @@ func scopeOf(reg *registry.Registry, caps []string) []agent.Capability {
 // only when one more fits, and its answer's tokens are what is left
 // after the request (counted high: a token per 3 bytes). It names the
 // budget that leaves no room.
-func reserve(req *llm.Request, reqBytes int, set wfapi.AgentInput, sp wfapi.Spent, price llm.Price) string {
-	b := set.Agent.Budget
-	if g := set.Grant; g > 0 && b.LLMCalls > 0 {
+func reserve(req *llm.Request, reqBytes int, b plan.Budget, g int, sp wfapi.Spent, price llm.Price) string {
+	if g > 0 && b.LLMCalls > 0 {
 		// A person's grant: one more call and its share of each budget.
 		b.Tokens += g * b.Tokens / b.LLMCalls
 		b.USD += float64(g) * b.USD / float64(b.LLMCalls)

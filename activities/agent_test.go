@@ -30,8 +30,7 @@ func TestReserveNeverStartsACallThatCouldPassABudget(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := llm.Request{}
-			set := wfapi.AgentInput{Agent: wfapi.AgentStep{Agent: plan.Agent{Budget: tt.budget}}, Grant: tt.grant}
-			got := reserve(&req, tt.bytes, set, tt.spent, price)
+			got := reserve(&req, tt.bytes, tt.budget, tt.grant, tt.spent, price)
 			if got != "" || tt.breach != "" {
 				if !strings.HasPrefix(got, tt.breach) || tt.breach == "" {
 					t.Fatalf("breach %q, want %q", got, tt.breach)

@@ -255,11 +255,13 @@ func (l *agentLab) neverFinishes(t *testing.T) {
 }
 
 // budget: the step stops before a call past llm_calls and waits; retry
-// grants a round, the rounds before reuse their recorded answers.
+// grants a round, and the conversation goes on where it stopped: no
+// model call and no round's calls run again.
 func (l *agentLab) budget(t *testing.T) {
-	l.model.script("budget", calls(fn("file__checksum", `{"path":"data/a.txt"}`)), calls(fn("file__checksum", `{"path":"data/a.txt"}`)),
-		finishWith(fmt.Sprintf(`{"sha256":%q}`, l.sum)))
-	p := l.plan(t, "budget", "scripted", "      capabilities: [file.checksum]\n      max_rounds: 6\n      budget: {llm_calls: 2}")
+	log := filepath.Join(l.dir, "logs", "agent-budget.log")
+	slow := fn("test__slow", fmt.Sprintf(`{"seconds":0,"log":%q}`, log))
+	l.model.script("budget", calls(slow), calls(slow), finishWith(fmt.Sprintf(`{"sha256":%q}`, l.sum)))
+	p := l.plan(t, "budget", "scripted", "      capabilities: [test.slow]\n      max_rounds: 6\n      budget: {llm_calls: 2}")
 	id := l.w.detach(p)
 	waitStep(t, id, "triage", "waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })
 	code, e, stderr := l.w.capflow("status", id)
@@ -271,9 +273,10 @@ func (l *agentLab) budget(t *testing.T) {
 	}
 	res := waitResult(t, id, 2*time.Minute)
 	st := stepOf(&res, "triage")
-	if res.Status != wfapi.StatusPassed || st.Agent == nil || len(st.Agent.Rounds) != 3 || !st.Agent.Rounds[0].Reused || !st.Agent.Rounds[1].Reused ||
-		st.Agent.Rounds[2].Reused || len(l.model.requests("budget")) != 3 {
-		t.Fatalf("%s %s: %+v (%d requests)", res.Status, res.Message, st.Agent, len(l.model.requests("budget")))
+	b, _ := os.ReadFile(log)
+	if res.Status != wfapi.StatusPassed || st.Agent == nil || len(st.Agent.Rounds) != 3 || st.Agent.Rounds[0].Reused || st.Agent.Rounds[2].Round != 3 ||
+		len(l.model.requests("budget")) != 3 || strings.Count(string(b), "attempt ") != 2 || st.Agent.Spent.LLMCalls != 3 {
+		t.Fatalf("%s %s: %+v (%d requests)\nthe tool's log:\n%s", res.Status, res.Message, st.Agent, len(l.model.requests("budget")), b)
 	}
 }
 

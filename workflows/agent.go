@@ -32,7 +32,7 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 	st.cancel = cancel
 	// Named at once: status reads the child's rounds while it runs.
 	st.child = &wfapi.ChildRun{WorkflowID: childID}
-	in := wfapi.AgentInput{Run: s.workflowID, Step: step.ID, Goal: goal, Agent: *step.Agent, Lineage: s.lineage, Grant: st.retries}
+	in := wfapi.AgentInput{Run: s.workflowID, Step: step.ID, Goal: goal, Agent: *step.Agent, Lineage: s.lineage, Grant: st.retries, Resume: st.agentAt}
 	if s.reuse != nil {
 		in.ReuseFrom = s.reuse.WorkflowID
 	}
@@ -52,7 +52,7 @@ func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 	st.attempts = 1
 	if res != nil {
 		run := res.AgentRun
-		st.agent = &run
+		st.agent, st.agentAt = &run, res.Resume
 	}
 	switch {
 	case err == nil && res.Code == "":

@@ -39,8 +39,9 @@ type stepState struct {
 	fe *forEach
 	// child is a sub-plan step's child run.
 	child *wfapi.ChildRun
-	// agent is an agent step's rounds.
-	agent *wire.AgentRun
+	// agent is an agent step's rounds; agentAt where a retry goes on from.
+	agent   *wire.AgentRun
+	agentAt *wfapi.AgentResume
 	// carried: the step ended in an earlier segment of the run (its
 	// detail is in that segment's checkpoint).
 	carried bool

@@ -48,3 +48,42 @@ func TestAgentModelAnswers(t *testing.T) {
 		t.Fatalf("%+v", rep.Cases[0])
 	}
 }
+
+// A budget's breach waits for a person: a case's decision retries it,
+// and the conversation goes on where it stopped (one more round).
+func TestAgentBudgetRetried(t *testing.T) {
+	s := prepare(t, filepath.Join("testdata", "agent-budget.yaml"))
+	cases := filepath.Join(t.TempDir(), "cases.yaml")
+	_ = os.WriteFile(cases, []byte(`cases:
+  - name: a breach, then a retry
+    steps:
+      triage:
+        model:
+          - calls: [{function: file__checksum, arguments: {path: plans/examples/data/a.txt}}]
+          - finish: {largest: a.txt, size: 1, sha256: "1111111111111111111111111111111111111111111111111111111111111111"}
+        decision: {action: retry}
+    expect: {status: passed, outputs: {largest: a.txt}}
+  - name: a breach nobody answers waits
+    steps:
+      triage:
+        model:
+          - calls: [{function: file__checksum, arguments: {path: plans/examples/data/a.txt}}]
+    expect: {status: failed, steps: {triage: cancelled}}
+`), 0o644)
+	cs, err := s.LoadCases(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s.run(cs[0], 1)
+	if o.err != nil || o.res.Status != "passed" {
+		t.Fatalf("%v %+v", o.err, o.res)
+	}
+	for _, st := range o.res.Steps {
+		if st.ID == "triage" && (st.Agent == nil || len(st.Agent.Rounds) != 2 || st.Agent.Spent.LLMCalls != 2 || len(st.Decisions) != 1) {
+			t.Fatalf("%+v", st)
+		}
+	}
+	if rep := s.Run(cs[1:]); rep.Failed != 0 {
+		t.Fatalf("%+v", rep.Cases[0])
+	}
+}

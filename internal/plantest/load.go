@@ -168,7 +168,7 @@ func (l *loader) checkDecision(path []string, step *plan.Step, d *GivenDecision,
 	switch {
 	case item:
 		l.problem(path, "items do not wait for people: give the decision on %s itself", step.ID)
-	case !approve && step.OnFailure != "ask" && l.s.Plan.FailurePolicy != plan.BySeverity:
+	case !approve && step.OnFailure != "ask" && l.s.Plan.FailurePolicy != plan.BySeverity && step.Agent == nil:
 		l.problem(path, "%s never waits for a person (it is not a flow.approve step, has no on_failure: ask, and the plan is not failure_policy: by_severity, where a HIGH failure waits): this decision would never be read", step.ID)
 	case d.Approved == nil && d.Action == "":
 		l.problem(path, "a decision says approved: true|false (flow.approve) or action: retry|skip|fail")

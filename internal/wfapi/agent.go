@@ -41,6 +41,18 @@ type AgentInput struct {
 	// Grant is the rounds a person granted (the step's retries after a
 	// breach): each adds a call and its share of each budget.
 	Grant int `json:"grant,omitempty"`
+	// Resume is where a retried step goes on from (its last stop).
+	Resume *AgentResume `json:"resume,omitempty"`
+}
+
+// AgentResume is where an agent step stopped: the round it did not make,
+// the conversation and the results that round would have sent, and the
+// rounds and spending so far.
+type AgentResume struct {
+	Round        int           `json:"round"`
+	Conversation string        `json:"conversation,omitempty"`
+	Results      []llm.Message `json:"results,omitempty"`
+	Run          wire.AgentRun `json:"run"`
 }
 
 // Spent is what an agent step's model calls used so far; AgentRound one
@@ -63,6 +75,9 @@ type TurnInput struct {
 	Conversation string        `json:"conversation,omitempty"`
 	Results      []llm.Message `json:"results,omitempty"`
 	Spent        Spent         `json:"spent"`
+	// Grant: the rounds people granted so far (it grows with each retry;
+	// the setup stored with the conversation is its first round's).
+	Grant int `json:"grant,omitempty"`
 }
 
 // Conversation is what the artifact store keeps of an agent step's
@@ -99,6 +114,8 @@ type AgentResult struct {
 	Data     map[string]any `json:"data,omitempty"`
 	Message  string         `json:"message"`
 	Problems []string       `json:"problems,omitempty"`
+	// Resume is where a retry goes on from, when it stopped unfinished.
+	Resume *AgentResume `json:"resume,omitempty"`
 }
 
 // Brief keeps of a round's result what its agent reads (agent.Results):

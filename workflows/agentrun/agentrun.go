@@ -47,54 +47,63 @@ func Workflow(ctx workflow.Context, in wfapi.AgentInput) (*wfapi.AgentResult, er
 	}
 	r := &run{in: in, res: &wfapi.AgentResult{}, grant: in.Grant}
 	r.res.Rounds = []wire.AgentRound{}
+	at := wfapi.AgentResume{Round: 1}
+	if rs := in.Resume; rs != nil {
+		// A person's retry: the conversation goes on where it stopped.
+		at, r.res.AgentRun = *rs, rs.Run
+		r.res.Breach = ""
+	}
 	if err := workflow.SetQueryHandler(ctx, wfapi.AgentQuery, func() (*wfapi.AgentResult, error) { return r.res, nil }); err != nil {
 		return nil, err
 	}
-	return r.loop(ctx)
+	return r.loop(ctx, at)
 }
 
-func (r *run) loop(ctx workflow.Context) (*wfapi.AgentResult, error) {
-	conv, results, repairs := "", []llm.Message(nil), 0
-	var problems []string
-	for round := 1; round <= r.in.Agent.MaxRounds+r.grant; round++ {
-		t, err := r.turn(ctx, round, conv, results)
+// loop runs rounds from at until the model finishes or the step stops; a
+// stop leaves where it stopped (Resume) for a person's retry.
+func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResult, error) {
+	repairs, last := 0, ""
+	for ; at.Round <= r.in.Agent.MaxRounds+r.grant; at.Round++ {
+		t, err := r.turn(ctx, at)
 		if err != nil {
 			return nil, err
 		}
-		rd := r.record(round, t)
-		conv, results = t.Conversation, nil
+		if t.Breach != "" {
+			return r.stop(at, caperr.ResourceExhausted, fmt.Sprintf("stopped before round %d: its call could pass the budget (%s)", at.Round, t.Breach), t.Breach), nil
+		}
+		rd := r.record(at.Round, t)
+		at.Conversation, at.Results = t.Conversation, nil
 		switch p := t.Proposal; {
-		case t.Breach != "":
-			return r.end(caperr.ResourceExhausted, fmt.Sprintf("stopped before round %d: its call could pass the budget (%s)", round, t.Breach), t.Breach), nil
 		case p.Finish != nil:
 			rd.Finished = true
 			r.res.Data = p.Finish
-			r.res.Message = fmt.Sprintf("finished in round %d (%d model call(s), %d tokens, $%.4f)", round, r.res.Spent.LLMCalls, r.res.Spent.Tokens, r.res.Spent.USD)
+			r.res.Message = fmt.Sprintf("finished in round %d (%d model call(s), %d tokens, $%.4f)", at.Round, r.res.Spent.LLMCalls, r.res.Spent.Tokens, r.res.Spent.USD)
 			return r.res, nil
 		case p.Refused():
 			repairs++
-			problems = append(problems, prefixed(round, p.Problems())...)
+			r.res.Problems = append(r.res.Problems, prefixed(at.Round, p.Problems())...)
+			last = r.res.Problems[len(r.res.Problems)-1]
 			if repairs > *r.in.Agent.MaxRepairs {
-				r.res.Problems = problems
-				return r.end(caperr.InvalidInput, fmt.Sprintf("%d proposal(s) in a row refused (max_repairs %d): %s", repairs, *r.in.Agent.MaxRepairs, problems[len(problems)-1]), ""), nil
+				at.Round++
+				return r.stop(at, caperr.InvalidInput, fmt.Sprintf("%d proposal(s) in a row refused (max_repairs %d): %s", repairs, *r.in.Agent.MaxRepairs, last), ""), nil
 			}
 		default:
 			repairs = 0
-			if results, err = r.runCalls(ctx, round, rd, p); err != nil {
+			if at.Results, err = r.runCalls(ctx, at.Round, rd, p); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return r.end(caperr.ResourceExhausted, fmt.Sprintf("max_rounds %d reached and the model did not finish", r.in.Agent.MaxRounds+r.grant), ""), nil
+	return r.stop(at, caperr.ResourceExhausted, fmt.Sprintf("max_rounds %d reached and the model did not finish", r.in.Agent.MaxRounds+r.grant), ""), nil
 }
 
 // turn is one model call, its answer compiled.
-func (r *run) turn(ctx workflow.Context, round int, conv string, results []llm.Message) (*wfapi.TurnResult, error) {
+func (r *run) turn(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.TurnResult, error) {
 	o := turnOptions
-	o.ActivityID = fmt.Sprintf("turn-%d", round)
-	o.Summary = fmt.Sprintf("%s · round %d: ask %s", r.in.Step, round, r.in.Agent.Model)
-	in := wfapi.TurnInput{Round: round, Conversation: conv, Results: results, Spent: r.res.Spent}
-	if conv == "" {
+	o.ActivityID = fmt.Sprintf("turn-%d", at.Round)
+	o.Summary = fmt.Sprintf("%s · round %d: ask %s", r.in.Step, at.Round, r.in.Agent.Model)
+	in := wfapi.TurnInput{Round: at.Round, Conversation: at.Conversation, Results: at.Results, Spent: r.res.Spent, Grant: r.grant}
+	if at.Conversation == "" {
 		in.Setup = &r.in // stored with the conversation: later rounds name it
 	}
 	var t wfapi.TurnResult
@@ -104,17 +113,15 @@ func (r *run) turn(ctx workflow.Context, round int, conv string, results []llm.M
 
 // record adds a round and what it spent.
 func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
-	if t.Breach == "" {
-		r.res.Spent.LLMCalls++
-		r.res.Spent.Tokens += t.Usage.InputTokens + t.Usage.OutputTokens
-		r.res.Spent.USD += t.USD
-	}
+	r.res.Spent.LLMCalls++
+	r.res.Spent.Tokens += t.Usage.InputTokens + t.Usage.OutputTokens
+	r.res.Spent.USD += t.USD
 	// Pure: JSON of the calls' arguments (encoding/json sorts map keys).
 	//workflowcheck:ignore
 	lines := agent.Lines(t.Proposal.Calls)
 	rd := wire.AgentRound{Round: round, Request: t.Request, Response: t.Response, CallID: t.CallID, Model: t.Model,
 		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens, USD: t.USD, Reused: t.Reused,
-		Calls: lines, Refused: t.Proposal.Problems(), Breach: t.Breach}
+		Calls: lines, Refused: t.Proposal.Problems()}
 	if a := t.Proposal.Approval; a != nil {
 		rd.Approval = a.Digest
 	}
@@ -144,10 +151,12 @@ func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p a
 	return agent.Results(p.Calls, res.Steps), nil
 }
 
-// end is the step's failure as a result (a failed step, not a failed
-// workflow: its code is the step's).
-func (r *run) end(code caperr.Code, msg, breach string) *wfapi.AgentResult {
+// stop is the step's failure as a result (a failed step, not a failed
+// workflow: its code is the step's), and where a retry goes on from.
+func (r *run) stop(at wfapi.AgentResume, code caperr.Code, msg, breach string) *wfapi.AgentResult {
 	r.res.Code, r.res.Message, r.res.Breach = wire.ErrorCode(code), msg, breach
+	at.Run = r.res.AgentRun
+	r.res.Resume = &at
 	return r.res
 }
 
