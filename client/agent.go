@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // agentRounds adds to each running agent step its rounds so far (its
@@ -39,7 +40,7 @@ func (r *Run) gateOf(ctx context.Context, s *StepResult, rd AgentRound) {
 	for _, g := range sub.Steps {
 		if g.Status == StepWaiting && g.Waiting != nil {
 			w := *g.Waiting
-			w.Run, w.Step = rd.SubRun, g.ID
+			w.Run, w.Step, w.Proposal = rd.SubRun, g.ID, rd.Approval
 			w.Prompt = fmt.Sprintf("round %d: %s", rd.Round, w.Prompt)
 			s.Status, s.Waiting = StepWaiting, &w
 			return
@@ -55,4 +56,19 @@ func waitOf(p *Result, step string) *Wait {
 		}
 	}
 	return nil
+}
+
+// decideGate answers an agent step's round at its gate, when the decision
+// names the proposal the gate shows (a prefix of its digest): one meant
+// for an earlier proposal, sent again or late, decides nothing.
+func (r *Run) decideGate(ctx context.Context, w *Wait, req DecideRequest) (*ControlAnswer, error) {
+	short := w.Proposal[:min(16, len(w.Proposal))]
+	switch {
+	case req.Proposal == "":
+		return nil, &Refused{Reason: fmt.Sprintf("step %s waits at an agent round's gate for proposal sha256:%s…: name it (--proposal %s; the prompt lists its calls)", req.Step, short, short)}
+	case !strings.HasPrefix(w.Proposal, req.Proposal):
+		return nil, &Refused{Reason: fmt.Sprintf("step %s's gate waits for proposal sha256:%s…, not %s…: nothing decided (a decision is for the proposal it names)", req.Step, short, req.Proposal)}
+	}
+	req.Step, req.Proposal = w.Step, ""
+	return r.c.Get(w.Run).DecideOnce(ctx, req)
 }

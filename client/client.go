@@ -181,9 +181,7 @@ func (r *Run) DecideOnce(ctx context.Context, req DecideRequest) (*ControlAnswer
 	updateID := ""
 	if p, err := r.Progress(ctx); err == nil {
 		if w := waitOf(p, req.Step); w != nil && w.Run != "" {
-			// An agent step's round waits at its sub-run's gate.
-			req.Step = w.Step
-			return r.c.Get(w.Run).DecideOnce(ctx, req)
+			return r.decideGate(ctx, w, req)
 		}
 		updateID = p.DecisionUpdateID(req)
 	}

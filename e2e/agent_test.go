@@ -300,7 +300,14 @@ func (l *agentLab) approval(t *testing.T) {
 		!strings.Contains(st.Waiting.Prompt, "agent-out.txt") || st.Agent == nil || len(st.Agent.Rounds) != 1 || !strings.Contains(st.Waiting.Prompt, st.Agent.Rounds[0].Approval[:16]) {
 		t.Fatalf("status does not show the round's gate (exit %d): %+v\n%s", code, st, stderr)
 	}
-	if code, e, stderr := l.w.capflow("approve", id, "triage"); code != 0 {
+	// A decision names the proposal: none, or another one, decides nothing.
+	digest := st.Agent.Rounds[0].Approval
+	for _, bad := range [][]string{{"approve", id, "triage"}, {"approve", id, "triage", "--proposal", "0123456789abcdef"}} {
+		if code, e, _ := l.w.capflow(bad...); code != 2 || !strings.Contains(e.Message, digest[:16]) {
+			t.Fatalf("%v: exit %d %s", bad, code, e.Message)
+		}
+	}
+	if code, e, stderr := l.w.capflow("approve", id, "triage", "--proposal", digest[:12]); code != 0 {
 		t.Fatalf("approve: exit %d %s\n%s", code, e.Message, stderr)
 	}
 	res := waitResult(t, id, 2*time.Minute)

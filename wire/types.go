@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -122,9 +123,10 @@ type Wait struct {
 	Actions []Action `json:"actions"`
 	// Run and Step: where the wait is when it is not the step's own (an
 	// agent step's round waits at its sub-run's gate); a decision on the
-	// step goes there.
-	Run  string `json:"run,omitempty"`
-	Step string `json:"step,omitempty"`
+	// step goes there, naming Proposal, the digest of what it approves.
+	Run      string `json:"run,omitempty"`
+	Step     string `json:"step,omitempty"`
+	Proposal string `json:"proposal,omitempty"`
 }
 
 // ControlRequest is the pause and resume updates' argument.
@@ -141,6 +143,10 @@ type DecideRequest struct {
 	// Timeout (retry only) replaces the step's start-to-close timeout
 	// for the retried attempt ("extend"), as a Go duration.
 	Timeout string `json:"timeout,omitempty"`
+	// Proposal names, for an agent step's gate, the digest of the proposal
+	// decided on (its first 12 hex digits at least): a decision meant for
+	// one proposal never lands on the next (docs/agents.md).
+	Proposal string `json:"proposal,omitempty"`
 }
 
 // A decision's by and comment are bounded (they are kept in the run's
@@ -161,6 +167,8 @@ func (r DecideRequest) Check() error {
 	case len(r.By) > MaxDecisionBy || len(r.Comment) > MaxDecisionComment:
 		// Unbounded, a 1.5 MB comment failed the workflow task.
 		return fmt.Errorf("a decision's by is at most %d bytes and its comment at most %d (this one: %d and %d)", MaxDecisionBy, MaxDecisionComment, len(r.By), len(r.Comment))
+	case r.Proposal != "" && !proposalRE.MatchString(r.Proposal):
+		return fmt.Errorf("proposal %q is not a proposal's digest: 12 to 64 hex digits", r.Proposal)
 	case r.Timeout == "":
 		return nil
 	case r.Action != ActionRetry:
@@ -171,6 +179,8 @@ func (r DecideRequest) Check() error {
 	}
 	return nil
 }
+
+var proposalRE = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
 
 // DecisionID is the update ID that makes a decision idempotent: the same
 // answer to the same wait, sent twice (a retried request, two operators

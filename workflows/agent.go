@@ -1,13 +1,16 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 // agentTool is the tool an agent step's envelope names.
@@ -50,10 +53,11 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 	s.inflight--
 	st.attempts = 1
+	run := wire.AgentRun{Rounds: []wire.AgentRound{}}
 	if res != nil {
-		run := res.AgentRun
-		st.agent, st.agentAt = &run, res.Resume
+		run, st.agentAt = res.AgentRun, res.Resume
 	}
+	st.agent = &run
 	switch {
 	case err == nil && res.Code == "":
 		ts := envelope.Timestamp(workflow.Now(s.ctx))
@@ -65,12 +69,9 @@ func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 		st.env = s.synthEnvelope(agentTool, caperr.Cancelled, "cancelled: "+s.stopReason())
 		s.m.Cancel(st.step.ID, s.stopReason())
 	case err != nil:
-		code := caperr.CodeOf(err)
-		if code == caperr.InternalError {
-			code = caperr.ToolFailure
-		}
-		st.env = s.synthEnvelope(agentTool, code, err.Error())
-		s.fail(st, err.Error())
+		code, msg := agentFailure(err)
+		st.env = s.synthEnvelope(agentTool, code, msg)
+		s.fail(st, msg)
 	default:
 		msg := res.Message
 		if res.Breach != "" {
@@ -92,4 +93,15 @@ func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 // person whatever its on_failure says.
 func agentBreach(st *stepState) bool {
 	return st.agent != nil && st.agent.Breach != ""
+}
+
+// agentFailure is what failed an agent step's run (a model call that
+// failed on every try, the conversation's store): its code and its own
+// message, without the layers of Temporal errors it came through.
+func agentFailure(err error) (caperr.Code, string) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && caperr.Known(caperr.Code(app.Type())) {
+		return caperr.Code(app.Type()), "the agent's model call failed: " + app.Message()
+	}
+	return caperr.ToolFailure, "the agent's run failed: " + err.Error()
 }

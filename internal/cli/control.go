@@ -49,7 +49,7 @@ func (a *App) controlCommands() []*cobra.Command {
 		},
 	}
 	var reject bool
-	var comment, timeout string
+	var comment, timeout, proposal string
 	approve := &cobra.Command{
 		Use: "approve ID STEP", Short: "Answer a flow.approve step (--reject refuses it: the step fails with REJECTED)", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,10 +57,11 @@ func (a *App) controlCommands() []*cobra.Command {
 			if reject {
 				act = wfapi.ActionReject
 			}
-			return a.decide("capflow-approve", args[0], wfapi.DecideRequest{Step: args[1], Action: act, By: operator(by), Comment: comment})
+			return a.decide("capflow-approve", args[0], wfapi.DecideRequest{Step: args[1], Action: act, By: operator(by), Comment: comment, Proposal: proposal})
 		},
 	}
 	approve.Flags().BoolVar(&reject, "reject", false, "refuse instead of approving")
+	approve.Flags().StringVar(&proposal, "proposal", "", "an agent step's gate: the proposal's digest its prompt shows (12 hex digits or more)")
 	approve.Flags().StringVar(&comment, "comment", "", "a comment kept with the decision")
 	decision := func(act wfapi.Action, short string) *cobra.Command {
 		c := &cobra.Command{

@@ -139,6 +139,10 @@ func (pr *progress) transitions(p *capflowclient.Result, seen map[string]wfapi.S
 
 // answerCommand is the command that answers a wait.
 func answerCommand(w *wfapi.Wait, run, step string) string {
+	if w.Kind == wfapi.WaitApproval && w.Proposal != "" {
+		p := w.Proposal[:min(16, len(w.Proposal))]
+		return fmt.Sprintf("capflow approve %s %s --proposal %s, or with --reject", run, step, p)
+	}
 	if w.Kind == wfapi.WaitApproval {
 		return fmt.Sprintf("capflow approve %s %s, or capflow approve --reject %s %s", run, step, run, step)
 	}

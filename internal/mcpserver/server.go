@@ -65,14 +65,15 @@ type handlers struct {
 
 // args are a call's arguments, every tool's fields in one.
 type args struct {
-	Text    string          `json:"text"`
-	Plan    json.RawMessage `json:"plan"`
-	Inputs  map[string]any  `json:"inputs"`
-	Wait    bool            `json:"wait"`
-	ID      string          `json:"id"`
-	Step    string          `json:"step"`
-	Action  string          `json:"action"`
-	Comment string          `json:"comment"`
+	Text     string          `json:"text"`
+	Plan     json.RawMessage `json:"plan"`
+	Inputs   map[string]any  `json:"inputs"`
+	Wait     bool            `json:"wait"`
+	ID       string          `json:"id"`
+	Step     string          `json:"step"`
+	Action   string          `json:"action"`
+	Comment  string          `json:"comment"`
+	Proposal string          `json:"proposal"`
 }
 
 func (h *handlers) handler(t toolDef) mcp.ToolHandler {

@@ -88,7 +88,8 @@ var tools = []toolDef{
 	{name: "decide",
 		description: "Answer a waiting step: approve or reject a flow.approve step; retry, skip or fail a step waiting after its failure.",
 		input: `{"type": "object", "required": ["id", "step", "action"], "additionalProperties": false, "properties": {` + idArg + `,
-			"step": {"type": "string", "minLength": 1}, "action": {"enum": ["approve", "reject", "retry", "skip", "fail"]}, "comment": {"type": "string"}}}`,
+			"step": {"type": "string", "minLength": 1}, "action": {"enum": ["approve", "reject", "retry", "skip", "fail"]}, "comment": {"type": "string"},
+			"proposal": {"type": "string", "pattern": "^[0-9a-f]{12,64}$", "description": "an agent step's gate: the digest of the proposal approved or rejected, as its prompt shows it"}}}`,
 		command: decideCommand},
 	{name: "cancel",
 		description: "Cancel a run: running tools are stopped, the run ends cancelled with its report.",
@@ -125,6 +126,9 @@ func decideCommand(h *handlers, a args) (call, error) {
 	flags := []string{"--by=" + h.o.By}
 	if a.Comment != "" {
 		flags = append(flags, "--comment="+a.Comment)
+	}
+	if a.Proposal != "" && (a.Action == "approve" || a.Action == "reject") {
+		flags = append(flags, "--proposal="+a.Proposal)
 	}
 	switch a.Action {
 	case "approve":

@@ -17,7 +17,9 @@ const (
 // Agent defaults (docs/agents.md).
 const (
 	DefaultAgentModel = "default"
-	DefaultMaxRounds  = 6
+	// DefaultMaxRounds fits the default policy's max_llm_calls (3): an
+	// agent step with no budget passes plan check as it stands.
+	DefaultMaxRounds  = 3
 	DefaultMaxRepairs = 2
 )
 

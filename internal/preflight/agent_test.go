@@ -25,7 +25,8 @@ func TestAgentStepsAreChecked(t *testing.T) {
 		{"a scope no tool covers", agent("capabilities: [file.checksum, video.convert], max_rounds: 3"), []string{"default"}, PartialComplete, "triage (video.convert"},
 		{"more calls than the policy allows", agent("capabilities: [file.checksum], budget: {llm_calls: 4}"), []string{"default"}, BlockedByPolicy,
 			"agent steps may make 4 model calls"},
-		{"max_rounds counts when no budget says", agent("capabilities: [file.checksum]"), []string{"default"}, BlockedByPolicy, "may make 6 model calls"},
+		{"max_rounds counts when no budget says", agent("capabilities: [file.checksum], max_rounds: 5"), []string{"default"}, BlockedByPolicy, "may make 5 model calls"},
+		{"the defaults fit the default policy", agent("capabilities: [file.checksum]"), []string{"default"}, Ready, "ready"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Check(Request{Plan: parse(t, tt.src), Registry: reg, Models: tt.models, Policy: policy.Default()})

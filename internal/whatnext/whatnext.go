@@ -67,8 +67,29 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 	default:
 		return wire.Next{}, false // the run goes on: nothing to do yet
 	}
+	if s.Agent != nil {
+		n.Advice = agentAdvice(code, s, waits)
+	}
 	n.Advice = filled(n.Advice, r, s)
 	return n, true
+}
+
+// agentAdvice is what to do about an agent step that stopped (agents.md):
+// its rounds say why, not a tool's stderr.
+func agentAdvice(code caperr.Code, s wire.StepResult, waits bool) string {
+	switch {
+	case s.Agent.Breach != "":
+		return "its budget stopped it before a call (" + s.Agent.Breach + "): retry grants one more round and each budget's share of one; skip or fail end it"
+	case code == caperr.InvalidInput:
+		return "every proposal in a row was refused: the report's Agent rounds list each problem; sharpen the goal or widen the scope"
+	case code == caperr.ResourceExhausted:
+		return "the model did not finish within max_rounds: read its rounds (capflow status, the report), sharpen the goal or raise max_rounds"
+	case code == caperr.DependencyUnavailable || code == caperr.TaskTimeout:
+		return "the model's server did not answer: check that it runs and capflow.yaml's llm base_url (the message names the provider)"
+	case waits:
+		return "retry runs it again from where it stopped; skip absorbs its failure, fail ends it"
+	}
+	return caperr.Advice(code)
 }
 
 // filled names in advice the step's tool (TOOL) and the input it was

@@ -2,6 +2,7 @@ package whatnext
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -50,5 +51,26 @@ func TestOf(t *testing.T) {
 				t.Fatalf("got  %+v\nwant %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// An agent step's advice comes from its rounds, not a tool's stderr.
+func TestAgentAdvice(t *testing.T) {
+	for _, tt := range []struct {
+		code   wire.ErrorCode
+		breach string
+		want   string
+	}{
+		{"RESOURCE_EXHAUSTED", "llm_calls: 2 of 2 spent", "its budget stopped it before a call (llm_calls: 2 of 2 spent): retry grants one more round"},
+		{"RESOURCE_EXHAUSTED", "", "did not finish within max_rounds"},
+		{"INVALID_INPUT", "", "every proposal in a row was refused"},
+		{"DEPENDENCY_UNAVAILABLE", "", "the model's server did not answer"},
+	} {
+		s := failed("triage", tt.code, "", "HIGH")
+		s.Agent = &wire.AgentRun{Breach: tt.breach}
+		next := Of(&wire.Result{WorkflowID: "r", Status: wire.StatusFailed, Steps: []wire.StepResult{s}})
+		if len(next) != 1 || !strings.Contains(next[0].Advice, tt.want) || strings.Contains(next[0].Advice, "tools run") {
+			t.Errorf("%s %q: %+v", tt.code, tt.breach, next)
+		}
 	}
 }

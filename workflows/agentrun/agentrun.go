@@ -27,7 +27,8 @@ import (
 var turnOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
 	HeartbeatTimeout:    10 * time.Second, // the turn beats every 2 s while its model answers
-	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	// A busy or failing model server gets 1+2+4+8 s to come back.
+	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5},
 }
 
 type run struct {

@@ -476,7 +476,7 @@ const capflow = (() => {
       const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)", on: { input: () => { draft.comment = comment.value; } } });
       const timeout = el("input", { placeholder: "retry timeout, e.g. 10m", size: 14, on: { input: () => { draft.timeout = timeout.value; } } });
       comment.value = draft.comment; timeout.value = draft.timeout;
-      const decide = (action) => act("decide", { step: s.id, action, comment: comment.value, timeout: action === "retry" ? timeout.value : "" });
+      const decide = (action) => act("decide", { step: s.id, action, comment: comment.value, timeout: action === "retry" ? timeout.value : "", proposal: s.waiting.proposal || "" });
       const buttons = (s.waiting.actions || []).map((a) => el("button", { class: a === "approve" ? "primary" : a === "reject" || a === "fail" ? "danger" : "", "data-action": a, on: { click: () => decide(a) } }, a));
       return el("div", { class: "ask" }, el("strong", {}, s.waiting.prompt || "waiting"), comment, (s.waiting.actions || []).includes("retry") ? timeout : null, el("div", { class: "bar" }, buttons));
     };
