@@ -322,3 +322,26 @@ func TestLargeReportShownCut(t *testing.T) {
 		t.Fatal("a report within the bound was cut")
 	}
 }
+
+// Every answer keeps the page to its own origin (Content-Security-Policy):
+// a report's image or link to another host fetches nothing.
+func TestPagesStayOnTheirOrigin(t *testing.T) {
+	_, root := testProject(t, "")
+	proj, err := project.Load(project.Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Project: proj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for _, path := range []string{"/", "/plans", "/runs/x", "/api/plans"} {
+		u, _ := url.Parse(ts.URL)
+		_, _, h := hostileReq(t, ts, "GET", path, u.Host, "")
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src 'self' data:") || !strings.Contains(csp, "connect-src 'self'") {
+			t.Errorf("%s: Content-Security-Policy %q", path, csp)
+		}
+	}
+}

