@@ -53,13 +53,17 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	}
 	req := llm.Request{System: agent.System(set.Step), Messages: conv.Messages, Tools: agent.Tools(scopeOf(reg, set.Agent.Capabilities), set.Agent.OutputSchema)}
 	raw, _ := json.Marshal(req)
-	if breach := reserve(&req, len(raw), set.Agent.Budget, in.Grant, in.Spent, prov.Price); breach != "" {
-		return &wfapi.TurnResult{Breach: breach}, nil
+	// This turn's failed tries were calls too (a provider bills a timeout).
+	spent, tried := in.Spent, triesBefore(ctx)
+	spent.LLMCalls += tried
+	if breach := reserve(&req, len(raw), set.Agent.Budget, in.Grant, spent, prov.Price); breach != "" {
+		return &wfapi.TurnResult{Breach: breach, Calls: tried}, nil
 	}
 	out, res, err := a.ask(ctx, store, conv.Setup, in.Round, prov, client, req)
 	if err != nil {
 		return nil, appError(err)
 	}
+	out.Calls = tried + 1
 	out.Proposal = agent.Compile(res, agent.Options{Step: set.Step, Round: in.Round, Scope: set.Agent.Capabilities, Output: set.Agent.OutputSchema,
 		MaxCalls: pol.Limits["max_steps"], Policy: set.Agent.Policy, Approve: set.Agent.Approve,
 		Check: func(p *plan.Plan) agent.Checked { return checked(a.Project.Check(p, nil, reg, pol, false)) }})
@@ -84,8 +88,12 @@ func (a *Activities) ask(ctx context.Context, store *artifacts.Store, set wfapi.
 	if err != nil {
 		return nil, res, err
 	}
-	out := &wfapi.TurnResult{Request: digest, CallID: res.ID, Model: res.Model, Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}
 	body, _ := json.Marshal(res)
+	if res.Usage.InputTokens+res.Usage.OutputTokens == 0 {
+		// No usage said: counted as reserve counts, a token per 3 bytes.
+		res.Usage = llm.Usage{InputTokens: int64(len(raw)/3 + 1), OutputTokens: int64(len(body)/3 + 1)}
+	}
+	out := &wfapi.TurnResult{Request: digest, CallID: bounded(res.ID), Model: bounded(res.Model), Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}
 	if out.Response, err = store.Put(ctx, body); err != nil {
 		return nil, res, caperr.Wrap(caperr.ObservabilityError, err, "cannot store the model answer")
 	}
@@ -283,4 +291,16 @@ func heartbeatWhile(ctx context.Context, what string) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// bounded cuts a name an endpoint gave (an answer's id, its model) to
+// what history keeps of it.
+func bounded(s string) string { return s[:min(len(s), 128)] }
+
+// triesBefore is how many tries of this turn failed before this one.
+func triesBefore(ctx context.Context) int {
+	if !activity.IsActivity(ctx) {
+		return 0
+	}
+	return int(activity.GetInfo(ctx).Attempt) - 1
 }

@@ -110,9 +110,9 @@ func TestAgentSteps(t *testing.T) {
 // happy: one proposal of two calls runs as a sub-plan, their results go
 // back, finish is the step's data.
 func (l *agentLab) happy(t *testing.T, script, model string) {
-	l.model.script(script,
-		calls(fn("file__checksum", `{"path":"data/a.txt"}`), fn("file__read", `{"path":"data/a.txt"}`)),
-		finishWith(fmt.Sprintf(`{"sha256":%q}`, l.sum)))
+	two := calls(fn("file__checksum", `{"path":"data/a.txt"}`), fn("file__read", `{"path":"data/a.txt"}`))
+	done := finishWith(fmt.Sprintf(`{"sha256":%q}`, l.sum))
+	l.model.script(script, two, done, two, done)
 	p := l.plan(t, script, model, "      capabilities: [file.checksum, file.read]\n      max_rounds: 3")
 	code, r := l.w.run(p)
 	st := r.step(t, "triage")
@@ -147,6 +147,13 @@ func (l *agentLab) happy(t *testing.T, script, model string) {
 	if a := again.step(t, "triage").Agent; code != 0 || again.Status != "passed" || a == nil || len(a.Rounds) != 2 || !a.Rounds[0].Reused || !a.Rounds[1].Reused ||
 		len(l.model.requests(script)) != 2 {
 		t.Fatalf("rerun: exit %d %s %s: %+v (%d requests)\n%s", code, again.Status, again.Message, a, len(l.model.requests(script)), stderr)
+	}
+	// --from the agent step asks again.
+	code, e, stderr = l.w.capflow("rerun", r.WorkflowID, "--from", "triage")
+	var from runResult
+	data(t, e, &from)
+	if a := from.step(t, "triage").Agent; code != 0 || a == nil || a.Rounds[0].Reused || len(l.model.requests(script)) != 4 {
+		t.Fatalf("rerun --from: exit %d %s: %+v (%d requests)\n%s", code, from.Status, a, len(l.model.requests(script)), stderr)
 	}
 	if model == "scripted" {
 		recordHistory(t, r.WorkflowID, "agent-step")

@@ -36,7 +36,9 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 	// Named at once: status reads the child's rounds while it runs.
 	st.child = &wfapi.ChildRun{WorkflowID: childID}
 	in := wfapi.AgentInput{Run: s.workflowID, Step: step.ID, Goal: goal, Agent: *step.Agent, Lineage: s.lineage, Grant: st.retries, Resume: st.agentAt}
-	if s.reuse != nil {
+	if s.reuse != nil && !s.noReuse[step.ID] {
+		// A rerun reuses its recorded answers; --from this step (or one
+		// before it) asks again.
 		in.ReuseFrom = s.reuse.WorkflowID
 	}
 	f := workflow.ExecuteChildWorkflow(cctx, wfapi.AgentWorkflowType, in)

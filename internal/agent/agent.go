@@ -27,6 +27,8 @@ const (
 	MaxArgBytes = 64 << 10
 	// MaxDataBytes bounds a result's data in its tool message.
 	MaxDataBytes = 16 << 10
+	// MaxNameBytes bounds a call's id and function name.
+	MaxNameBytes = 256
 )
 
 // FunctionName is the function offered for capability c: its dot

@@ -38,8 +38,7 @@ func gate(p *Proposal, o Options) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agent step %s, round %d, proposes (sha256:%s):", o.Step, o.Round, d[:16])
 	for _, c := range p.Calls {
-		args, _ := json.Marshal(c.Arguments)
-		fmt.Fprintf(&b, "\n  %s %s (%s) %s", c.Step, c.Capability, c.Tool, args)
+		fmt.Fprintf(&b, "\n  %s %s (%s) %s", c.Step, c.Capability, c.Tool, Shown(c.Arguments))
 	}
 	prompt := b.String()
 	if len(prompt) > maxPrompt {

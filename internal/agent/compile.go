@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -22,8 +23,9 @@ type Refusal struct {
 
 // Call is one call of a proposal as compiled.
 type Call struct {
-	ID         string         `json:"id"`   // the model's call id
-	Step       string         `json:"step"` // its step in the round's plan
+	ID         string         `json:"id"`                 // the model's call id
+	Step       string         `json:"step"`               // its step in the round's plan
+	Function   string         `json:"function,omitempty"` // as the model named it (cut), when it names no capability of the scope
 	Capability string         `json:"capability,omitempty"`
 	Tool       string         `json:"tool,omitempty"`
 	Arguments  map[string]any `json:"arguments,omitempty"`
@@ -36,8 +38,10 @@ type Call struct {
 // the finish, or what was refused.
 type Proposal struct {
 	Calls []Call `json:"calls,omitempty"`
-	// Finish holds the step's data when the answer is an accepted finish.
-	Finish map[string]any `json:"finish,omitempty"`
+	// Finished: the answer is an accepted finish; Finish is the step's
+	// data (maybe empty).
+	Finished bool           `json:"finished,omitempty"`
+	Finish   map[string]any `json:"finish,omitempty"`
 	// Whole refuses the answer as a whole (no call, too many calls, a
 	// finish beside other calls): it goes back as a user message.
 	Whole string `json:"whole,omitempty"`
@@ -89,13 +93,47 @@ func (p *Proposal) Problems() []string {
 func Lines(calls []Call) []string {
 	var out []string
 	for _, c := range calls {
-		args, _ := json.Marshal(c.Arguments)
-		if len(args) > 200 {
-			args = append(args[:200:200], "…"...)
+		what := cmp.Or(c.Capability, c.Function)
+		args := ""
+		if c.Arguments != nil {
+			args = Shown(c.Arguments)
 		}
-		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", c.Step, c.Capability, c.Tool, args)))
+		out = append(out, strings.Join(strings.Fields(fmt.Sprintf("%s %s %s %s", c.Step, what, c.Tool, args)), " "))
 	}
 	return out
+}
+
+// maxShown bounds one argument's value as people see it: every argument
+// is shown, each long value cut, so none hides another.
+const maxShown = 120
+
+// Shown is args as people read them (a call line, a gate's prompt): JSON
+// with every string past maxShown bytes cut, saying how long it was.
+func Shown(args map[string]any) string {
+	b, _ := json.Marshal(cut(args))
+	return string(b)
+}
+
+func cut(v any) any {
+	switch t := v.(type) {
+	case string:
+		if len(t) > maxShown {
+			return fmt.Sprintf("%s…(%d bytes)", t[:maxShown], len(t))
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[cut(k).(string)] = cut(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = cut(x)
+		}
+		return out
+	}
+	return v
 }
 
 // Checked is what `plan check` says of a round's plan.
@@ -144,6 +182,8 @@ func Compile(ans llm.Response, o Options) Proposal {
 		return Proposal{Whole: "the answer called no function: call the capabilities' functions, or " + Finish + " with the result"}
 	case len(ans.Calls) > max:
 		return Proposal{Whole: fmt.Sprintf("the answer proposed %d calls; a proposal may hold at most %d: none ran", len(ans.Calls), max)}
+	case slices.ContainsFunc(ans.Calls, func(c llm.Call) bool { return len(c.ID) > MaxNameBytes || len(c.Name) > MaxNameBytes }):
+		return Proposal{Whole: fmt.Sprintf("a call's id or function name is past %d bytes: none ran", MaxNameBytes)}
 	}
 	if i := slices.IndexFunc(ans.Calls, func(c llm.Call) bool { return c.Name == Finish }); i >= 0 {
 		if len(ans.Calls) > 1 {
@@ -180,9 +220,12 @@ func Runnable(p *Proposal, o Options) {
 func precheck(c llm.Call, step string, scope []string) Call {
 	out := Call{ID: c.ID, Step: step, Capability: CapabilityOf(c.Name)}
 	switch {
+	case slices.Contains(scope, c.Name):
+		out.Refused = append(out.Refused, Refusal{Message: fmt.Sprintf("call it %s: a capability's function writes its dot as __", FunctionName(c.Name))})
+		out.Capability, out.Function = "", trimName(c.Name)
 	case out.Capability == "" || !slices.Contains(scope, out.Capability):
-		out.Refused = append(out.Refused, Refusal{Message: fmt.Sprintf("%q is not a function of this step: its scope is %s", trimName(c.Name), strings.Join(scope, ", "))})
-		out.Capability = ""
+		out.Refused = append(out.Refused, Refusal{Message: fmt.Sprintf("%q is not a function of this step: its scope is %s", trimName(c.Name), functions(scope))})
+		out.Capability, out.Function = "", trimName(c.Name)
 	case len(c.Arguments) > MaxArgBytes:
 		out.Refused = append(out.Refused, Refusal{Message: fmt.Sprintf("the arguments are %d KB, past the %d KB a call may pass: pass a file's path instead", len(c.Arguments)>>10, MaxArgBytes>>10)})
 	default:
@@ -193,6 +236,15 @@ func precheck(c llm.Call, step string, scope []string) Call {
 		out.Arguments = args
 	}
 	return out
+}
+
+// functions are the scope's function names, for the model to call.
+func functions(scope []string) string {
+	out := make([]string, len(scope))
+	for i, c := range scope {
+		out[i] = FunctionName(c)
+	}
+	return strings.Join(out, ", ") + " or " + Finish
 }
 
 // trimName bounds a name from the model in messages.
@@ -238,7 +290,7 @@ func finish(c llm.Call, output map[string]any) Proposal {
 	if len(call.Refused) > 0 {
 		return Proposal{Calls: []Call{call}}
 	}
-	return Proposal{Finish: args}
+	return Proposal{Finished: true, Finish: args}
 }
 
 // roundPlan is the accepted calls as a plan value: each call a step with

@@ -56,7 +56,8 @@ func TestCompile(t *testing.T) {
 		{name: "finish against its schema", ans: answer(call("1", Finish, `{"n":"one"}`)), refused: []string{"integer"}},
 		{name: "finish not JSON", ans: answer(call("1", Finish, `{"n":`)), refused: []string{"not JSON"}},
 		{name: "out of scope", ans: answer(call("1", "http__request", `{}`), call("2", "x__read", `{}`)), refused: []string{"not a function", ""}},
-		{name: "not a function name", ans: answer(call("1", "x.read", `{}`)), refused: []string{"not a function"}},
+		{name: "a capability's name, not its function's", ans: answer(call("1", "x.read", `{}`)), refused: []string{"call it x__read"}},
+		{name: "a huge call id", ans: answer(call(strings.Repeat("i", MaxNameBytes+1), "x__read", `{}`)), whole: "past 256 bytes"},
 		{name: "arguments not an object", ans: answer(call("1", "x__read", `[1]`)), refused: []string{"JSON object"}},
 		{name: "huge arguments", ans: answer(call("1", "x__read", `{"a":"`+strings.Repeat("a", MaxArgBytes)+`"}`)), refused: []string{"64 KB"}},
 		{name: "a problem of one call", ans: answer(call("1", "x__read", `{}`), call("2", "x__read", `{"bad":1}`)), refused: []string{"", "bad is not allowed"}},
@@ -73,7 +74,7 @@ func TestCompile(t *testing.T) {
 				}
 				return
 			}
-			if (p.Finish != nil) != tt.finish {
+			if p.Finished != tt.finish {
 				t.Fatalf("finish %v: %+v", p.Finish, p)
 			}
 			if len(tt.refused) > 0 {

@@ -9,6 +9,8 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -118,6 +120,7 @@ func New(p Provider, key string, hc *http.Client) (Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	hc = bodyBound(hc, MaxAnswerBytes)
 	if p.Model == "" {
 		return nil, caperr.New(caperr.ConfigError, "llm %s names no model", p.Name)
 	}
@@ -212,10 +215,11 @@ type redacting struct {
 
 func (r redacting) Complete(ctx context.Context, req Request) (Response, error) {
 	res, err := r.c.Complete(ctx, req)
-	res.Raw = r.red.String(res.Raw)
-	res.Text = r.red.String(res.Text)
-	for i := range res.Calls {
-		res.Calls[i].Arguments = r.red.String(res.Calls[i].Arguments)
+	// Every string of the answer: an endpoint that echoes the request may
+	// put the key in any of them.
+	res.Raw, res.Text, res.ID, res.Model = r.red.String(res.Raw), r.red.String(res.Text), r.red.String(res.ID), r.red.String(res.Model)
+	for i, c := range res.Calls {
+		res.Calls[i] = Call{ID: r.red.String(c.ID), Name: r.red.String(c.Name), Arguments: r.red.String(c.Arguments)}
 	}
 	if err == nil {
 		return res, nil
@@ -227,3 +231,52 @@ func (r redacting) Complete(ctx context.Context, req Request) (Response, error) 
 	}
 	return res, caperr.New(caperr.CodeOf(err), "%s", msg)
 }
+
+// MaxAnswerBytes bounds a provider's answer as it is read: a hostile or
+// broken endpoint cannot fill the worker's memory (an answer of
+// DefaultMaxTokens is some 16 KB).
+const MaxAnswerBytes = 4 << 20
+
+// bodyBound is hc whose answers' bodies fail past max bytes.
+func bodyBound(hc *http.Client, max int64) *http.Client {
+	c := *hc
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = boundedTransport{rt, max}
+	return &c
+}
+
+type boundedTransport struct {
+	rt  http.RoundTripper
+	max int64
+}
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.rt.RoundTrip(r)
+	if err == nil && res.Body != nil {
+		res.Body = &boundedBody{rc: res.Body, left: t.max}
+	}
+	return res, err
+}
+
+// boundedBody reads at most left bytes, then fails.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the answer is past %d MiB: not read further", MaxAnswerBytes>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }

@@ -163,3 +163,34 @@ func TestCost(t *testing.T) {
 		t.Fatalf("cost %v, want 6", got)
 	}
 }
+
+// An answer past MaxAnswerBytes is not read whole: a hostile endpoint
+// cannot fill the worker's memory.
+func TestAnswersAreBounded(t *testing.T) {
+	huge := `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"` +
+		strings.Repeat("a", MaxAnswerBytes+1) + `"}}]}`
+	_, url := serve(t, answer{200, huge})
+	c, err := New(Provider{Name: "p", BaseURL: url, Model: "m"}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}})
+	if err == nil || !strings.Contains(err.Error(), "past 4 MiB") || len(res.Text) > 0 {
+		t.Fatalf("%v (%d bytes of text)", err, len(res.Text))
+	}
+}
+
+// A key an endpoint echoes is masked in every string of the answer.
+func TestRedactingMasksEveryString(t *testing.T) {
+	key := "sk-echoed-key-1234"
+	echo := Response{ID: "resp-" + key, Model: "m-" + key, Text: key, Raw: key, Calls: []Call{{ID: "c-" + key, Name: "f" + key, Arguments: `{"k":"` + key + `"}`}}}
+	res, _ := Redacting(fixed{echo}, key).Complete(context.Background(), Request{})
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b)+res.Raw, key) {
+		t.Fatalf("%s %s", b, res.Raw)
+	}
+}
+
+type fixed struct{ r Response }
+
+func (f fixed) Complete(context.Context, Request) (Response, error) { return f.r, nil }

@@ -65,12 +65,16 @@ func (a *Agent) withDefaults() {
 }
 
 // AgentCalls is how many model calls the plan's agent steps may make
-// (their llm_calls budgets), counted against the policy's max_llm_calls.
+// (their llm_calls budgets), its sub-plans' included (each time one is
+// included), counted against the policy's max_llm_calls.
 func AgentCalls(p *Plan) int {
 	n := 0
 	for _, s := range p.Steps {
 		if s.Agent != nil {
 			n += s.Agent.Budget.LLMCalls
+		}
+		if s.Sub != nil {
+			n += AgentCalls(s.Sub)
 		}
 	}
 	return n

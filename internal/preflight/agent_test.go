@@ -27,6 +27,8 @@ func TestAgentStepsAreChecked(t *testing.T) {
 			"agent steps may make 4 model calls"},
 		{"max_rounds counts when no budget says", agent("capabilities: [file.checksum], max_rounds: 5"), []string{"default"}, BlockedByPolicy, "may make 5 model calls"},
 		{"the defaults fit the default policy", agent("capabilities: [file.checksum]"), []string{"default"}, Ready, "ready"},
+		{"a scope the plan's policy denies", "name: a\npolicy: {deny: [file.write]}\nsteps:\n  - id: triage\n    agent: {goal: g, capabilities: [file.checksum, file.write]}\n",
+			[]string{"default"}, BlockedByPolicy, "file.write"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Check(Request{Plan: parse(t, tt.src), Registry: reg, Models: tt.models, Policy: policy.Default()})

@@ -157,8 +157,14 @@ func Check(req Request) *Report {
 	}
 	var facts []policy.StepFacts
 	for _, s := range p.Steps {
-		if s.Plan != "" || s.Agent != nil {
-			continue // a sub-plan's own steps are checked with it, an agent's proposals when made
+		if s.Agent != nil {
+			// What it may propose answers to the policy now: a capability
+			// the policy denies is never in an agent's scope.
+			facts = append(facts, scopeFacts(s, "")...)
+			continue
+		}
+		if s.Plan != "" {
+			continue // a sub-plan's own steps are checked with it
 		}
 		st := Settings(p, s, tools[s.ID])
 		if n := oneAttempt(s, st, tools[s.ID]); n != "" {
@@ -231,7 +237,10 @@ func subPlanFacts(p *plan.Plan, prefix string) []policy.StepFacts {
 			continue
 		}
 		for _, c := range s.Sub.Steps {
-			if c.Plan == "" {
+			switch {
+			case c.Agent != nil:
+				out = append(out, scopeFacts(c, prefix+s.ID+"/")...)
+			case c.Plan == "":
 				out = append(out, policy.StepFacts{ID: prefix + s.ID + "/" + c.ID, Capability: c.Capability})
 			}
 		}
@@ -268,6 +277,16 @@ func agentModels(p *plan.Plan, models []string) caperr.Problems {
 		}
 		out = append(out, caperr.New(caperr.InvalidInput, "step %q: model %q is not a provider of capflow.yaml's llm: section (%s)", s.ID, s.Agent.Model, declared).
 			At(p.File, line, col, fmt.Sprintf("steps[%d].agent.model", i)))
+	}
+	return out
+}
+
+// scopeFacts are an agent step's scope as the policy sees it: a step per
+// capability it may propose.
+func scopeFacts(s *plan.Step, prefix string) []policy.StepFacts {
+	var out []policy.StepFacts
+	for _, c := range s.Agent.Capabilities {
+		out = append(out, policy.StepFacts{ID: prefix + s.ID, Capability: c})
 	}
 	return out
 }

@@ -103,6 +103,8 @@ type TurnResult struct {
 	Proposal agent.Proposal `json:"proposal"`
 	// Breach names the budget the call could have passed: no call was made.
 	Breach string `json:"breach,omitempty"`
+	// Calls: the model calls this turn made, its failed tries included.
+	Calls int `json:"calls,omitempty"`
 }
 
 // AgentResult is an agent step's end: its data (finish's arguments),

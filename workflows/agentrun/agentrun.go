@@ -75,7 +75,7 @@ func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResu
 		rd := r.record(at.Round, t)
 		at.Conversation, at.Results = t.Conversation, nil
 		switch p := t.Proposal; {
-		case p.Finish != nil:
+		case p.Finished:
 			rd.Finished = true
 			r.res.Data = p.Finish
 			r.res.Message = fmt.Sprintf("finished in round %d (%d model call(s), %d tokens, $%.4f)", at.Round, r.res.Spent.LLMCalls, r.res.Spent.Tokens, r.res.Spent.USD)
@@ -114,7 +114,7 @@ func (r *run) turn(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.TurnResul
 
 // record adds a round and what it spent.
 func (r *run) record(round int, t *wfapi.TurnResult) *wire.AgentRound {
-	r.res.Spent.LLMCalls++
+	r.res.Spent.LLMCalls += max(1, t.Calls) // its failed tries cost too
 	r.res.Spent.Tokens += t.Usage.InputTokens + t.Usage.OutputTokens
 	r.res.Spent.USD += t.USD
 	// Pure: JSON of the calls' arguments (encoding/json sorts map keys).
