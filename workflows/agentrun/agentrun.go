@@ -75,7 +75,7 @@ func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResu
 		rd := r.record(at.Round, t)
 		at.Conversation, at.Results = t.Conversation, nil
 		switch p := t.Proposal; {
-		case p.Finished:
+		case p.Finished || p.Finish != nil: // runs recorded before Finished carry Finish alone
 			rd.Finished = true
 			r.res.Data = p.Finish
 			r.res.Message = fmt.Sprintf("finished in round %d (%d model call(s), %d tokens, $%.4f)", at.Round, r.res.Spent.LLMCalls, r.res.Spent.Tokens, r.res.Spent.USD)
