@@ -14,7 +14,6 @@ import (
 	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/llm"
-	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
@@ -261,7 +260,7 @@ func checked(rep *preflight.Report) agent.Checked {
 	c := agent.Checked{Problems: rep.Problems, Gaps: rep.Gaps, Violations: rep.Policy.Violations, Tools: map[string]agent.Tool{}}
 	for _, r := range rep.Resolution {
 		if m := r.Manifest; m != nil {
-			c.Tools[r.StepID] = agent.Tool{Name: m.Name + "@" + m.Version, Risky: !m.Idempotent || m.Risk == manifest.RiskHigh}
+			c.Tools[r.StepID] = agent.Tool{Name: m.Name + "@" + m.Version, Risky: m.Risky()}
 		}
 	}
 	return c

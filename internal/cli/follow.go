@@ -303,7 +303,7 @@ func stepWhat(s wfapi.StepResult) string {
 		return s.Capability
 	case s.Agent != nil:
 		a := s.Agent
-		return fmt.Sprintf("agent, %d round(s), %d tokens, $%.4f", len(a.Rounds), a.Spent.Tokens, a.Spent.USD)
+		return fmt.Sprintf("agent, %d model call(s), %d tokens, $%.4f", a.Spent.LLMCalls, a.Spent.Tokens, a.Spent.USD)
 	case s.Child != nil:
 		return "sub-plan " + s.Child.WorkflowID
 	case s.Tool == "":

@@ -180,6 +180,11 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 	for _, r := range rep.Resolution {
 		rows = append(rows, []string{r.StepID, r.Capability, r.Tool + "@" + r.Version, "ok"})
 	}
+	for _, a := range rep.Agents {
+		if gaps[a.Step] == "" {
+			rows = append(rows, []string{a.Step, "agent", "model " + a.Model, "ok (below)"})
+		}
+	}
 	for _, g := range rep.Gaps {
 		rows = append(rows, []string{g.StepID, g.MissingCapability, "—", "gap: " + g.Reason})
 	}
@@ -196,6 +201,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 			}
 		}
 	}
+	prettyAgents(w, rep)
 	prettyConfinement(w, rep)
 	prettyCache(w, rep)
 	if len(rep.Limits) > 0 {
@@ -320,4 +326,34 @@ func (a *App) planGraph() *cobra.Command {
 	c.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
 	c.Flags().StringArrayVar(&inputs, "input", nil, "a plan input as NAME=VALUE (repeatable)")
 	return c
+}
+
+// prettyAgents shows each agent step: its model, bounds and scope, and
+// which of its calls would wait for a person.
+func prettyAgents(w io.Writer, rep *preflight.Report) {
+	if len(rep.Agents) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nagent steps (docs/agents.md):")
+	for _, a := range rep.Agents {
+		b := a.Budget
+		fmt.Fprintf(w, "  %s: model %s, max_rounds %d (max_repairs %d), budget llm_calls %d", a.Step, a.Model, a.MaxRounds, a.MaxRepairs, b.LLMCalls)
+		if b.Tokens > 0 {
+			fmt.Fprintf(w, ", tokens %d", b.Tokens)
+		}
+		if b.USD > 0 {
+			fmt.Fprintf(w, ", usd %g", b.USD)
+		}
+		fmt.Fprintf(w, ", approve %s\n", a.Approve)
+		for _, s := range a.Scope {
+			tool, gate := s.Tool, ""
+			if tool == "" {
+				tool = "— (a gap)"
+			}
+			if s.Gated {
+				gate = " (its calls wait for approval)"
+			}
+			fmt.Fprintf(w, "    %s → %s%s\n", s.Capability, tool, gate)
+		}
+	}
 }

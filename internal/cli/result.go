@@ -64,6 +64,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if res.StepsOmitted > 0 {
 		fmt.Fprintf(w, "  %s (%d not listed here; the report has every step)\n", countsText(res.StepCounts), res.StepsOmitted)
 	}
+	prettyAgentRounds(w, res.Steps)
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  %s %s\n", scr.paint(yellow, "warning:"), printable(warn))
 	}
@@ -170,4 +171,47 @@ func resultRows(res *capflowclient.Result) (rows [][]string, hidden int) {
 		}
 	}
 	return rows, hidden
+}
+
+// prettyAgentRounds shows each agent step's rounds: what each proposed and
+// what came of it (docs/agents.md).
+func prettyAgentRounds(w io.Writer, steps []capflowclient.StepResult) {
+	for _, s := range steps {
+		a := s.Agent
+		if a == nil || len(a.Rounds) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s: %d model call(s), %d tokens, $%.4f\n", s.ID, a.Spent.LLMCalls, a.Spent.Tokens, a.Spent.USD)
+		for _, rd := range a.Rounds {
+			fmt.Fprintf(w, "  round %d · %s · %d/%d tokens · %s\n", rd.Round, printable(rd.Model), rd.InputTokens, rd.OutputTokens, roundOutcome(rd))
+			for _, c := range rd.Calls {
+				fmt.Fprintf(w, "      %s\n", printable(c))
+			}
+			for _, r := range rd.Refused {
+				fmt.Fprintf(w, "      refused: %s\n", printable(r))
+			}
+		}
+		if a.Breach != "" {
+			fmt.Fprintf(w, "  stopped at its budget: %s\n", a.Breach)
+		}
+	}
+}
+
+func roundOutcome(rd capflowclient.AgentRound) string {
+	out := "proposed"
+	switch {
+	case rd.Finished:
+		out = "finished"
+	case len(rd.Refused) > 0:
+		out = "refused: nothing ran"
+	case rd.SubRun != "":
+		out = "ran as " + rd.SubRun
+	}
+	if rd.Approval != "" {
+		out += ", gated proposal sha256:" + rd.Approval[:16]
+	}
+	if rd.Reused {
+		out += " (answer reused)"
+	}
+	return out
 }

@@ -44,7 +44,7 @@ func (a *anthropicAPI) complete(ctx context.Context, r Request) (Response, error
 	if err != nil {
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
-			return Response{}, httpError(a.p.Name, apiErr.StatusCode, err)
+			return Response{}, httpError(a.p, apiErr.StatusCode, err)
 		}
 		return Response{}, callError(a.p.Name, err)
 	}

@@ -155,7 +155,11 @@ func Retryable(err error) bool {
 // httpError classifies a provider's HTTP answer: a refused key is the
 // configuration's, a busy or failing server worth another call, any other
 // refusal the configuration's.
-func httpError(provider string, status int, err error) *Error {
+func httpError(p Provider, status int, err error) *Error {
+	provider := p.Name
+	if p.BaseURL != "" {
+		provider += " (" + p.BaseURL + ")"
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &Error{Status: status, Err: caperr.New(caperr.ConfigError, "the LLM endpoint of %s refused the API key (HTTP %d)", provider, status)}

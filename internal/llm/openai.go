@@ -43,7 +43,7 @@ func (o *openAI) complete(ctx context.Context, r Request) (Response, error) {
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
-			return Response{}, httpError(o.p.Name, apiErr.StatusCode, err)
+			return Response{}, httpError(o.p, apiErr.StatusCode, err)
 		}
 		return Response{}, callError(o.p.Name, err)
 	}

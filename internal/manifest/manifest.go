@@ -240,5 +240,9 @@ var CapabilityPattern = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
 // RiskHigh is tool.yaml's risk: high.
 const RiskHigh = "high"
 
+// Risky reports whether an agent's call of the tool waits for a person
+// under approve: risky: it is not idempotent, or says risk: high.
+func (m *Manifest) Risky() bool { return !m.Idempotent || m.Risk == RiskHigh }
+
 // ValidCapability reports whether c is `domain.action`.
 func ValidCapability(c string) bool { return CapabilityPattern.MatchString(c) }

@@ -35,6 +35,9 @@ func TestAgentStepsAreChecked(t *testing.T) {
 			if r.Status != tt.status || !strings.Contains(r.Message, tt.message) {
 				t.Fatalf("%s: %s", r.Status, r.Message)
 			}
+			if tt.status == Ready && (len(r.Agents) != 1 || r.Agents[0].Scope[0].Tool != "file-checksum@1.0.0" || r.Agents[0].Scope[0].Gated || r.Agents[0].Approve != "risky") {
+				t.Fatalf("agents: %+v", r.Agents)
+			}
 			if tt.status == Invalid && (len(r.Problems) != 1 || r.Problems[0].Field != "steps[0].agent.model" || r.Problems[0].Line != 4) {
 				t.Fatalf("problems: %+v", r.Problems)
 			}

@@ -78,6 +78,8 @@ type Report struct {
 	// Limits lists the tools whose limits hold the plan's steps across
 	// every run and worker.
 	Limits []Limit `json:"limits,omitempty"`
+	// Agents lists the agent steps: model, scope as it resolves, bounds.
+	Agents []AgentCheck `json:"agents,omitempty"`
 
 	// Effective policy, for the executor.
 	EffectivePolicy *policy.Policy `json:"-"`
@@ -194,6 +196,7 @@ func Check(req Request) *Report {
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
 	r.Limits = limits(gr.Resolution, req.CapabilityLimits)
+	r.Agents = agentChecks(p, req.Registry)
 	ttl := req.CacheTTL
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL

@@ -126,7 +126,7 @@ func Markdown(d Document) string {
 			if s.Envelope != nil && s.Status == wfapi.StepSucceeded {
 				note = s.Envelope.Message
 			}
-			if c := s.Child; c != nil {
+			if c := s.Child; c != nil && s.Agent == nil {
 				note += fmt.Sprintf(" — child run `%s` (%s), report: %s", c.WorkflowID, c.Status, c.Report.Markdown)
 			}
 			if s.JoinNote != "" {
@@ -141,7 +141,11 @@ func Markdown(d Document) string {
 			for _, d := range s.Decisions {
 				note += " — " + d.String()
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, s.Capability, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
+			what := s.Capability
+			if s.Agent != nil {
+				what, note = "agent", fmt.Sprintf("%s — %d model call(s), rounds below", note, s.Agent.Spent.LLMCalls)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", s.ID, what, tool, s.Status, s.Attempts, ms(s.DurationMS), cell(note))
 			for _, it := range s.Items {
 				fmt.Fprintf(&b, "| %s | | | %s | %d | | %s |\n", wfapi.ItemLabel(s.ID, it.Index), it.Status, it.Attempts, cell(it.Reason))
 			}

@@ -1,0 +1,49 @@
+package preflight
+
+import (
+	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/registry"
+)
+
+// AgentCheck is what plan check says of an agent step (docs/agents.md):
+// its model, what its scope resolves to now, and its bounds.
+type AgentCheck struct {
+	Step       string      `json:"step"`
+	Model      string      `json:"model"`
+	Scope      []ScopeTool `json:"scope"`
+	MaxRounds  int         `json:"max_rounds"`
+	MaxRepairs int         `json:"max_repairs"`
+	Budget     plan.Budget `json:"budget"`
+	Approve    string      `json:"approve"`
+}
+
+// ScopeTool is a capability of an agent's scope and the tool it resolves
+// to ("" when none: a gap); Gated when a call of it waits for a person.
+type ScopeTool struct {
+	Capability string `json:"capability"`
+	Tool       string `json:"tool,omitempty"`
+	Gated      bool   `json:"gated,omitempty"`
+}
+
+// agentChecks are the plan's agent steps as plan check shows them.
+func agentChecks(p *plan.Plan, reg *registry.Registry) []AgentCheck {
+	var out []AgentCheck
+	for _, s := range p.Steps {
+		a := s.Agent
+		if a == nil {
+			continue
+		}
+		c := AgentCheck{Step: s.ID, Model: a.Model, MaxRounds: a.MaxRounds, MaxRepairs: *a.MaxRepairs, Budget: a.Budget, Approve: a.Approve}
+		for _, cp := range a.Capabilities {
+			st := ScopeTool{Capability: cp}
+			if r, err := reg.Resolve(cp, ""); err == nil {
+				m := r.Chosen.Manifest
+				st.Tool = m.Name + "@" + m.Version
+				st.Gated = a.Approve == plan.ApproveAlways || (a.Approve == plan.ApproveRisky && m.Risky())
+			}
+			c.Scope = append(c.Scope, st)
+		}
+		out = append(out, c)
+	}
+	return out
+}
