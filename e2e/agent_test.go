@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -314,8 +316,15 @@ func (l *agentLab) approval(t *testing.T) {
 			t.Fatalf("%v: exit %d %s", bad, code, e.Message)
 		}
 	}
-	if code, e, stderr := l.w.capflow("approve", id, "triage", "--proposal", digest[:12]); code != 0 {
-		t.Fatalf("approve: exit %d %s\n%s", code, e.Message, stderr)
+	// The console shows the rounds and the gate; its approve names the
+	// proposal.
+	base := startConsoleAt(t, l.dir, l.w.env)
+	ctx := consoleBrowser(t)
+	var rounds string
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg"), chromedp.Click(`#step-triage`),
+		chromedp.WaitVisible(`button[data-action="approve"]`), chromedp.Text(`#step`, &rounds), chromedp.Click(`button[data-action="approve"]`)); err != nil ||
+		!strings.Contains(rounds, "Agent rounds") || !strings.Contains(rounds, "file.write") || !strings.Contains(rounds, digest[:16]) {
+		t.Fatalf("the console's agent step: %q %v", rounds, err)
 	}
 	res := waitResult(t, id, 2*time.Minute)
 	st = stepOf(&res, "triage")

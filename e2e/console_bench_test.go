@@ -102,7 +102,10 @@ func BenchmarkConsole12000(b *testing.B) {
 			chromedp.Poll(`document.querySelectorAll("#graph g.node.step[data-state]").length > 0`, nil, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
 			var seen string
 			_ = chromedp.Run(ctx, chromedp.Evaluate(`[document.getElementById("status").textContent, document.getElementById("notice").textContent, document.querySelector("#graph").textContent.slice(0, 300), document.querySelectorAll("#graph g.node").length].join(" | ")`, &seen))
-			logs, _ := os.ReadFile(filepath.Join(h.tmp, "console.log"))
+			var logs []byte
+			if files, _ := filepath.Glob(filepath.Join(h.tmp, "console-*.log")); len(files) > 0 {
+				logs, _ = os.ReadFile(files[len(files)-1])
+			}
 			for _, path := range []string{"", "/graph", "/states"} {
 				c := http.Client{Timeout: 10 * time.Second}
 				start := time.Now()

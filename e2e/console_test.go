@@ -57,22 +57,30 @@ func startConsole(t testing.TB, args ...string) string {
 // startConsoleEnv is startConsole with extra environment variables.
 func startConsoleEnv(t testing.TB, env []string, args ...string) string {
 	t.Helper()
+	return startConsoleAt(t, h.project, env, args...)
+}
+
+// startConsoleAt is a console of the project in dir.
+func startConsoleAt(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
 	addr := freePort()
+	// Its own log: consoles of tests side by side do not share one.
+	log := filepath.Join(h.tmp, "console-"+strings.NewReplacer(":", "-", ".", "-").Replace(addr)+".log")
 	cmd := exec.Command(filepath.Join(h.bin, "capflow"), append([]string{"console", "--addr", addr}, args...)...)
-	cmd.Dir, cmd.Env = h.project, append(h.env(), env...)
-	logf, _ := os.Create(filepath.Join(h.tmp, "console.log"))
+	cmd.Dir, cmd.Env = dir, append(h.env(), env...)
+	logf, _ := os.Create(log)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for i := 0; i < 100; i++ {
-		if b, _ := os.ReadFile(filepath.Join(h.tmp, "console.log")); strings.Contains(string(b), "capflow console on") {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "capflow console on") {
 			return "http://" + addr
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b, _ := os.ReadFile(filepath.Join(h.tmp, "console.log"))
+	b, _ := os.ReadFile(log)
 	t.Fatalf("the console did not start:\n%s", b)
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,5 +144,18 @@ func TestFilesStayInThePlanDir(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
 		t.Fatalf("the server wrote outside the project: %v", ents)
+	}
+}
+
+// A decision on an agent step's gate names the proposal: the tool passes
+// it to the CLI as a flag value, never as a flag of its own.
+func TestDecidePassesTheProposal(t *testing.T) {
+	h := &handlers{o: Options{By: "mcp"}}
+	c, err := decideCommand(h, args{ID: "r", Step: "triage", Action: "approve", Proposal: "3fb3fd91cb0df7ca"})
+	if err != nil || !slices.Contains(c.flags, "--proposal=3fb3fd91cb0df7ca") || slices.Contains(c.pos, "3fb3fd91cb0df7ca") {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, _ := decideCommand(h, args{ID: "r", Step: "s", Action: "retry", Proposal: "3fb3fd91cb0df7ca"}); slices.ContainsFunc(c.flags, func(f string) bool { return strings.HasPrefix(f, "--proposal") }) {
+		t.Fatalf("a retry took a proposal: %+v", c)
 	}
 }

@@ -437,6 +437,7 @@ const capflow = (() => {
         el("tr", {}, el("td", {}, `${s.id}[${it.index}]`), el("td", {}, badge(it.status)), el("td", {}, it.attempts ? `${it.attempts} attempt(s)` : ""), el("td", {}, it.reason || ""))))),
         s.item_counts && s.item_counts.count > s.items.length ? el("p", { class: "muted" }, `the first ${s.items.length} of ${s.item_counts.count}; the report has them all`) : null);
       if (s.child) kids.push(el("p", {}, "child run: ", el("a", { href: "/runs/" + encodeURIComponent(s.child.workflow_id) }, s.child.workflow_id)));
+      if (s.agent && s.agent.rounds && s.agent.rounds.length) kids.push(...agentRounds(s.agent));
       if (s.waiting) kids.push(ask(s));
       kids.push(el("h2", {}, "Inputs"), inputsBox(s.id));
       if (failure) kids.push(el("p", { class: "notice error", id: "failure" }, failure));
@@ -471,6 +472,17 @@ const capflow = (() => {
       }
       return box;
     };
+    // An agent step's rounds (docs/agents.md): what each proposed, what came
+    // of it, and what it cost; the model's text as text, never markup.
+    function agentRounds(a) {
+      const sp = a.spent || {};
+      const head = `${sp.llm_calls || 0} model call(s), ${sp.tokens || 0} tokens, $${(sp.usd || 0).toFixed(4)}` + (a.breach ? ` · stopped at its budget: ${a.breach}` : "");
+      const outcome = (r) => r.finished ? "finished" : (r.refused && r.refused.length) ? "refused: " + r.refused.join("; ") : r.sub_run ? el("a", { href: "/runs/" + encodeURIComponent(r.sub_run) }, "ran as " + r.sub_run) : "";
+      return [el("h2", {}, "Agent rounds"), el("p", { class: "muted" }, head), el("table", {}, el("tbody", {}, a.rounds.map((r) =>
+        el("tr", {}, el("td", {}, `round ${r.round}`), el("td", {}, `${r.model || ""} ${r.input_tokens || 0}/${r.output_tokens || 0}`),
+          el("td", {}, (r.calls || []).join("; ") + (r.approval ? ` (gate sha256:${r.approval.slice(0, 16)})` : "") + (r.reused ? " (answer reused)" : "")), el("td", {}, outcome(r))))))];
+    }
+
     const ask = (s) => {
       const draft = drafts[s.waiting.id] || (drafts[s.waiting.id] = { comment: "", timeout: "" });
       const comment = el("textarea", { rows: 2, placeholder: "comment (kept with the decision)", on: { input: () => { draft.comment = comment.value; } } });
