@@ -277,18 +277,7 @@ func heartbeatWhile(ctx context.Context, what string) (stop func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(turnBeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, what)
-			}
-		}
-	}()
+	go every(turnBeat, done, func() { activity.RecordHeartbeat(ctx, what) })
 	return func() { close(done) }
 }
 

@@ -108,3 +108,17 @@ func (b *beats) stderr(line string) {
 }
 
 func (b *beats) stop() { close(b.done) }
+
+// every calls f each period until done closes.
+func every(period time.Duration, done <-chan struct{}, f func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

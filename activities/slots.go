@@ -209,17 +209,10 @@ func (s *Slots) place(ctx context.Context, id, holder string) (int, error) {
 
 // renew renews the lease every third of it until done.
 func (s *Slots) renew(done <-chan struct{}, id string, r wfapi.LimitRenew, held *atomic.Bool) {
-	t := time.NewTicker(r.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			r.Held = held.Load()
-			s.signal(id, wfapi.LimitRenewSignal, r)
-		}
-	}
+	every(r.Lease/3, done, func() {
+		r.Held = held.Load()
+		s.signal(id, wfapi.LimitRenewSignal, r)
+	})
 }
 
 // signal tells the limit's workflow, whatever the attempt's context: a
