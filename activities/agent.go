@@ -63,7 +63,7 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 		return nil, appError(err)
 	}
 	out.Calls = tried + 1
-	out.Proposal = agent.Compile(res, agent.Options{Step: set.Step, Round: in.Round, Scope: set.Agent.Capabilities, Output: set.Agent.OutputSchema,
+	out.Proposal = agent.Compile(res, agent.Options{Run: set.Run, Step: set.Step, Round: in.Round, Scope: set.Agent.Capabilities, Output: set.Agent.OutputSchema,
 		MaxCalls: pol.Limits["max_steps"], Policy: set.Agent.Policy, Approve: set.Agent.Approve,
 		Check: func(p *plan.Plan) agent.Checked { return checked(a.Project.Check(p, nil, reg, pol, false)) }})
 	conv.Messages = agent.Answered(conv.Messages, res, out.Proposal)
@@ -88,8 +88,9 @@ func (a *Activities) ask(ctx context.Context, store *artifacts.Store, set wfapi.
 		return nil, res, err
 	}
 	body, _ := json.Marshal(res)
-	if res.Usage.InputTokens+res.Usage.OutputTokens == 0 {
-		// No usage said: counted as reserve counts, a token per 3 bytes.
+	if u := res.Usage; u.InputTokens+u.OutputTokens == 0 || u.InputTokens < 0 || u.OutputTokens < 0 {
+		// No usage said (or nonsense): counted as reserve counts, a token
+		// per 3 bytes.
 		res.Usage = llm.Usage{InputTokens: int64(len(raw)/3 + 1), OutputTokens: int64(len(body)/3 + 1)}
 	}
 	out := &wfapi.TurnResult{Request: digest, CallID: bounded(res.ID), Model: bounded(res.Model), Usage: res.Usage, Reused: reused, USD: prov.Price.Cost(res.Usage)}

@@ -63,6 +63,9 @@ func waitOf(p *Result, step string) *Wait {
 // for an earlier proposal, sent again or late, decides nothing.
 func (r *Run) decideGate(ctx context.Context, w *Wait, req DecideRequest) (*ControlAnswer, error) {
 	short := w.Proposal[:min(16, len(w.Proposal))]
+	if err := req.Check(); err != nil {
+		return nil, &Refused{Reason: err.Error()}
+	}
 	switch {
 	case req.Proposal == "":
 		return nil, &Refused{Reason: fmt.Sprintf("step %s waits at an agent round's gate for proposal sha256:%s…: name it (--proposal %s; the prompt lists its calls)", req.Step, short, short)}

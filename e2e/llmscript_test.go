@@ -26,9 +26,10 @@ type scripted struct {
 
 // answer is one model answer: function calls, or text.
 type answer struct {
-	calls []fcall
-	text  string
-	delay time.Duration // before it is sent (a call in flight)
+	calls  []fcall
+	text   string
+	delay  time.Duration // before it is sent (a call in flight)
+	status int           // an HTTP error instead of an answer
 }
 
 type fcall struct{ name, args string }
@@ -90,6 +91,10 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-time.After(a.delay):
 	case <-r.Context().Done():
+		return
+	}
+	if a.status != 0 {
+		http.Error(w, `{"error":{"message":"scripted failure"}}`, a.status)
 		return
 	}
 	var out any

@@ -1,16 +1,15 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 	"github.com/capflow/capflow/wire"
+	"github.com/capflow/capflow/workflows/agentrun"
 )
 
 // agentTool is the tool an agent step's envelope names.
@@ -71,7 +70,8 @@ func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 		st.env = s.synthEnvelope(agentTool, caperr.Cancelled, "cancelled: "+s.stopReason())
 		s.m.Cancel(st.step.ID, s.stopReason())
 	case err != nil:
-		code, msg := agentFailure(err)
+		code, msg := agentrun.Failure(err)
+		msg = "the agent's run failed: " + msg
 		st.env = s.synthEnvelope(agentTool, code, msg)
 		s.fail(st, msg)
 	default:
@@ -95,15 +95,4 @@ func (s *scheduler) endAgent(st *stepState, res *wfapi.AgentResult, err error) {
 // person whatever its on_failure says.
 func agentBreach(st *stepState) bool {
 	return st.agent != nil && st.agent.Breach != ""
-}
-
-// agentFailure is what failed an agent step's run (a model call that
-// failed on every try, the conversation's store): its code and its own
-// message, without the layers of Temporal errors it came through.
-func agentFailure(err error) (caperr.Code, string) {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && caperr.Known(caperr.Code(app.Type())) {
-		return caperr.Code(app.Type()), "the agent's model call failed: " + app.Message()
-	}
-	return caperr.ToolFailure, "the agent's run failed: " + err.Error()
 }

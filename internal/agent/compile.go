@@ -105,6 +105,7 @@ type Tool struct {
 
 // Options are what a proposal is compiled against.
 type Options struct {
+	Run    string // the run's workflow ID (a proposal's digest names it)
 	Step   string
 	Round  int
 	Scope  []string
@@ -250,7 +251,11 @@ func finish(c llm.Call, output map[string]any) Proposal {
 func roundPlan(calls []Call, o Options) map[string]any {
 	steps := make([]any, 0, len(calls))
 	for _, c := range calls {
-		steps = append(steps, map[string]any{"id": c.Step, "capability": c.Capability, "with": escape(c.Arguments)})
+		s := map[string]any{"id": c.Step, "capability": c.Capability, "with": escape(c.Arguments)}
+		if name, _, _ := strings.Cut(c.Tool, "@"); name != "" {
+			s["tool"] = name // the tool checked (and gated) is the tool that runs
+		}
+		steps = append(steps, s)
 	}
 	p := map[string]any{"name": fmt.Sprintf("%s-round-%d", o.Step, o.Round), "failure_policy": plan.ContinueAll, "steps": steps}
 	if o.Policy != nil {

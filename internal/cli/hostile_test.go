@@ -101,6 +101,10 @@ func TestPlanTestPrintsNoEscapes(t *testing.T) {
 	if got := printable("a plain case, ünïcode"); got != "a plain case, ünïcode" {
 		t.Fatalf("%q", got)
 	}
+	// A direction control would show a path reversed (issue 56's gate).
+	if got := printable("/tmp/\u202egpj.hs"); got != `/tmp/\u202egpj.hs` {
+		t.Fatalf("%q", got)
+	}
 }
 
 // TestMCPStdioSurvivesGarbage: a line that is not JSON (or nests past the

@@ -187,7 +187,7 @@ func waitingHeadline(p *capflowclient.Result) {
 	var waits []string
 	for _, s := range p.Steps {
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
-			waits = append(waits, fmt.Sprintf("%s waits for %s: %s (answer: %s)", s.ID, s.Waiting.Kind, s.Waiting.Prompt, answerCommand(s.Waiting, p.WorkflowID, s.ID)))
+			waits = append(waits, fmt.Sprintf("%s waits for %s: %s (answer: %s)", s.ID, s.Waiting.Kind, printable(s.Waiting.Prompt), answerCommand(s.Waiting, p.WorkflowID, s.ID)))
 		}
 	}
 	switch len(waits) {

@@ -150,7 +150,7 @@ func progressText(p *wfapi.Result, running []string) string {
 // as a terminal should show it: control characters quoted (\x1b]0;...
 // would set the window's title, \x1b[2J clear the screen).
 func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
+	if !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	q := strconv.Quote(s)
@@ -160,7 +160,7 @@ func printable(s string) string {
 // printableText is printable for text of several lines: its newlines
 // and tabs stay.
 func printableText(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unsafeRune(r) && r != '\n' && r != '\t' }) {
 		return s
 	}
 	lines := strings.Split(s, "\n")
@@ -173,3 +173,7 @@ func printableText(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// unsafeRune is a control character, or one that reorders the text
+// around it (a path shown reversed to the person who approves it).
+func unsafeRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }

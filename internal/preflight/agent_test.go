@@ -27,6 +27,7 @@ func TestAgentStepsAreChecked(t *testing.T) {
 			"agent steps may make 4 model calls"},
 		{"max_rounds counts when no budget says", agent("capabilities: [file.checksum], max_rounds: 5"), []string{"default"}, BlockedByPolicy, "may make 5 model calls"},
 		{"the defaults fit the default policy", agent("capabilities: [file.checksum]"), []string{"default"}, Ready, "ready"},
+		{"a scope holding a gate", agent("capabilities: [file.checksum, flow.approve]"), []string{"default"}, Invalid, "flow.approve waits for a person"},
 		{"a scope the plan's policy denies", "name: a\npolicy: {deny: [file.write]}\nsteps:\n  - id: triage\n    agent: {goal: g, capabilities: [file.checksum, file.write]}\n",
 			[]string{"default"}, BlockedByPolicy, "file.write"},
 	} {
@@ -38,7 +39,7 @@ func TestAgentStepsAreChecked(t *testing.T) {
 			if tt.status == Ready && (len(r.Agents) != 1 || r.Agents[0].Scope[0].Tool != "file-checksum@1.0.0" || r.Agents[0].Scope[0].Gated || r.Agents[0].Approve != "risky") {
 				t.Fatalf("agents: %+v", r.Agents)
 			}
-			if tt.status == Invalid && (len(r.Problems) != 1 || r.Problems[0].Field != "steps[0].agent.model" || r.Problems[0].Line != 4) {
+			if tt.status == Invalid && (len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0].Field, "steps[0].agent.") || r.Problems[0].Line != 4) {
 				t.Fatalf("problems: %+v", r.Problems)
 			}
 		})

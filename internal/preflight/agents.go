@@ -1,6 +1,12 @@
 package preflight
 
 import (
+	"fmt"
+	"strconv"
+
+	"github.com/capflow/capflow/internal/builtin"
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/registry"
 )
@@ -44,6 +50,28 @@ func agentChecks(p *plan.Plan, reg *registry.Registry) []AgentCheck {
 			c.Scope = append(c.Scope, st)
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// agentScopeProblems refuses a scope holding a tool that waits for a
+// person (flow.approve): approvals of proposals are the engine's (approve:),
+// and a model's own gate would wait where no one looks for it.
+func agentScopeProblems(p *plan.Plan, reg *registry.Registry) caperr.Problems {
+	var out caperr.Problems
+	for i, s := range p.Steps {
+		if s.Agent == nil {
+			continue
+		}
+		for j, cp := range s.Agent.Capabilities {
+			r, err := reg.Resolve(cp, "")
+			if err != nil || r.Chosen.Manifest.Entrypoint.Type != manifest.EntryBuiltin || !builtin.TraitsOf(r.Chosen.Manifest.Entrypoint.Name).WaitsForPerson {
+				continue
+			}
+			line, col := p.Pos("steps", strconv.Itoa(i), "agent", "capabilities", strconv.Itoa(j))
+			out = append(out, caperr.New(caperr.InvalidInput, "step %q: %s waits for a person, so it is not a capability an agent may propose: its approve: setting gates proposals", s.ID, cp).
+				At(p.File, line, col, fmt.Sprintf("steps[%d].agent.capabilities[%d]", i, j)))
+		}
 	}
 	return out
 }

@@ -190,7 +190,7 @@ func Check(req Request) *Report {
 	if viol == nil {
 		viol = []policy.Violation{}
 	}
-	models := agentModels(p, req.Models)
+	models := append(agentModels(p, req.Models), agentScopeProblems(p, req.Registry)...)
 	probs = append(probs, models...)
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}

@@ -27,7 +27,7 @@ func agentSection(steps []wfapi.StepResult) string {
 		}
 		b.WriteString("\n\n| round | model | tokens in/out | cost | proposal | outcome |\n|---|---|---|---|---|---|\n")
 		for _, rd := range a.Rounds {
-			fmt.Fprintf(&b, "| %d | %s | %d/%d | $%.4f | %s | %s |\n", rd.Round, rd.Model, rd.InputTokens, rd.OutputTokens, rd.USD,
+			fmt.Fprintf(&b, "| %d | %s | %d/%d | $%.4f | %s | %s |\n", rd.Round, cell(rd.Model), rd.InputTokens, rd.OutputTokens, rd.USD,
 				cell(strings.Join(rd.Calls, "; ")), cell(roundOutcome(rd)))
 		}
 	}

@@ -197,7 +197,7 @@ func Markdown(d Document) string {
 			for _, f := range s.Envelope.Feedback {
 				fmt.Fprintf(&b, "- `%s` **%s** %s: %s\n", f.Timestamp, f.Level, f.Phase, oneLine(f.Message))
 				if f.Detail != "" && f.Level != envelope.LevelInfo {
-					fmt.Fprintf(&b, "  ```\n  %s\n  ```\n", strings.ReplaceAll(strings.TrimSpace(f.Detail), "\n", "\n  "))
+					b.WriteString(fenced(strings.TrimSpace(f.Detail)))
 				}
 			}
 		}
@@ -246,7 +246,7 @@ func whatNext(next []wire.Next) string {
 		}
 		b.WriteString("\n")
 		if len(n.Stderr) > 0 {
-			fmt.Fprintf(&b, "  ```\n  %s\n  ```\n", strings.Join(n.Stderr, "\n  "))
+			b.WriteString(fenced(strings.Join(n.Stderr, "\n")))
 		}
 	}
 	return b.String()
@@ -339,4 +339,21 @@ func attemptsSection(steps []wfapi.StepResult, trans map[string][]Transition) st
 		return ""
 	}
 	return "\n## Attempts\n\nSteps that took more than one attempt, each attempt's end:\n" + b.String()
+}
+
+// fenced is text from a tool as an indented code block whose fence is
+// longer than any run of backticks in it: no line of the text can close
+// the block and become Markdown (a link, an image).
+func fenced(text string) string {
+	longest, run := 0, 0
+	for _, c := range text {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return fmt.Sprintf("  %s\n  %s\n  %s\n", f, strings.ReplaceAll(text, "\n", "\n  "), f)
 }

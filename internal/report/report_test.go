@@ -73,6 +73,13 @@ func TestMarkdownKeepsTextInert(t *testing.T) {
 		Refused: []string{"c1 : <http://evil.example/a> [x](http://evil.example/b)"}}}}
 	md := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusPassed, Steps: []wire.StepResult{{ID: "triage", Status: wire.StepFailed, Agent: a,
 		Reason: "![r](http://evil.example/r)", Envelope: &wire.Envelope{Feedback: []wire.Feedback{{Message: "see ![f](http://evil.example/f)"}}}}}}})
+	// A tool's stderr or feedback detail cannot close its code block.
+	evil := "error\n```\n[Approve here](http://evil.example/phish)"
+	fence := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusFailed, Steps: []wire.StepResult{{ID: "s", Status: wire.StepFailed,
+		Envelope: &wire.Envelope{Feedback: []wire.Feedback{{Level: "error", Message: "m", Detail: evil}}}}}, Next: []wire.Next{{Step: "s", Stderr: strings.Split(evil, "\n")}}}})
+	if strings.Count(fence, "\n  ````\n") != 4 {
+		t.Fatalf("the fences:\n%s", fence)
+	}
 	live := regexp.MustCompile(`(^|[^\\])(!?\[[a-z]\]\(|<http)`)
 	if m := live.FindString(md); m != "" || strings.Count(md, `\[`) < 4 {
 		t.Fatalf("%q stays live in:\n%s", m, md)

@@ -8,6 +8,7 @@
 package agentrun
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,7 +68,13 @@ func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResu
 	for ; at.Round <= r.in.Agent.MaxRounds+r.grant; at.Round++ {
 		t, err := r.turn(ctx, at)
 		if err != nil {
-			return nil, err
+			// The model call failed on every try: the step fails with its
+			// code, keeping its rounds, and a retry goes on from here.
+			code, msg := Failure(err)
+			if caperr.Lookup(code).Retryable {
+				r.res.Spent.LLMCalls += int(turnOptions.RetryPolicy.MaximumAttempts) // each try reached the endpoint, and may be billed
+			}
+			return r.stop(at, code, fmt.Sprintf("round %d: the model call failed: %s", at.Round, msg), ""), nil
 		}
 		if t.Breach != "" {
 			return r.stop(at, caperr.ResourceExhausted, fmt.Sprintf("stopped before round %d: its call could pass the budget (%s)", at.Round, t.Breach), t.Breach), nil
@@ -138,7 +145,7 @@ func (r *run) runCalls(ctx workflow.Context, round int, rd *wire.AgentRound, p a
 	// not their plan twice).
 	// Pure: maps built from the calls and JSON with sorted keys.
 	//workflowcheck:ignore
-	agent.Runnable(&p, agent.Options{Step: r.in.Step, Round: round, Policy: r.in.Agent.Policy})
+	agent.Runnable(&p, agent.Options{Run: r.in.Run, Step: r.in.Step, Round: round, Policy: r.in.Agent.Policy})
 	id := fmt.Sprintf("%s.round-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, round)
 	rd.SubRun = id
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id,
@@ -167,4 +174,17 @@ func prefixed(round int, lines []string) []string {
 		out[i] = fmt.Sprintf("round %d: %s", round, strings.TrimSpace(l))
 	}
 	return out
+}
+
+// Failure is a failed activity's or child's contract code and its own
+// message, without the layers of Temporal errors it came through.
+func Failure(err error) (caperr.Code, string) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && caperr.Known(caperr.Code(app.Type())) {
+		return caperr.Code(app.Type()), app.Message()
+	}
+	if temporal.IsCanceledError(err) {
+		return caperr.Cancelled, "cancelled"
+	}
+	return caperr.ToolFailure, err.Error()
 }
