@@ -78,6 +78,7 @@ capflow is up:$reach
   run a plan        bin/capflow run plans/examples/quorum-checksums.yaml
   check a plan      bin/capflow plan check plans/examples/media-to-drive.yaml
   the fast path     time bin/capflow run plans/examples/local-chain.yaml   (50 local steps)
+  an agent step     bin/capflow plan test plans/examples/agent-triage.yaml   (a scripted model; docs/agents.md)
   logs              $LOGS/worker.log, $LOGS/dev-server.log
 Press Ctrl-C to stop the worker and the dev server.
 MSG
