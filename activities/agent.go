@@ -230,9 +230,9 @@ func (a *Activities) model(set wfapi.AgentInput, round int) (llm.Provider, llm.C
 	if !ok {
 		return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "model %q is not a provider of capflow.yaml's llm: section", name)
 	}
-	timeout, err := time.ParseDuration(p.Timeout)
-	if err != nil && p.Timeout != "" {
-		return llm.Provider{}, nil, caperr.New(caperr.ConfigError, "llm.%s.timeout %q is not a duration", name, p.Timeout)
+	timeout, err := p.TimeoutOf("llm." + name)
+	if err != nil {
+		return llm.Provider{}, nil, err
 	}
 	key := ""
 	if p.APIKeyEnv != "" {
@@ -278,7 +278,7 @@ func heartbeatWhile(ctx context.Context, what string) (stop func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
-	go every(turnBeat, done, func() { activity.RecordHeartbeat(ctx, what) })
+	go every(turnBeat, done, func() bool { activity.RecordHeartbeat(ctx, what); return true })
 	return func() { close(done) }
 }
 

@@ -109,8 +109,8 @@ func (b *beats) stderr(line string) {
 
 func (b *beats) stop() { close(b.done) }
 
-// every calls f each period until done closes.
-func every(period time.Duration, done <-chan struct{}, f func()) {
+// every calls f each period until done closes or f says to stop.
+func every(period time.Duration, done <-chan struct{}, f func() (goOn bool)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -118,7 +118,9 @@ func every(period time.Duration, done <-chan struct{}, f func()) {
 		case <-done:
 			return
 		case <-t.C:
-			f()
+			if !f() {
+				return
+			}
 		}
 	}
 }

@@ -97,23 +97,17 @@ func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, canc
 	outage.Store(true)
 	a.Logger.Warn("a heartbeat did not reach the Temporal server: the tool keeps running until the server answers",
 		"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", cause)
-	t := time.NewTicker(outagePeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
+	every(outagePeriod, done, func() bool {
 		err := a.beat(info.TaskToken, details())
 		outage.Store(err != nil && !attemptEnded(err))
 		if err != nil && attemptEnded(err) {
 			a.Logger.Warn("the server ended the attempt while it was unreachable: stopping the tool",
 				"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", err)
 			cancel(fmt.Errorf("the server ended this attempt: %w", err))
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // attemptEnded reports whether the server says the attempt is over: it

@@ -209,9 +209,10 @@ func (s *Slots) place(ctx context.Context, id, holder string) (int, error) {
 
 // renew renews the lease every third of it until done.
 func (s *Slots) renew(done <-chan struct{}, id string, r wfapi.LimitRenew, held *atomic.Bool) {
-	every(r.Lease/3, done, func() {
+	every(r.Lease/3, done, func() bool {
 		r.Held = held.Load()
 		s.signal(id, wfapi.LimitRenewSignal, r)
+		return true
 	})
 }
 

@@ -13,8 +13,8 @@ import (
 func (r *Run) agentRounds(ctx context.Context, res *Result) {
 	for i := range res.Steps {
 		s := &res.Steps[i]
-		if s.Status != StepRunning || s.Child == nil || s.Agent != nil {
-			continue
+		if s.Status != StepRunning || s.Child == nil || s.Agent == nil {
+			continue // not an agent step's running child
 		}
 		v, err := r.c.tc.QueryWorkflow(ctx, s.Child.WorkflowID, "", AgentQuery)
 		if err != nil {

@@ -32,8 +32,9 @@ func (s *scheduler) execAgent(st *stepState, with map[string]any, spilled *wfapi
 		StaticSummary: fmt.Sprintf("agent step %s of %s: %s", step.ID, s.rr.Plan, step.Agent.Model),
 	}))
 	st.cancel = cancel
-	// Named at once: status reads the child's rounds while it runs.
-	st.child = &wfapi.ChildRun{WorkflowID: childID}
+	// Named at once, and marked an agent's: status reads the child's
+	// rounds while it runs (and queries no other step's child).
+	st.child, st.agent = &wfapi.ChildRun{WorkflowID: childID}, &wire.AgentRun{Rounds: []wire.AgentRound{}}
 	in := wfapi.AgentInput{Run: s.workflowID, Step: step.ID, Goal: goal, Agent: *step.Agent, Lineage: s.lineage, Grant: st.retries, Resume: st.agentAt}
 	if s.reuse != nil && !s.noReuse[step.ID] {
 		// A rerun reuses its recorded answers; --from this step (or one

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
 )
@@ -48,4 +49,14 @@ func (c *Config) RouterLLM() (LLM, error) {
 		return l, caperr.New(caperr.ConfigError, "%q is not a provider of the llm section (%s; names are matched as written)", l.Provider, declared).At(c.fileOrEnv(), 0, 0, "router.llm.provider")
 	}
 	return LLM{Provider: l.Provider, LLMProvider: p}, nil
+}
+
+// TimeoutOf is the provider's timeout (0 when it names none); where names
+// the setting in the error of one that is not a duration.
+func (p LLMProvider) TimeoutOf(where string) (time.Duration, error) {
+	d, err := time.ParseDuration(p.Timeout)
+	if err != nil && p.Timeout != "" {
+		return 0, caperr.New(caperr.ConfigError, "%s.timeout %q is not a duration", where, p.Timeout)
+	}
+	return d, nil
 }

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"io"
 	"os"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/kits"
 )
@@ -35,9 +33,9 @@ func FromConfig(cfg *config.Config, catalog func() []Capability, maxLLMCalls int
 		return nil, err
 	}
 	if (l.BaseURL != "" || l.Provider != "") && l.Model != "" {
-		timeout, terr := time.ParseDuration(l.Timeout)
-		if terr != nil && l.Timeout != "" {
-			return nil, caperr.New(caperr.ConfigError, "router.llm.timeout %q is not a duration", l.Timeout)
+		timeout, terr := l.TimeoutOf("router.llm")
+		if terr != nil {
+			return nil, terr
 		}
 		key := ""
 		if l.APIKeyEnv != "" {

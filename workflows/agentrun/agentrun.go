@@ -64,7 +64,7 @@ func Workflow(ctx workflow.Context, in wfapi.AgentInput) (*wfapi.AgentResult, er
 // loop runs rounds from at until the model finishes or the step stops; a
 // stop leaves where it stopped (Resume) for a person's retry.
 func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResult, error) {
-	repairs, last := 0, ""
+	repairs := 0
 	for ; at.Round <= r.in.Agent.MaxRounds+r.grant; at.Round++ {
 		t, err := r.turn(ctx, at)
 		if err != nil {
@@ -90,10 +90,9 @@ func (r *run) loop(ctx workflow.Context, at wfapi.AgentResume) (*wfapi.AgentResu
 		case p.Refused():
 			repairs++
 			r.res.Problems = append(r.res.Problems, prefixed(at.Round, p.Problems())...)
-			last = r.res.Problems[len(r.res.Problems)-1]
 			if repairs > *r.in.Agent.MaxRepairs {
 				at.Round++
-				return r.stop(at, caperr.InvalidInput, fmt.Sprintf("%d proposal(s) in a row refused (max_repairs %d): %s", repairs, *r.in.Agent.MaxRepairs, last), ""), nil
+				return r.stop(at, caperr.InvalidInput, fmt.Sprintf("%d proposal(s) in a row refused (max_repairs %d): %s", repairs, *r.in.Agent.MaxRepairs, r.res.Problems[len(r.res.Problems)-1]), ""), nil
 			}
 		default:
 			repairs = 0
