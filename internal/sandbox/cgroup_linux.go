@@ -25,6 +25,11 @@ type cgroup struct {
 	// forker starts a pooled tree's bubblewrap in these cgroups (nil: a
 	// server's, or where a thread may not be moved: the tree joins them).
 	forker *forker
+	// zygote, started by the forker, forks the set's steps (nil: none).
+	zygote *zygote
+	// bwrap: the tree in the set runs under bubblewrap, whose outer
+	// process counts as one of its pids.
+	bwrap bool
 	// Counters as the tree found them: a pooled cgroup keeps the kernel's
 	// cumulative counts of the trees before.
 	ooms, refused int64
@@ -43,10 +48,11 @@ type cgroupPool struct {
 	releasing sync.WaitGroup
 }
 
-// newCgroup makes a tree's cgroups with the spec's limits on the
-// controllers this machine has: from the pool (pooled) or new (a
-// server's, which Stop removes from another process).
-func (s *Support) newCgroup(spec Spec, pooled bool) (*cgroup, error) {
+// takeCgroup is a tree's cgroups on the controllers this machine has:
+// from the pool (pooled) or new (a server's, which Stop removes from
+// another process). A new pooled set gets a forker, and a zygote the
+// forker starts (ready for the set's later steps).
+func (s *Support) takeCgroup(pooled bool) (*cgroup, error) {
 	var cg *cgroup
 	if pooled {
 		s.pool.mu.Lock()
@@ -55,19 +61,16 @@ func (s *Support) newCgroup(spec Spec, pooled bool) (*cgroup, error) {
 		}
 		s.pool.mu.Unlock()
 	}
-	if cg == nil {
-		var err error
-		if cg, err = s.makeCgroup(); err != nil {
-			return nil, err
-		}
-		if pooled {
-			// Without a forker the tree joins its cgroups (slower, as sound).
-			cg.forker, _ = newForker(cg.dirs)
-		}
+	if cg != nil {
+		return cg, nil
 	}
-	if err := cg.limit(spec); err != nil {
-		go cg.remove()
-		return nil, fmt.Errorf("cgroup limits: %w", err)
+	cg, err := s.makeCgroup()
+	if err != nil || !pooled {
+		return cg, err
+	}
+	// Without a forker the tree joins its cgroups (slower, as sound).
+	if cg.forker, _ = newForker(cg.dirs); cg.forker != nil && s.zygotes() {
+		cg.zygote = startZygote(s, cg.forker)
 	}
 	return cg, nil
 }
@@ -98,9 +101,13 @@ func (s *Support) makeCgroupNamed(name string) (*cgroup, error) {
 	return cg, nil
 }
 
-// limit sets the spec's limits and zeroes what the tree will be judged
-// by.
-func (cg *cgroup) limit(spec Spec) error {
+// limit sets the spec's limits for a tree under bubblewrap (bwrap) or
+// forked by the set's zygote, and zeroes what the tree will be judged by.
+func (cg *cgroup) limit(spec Spec, bwrap bool) error {
+	if cg == nil {
+		return nil
+	}
+	cg.bwrap = bwrap
 	set := func(c, file string, v int64) error {
 		if cg.dirs[c] == "" {
 			return nil
@@ -149,20 +156,33 @@ func (cg *cgroup) limitMemory(limit int64, set func(c, file string, v int64) err
 // refuse a tree's forks it is allowed.
 func (cg *cgroup) dying() int {
 	n, err := strconv.Atoi(cg.read("pids", "pids.current"))
-	if err != nil || cg.forker == nil {
-		return max(n, 0)
+	if err != nil {
+		return 0
 	}
-	return max(n-1, 0) // the forker's thread
+	return max(n-cg.resident(), 0)
 }
 
-// own is what of capflow's a tree's pids count beyond the tool's: with a
-// forker, its thread and the bubblewrap it starts (which otherwise stays
-// outside, only its child joining).
-func (cg *cgroup) own() int {
-	if cg.forker != nil {
+// resident is what of capflow's stays in a pooled set between trees: the
+// forker's thread and the zygote (counted while it may be there).
+func (cg *cgroup) resident() int {
+	if cg.forker == nil {
+		return 0
+	}
+	if cg.zygote.present() {
 		return 2
 	}
-	return 0
+	return 1
+}
+
+// own is what of capflow's a tree's pids count beyond the tool's: what
+// stays in the set, and a bubblewrap the forker starts (which otherwise
+// stays outside, only its child joining). A zygote's tree is its init
+// and the tool, as bubblewrap's child and the tool are.
+func (cg *cgroup) own() int {
+	if cg.forker != nil && cg.bwrap {
+		return cg.resident() + 1
+	}
+	return cg.resident()
 }
 
 // start starts cmd in the cgroups where a forker can (Tree.handshake
@@ -315,7 +335,7 @@ func (cg *cgroup) breach(spec Spec) *Breach {
 // worker's (its forker's thread is there); false when a list could not be
 // read.
 func (cg *cgroup) pids() ([]int, bool) {
-	seen := map[int]bool{os.Getpid(): true}
+	seen := map[int]bool{os.Getpid(): true, cg.zygote.pid(): true}
 	var out []int
 	ok := true
 	for _, d := range cg.dirs {
@@ -342,6 +362,11 @@ func (cg *cgroup) empty() bool {
 func (cg *cgroup) remove() {
 	if cg == nil {
 		return
+	}
+	if cg.zygote != nil {
+		cg.zygote.stop() // it exits with its socket closed
+		cg.zygote.wait(time.Second)
+		cg.zygote = nil
 	}
 	if cg.forker != nil {
 		cg.forker.stop()

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os/exec"
 	"time"
@@ -33,12 +34,32 @@ func (s *Support) Summary() string { return "unconfined: " + s.Missing() }
 // Drain has nothing to drain here.
 func (s *Support) Drain() {}
 
+// Ways a step is confined (never, here).
+const (
+	WayZygote     = "zygote"
+	WayBubblewrap = "bubblewrap"
+)
+
+// Stdio are the standard streams of a tree started with Start.
+type Stdio struct {
+	In        io.Reader
+	Out, Err  io.Writer
+	WaitDelay time.Duration
+}
+
+// Start always fails here.
+func (s *Support) Start(Request, Stdio) (*Tree, error) { return nil, errors.New(s.Missing()) }
+
+func (t *Tree) Wait() (int, error) { return -1, errors.New("no sandbox here") }
+func (t *Tree) Way() string        { return "" }
+
 // Command always fails here.
 func (s *Support) Command(Request) (*exec.Cmd, *Tree, error) {
 	return nil, nil, errors.New(s.Missing())
 }
 
 func (t *Tree) Start() error                             { return nil }
+func (t *Tree) AfterStart(f func())                      { f() }
 func (t *Tree) Pid() int                                 { return 0 }
 func (t *Tree) Terminate(time.Duration, <-chan struct{}) {}
 func (t *Tree) Abort()                                   {}

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BwrapEnv names the bubblewrap binary to use instead of the one on PATH;
@@ -24,6 +27,11 @@ type Support struct {
 	missing string            // why nothing can be confined ("" = it can)
 	cgroups map[string]string // controller -> folder capflow's cgroups go in
 	pool    cgroupPool
+	// zygoteOff says why no zygote forks steps here (nil: they do);
+	// zygote is the one without cgroups, made once (zygoteOnce).
+	zygoteOff  atomic.Pointer[string]
+	zygote     *zygote
+	zygoteOnce sync.Once
 }
 
 var (
@@ -55,6 +63,9 @@ func probe(first bool) *Support {
 	s.bwrap, s.missing = findBwrap()
 	if s.missing == "" {
 		s.missing = tryBwrap(s.bwrap)
+	}
+	if why := zygoteWhyNot(); why != "" {
+		s.zygoteOff.Store(&why)
 	}
 	for _, c := range []string{"memory", "pids", "cpuacct"} {
 		if dir := cgroupParent(c); dir != "" {
@@ -88,12 +99,30 @@ func (s *Support) Summary() string {
 	if s.missing != "" {
 		return "unconfined: " + s.missing
 	}
+	way := "steps forked by capflow's zygote, servers and steps with the network under bubblewrap " + s.bwrap
+	if off := s.zygoteOff.Load(); off != nil {
+		way = "bubblewrap " + s.bwrap + " (no zygote: " + *off + ")"
+	}
 	cg := s.Controllers()
 	if len(cg) == 0 {
-		return "bubblewrap " + s.bwrap + "; no cgroups: memory and CPU time are limited per process (rlimits), pids not at all"
+		return way + "; no cgroups: memory and CPU time are limited per process (rlimits), pids not at all"
 	}
-	return fmt.Sprintf("bubblewrap %s; cgroup v1 %s", s.bwrap, strings.Join(cg, ", "))
+	return fmt.Sprintf("%s; cgroup v1 %s", way, strings.Join(cg, ", "))
 }
+
+// zygoteWhyNot says why this build or setting has no zygote ("": it may).
+func zygoteWhyNot() string {
+	if !zygoteBuilt {
+		return "built without cgo"
+	}
+	if os.Getenv(ZygoteEnv) == "off" {
+		return ZygoteEnv + "=off"
+	}
+	return ""
+}
+
+// zygotes reports whether steps may be forked by zygotes here.
+func (s *Support) zygotes() bool { return s.zygoteOff.Load() == nil }
 
 func findBwrap() (string, string) {
 	name := os.Getenv(BwrapEnv)
@@ -137,6 +166,11 @@ func cgroupParent(controller string) string {
 	}
 	probe := map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.max", "cpuacct": "cpuacct.usage"}[controller]
 	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
+		return ""
+	}
+	// Another user's folder (root made it first): this worker cannot
+	// make its cgroups in it.
+	if unix.Access(dir, unix.W_OK|unix.X_OK) != nil {
 		return ""
 	}
 	return dir

@@ -77,6 +77,9 @@ type Request struct {
 	Folders Folders
 
 	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
+	// zygoteWait makes Start wait for a zygote that is starting (tests of
+	// the zygote's way) rather than take bubblewrap.
+	zygoteWait bool
 }
 
 // Breach is a limit a tree passed.

@@ -42,175 +42,217 @@ func run(t *testing.T, spec Spec, step string, script string) outcome {
 	return runWith(t, Request{Spec: spec}, step, script)
 }
 
+// way is how runWith confines: WayZygote (waiting for the zygote, and
+// failing unless it took the tree) or WayBubblewrap; bothWays sets it.
+var way = WayZygote
+
+// bothWays runs f as two subtests, one a way.
+func bothWays(t *testing.T, f func(t *testing.T)) {
+	for _, w := range []string{WayZygote, WayBubblewrap} {
+		t.Run(w, func(t *testing.T) {
+			was := way
+			way = w
+			defer func() { way = was }()
+			f(t)
+		})
+	}
+}
+
 // runWith runs script as req says (its Spec, Outbound) in step.
 func runWith(t *testing.T, req Request, step string, script string) outcome {
 	t.Helper()
 	s := support(t)
 	req.Argv, req.Dir, req.Read = []string{"/bin/sh", "-c", script}, step, []string{filepath.Dir(step)}
 	req.Env, req.Write = []string{"PATH=/usr/bin:/bin", "STEP=" + step}, []string{step}
-	cmd, tree, err := s.Command(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := tree.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	exit := cmd.ProcessState.ExitCode()
+	tree := startWay(t, s, req, Stdio{Out: &out, Err: &out})
+	exit, _ := tree.Wait()
 	return outcome{exit, out.String(), tree.Finish(exit, out.String())}
 }
 
-func TestWritesOnlyInTheStepFolder(t *testing.T) {
-	project := t.TempDir()
-	step := filepath.Join(project, "step")
-	if err := os.Mkdir(step, 0o755); err != nil {
-		t.Fatal(err)
+// startWay starts req the way the test runs (way), and fails if it was
+// not: a step with the network is bubblewrap's either way.
+func startWay(t *testing.T, s *Support, req Request, std Stdio) *Tree {
+	t.Helper()
+	if way == WayBubblewrap {
+		cmd, tree, err := s.Command(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = std.In, std.Out, std.Err
+		if err := tree.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return tree
 	}
-	outside := filepath.Join(project, "escaped.txt")
-	o := run(t, Defaults, step, fmt.Sprintf(`echo ok > "$STEP/out.txt" && echo bad > %q; echo "exit $?"; touch /etc/capflow-test 2>&1; echo tmp > /tmp/x && cat /tmp/x`, outside))
-	if b, err := os.ReadFile(filepath.Join(step, "out.txt")); err != nil || string(b) != "ok\n" {
-		t.Fatalf("step folder write: %q %v (%s)", b, err, o.out)
-	}
-	if _, err := os.Stat(outside); err == nil {
-		t.Fatalf("the tool wrote %s outside its step folder", outside)
-	}
-	if !strings.Contains(o.out, "exit 2") || !strings.Contains(o.out, "escaped.txt: Read-only file system") || !strings.Contains(o.out, "tmp\n") {
-		t.Fatalf("output: %s", o.out)
-	}
-	if _, err := os.Stat("/etc/capflow-test"); err == nil {
-		t.Fatal("the tool wrote in /etc")
-	}
-}
-
-func TestNoNetworkButItsOwnLoopback(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	req.zygoteWait = true
+	tree, err := s.Start(req, std)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
+	if want := WayZygote; req.Spec.Network || req.Server {
+		want = WayBubblewrap
+	} else if tree.Way() != want {
+		tree.Kill()
+		_, _ = tree.Wait()
+		tree.Finish(-1, "")
+		t.Fatalf("confined by %s, not %s", tree.Way(), want)
+	}
+	return tree
+}
+
+func TestWritesOnlyInTheStepFolder(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		step := filepath.Join(project, "step")
+		if err := os.Mkdir(step, 0o755); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
-	probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(); s.settimeout(2); print("open" if s.connect_ex(("127.0.0.1", %d))==0 else "refused")'`, port)
-	if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
-		t.Fatalf("confined tool reached the host's loopback server: %q", o.out)
-	}
-	// network: true is no route to the host either: the tool's HTTP
-	// clients reach the network through the proxy its Outbound serves.
-	withNet := Defaults
-	withNet.Network = true
-	if o := run(t, withNet, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
-		t.Fatalf("network: true reached the host's loopback directly: %q", o.out)
-	}
-	var asked atomic.Value
-	outbound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Store(r.Method + " " + r.URL.String())
-		fmt.Fprint(w, "proxied")
+		outside := filepath.Join(project, "escaped.txt")
+		o := run(t, Defaults, step, fmt.Sprintf(`echo ok > "$STEP/out.txt" && echo bad > %q; echo "exit $?"; touch /etc/capflow-test 2>&1; echo tmp > /tmp/x && cat /tmp/x`, outside))
+		if b, err := os.ReadFile(filepath.Join(step, "out.txt")); err != nil || string(b) != "ok\n" {
+			t.Fatalf("step folder write: %q %v (%s)", b, err, o.out)
+		}
+		if _, err := os.Stat(outside); err == nil {
+			t.Fatalf("the tool wrote %s outside its step folder", outside)
+		}
+		if !strings.Contains(o.out, "exit 2") || !strings.Contains(o.out, "escaped.txt: Read-only file system") || !strings.Contains(o.out, "tmp\n") {
+			t.Fatalf("output: %s", o.out)
+		}
+		if _, err := os.Stat("/etc/capflow-test"); err == nil {
+			t.Fatal("the tool wrote in /etc")
+		}
 	})
-	o := runWith(t, Request{Spec: withNet, Outbound: outbound}, t.TempDir(), `curl -s http://example.test/x; echo; echo "$HTTP_PROXY"`)
-	if !strings.HasPrefix(o.out, "proxied\nhttp://127.0.0.1:") || asked.Load() != "GET http://example.test/x" {
-		t.Fatalf("the tool's request did not go through its proxy: %q %v", o.out, asked.Load())
-	}
-	// A port the run was given is on the tree's own loopback too, relayed
-	// to the host's (clients that skip proxies for loopback reach it).
-	relay := func(p uint16) (net.Conn, error) { return net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)) }
-	o = runWith(t, Request{Spec: withNet, Mirror: []uint16{uint16(port)}, Relay: relay}, t.TempDir(), probe)
-	if strings.TrimSpace(o.out) != "open" {
-		t.Fatalf("a mirrored port: %q", o.out)
-	}
+}
+
+func TestNoNetworkButItsOwnLoopback(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		port := l.Addr().(*net.TCPAddr).Port
+		probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(); s.settimeout(2); print("open" if s.connect_ex(("127.0.0.1", %d))==0 else "refused")'`, port)
+		if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
+			t.Fatalf("confined tool reached the host's loopback server: %q", o.out)
+		}
+		// network: true is no route to the host either: the tool's HTTP
+		// clients reach the network through the proxy its Outbound serves.
+		withNet := Defaults
+		withNet.Network = true
+		if o := run(t, withNet, t.TempDir(), probe); strings.TrimSpace(o.out) != "refused" {
+			t.Fatalf("network: true reached the host's loopback directly: %q", o.out)
+		}
+		var asked atomic.Value
+		outbound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked.Store(r.Method + " " + r.URL.String())
+			fmt.Fprint(w, "proxied")
+		})
+		o := runWith(t, Request{Spec: withNet, Outbound: outbound}, t.TempDir(), `curl -s http://example.test/x; echo; echo "$HTTP_PROXY"`)
+		if !strings.HasPrefix(o.out, "proxied\nhttp://127.0.0.1:") || asked.Load() != "GET http://example.test/x" {
+			t.Fatalf("the tool's request did not go through its proxy: %q %v", o.out, asked.Load())
+		}
+		// A port the run was given is on the tree's own loopback too, relayed
+		// to the host's (clients that skip proxies for loopback reach it).
+		relay := func(p uint16) (net.Conn, error) { return net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)) }
+		o = runWith(t, Request{Spec: withNet, Mirror: []uint16{uint16(port)}, Relay: relay}, t.TempDir(), probe)
+		if strings.TrimSpace(o.out) != "open" {
+			t.Fatalf("a mirrored port: %q", o.out)
+		}
+	})
 }
 
 func TestLimitsStopTheTree(t *testing.T) {
-	s := support(t)
-	if len(s.Controllers()) < 3 {
-		t.Fatalf("this machine's cgroups: %v (want memory, pids, cpuacct)", s.Controllers())
-	}
-	small := Defaults
-	small.Memory, small.Pids, small.CPU, small.FileSize = 64<<20, 16, 2*time.Second, 1<<20
-	cases := []struct {
-		name, script, limit string
-	}{
-		{"memory", `python3 -c 'b = bytearray(300 << 20); print(len(b))'`, "memory"},
-		{"pids", `for i in $(seq 40); do sleep 30 & done; wait`, "pids"},
-		{"cpu", `while :; do :; done`, "cpu"},
-		{"file size", `head -c 2000000 /dev/zero > "$STEP/big"`, "file_size"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			o := run(t, small, t.TempDir(), c.script)
-			if o.breach == nil || o.breach.Limit != c.limit {
-				t.Fatalf("breach %v, want %s (exit %d, %s)", o.breach, c.limit, o.exit, o.out)
-			}
-			if o.exit == 0 {
-				t.Fatalf("exit 0 after passing %s", c.limit)
-			}
-			if d := time.Since(start); d > 20*time.Second {
-				t.Fatalf("took %s to stop", d)
-			}
-		})
-	}
+	bothWays(t, func(t *testing.T) {
+		s := support(t)
+		if len(s.Controllers()) < 3 {
+			t.Fatalf("this machine's cgroups: %v (want memory, pids, cpuacct)", s.Controllers())
+		}
+		small := Defaults
+		small.Memory, small.Pids, small.CPU, small.FileSize = 64<<20, 16, 2*time.Second, 1<<20
+		cases := []struct {
+			name, script, limit string
+		}{
+			{"memory", `python3 -c 'b = bytearray(300 << 20); print(len(b))'`, "memory"},
+			{"pids", `for i in $(seq 40); do sleep 30 & done; wait`, "pids"},
+			{"cpu", `while :; do :; done`, "cpu"},
+			{"file size", `head -c 2000000 /dev/zero > "$STEP/big"`, "file_size"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				start := time.Now()
+				o := run(t, small, t.TempDir(), c.script)
+				if o.breach == nil || o.breach.Limit != c.limit {
+					t.Fatalf("breach %v, want %s (exit %d, %s)", o.breach, c.limit, o.exit, o.out)
+				}
+				if o.exit == 0 {
+					t.Fatalf("exit 0 after passing %s", c.limit)
+				}
+				if d := time.Since(start); d > 20*time.Second {
+					t.Fatalf("took %s to stop", d)
+				}
+			})
+		}
+	})
 }
 
 // A step's tree is born in its cgroups (started by their forker, nothing
 // moved), and its pids limit counts the tool's processes only, whatever
 // earlier trees the kernel still charges.
 func TestTreeIsBornInItsCgroups(t *testing.T) {
-	s := support(t)
-	dir := t.TempDir()
-	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", "read x"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
-		Write: []string{dir}, Spec: Defaults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tree.Start(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", tree.init))
-	// Before Finish: a tree's cgroups with tasks the kernel has not yet
-	// let go of are removed in the background, forker and all (reading it
-	// after raced that removal, a CI run under -race).
-	forked, dirs := tree.cg.forker != nil, maps.Clone(tree.cg.dirs)
-	_ = in.Close()
-	_ = cmd.Wait()
-	tree.Finish(cmd.ProcessState.ExitCode(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for c, d := range dirs {
-		if !strings.Contains(string(b), ":"+c+":"+strings.TrimPrefix(d, "/sys/fs/cgroup/"+c)+"\n") {
-			t.Errorf("the sandbox's init is not in its %s cgroup %s:\n%s", c, d, b)
+	bothWays(t, func(t *testing.T) {
+		s := support(t)
+		dir := t.TempDir()
+		in, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !forked {
-		t.Error("a step's cgroups have no forker: the tree joined them")
-	}
-	// Quick trees one after another: the kernel releases their tasks'
-	// pids a second or two late, and the next ones may still fork.
-	spec := Defaults
-	spec.Pids = 5
-	for i := 0; i < 8; i++ {
-		if o := run(t, spec, t.TempDir(), `for i in 1 2 3; do sleep 0.05 & done; wait; echo done`); o.breach != nil || !strings.Contains(o.out, "done") {
-			t.Fatalf("tree %d: five processes of its own were refused: %v %s", i, o.breach, o.out)
+		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", "read x"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
+			Write: []string{dir}, Spec: Defaults}, Stdio{In: in})
+		in.Close()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", tree.init))
+		// Before Finish: a tree's cgroups with tasks the kernel has not yet
+		// let go of are removed in the background, forker and all (reading it
+		// after raced that removal, a CI run under -race).
+		forked, dirs := tree.cg.forker != nil, maps.Clone(tree.cg.dirs)
+		_ = w.Close()
+		exit, _ := tree.Wait()
+		tree.Finish(exit, "")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	spec.Pids = 3
-	if o := run(t, spec, t.TempDir(), `for i in $(seq 20); do sleep 1 & done; wait`); o.breach == nil || o.breach.Limit != "pids" {
-		t.Fatalf("a tree of 3 pids started 20 processes: %v %s", o.breach, o.out)
-	}
+		for c, d := range dirs {
+			if !strings.Contains(string(b), ":"+c+":"+strings.TrimPrefix(d, "/sys/fs/cgroup/"+c)+"\n") {
+				t.Errorf("the sandbox's init is not in its %s cgroup %s:\n%s", c, d, b)
+			}
+		}
+		if !forked {
+			t.Error("a step's cgroups have no forker: the tree joined them")
+		}
+		// Quick trees one after another: the kernel releases their tasks'
+		// pids a second or two late, and the next ones may still fork.
+		spec := Defaults
+		spec.Pids = 5
+		for i := 0; i < 8; i++ {
+			if o := run(t, spec, t.TempDir(), `for i in 1 2 3; do sleep 0.05 & done; wait; echo done`); o.breach != nil || !strings.Contains(o.out, "done") {
+				t.Fatalf("tree %d: five processes of its own were refused: %v %s", i, o.breach, o.out)
+			}
+		}
+		spec.Pids = 3
+		if o := run(t, spec, t.TempDir(), `for i in $(seq 20); do sleep 1 & done; wait`); o.breach == nil || o.breach.Limit != "pids" {
+			t.Fatalf("a tree of 3 pids started 20 processes: %v %s", o.breach, o.out)
+		}
+	})
 }
 
 // TestFinishedTreesCgroupsGoBackToThePool: bubblewrap exits with its
@@ -294,12 +336,14 @@ func removed(t *testing.T, cg *cgroup) {
 
 // A process the tool leaves behind (setsid, daemonized) dies with the step.
 func TestNothingOutlivesTheStep(t *testing.T) {
-	marker := uniqueSleep()
-	o := run(t, Defaults, t.TempDir(), fmt.Sprintf(`setsid %s </dev/null >/dev/null 2>&1 & sleep 0.3; pgrep -f %q >/dev/null && echo running`, marker, marker))
-	if o.exit != 0 || o.breach != nil || strings.TrimSpace(o.out) != "running" {
-		t.Fatalf("exit %d breach %v: %q", o.exit, o.breach, o.out)
-	}
-	waitGone(t, marker)
+	bothWays(t, func(t *testing.T) {
+		marker := uniqueSleep()
+		o := run(t, Defaults, t.TempDir(), fmt.Sprintf(`setsid %s </dev/null >/dev/null 2>&1 & sleep 0.3; pgrep -f %q >/dev/null && echo running`, marker, marker))
+		if o.exit != 0 || o.breach != nil || strings.TrimSpace(o.out) != "running" {
+			t.Fatalf("exit %d breach %v: %q", o.exit, o.breach, o.out)
+		}
+		waitGone(t, marker)
+	})
 }
 
 // uniqueSleep is a command line no other process has, to find by pgrep -f.
@@ -359,30 +403,32 @@ func TestServerTreeLivesUntilStop(t *testing.T) {
 // A read-only bind does not stop a connect: the host's sockets (in /run,
 // in the homes) are hidden, not merely read-only.
 func TestHostSocketsAreHidden(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	for _, dir := range []string{"/run", home} {
-		d, err := os.MkdirTemp(dir, "capflow-sock-")
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
-		defer os.RemoveAll(d)
-		sock := filepath.Join(d, "s.sock")
-		l, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() {
-			for c, err := l.Accept(); err == nil; c, err = l.Accept() {
-				c.Write([]byte("hello"))
-				c.Close()
+	bothWays(t, func(t *testing.T) {
+		home, _ := os.UserHomeDir()
+		for _, dir := range []string{"/run", home} {
+			d, err := os.MkdirTemp(dir, "capflow-sock-")
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
 			}
-		}()
-		probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); print("open" if s.connect_ex(%q) == 0 else "hidden")'`, sock)
-		if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "hidden" {
-			t.Fatalf("a confined tool reached %s: %q", sock, o.out)
+			defer os.RemoveAll(d)
+			sock := filepath.Join(d, "s.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+					c.Write([]byte("hello"))
+					c.Close()
+				}
+			}()
+			probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); print("open" if s.connect_ex(%q) == 0 else "hidden")'`, sock)
+			if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "hidden" {
+				t.Fatalf("a confined tool reached %s: %q", sock, o.out)
+			}
 		}
-	}
+	})
 }
 
 func TestRebindNeverUndoesAHiddenRoot(t *testing.T) {
@@ -430,15 +476,17 @@ func TestHideOnlyWhatABindUncovers(t *testing.T) {
 // crash, is code as root on the host). Each value is written back as it
 // is, so the test changes nothing where it would fail.
 func TestKernelSettingsAreReadOnly(t *testing.T) {
-	step := t.TempDir()
-	o := run(t, Defaults, step, `for k in vm/swappiness kernel/core_pattern kernel/panic; do
+	bothWays(t, func(t *testing.T) {
+		step := t.TempDir()
+		o := run(t, Defaults, step, `for k in vm/swappiness kernel/core_pattern kernel/panic; do
   if cat /proc/sys/$k > /proc/sys/$k 2>/dev/null; then echo "WROTE $k"; else echo "refused $k"; fi
 done`)
-	for _, k := range []string{"vm/swappiness", "kernel/core_pattern", "kernel/panic"} {
-		if !strings.Contains(o.out, "refused "+k) {
-			t.Fatalf("a confined tool (euid %d) wrote /proc/sys/%s:\n%s", os.Geteuid(), k, o.out)
+		for _, k := range []string{"vm/swappiness", "kernel/core_pattern", "kernel/panic"} {
+			if !strings.Contains(o.out, "refused "+k) {
+				t.Fatalf("a confined tool (euid %d) wrote /proc/sys/%s:\n%s", os.Geteuid(), k, o.out)
+			}
 		}
-	}
+	})
 }
 
 // TestKernelSettingsAreReadOnlyForOtherUsers: a worker that is not root
@@ -485,29 +533,31 @@ if echo h > /proc/sysrq-trigger 2>/dev/null; then echo "WROTE sysrq"; else echo 
 // configuration is refused when the tool starts (M3; tools validate
 // refuses the plain names, this the links).
 func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
-	project := t.TempDir()
-	for _, d := range []string{".capflow/state", "tools/x", "out"} {
-		if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
-			t.Fatal(err)
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		for _, d := range []string{".capflow/state", "tools/x", "out"} {
+			if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	os.Symlink(".capflow", filepath.Join(project, "innocent"))
-	os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
-	for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
-		if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
-			t.Errorf("write %s: %v", w, err)
+		os.Symlink(".capflow", filepath.Join(project, "innocent"))
+		os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
+		for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
+			if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
+				t.Errorf("write %s: %v", w, err)
+			}
 		}
-	}
-	if s, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
-		t.Fatalf("write out: %v %+v", err, s)
-	}
-	// A folder the configuration trusts (tools_dirs: [mytools]), reached
-	// through a link.
-	os.MkdirAll(filepath.Join(project, "mytools", "x"), 0o755)
-	os.Symlink("../mytools/x", filepath.Join(project, "out", "mine"))
-	if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
-		t.Fatalf("write out/mine: %v", err)
-	}
+		if s, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
+			t.Fatalf("write out: %v %+v", err, s)
+		}
+		// A folder the configuration trusts (tools_dirs: [mytools]), reached
+		// through a link.
+		os.MkdirAll(filepath.Join(project, "mytools", "x"), 0o755)
+		os.Symlink("../mytools/x", filepath.Join(project, "out", "mine"))
+		if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
+			t.Fatalf("write out/mine: %v", err)
+		}
+	})
 }
 
 // TestOrphansOfADeadWorkerAreSwept: a sandbox whose worker is gone (the
@@ -564,13 +614,14 @@ func (p *cgroupPool) holds(cg *cgroup) bool {
 // (hostile findings at 6003afe, 5), load BPF, open perf events nor make
 // namespaces of its own.
 func TestNoKeyringNoNamespaces(t *testing.T) {
-	id, err := unix.AddKey("user", "capflow-probe", []byte("SECRET"), unix.KEY_SPEC_USER_KEYRING)
-	if err != nil {
-		t.Fatalf("the test's own key: %v", err)
-	}
-	defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
-	planted := fmt.Sprintf("capflow-planted-%d", time.Now().UnixNano())
-	script := fmt.Sprintf(`python3 -c '
+	bothWays(t, func(t *testing.T) {
+		id, err := unix.AddKey("user", "capflow-probe", []byte("SECRET"), unix.KEY_SPEC_USER_KEYRING)
+		if err != nil {
+			t.Fatalf("the test's own key: %v", err)
+		}
+		defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		planted := fmt.Sprintf("capflow-planted-%d", time.Now().UnixNano())
+		script := fmt.Sprintf(`python3 -c '
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 def call(name, *a):
@@ -590,18 +641,19 @@ try:
 except OSError:
     print("keys 0")
 '`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, planted, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID, unix.SYS_PTRACE)
-	o := run(t, Defaults, t.TempDir(), script)
-	for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n", "ptrace -1 1\n", "keys 0\n"} {
-		if !strings.Contains(o.out, want) {
-			t.Errorf("missing %q in\n%s", want, o.out)
+		o := run(t, Defaults, t.TempDir(), script)
+		for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n", "ptrace -1 1\n", "keys 0\n"} {
+			if !strings.Contains(o.out, want) {
+				t.Errorf("missing %q in\n%s", want, o.out)
+			}
 		}
-	}
-	if strings.Contains(o.out, "getpid -1") || !strings.Contains(o.out, "getpid ") {
-		t.Errorf("an allowed call failed:\n%s", o.out)
-	}
-	if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
-		t.Error("the tool planted a key in the host's keyring")
-	}
+		if strings.Contains(o.out, "getpid -1") || !strings.Contains(o.out, "getpid ") {
+			t.Errorf("an allowed call failed:\n%s", o.out)
+		}
+		if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
+			t.Error("the tool planted a key in the host's keyring")
+		}
+	})
 }
 
 // TestInitKeepsItsSocket: a tool with the network cannot take its init's
@@ -631,33 +683,29 @@ print("getfd", r, ctypes.get_errno())
 // folders (the runs folder, the engine's state) only its own run (found
 // attacking issue 53: a server read another run's inputs).
 func TestOtherRunsAreNotSeen(t *testing.T) {
-	project := t.TempDir()
-	runs := filepath.Join(project, ".capflow", "runs")
-	mine, other := filepath.Join(runs, "mine"), filepath.Join(runs, "other")
-	step := filepath.Join(mine, "steps", "s")
-	for _, d := range []string{step, other} {
-		os.MkdirAll(d, 0o755)
-	}
-	os.WriteFile(filepath.Join(other, "input.json"), []byte("OTHER-RUN"), 0o644)
-	os.WriteFile(filepath.Join(mine, "input.json"), []byte("MY-RUN"), 0o644)
-	os.WriteFile(filepath.Join(project, "plan.yaml"), []byte("PROJECT"), 0o644)
-	s := support(t)
-	cmd, tree, err := s.Command(Request{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("cat %q %q; cat %q 2>&1; echo done > %q/out", filepath.Join(project, "plan.yaml"), filepath.Join(mine, "input.json"), filepath.Join(other, "input.json"), step)},
-		Dir: step, Read: []string{project, mine}, Write: []string{step}, Private: []string{runs}, Env: []string{"PATH=/usr/bin:/bin"}, Spec: Defaults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := tree.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	tree.Finish(cmd.ProcessState.ExitCode(), "")
-	if !strings.HasPrefix(out.String(), "PROJECTMY-RUN") || strings.Contains(out.String(), "OTHER-RUN") || !strings.Contains(out.String(), "No such file") {
-		t.Fatalf("%q", out.String())
-	}
-	if b, _ := os.ReadFile(filepath.Join(step, "out")); string(b) != "done\n" {
-		t.Fatalf("its step folder: %q", b)
-	}
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		runs := filepath.Join(project, ".capflow", "runs")
+		mine, other := filepath.Join(runs, "mine"), filepath.Join(runs, "other")
+		step := filepath.Join(mine, "steps", "s")
+		for _, d := range []string{step, other} {
+			os.MkdirAll(d, 0o755)
+		}
+		os.WriteFile(filepath.Join(other, "input.json"), []byte("OTHER-RUN"), 0o644)
+		os.WriteFile(filepath.Join(mine, "input.json"), []byte("MY-RUN"), 0o644)
+		os.WriteFile(filepath.Join(project, "plan.yaml"), []byte("PROJECT"), 0o644)
+		s := support(t)
+		var out bytes.Buffer
+		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("cat %q %q; cat %q 2>&1; echo done > %q/out", filepath.Join(project, "plan.yaml"), filepath.Join(mine, "input.json"), filepath.Join(other, "input.json"), step)},
+			Dir: step, Read: []string{project, mine}, Write: []string{step}, Private: []string{runs}, Env: []string{"PATH=/usr/bin:/bin"}, Spec: Defaults},
+			Stdio{Out: &out, Err: &out})
+		exit, _ := tree.Wait()
+		tree.Finish(exit, "")
+		if !strings.HasPrefix(out.String(), "PROJECTMY-RUN") || strings.Contains(out.String(), "OTHER-RUN") || !strings.Contains(out.String(), "No such file") {
+			t.Fatalf("%q", out.String())
+		}
+		if b, _ := os.ReadFile(filepath.Join(step, "out")); string(b) != "done\n" {
+			t.Fatalf("its step folder: %q", b)
+		}
+	})
 }

@@ -46,85 +46,104 @@ type Tree struct {
 	filter *os.File
 	// after runs once Start has returned (AfterStart).
 	after []func()
+	// way confines the tree (WayZygote, WayBubblewrap), why says why a
+	// step is not the zygote's.
+	way, why string
+	// proc is a zygote tree's init (cmd is bubblewrap's), reaped once
+	// waited for; streams its standard streams.
+	proc    *os.Process
+	reaped  atomic.Bool
+	streams *streams
 }
 
 // AfterStart runs f once Start has returned, whether the tree started or
 // not: what only bubblewrap's start needed (handles it holds copies of).
 func (t *Tree) AfterStart(f func()) { t.after = append(t.after, f) }
 
-// Command prepares req: an exec.Cmd of bubblewrap (the caller sets its
-// stdio, then calls Tree.Start) and the Tree that watches it.
+// Command prepares req for bubblewrap: an exec.Cmd (the caller sets its
+// stdio, then calls Tree.Start) and the Tree that watches it. Start
+// starts a tree the fastest way instead.
 func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
 	if s.missing != "" {
 		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
 	}
-	t := &Tree{sup: s, spec: req.Spec, server: req.Server, stop: make(chan struct{}), began: time.Now(),
-		writable: append(append([]string(nil), req.Write...), req.Spec.Write...)}
+	var cg *cgroup
+	if len(s.cgroups) > 0 {
+		var err error
+		if cg, err = s.takeCgroup(!req.Server); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.command(req, cg)
+}
+
+// command is Command in cg (nil: no cgroups). On an error cg is given
+// back.
+func (s *Support) command(req Request, cg *cgroup) (*exec.Cmd, *Tree, error) {
+	t := s.newTree(req, cg, WayBubblewrap)
 	// A server's cgroups hold its memory and processes to the limits by
 	// the kernel alone (nothing watches them after the step): Stop removes
 	// them.
-	if len(s.cgroups) > 0 {
-		cg, err := s.newCgroup(req.Spec, !req.Server)
-		if err != nil {
-			return nil, nil, err
-		}
-		t.cg = cg
+	if err := cg.limit(req.Spec, true); err != nil {
+		go cg.remove()
+		return nil, nil, fmt.Errorf("cgroup limits: %w", err)
 	}
-	t.limits, t.asLimit = rlimits(req.Spec, t.cg, req.Server)
 	var err error
 	if t.infoR, t.infoW, err = os.Pipe(); err == nil {
 		t.blockR, t.blockW, err = os.Pipe()
 	}
 	if err != nil {
 		t.closePipes()
-		go t.cg.remove()
+		t.giveBack()
 		return nil, nil, err
 	}
 	files := []*os.File{t.infoW, t.blockR}
 	if req.Spec.Network {
 		if t.net, err = newTreeNet(req.Outbound, req.Relay); err != nil {
 			t.closePipes()
-			go t.cg.remove()
+			t.giveBack()
 			return nil, nil, err
 		}
 		files = append(files, t.net.child) // ctlFD
 		t.mirrors = len(req.Mirror)
 	}
+	req.bindFDs = map[string]int{}
 	for _, f := range req.Folders {
-		if req.bindFDs == nil {
-			req.bindFDs = map[string]int{}
-		}
 		if _, dup := req.bindFDs[f.Real]; dup || !slices.Contains(req.Spec.Write, f.Real) {
 			continue // two names of one folder bind it once; what is not bound is not passed
 		}
 		files = append(files, f.Dir)
 		req.bindFDs[f.Real] = 2 + len(files)
 	}
-	// The descriptions of the host's keys (/proc/keys lists root's for a
-	// root worker's tool), whatever keyctl says.
-	req.Hide = append(slices.Clone(req.Hide), "/proc/keys", "/proc/key-users")
+	req = t.prepare(req)
 	args := s.bwrapArgs(req)
 	if t.filter, err = filterFile(); err != nil {
 		t.closePipes()
 		t.closeNet()
-		go t.cg.remove()
+		t.giveBack()
 		return nil, nil, err
 	}
 	if t.filter != nil {
 		files = append(files, t.filter)
 		args = append([]string{args[0], "--seccomp", strconv.Itoa(2 + len(files))}, args[1:]...)
 	}
-	env := req.Env
-	if mark := workerMark(); mark != "" && !req.Server {
-		env = append(append([]string(nil), env...), WorkerEnv+"="+mark)
-	}
-	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: env, ExtraFiles: files}
+	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: req.Env, ExtraFiles: files}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !req.Server {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	t.cmd = cmd
 	return cmd, t, nil
+}
+
+// giveBack gives the cgroups of a tree that never ran back: a step's to
+// the pool, a server's removed.
+func (t *Tree) giveBack() {
+	if t.server {
+		go t.cg.remove()
+		return
+	}
+	t.sup.release(t.cg)
 }
 
 // rlimits are the per-process limits: file size always; CPU time per
@@ -242,11 +261,17 @@ func (t *Tree) started() error {
 	if t.net != nil {
 		go t.net.run(t.mirrors)
 	}
+	t.watchLimits()
+	return nil
+}
+
+// watchLimits watches a step's cgroups: a tree that passes a limit is
+// stopped at once.
+func (t *Tree) watchLimits() {
 	if t.cg != nil && !t.server {
 		t.watching.Add(1)
 		go t.watch()
 	}
-	return nil
 }
 
 func (t *Tree) handshake() error {
@@ -298,11 +323,7 @@ func (t *Tree) Abort() {
 	t.closePipes()
 	t.closeNet()
 	t.watching.Wait()
-	if t.server {
-		go t.cg.remove()
-		return
-	}
-	t.sup.release(t.cg)
+	t.giveBack()
 }
 
 func (t *Tree) watch() {
@@ -331,13 +352,19 @@ func (t *Tree) record(b *Breach) {
 	}
 }
 
-// Pid is the bubblewrap process's pid (the tree's outermost process).
-func (t *Tree) Pid() int { return t.cmd.Process.Pid }
+// Pid is the tree's outermost process: bubblewrap's, or a zygote tree's
+// init.
+func (t *Tree) Pid() int {
+	if t.cmd == nil {
+		return t.init
+	}
+	return t.cmd.Process.Pid
+}
 
 // Terminate asks every process of the tree to stop (SIGTERM), and kills
 // the tree after grace unless done closes first.
 func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
-	if !t.ended.Load() {
+	if !t.ended.Load() && !t.reaped.Load() {
 		signalMembers(t.init, syscall.SIGTERM)
 	}
 	select {
@@ -351,7 +378,11 @@ func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
 // namespace with it, and bubblewrap (through exec's handle: never a pid
 // reused since).
 func (t *Tree) Kill() {
-	if t.ended.Load() {
+	if t.ended.Load() || t.reaped.Load() {
+		return
+	}
+	if t.cmd == nil {
+		_ = t.proc.Kill() // by its pidfd: never another process
 		return
 	}
 	if t.init > 0 && ownNamespace(t.init) {

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/sandbox"
 )
@@ -21,6 +23,11 @@ type SandboxCost struct {
 	// BwrapFloorMS is bubblewrap's own cost with the same namespaces:
 	// bwrap running /bin/true, less /bin/true alone.
 	BwrapFloorMS float64 `json:"bwrap_floor_ms"`
+	// Way is how the confined steps were confined (sandbox.WayZygote
+	// where the machine has it), FloorMS that way's own cost: a tree of
+	// /bin/true started and waited for, less /bin/true alone.
+	Way     string  `json:"way"`
+	FloorMS float64 `json:"floor_ms"`
 }
 
 // MeasureSandbox runs a no-op command step (a shell printing its
@@ -45,22 +52,30 @@ func MeasureSandbox(ctx context.Context, dir string, n int) (SandboxCost, error)
 	m := &manifest.Manifest{Name: "t", Version: "1.0.0", Dir: dir,
 		Entrypoint: manifest.Entrypoint{Type: manifest.EntryCommand, Command: []string{"./run.sh"}, Result: manifest.ResultEnvelope}}
 	r := &Runner{}
+	way := ""
 	step := func(mode sandbox.Mode) error {
-		if env := r.Run(ctx, Request{Manifest: m, RunID: "bench", StepID: "s", Root: dir, Workdir: filepath.Join(dir, "step"), Sandbox: mode}); !env.Success {
+		env := r.Run(ctx, Request{Manifest: m, RunID: "bench", StepID: "s", Root: dir, Workdir: filepath.Join(dir, "step"), Sandbox: mode})
+		if !env.Success {
 			return fmt.Errorf("%s: %s", mode, env.Message)
+		}
+		if mode != sandbox.ModeOff {
+			way = wayOf(env)
 		}
 		return nil
 	}
 	modes := [2]sandbox.Mode{sandbox.ModeOff, sandbox.ModeDefault}
-	// Once each, untimed: a worker's first confined step makes its pooled
-	// cgroups, as a busy worker's steps do not.
-	for _, mode := range modes {
-		if err := step(mode); err != nil {
-			return SandboxCost{}, err
+	// Untimed: a worker's first confined steps make its pooled cgroups
+	// and start their zygote, as a busy worker's steps do not.
+	for try := 0; try == 0 || way != sandbox.WayZygote && try < 100; try++ {
+		for _, mode := range modes {
+			if err := step(mode); err != nil {
+				return SandboxCost{}, err
+			}
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	var took [2]time.Duration
-	var floor time.Duration
+	var floor, own time.Duration
 	bwrap := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--new-session",
 		"--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "/bin/true"}
 	for i := 0; i < n; i++ {
@@ -69,6 +84,11 @@ func MeasureSandbox(ctx context.Context, dir string, n int) (SandboxCost, error)
 		mid := time.Now()
 		_ = exec.CommandContext(ctx, "/bin/true").Run()
 		floor += mid.Sub(start) - time.Since(mid)
+		d, err := treeFloor(dir)
+		if err != nil {
+			return SandboxCost{}, err
+		}
+		own += d
 		for k, mode := range modes {
 			start := time.Now()
 			err := step(mode)
@@ -79,5 +99,33 @@ func MeasureSandbox(ctx context.Context, dir string, n int) (SandboxCost, error)
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
-	return SandboxCost{UnconfinedMS: ms(took[0]), ConfinedMS: ms(took[1]), OverheadMS: ms(took[1] - took[0]), BwrapFloorMS: ms(floor)}, nil
+	return SandboxCost{UnconfinedMS: ms(took[0]), ConfinedMS: ms(took[1]), OverheadMS: ms(took[1] - took[0]), BwrapFloorMS: ms(floor),
+		Way: way, FloorMS: ms(own)}, nil
+}
+
+// treeFloor is one tree of /bin/true the fastest way, less /bin/true.
+func treeFloor(dir string) (time.Duration, error) {
+	start := time.Now()
+	t, err := sandbox.Probe().Start(sandbox.Request{Argv: []string{"/bin/true"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
+		Write: []string{dir}, Spec: sandbox.Defaults}, sandbox.Stdio{})
+	if err != nil {
+		return 0, err
+	}
+	exit, _ := t.Wait()
+	t.Finish(exit, "")
+	mid := time.Now()
+	err = exec.Command("/bin/true").Run()
+	return mid.Sub(start) - time.Since(mid), err
+}
+
+// wayOf reads how a confined step was confined from its feedback
+// ("confined by zygote").
+func wayOf(env envelope.Envelope) string {
+	for _, f := range env.Feedback {
+		if w, ok := strings.CutPrefix(f.Message, SandboxWayPrefix); ok && f.Phase == "sandbox" {
+			w, _, _ = strings.Cut(w, " ")
+			return w
+		}
+	}
+	return ""
 }

@@ -82,7 +82,7 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	}
 	defer errR.Close()
 	start := time.Now()
-	cmd, tree, err := p.start(errW)
+	proc, tree, err := p.start(errW)
 	errW.Close()
 	if err != nil {
 		b.Error("start", "cannot start "+p.argv[0], err.Error())
@@ -91,11 +91,14 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	how := ""
 	if tree != nil {
 		how = ", confined"
+		// Which way, in every envelope of the attempt (the tool's own too).
+		p.events.add(envelope.Feedback{Phase: "sandbox", Level: envelope.LevelInfo, Timestamp: envelope.Timestamp(envelope.Now()),
+			Message: SandboxWayPrefix + tree.Way()})
 	}
-	b.Info("start", fmt.Sprintf("started %s (pid %d%s)", filepath.Base(p.argv[0]), cmd.Process.Pid, how))
+	b.Info("start", fmt.Sprintf("started %s (pid %d%s)", filepath.Base(p.argv[0]), proc.pid, how))
 	done := make(chan struct{})
 	var stopped atomic.Bool
-	go p.stopOnCancel(ctx, cmd.Process.Pid, tree, done, &stopped)
+	go p.stopOnCancel(ctx, proc.pid, tree, done, &stopped)
 	var evMu sync.Mutex
 	tail := &tailBuffer{max: stderrTail}
 	readDone := make(chan struct{})
@@ -110,7 +113,8 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 			}
 		}, req.OnStderr, p.log)
 	}()
-	p.waitErr = cmd.Wait()
+	exit, waitErr := proc.wait()
+	p.waitErr = waitErr
 	close(done)
 	select {
 	case <-readDone:
@@ -122,15 +126,34 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	}
 	evMu.Lock()
 	defer evMu.Unlock()
-	p.elapsed, p.exit, p.detail, p.stopped = time.Since(start), cmd.ProcessState.ExitCode(), tail.String(), stopped.Load()
+	p.elapsed, p.exit, p.detail, p.stopped = time.Since(start), exit, tail.String(), stopped.Load()
 	if tree != nil {
 		p.breach = tree.Finish(p.exit, p.detail)
 	}
 	return envelope.Envelope{}, false
 }
 
+// SandboxWayPrefix begins the feedback that says how a confined step was
+// confined: "confined by zygote", "confined by bubblewrap (why)".
+const SandboxWayPrefix = "confined by "
+
+// started is a started tool: its outermost process, and how to wait for
+// it (its exit status as exec.Cmd's ExitCode, and Wait's error).
+type started struct {
+	pid  int
+	wait func() (int, error)
+}
+
+// startedCmd is an unconfined tool's.
+func startedCmd(cmd *exec.Cmd) started {
+	return started{cmd.Process.Pid, func() (int, error) {
+		err := cmd.Wait()
+		return cmd.ProcessState.ExitCode(), err
+	}}
+}
+
 // start starts the tool, confined when p.box says so (tree set).
-func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
+func (p *process) start(stderr *os.File) (started, *sandbox.Tree, error) {
 	setup := func(cmd *exec.Cmd) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.stdin, p.stdout, stderr, p.ioWait
 	}
@@ -138,7 +161,7 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 	// it would be only an exit status).
 	prog, err := lookPath(p.argv[0])
 	if err != nil {
-		return nil, nil, err
+		return started{}, nil, err
 	}
 	if p.box == nil {
 		cmd, err := p.startAt(prog, setup)
@@ -149,25 +172,24 @@ func (p *process) start(stderr *os.File) (*exec.Cmd, *sandbox.Tree, error) {
 				cmd, err = p.startAt(prog, setup)
 			}
 		}
-		return cmd, nil, err
+		if err != nil {
+			return started{}, nil, err
+		}
+		return startedCmd(cmd), nil, nil
 	}
 	if _, err := os.Stat(prog); err != nil && prog != p.argv[0] {
 		// Gone since it was looked up: inside the sandbox it would be only
 		// an exit status.
 		forgetPath(p.argv[0])
 		if _, err := lookPath(p.argv[0]); err != nil {
-			return nil, nil, err
+			return started{}, nil, err
 		}
 	}
-	cmd, tree, err := p.support.Command(*p.box)
+	tree, err := p.support.Start(*p.box, sandbox.Stdio{In: p.stdin, Out: p.stdout, Err: stderr, WaitDelay: p.ioWait})
 	if err != nil {
-		return nil, nil, err
+		return started{}, nil, err
 	}
-	setup(cmd)
-	if err := tree.Start(); err != nil {
-		return nil, nil, err
-	}
-	return cmd, tree, nil
+	return started{tree.Pid(), tree.Wait}, tree, nil
 }
 
 // startAt starts the tool unconfined from the program at prog.

@@ -16,4 +16,5 @@ func BenchmarkSandbox(b *testing.B) {
 	b.ReportMetric(c.ConfinedMS, "ms-confined")
 	b.ReportMetric(c.OverheadMS, "ms-overhead")
 	b.ReportMetric(c.BwrapFloorMS, "ms-bwrap-floor")
+	b.ReportMetric(c.FloorMS, "ms-"+c.Way+"-floor")
 }

@@ -124,7 +124,8 @@ func TestStderrEventsBecomeFeedback(t *testing.T) {
 	if !env.Success || len(live) != 1 || live[0].Message != "50%" {
 		t.Fatalf("live events = %+v, env = %+v", live, env)
 	}
-	if len(env.Feedback) != 1 || env.Feedback[0].Phase != "download" {
+	// The live events, and the line saying how the tool was confined.
+	if f := env.Feedback; len(f) != 2 || f[0].Phase != "sandbox" || !strings.HasPrefix(f[0].Message, SandboxWayPrefix) || f[1].Phase != "download" {
 		t.Fatalf("envelope without feedback should take the live events: %+v", env.Feedback)
 	}
 	log, _ := os.ReadFile(filepath.Join(wd, StderrLog))
@@ -195,10 +196,12 @@ echo '`+own+`'`)
 	env := run(t, m, map[string]any{}, 10*time.Second)
 	var got []string
 	for _, f := range env.Feedback {
-		got = append(got, f.Message)
+		if f.Phase != "sandbox" {
+			got = append(got, f.Message)
+		}
 	}
-	if strings.Join(got, ",") != "begin,50%,90%,done" {
-		t.Fatalf("feedback %v", got)
+	if strings.Join(got, ",") != "begin,50%,90%,done" || len(env.Feedback) != 5 {
+		t.Fatalf("feedback %v (%d entries, one the sandbox's)", got, len(env.Feedback))
 	}
 	flood := script(t, `i=0; while [ $i -lt 1000 ]; do echo '{"phase":"p","level":"info","message":"tick '$i'"}' >&2; i=$((i+1)); done; echo '`+okEnvelope+`'`)
 	env = run(t, flood, map[string]any{}, 30*time.Second)

@@ -1,0 +1,191 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// ZygoteEnv set to "off" confines every tree with bubblewrap (a
+// comparison, or a machine where the zygote misbehaves).
+const ZygoteEnv = "CAPFLOW_SANDBOX_ZYGOTE"
+
+// Stdio are the standard streams of a tree started with Start, as
+// exec.Cmd takes them (nil: the null device).
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// WaitDelay bounds how long Wait waits for Out and Err once the tree
+	// has ended (exec.Cmd.WaitDelay; 0: as long as they stay open).
+	WaitDelay time.Duration
+}
+
+// Start starts req's tree the fastest way this machine has: forked by a
+// zygote (a step without the network), else under bubblewrap (servers,
+// steps with the network, a zygote still starting or refusing). Tree.Way
+// says which; Wait waits for it.
+func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
+	if s.missing != "" {
+		return nil, fmt.Errorf("cannot confine: %s", s.missing)
+	}
+	var cg *cgroup
+	if len(s.cgroups) > 0 {
+		var err error
+		if cg, err = s.takeCgroup(!req.Server); err != nil {
+			return nil, err
+		}
+	}
+	why := "a server or a step with the network"
+	if !req.Server && !req.Spec.Network {
+		if req.zygoteWait {
+			s.waitZygote(cg)
+		}
+		t, err := s.spawn(req, std, cg)
+		if err == nil {
+			return t, nil
+		}
+		why = err.Error()
+	}
+	cmd, t, err := s.command(req, cg)
+	if err != nil {
+		return nil, err
+	}
+	t.why = why
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = std.In, std.Out, std.Err, std.WaitDelay
+	return t, t.Start()
+}
+
+// zygoteFor is the zygote that forks a step in cg (the Support's own
+// where there are no cgroups), or why there is none to ask.
+func (s *Support) zygoteFor(cg *cgroup) (*zygote, error) {
+	if off := s.zygoteOff.Load(); off != nil {
+		return nil, errors.New(*off)
+	}
+	var z *zygote
+	switch {
+	case cg != nil:
+		z = cg.zygote
+	case len(s.cgroups) == 0:
+		s.zygoteOnce.Do(func() {
+			if f, err := newForker(nil); err == nil {
+				s.zygote = startZygote(s, f) // its thread stays: the steps' parent
+			}
+		})
+		z = s.zygote
+	}
+	if !z.usable() {
+		return nil, errors.New("the zygote is starting")
+	}
+	return z, nil
+}
+
+// waitZygote waits until cg's zygote has started or failed.
+func (s *Support) waitZygote(cg *cgroup) {
+	_, _ = s.zygoteFor(cg) // starts the one without cgroups
+	z := s.zygote
+	if cg != nil {
+		z = cg.zygote
+	}
+	if z != nil {
+		<-z.ready
+	}
+}
+
+// spawn starts req's tree through a zygote. An error has started nothing
+// (cg is the caller's still).
+func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
+	z, err := s.zygoteFor(cg)
+	if err != nil {
+		return nil, err
+	}
+	t := s.newTree(req, cg, WayZygote)
+	req = t.prepare(req)
+	files, err := t.stdio(std)
+	if err != nil {
+		return nil, err
+	}
+	defer t.closeChildEnds()
+	req.bindFDs = map[string]int{}
+	for _, f := range req.Folders {
+		if _, dup := req.bindFDs[f.Real]; !dup && slices.Contains(req.Spec.Write, f.Real) {
+			req.bindFDs[f.Real] = len(files)
+			files = append(files, f.Dir)
+		}
+	}
+	words, err := s.zygoteWords(req, t.limits)
+	if err == nil && len(files) > zygoteFiles {
+		err = errTooLarge
+	}
+	if err == nil {
+		err = cg.limit(req.Spec, false)
+	}
+	if err != nil {
+		t.closeParentEnds()
+		return nil, err
+	}
+	pid, err := z.spawn(words, files)
+	if pid > 0 {
+		t.proc, _ = os.FindProcess(pid) // our child: its pid stays ours until we wait
+	}
+	if err != nil {
+		if t.proc != nil {
+			_, _ = t.proc.Wait()
+		}
+		t.closeParentEnds()
+		return nil, fmt.Errorf("the zygote: %w", err)
+	}
+	t.init = pid
+	t.watchLimits()
+	return t, nil
+}
+
+// newTree is a tree of req's in cg, confined by way.
+func (s *Support) newTree(req Request, cg *cgroup, way string) *Tree {
+	t := &Tree{sup: s, cg: cg, spec: req.Spec, server: req.Server, stop: make(chan struct{}), began: time.Now(), way: way,
+		writable: append(append([]string(nil), req.Write...), req.Spec.Write...)}
+	t.limits, t.asLimit = rlimits(req.Spec, cg, req.Server)
+	return t
+}
+
+// prepare is req as either way confines it: the host's key lists hidden
+// (/proc/keys lists root's for a root worker's tool, whatever keyctl
+// says), a step marked as this worker's (SweepOrphans).
+func (t *Tree) prepare(req Request) Request {
+	req.Hide = append(slices.Clone(req.Hide), "/proc/keys", "/proc/key-users")
+	if mark := workerMark(); mark != "" && !req.Server {
+		req.Env = append(slices.Clone(req.Env), WorkerEnv+"="+mark)
+	}
+	return req
+}
+
+// Way says how the tree is confined: WayZygote or WayBubblewrap, and for
+// bubblewrap why the zygote did not take it.
+func (t *Tree) Way() string {
+	if t.way == WayBubblewrap && t.why != "" {
+		return WayBubblewrap + " (" + t.why + ")"
+	}
+	return t.way
+}
+
+// Wait waits for the tree's end and its streams (up to WaitDelay), and
+// says how it ended as exec.Cmd.Wait does.
+func (t *Tree) Wait() (exit int, err error) {
+	if t.cmd != nil {
+		err = t.cmd.Wait()
+		return t.cmd.ProcessState.ExitCode(), err
+	}
+	st, err := t.proc.Wait()
+	t.reaped.Store(true)
+	if err != nil {
+		return -1, err
+	}
+	t.waitStreams()
+	if !st.Success() {
+		err = &exec.ExitError{ProcessState: st}
+	}
+	return st.ExitCode(), err
+}

@@ -1,0 +1,184 @@
+//go:build linux && cgo
+
+// The zygote (docs/sandbox.md#the-zygote): a small process per cgroup set
+// that forks each confined step into fresh namespaces. It runs before Go's
+// runtime starts (a constructor), single-threaded, so it may fork without
+// exec: a step costs one clone and one fork where bubblewrap costs three
+// processes. zygote_linux.go is its other half.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zygote_linux.h"
+
+char zerr[512]; // why the step's setup failed
+
+// fail notes why setup failed (the first reason only) and returns -1.
+int fail(const char *fmt, ...) {
+	if (zerr[0] == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(zerr, sizeof zerr, fmt, ap);
+		va_end(ap);
+		size_t n = strlen(zerr);
+		snprintf(zerr + n, sizeof zerr - n, ": %s", strerror(errno));
+	}
+	return -1;
+}
+
+int setattr(int fd, const char *path, int flags, unsigned long long set, unsigned long long clr) {
+	struct mount_attr a = {.attr_set = set, .attr_clr = clr};
+	return syscall(SYS_mount_setattr, fd, path, flags, &a, sizeof a);
+}
+
+int clone_tree(int dirfd, const char *path, int flags) {
+	return syscall(SYS_open_tree, dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
+}
+
+// place makes dst's mount point on a tmpfs of the step's: a folder, or an
+// empty file for a file, with the folders above it.
+static void place(const char *dst, int dir) {
+	char p[4096];
+	snprintf(p, sizeof p, "%s", dst);
+	for (char *s = p + 1; *s; s++) {
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	}
+	if (dir)
+		mkdir(p, 0755);
+	else
+		close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+}
+
+// attach mounts the detached tree t on dst, read-only or writable.
+static int attach(int t, const char *dst, int ro) {
+	struct stat st;
+	fstat(t, &st);
+	place(dst, S_ISDIR(st.st_mode));
+	if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+		return fail("bind %s", dst);
+	unsigned long long ro_bits = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (setattr(AT_FDCWD, dst, AT_RECURSIVE, ro ? ro_bits : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, ro ? 0 : MOUNT_ATTR_RDONLY) != 0)
+		return fail("flags of %s", dst);
+	return 0;
+}
+
+// clone_sources clones every bind's source while the file system is
+// still the template's: a tmpfs laid over a hidden root must not hide
+// what is bound back from it. A folder handed over (--bind-fd) is found
+// by its path and must be the very folder of the descriptor.
+int clone_sources(struct op *ops, int n, int *fds, int nfds) {
+	for (int i = 0; i < n; i++) {
+		struct op *o = &ops[i];
+		o->tree = -1;
+		if (strcmp(o->kind, "--tmpfs") == 0)
+			continue;
+		if (strcmp(o->kind, "--bind-fd") == 0) {
+			int k = atoi(o->src);
+			if (k < 3 || k >= nfds)
+				return errno = EBADF, fail("--bind-fd %s", o->src);
+			char link[64], path[4096];
+			snprintf(link, sizeof link, "/proc/self/fd/%d", fds[k]);
+			ssize_t m = readlink(link, path, sizeof path - 1);
+			if (m <= 0)
+				return fail("the folder of %s", o->dst);
+			path[m] = 0;
+			o->tree = clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+			struct stat a, b;
+			if (o->tree < 0 || fstat(o->tree, &a) != 0 || fstat(fds[k], &b) != 0)
+				return fail("the folder %s", path);
+			if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+				return errno = EXDEV, fail("%s is not the folder handed over", path);
+			continue;
+		}
+		o->tree = clone_tree(AT_FDCWD, o->src, AT_RECURSIVE);
+		if (o->tree < 0 && !(strcmp(o->kind, "--ro-bind-try") == 0 && errno == ENOENT))
+			return fail("bind %s", o->src);
+	}
+	return 0;
+}
+
+int apply(struct op *ops, int n) {
+	for (int i = 0; i < n; i++) {
+		struct op *o = &ops[i];
+		if (strcmp(o->kind, "--tmpfs") == 0) {
+			place(o->dst, 1);
+			if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+				return fail("tmpfs %s", o->dst);
+		} else if (o->tree >= 0 && attach(o->tree, o->dst, strncmp(o->kind, "--ro-", 5) == 0) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+// system_mounts are the step's own /proc (its PID namespace; /proc/sys
+// and /proc/sysrq-trigger read-only), /dev/pts, /dev/shm.
+int system_mounts(void) {
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		return fail("mount /proc");
+	const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger"};
+	for (int i = 0; i < 2; i++) {
+		int t = clone_tree(AT_FDCWD, ro[i], 0);
+		if (t >= 0 && (syscall(SYS_move_mount, t, "", AT_FDCWD, ro[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+			       setattr(AT_FDCWD, ro[i], 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0))
+			return fail("%s read-only", ro[i]);
+		if (t >= 0)
+			close(t);
+	}
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") != 0)
+		return fail("mount /dev/pts");
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+		return fail("mount /dev/shm");
+	return 0;
+}
+
+// loopback_up brings up the step's own loopback (bubblewrap's does too).
+int loopback_up(void) {
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq r = {0};
+	strcpy(r.ifr_name, "lo");
+	int ok = s >= 0 && ioctl(s, SIOCGIFFLAGS, &r) == 0;
+	r.ifr_flags |= IFF_UP | IFF_RUNNING;
+	ok = ok && ioctl(s, SIOCSIFFLAGS, &r) == 0;
+	if (s >= 0)
+		close(s);
+	return ok ? 0 : fail("loopback");
+}
+
+// drop_caps leaves the tree no capability, now or after an exec (a root
+// worker's tool is uid 0 with none, as under bubblewrap's --cap-drop ALL).
+int drop_caps(void) {
+	for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0)
+			return fail("drop capability %d", c);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	if (syscall(SYS_capset, &h, d) != 0)
+		return fail("capset");
+	return 0;
+}

@@ -1,0 +1,248 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// zygoteArg, as the first argument, makes this executable a zygote
+// (zygote_main_linux.c, entered before Go's runtime starts).
+const zygoteArg = "--capflow-zygote"
+
+// zygoteMax is the largest request a zygote reads (ZMSG), zygoteFiles the
+// most descriptors (ZFDS): a step past either runs under bubblewrap.
+const (
+	zygoteMax   = 256 << 10
+	zygoteFiles = 64
+)
+
+// Ways a step is confined (Tree.Way).
+const (
+	WayZygote     = "zygote"
+	WayBubblewrap = "bubblewrap"
+)
+
+// zygote is one zygote process: it forks each step of its cgroup set into
+// fresh namespaces, copies of its own read-only template. It serves one
+// request at a time.
+type zygote struct {
+	mu    sync.Mutex
+	conn  *net.UnixConn
+	cmd   *exec.Cmd
+	ready chan struct{} // closed once started (err says how)
+	err   error
+	dead  bool
+	proc  atomic.Int64  // its pid, once started
+	ended chan struct{} // closed once it has exited
+}
+
+// startZygote starts a zygote in the background from f's thread (born in
+// f's cgroups), ready once its template is laid out. One that cannot lay
+// it out turns the zygotes of s off: this machine will not have them.
+func startZygote(s *Support, f *forker) *zygote {
+	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		z.err = z.start(s.exe, f)
+		if errors.Is(z.err, errTemplate) {
+			why := z.err.Error()
+			s.zygoteOff.CompareAndSwap(nil, &why)
+		}
+		close(z.ready)
+	}()
+	return z
+}
+
+// errTemplate is a zygote that could not lay out its template.
+var errTemplate = errors.New("the zygote cannot lay out its file system")
+
+func (z *zygote) start(exe string, f *forker) error {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	mine, theirs := os.NewFile(uintptr(pair[0]), "zygote"), os.NewFile(uintptr(pair[1]), "zygote")
+	defer theirs.Close()
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		return err
+	}
+	z.conn = c.(*net.UnixConn)
+	filter, err := filterFile()
+	if err != nil || filter == nil {
+		if filter, err = os.Open(os.DevNull); err != nil {
+			return err
+		}
+	}
+	defer filter.Close()
+	// Its parent is f's thread: the zygote (and every step's init, the
+	// worker's child) is killed when that thread ends.
+	z.cmd = &exec.Cmd{Path: exe, Args: []string{exe, zygoteArg}, Env: []string{}, ExtraFiles: []*os.File{theirs, filter},
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+	if err = f.start(z.cmd); err != nil {
+		z.conn.Close()
+		close(z.ended)
+		return err
+	}
+	z.proc.Store(int64(z.cmd.Process.Pid))
+	go func() {
+		_ = z.cmd.Wait()
+		close(z.ended)
+	}()
+	reply, err := z.read(10 * time.Second)
+	if err == nil && reply != "ready" {
+		err = fmt.Errorf("%w: %s", errTemplate, strings.TrimPrefix(reply, "err 0 "))
+	}
+	if err != nil {
+		z.stop()
+		return fmt.Errorf("the zygote did not start: %w", err)
+	}
+	return nil
+}
+
+// usable reports whether the zygote is ready to take a step now (one
+// still starting is not waited for: that step runs under bubblewrap).
+func (z *zygote) usable() bool {
+	if z == nil {
+		return false
+	}
+	select {
+	case <-z.ready:
+		return z.err == nil && !z.dead
+	default:
+		return false
+	}
+}
+
+func (z *zygote) read(timeout time.Duration) (string, error) {
+	_ = z.conn.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 1024)
+	n, err := z.conn.Read(buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// spawn asks for one step: words (zygoteWords) with files (stdin,
+// stdout, stderr, then the folders bound by descriptor). pid is the
+// step's init, a child of this process to wait for, even with an error
+// (its setup failed).
+func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.dead {
+		return 0, errors.New("the zygote has ended")
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	_ = z.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := z.conn.WriteMsgUnix(words, unix.UnixRights(fds...), nil); err != nil {
+		z.dead = true
+		return 0, err
+	}
+	reply, err := z.read(30 * time.Second)
+	if err != nil {
+		z.dead = true // a zygote that does not answer is never asked again
+		return 0, err
+	}
+	word, rest, _ := strings.Cut(reply, " ")
+	num, why, _ := strings.Cut(rest, " ")
+	pid, _ = strconv.Atoi(num)
+	switch word {
+	case "ok":
+		return pid, nil
+	case "err":
+		return pid, errors.New(why)
+	}
+	z.dead = true
+	return 0, fmt.Errorf("the zygote answered %q", reply)
+}
+
+// pid is the zygote's process (0 before it started).
+func (z *zygote) pid() int {
+	if z == nil {
+		return 0
+	}
+	return int(z.proc.Load())
+}
+
+// present reports whether the zygote's process may be in its cgroups: it
+// starts, runs, or has not been seen to exit.
+func (z *zygote) present() bool {
+	if z == nil {
+		return false
+	}
+	select {
+	case <-z.ended:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits up to d for the zygote to exit.
+func (z *zygote) wait(d time.Duration) {
+	<-z.ready
+	select {
+	case <-z.ended:
+	case <-time.After(d):
+	}
+}
+
+// stop ends the zygote: it exits when its socket closes.
+func (z *zygote) stop() {
+	if z == nil {
+		return
+	}
+	z.mu.Lock()
+	z.dead = true
+	if z.conn != nil {
+		z.conn.Close()
+	}
+	z.mu.Unlock()
+}
+
+// zygoteWords is a request as the zygote reads it: the mounts
+// (mountArgs, folders by their index in the files sent), the working
+// folder, rlimits, the environment, then the command, each word ended by
+// a NUL. A word holding a NUL is refused: it would be read as two.
+func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
+	w := s.mountArgs(req)
+	if req.Dir != "" {
+		w = append(w, "--chdir", req.Dir)
+	}
+	for _, l := range limits {
+		w = append(w, "--rlimit", strconv.Itoa(l.Resource), strconv.FormatUint(l.Cur, 10), strconv.FormatUint(l.Max, 10))
+	}
+	for _, kv := range req.Env {
+		w = append(w, "--env", kv)
+	}
+	w = append(append(w, "--"), req.Argv...)
+	var b []byte
+	for _, x := range w {
+		if strings.IndexByte(x, 0) >= 0 {
+			return nil, fmt.Errorf("an argument or variable holds a NUL byte: %q", x)
+		}
+		b = append(append(b, x...), 0)
+	}
+	if len(b) > zygoteMax {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+var errTooLarge = errors.New("the command and its environment are too large for the zygote")

@@ -1,0 +1,28 @@
+// The zygote's two halves (zygote_linux.c: the step's mounts;
+// zygote_main_linux.c: the requests, the step's init and its tool).
+#ifndef CAPFLOW_ZYGOTE_H
+#define CAPFLOW_ZYGOTE_H
+
+#define ZMSG (256 * 1024) // a request's largest size (zygoteMax in zygote_linux.go)
+#define ZFDS 64           // its largest number of descriptors
+#define ZOPS 512          // of mount operations
+
+// op is one mount of the step's, in bubblewrap's words
+// (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,
+// --bind-fd N D.
+struct op {
+	const char *kind, *src, *dst;
+	int tree; // the source, cloned before anything is covered (-1: none)
+};
+
+extern char zerr[512];
+int fail(const char *fmt, ...);
+int setattr(int fd, const char *path, int flags, unsigned long long set, unsigned long long clr);
+int clone_tree(int dirfd, const char *path, int flags);
+int clone_sources(struct op *ops, int n, int *fds, int nfds);
+int apply(struct op *ops, int n);
+int system_mounts(void);
+int loopback_up(void);
+int drop_caps(void);
+
+#endif

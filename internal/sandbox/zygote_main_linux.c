@@ -1,0 +1,291 @@
+//go:build linux && cgo
+
+// The zygote's loop: its template of a file system, each request, the
+// step's init and its tool (zygote_linux.go sends them).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zygote_linux.h"
+
+extern char **environ;
+
+static struct sock_fprog zfilter; // the seccomp filter, read once
+
+struct req {
+	struct op ops[ZOPS];
+	int nops;
+	const char *dir;
+	struct rlimit lim[8];
+	int res[8], nlim;
+	char *env[4096];
+	char **argv;
+	int *fds, nfds, sync;
+};
+
+// parse reads a request: NUL-ended words, mounts first (mountArgs), then
+// --chdir D, --rlimit R CUR MAX, --env K=V, and after "--" the command.
+static int parse(char *msg, size_t len, struct req *r) {
+	static char *w[ZMSG / 2];
+	int n = 0, nenv = 0;
+	for (size_t i = 0; i < len && n < ZMSG / 2 - 1; n++) {
+		w[n] = msg + i;
+		i += strnlen(msg + i, len - i) + 1;
+	}
+	w[n] = NULL;
+	for (int i = 0; i < n; i++) {
+		const char *k = w[i];
+		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0;
+		if (strcmp(k, "--") == 0) {
+			r->argv = &w[i + 1];
+			r->env[nenv] = NULL;
+			return i + 1 < n ? 0 : (errno = EINVAL, fail("no command"));
+		}
+		int need = strcmp(k, "--rlimit") == 0 ? 3 : 1 + two;
+		if (i + need >= n)
+			return errno = EINVAL, fail("%s needs its arguments", k);
+		if (strcmp(k, "--chdir") == 0) {
+			r->dir = w[++i];
+		} else if (strcmp(k, "--env") == 0) {
+			if (nenv == 4095)
+				return errno = E2BIG, fail("environment");
+			r->env[nenv++] = w[++i];
+		} else if (strcmp(k, "--rlimit") == 0) {
+			if (r->nlim == 8)
+				return errno = E2BIG, fail("rlimits");
+			r->res[r->nlim] = atoi(w[i + 1]);
+			r->lim[r->nlim].rlim_cur = strtoull(w[i + 2], NULL, 10);
+			r->lim[r->nlim++].rlim_max = strtoull(w[i + 3], NULL, 10);
+			i += 3;
+		} else if (r->nops < ZOPS) {
+			struct op *o = &r->ops[r->nops++];
+			o->kind = k;
+			o->src = two ? w[++i] : NULL;
+			o->dst = w[++i];
+		} else {
+			return errno = E2BIG, fail("mounts");
+		}
+	}
+	return errno = EINVAL, fail("no command");
+}
+
+// tool runs the step's command: its own session, stdio, rlimits, no
+// descriptor of capflow's, no new privileges, the seccomp filter.
+static void tool(struct req *r) {
+	setsid();
+	for (int i = 0; i < r->nlim; i++)
+		setrlimit(r->res[i], &r->lim[i]);
+	for (int i = 0; i < 3; i++)
+		if (dup2(r->fds[i], i) < 0)
+			_exit(126);
+	syscall(SYS_close_range, 3, ~0U, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (zfilter.len > 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &zfilter) != 0) {
+		dprintf(2, "capflow sandbox: seccomp: %s\n", strerror(errno));
+		_exit(126);
+	}
+	environ = r->env;
+	execvp(r->argv[0], r->argv);
+	dprintf(2, "capflow sandbox: execvp %s: %s\n", r->argv[0], strerror(errno));
+	_exit(127);
+}
+
+// step_init is the step's PID 1: it lays out the file system, reports
+// the setup to the zygote, starts the tool and ends with it (its status,
+// 128+signal when a signal ended it), taking the namespace with it.
+static int step_init(void *arg) {
+	struct req *r = arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
+	if (clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
+	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
+		(void)!write(r->sync, zerr, strlen(zerr));
+		_exit(126);
+	}
+	prctl(PR_SET_DUMPABLE, 0);
+	pid_t t = fork();
+	if (t == 0)
+		tool(r);
+	if (t < 0) {
+		fail("fork");
+		(void)!write(r->sync, zerr, strlen(zerr));
+		_exit(126);
+	}
+	(void)!write(r->sync, "", 1);
+	syscall(SYS_close_range, 0, ~0U, 0);
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			_exit(126);
+		if (p == t)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+static char stack[1 << 16];
+
+// spawn starts one step and answers "ok PID" or "err PID why" (PID 0:
+// nothing was started). The step's init is the worker's child
+// (CLONE_PARENT): the worker waits for it, born in this zygote's cgroups.
+static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) {
+	static struct req r;
+	memset(&r, 0, sizeof r);
+	zerr[0] = 0;
+	char out[640];
+	int sync[2] = {-1, -1};
+	pid_t pid = 0;
+	r.fds = fds;
+	r.nfds = nfds;
+	if (cut || nfds < 3) {
+		errno = E2BIG, fail("the request was cut");
+	} else if (parse(msg, len, &r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
+		r.sync = sync[1];
+		int flags = CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+		pid = clone(step_init, stack + sizeof stack, flags | CLONE_NEWCGROUP, &r);
+		if (pid < 0 && errno == EINVAL)
+			pid = clone(step_init, stack + sizeof stack, flags, &r);
+		close(sync[1]);
+		if (pid < 0) {
+			pid = 0;
+			fail("clone");
+		} else {
+			ssize_t n = read(sync[0], zerr, sizeof zerr - 1);
+			zerr[n > 0 ? n : 0] = 0;
+			if (n <= 0)
+				snprintf(zerr, sizeof zerr, "the sandbox's init ended before the tool started");
+		}
+		close(sync[0]);
+	}
+	if (zerr[0] == 0)
+		snprintf(out, sizeof out, "ok %d", pid);
+	else
+		snprintf(out, sizeof out, "err %d %s", pid, zerr);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	(void)!send(sock, out, strlen(out), MSG_NOSIGNAL);
+}
+
+static void serve(int sock) {
+	static char msg[ZMSG];
+	for (;;) {
+		char cbuf[CMSG_SPACE(ZFDS * sizeof(int))];
+		struct iovec iov = {msg, sizeof msg};
+		struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+		ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0); // the worker closed its end
+		int fds[ZFDS], nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < ZFDS; i++)
+					memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		spawn(sock, msg, (size_t)n, fds, nfds, (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0);
+	}
+}
+
+static int write_file(const char *path, const char *s) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ok = fd >= 0 && write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+// template makes the zygote's own mount namespace (in a user namespace
+// of its own unless the worker is root), which every step's copies: the
+// whole file system read-only, no device but a /dev of bubblewrap's kind
+// (null, zero, full, random, urandom, tty; pts and shm each step's own).
+static int template(void) {
+	char m[64], p[64];
+	if (geteuid() != 0) {
+		uid_t u = geteuid();
+		gid_t g = getegid();
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+			return fail("user namespace");
+		write_file("/proc/self/setgroups", "deny");
+		snprintf(m, sizeof m, "%u %u 1", u, u);
+		if (write_file("/proc/self/uid_map", m) != 0)
+			return fail("uid_map");
+		snprintf(m, sizeof m, "%u %u 1", g, g);
+		if (write_file("/proc/self/gid_map", m) != 0)
+			return fail("gid_map");
+	} else if (unshare(CLONE_NEWNS) != 0) {
+		return fail("mount namespace");
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return fail("private mounts");
+	const char *nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	int t[6];
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "/dev/%s", nodes[i]);
+		t[i] = clone_tree(AT_FDCWD, p, 0);
+	}
+	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+		return fail("read-only root");
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0)
+		return fail("/dev");
+	mkdir("/dev/pts", 0755);
+	mkdir("/dev/shm", 01777);
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "/dev/%s", nodes[i]);
+		close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666));
+		if (t[i] >= 0 && syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			return fail("%s", p);
+	}
+	const char *links[][2] = {{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+				  {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}, {"pts/ptmx", "/dev/ptmx"},
+				  {"/proc/kcore", "/dev/core"}};
+	for (int i = 0; i < 6; i++)
+		if (symlink(links[i][0], links[i][1]) != 0)
+			return fail("%s", links[i][1]);
+	if (setattr(AT_FDCWD, "/dev", 0, MOUNT_ATTR_RDONLY, 0) != 0)
+		return fail("read-only /dev");
+	return 0;
+}
+
+// capflow_zygote makes this executable a zygote when its first argument
+// says so (Support.zygote starts it): before Go's runtime, which would
+// start threads, nothing of the Go program runs. fd 3 is the worker's
+// socket, fd 4 the seccomp filter (classic BPF, filterProgram).
+__attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
+	if (argc < 2 || strcmp(argv[1], "--capflow-zygote") != 0)
+		return;
+	static struct sock_filter prog[4096];
+	ssize_t n = read(4, prog, sizeof prog);
+	close(4);
+	if (n > 0 && n % sizeof prog[0] == 0) {
+		zfilter.len = n / sizeof prog[0];
+		zfilter.filter = prog;
+	}
+	char out[600];
+	if (template() != 0) {
+		snprintf(out, sizeof out, "err 0 %s", zerr);
+		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
+		_exit(1);
+	}
+	(void)!send(3, "ready", 5, MSG_NOSIGNAL);
+	serve(3);
+}
