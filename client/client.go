@@ -77,6 +77,11 @@ type StartOptions struct {
 	// returned (Run.Existing) and nothing starts. A run still going under
 	// the ID is always the one returned.
 	Rerun bool
+	// Eager asks for Temporal's eager workflow start: the run's first
+	// workflow task comes back in the start's answer, to a worker of this
+	// process on the same Temporal client (package embed), without a
+	// poll. Where none is, the run starts as usual.
+	Eager bool
 }
 
 // Start starts a run with the given input under workflow ID id ("" lets
@@ -93,7 +98,7 @@ func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run,
 	}
 	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
 		ID: o.ID, TaskQueue: c.taskQueue, StaticSummary: o.Summary, StaticDetails: o.Details,
-		WorkflowIDReusePolicy: reuse, WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowIDReusePolicy: reuse, WorkflowExecutionErrorWhenAlreadyStarted: true, EnableEagerStart: o.Eager,
 	}, WorkflowType, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
