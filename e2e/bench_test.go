@@ -104,16 +104,23 @@ func capflowPlanOf(capability string, with map[string]any, steps int, chain bool
 // BenchmarkOverhead runs a 50-step chain and a 500-step fan-out through
 // capflow and through the minimal workflow, alternating, on the same dev
 // server, and reports milliseconds per step for each and their ratio.
+//
+// The shapes run unconfined, as the minimal workflow runs the tool, but
+// for fanout500-confined: capflow's steps confined (the project's default
+// policy) against the minimal workflow's unconfined ones, confinement's
+// cost at throughput.
 func BenchmarkOverhead(b *testing.B) {
 	defer startMinimal(b)()
-	defer unconfined(b)() // as the minimal workflow runs the tool; confinement is BenchmarkSandbox's
 	tool := filepath.Join(h.project, "tools/noop/run.sh")
 	for _, shape := range []struct {
-		name  string
-		steps int
-		chain bool
-	}{{"chain50", 50, true}, {"fanout500", 500, false}} {
+		name            string
+		steps           int
+		chain, confined bool
+	}{{"chain50", 50, true, false}, {"fanout500", 500, false, false}, {"fanout500-confined", 500, false, true}} {
 		b.Run(shape.name, func(b *testing.B) {
+			if !shape.confined {
+				defer unconfined(b)()
+			}
 			sideBySide(b, tool, shape.steps, shape.chain, capflowPlan(shape.steps, shape.chain), "")
 		})
 	}

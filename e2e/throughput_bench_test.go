@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	capclient "github.com/capflow/capflow/client"
+	"github.com/capflow/capflow/embed"
 	"github.com/capflow/capflow/internal/procfs"
 	"github.com/capflow/capflow/internal/toolrun"
 )
@@ -40,6 +42,37 @@ type PeerThroughput struct {
 	ServerCPUMSPerRun float64 `json:"server_cpu_ms_per_run"`
 }
 
+// startEmbedded starts an embedded capflow worker in this process on a
+// queue of its own (package embed), for eager starts.
+func startEmbedded(b *testing.B) *embed.Worker {
+	w, err := embed.Start(context.Background(), h.client, embed.Options{Project: h.project, TaskQueue: "capflow-eager"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// runEager runs plan on the embedded worker, started eagerly; every step
+// must have run inline.
+func runEager(w *embed.Worker, plan map[string]any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	run, err := w.Client().StartWith(ctx, capclient.StartOptions{Eager: true}, capclient.Input{Plan: plan})
+	if err != nil {
+		return err
+	}
+	res, err := run.Wait(ctx)
+	if err != nil || res.Status != "passed" {
+		return fmt.Errorf("%v %+v", err, res)
+	}
+	for _, s := range res.Steps {
+		if s.Execution != "inline" {
+			return fmt.Errorf("step %s ran %q, not inline", s.ID, s.Execution)
+		}
+	}
+	return nil
+}
+
 // BenchmarkThroughput is `make bench-throughput`: N runs at once
 // (CAPFLOW_THROUGHPUT_RUNS, 300) of a 3-step chain on capflow's regular
 // path, its fastest path, the hand-written Temporal workflow (3 in-process
@@ -56,6 +89,8 @@ func BenchmarkThroughput(b *testing.B) {
 	n, reps := envInt("CAPFLOW_THROUGHPUT_RUNS", 300), envInt("CAPFLOW_THROUGHPUT_REPS", 3)
 	render := map[string]any{"template": "ok"}
 	server := devServerCPU(b)
+	eager := startEmbedded(b)
+	defer eager.Stop()
 	systems := []struct {
 		name        string
 		run         func() error
@@ -63,6 +98,9 @@ func BenchmarkThroughput(b *testing.B) {
 	}{
 		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU, server},
 		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU, server},
+		// The fastest path started eagerly by a Go service embedding a
+		// worker (this process: its CPU is counted with the clients').
+		{"capflow-eager", func() error { return runEager(eager, capflowPlanOf("text.render", render, 3, true)) }, ownCPU, server},
 		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU, server},
 		// The server's floor: the hand-written workflow with no activity (a
 		// start, one workflow task, its end), what no workflow-per-run path
@@ -205,7 +243,7 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
 	fmt.Fprintf(&sb, "%-15s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
-	for _, name := range []string{"capflow", "capflow-fast", "temporal", "temporal-empty", "restate"} {
+	for _, name := range []string{"capflow", "capflow-fast", "capflow-eager", "temporal", "temporal-empty", "restate"} {
 		r, ok := out.Runs[name]
 		if !ok {
 			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
@@ -213,8 +251,12 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 		fmt.Fprintf(&sb, "%-15s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
 		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
+	if e := out.Runs["temporal-empty"].RunsPerS; e > 0 {
+		fmt.Fprintf(&sb, "x the server's floor: capflow-fast %.2f, capflow-eager %.2f\n", out.Runs["capflow-fast"].RunsPerS/e, out.Runs["capflow-eager"].RunsPerS/e)
+	}
 	c := out.Sandbox
-	fmt.Fprintf(&sb, "sandbox: unconfined %.2f ms, confined %.2f ms, overhead %.2f ms, bubblewrap's floor %.2f ms\n", c.UnconfinedMS, c.ConfinedMS, c.OverheadMS, c.BwrapFloorMS)
+	fmt.Fprintf(&sb, "sandbox (%s): unconfined %.2f ms, confined %.2f ms, overhead %.2f ms (%.2fx the unconfined step), %s's floor %.2f ms, bubblewrap's floor %.2f ms\n",
+		c.Way, c.UnconfinedMS, c.ConfinedMS, c.OverheadMS, c.OverheadMS/c.UnconfinedMS, c.Way, c.FloorMS, c.BwrapFloorMS)
 	fmt.Print(sb.String())
 }
 
