@@ -73,6 +73,9 @@ static int parse(char *msg, size_t len, struct req *r) {
 			r->lim[r->nlim].rlim_cur = strtoull(w[i + 2], NULL, 10);
 			r->lim[r->nlim++].rlim_max = strtoull(w[i + 3], NULL, 10);
 			i += 3;
+		} else if (strcmp(k, "--tmpfs") != 0 && strcmp(k, "--ro-bind") != 0 && strcmp(k, "--ro-bind-try") != 0 &&
+			   strcmp(k, "--bind") != 0 && strcmp(k, "--bind-fd") != 0) {
+			return errno = EINVAL, fail("%s is not a mount the zygote makes", k);
 		} else if (r->nops < ZOPS) {
 			struct op *o = &r->ops[r->nops++];
 			o->kind = k;
@@ -95,6 +98,8 @@ static void tool(struct req *r) {
 		if (dup2(r->fds[i], i) < 0)
 			_exit(126);
 	syscall(SYS_close_range, 3, ~0U, 0);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -143,7 +148,7 @@ static int step_init(void *arg) {
 	}
 }
 
-static char stack[1 << 16];
+static char stack[1 << 18] __attribute__((aligned(16))); // the step init's (execvp's search included)
 
 // spawn starts one step and answers "ok PID" or "err PID why" (PID 0:
 // nothing was started). The step's init is the worker's child
