@@ -55,8 +55,9 @@ int clone_tree(int dirfd, const char *path, int flags) {
 	return syscall(SYS_open_tree, dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
 }
 
-// place makes dst's mount point on a tmpfs of the step's: a folder, or an
-// empty file for a file, with the folders above it.
+// place makes dst's mount point on a tmpfs of the step's where it is
+// missing: a folder, or an empty file for a file, with the folders above
+// it. What exists is never opened (a FIFO would block the step's init).
 static void place(const char *dst, int dir) {
 	char p[4096];
 	snprintf(p, sizeof p, "%s", dst);
@@ -67,21 +68,27 @@ static void place(const char *dst, int dir) {
 			*s = '/';
 		}
 	}
-	if (dir)
+	if (dir) {
 		mkdir(p, 0755);
-	else
-		close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	} else {
+		int fd = open(p, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
-// attach mounts the detached tree t on dst, read-only or writable.
+// attach mounts the detached tree t on dst: read-only with all beneath
+// it, or writable at its top alone (a read-only mount inside a write
+// folder stays read-only, as under bubblewrap).
 static int attach(int t, const char *dst, int ro) {
 	struct stat st;
 	fstat(t, &st);
 	place(dst, S_ISDIR(st.st_mode));
 	if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0)
 		return fail("bind %s", dst);
-	unsigned long long ro_bits = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	if (setattr(AT_FDCWD, dst, AT_RECURSIVE, ro ? ro_bits : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, ro ? 0 : MOUNT_ATTR_RDONLY) != 0)
+	unsigned long long nos = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (setattr(AT_FDCWD, dst, AT_RECURSIVE, ro ? nos | MOUNT_ATTR_RDONLY : nos, 0) != 0 ||
+	    (!ro && setattr(AT_FDCWD, dst, 0, 0, MOUNT_ATTR_RDONLY) != 0))
 		return fail("flags of %s", dst);
 	return 0;
 }
@@ -135,13 +142,14 @@ int apply(struct op *ops, int n) {
 	return 0;
 }
 
-// system_mounts are the step's own /proc (its PID namespace; /proc/sys
-// and /proc/sysrq-trigger read-only), /dev/pts, /dev/shm.
+// system_mounts are the step's own /proc (its PID namespace; the kernel's
+// settings read-only, as bubblewrap covers them: a root worker's tool is
+// uid 0, which the kernel lets write them), /dev/pts, /dev/shm.
 int system_mounts(void) {
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		return fail("mount /proc");
-	const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger"};
-	for (int i = 0; i < 2; i++) {
+	const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+	for (int i = 0; i < 4; i++) {
 		int t = clone_tree(AT_FDCWD, ro[i], 0);
 		if (t >= 0 && (syscall(SYS_move_mount, t, "", AT_FDCWD, ro[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
 			       setattr(AT_FDCWD, ro[i], 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0))

@@ -151,12 +151,12 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 	}
 	_ = z.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, _, err := z.conn.WriteMsgUnix(words, unix.UnixRights(fds...), nil); err != nil {
-		z.dead = true
+		z.end()
 		return 0, err
 	}
 	reply, err := z.read(30 * time.Second)
 	if err != nil {
-		z.dead = true // a zygote that does not answer is never asked again
+		z.end() // a zygote that does not answer is never asked again
 		return 0, err
 	}
 	word, rest, _ := strings.Cut(reply, " ")
@@ -168,8 +168,17 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 	case "err":
 		return pid, errors.New(why)
 	}
-	z.dead = true
+	z.end()
 	return 0, fmt.Errorf("the zygote answered %q", reply)
+}
+
+// end kills a zygote that failed (z.mu held): what it started is the
+// worker's, and its cgroups', to end.
+func (z *zygote) end() {
+	z.dead = true
+	if z.cmd != nil && z.cmd.Process != nil {
+		_ = z.cmd.Process.Kill()
+	}
 }
 
 // pid is the zygote's process (0 before it started).

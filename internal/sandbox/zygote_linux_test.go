@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestZygoteRefusesWhatItDoesNotMake: the zygote starts nothing for a
@@ -62,5 +66,56 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 	p, _ := os.FindProcess(pid)
 	if st, err := p.Wait(); err != nil || !st.Success() {
 		t.Fatalf("/bin/true: %v %v", st, err)
+	}
+}
+
+// TestZygoteFindings: what attacking the zygote found, each both ways
+// where bubblewrap can run it: a read-only mount inside a write folder
+// stays read-only (a mount the machine made after the zygote started
+// included); a FIFO where a hidden file is covered does not hang the
+// step; a command of 140,000 words reaches the tool whole.
+func TestZygoteFindings(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			step := t.TempDir()
+			sub, src := filepath.Join(step, "sub"), t.TempDir()
+			os.Mkdir(sub, 0o755)
+			if err := unix.Mount(src, sub, "", unix.MS_BIND, ""); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Unmount(sub, unix.MNT_DETACH)
+			if err := unix.Mount("", sub, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+				t.Fatal(err)
+			}
+			o := run(t, Defaults, step, `(echo x > "$STEP/sub/pwned") 2>/dev/null && echo WROTE || echo refused; echo y > "$STEP/mine" && echo mine`)
+			if o.out != "refused\nmine\n" {
+				t.Fatalf("a read-only mount inside the write folder: %q", o.out)
+			}
+		}
+		step := t.TempDir()
+		fifo := filepath.Join(step, "secret")
+		if err := unix.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Covered by the null device (unreadable: no device files in a
+		// bind): the step ran, under the zygote (startWay checks it).
+		o := runWith(t, Request{Spec: Defaults, Hide: []string{fifo}}, step, `cat "$STEP/secret" 2>/dev/null; echo "done $?"`)
+		if o.out != "done 1\n" {
+			t.Fatalf("a FIFO covered: %q", o.out)
+		}
+	})
+	// bubblewrap cannot start a command that long (its own arguments).
+	s, dir := support(t), t.TempDir()
+	argv := []string{"/bin/sh", "-c", `eval echo "$# \${$#}"`, "sh"}
+	for i := 0; i < 140000; i++ {
+		argv = append(argv, "")
+	}
+	argv = append(argv, "last")
+	var out bytes.Buffer
+	tree := startWay(t, s, Request{Argv: argv, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: Defaults}, Stdio{Out: &out, Err: &out})
+	exit, _ := tree.Wait()
+	tree.Finish(exit, "")
+	if out.String() != "140001 last\n" {
+		t.Fatalf("a long command: exit %d, %q", exit, out.String())
 	}
 }

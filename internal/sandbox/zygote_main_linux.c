@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,9 @@ extern char **environ;
 
 static struct sock_fprog zfilter; // the seccomp filter, read once
 
+// devnodes are the devices of the template's /dev (bubblewrap's --dev).
+static const char *devnodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
 struct req {
 	struct op ops[ZOPS];
 	int nops;
@@ -42,9 +46,9 @@ struct req {
 // parse reads a request: NUL-ended words, mounts first (mountArgs), then
 // --chdir D, --rlimit R CUR MAX, --env K=V, and after "--" the command.
 static int parse(char *msg, size_t len, struct req *r) {
-	static char *w[ZMSG / 2];
+	static char *w[ZMSG + 1]; // a word is at least its NUL: never cut
 	int n = 0, nenv = 0;
-	for (size_t i = 0; i < len && n < ZMSG / 2 - 1; n++) {
+	for (size_t i = 0; i < len; n++) {
 		w[n] = msg + i;
 		i += strnlen(msg + i, len - i) + 1;
 	}
@@ -114,13 +118,30 @@ static void tool(struct req *r) {
 	_exit(127);
 }
 
+// fresh_view makes the step's copy of the template its own (nothing the
+// machine mounts from now on reaches it) and read-only whole, mounts the
+// machine made since the template included; the device files stay usable.
+static int fresh_view(void) {
+	char p[64];
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return fail("private mounts");
+	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+		return fail("read-only root");
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
+		if (setattr(AT_FDCWD, p, 0, 0, MOUNT_ATTR_NODEV) != 0 && errno != EINVAL && errno != ENOENT)
+			return fail("%s", p);
+	}
+	return 0;
+}
+
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
 static int step_init(void *arg) {
 	struct req *r = arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
-	if (clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
+	if (fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
 	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
@@ -174,6 +195,9 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		if (pid < 0) {
 			pid = 0;
 			fail("clone");
+		} else if (poll(&(struct pollfd){.fd = sync[0], .events = POLLIN}, 1, 10000) != 1) {
+			kill(pid, SIGKILL); // a setup that hangs is not waited for
+			errno = ETIMEDOUT, fail("the sandbox's setup");
 		} else {
 			ssize_t n = read(sync[0], zerr, sizeof zerr - 1);
 			zerr[n > 0 ? n : 0] = 0;
@@ -240,12 +264,13 @@ static int template(void) {
 	} else if (unshare(CLONE_NEWNS) != 0) {
 		return fail("mount namespace");
 	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		return fail("private mounts");
-	const char *nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	// A slave: the machine's mounts made since reach each step (made
+	// read-only there, fresh_view), none of the zygote's go back.
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+		return fail("slave mounts");
 	int t[6];
 	for (int i = 0; i < 6; i++) {
-		snprintf(p, sizeof p, "/dev/%s", nodes[i]);
+		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
 		t[i] = clone_tree(AT_FDCWD, p, 0);
 	}
 	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
@@ -255,7 +280,7 @@ static int template(void) {
 	mkdir("/dev/pts", 0755);
 	mkdir("/dev/shm", 01777);
 	for (int i = 0; i < 6; i++) {
-		snprintf(p, sizeof p, "/dev/%s", nodes[i]);
+		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
 		close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666));
 		if (t[i] >= 0 && syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0)
 			return fail("%s", p);
