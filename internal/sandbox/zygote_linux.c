@@ -94,7 +94,7 @@ static int attach(int t, const char *dst, int ro) {
 }
 
 // clone_sources clones every bind's source while the file system is
-// still the template's: a tmpfs laid over a hidden root must not hide
+// still the machine's: a tmpfs laid over a hidden root must not hide
 // what is bound back from it. A folder handed over (--bind-fd) is found
 // by its path and must be the very folder of the descriptor.
 int clone_sources(struct op *ops, int n, int *fds, int nfds) {
@@ -188,5 +188,67 @@ int drop_caps(void) {
 	struct __user_cap_data_struct d[2] = {{0}};
 	if (syscall(SYS_capset, &h, d) != 0)
 		return fail("capset");
+	return 0;
+}
+
+static int write_file(const char *path, const char *s) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ok = fd >= 0 && write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+// own_user maps a step's user namespace to the worker's user alone.
+int own_user(uid_t u, gid_t g) {
+	char m[64];
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(m, sizeof m, "%u %u 1", u, u);
+	if (write_file("/proc/self/uid_map", m) != 0)
+		return fail("uid_map");
+	snprintf(m, sizeof m, "%u %u 1", g, g);
+	if (write_file("/proc/self/gid_map", m) != 0)
+		return fail("gid_map");
+	return 0;
+}
+
+static const char *devnodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+// fresh_view makes the step's copy of the machine's mounts, as they are
+// now, its own (nothing mounted from now on reaches it) and read-only
+// whole, no set-uid, no device files, but a read-only /dev of
+// bubblewrap's kind: null, zero, full, random, urandom, tty and links
+// (pts and shm are mounted with /proc, system_mounts).
+int fresh_view(void) {
+	char p[64];
+	int t[6];
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return fail("private mounts");
+	for (int i = 0; i < 6; i++) { // with the machine's flags, devices allowed
+		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
+		t[i] = clone_tree(AT_FDCWD, p, 0);
+	}
+	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+		return fail("read-only root");
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0)
+		return fail("/dev");
+	mkdir("/dev/pts", 0755);
+	mkdir("/dev/shm", 01777);
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
+		place(p, 0);
+		if (t[i] >= 0 && syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			return fail("%s", p);
+		if (t[i] >= 0)
+			close(t[i]);
+	}
+	const char *links[][2] = {{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+				  {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"},
+				  {"pts/ptmx", "/dev/ptmx"}, {"/proc/kcore", "/dev/core"}};
+	for (int i = 0; i < 6; i++)
+		if (symlink(links[i][0], links[i][1]) != 0)
+			return fail("%s", links[i][1]);
+	if (setattr(AT_FDCWD, "/dev", 0, MOUNT_ATTR_RDONLY, 0) != 0)
+		return fail("read-only /dev");
 	return 0;
 }

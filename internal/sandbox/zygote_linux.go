@@ -34,7 +34,7 @@ const (
 )
 
 // zygote is one zygote process: it forks each step of its cgroup set into
-// fresh namespaces, copies of its own read-only template. It serves one
+// fresh namespaces, each a read-only copy of the machine's mounts. It serves one
 // request at a time.
 type zygote struct {
 	mu    sync.Mutex
@@ -48,8 +48,9 @@ type zygote struct {
 }
 
 // startZygote starts a zygote in the background from f's thread (born in
-// f's cgroups), ready once its template is laid out. One that cannot lay
-// it out turns the zygotes of s off: this machine will not have them.
+// f's cgroups), ready once it has laid out a step's namespaces and file
+// system. One that cannot turns the zygotes of s off: this machine will
+// not have them.
 func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
@@ -63,8 +64,8 @@ func startZygote(s *Support, f *forker) *zygote {
 	return z
 }
 
-// errTemplate is a zygote that could not lay out its template.
-var errTemplate = errors.New("the zygote cannot lay out its file system")
+// errTemplate is a zygote that could not lay out a step.
+var errTemplate = errors.New("the zygote cannot lay out a step's namespaces and file system")
 
 func (z *zygote) start(exe string, f *forker) error {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)

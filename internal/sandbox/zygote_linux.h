@@ -3,6 +3,8 @@
 #ifndef CAPFLOW_ZYGOTE_H
 #define CAPFLOW_ZYGOTE_H
 
+#include <sys/types.h>
+
 #define ZMSG (256 * 1024) // a request's largest size (zygoteMax in zygote_linux.go)
 #define ZFDS 64           // its largest number of descriptors
 #define ZOPS 512          // of mount operations
@@ -24,5 +26,7 @@ int apply(struct op *ops, int n);
 int system_mounts(void);
 int loopback_up(void);
 int drop_caps(void);
+int own_user(uid_t u, gid_t g);
+int fresh_view(void);
 
 #endif

@@ -1,7 +1,7 @@
 //go:build linux && cgo
 
-// The zygote's loop: its template of a file system, each request, the
-// step's init and its tool (zygote_linux.go sends them).
+// The zygote's loop: each request, the step's init and its tool
+// (zygote_linux.go sends them).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +28,8 @@
 extern char **environ;
 
 static struct sock_fprog zfilter; // the seccomp filter, read once
-
-// devnodes are the devices of the template's /dev (bubblewrap's --dev).
-static const char *devnodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+static uid_t zuid;
+static gid_t zgid; // the worker's, which a step's user namespace maps
 
 struct req {
 	struct op ops[ZOPS];
@@ -118,30 +117,13 @@ static void tool(struct req *r) {
 	_exit(127);
 }
 
-// fresh_view makes the step's copy of the template its own (nothing the
-// machine mounts from now on reaches it) and read-only whole, mounts the
-// machine made since the template included; the device files stay usable.
-static int fresh_view(void) {
-	char p[64];
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		return fail("private mounts");
-	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
-		return fail("read-only root");
-	for (int i = 0; i < 6; i++) {
-		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
-		if (setattr(AT_FDCWD, p, 0, 0, MOUNT_ATTR_NODEV) != 0 && errno != EINVAL && errno != ENOENT)
-			return fail("%s", p);
-	}
-	return 0;
-}
-
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
 static int step_init(void *arg) {
 	struct req *r = arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
-	if (fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
+	if ((zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
 	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
@@ -169,6 +151,13 @@ static int step_init(void *arg) {
 	}
 }
 
+// step_flags are a step's namespaces: a user namespace of its own too
+// unless the worker is root (bubblewrap's --unshare-user likewise).
+static int step_flags(void) {
+	int f = CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+	return zuid != 0 ? f | CLONE_NEWUSER : f;
+}
+
 static char stack[1 << 18] __attribute__((aligned(16))); // the step init's (execvp's search included)
 
 // spawn starts one step and answers "ok PID" or "err PID why" (PID 0:
@@ -187,7 +176,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		errno = E2BIG, fail("the request was cut");
 	} else if (parse(msg, len, &r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
 		r.sync = sync[1];
-		int flags = CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+		int flags = step_flags();
 		pid = clone(step_init, stack + sizeof stack, flags | CLONE_NEWCGROUP, &r);
 		if (pid < 0 && errno == EINVAL)
 			pid = clone(step_init, stack + sizeof stack, flags, &r);
@@ -235,64 +224,20 @@ static void serve(int sock) {
 	}
 }
 
-static int write_file(const char *path, const char *s) {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	int ok = fd >= 0 && write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : -1;
+static int try_init(void *arg) {
+	(void)arg;
+	_exit((zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || system_mounts() != 0 ? 1 : 0);
 }
 
-// template makes the zygote's own mount namespace (in a user namespace
-// of its own unless the worker is root), which every step's copies: the
-// whole file system read-only, no device but a /dev of bubblewrap's kind
-// (null, zero, full, random, urandom, tty; pts and shm each step's own).
-static int template(void) {
-	char m[64], p[64];
-	if (geteuid() != 0) {
-		uid_t u = geteuid();
-		gid_t g = getegid();
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
-			return fail("user namespace");
-		write_file("/proc/self/setgroups", "deny");
-		snprintf(m, sizeof m, "%u %u 1", u, u);
-		if (write_file("/proc/self/uid_map", m) != 0)
-			return fail("uid_map");
-		snprintf(m, sizeof m, "%u %u 1", g, g);
-		if (write_file("/proc/self/gid_map", m) != 0)
-			return fail("gid_map");
-	} else if (unshare(CLONE_NEWNS) != 0) {
-		return fail("mount namespace");
-	}
-	// A slave: the machine's mounts made since reach each step (made
-	// read-only there, fresh_view), none of the zygote's go back.
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
-		return fail("slave mounts");
-	int t[6];
-	for (int i = 0; i < 6; i++) {
-		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
-		t[i] = clone_tree(AT_FDCWD, p, 0);
-	}
-	if (setattr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
-		return fail("read-only root");
-	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0)
-		return fail("/dev");
-	mkdir("/dev/pts", 0755);
-	mkdir("/dev/shm", 01777);
-	for (int i = 0; i < 6; i++) {
-		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
-		close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666));
-		if (t[i] >= 0 && syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0)
-			return fail("%s", p);
-	}
-	const char *links[][2] = {{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
-				  {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}, {"pts/ptmx", "/dev/ptmx"},
-				  {"/proc/kcore", "/dev/core"}};
-	for (int i = 0; i < 6; i++)
-		if (symlink(links[i][0], links[i][1]) != 0)
-			return fail("%s", links[i][1]);
-	if (setattr(AT_FDCWD, "/dev", 0, MOUNT_ATTR_RDONLY, 0) != 0)
-		return fail("read-only /dev");
+// try_step lays out one step's namespaces and file system, running
+// nothing: a machine that refuses them has no zygote.
+static int try_step(void) {
+	pid_t pid = clone(try_init, stack + sizeof stack, (step_flags() & ~CLONE_PARENT) | SIGCHLD, NULL);
+	int st;
+	if (pid < 0)
+		return fail("namespaces");
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return errno = EPERM, fail("a step's file system");
 	return 0;
 }
 
@@ -310,8 +255,10 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 		zfilter.len = n / sizeof prog[0];
 		zfilter.filter = prog;
 	}
+	zuid = geteuid();
+	zgid = getegid();
 	char out[600];
-	if (template() != 0) {
+	if (try_step() != 0) {
 		snprintf(out, sizeof out, "err 0 %s", zerr);
 		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
 		_exit(1);
