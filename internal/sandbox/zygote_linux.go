@@ -55,7 +55,7 @@ func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		z.err = z.start(s.exe, f)
-		if errors.Is(z.err, errTemplate) {
+		if errors.Is(z.err, errLayout) {
 			why := z.err.Error()
 			s.zygoteOff.CompareAndSwap(nil, &why)
 		}
@@ -64,8 +64,8 @@ func startZygote(s *Support, f *forker) *zygote {
 	return z
 }
 
-// errTemplate is a zygote that could not lay out a step.
-var errTemplate = errors.New("the zygote cannot lay out a step's namespaces and file system")
+// errLayout is a zygote that could not lay out a step.
+var errLayout = errors.New("the zygote cannot lay out a step's namespaces and file system")
 
 func (z *zygote) start(exe string, f *forker) error {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -103,7 +103,7 @@ func (z *zygote) start(exe string, f *forker) error {
 	}()
 	reply, err := z.read(10 * time.Second)
 	if err == nil && reply != "ready" {
-		err = fmt.Errorf("%w: %s", errTemplate, strings.TrimPrefix(reply, "err 0 "))
+		err = fmt.Errorf("%w: %s", errLayout, strings.TrimPrefix(reply, "err 0 "))
 	}
 	if err != nil {
 		z.stop()
