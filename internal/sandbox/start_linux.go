@@ -59,38 +59,37 @@ func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	return t, t.Start()
 }
 
-// zygoteFor is the zygote that forks a step in cg (the Support's own
-// where there are no cgroups), or why there is none to ask.
+// zygoteOf is the zygote that forks a step in cg: the set's, or the
+// Support's own where there are no cgroups (started the first time).
+func (s *Support) zygoteOf(cg *cgroup) *zygote {
+	if cg != nil {
+		return cg.zygote
+	}
+	if len(s.cgroups) > 0 {
+		return nil // a set taken where cgroups are: its own or none
+	}
+	s.zygoteOnce.Do(func() {
+		if f, err := newForker(nil); err == nil {
+			s.zygote = startZygote(s, f) // its thread stays: the steps' parent
+		}
+	})
+	return s.zygote
+}
+
+// zygoteFor is cg's zygote when it can take a step now, or why not.
 func (s *Support) zygoteFor(cg *cgroup) (*zygote, error) {
 	if off := s.zygoteOff.Load(); off != nil {
 		return nil, errors.New(*off)
 	}
-	var z *zygote
-	switch {
-	case cg != nil:
-		z = cg.zygote
-	case len(s.cgroups) == 0:
-		s.zygoteOnce.Do(func() {
-			if f, err := newForker(nil); err == nil {
-				s.zygote = startZygote(s, f) // its thread stays: the steps' parent
-			}
-		})
-		z = s.zygote
+	if z := s.zygoteOf(cg); z.usable() {
+		return z, nil
 	}
-	if !z.usable() {
-		return nil, errors.New("the zygote is starting")
-	}
-	return z, nil
+	return nil, errors.New("the zygote is starting")
 }
 
 // waitZygote waits until cg's zygote has started or failed.
 func (s *Support) waitZygote(cg *cgroup) {
-	_, _ = s.zygoteFor(cg) // starts the one without cgroups
-	z := s.zygote
-	if cg != nil {
-		z = cg.zygote
-	}
-	if z != nil {
+	if z := s.zygoteOf(cg); z != nil {
 		<-z.ready
 	}
 }
@@ -138,6 +137,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		t.closeParentEnds()
 		return nil, fmt.Errorf("the zygote: %w", err)
 	}
+	t.streams.feed() // stdin is read only now: bubblewrap gets it whole otherwise
 	t.init = pid
 	t.watchLimits()
 	return t, nil

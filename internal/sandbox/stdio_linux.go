@@ -15,6 +15,8 @@ type streams struct {
 	parent []*os.File // our ends of the pipes
 	copies sync.WaitGroup
 	delay  time.Duration
+	// input copies stdin into its pipe once the tree has started (feed).
+	input func()
 }
 
 // stdio makes the tree's stdin, stdout and stderr from std.
@@ -55,11 +57,18 @@ func (s *streams) reader(r io.Reader) (*os.File, error) {
 		return nil, err
 	}
 	s.child, s.parent = append(s.child, pr), append(s.parent, pw)
-	go func() {
+	s.input = func() {
 		_, _ = io.Copy(pw, r)
 		pw.Close()
-	}()
+	}
 	return pr, nil
+}
+
+// feed starts copying stdin, once the tree runs.
+func (s *streams) feed() {
+	if s.input != nil {
+		go s.input()
+	}
 }
 
 func (s *streams) writer(w io.Writer) (*os.File, error) {
