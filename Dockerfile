@@ -10,8 +10,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/capflow/capflow/internal/cli.Version=${VERSION}" -o /out/capflow ./starter && \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/capflow/capflow/internal/cli.Version=${VERSION}" -o /out/capflow-worker ./worker
+# cgo on: the sandbox's zygote is C (docs/sandbox.md#the-zygote); the
+# binaries link the same Debian release's glibc as the image below.
+RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X github.com/capflow/capflow/internal/cli.Version=${VERSION}" -o /out/capflow ./starter && \
+    CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X github.com/capflow/capflow/internal/cli.Version=${VERSION}" -o /out/capflow-worker ./worker
 
 FROM debian:${DEBIAN_RELEASE}-slim
 # python3 for command tools written in Python; curl for the health check;

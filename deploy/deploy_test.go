@@ -270,6 +270,16 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the image does not build %s", bin)
 		}
 	}
+	// The sandbox's zygote is C: the binaries are built with cgo, against
+	// the glibc of the release the image runs.
+	if bytes.Contains(raw, []byte("CGO_ENABLED=0")) || !bytes.Contains(raw, []byte("CGO_ENABLED=1 go build")) {
+		t.Error("the image's binaries are not built with cgo: no zygote (docs/sandbox.md)")
+	}
+	for _, f := range froms {
+		if !strings.Contains(f, "${DEBIAN_RELEASE}") {
+			t.Errorf("base image %s is not of the same Debian release as the others", f)
+		}
+	}
 	if !strings.Contains(entry, `"capflow-worker"`) {
 		t.Errorf("ENTRYPOINT %s does not start the worker", entry)
 	}

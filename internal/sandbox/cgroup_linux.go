@@ -62,6 +62,7 @@ func (s *Support) takeCgroup(pooled bool) (*cgroup, error) {
 		s.pool.mu.Unlock()
 	}
 	if cg != nil {
+		cg.zygote = renew(cg.zygote, s, cg.forker)
 		return cg, nil
 	}
 	cg, err := s.makeCgroup()

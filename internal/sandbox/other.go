@@ -34,6 +34,9 @@ func (s *Support) Summary() string { return "unconfined: " + s.Missing() }
 // Drain has nothing to drain here.
 func (s *Support) Drain() {}
 
+// Warm has no zygote to start here.
+func (s *Support) Warm() {}
+
 // Ways a step is confined (never, here).
 const (
 	WayZygote     = "zygote"

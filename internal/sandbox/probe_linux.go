@@ -28,10 +28,11 @@ type Support struct {
 	cgroups map[string]string // controller -> folder capflow's cgroups go in
 	pool    cgroupPool
 	// zygoteOff says why no zygote forks steps here (nil: they do);
-	// zygote is the one without cgroups, made once (zygoteOnce).
-	zygoteOff  atomic.Pointer[string]
-	zygote     *zygote
-	zygoteOnce sync.Once
+	// zygote is the one without cgroups, started from zygoteThread.
+	zygoteOff    atomic.Pointer[string]
+	zygoteMu     sync.Mutex
+	zygote       *zygote
+	zygoteThread *forker
 }
 
 var (
@@ -94,7 +95,7 @@ func (s *Support) Controllers() []string {
 	return out
 }
 
-// Summary is one line for the worker's start-up log and `capflow doctor`.
+// Summary is one line for the worker's start-up log.
 func (s *Support) Summary() string {
 	if s.missing != "" {
 		return "unconfined: " + s.missing

@@ -68,11 +68,15 @@ func (s *Support) zygoteOf(cg *cgroup) *zygote {
 	if len(s.cgroups) > 0 {
 		return nil // a set taken where cgroups are: its own or none
 	}
-	s.zygoteOnce.Do(func() {
-		if f, err := newForker(nil); err == nil {
-			s.zygote = startZygote(s, f) // its thread stays: the steps' parent
+	s.zygoteMu.Lock()
+	defer s.zygoteMu.Unlock()
+	if s.zygoteThread == nil {
+		s.zygoteThread, _ = newForker(nil) // it stays: the steps' parent
+		if s.zygoteThread != nil {
+			s.zygote = startZygote(s, s.zygoteThread)
 		}
-	})
+	}
+	s.zygote = renew(s.zygote, s, s.zygoteThread)
 	return s.zygote
 }
 
@@ -85,6 +89,24 @@ func (s *Support) zygoteFor(cg *cgroup) (*zygote, error) {
 		return z, nil
 	}
 	return nil, errors.New("the zygote is starting")
+}
+
+// Warm starts a zygote before the first step and waits for it (a worker
+// calls it as it starts): its first steps are the zygote's, and Summary
+// says whether this machine has zygotes at all.
+func (s *Support) Warm() {
+	if s.missing != "" || !s.zygotes() {
+		return
+	}
+	var cg *cgroup
+	if len(s.cgroups) > 0 {
+		var err error
+		if cg, err = s.takeCgroup(true); err != nil {
+			return
+		}
+		defer s.release(cg)
+	}
+	s.waitZygote(cg)
 }
 
 // waitZygote waits until cg's zygote has started or failed.

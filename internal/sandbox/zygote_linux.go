@@ -42,7 +42,7 @@ type zygote struct {
 	cmd   *exec.Cmd
 	ready chan struct{} // closed once started (err says how)
 	err   error
-	dead  bool
+	dead  atomic.Bool // asked nothing more
 	proc  atomic.Int64  // its pid, once started
 	ended chan struct{} // closed once it has exited
 }
@@ -120,7 +120,7 @@ func (z *zygote) usable() bool {
 	}
 	select {
 	case <-z.ready:
-		return z.err == nil && !z.dead
+		return z.err == nil && !z.dead.Load()
 	default:
 		return false
 	}
@@ -143,7 +143,7 @@ func (z *zygote) read(timeout time.Duration) (string, error) {
 func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.dead {
+	if z.dead.Load() {
 		return 0, errors.New("the zygote has ended")
 	}
 	fds := make([]int, len(files))
@@ -176,10 +176,35 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 // end kills a zygote that failed (z.mu held): what it started is the
 // worker's, and its cgroups', to end.
 func (z *zygote) end() {
-	z.dead = true
+	z.dead.Store(true)
 	if z.cmd != nil && z.cmd.Process != nil {
 		_ = z.cmd.Process.Kill()
 	}
+}
+
+// broken reports whether the zygote has ended or failed: it is asked
+// nothing more, and its set gets a new one (renew).
+func (z *zygote) broken() bool {
+	if z == nil {
+		return false
+	}
+	select {
+	case <-z.ready:
+		return z.err != nil || z.dead.Load()
+	default:
+		return false
+	}
+}
+
+// renew is z, or a new zygote from f where z is broken and s still has
+// zygotes (a zygote killed by a step's setup, say, is not the set's
+// last).
+func renew(z *zygote, s *Support, f *forker) *zygote {
+	if !z.broken() || !s.zygotes() || f == nil {
+		return z
+	}
+	z.stop()
+	return startZygote(s, f)
 }
 
 // pid is the zygote's process (0 before it started).
@@ -219,7 +244,7 @@ func (z *zygote) stop() {
 		return
 	}
 	z.mu.Lock()
-	z.dead = true
+	z.dead.Store(true)
 	if z.conn != nil {
 		z.conn.Close()
 	}

@@ -225,19 +225,31 @@ static void serve(int sock) {
 }
 
 static int try_init(void *arg) {
-	(void)arg;
-	_exit((zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || system_mounts() != 0 ? 1 : 0);
+	int *sync = arg;
+	int bad = (zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || system_mounts() != 0;
+	if (bad)
+		(void)!write(sync[1], zerr, strlen(zerr));
+	_exit(bad);
 }
 
 // try_step lays out one step's namespaces and file system, running
-// nothing: a machine that refuses them has no zygote.
+// nothing: a machine that refuses them has no zygote (why: zerr).
 static int try_step(void) {
-	pid_t pid = clone(try_init, stack + sizeof stack, (step_flags() & ~CLONE_PARENT) | SIGCHLD, NULL);
+	int sync[2];
+	if (pipe2(sync, O_CLOEXEC) != 0)
+		return fail("pipe");
+	pid_t pid = clone(try_init, stack + sizeof stack, (step_flags() & ~CLONE_PARENT) | SIGCHLD, sync);
+	close(sync[1]);
 	int st;
-	if (pid < 0)
+	if (pid < 0) {
+		close(sync[0]);
 		return fail("namespaces");
+	}
+	ssize_t n = read(sync[0], zerr, sizeof zerr - 1);
+	zerr[n > 0 ? n : 0] = 0;
+	close(sync[0]);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return errno = EPERM, fail("a step's file system");
+		return zerr[0] ? -1 : (errno = EPERM, fail("a step's file system"));
 	return 0;
 }
 

@@ -52,6 +52,7 @@ func Embed(ctx context.Context, c client.Client, dir, queue string, log hclog.Lo
 		store.Close()
 		return nil, err
 	}
+	startedLine(log, cfg, acts, proj, store.Where, "embedded", true)
 	return &Embedded{Queue: cfg.Temporal.TaskQueue, stop: func() {
 		stopWorkers()
 		mcp.Close()

@@ -172,7 +172,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	// Logged once both workers poll and /healthz says ok: scripts and
 	// tests wait for this line before they start runs.
-	log.Info("worker started", "payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", store.Where, "task_queue", cfg.Temporal.TaskQueue, "host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "address", cfg.Temporal.Address, "project", cfg.Root, "config", configFile(cfg), "traces", tracesTo(cfg))
+	startedLine(log, cfg, acts, proj, store.Where, "address", cfg.Temporal.Address, "traces", tracesTo(cfg))
 	<-ctx.Done()
 	ready.Store(&readiness{client: c, acts: acts, err: errors.New("shutting down")})
 	log.Info("shutting down")
@@ -241,6 +241,8 @@ func startWorkers(c client.Client, cfg *config.Config, acts *activities.Activiti
 		// A worker killed while a sandbox started left its init behind.
 		log.Warn("stopped sandboxes a dead worker left behind", "pids", swept)
 	}
+	// Before the start-up line: it says whether steps are the zygote's.
+	sandbox.Probe().Warm()
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
@@ -307,6 +309,14 @@ func registryCheck(a *activities.Activities) (string, error) {
 		a.Logger.Warn("manifest problem", "problem", p.Error())
 	}
 	return fmt.Sprint(reg.Summary()), nil
+}
+
+// startedLine logs that the worker polls, with what it found (more:
+// further key-value pairs).
+func startedLine(log hclog.Logger, cfg *config.Config, acts *activities.Activities, proj *project.Project, artifacts string, more ...any) {
+	kv := []any{"payloads", payloadsSummary(), "sandbox", sandboxSummary(proj), "artifacts", artifacts, "task_queue", cfg.Temporal.TaskQueue,
+		"host_queue", acts.Exec.HostQueue, "namespace", cfg.Temporal.Namespace, "project", cfg.Root, "config", configFile(cfg)}
+	log.Info("worker started", append(kv, more...)...)
 }
 
 // sandboxSummary is the start-up line's word on confinement: the policy's
