@@ -42,7 +42,7 @@ type zygote struct {
 	cmd   *exec.Cmd
 	ready chan struct{} // closed once started (err says how)
 	err   error
-	dead  atomic.Bool // asked nothing more
+	dead  atomic.Bool   // asked nothing more
 	proc  atomic.Int64  // its pid, once started
 	ended chan struct{} // closed once it has exited
 }
