@@ -130,13 +130,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		return nil, err
 	}
 	defer t.closeChildEnds()
-	req.bindFDs = map[string]int{}
-	for _, f := range req.Folders {
-		if _, dup := req.bindFDs[f.Real]; !dup && slices.Contains(req.Spec.Write, f.Real) {
-			req.bindFDs[f.Real] = len(files)
-			files = append(files, f.Dir)
-		}
-	}
+	files = req.handOver(files, 0) // the zygote numbers them in the request
 	words, err := s.zygoteWords(req, t.limits)
 	if err == nil && len(files) > zygoteFiles {
 		err = errTooLarge

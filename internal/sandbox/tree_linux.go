@@ -107,14 +107,7 @@ func (s *Support) command(req Request, cg *cgroup) (*exec.Cmd, *Tree, error) {
 		files = append(files, t.net.child) // ctlFD
 		t.mirrors = len(req.Mirror)
 	}
-	req.bindFDs = map[string]int{}
-	for _, f := range req.Folders {
-		if _, dup := req.bindFDs[f.Real]; dup || !slices.Contains(req.Spec.Write, f.Real) {
-			continue // two names of one folder bind it once; what is not bound is not passed
-		}
-		files = append(files, f.Dir)
-		req.bindFDs[f.Real] = 2 + len(files)
-	}
+	files = req.handOver(files, 3) // ExtraFiles begin at fd 3
 	req = t.prepare(req)
 	args := s.bwrapArgs(req)
 	if t.filter, err = filterFile(); err != nil {
@@ -134,6 +127,20 @@ func (s *Support) command(req Request, cg *cgroup) (*exec.Cmd, *Tree, error) {
 	}
 	t.cmd = cmd
 	return cmd, t, nil
+}
+
+// handOver appends the write folders' handles to files, each folder once
+// and only those the spec writes (what is not bound is not passed), and
+// notes each one's number as the tree reads it: base + its index.
+func (r *Request) handOver(files []*os.File, base int) []*os.File {
+	r.bindFDs = map[string]int{}
+	for _, f := range r.Folders {
+		if _, dup := r.bindFDs[f.Real]; !dup && slices.Contains(r.Spec.Write, f.Real) {
+			r.bindFDs[f.Real] = base + len(files)
+			files = append(files, f.Dir)
+		}
+	}
+	return files
 }
 
 // giveBack gives the cgroups of a tree that never ran back: a step's to

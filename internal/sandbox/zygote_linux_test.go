@@ -2,12 +2,15 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/capflow/capflow/internal/manifest"
 )
 
 // TestZygoteRefusesWhatItDoesNotMake: the zygote starts nothing for a
@@ -118,4 +121,33 @@ func TestZygoteFindings(t *testing.T) {
 	if out.String() != "140001 last\n" {
 		t.Fatalf("a long command: exit %d, %q", exit, out.String())
 	}
+}
+
+// TestWriteFoldersByHandle: a manifest's write folder is handed to the
+// tree by its handle (--bind-fd; the zygote finds it by its path and
+// checks it is the same folder) and is writable there, both ways, while
+// its sibling stays read-only.
+func TestWriteFoldersByHandle(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		for _, d := range []string{"out", "other", "step"} {
+			if err := os.Mkdir(filepath.Join(project, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spec, folders, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer folders.Close()
+		out, other := filepath.Join(project, "out"), filepath.Join(project, "other")
+		o := runWith(t, Request{Spec: spec, Folders: folders}, filepath.Join(project, "step"),
+			fmt.Sprintf(`echo hi > %q/x && echo wrote; (echo no > %q/x) 2>/dev/null || echo refused`, out, other))
+		if o.out != "wrote\nrefused\n" {
+			t.Fatalf("%q", o.out)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, "x")); err != nil || string(b) != "hi\n" {
+			t.Fatalf("the write folder: %q %v", b, err)
+		}
+	})
 }
