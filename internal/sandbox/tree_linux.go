@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Tree is a confined process tree: its bubblewrap process, its cgroups.
+// Tree is a confined process tree: its bubblewrap process or the
+// zygote's init, its cgroups.
 type Tree struct {
 	sup    *Support
 	cmd    *exec.Cmd
@@ -59,175 +58,6 @@ type Tree struct {
 // AfterStart runs f once Start has returned, whether the tree started or
 // not: what only bubblewrap's start needed (handles it holds copies of).
 func (t *Tree) AfterStart(f func()) { t.after = append(t.after, f) }
-
-// Command prepares req for bubblewrap: an exec.Cmd (the caller sets its
-// stdio, then calls Tree.Start) and the Tree that watches it. Start
-// starts a tree the fastest way instead.
-func (s *Support) Command(req Request) (*exec.Cmd, *Tree, error) {
-	if s.missing != "" {
-		return nil, nil, fmt.Errorf("cannot confine: %s", s.missing)
-	}
-	var cg *cgroup
-	if len(s.cgroups) > 0 {
-		var err error
-		if cg, err = s.takeCgroup(!req.Server); err != nil {
-			return nil, nil, err
-		}
-	}
-	return s.command(req, cg)
-}
-
-// command is Command in cg (nil: no cgroups). On an error cg is given
-// back.
-func (s *Support) command(req Request, cg *cgroup) (*exec.Cmd, *Tree, error) {
-	t := s.newTree(req, cg, WayBubblewrap)
-	// A server's cgroups hold its memory and processes to the limits by
-	// the kernel alone (nothing watches them after the step): Stop removes
-	// them.
-	if err := cg.limit(req.Spec, true); err != nil {
-		go cg.remove()
-		return nil, nil, fmt.Errorf("cgroup limits: %w", err)
-	}
-	var err error
-	if t.infoR, t.infoW, err = os.Pipe(); err == nil {
-		t.blockR, t.blockW, err = os.Pipe()
-	}
-	if err != nil {
-		t.closePipes()
-		t.giveBack()
-		return nil, nil, err
-	}
-	files := []*os.File{t.infoW, t.blockR}
-	if req.Spec.Network {
-		if t.net, err = newTreeNet(req.Outbound, req.Relay); err != nil {
-			t.closePipes()
-			t.giveBack()
-			return nil, nil, err
-		}
-		files = append(files, t.net.child) // ctlFD
-		t.mirrors = len(req.Mirror)
-	}
-	files = req.handOver(files, 3) // ExtraFiles begin at fd 3
-	req = t.prepare(req)
-	args := s.bwrapArgs(req)
-	if t.filter, err = filterFile(); err != nil {
-		t.closePipes()
-		t.closeNet()
-		t.giveBack()
-		return nil, nil, err
-	}
-	if t.filter != nil {
-		files = append(files, t.filter)
-		args = append([]string{args[0], "--seccomp", strconv.Itoa(2 + len(files))}, args[1:]...)
-	}
-	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: req.Env, ExtraFiles: files}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if !req.Server {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
-	t.cmd = cmd
-	return cmd, t, nil
-}
-
-// handOver appends the write folders' handles to files, each folder once
-// and only those the spec writes (what is not bound is not passed), and
-// notes each one's number as the tree reads it: base + its index.
-func (r *Request) handOver(files []*os.File, base int) []*os.File {
-	r.bindFDs = map[string]int{}
-	for _, f := range r.Folders {
-		if _, dup := r.bindFDs[f.Real]; !dup && slices.Contains(r.Spec.Write, f.Real) {
-			r.bindFDs[f.Real] = base + len(files)
-			files = append(files, f.Dir)
-		}
-	}
-	return files
-}
-
-// giveBack gives the cgroups of a tree that never ran back: a step's to
-// the pool, a server's removed.
-func (t *Tree) giveBack() {
-	if t.server {
-		go t.cg.remove()
-		return
-	}
-	t.sup.release(t.cg)
-}
-
-// rlimits are the per-process limits: file size always; CPU time per
-// process as a backstop of the cgroup's; memory as address space only
-// where no memory cgroup counts the tree, and only when declared: an
-// address-space limit breaks runtimes that reserve more than they use
-// (V8, the JVM).
-func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
-	var out []rlimit
-	if spec.FileSize > 0 {
-		out = append(out, rlimit{unix.RLIMIT_FSIZE, uint64(spec.FileSize), uint64(spec.FileSize)})
-	}
-	if spec.CPU > 0 && !server {
-		sec := uint64(spec.CPU.Seconds() + 0.999)
-		out = append(out, rlimit{unix.RLIMIT_CPU, sec, sec + 5})
-	}
-	byAS := spec.Memory > 0 && spec.Memory != Defaults.Memory && !cg.has("memory")
-	if byAS {
-		out = append(out, rlimit{unix.RLIMIT_AS, uint64(spec.Memory), uint64(spec.Memory)})
-	}
-	return out, byAS
-}
-
-// bwrapArgs is the bubblewrap command line: new namespaces (pid, ipc,
-// uts, cgroup, net, user unless the worker is root), no capabilities,
-// the whole file system read-only with the hidden roots emptied, then the
-// tool's folders (mountArgs). A tree with the network reaches it through
-// its init (netinit_linux.go), never through the host's namespace.
-func (s *Support) bwrapArgs(req Request) []string { return s.bwrapArgsAs(req, os.Geteuid()) }
-
-// bwrapArgsAs is bwrapArgs for a worker of effective uid euid.
-func (s *Support) bwrapArgsAs(req Request, euid int) []string {
-	// fd 3 and 4 are the tree's info and block pipes (ExtraFiles).
-	a := []string{"bwrap", "--info-fd", "3", "--block-fd", "4", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--unshare-cgroup-try", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
-	if euid == 0 {
-		// A root worker's tool is uid 0 of the host, which the kernel lets
-		// write any 0644 sysctl without capabilities (kernel.core_pattern
-		// is a way to code as root), and bubblewrap's own cover of
-		// /proc/sys is skipped when it looks read-only to root: the
-		// kernel's settings are bound read-only. A root worker's tools get
-		// no user namespace (it costs a millisecond a step and, mapping 0
-		// to 0, would not make them less than the host's root).
-		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
-	} else {
-		// Another user's tools cannot write a sysctl (root's files, no
-		// capabilities in the user namespace): two mounts a step saved.
-		a = append(a, "--unshare-user")
-	}
-	a = append(a, "--unshare-net")
-	if !req.Server {
-		a = append(a, "--die-with-parent")
-	}
-	a = append(a, s.mountArgs(req)...)
-	if req.Dir != "" {
-		a = append(a, "--chdir", req.Dir)
-	}
-	a = append(a, "--")
-	if req.Server || req.Spec.Network {
-		a = append(a, s.exe, initArg)
-		if req.Spec.Network {
-			a = append(a, ctlArg+strconv.Itoa(ctlFD))
-			if len(req.Mirror) > 0 {
-				ports := make([]string, len(req.Mirror))
-				for i, p := range req.Mirror {
-					ports[i] = strconv.Itoa(int(p))
-				}
-				a = append(a, mirrorArg+strings.Join(ports, ","))
-			}
-		}
-		if !req.Server {
-			a = append(a, stepArg)
-		}
-	}
-	return append(a, req.Argv...)
-}
 
 // Start starts the tree's bubblewrap, in the tree's cgroups when their
 // forker can (cgroup.start), and finishes the start (started). On an
@@ -418,4 +248,49 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 	t.mu.Unlock()
 	t.sup.release(t.cg)
 	return b
+}
+
+// handOver appends the write folders' handles to files, each folder once
+// and only those the spec writes (what is not bound is not passed), and
+// notes each one's number as the tree reads it: base + its index.
+func (r *Request) handOver(files []*os.File, base int) []*os.File {
+	r.bindFDs = map[string]int{}
+	for _, f := range r.Folders {
+		if _, dup := r.bindFDs[f.Real]; !dup && slices.Contains(r.Spec.Write, f.Real) {
+			r.bindFDs[f.Real] = base + len(files)
+			files = append(files, f.Dir)
+		}
+	}
+	return files
+}
+
+// giveBack gives the cgroups of a tree that never ran back: a step's to
+// the pool, a server's removed.
+func (t *Tree) giveBack() {
+	if t.server {
+		go t.cg.remove()
+		return
+	}
+	t.sup.release(t.cg)
+}
+
+// rlimits are the per-process limits: file size always; CPU time per
+// process as a backstop of the cgroup's; memory as address space only
+// where no memory cgroup counts the tree, and only when declared: an
+// address-space limit breaks runtimes that reserve more than they use
+// (V8, the JVM).
+func rlimits(spec Spec, cg *cgroup, server bool) ([]rlimit, bool) {
+	var out []rlimit
+	if spec.FileSize > 0 {
+		out = append(out, rlimit{unix.RLIMIT_FSIZE, uint64(spec.FileSize), uint64(spec.FileSize)})
+	}
+	if spec.CPU > 0 && !server {
+		sec := uint64(spec.CPU.Seconds() + 0.999)
+		out = append(out, rlimit{unix.RLIMIT_CPU, sec, sec + 5})
+	}
+	byAS := spec.Memory > 0 && spec.Memory != Defaults.Memory && !cg.has("memory")
+	if byAS {
+		out = append(out, rlimit{unix.RLIMIT_AS, uint64(spec.Memory), uint64(spec.Memory)})
+	}
+	return out, byAS
 }

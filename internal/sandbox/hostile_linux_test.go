@@ -1,0 +1,335 @@
+package sandbox
+
+// The sandbox's hostile cases on kernel settings, write folders, orphans,
+// keyrings and other runs (sandbox_linux_test.go has the helpers).
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capflow/capflow/internal/manifest"
+)
+
+// A read-only bind does not stop a connect: the host's sockets (in /run,
+// in the homes) are hidden, not merely read-only.
+func TestHostSocketsAreHidden(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		home, _ := os.UserHomeDir()
+		for _, dir := range []string{"/run", home} {
+			d, err := os.MkdirTemp(dir, "capflow-sock-")
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			defer os.RemoveAll(d)
+			sock := filepath.Join(d, "s.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+					c.Write([]byte("hello"))
+					c.Close()
+				}
+			}()
+			probe := fmt.Sprintf(`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); print("open" if s.connect_ex(%q) == 0 else "hidden")'`, sock)
+			if o := run(t, Defaults, t.TempDir(), probe); strings.TrimSpace(o.out) != "hidden" {
+				t.Fatalf("a confined tool reached %s: %q", sock, o.out)
+			}
+		}
+	})
+}
+
+func TestRebindNeverUndoesAHiddenRoot(t *testing.T) {
+	hidden := []string{"/tmp", "/root"}
+	got := rebind([]string{"/tmp", "/", "/root/.pyenv/shims", "/root", "/tmp/p", "/usr/bin", "/root/.pyenv", "/tmp/p"}, hidden)
+	if strings.Join(got, " ") != "/tmp/p /root/.pyenv" {
+		t.Fatalf("rebind (each once, none inside another): %v", got)
+	}
+	if got := toolchains([]string{"/root/.pyenv/shims", "/usr/bin"}); strings.Join(got, " ") != "/root/.pyenv/shims /root/.pyenv /usr/bin" {
+		t.Fatalf("toolchains: %v", got)
+	}
+}
+
+// A hidden path costs a mount only where a bind above it would show it.
+func TestHideOnlyWhatABindUncovers(t *testing.T) {
+	dir := t.TempDir()
+	if !covered(dir, hiddenRoots()) {
+		t.Fatalf("a test's folder %s is not under a hidden root (TMPDIR set?)", dir)
+	}
+	key := filepath.Join(dir, "keys", "ownership.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := support(t)
+	for _, c := range []struct {
+		req  Request
+		want int
+	}{
+		{Request{Write: []string{filepath.Join(dir, "step")}, Hide: []string{key}}, 0},
+		{Request{Read: []string{filepath.Join(dir, "keys")}, Hide: []string{key}}, 1},
+		{Request{Write: []string{dir}, Hide: []string{key}}, 1},
+	} {
+		args := s.mountArgs(c.req)
+		if n := strings.Count(strings.Join(args, " "), "/dev/null "+key); n != c.want {
+			t.Errorf("%+v: %d mounts over the key, want %d: %v", c.req, n, c.want, args)
+		}
+	}
+}
+
+// TestKernelSettingsAreReadOnly: no confined tool writes a sysctl, a root
+// worker's included (the hostile audit's H3: kernel.core_pattern, then a
+// crash, is code as root on the host). Each value is written back as it
+// is, so the test changes nothing where it would fail.
+func TestKernelSettingsAreReadOnly(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		step := t.TempDir()
+		// /proc/irq and /proc/bus too: root may write interrupt routing
+		// there (found attacking the zygote, which covered only /proc/sys).
+		o := run(t, Defaults, step, `for k in sys/vm/swappiness sys/kernel/core_pattern sys/kernel/panic irq/default_smp_affinity; do
+  if cat /proc/$k > /proc/$k 2>/dev/null; then echo "WROTE $k"; else echo "refused $k"; fi
+done
+n=$(find /proc/bus /proc/irq -type f -writable 2>/dev/null | wc -l); echo "writable $n"`)
+		for _, k := range []string{"refused sys/vm/swappiness", "refused sys/kernel/core_pattern", "refused sys/kernel/panic", "refused irq/default_smp_affinity", "writable 0\n"} {
+			if !strings.Contains(o.out, k) {
+				t.Fatalf("a confined tool (euid %d): not %q:\n%s", os.Geteuid(), k, o.out)
+			}
+		}
+	})
+}
+
+// TestKernelSettingsAreReadOnlyForOtherUsers: a worker that is not root
+// binds nothing over /proc/sys (two mounts a step saved): its tools still
+// write no sysctl. Run as root, the test runs the sandbox's bubblewrap
+// line for such a worker as nobody; run as another user, that is what
+// TestKernelSettingsAreReadOnly did.
+func TestKernelSettingsAreReadOnlyForOtherUsers(t *testing.T) {
+	s := support(t)
+	script := `for k in vm/swappiness kernel/core_pattern kernel/panic; do
+  if cat /proc/sys/$k > /proc/sys/$k 2>/dev/null; then echo "WROTE $k"; else echo "refused $k"; fi
+done
+if echo h > /proc/sysrq-trigger 2>/dev/null; then echo "WROTE sysrq"; else echo "refused sysrq"; fi`
+	req := Request{Argv: []string{"/bin/sh", "-c", script}}
+	for euid, binds := range map[int]bool{0: true, 65534: false} {
+		if got := strings.Contains(strings.Join(s.bwrapArgsAs(req, euid), " "), "--ro-bind /proc/sys /proc/sys"); got != binds {
+			t.Fatalf("a worker of euid %d binds /proc/sys read-only: %v, want %v", euid, got, binds)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: TestKernelSettingsAreReadOnly ran this worker's own sandbox")
+	}
+	args := s.bwrapArgsAs(req, 65534)
+	// Without the info and block pipes: nothing waits on a handshake here.
+	if !slices.Equal(args[:5], []string{"bwrap", "--info-fd", "3", "--block-fd", "4"}) {
+		t.Fatalf("bubblewrap's line begins %v", args[:5])
+	}
+	cmd := exec.Command(s.bwrap, args[5:]...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the sandbox as nobody: %v\n%s", err, out)
+	}
+	for _, k := range []string{"vm/swappiness", "kernel/core_pattern", "kernel/panic", "sysrq"} {
+		if !strings.Contains(string(out), "refused "+k) {
+			t.Fatalf("a confined tool of a worker that is not root wrote %s:\n%s", k, out)
+		}
+	}
+}
+
+// TestWriteFoldersAvoidWhatTheEngineTrusts: a write folder that is, or
+// leads through a link to, the state folder, the tools or the
+// configuration is refused when the tool starts (M3; tools validate
+// refuses the plain names, this the links).
+func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		for _, d := range []string{".capflow/state", "tools/x", "out"} {
+			if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.Symlink(".capflow", filepath.Join(project, "innocent"))
+		os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
+		for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
+			if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{w}}, project); err == nil || !strings.Contains(err.Error(), "no tool writes what the engine trusts") {
+				t.Errorf("write %s: %v", w, err)
+			}
+		}
+		if s, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project); err != nil || len(s.Write) != 1 {
+			t.Fatalf("write out: %v %+v", err, s)
+		}
+		// A folder the configuration trusts (tools_dirs: [mytools]), reached
+		// through a link.
+		os.MkdirAll(filepath.Join(project, "mytools", "x"), 0o755)
+		os.Symlink("../mytools/x", filepath.Join(project, "out", "mine"))
+		if _, _, err := SpecFor(&manifest.Sandbox{Write: []string{"out/mine"}}, project, "mytools"); err == nil || !strings.Contains(err.Error(), "holds mytools") {
+			t.Fatalf("write out/mine: %v", err)
+		}
+	})
+}
+
+// TestOrphansOfADeadWorkerAreSwept: a sandbox whose worker is gone (the
+// hostile audit's M1: bubblewrap's init outlived a SIGKILLed worker,
+// outside every cgroup) is killed by the next worker's sweep; one of a
+// live worker, or of no worker, is left alone.
+func TestOrphansOfADeadWorkerAreSwept(t *testing.T) {
+	if o := run(t, Defaults, t.TempDir(), `echo "mark=$CAPFLOW_SANDBOX_WORKER"`); workerMark() == "" || !strings.Contains(o.out, "mark="+workerMark()) {
+		t.Fatalf("a step's sandbox does not carry its worker's mark %q: %s", workerMark(), o.out)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	start := func(mark string) *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.Env = []string{"PATH=/usr/bin:/bin"}
+		if mark != "" {
+			c.Env = append(c.Env, WorkerEnv+"="+mark)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c
+	}
+	orphan := start(fmt.Sprintf("%s.%d.%d", machineTag(), gone.Process.Pid, 12345))
+	live := start(workerMark())
+	unmarked := start("")
+	foreign := start(fmt.Sprintf("0123456789abcdef.%d.1", gone.Process.Pid))
+	// Other tests' leftovers on the machine may be swept too: what counts
+	// is the orphan, and none of the others here.
+	swept := SweepOrphans()
+	if !slices.Contains(swept, orphan.Process.Pid) {
+		t.Fatalf("swept %v, not the orphan %d", swept, orphan.Process.Pid)
+	}
+	_ = orphan.Wait()
+	for _, c := range []*exec.Cmd{live, unmarked, foreign} {
+		if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("a process not orphaned was killed: %v", err)
+		}
+	}
+}
+
+// holds reports whether cg is idle in the pool.
+func (p *cgroupPool) holds(cg *cgroup) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.idle, cg)
+}
+
+// TestNoKeyringNoNamespaces: whatever the worker's uid (CI runs as root),
+// a confined tool can neither read nor plant keys in the host's keyrings
+// (hostile findings at 6003afe, 5), load BPF, open perf events nor make
+// namespaces of its own.
+func TestNoKeyringNoNamespaces(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		id, err := unix.AddKey("user", "capflow-probe", []byte("SECRET"), unix.KEY_SPEC_USER_KEYRING)
+		if err != nil {
+			t.Fatalf("the test's own key: %v", err)
+		}
+		defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		planted := fmt.Sprintf("capflow-planted-%d", time.Now().UnixNano())
+		script := fmt.Sprintf(`python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *a):
+    r = libc.syscall(*a)
+    print(name, r, ctypes.get_errno())
+call("search", %d, 10, -4, b"user", b"capflow-probe", 0)
+call("add", %d, b"user", b"%s", b"x", 1, -4)
+call("bpf", %d, 0, 0, 0)
+call("perf", %d, 0, 0, -1, -1, 0)
+call("unshare", %d, 0x10000000)
+call("clone", %d, 0x10000000 | 17, 0, 0, 0, 0)
+call("clone3", %d, 0, 0)
+call("getpid", %d)
+call("ptrace", %d, 16, 1, 0, 0)
+try:
+    print("keys", len(open("/proc/keys").read()))
+except OSError:
+    print("keys 0")
+'`, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, planted, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_UNSHARE, unix.SYS_CLONE, unix.SYS_CLONE3, unix.SYS_GETPID, unix.SYS_PTRACE)
+		o := run(t, Defaults, t.TempDir(), script)
+		for _, want := range []string{"search -1 1\n", "add -1 1\n", "bpf -1 1\n", "perf -1 1\n", "unshare -1 1\n", "clone -1 1\n", "clone3 -1 38\n", "ptrace -1 1\n", "keys 0\n"} {
+			if !strings.Contains(o.out, want) {
+				t.Errorf("missing %q in\n%s", want, o.out)
+			}
+		}
+		if strings.Contains(o.out, "getpid -1") || !strings.Contains(o.out, "getpid ") {
+			t.Errorf("an allowed call failed:\n%s", o.out)
+		}
+		if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
+			t.Error("the tool planted a key in the host's keyring")
+		}
+	})
+}
+
+// TestInitKeepsItsSocket: a tool with the network cannot take its init's
+// control socket (the worker's side of its proxy and ports): the init is
+// not dumpable and pidfd_getfd is refused.
+func TestInitKeepsItsSocket(t *testing.T) {
+	withNet := Defaults
+	withNet.Network = true
+	script := fmt.Sprintf(`python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    print("fd", os.readlink("/proc/2/fd/%d"))
+except Exception as e:
+    print("fd refused", type(e).__name__)
+pfd = os.pidfd_open(2)
+r = libc.syscall(%d, pfd, %d, 0)
+print("getfd", r, ctypes.get_errno())
+'`, ctlFD, unix.SYS_PIDFD_GETFD, ctlFD)
+	o := runWith(t, Request{Spec: withNet}, t.TempDir(), script)
+	if !strings.Contains(o.out, "fd refused PermissionError") || !strings.Contains(o.out, "getfd -1 1\n") {
+		t.Fatalf("%s", o.out)
+	}
+}
+
+// TestOtherRunsAreNotSeen: a tree sees the project, but of its private
+// folders (the runs folder, the engine's state) only its own run (found
+// attacking issue 53: a server read another run's inputs).
+func TestOtherRunsAreNotSeen(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		project := t.TempDir()
+		runs := filepath.Join(project, ".capflow", "runs")
+		mine, other := filepath.Join(runs, "mine"), filepath.Join(runs, "other")
+		step := filepath.Join(mine, "steps", "s")
+		for _, d := range []string{step, other} {
+			os.MkdirAll(d, 0o755)
+		}
+		os.WriteFile(filepath.Join(other, "input.json"), []byte("OTHER-RUN"), 0o644)
+		os.WriteFile(filepath.Join(mine, "input.json"), []byte("MY-RUN"), 0o644)
+		os.WriteFile(filepath.Join(project, "plan.yaml"), []byte("PROJECT"), 0o644)
+		s := support(t)
+		var out bytes.Buffer
+		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("cat %q %q; cat %q 2>&1; echo done > %q/out", filepath.Join(project, "plan.yaml"), filepath.Join(mine, "input.json"), filepath.Join(other, "input.json"), step)},
+			Dir: step, Read: []string{project, mine}, Write: []string{step}, Private: []string{runs}, Env: []string{"PATH=/usr/bin:/bin"}, Spec: Defaults},
+			Stdio{Out: &out, Err: &out})
+		exit, _ := tree.Wait()
+		tree.Finish(exit, "")
+		if !strings.HasPrefix(out.String(), "PROJECTMY-RUN") || strings.Contains(out.String(), "OTHER-RUN") || !strings.Contains(out.String(), "No such file") {
+			t.Fatalf("%q", out.String())
+		}
+		if b, _ := os.ReadFile(filepath.Join(step, "out")); string(b) != "done\n" {
+			t.Fatalf("its step folder: %q", b)
+		}
+	})
+}
