@@ -113,7 +113,7 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 			if (m <= 0)
 				return fail("the folder of %s", o->dst);
 			path[m] = 0;
-			o->tree = clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+			o->tree = clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_RECURSIVE); // with what is mounted in it
 			struct stat a, b;
 			if (o->tree < 0 || fstat(o->tree, &a) != 0 || fstat(fds[k], &b) != 0)
 				return fail("the folder %s", path);
@@ -237,7 +237,11 @@ int fresh_view(void) {
 	for (int i = 0; i < 6; i++) {
 		snprintf(p, sizeof p, "/dev/%s", devnodes[i]);
 		place(p, 0);
-		if (t[i] >= 0 && syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+		// Read-only: a root worker's tool (uid 0) cannot chmod or touch the
+		// machine's own nodes; reading and writing a device needs no
+		// writable mount.
+		if (t[i] >= 0 && (syscall(SYS_move_mount, t[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+				  setattr(AT_FDCWD, p, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0) != 0))
 			return fail("%s", p);
 		if (t[i] >= 0)
 			close(t[i]);

@@ -100,6 +100,39 @@ func TestZygoteFindings(t *testing.T) {
 		if err := unix.Mkfifo(fifo, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// A manifest's write folder is handed over by its handle: what is
+		// mounted inside it comes with it, read-only stays read-only
+		// (found attacking again: the zygote dropped it), and the
+		// machine's device nodes are not the tool's to change.
+		if os.Geteuid() == 0 {
+			project := t.TempDir()
+			sub := filepath.Join(project, "out", "protected")
+			os.MkdirAll(sub, 0o755)
+			os.Mkdir(filepath.Join(project, "step"), 0o755)
+			os.WriteFile(filepath.Join(sub, "keep"), []byte("ORIGINAL\n"), 0o644)
+			if err := unix.Mount(sub, sub, "", unix.MS_BIND, ""); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Unmount(sub, unix.MNT_DETACH)
+			if err := unix.Mount("", sub, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+				t.Fatal(err)
+			}
+			spec, folders, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer folders.Close()
+			o := runWith(t, Request{Spec: spec, Folders: folders}, filepath.Join(project, "step"),
+				fmt.Sprintf(`(echo TAMPERED > %q/keep) 2>/dev/null && echo WROTE || echo refused; echo x > /dev/null && echo null; (touch /dev/null) 2>/dev/null && echo TOUCHED || echo kept`, sub))
+			b, _ := os.ReadFile(filepath.Join(sub, "keep"))
+			want := "refused\nnull\nkept\n"
+			if way == WayBubblewrap {
+				want = "refused\nnull\nTOUCHED\n" // bubblewrap's device binds are writable mounts
+			}
+			if o.out != want || string(b) != "ORIGINAL\n" {
+				t.Fatalf("a read-only mount in a handed-over write folder, the device nodes: %q, the file %q", o.out, b)
+			}
+		}
 		// Covered by the null device (unreadable: no device files in a
 		// bind): the step ran, under the zygote (startWay checks it).
 		o := runWith(t, Request{Spec: Defaults, Hide: []string{fifo}}, step, `cat "$STEP/secret" 2>/dev/null; echo "done $?"`)
