@@ -115,14 +115,21 @@ func (z *zygote) start(exe string, f *forker) error {
 // usable reports whether the zygote is ready to take a step now (one
 // still starting is not waited for: that step runs under bubblewrap).
 func (z *zygote) usable() bool {
+	started, ok := z.state()
+	return started && ok
+}
+
+// state says whether the zygote has started (or failed to), and if so
+// whether it still serves.
+func (z *zygote) state() (started, ok bool) {
 	if z == nil {
-		return false
+		return false, false
 	}
 	select {
 	case <-z.ready:
-		return z.err == nil && !z.dead.Load()
+		return true, z.err == nil && !z.dead.Load()
 	default:
-		return false
+		return false, false
 	}
 }
 
@@ -185,15 +192,8 @@ func (z *zygote) end() {
 // broken reports whether the zygote has ended or failed: it is asked
 // nothing more, and its set gets a new one (renew).
 func (z *zygote) broken() bool {
-	if z == nil {
-		return false
-	}
-	select {
-	case <-z.ready:
-		return z.err != nil || z.dead.Load()
-	default:
-		return false
-	}
+	started, ok := z.state()
+	return started && !ok
 }
 
 // renew is z, or a new zygote from f where z is broken and s still has
