@@ -39,7 +39,6 @@ else
   mapfile -t tuning < <(grep -v '^#' scripts/dev-server.args | grep -v '^$' | tr ' ' '\n')
   "$TEMPORAL" server start-dev "${tuning[@]}" \
     --db-filename "$STATE/temporal.db" --port "$PORT" --ui-port "$UI_PORT" --log-level warn \
-    --search-attribute CapflowPlan=Keyword --search-attribute CapflowStatus=Keyword \
     >"$LOGS/dev-server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 120); do
