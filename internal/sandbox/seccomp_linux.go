@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"runtime"
 
@@ -35,6 +36,31 @@ var denied = []uint32{
 const cloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
+// A tool owns what it creates, so without a check it could leave a
+// set-uid or set-gid program in its step or write folders: on the host,
+// outside the sandbox's nosuid mounts, anyone who runs it would become
+// the worker's user (root, for a root worker). The calls that set a
+// file's mode refuse those bits with EPERM; open and openat only when
+// they create (their mode is junk otherwise). openat2 answers ENOSYS: its
+// mode lies in memory the filter cannot read (C libraries' open uses
+// openat).
+const setID = unix.S_ISUID | unix.S_ISGID
+
+// modeCall is a call that sets a file's mode: which argument holds it,
+// and which its open flags (-1: it always sets the mode).
+type modeCall struct {
+	nr          uint32
+	mode, flags int
+}
+
+var modeCalls = append([]modeCall{
+	{unix.SYS_OPENAT, 3, 2}, {unix.SYS_MKNODAT, 2, -1}, {unix.SYS_FCHMOD, 1, -1},
+	{unix.SYS_FCHMODAT, 2, -1}, {unix.SYS_FCHMODAT2, 2, -1},
+}, legacyModeCalls...)
+
+// createFlags are open's flags under which its mode is used.
+const createFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+
 // nativeArch is the audit architecture of this build ("" elsewhere: no
 // filter is made).
 func nativeArch() (uint32, bool) {
@@ -47,58 +73,96 @@ func nativeArch() (uint32, bool) {
 	return 0, false
 }
 
-// filterProgram is the filter as bubblewrap reads it: classic BPF
-// instructions (code, jt, jf, k) in the host's byte order.
+// bpf builds a classic BPF program whose jumps name labels; code resolves
+// them (every jump goes forward, within 255 instructions).
+type bpf struct {
+	ins    []bpfIns
+	labels map[string]int
+}
+
+type bpfIns struct {
+	code   uint16
+	jt, jf string // labels; "" is the next instruction
+	k      uint32
+}
+
+func (b *bpf) op(code uint16, k uint32) { b.ins = append(b.ins, bpfIns{code: code, k: k}) }
+func (b *bpf) jump(code uint16, k uint32, jt, jf string) {
+	b.ins = append(b.ins, bpfIns{code, jt, jf, k})
+}
+func (b *bpf) label(name string) { b.labels[name] = len(b.ins) }
+
+// code is the program as bubblewrap reads it: (code, jt, jf, k) in the
+// host's byte order.
+func (b *bpf) code() []byte {
+	rel := func(i int, l string) uint8 {
+		if l == "" {
+			return 0
+		}
+		return uint8(b.labels[l] - i - 1)
+	}
+	out := make([]byte, 0, 8*len(b.ins))
+	for i, p := range b.ins {
+		out = binary.NativeEndian.AppendUint16(out, p.code)
+		out = append(out, rel(i, p.jt), rel(i, p.jf))
+		out = binary.NativeEndian.AppendUint32(out, p.k)
+	}
+	return out
+}
+
+// argLow is the offset of a call's argument i in seccomp_data: its low 32
+// bits on these little-endian architectures.
+func argLow(i int) uint32 { return 16 + 8*uint32(i) }
+
+// filterProgram is the filter: the architecture, x32's numbers, clone3 and
+// openat2, clone's namespace flags, the calls that set a mode, the denied
+// list.
 func filterProgram() []byte {
 	arch, ok := nativeArch()
 	if !ok {
 		return nil
 	}
 	const (
-		ldW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset  = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		allow = unix.SECCOMP_RET_ALLOW
-		eperm = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-		enosy = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
 	)
-	type ins struct {
-		code   uint16
-		jt, jf uint8
-		k      uint32
+	b := &bpf{labels: map[string]int{}}
+	b.op(ldW, 4)
+	b.jump(jeq, arch, "", "enosys")
+	b.op(ldW, 0)
+	b.jump(jge, 0x40000000, "enosys", "") // x32's numbers
+	b.jump(jeq, unix.SYS_CLONE3, "enosys", "")
+	b.jump(jeq, unix.SYS_OPENAT2, "enosys", "")
+	b.jump(jeq, unix.SYS_CLONE, "clone", "")
+	for i, c := range modeCalls {
+		b.jump(jeq, c.nr, fmt.Sprint("mode", i), "")
 	}
-	n := len(denied)
-	// Layout: the arch check, the x32 check, clone3, clone, the denied
-	// list, then the returns: allow, EPERM, ENOSYS.
-	prog := []ins{
-		{ldW, 0, 0, 4}, // arch
-		{jeq, 1, 0, arch},
-		{ret, 0, 0, enosy},
-		{ldW, 0, 0, 0}, // nr
-		{jge, 0, 1, 0x40000000},
-		{ret, 0, 0, enosy}, // x32's numbers
-		{jeq, 0, 1, unix.SYS_CLONE3},
-		{ret, 0, 0, enosy},
-		{jeq, 0, 3, unix.SYS_CLONE},
-		{ldW, 0, 0, 16},                          // args[0], its low 32 bits
-		{jset, 0, uint8(n + 1), cloneNamespaces}, // without them: to the allow after the list
-		{ret, 0, 0, eperm},
+	for _, nr := range denied {
+		b.jump(jeq, nr, "eperm", "")
 	}
-	for i, nr := range denied {
-		// A match jumps to the EPERM return after the list and the
-		// allow: n-i-1 comparisons and the allow later.
-		prog = append(prog, ins{jeq, uint8(n - i), 0, nr})
+	b.op(ret, unix.SECCOMP_RET_ALLOW)
+	b.label("clone")
+	b.op(ldW, argLow(0))
+	b.jump(jset, cloneNamespaces, "eperm", "allow")
+	for i, c := range modeCalls {
+		b.label(fmt.Sprint("mode", i))
+		if c.flags >= 0 {
+			b.op(ldW, argLow(c.flags))
+			b.jump(jset, createFlags, "", "allow")
+		}
+		b.op(ldW, argLow(c.mode))
+		b.jump(jset, setID, "eperm", "allow")
 	}
-	prog = append(prog, ins{ret, 0, 0, allow}, ins{ret, 0, 0, eperm})
-	out := make([]byte, 0, 8*len(prog))
-	for _, p := range prog {
-		out = binary.NativeEndian.AppendUint16(out, p.code)
-		out = append(out, p.jt, p.jf)
-		out = binary.NativeEndian.AppendUint32(out, p.k)
-	}
-	return out
+	b.label("allow")
+	b.op(ret, unix.SECCOMP_RET_ALLOW)
+	b.label("eperm")
+	b.op(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	b.label("enosys")
+	b.op(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+	return b.code()
 }
 
 // filterFile is a pipe bubblewrap reads the filter from (--seccomp FD);
