@@ -80,6 +80,10 @@ func (z *zygote) start(exe string, f *forker) error {
 		return err
 	}
 	z.conn = c.(*net.UnixConn)
+	// A request is one message, which must fit the socket's send buffer
+	// (212,992 bytes by default, under zygoteMax; the kernel doubles what
+	// is set, up to twice net.core.wmem_max).
+	_ = z.conn.SetWriteBuffer(zygoteMax + 4096)
 	filter, err := filterFile()
 	if err != nil || filter == nil {
 		if filter, err = os.Open(os.DevNull); err != nil {
@@ -159,6 +163,9 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 	}
 	_ = z.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, _, err := z.conn.WriteMsgUnix(words, unix.UnixRights(fds...), nil); err != nil {
+		if errors.Is(err, unix.EMSGSIZE) { // nothing was sent: the step is bubblewrap's, the zygote stays
+			return 0, errTooLarge
+		}
 		z.end()
 		return 0, err
 	}

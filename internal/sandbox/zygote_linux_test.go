@@ -49,6 +49,7 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 		{words("--chdir", "/"), "no command"},
 		{words("--bind-fd", "7", "/x", "--", "/bin/true"), "--bind-fd 7"},
 		{words("--bind-fd", "1", "/x", "--", "/bin/true"), "--bind-fd 1"},
+		{[]byte("--\x00/bin/tru"), "a word without its NUL"},
 	} {
 		pid, err := z.spawn(c.req, stdio)
 		if pid > 0 {
@@ -61,6 +62,14 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 	}
 	if _, err := s.zygoteWords(Request{Argv: []string{"/bin/true", "x\x00--bind\x00/\x00/"}}, nil); err == nil {
 		t.Fatal("an argument holding a NUL was sent")
+	}
+	// Within zygoteMax but past the socket's default send buffer (the
+	// attack's 220,000 bytes of arguments ended the zygote).
+	big := words("--", "/bin/true", strings.Repeat("y", 110000), strings.Repeat("y", 110000))
+	if pid, err := z.spawn(big, stdio); err != nil || pid <= 0 {
+		t.Errorf("a request of %d bytes: %d %v", len(big), pid, err)
+	} else if p, _ := os.FindProcess(pid); p != nil {
+		_, _ = p.Wait()
 	}
 	pid, err := z.spawn(words("--", "/bin/true"), stdio)
 	if err != nil || pid <= 0 {

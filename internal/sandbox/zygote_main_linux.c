@@ -47,6 +47,8 @@ struct req {
 static int parse(char *msg, size_t len, struct req *r) {
 	static char *w[ZMSG + 1]; // a word is at least its NUL: never cut
 	int n = 0, nenv = 0;
+	if (len == 0 || msg[len - 1] != 0) // its last word would run on into an earlier request's
+		return errno = EINVAL, fail("a word without its NUL");
 	for (size_t i = 0; i < len; n++) {
 		w[n] = msg + i;
 		i += strnlen(msg + i, len - i) + 1;
