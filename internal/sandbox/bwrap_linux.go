@@ -99,7 +99,10 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 		// kernel's settings are bound read-only. A root worker's tools get
 		// no user namespace (it costs a millisecond a step and, mapping 0
 		// to 0, would not make them less than the host's root).
-		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
+		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
+		for _, p := range []string{"/proc/sysrq-trigger", "/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound"} {
+			a = append(a, "--ro-bind-try", p, p) // what bubblewrap's own cover leaves (it covers irq and bus)
+		}
 	} else {
 		// Another user's tools cannot write a sysctl (root's files, no
 		// capabilities in the user namespace): two mounts a step saved.

@@ -144,12 +144,14 @@ int apply(struct op *ops, int n) {
 
 // system_mounts are the step's own /proc (its PID namespace; the kernel's
 // settings read-only, as bubblewrap covers them: a root worker's tool is
-// uid 0, which the kernel lets write them), /dev/pts, /dev/shm.
+// uid 0, which the kernel lets write them; also where some hosts have
+// root-writable files that check no capability, as container runtimes
+// mask them: /proc/acpi/wakeup, /proc/scsi/scsi), /dev/pts, /dev/shm.
 int system_mounts(void) {
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		return fail("mount /proc");
-	const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
-	for (int i = 0; i < 4; i++) {
+	const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound"};
+	for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
 		int t = clone_tree(AT_FDCWD, ro[i], 0);
 		if (t >= 0 && (syscall(SYS_move_mount, t, "", AT_FDCWD, ro[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
 			       setattr(AT_FDCWD, ro[i], 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0))
