@@ -99,7 +99,11 @@ func (b *bpf) code() []byte {
 		if l == "" {
 			return 0
 		}
-		return uint8(b.labels[l] - i - 1)
+		d, ok := b.labels[l]
+		if d -= i + 1; !ok || d < 0 || d > 255 {
+			panic("sandbox: seccomp jump to " + l + " out of reach")
+		}
+		return uint8(d)
 	}
 	out := make([]byte, 0, 8*len(b.ins))
 	for i, p := range b.ins {
