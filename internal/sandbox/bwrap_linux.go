@@ -101,7 +101,7 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 		// to 0, would not make them less than the host's root).
 		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
 		for _, p := range []string{"/proc/sysrq-trigger", "/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound"} {
-			a = append(a, "--ro-bind-try", p, p) // what bubblewrap's own cover leaves (it covers irq and bus)
+			a = append(a, "--ro-bind-try", p, p) // what bubblewrap's own cover leaves (it covers irq and bus); the zygote's list is system_mounts's
 		}
 	} else {
 		// Another user's tools cannot write a sysctl (root's files, no

@@ -167,12 +167,7 @@ if echo h > /proc/sysrq-trigger 2>/dev/null; then echo "WROTE sysrq"; else echo 
 // refuses the plain names, this the links).
 func TestWriteFoldersAvoidWhatTheEngineTrusts(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		project := t.TempDir()
-		for _, d := range []string{".capflow/state", "tools/x", "out"} {
-			if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		project := projectWith(t, ".capflow/state", "tools/x", "out")
 		os.Symlink(".capflow", filepath.Join(project, "innocent"))
 		os.Symlink("../tools/x", filepath.Join(project, "out", "tool"))
 		for _, w := range []string{"innocent", "innocent/state", "out/tool"} {
@@ -341,4 +336,16 @@ func TestOtherRunsAreNotSeen(t *testing.T) {
 			t.Fatalf("its step folder: %q", b)
 		}
 	})
+}
+
+// projectWith is a temporary project folder holding the folders dirs.
+func projectWith(t *testing.T, dirs ...string) string {
+	t.Helper()
+	project := t.TempDir()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return project
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -118,10 +119,14 @@ func (b *bpf) code() []byte {
 // bits on these little-endian architectures.
 func argLow(i int) uint32 { return 16 + 8*uint32(i) }
 
-// filterProgram is the filter: the architecture, x32's numbers, clone3 and
-// openat2, clone's namespace flags, the calls that set a mode, the denied
-// list.
-func filterProgram() []byte {
+// filterProgram is the filter, built once: every bubblewrap step and
+// every zygote loads the same bytes.
+var filterProgram = sync.OnceValue(buildFilter)
+
+// buildFilter makes the filter: the architecture, x32's numbers, clone3
+// and openat2, clone's namespace flags, the calls that set a mode, the
+// denied list.
+func buildFilter() []byte {
 	arch, ok := nativeArch()
 	if !ok {
 		return nil

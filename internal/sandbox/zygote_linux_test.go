@@ -171,12 +171,7 @@ func TestZygoteFindings(t *testing.T) {
 // its sibling stays read-only.
 func TestWriteFoldersByHandle(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		project := t.TempDir()
-		for _, d := range []string{"out", "other", "step"} {
-			if err := os.Mkdir(filepath.Join(project, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		project := projectWith(t, "out", "other", "step")
 		spec, folders, err := SpecFor(&manifest.Sandbox{Write: []string{"out"}}, project)
 		if err != nil {
 			t.Fatal(err)
