@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 )
 
@@ -74,13 +75,14 @@ steps:
 	}
 	// No tool ran in the workflow task: no SideEffect marker; the inline
 	// steps ran in batches, each one local activity (RunInline).
-	markers := map[string]int{}
+	markers, events := map[string]int{}, map[enumspb.EventType]int{}
 	it := h.client.GetWorkflowHistory(context.Background(), r.WorkflowID, "", false, 0)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
+		events[ev.GetEventType()]++
 		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
 			name := m.GetMarkerName()
 			if name == "LocalActivity" {
@@ -94,12 +96,18 @@ steps:
 	if markers["SideEffect"] != 0 || markers["RunInline"] < 3 {
 		t.Fatalf("markers %v: want no SideEffect, a RunInline batch for each of double, total, greet at least", markers)
 	}
-	// A new run asks one workflow change, the baseline, whatever it runs
+	// A new run asks one workflow change, baseline 2, whatever it runs
 	// (a Version marker and a search-attribute upsert each).
 	if markers["Version"] != 1 {
-		t.Fatalf("markers %v: a new run recorded %d Version markers, want 1 (the baseline)", markers, markers["Version"])
+		t.Fatalf("markers %v: a new run recorded %d Version markers, want 1 (baseline 2)", markers, markers["Version"])
+	}
+	// Every step ran in local activities, within the first workflow task:
+	// no deadline timer, and of the run's status only its last (beside
+	// the baseline's TemporalChangeVersion).
+	if events[enumspb.EVENT_TYPE_TIMER_STARTED] != 0 || events[enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES] != 2 || events[enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED] != 1 {
+		t.Fatalf("events %v: want one workflow task, no timer, two upserts", events)
 	}
 	validResult(t, r.WorkflowID)
 	recordHistory(t, r.WorkflowID, "inline-steps")
-	recordChange(t, "baseline", "baseline", r.WorkflowID)
+	recordChange(t, "baseline-2", "baseline-2", r.WorkflowID)
 }

@@ -37,6 +37,10 @@ type dispatcher struct {
 	deadlineV int
 	// lineage: see wfapi.RunToolInput.Lineage.
 	lineage string
+	// leave, when set, is told a unit's wait leaves the workflow task: a
+	// local attempt goes on as a regular one, or the task yields
+	// (outside.go).
+	leave func()
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the

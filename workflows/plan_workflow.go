@@ -128,11 +128,8 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 		upsert(res.Status)
 		return finalize(ctx, res, lean(&rr, paged), started, nil)
 	}
-	res.Status = wfapi.StatusRunning
-	upsert(res.Status)
-	sched := newScheduler(ctx, &rr, res)
+	sched := startScheduler(ctx, &rr, res, upsert)
 	*schedp = sched
-	sched.upsert = upsert
 	reuse := in.Reuse
 	if resume != nil {
 		reuse = resume.Reuse
@@ -158,6 +155,23 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 		return finalize(ctx, res, leanStored(&rr), started, &segmentEnd{steps: sched.ended(), checkpoints: sched.checkpoints})
 	}
 	return finalize(ctx, res, lean(&rr, paged), started, nil)
+}
+
+// startScheduler makes the scheduler of a run that is ready: its status
+// running, upserted now or, from baseline 2, once the run goes outside its
+// workflow task (outside.go).
+func startScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Result, upsert func(wfapi.RunStatus)) *scheduler {
+	lazy := versionOf(ctx, changeBaseline2) >= 1
+	res.Status = wfapi.StatusRunning
+	if !lazy {
+		upsert(res.Status)
+	}
+	sched := newScheduler(ctx, rr, res)
+	sched.upsert = upsert
+	if lazy {
+		sched.startLazily()
+	}
+	return sched
 }
 
 // resolve routes a request (when the input has one) and runs the Resolve

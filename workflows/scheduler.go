@@ -87,9 +87,16 @@ type scheduler struct {
 	// inflight counts activities running (steps, items, decisions): the
 	// plan's max_parallel bounds it.
 	inflight int
-	// timerPending is true while the max_run_seconds timer is unresolved.
+	// timerPending is true while the max_run_seconds timer is unresolved;
+	// stopDeadline cancels it (nil: none runs).
 	timerPending bool
 	timedOut     bool
+	stopDeadline workflow.CancelFunc
+	// lazy: the run waits to go outside its workflow task before it starts
+	// its timer and upserts its status (outside.go); leaving: a unit left
+	// the task; awaiting: the tool units' paths in flight until then.
+	lazy, outside, leaving bool
+	awaiting               map[*string]struct{}
 	// segment counts the times the run continued as new; draining is set
 	// once the history is full (segments.go): no step starts, the running
 	// ones end, and the run continues as new.
@@ -217,7 +224,9 @@ func (s *scheduler) stopReason() string { _, why := s.m.Stopped(); return why }
 // workflow task costs O(affected steps), not O(plan).
 func (s *scheduler) run() {
 	s.baseSize = workflow.GetInfo(s.ctx).GetCurrentHistorySize()
-	stopTimer := s.startDeadline()
+	if !s.lazy {
+		s.stopDeadline = s.startDeadline()
+	}
 	s.m.Examine(s.m.IDs()...)
 	for {
 		s.flushLocal()
@@ -247,12 +256,13 @@ func (s *scheduler) run() {
 		if s.settle(s.sel) {
 			continue
 		}
-		if stopTimer != nil && s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
+		if s.stopDeadline != nil && s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
 			// No step runs and none can start: the deadline timer is all
 			// that is left. Cancel it; its future resolves and ends the loop.
-			stopTimer()
-			stopTimer = nil
+			s.stopDeadline()
+			s.stopDeadline = nil
 		}
+		s.goOutside()
 		s.details()
 		if s.active() == 0 {
 			break

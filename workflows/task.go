@@ -25,6 +25,9 @@ const LocalFlush = wfapi.DefaultLocalFlush
 // A new workflow task shows as a longer history: its markers are in.
 func (s *dispatcher) flushLocal() {
 	if s.flushDue() && s.ctx.Err() == nil {
+		if s.leave != nil {
+			s.leave()
+		}
 		_ = workflow.Sleep(s.ctx, time.Millisecond)
 		s.seenLen = -1 // a new task, even where the history length stands still (tests)
 		s.taskBegan()

@@ -40,6 +40,7 @@ const (
 	changeEagerSteps     = "eager-steps"
 	changeLimitTrust     = limit.ChangeTrust
 	changeLocalBackoff   = "local-backoff"
+	changeBaseline2      = "baseline-2"
 )
 
 // Change is one declared change of workflow code.
@@ -103,6 +104,8 @@ var Changes = []Change{
 		[]History{{"limit-concurrency.limit-trust.json", 1}}, "version 1 differs from the default only for messages no attempt of capflow's sends (a lease past MaxLimitLease, a renewal of a holder never granted, a request loosening the limit): no recorded run has one"},
 	{changeLocalBackoff, 1, []string{"a step whose local attempts failed waits the back-off its retry policy gives after them before it goes on as a regular activity, whose intervals go on from there (it started at once, from the first interval; issue 54)"},
 		[]History{{"local-backoff.json", 1}}, ""},
+	{changeBaseline2, 1, []string{"a new run takes every change above at its latest version without asking (baseline2), and starts its max_run_seconds timer and upserts its running status only once it may wait outside its workflow task: a run whose steps all end in local activities records neither (issue 57)"},
+		[]History{{"baseline-2.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1
@@ -116,10 +119,24 @@ var baseline1 = map[string]workflow.Version{
 	changeInlineActivity: 1,
 }
 
-// versionOf is the version of change id this run takes: the baseline's
-// for a run begun at baseline 1 (asked first in every new run, so a run
-// recorded before it replays as Default and asks each change as it did).
+// baseline2 is baseline1 for a run begun at baseline 2: every change of
+// this workflow declared before it, at its latest version (the limit
+// workflow's changes are its own).
+var baseline2 = map[string]workflow.Version{
+	changeLocal: 1, changeTrustedInput: 1, changeSegmentBlobs: 1, changeDeadline: 2, changeCancelGrace: 2,
+	changeSpillInputs: 1, changeChildInputs: 1, changeBlobGroups: 1, changeRehomeStore: 1, changeRehomeDeps: 1,
+	changeInlineActivity: 1, changeItemHosts: 1, changeSilentHost: 1, changeEagerSteps: 1, changeLocalBackoff: 1,
+}
+
+// versionOf is the version of change id this run takes: the latest
+// baseline's for a run begun at one. Baseline 2 is asked first in every
+// new run; a run recorded before it has no marker of it, so a replay
+// reads Default there and goes on to baseline 1, and a run recorded
+// before that asks each change as it did.
 func versionOf(ctx workflow.Context, id string) workflow.Version {
+	if v, ok := baseline2[id]; ok && workflow.GetVersion(ctx, changeBaseline2, workflow.DefaultVersion, 1) >= 1 {
+		return v
+	}
 	if v, ok := baseline1[id]; ok && workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, 1) >= 1 {
 		return v
 	}

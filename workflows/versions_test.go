@@ -73,19 +73,30 @@ func TestLimitChangesDeclared(t *testing.T) {
 	}
 }
 
-// baseline1 holds every change declared before the baseline, at a version
-// the change has.
-func TestBaselineCoversEveryEarlierChange(t *testing.T) {
-	for _, c := range Changes {
-		if c.ID == changeBaseline {
-			break
+// Each baseline holds every change of this workflow declared before it,
+// at a version the change has; baseline 2 at its latest.
+func TestBaselinesCoverEveryEarlierChange(t *testing.T) {
+	for _, b := range []struct {
+		id     string
+		m      map[string]workflow.Version
+		latest bool
+	}{{changeBaseline, baseline1, false}, {changeBaseline2, baseline2, true}} {
+		want := 0
+		for _, c := range Changes {
+			if c.ID == b.id {
+				break
+			}
+			if strings.HasPrefix(c.ID, changeBaseline) || limit.Latest[c.ID] != 0 {
+				continue
+			}
+			want++
+			if v, ok := b.m[c.ID]; !ok || v < 1 || v > c.Max || (b.latest && v != c.Max) {
+				t.Errorf("%s: change %s at %d (%v), its versions are 1..%d", b.id, c.ID, v, ok, c.Max)
+			}
 		}
-		if v, ok := baseline1[c.ID]; !ok || v < 1 || v > c.Max {
-			t.Errorf("change %s: baseline1 says %d (%v), its versions are 1..%d", c.ID, v, ok, c.Max)
+		if len(b.m) != want {
+			t.Errorf("%s names %d changes, %d are declared before it", b.id, len(b.m), want)
 		}
-	}
-	if len(baseline1) != slices.IndexFunc(Changes, func(c Change) bool { return c.ID == changeBaseline }) {
-		t.Errorf("baseline1 names %d changes, %d are declared before the baseline", len(baseline1), slices.IndexFunc(Changes, func(c Change) bool { return c.ID == changeBaseline }))
 	}
 }
 

@@ -214,6 +214,9 @@ func (d *dispatcher) thenRegular(f workflow.Future, t then) workflow.Future {
 			set.Set(out, localTimeout(err, t))
 			return
 		}
+		if d.leave != nil {
+			d.leave()
+		}
 		in, ropts := t.in, t.opts
 		in.Host = ""
 		if t.first == wayLocal {

@@ -1,0 +1,67 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/wfapi"
+)
+
+// A new run starts its max_run_seconds timer and upserts its running
+// status only once it may wait outside its workflow task (baseline 2):
+// a run of local steps records its final status alone.
+func TestRunGoesOutsideOnlyToWait(t *testing.T) {
+	const plan = `name: outside
+steps:
+  - {id: a, capability: x.a, retry: {max_attempts: 4}}
+  - {id: b, capability: x.b, needs: [a]}
+`
+	for _, c := range []struct {
+		name     string
+		local    []string
+		behave   map[string]behaviour
+		timer    bool
+		statuses []string
+	}{
+		{"every step local", []string{"a", "b"}, nil, false, []string{"passed"}},
+		{"a failing local step", []string{"a", "b"}, map[string]behaviour{"a": fail(caperr.InvalidInput)}, false, []string{"failed"}},
+		{"a regular step", []string{"a"}, nil, true, []string{"running", "passed"}},
+		// Its local attempts fail; it goes on as a regular activity from
+		// its own coroutine while the loop waits.
+		{"a local step going on as an activity", []string{"a", "b"}, map[string]behaviour{"a": failTimes(LocalAttempts, caperr.ToolFailure)}, true, []string{"running", "passed"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rr := resolvedFrom(t, plan)
+			rr.MaxRunSeconds, rr.SearchAttributes = 3600, true
+			for i := range rr.Steps {
+				rr.Steps[i].Local = slices.Contains(c.local, rr.Steps[i].ID)
+			}
+			f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{"a": ok, "b": ok}}
+			for id, b := range c.behave {
+				f.behave[id] = b
+			}
+			env := newEnv(t, f)
+			timer := false
+			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timer = timer || d > time.Minute })
+			var statuses []string
+			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey)
+				statuses = append(statuses, v)
+			}).Return(nil)
+			env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "outside"}})
+			var res wfapi.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if timer != c.timer || strings.Join(statuses, " ") != strings.Join(c.statuses, " ") || string(res.Status) != c.statuses[len(c.statuses)-1] {
+				t.Fatalf("%s: deadline timer %v (want %v), status upserts %q (want %q)", res.Status, timer, c.timer, statuses, c.statuses)
+			}
+		})
+	}
+}
