@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -28,6 +29,8 @@ type Client struct {
 	taskQueue string
 	dc        converter.DataConverter
 	fc        converter.FailureConverter
+	// bare: the namespace does not define CapflowStatus (startAttrs).
+	bare atomic.Bool
 }
 
 // Option sets an optional part of a Client.
@@ -96,10 +99,14 @@ func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run,
 	if o.Rerun {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
-	r, err := c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
-		ID: o.ID, TaskQueue: c.taskQueue, StaticSummary: o.Summary, StaticDetails: o.Details,
-		WorkflowIDReusePolicy: reuse, WorkflowExecutionErrorWhenAlreadyStarted: true, EnableEagerStart: o.Eager,
-	}, WorkflowType, in)
+	var r sdkclient.WorkflowRun
+	err := c.withStartAttrs(func(attrs temporal.SearchAttributes) (err error) {
+		r, err = c.tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
+			ID: o.ID, TaskQueue: c.taskQueue, StaticSummary: o.Summary, StaticDetails: o.Details, TypedSearchAttributes: attrs,
+			WorkflowIDReusePolicy: reuse, WorkflowExecutionErrorWhenAlreadyStarted: true, EnableEagerStart: o.Eager,
+		}, WorkflowType, in)
+		return err
+	})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return &Run{c: c, ID: o.ID, RunID: started.RunId, Existing: true}, nil
@@ -108,6 +115,30 @@ func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run,
 		return nil, err
 	}
 	return &Run{c: c, ID: r.GetID(), RunID: r.GetRunID()}, nil
+}
+
+// statusKey is the run's status search attribute.
+var statusKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrStatus)
+
+// withStartAttrs calls start with the search attributes a run starts
+// with: its status, running, so that it is listed as running at once. The
+// workflow upserts its status only once it waits outside its workflow
+// task: a run of long local steps would not be listed until it ended.
+// Where the namespace does not define CapflowStatus (no capflow worker
+// registered it: "search attribute CapflowStatus is not defined", or on
+// SQL visibility "no mapping defined for search attribute ..."), start
+// is called again without, and the Client remembers.
+func (c *Client) withStartAttrs(start func(temporal.SearchAttributes) error) error {
+	if c.bare.Load() {
+		return start(temporal.SearchAttributes{})
+	}
+	err := start(temporal.NewSearchAttributes(statusKey.ValueSet(string(StatusRunning))))
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && strings.Contains(invalid.Message, "search attribute "+SearchAttrStatus) {
+		c.bare.Store(true)
+		err = start(temporal.SearchAttributes{})
+	}
+	return err
 }
 
 // StartPlan starts a plan given as an object (what a plan file parses to).

@@ -117,10 +117,14 @@ func (c *Client) CreateSchedule(ctx context.Context, o ScheduleOptions) (*Schedu
 	for k, v := range o.Memo {
 		memo[k] = v
 	}
-	h, err := c.tc.ScheduleClient().Create(ctx, sdkclient.ScheduleOptions{
-		ID: o.Name, Spec: spec, Overlap: pol, Paused: o.Paused, Note: o.Note, Memo: memo,
-		Action: &sdkclient.ScheduleWorkflowAction{ID: o.Name, Workflow: WorkflowType, Args: []any{o.Input}, TaskQueue: c.taskQueue,
-			StaticSummary: o.Summary, StaticDetails: o.Details},
+	var h sdkclient.ScheduleHandle
+	err := c.withStartAttrs(func(attrs temporal.SearchAttributes) (err error) {
+		h, err = c.tc.ScheduleClient().Create(ctx, sdkclient.ScheduleOptions{
+			ID: o.Name, Spec: spec, Overlap: pol, Paused: o.Paused, Note: o.Note, Memo: memo,
+			Action: &sdkclient.ScheduleWorkflowAction{ID: o.Name, Workflow: WorkflowType, Args: []any{o.Input}, TaskQueue: c.taskQueue,
+				StaticSummary: o.Summary, StaticDetails: o.Details, TypedSearchAttributes: attrs},
+		})
+		return err
 	})
 	if err != nil {
 		return nil, scheduleError(o.Name, err)
