@@ -51,3 +51,21 @@ func TestFailureMessage(t *testing.T) {
 		}
 	}
 }
+
+// A status a run has while it goes on filters on runs Temporal still runs
+// too: a terminated run keeps the last status it recorded.
+func TestWhere(t *testing.T) {
+	for _, c := range []struct {
+		attrs map[string]string
+		want  string
+	}{
+		{map[string]string{SearchAttrStatus: "passed", SearchAttrPlan: "nightly"}, "CapflowPlan = 'nightly' AND CapflowStatus = 'passed'"},
+		{map[string]string{SearchAttrStatus: "running"}, "CapflowStatus = 'running' AND ExecutionStatus = 'Running'"},
+		{map[string]string{SearchAttrStatus: "paused", SearchAttrPlan: ""}, "CapflowStatus = 'paused' AND ExecutionStatus = 'Running'"},
+		{map[string]string{}, ""},
+	} {
+		if got, err := Where(c.attrs); err != nil || got != c.want {
+			t.Errorf("Where(%v) = %q, %v; want %q", c.attrs, got, err, c.want)
+		}
+	}
+}

@@ -145,9 +145,25 @@ func Where(attrs map[string]string) (string, error) {
 		if strings.ContainsAny(v, `'"\`) {
 			return "", fmt.Errorf("%q: quotes are not allowed", v)
 		}
+		if k == SearchAttrStatus {
+			parts = append(parts, StatusFilter(RunStatus(v)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s = '%s'", k, v))
 	}
 	return strings.Join(parts, " AND "), nil
+}
+
+// StatusFilter is the visibility filter of runs in status s: a status a
+// run has while it goes on only of runs Temporal still runs (one
+// terminated, or ended before it said otherwise, keeps the last status it
+// recorded). s is one of RunStatuses: it is not quoted.
+func StatusFilter(s RunStatus) string {
+	f := fmt.Sprintf("%s = '%s'", SearchAttrStatus, s)
+	if !s.Ended() {
+		f += " AND ExecutionStatus = 'Running'"
+	}
+	return f
 }
 
 // FirstInput is the input a run was started with: the first event of its

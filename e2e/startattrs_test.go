@@ -16,8 +16,9 @@ import (
 // TestRunsAreListedAsRunningAtOnce: a run started through package client
 // carries its status from its start (the workflow upserts it only once it
 // waits outside its first workflow task), so it is listed as running
-// before any worker took it. In a namespace that does not define
-// CapflowStatus the start still succeeds, without it.
+// before any worker took it; one that ends before its steps run ends with
+// its own. In a namespace that does not define CapflowStatus the start
+// still succeeds, without it.
 func TestRunsAreListedAsRunningAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -38,6 +39,21 @@ func TestRunsAreListedAsRunningAtOnce(t *testing.T) {
 	}
 	if !eventually(10*time.Second, listed) {
 		t.Fatalf("run %s is not listed with CapflowStatus = 'running'", id)
+	}
+
+	// A run that ends before its steps run (nothing to resolve) ends with
+	// its own status, not the running it started with.
+	ended := id + "-invalid"
+	w := capclient.New(h.client, "")
+	r, err := w.Start(ctx, ended, capclient.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Wait(ctx); err != nil || res.Status != capclient.StatusInvalid {
+		t.Fatalf("run %s: %+v %v, want invalid", ended, res, err)
+	}
+	if ri, err := w.Describe(ctx, ended); err != nil || ri.Status != string(capclient.StatusInvalid) {
+		t.Fatalf("describe %s: %+v %v, want status invalid", ended, ri, err)
 	}
 
 	// A namespace no capflow worker prepared.

@@ -42,6 +42,7 @@ func admit(ctx workflow.Context, s *wfapi.Start) []wire.Problem {
 // refuse ends a run whose input was refused: no activity, no report.
 func refuse(ctx workflow.Context, res *wfapi.Result, started time.Time, refused []wire.Problem) *wfapi.Result {
 	res.Status, res.Message, res.Problems = wfapi.StatusFailed, wfapi.RefusedMessage(refused), refused
+	endStatus(ctx, res.Status)
 	ended := workflow.Now(ctx)
 	res.EndedAt, res.DurationMS = envelope.Timestamp(ended), ended.Sub(started).Milliseconds()
 	workflow.GetLogger(ctx).Warn("workflow input refused", "field", refused[0].Field, "message", refused[0].Message)

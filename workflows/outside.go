@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/dag"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // A run begun at baseline 2 starts its max_run_seconds timer and upserts
@@ -79,4 +80,15 @@ func localPath(path string) bool {
 		return true
 	}
 	return false
+}
+
+// endStatus upserts the status a run ends with where the run carries
+// another (from its start: package client's runs start running), as one
+// that ends before its steps run does (refused, unresolved), or one whose
+// worker did not register the attribute itself (baseline 2).
+func endStatus(ctx workflow.Context, status wfapi.RunStatus) {
+	cur, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(statusKey)
+	if ok && cur != string(status) && versionOf(ctx, changeBaseline2) >= 1 {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, statusKey.ValueSet(string(status)))
+	}
 }

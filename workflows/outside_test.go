@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,43 @@ steps:
 			}
 			if timer != c.timer || strings.Join(statuses, " ") != strings.Join(c.statuses, " ") || string(res.Status) != c.statuses[len(c.statuses)-1] {
 				t.Fatalf("%s: deadline timer %v (want %v), status upserts %q (want %q)", res.Status, timer, c.timer, statuses, c.statuses)
+			}
+		})
+	}
+}
+
+// A run that carries a status from its start (package client's start with
+// running) upserts the one it ends with, also when it ends before its
+// steps run: refused, or with nothing to resolve.
+func TestRunEndsWithTheStatusItCarries(t *testing.T) {
+	for _, c := range []struct {
+		name, input string
+		want        []string
+	}{
+		{"refused", `{"plan": {"name": "x"}, "run_dir": "/"}`, []string{"failed"}},
+		{"nothing to resolve", `{}`, []string{"invalid"}},
+		{"steps that ran", `{"plan": {"name": "x"}}`, []string{"passed"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rr := resolvedFrom(t, "name: x\nsteps:\n  - {id: a, capability: x.a}\n")
+			rr.SearchAttributes, rr.Steps[0].Local = true, true
+			f := &fakes{resolved: rr, behave: map[string]behaviour{"a": ok}, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}}
+			env := newEnv(t, f)
+			if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(statusKey.ValueSet("running"))); err != nil {
+				t.Fatal(err)
+			}
+			var statuses []string
+			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey)
+				statuses = append(statuses, v)
+			}).Return(nil)
+			env.ExecuteWorkflow(wfapi.WorkflowType, json.RawMessage(c.input))
+			var res wfapi.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(statuses, " ") != strings.Join(c.want, " ") || string(res.Status) != c.want[len(c.want)-1] {
+				t.Fatalf("%s: status upserts %q, want %q", res.Status, statuses, c.want)
 			}
 		})
 	}

@@ -312,6 +312,7 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	// A cancelled workflow's context is done: reports are written on a
 	// disconnected one so a cancelled run still leaves its report.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	endStatus(dctx, res.Status)
 	ended := workflow.Now(dctx)
 	res.EndedAt = envelope.Timestamp(ended)
 	res.DurationMS = ended.Sub(started).Milliseconds()

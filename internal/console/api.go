@@ -339,7 +339,7 @@ func runFilter(status, plan string) (string, error) {
 		if !slices.Contains(client.RunStatuses, client.RunStatus(status)) {
 			return "", caperr.New(caperr.InvalidInput, "status %q: one of %v", status, client.RunStatuses)
 		}
-		where = append(where, fmt.Sprintf("CapflowStatus = '%s'", status))
+		where = append(where, client.StatusFilter(client.RunStatus(status)))
 	}
 	if plan != "" {
 		if strings.ContainsAny(plan, "'\\\"\x00\n\r") {

@@ -164,6 +164,7 @@ func TestRunFilter(t *testing.T) {
 		{"", "", ""},
 		{"passed", "", "CapflowStatus = 'passed'"},
 		{"failed", "nightly", "CapflowStatus = 'failed' AND CapflowPlan = 'nightly'"},
+		{"running", "", "CapflowStatus = 'running' AND ExecutionStatus = 'Running'"},
 		{"x\\", "y", "error"},
 		{"", "y\\", "error"},
 		{"", "a' OR 'b'='b", "error"},
