@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -29,8 +30,9 @@ type Client struct {
 	taskQueue string
 	dc        converter.DataConverter
 	fc        converter.FailureConverter
-	// bare: the namespace does not define CapflowStatus (startAttrs).
-	bare atomic.Bool
+	// bareUntil: until then (Unix ns), the namespace is taken not to
+	// define CapflowStatus (withStartAttrs).
+	bareUntil atomic.Int64
 }
 
 // Option sets an optional part of a Client.
@@ -117,6 +119,10 @@ func (c *Client) StartWith(ctx context.Context, o StartOptions, in Input) (*Run,
 	return &Run{c: c, ID: r.GetID(), RunID: r.GetRunID()}, nil
 }
 
+// bareFor is how long a Client starts runs without CapflowStatus once it
+// found the namespace does not define it.
+const bareFor = 10 * time.Minute
+
 // statusKey is the run's status search attribute.
 var statusKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrStatus)
 
@@ -127,15 +133,16 @@ var statusKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrStatus)
 // Where the namespace does not define CapflowStatus (no capflow worker
 // registered it: "search attribute CapflowStatus is not defined", or on
 // SQL visibility "no mapping defined for search attribute ..."), start
-// is called again without, and the Client remembers.
+// is called again without, and the Client remembers it for bareFor (an
+// operator may register it meanwhile).
 func (c *Client) withStartAttrs(start func(temporal.SearchAttributes) error) error {
-	if c.bare.Load() {
+	if time.Now().UnixNano() < c.bareUntil.Load() {
 		return start(temporal.SearchAttributes{})
 	}
 	err := start(temporal.NewSearchAttributes(statusKey.ValueSet(string(StatusRunning))))
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && strings.Contains(invalid.Message, "search attribute "+SearchAttrStatus) {
-		c.bare.Store(true)
+		c.bareUntil.Store(time.Now().Add(bareFor).UnixNano())
 		err = start(temporal.SearchAttributes{})
 	}
 	return err

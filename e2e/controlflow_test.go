@@ -81,7 +81,8 @@ func TestConditionsEndToEnd(t *testing.T) {
 }
 
 // Sub-plans on the real server: child workflows with their own reports,
-// linked from the parent's; the child's outputs are the step's data.
+// linked from the parent's; the child's outputs are the step's data; the
+// child starts listed as running.
 func TestSubPlansEndToEnd(t *testing.T) {
 	code, r := h.run(t, filepath.Join(h.project, "plans/examples/sub-plans.yaml"))
 	if code != 0 || r.Status != "passed" {
@@ -101,6 +102,17 @@ func TestSubPlansEndToEnd(t *testing.T) {
 	md, _ := os.ReadFile(r.Report.Markdown)
 	if !strings.Contains(string(md), first.Child.WorkflowID) {
 		t.Fatalf("the parent's report does not link the child:\n%s", md)
+	}
+	// The child started listed as running, as package client starts runs.
+	it := h.client.GetWorkflowHistory(context.Background(), first.Child.WorkflowID, "", false, 0)
+	ev, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	sa := ev.GetWorkflowExecutionStartedEventAttributes().GetSearchAttributes().GetIndexedFields()
+	if err := converter.GetDefaultDataConverter().FromPayload(sa["CapflowStatus"], &status); err != nil || status != "running" {
+		t.Fatalf("the child started with CapflowStatus %q (%v), want running", status, err)
 	}
 	recordHistory(t, r.WorkflowID, "sub-plans")
 }

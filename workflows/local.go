@@ -58,6 +58,9 @@ func (l *localWay) start(d *dispatcher, u unit) workflow.Future {
 		// given: the first that timed out was the last (issue 54).
 		lopts.ScheduleToCloseTimeout = localBudget(retry, opts.StartToCloseTimeout)
 	}
+	if d.leave != nil && retriesOutside(retry, workflow.GetInfo(d.ctx).WorkflowTaskTimeout) {
+		d.leave()
+	}
 	lf := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(u.ctx, lopts), wfapi.RunToolActivity, in)
 	return d.thenRegular(lf, then{unit: unit{ctx: u.ctx, step: u.step, opts: opts, in: in, path: u.path}, tried: retry.MaximumAttempts, first: wayLocal})
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/dag"
@@ -55,10 +56,16 @@ func (s *scheduler) goOutside() {
 }
 
 // waitsOutside reports whether the run may wait outside its workflow
-// task: a unit left it (leaving), an operator may be waited for, or
-// something in flight is not a tool's local activity (a decision, a
-// child run, a host move, a cancellation's grace, a regular attempt).
+// task: it waits for something, and a unit left the task (leaving), an
+// operator may be waited for, or something in flight is not a tool's
+// local activity (a decision, a child run, a host move, a cancellation's
+// grace, a regular attempt).
 func (s *scheduler) waitsOutside() bool {
+	if s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
+		// Nothing to wait for: the run ends (a yield after its last step
+		// does not make it go outside).
+		return false
+	}
 	if s.leaving || s.paused || s.m.Count(dag.Waiting) > 0 || s.inflight > len(s.awaiting) {
 		return true
 	}
@@ -91,4 +98,14 @@ func endStatus(ctx workflow.Context, status wfapi.RunStatus) {
 	if ok && cur != string(status) && versionOf(ctx, changeBaseline2) >= 1 {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, statusKey.ValueSet(string(status)))
 	}
+}
+
+// childAttrs are the search attributes a sub-plan's child run starts with
+// in a lazy run: its status, running, as package client starts runs (the
+// child upserts it only once it goes outside).
+func (s *scheduler) childAttrs() temporal.SearchAttributes {
+	if !s.lazy || !s.rr.SearchAttributes {
+		return temporal.SearchAttributes{}
+	}
+	return temporal.NewSearchAttributes(statusKey.ValueSet(string(wfapi.StatusRunning)))
 }

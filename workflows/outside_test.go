@@ -27,21 +27,31 @@ steps:
 		name     string
 		local    []string
 		behave   map[string]behaviour
+		tweak    func(*wfapi.ResolveResult)
 		timer    bool
 		statuses []string
 	}{
-		{"every step local", []string{"a", "b"}, nil, false, []string{"passed"}},
-		{"a failing local step", []string{"a", "b"}, map[string]behaviour{"a": fail(caperr.InvalidInput)}, false, []string{"failed"}},
-		{"a regular step", []string{"a"}, nil, true, []string{"running", "passed"}},
+		{"every step local", []string{"a", "b"}, nil, nil, false, []string{"passed"}},
+		{"a failing local step", []string{"a", "b"}, map[string]behaviour{"a": fail(caperr.InvalidInput)}, nil, false, []string{"failed"}},
+		{"a regular step", []string{"a"}, nil, nil, true, []string{"running", "passed"}},
 		// Its local attempts fail; it goes on as a regular activity from
 		// its own coroutine while the loop waits.
-		{"a local step going on as an activity", []string{"a", "b"}, map[string]behaviour{"a": failTimes(LocalAttempts, caperr.ToolFailure)}, true, []string{"running", "passed"}},
+		{"a local step going on as an activity", []string{"a", "b"}, map[string]behaviour{"a": failTimes(LocalAttempts, caperr.ToolFailure)}, nil, true, []string{"running", "passed"}},
+		// The SDK waits for a local retry past a workflow task on a
+		// server timer.
+		{"a local step whose retries wait past a task", []string{"a", "b"}, map[string]behaviour{"a": failTimes(1, caperr.ToolFailure)},
+			func(rr *wfapi.ResolveResult) { rr.Steps[0].InitialInterval = 30 * time.Second }, true, []string{"running", "passed"}},
+		// The task yields after its last step: nothing is left to wait for.
+		{"a yield after the last step", []string{"a", "b"}, nil, func(rr *wfapi.ResolveResult) { rr.LocalFlush = 2 }, false, []string{"passed"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rr := resolvedFrom(t, plan)
 			rr.MaxRunSeconds, rr.SearchAttributes = 3600, true
 			for i := range rr.Steps {
 				rr.Steps[i].Local = slices.Contains(c.local, rr.Steps[i].ID)
+			}
+			if c.tweak != nil {
+				c.tweak(rr)
 			}
 			f := &fakes{resolved: rr, calls: map[string]int{}, inputs: map[string]wfapi.RunToolInput{}, behave: map[string]behaviour{"a": ok, "b": ok}}
 			for id, b := range c.behave {

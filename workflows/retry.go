@@ -120,6 +120,18 @@ func localBudget(r temporal.RetryPolicy, timeout time.Duration) time.Duration {
 	return budget
 }
 
+// retriesOutside reports whether local attempts under r may wait longer
+// than a workflow task (task) between them: the SDK then waits on a
+// server timer, outside the task.
+func retriesOutside(r temporal.RetryPolicy, task time.Duration) bool {
+	for n := int32(1); n < r.MaximumAttempts; n++ {
+		if _, wait := afterAttempts(r, n, 0); wait > task {
+			return true
+		}
+	}
+	return false
+}
+
 // retryable reports whether a failed attempt may be tried again: not a
 // cancellation, not an error the tool marked final.
 func retryable(err error) bool {

@@ -101,3 +101,21 @@ func TestExhaustedBy(t *testing.T) {
 		}
 	}
 }
+
+// Local retries whose back-off passes a workflow task wait outside it.
+func TestRetriesOutside(t *testing.T) {
+	for _, c := range []struct {
+		r    temporal.RetryPolicy
+		want bool
+	}{
+		{temporal.RetryPolicy{MaximumAttempts: 1, InitialInterval: time.Hour}, false},
+		{temporal.RetryPolicy{MaximumAttempts: 2}, false}, // 1 s
+		{temporal.RetryPolicy{MaximumAttempts: 2, InitialInterval: 11 * time.Second}, true},
+		{temporal.RetryPolicy{MaximumAttempts: 3, InitialInterval: 6 * time.Second, BackoffCoefficient: 2}, true}, // 6 s, then 12
+		{temporal.RetryPolicy{MaximumAttempts: 3, InitialInterval: 6 * time.Second, BackoffCoefficient: 2, MaximumInterval: 8 * time.Second}, false},
+	} {
+		if got := retriesOutside(c.r, 10*time.Second); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.r, got, c.want)
+		}
+	}
+}

@@ -91,8 +91,9 @@ func (s *scheduler) execChild(st *stepState, with map[string]any, spilled *wfapi
 	}
 	childID := s.workflowID + "." + step.ID
 	cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(s.stepCtx(step.ID), workflow.ChildWorkflowOptions{
-		WorkflowID:    childID,
-		StaticSummary: fmt.Sprintf("sub-plan %s of %s (step %s)", step.Plan, s.rr.Plan, step.ID),
+		WorkflowID:            childID,
+		StaticSummary:         fmt.Sprintf("sub-plan %s of %s (step %s)", step.Plan, s.rr.Plan, step.ID),
+		TypedSearchAttributes: s.childAttrs(),
 	}))
 	st.cancel = cancel
 	f := workflow.ExecuteChildWorkflow(cctx, wfapi.WorkflowType, s.childInput(step, with, spilled))

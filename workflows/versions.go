@@ -104,7 +104,7 @@ var Changes = []Change{
 		[]History{{"limit-concurrency.limit-trust.json", 1}}, "version 1 differs from the default only for messages no attempt of capflow's sends (a lease past MaxLimitLease, a renewal of a holder never granted, a request loosening the limit): no recorded run has one"},
 	{changeLocalBackoff, 1, []string{"a step whose local attempts failed waits the back-off its retry policy gives after them before it goes on as a regular activity, whose intervals go on from there (it started at once, from the first interval; issue 54)"},
 		[]History{{"local-backoff.json", 1}}, ""},
-	{changeBaseline2, 1, []string{"a new run takes every change above at its latest version without asking (baseline2), and starts its max_run_seconds timer and upserts its running status only once it may wait outside its workflow task: a run whose steps all end in local activities records neither; a run that carries another status than the one it ends with (package client's start with running) upserts it at its end, also where it ends before its steps run (issue 57)"},
+	{changeBaseline2, 1, []string{"a new run takes every change above at its latest version without asking (baseline2), and starts its max_run_seconds timer and upserts its running status only once it may wait outside its workflow task: a run whose steps all end in local activities records neither; a run that carries another status than the one it ends with (package client's start with running) upserts it at its end, also where it ends before its steps run; a sub-plan's child run starts with running (issue 57)"},
 		[]History{{"baseline-2.json", 1}}, ""},
 }
 
