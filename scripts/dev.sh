@@ -13,6 +13,9 @@ PORT="${CAPFLOW_DEV_PORT:-7233}"
 UI_PORT="${CAPFLOW_DEV_UI_PORT:-8233}"
 ADDRESS="localhost:$PORT"
 export CAPFLOW_TEMPORAL_ADDRESS="$ADDRESS"
+# The CLI and worker link runs to the Web UI at the frontend's port + 1000
+# unless told: tell them where it is.
+export CAPFLOW_UI_URL="http://localhost:$UI_PORT"
 mkdir -p "$STATE" "$LOGS"
 
 server_pid=""
@@ -65,10 +68,13 @@ done
 echo "● running plans/examples/file-pipeline.yaml"
 "$BIN/capflow" run plans/examples/file-pipeline.yaml || echo "(the example run did not pass; see above)"
 
-# Another port than the CLI's default: say how to reach it.
+# Another port than the CLI's default: say how to reach it (and the Web
+# UI, where it is not at the frontend's port + 1000).
 reach=""
 [ "$PORT" != 7233 ] && reach="
   in each terminal  export CAPFLOW_TEMPORAL_ADDRESS=$ADDRESS   (the CLI's default is localhost:7233)"
+[ "$UI_PORT" != "$((PORT + 1000))" ] && reach="$reach
+  and               export CAPFLOW_UI_URL=$CAPFLOW_UI_URL   (run links go to the frontend's port + 1000 otherwise)"
 
 cat <<MSG
 
