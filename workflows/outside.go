@@ -61,7 +61,7 @@ func (s *scheduler) goOutside() {
 // local activity (a decision, a child run, a host move, a cancellation's
 // grace, a regular attempt).
 func (s *scheduler) waitsOutside() bool {
-	if s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
+	if s.idle() {
 		// Nothing to wait for: the run ends (a yield after its last step
 		// does not make it go outside).
 		return false
@@ -77,6 +77,12 @@ func (s *scheduler) waitsOutside() bool {
 		}
 	}
 	return false
+}
+
+// idle reports whether the run waits for nothing: no step or item runs,
+// none waits for an operator, and it is not paused.
+func (s *scheduler) idle() bool {
+	return s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused
 }
 
 // localPath reports whether a unit on path waits for (or got) a local

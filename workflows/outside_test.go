@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -60,18 +61,14 @@ steps:
 			env := newEnv(t, f)
 			timer := false
 			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timer = timer || d > time.Minute })
-			var statuses []string
-			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-				v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey)
-				statuses = append(statuses, v)
-			}).Return(nil)
+			statuses := recordStatuses(env)
 			env.ExecuteWorkflow(wfapi.WorkflowType, wfapi.Input{Plan: map[string]any{"name": "outside"}})
 			var res wfapi.Result
 			if err := env.GetWorkflowResult(&res); err != nil {
 				t.Fatal(err)
 			}
-			if timer != c.timer || strings.Join(statuses, " ") != strings.Join(c.statuses, " ") || string(res.Status) != c.statuses[len(c.statuses)-1] {
-				t.Fatalf("%s: deadline timer %v (want %v), status upserts %q (want %q)", res.Status, timer, c.timer, statuses, c.statuses)
+			if timer != c.timer || strings.Join(*statuses, " ") != strings.Join(c.statuses, " ") || string(res.Status) != c.statuses[len(c.statuses)-1] {
+				t.Fatalf("%s: deadline timer %v (want %v), status upserts %q (want %q)", res.Status, timer, c.timer, *statuses, c.statuses)
 			}
 		})
 	}
@@ -97,19 +94,25 @@ func TestRunEndsWithTheStatusItCarries(t *testing.T) {
 			if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(statusKey.ValueSet("running"))); err != nil {
 				t.Fatal(err)
 			}
-			var statuses []string
-			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-				v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey)
-				statuses = append(statuses, v)
-			}).Return(nil)
+			statuses := recordStatuses(env)
 			env.ExecuteWorkflow(wfapi.WorkflowType, json.RawMessage(c.input))
 			var res wfapi.Result
 			if err := env.GetWorkflowResult(&res); err != nil {
 				t.Fatal(err)
 			}
-			if strings.Join(statuses, " ") != strings.Join(c.want, " ") || string(res.Status) != c.want[len(c.want)-1] {
-				t.Fatalf("%s: status upserts %q, want %q", res.Status, statuses, c.want)
+			if strings.Join(*statuses, " ") != strings.Join(c.want, " ") || string(res.Status) != c.want[len(c.want)-1] {
+				t.Fatalf("%s: status upserts %q, want %q", res.Status, *statuses, c.want)
 			}
 		})
 	}
+}
+
+// recordStatuses has env record the status of each search-attribute upsert.
+func recordStatuses(env *testsuite.TestWorkflowEnvironment) *[]string {
+	statuses := &[]string{}
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey)
+		*statuses = append(*statuses, v)
+	}).Return(nil)
+	return statuses
 }

@@ -256,7 +256,7 @@ func (s *scheduler) run() {
 		if s.settle(s.sel) {
 			continue
 		}
-		if s.stopDeadline != nil && s.inflight == 0 && s.m.Count(dag.Waiting) == 0 && !s.paused {
+		if s.stopDeadline != nil && s.idle() {
 			// No step runs and none can start: the deadline timer is all
 			// that is left. Cancel it; its future resolves and ends the loop.
 			s.stopDeadline()
