@@ -40,7 +40,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		return nil, appError(err)
 	}
 	a.dropForeignFiles(&in)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := runfolder.Make(dir); err != nil {
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	paths := &wfapi.ReportPaths{JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}

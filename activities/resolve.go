@@ -85,7 +85,7 @@ func storeBounded(rr *wfapi.ResolveResult) error {
 	if full == nil {
 		return nil
 	}
-	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
+	if err := runfolder.Make(rr.RunDir); err != nil {
 		return err
 	}
 	return runfolder.WriteJSON(file, full, false)
@@ -138,7 +138,7 @@ func storeSteps(ctx context.Context, rr *wfapi.ResolveResult, store *artifacts.S
 	if carry && len(raw) <= wfapi.InlineStepsBytes {
 		return nil
 	}
-	if err := os.MkdirAll(rr.RunDir, 0o755); err != nil {
+	if err := runfolder.Make(rr.RunDir); err != nil {
 		return err
 	}
 	file := filepath.Join(rr.RunDir, "resolved.json")

@@ -73,3 +73,13 @@ func tempBeside(path string) (*os.File, error) {
 
 // tempSeq numbers this process's temporary files.
 var tempSeq atomic.Uint64
+
+// Make makes a run's folder: one mkdir where runs_dir exists (every run
+// but a project's first), MkdirAll's look at each parent otherwise or
+// where the folder is there already.
+func Make(dir string) error {
+	if os.Mkdir(dir, 0o755) == nil {
+		return nil
+	}
+	return os.MkdirAll(dir, 0o755)
+}

@@ -1,6 +1,8 @@
 package runfolder
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,5 +35,35 @@ func TestName(t *testing.T) {
 			t.Errorf("%q and %q share folder %q", c.id, other, got)
 		}
 		seen[got] = c.id
+	}
+}
+
+// Make makes a run folder where runs_dir exists or not, and refuses a file
+// in its place.
+func TestMake(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir string
+		ok        bool
+	}{
+		{"runs_dir exists", "run-a", true},
+		{"the folder exists", "run-a", true},
+		{"runs_dir does not exist yet", "runs/run-b", true},
+		{"a file is there", "file", false},
+		{"beneath a file", "file/run-c", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(root, c.dir)
+			err := Make(dir)
+			if (err == nil) != c.ok {
+				t.Fatalf("Make(%s) = %v, want ok %v", c.dir, err, c.ok)
+			}
+			if st, serr := os.Stat(dir); c.ok && (serr != nil || !st.IsDir()) {
+				t.Fatalf("%s is not a folder after Make: %v", c.dir, serr)
+			}
+		})
 	}
 }
