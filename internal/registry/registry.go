@@ -74,10 +74,6 @@ type Registry struct {
 // Load scans every source and builds the index, using the cache in
 // StateDir when no manifest changed since it was written.
 func Load(opts Options) (*Registry, error) {
-	return opts.Memo.shared(func() (*Registry, error) { return load(opts) })
-}
-
-func load(opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
