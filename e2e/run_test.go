@@ -473,7 +473,7 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 	p := h.writePlan(t, "unreach", "name: u\nsteps:\n  - {id: a, capability: test.noop}\n")
 	start := time.Now()
 	code, env, _ := h.capflow(t, "run", p, "--address", "127.0.0.1:1")
-	if code != 1 || !strings.Contains(env.Message, "cannot reach the Temporal server at 127.0.0.1:1") || time.Since(start) > 15*time.Second {
+	if code != 1 || !strings.Contains(env.Message, "cannot reach the Temporal server at 127.0.0.1:1") || !strings.Contains(env.Message, "CAPFLOW_TEMPORAL_ADDRESS") || time.Since(start) > 15*time.Second {
 		t.Fatalf("exit %d after %s: %s", code, time.Since(start), env.Message)
 	}
 }

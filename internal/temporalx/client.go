@@ -69,7 +69,7 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 	if host := cfg.Temporal.Address; !strings.Contains(host, "://") {
 		conn, err := net.DialTimeout("tcp", host, DialTimeout)
 		if err != nil {
-			return nil, caperr.New(caperr.DependencyUnavailable, "cannot reach the Temporal server at %s (%v); start one (temporal server start-dev; make dev in capflow's repository) or set temporal.address / TEMPORAL_ADDRESS", host, err)
+			return nil, caperr.New(caperr.DependencyUnavailable, "cannot reach the Temporal server at %s (%v); start one (temporal server start-dev; make dev in capflow's repository) or point capflow at yours (temporal.address in capflow.yaml, CAPFLOW_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS; make dev prints the export)", host, err)
 		}
 		conn.Close()
 	}
