@@ -44,7 +44,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		}
 		return rr, nil
 	}
-	reg, pol, err := a.checker()
+	reg, pol, err := a.checker(in.Started)
 	if err != nil {
 		return nil, appError(err)
 	}
