@@ -57,7 +57,7 @@ type Options struct {
 	Memo *Memo
 	// FreshAfter, when set, lets Memo answer without a look at the tools'
 	// files when its last look began after this time. A run gives its
-	// start (Resolve; docs/workflow.md): a tool edited before the run
+	// start (Resolve; docs/manifests.md): a tool edited before the run
 	// began is what it resolves to, and under load the runs waiting in
 	// the queue share one look (a fast run spent a fifteenth of its worker
 	// CPU on it).
