@@ -69,18 +69,26 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 	if host := cfg.Temporal.Address; !strings.Contains(host, "://") {
 		conn, err := net.DialTimeout("tcp", host, DialTimeout)
 		if err != nil {
-			return nil, caperr.New(caperr.DependencyUnavailable, "cannot reach the Temporal server at %s (%v); start one (temporal server start-dev; make dev in capflow's repository) or point capflow at yours (temporal.address in capflow.yaml, CAPFLOW_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS; make dev prints the export)", host, err)
+			return nil, caperr.New(caperr.DependencyUnavailable, "cannot reach the Temporal server at %s (%v); start one (temporal server start-dev; make dev in capflow's repository) or point capflow at yours (%s)", host, err, pointAt)
 		}
 		conn.Close()
 	}
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout+5*time.Second)
 	defer cancel()
 	c, err := client.DialContext(dctx, opts)
+	if err != nil && strings.Contains(err.Error(), "HTTP/1.1 header") {
+		// The easy mistake: the Web UI's port for the server's.
+		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "%s answers HTTP, not Temporal's gRPC: is it the Web UI's port? Point capflow at the server's (%s)", cfg.Temporal.Address, pointAt)
+	}
 	if err != nil {
 		return nil, caperr.Wrap(caperr.DependencyUnavailable, err, "cannot connect to Temporal at %s (namespace %s)", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
 	return c, nil
 }
+
+// pointAt is how a user points capflow at a Temporal server.
+const pointAt = "--address, temporal.address in capflow.yaml, CAPFLOW_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS; make dev prints the export"
+
 
 // Loopback reports whether a Temporal address (HOST:PORT) is on this
 // machine's loopback.
