@@ -67,23 +67,10 @@ type Router interface {
 // registry loads the registry, its manifests remembered for RunTool.
 func (a *Activities) registry() (*registry.Registry, error) { return a.Exec.Registry() }
 
-// clockSkew is how far a worker's clock may run ahead of the server's
-// for a run's start to still order it after the look at the tools it is
-// given (checker).
-const clockSkew = time.Second
-
 // checker is what `plan check` checks against: the registry and the
 // project's policy.
-//
-// A run's Resolve gives the run's start (started): a look at the tools
-// that began after it answers, so a tool edited before the run began is
-// the one it gets; zero looks again.
-func (a *Activities) checker(started time.Time) (*registry.Registry, *policy.Policy, error) {
-	after := started
-	if !after.IsZero() {
-		after = after.Add(clockSkew)
-	}
-	reg, err := a.Exec.RegistryAfter(after)
+func (a *Activities) checker() (*registry.Registry, *policy.Policy, error) {
+	reg, err := a.registry()
 	if err != nil {
 		return nil, nil, err
 	}

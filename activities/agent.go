@@ -37,7 +37,7 @@ func (a *Activities) AgentTurn(ctx context.Context, in wfapi.TurnInput) (*wfapi.
 	if store == nil {
 		return nil, appError(caperr.New(caperr.ConfigError, "an agent step needs the artifact store (artifacts.url)"))
 	}
-	reg, pol, err := a.checker(time.Time{})
+	reg, pol, err := a.checker()
 	if err != nil {
 		return nil, appError(err)
 	}

@@ -44,7 +44,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		}
 		return rr, nil
 	}
-	reg, pol, err := a.checker(in.Started)
+	reg, pol, err := a.checker()
 	if err != nil {
 		return nil, appError(err)
 	}

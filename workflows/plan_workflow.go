@@ -199,8 +199,7 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 	ropts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
 	}
-	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true, LLMCalls: routeCalls,
-		Started: workflow.GetInfo(ctx).WorkflowStartTime}
+	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true, LLMCalls: routeCalls}
 	if planValue == nil {
 		rin.PlanFile = in.PlanFile
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
@@ -122,15 +121,7 @@ func (p *Project) RunDir(workflowID string) string {
 }
 
 // Registry loads the tools.
-func (p *Project) Registry() (*registry.Registry, error) { return p.RegistryAfter(time.Time{}) }
-
-// RegistryAfter loads the tools, answering without a look at their files
-// when the last look began after t (registry.Options.FreshAfter).
-func (p *Project) RegistryAfter(t time.Time) (*registry.Registry, error) {
-	opts := p.RegistryOptions()
-	opts.FreshAfter = t
-	return registry.Load(opts)
-}
+func (p *Project) Registry() (*registry.Registry, error) { return registry.Load(p.RegistryOptions()) }
 
 // Policy reads the policy file (absent: allow all, default limits).
 func (p *Project) Policy() (*policy.Policy, error) {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -55,13 +54,6 @@ type Options struct {
 	// answered again, not read from the cache file (a worker's Resolve
 	// read it for every run: a tenth of its CPU under load).
 	Memo *Memo
-	// FreshAfter, when set, lets Memo answer without a look at the tools'
-	// files when its last look began after this time. A run gives its
-	// start (Resolve; docs/manifests.md): a tool edited before the run
-	// began is what it resolves to, and under load the runs waiting in
-	// the queue share one look (a fast run spent a fifteenth of its worker
-	// CPU on it).
-	FreshAfter time.Time
 }
 
 // Registry is the loaded, validated set of tools.
@@ -93,16 +85,12 @@ func Load(opts Options) (*Registry, error) {
 			return nil, caperr.New(caperr.ConfigError, "tool_resolution_order: unknown source %q (want project_tools or active_kits)", o)
 		}
 	}
-	if r := opts.Memo.fresh(opts.FreshAfter); r != nil {
-		return r, nil
-	}
-	began := time.Now()
 	files, err := discover(opts)
 	if err != nil {
 		return nil, err
 	}
 	fp := fingerprint(opts, files)
-	if r := opts.Memo.get(fp, began); r != nil {
+	if r := opts.Memo.get(fp); r != nil {
 		return r, nil
 	}
 	var warnings []string
@@ -110,7 +98,7 @@ func Load(opts Options) (*Registry, error) {
 		r, warn := readCache(opts, fp)
 		if r != nil {
 			r.index(opts)
-			opts.Memo.put(fp, r, began)
+			opts.Memo.put(fp, r)
 			return r, nil
 		}
 		if warn != "" {
@@ -127,7 +115,7 @@ func Load(opts Options) (*Registry, error) {
 			opts.Logger.Warn("registry cache not written", "error", err)
 		}
 	}
-	opts.Memo.put(fp, r, began)
+	opts.Memo.put(fp, r)
 	return r, nil
 }
 

@@ -4,17 +4,12 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/registry"
-	"time"
 )
 
 // Registry loads the project's registry (cheap: the cache in state_dir)
 // and remembers every manifest by digest for the steps resolved to it.
-func (e *Executor) Registry() (*registry.Registry, error) { return e.RegistryAfter(time.Time{}) }
-
-// RegistryAfter is Registry, answered without a look at the tools' files
-// when the last look began after t (project.RegistryAfter).
-func (e *Executor) RegistryAfter(t time.Time) (*registry.Registry, error) {
-	reg, err := e.Project.RegistryAfter(t)
+func (e *Executor) Registry() (*registry.Registry, error) {
+	reg, err := e.Project.Registry()
 	if err != nil {
 		return nil, err
 	}

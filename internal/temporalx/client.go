@@ -87,8 +87,7 @@ func Dial(ctx context.Context, cfg *config.Config, log hclog.Logger, extra ...fu
 }
 
 // pointAt is how a user points capflow at a Temporal server.
-const pointAt = "--address, temporal.address in capflow.yaml, CAPFLOW_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS; make dev prints the export"
-
+const pointAt = "temporal.address in capflow.yaml, CAPFLOW_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS, or the CLI's --address; make dev prints its address"
 
 // Loopback reports whether a Temporal address (HOST:PORT) is on this
 // machine's loopback.

@@ -156,9 +156,6 @@ type ResolveInput struct {
 	// folder's resolved.json, the shared store) only when they leave the
 	// result. A workflow without it reloads them from the file.
 	CarrySteps bool `json:"carry_steps,omitempty"`
-	// Started is when the run began (the server's clock): tools are looked
-	// at again unless the worker's last look began after it.
-	Started time.Time `json:"started,omitzero"`
 }
 
 // ResolveResult is the Resolve activity's result: the preflight report
