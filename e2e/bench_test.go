@@ -82,6 +82,16 @@ func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool
 	return nil
 }
 
+// recordedWorkflow is the server's floor plus what every capflow run
+// records however little it does: one Version marker (its code's
+// baseline, which the Go SDK also upserts as TemporalChangeVersion) and
+// its status, which the contract keeps current in CapflowStatus (an
+// upsert). Each upsert is a visibility write on the server.
+func recordedWorkflow(ctx workflow.Context) error {
+	_ = workflow.GetVersion(ctx, "baseline", workflow.DefaultVersion, 1)
+	return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword("CapflowStatus").ValueSet("passed"))
+}
+
 func capflowPlan(steps int, chain bool) map[string]any {
 	return capflowPlanOf("test.noop", nil, steps, chain)
 }
@@ -188,6 +198,7 @@ func startMinimal(b *testing.B) func() {
 	}
 	w := worker.New(c, minimalQueue, worker.Options{})
 	w.RegisterWorkflow(minimalWorkflow)
+	w.RegisterWorkflow(recordedWorkflow)
 	w.RegisterActivity(minimalNoop)
 	w.RegisterActivity(minimalInProcess)
 	w.RegisterActivity(minimalTrue)

@@ -123,6 +123,17 @@ func runCapflow(plan map[string]any, path string) error {
 	return nil
 }
 
+// runRecorded runs recordedWorkflow.
+func runRecorded() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, recordedWorkflow)
+	if err != nil {
+		return err
+	}
+	return run.Get(ctx, nil)
+}
+
 func runMinimal(tool string, steps int, parallel bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

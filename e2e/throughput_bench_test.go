@@ -76,7 +76,8 @@ func runEager(w *embed.Worker, plan map[string]any) error {
 // BenchmarkThroughput is `make bench-throughput`: N runs at once
 // (CAPFLOW_THROUGHPUT_RUNS, 300) of a 3-step chain on capflow's regular
 // path, its fastest path, the hand-written Temporal workflow (3 in-process
-// no-op activities), the same with no activity (the server's floor) and
+// no-op activities), the same with no activity (the server's floor), the
+// floor with what every capflow run records (temporal-recorded) and
 // Restate (3 restate.Run), one after another on one dev server, each
 // batch once the last one's leftovers are done (settle), repeated
 // (CAPFLOW_THROUGHPUT_REPS, 3) in an order that changes (batchOrder);
@@ -106,6 +107,10 @@ func BenchmarkThroughput(b *testing.B) {
 		// start, one workflow task, its end), what no workflow-per-run path
 		// on this server can pass.
 		{"temporal-empty", func() error { return runMinimal("", 0, false) }, ownCPU, server},
+		// The floor plus the Version marker and the status upsert every
+		// capflow run records (recordedWorkflow): the least this design
+		// can cost on this server.
+		{"temporal-recorded", runRecorded, ownCPU, server},
 		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu, rs.serverCPU},
 	}
 	if only := os.Getenv("CAPFLOW_THROUGHPUT_SYSTEMS"); only != "" { // e.g. capflow,temporal
@@ -136,7 +141,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			if r >= 0 {
 				seen[s.name] = append(seen[s.name], sample)
-				fmt.Printf("repetition %d: %-15s %7.1f runs/s (after %.1f s for quiet)\n", r+1, s.name, sample.runsPerS, waited.Seconds())
+				fmt.Printf("repetition %d: %-17s %7.1f runs/s (after %.1f s for quiet)\n", r+1, s.name, sample.runsPerS, waited.Seconds())
 			}
 		}
 	}
@@ -242,17 +247,21 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 	t := out.Runs["temporal"].RunsPerS
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
-	fmt.Fprintf(&sb, "%-15s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
-	for _, name := range []string{"capflow", "capflow-fast", "capflow-eager", "temporal", "temporal-empty", "restate"} {
+	fmt.Fprintf(&sb, "%-17s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
+	for _, name := range []string{"capflow", "capflow-fast", "capflow-eager", "temporal", "temporal-empty", "temporal-recorded", "restate"} {
 		r, ok := out.Runs[name]
 		if !ok {
 			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
 		}
-		fmt.Fprintf(&sb, "%-15s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
+		fmt.Fprintf(&sb, "%-17s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
 		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
 	if e := out.Runs["temporal-empty"].RunsPerS; e > 0 {
-		fmt.Fprintf(&sb, "x the server's floor: capflow-fast %.2f, capflow-eager %.2f\n", out.Runs["capflow-fast"].RunsPerS/e, out.Runs["capflow-eager"].RunsPerS/e)
+		fmt.Fprintf(&sb, "x the server's floor: capflow-fast %.2f, capflow-eager %.2f, temporal-recorded %.2f\n",
+			out.Runs["capflow-fast"].RunsPerS/e, out.Runs["capflow-eager"].RunsPerS/e, out.Runs["temporal-recorded"].RunsPerS/e)
+	}
+	if f := out.Runs["temporal-recorded"].RunsPerS; f > 0 {
+		fmt.Fprintf(&sb, "x the recorded floor: capflow-fast %.2f, capflow-eager %.2f\n", out.Runs["capflow-fast"].RunsPerS/f, out.Runs["capflow-eager"].RunsPerS/f)
 	}
 	c := out.Sandbox
 	fmt.Fprintf(&sb, "sandbox (%s): unconfined %.2f ms, confined %.2f ms, overhead %.2f ms (%.2fx the unconfined step), %s's floor %.2f ms, bubblewrap's floor %.2f ms\n",
