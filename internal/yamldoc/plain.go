@@ -39,3 +39,48 @@ func plainWords(data []byte, line int, parserSays string) string {
 func leading(l []byte) []byte {
 	return l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
 }
+
+// unclosedFlow finds the '{' or '[' still open where the parser gave up
+// at line, when it gave up for want of its closing bracket: the parser
+// names the line after, where the fix is not. Quoted text and comments
+// are skipped; a block scalar's braces could mislead it, so it answers
+// only for the parser's "',' or '}'" and "',' or ']'" complaints.
+func unclosedFlow(data []byte, line int, parserSays string) (Pos, byte, bool) {
+	if !strings.Contains(parserSays, "'}'") && !strings.Contains(parserSays, "']'") {
+		return Pos{}, 0, false
+	}
+	var open []Pos
+	var kinds []byte
+	var quote byte
+	l, c := 1, 0
+	for i := 0; i < len(data) && l < line; i++ {
+		b := data[i]
+		c++
+		switch {
+		case b == '\n':
+			l, c = l+1, 0
+			if quote == 0 {
+				continue
+			}
+		case quote == '"' && b == '\\' && i+1 < len(data) && data[i+1] != '\n':
+			i, c = i+1, c+1
+		case quote != 0 && b == quote:
+			quote = 0
+		case quote != 0:
+		case (b == '"' || b == '\'') && (i == 0 || bytes.IndexByte([]byte(" \t\n[{,"), data[i-1]) >= 0):
+			quote = b // a quote opens a scalar only where a scalar starts (not "it's")
+		case b == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+			}
+		case b == '{' || b == '[':
+			open, kinds = append(open, Pos{l, c}), append(kinds, b)
+		case (b == '}' || b == ']') && len(open) > 0:
+			open, kinds = open[:len(open)-1], kinds[:len(kinds)-1]
+		}
+	}
+	if len(open) == 0 || open[len(open)-1].Line >= line {
+		return Pos{}, 0, false
+	}
+	return open[len(open)-1], kinds[len(kinds)-1], true
+}
