@@ -255,6 +255,10 @@ type Gap struct {
 	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
 	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`
 	Priority             string         `json:"priority"`
+	// File and Line are where the step is written, when its plan came
+	// from a file (a sub-plan's step: the sub-plan's file).
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // Resolution is the tool chosen for a step.

@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/wfapi"
+	"github.com/capflow/capflow/wire"
 )
 
 func (a *App) planCommand() *cobra.Command {
@@ -152,6 +153,14 @@ func scaffoldHint(gapsFile string) string {
 	return "add --output-path REPORT.json, then capflow tools scaffold --from-gaps REPORT.json"
 }
 
+// gapAt is where a gap's step is written (" at FILE:LINE"), or "".
+func gapAt(g wire.Gap) string {
+	if g.Line == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at %s:%d", printable(g.File), g.Line)
+}
+
 func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile string) {
 	scr := screenOf(w)
 	mark := map[string]string{preflight.Ready: "✓", preflight.PartialComplete: "✗", preflight.BlockedByPolicy: "⛔", preflight.Invalid: "✗"}[rep.Status]
@@ -195,7 +204,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 	if len(rep.Gaps) > 0 {
 		fmt.Fprintln(w, "\ngaps:")
 		for _, g := range rep.Gaps {
-			fmt.Fprintf(w, "  ✗ %s [%s, priority %s]: %s\n", g.StepID, g.Reason, g.Priority, g.ReasonMessage)
+			fmt.Fprintf(w, "  ✗ %s%s [%s, priority %s]: %s\n", g.StepID, gapAt(g), g.Reason, g.Priority, g.ReasonMessage)
 			if g.Reason == "no_capability_match" || g.Reason == "schema_incompatible" {
 				fmt.Fprintf(w, "      proposed tool: %s (%s)\n", g.ProposedToolName, scaffoldHint(gapsFile))
 			}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +245,34 @@ func TestAgentPhasesInTheEnvelope(t *testing.T) {
 	}
 	if code != 0 || strings.Join(phases, ",") != "planning,gap check,policy check,preview" {
 		t.Fatalf("exit %d, phases %v\n%s", code, phases, out)
+	}
+}
+
+// TestGapsSayWhereTheStepIs: a gap names the file and line of its step,
+// a sub-plan's step in the sub-plan's file, in the envelope and in the
+// pretty report.
+func TestGapsSayWhereTheStepIs(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "parts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "parts", "sub.yaml"), []byte("name: sub\nsteps:\n  - id: ok\n    capability: text.render\n    with: {template: x}\n  - id: lost\n    capability: audio.nowhere\n"), 0o644)
+	main := filepath.Join(dir, "main.yaml")
+	os.WriteFile(main, []byte("name: main\nsteps:\n  - id: a\n    capability: text.render\n    with: {template: x}\n  - id: b\n    capability: video.nowhere\n    needs: [a]\n  - {id: s, plan: parts/sub.yaml}\n"), 0o644)
+	code, out, _ := capflow(t, "plan", "check", main, "--project", dir, "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3: %s", code, out)
+	}
+	where := map[string]string{}
+	for _, g := range envelopeOf(t, out).Data.(map[string]any)["gaps"].([]any) {
+		m := g.(map[string]any)
+		where[m["step_id"].(string)] = fmt.Sprintf("%v:%v", m["file"], m["line"])
+	}
+	// A sub-plan is named as the parent names it, in the project.
+	want := map[string]string{"b": main + ":6", "s/lost": "parts/sub.yaml:6"}
+	if !maps.Equal(where, want) {
+		t.Fatalf("gaps at %v, want %v", where, want)
+	}
+	_, pretty, _ := capflow(t, "plan", "check", main, "--project", dir)
+	if !strings.Contains(pretty, "✗ b at "+main+":6 [no_capability_match") {
+		t.Fatalf("pretty report does not place the gap:\n%s", pretty)
 	}
 }

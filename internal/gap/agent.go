@@ -27,7 +27,7 @@ func (c *checker) agentScope(s *plan.Step, reg *registry.Registry) {
 	if deps := c.dependts[s.ID]; len(deps) > 0 {
 		details["blocks"] = deps
 	}
-	c.gaps[s.ID] = &Gap{StepID: s.ID, MissingCapability: missing[0], Reason: NoCapabilityMatch,
+	c.gaps[s.ID] = c.at(s, &Gap{StepID: s.ID, MissingCapability: missing[0], Reason: NoCapabilityMatch,
 		ReasonMessage: fmt.Sprintf("agent scope: %v", first), ReasonDetails: details,
-		ProposedToolName: proposedName(missing[0]), Priority: "high"}
+		ProposedToolName: proposedName(missing[0]), Priority: "high"})
 }

@@ -334,8 +334,16 @@ func (c *checker) addGap(s *plan.Step, reason, msg string, details map[string]an
 	}
 	name := c.freeName(proposedName(s.Capability), s.ID)
 	in, out := c.proposeSchemas(s)
-	c.gaps[s.ID] = &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
-		ProposedToolName: name, ProposedInputSchema: in, ProposedOutputSchema: out, Priority: priority}
+	c.gaps[s.ID] = c.at(s, &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
+		ProposedToolName: name, ProposedInputSchema: in, ProposedOutputSchema: out, Priority: priority})
+}
+
+// at places g at its step in the plan's file, where the plan came from one.
+func (c *checker) at(s *plan.Step, g *Gap) *Gap {
+	if s.Line > 0 {
+		g.File, g.Line = c.p.File, s.Line
+	}
+	return g
 }
 
 // conditions type-checks every `when` against the plan's input schemas and
