@@ -1,6 +1,7 @@
 package yamldoc
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -20,6 +21,15 @@ func TestSyntaxErrorsInPlainWords(t *testing.T) {
 		// The parser names the line after an unclosed bracket; the fix is
 		// where it opened.
 		{"an unclosed brace", "name: x\nsteps:\n  - {id: a, capability: text.render, with: {template: ok}\n  - id: b\n", 3, "this '{' is not closed: close the flow mapping with '}'"},
+		// A brace closed lines later is not "not closed": the parser's
+		// words stand (a ',' is missing between entries).
+		{"a multi-line mapping missing a comma", "name: x\nsteps:\n  - id: a\n    with: {\n      path: ok.yaml\n      mode: x\n    }\n", 6, "invalid YAML: ',' or '}' must be specified"},
+		// The parser names the line above one indented too deep; "- "
+		// counts as indentation of the item's keys.
+		{"a key indented deeper than its siblings", "name: x\nsteps:\n  - id: a\n    capability: file.read\n      with: {path: ok.yaml}\n", 5, "line 5 is indented 6 spaces, the line above 4"},
+		{"a top-level key indented", "name: w2\n  version: 1\n", 2, "line 2 is indented 2 spaces, the line above 0"},
+		{"a key that left out its colon", "name: x\nsteps:\n  - id: a\n    capability file.checksum\n", 4, `line 4 has no ':' after "capability": a key and its value are written capability: VALUE`},
+		{"an item's key that left out its colon", "name: x\nsteps:\n  - id a\n    capability: file.read\n", 3, `line 3 has no ':' after "id"`},
 		{"an unclosed bracket past quotes and comments", "name: \"{x\"\n# {\nnote: it's [fine]\nsteps:\n  - [a, b\n  - c\n", 5, "this '[' is not closed: close the flow list with ']'"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -30,4 +40,22 @@ func TestSyntaxErrorsInPlainWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The hints read arbitrary bytes at any line the parser names: no panic
+// (Parse would turn one into "cannot parse YAML"), and a place inside the
+// text.
+func FuzzHints(f *testing.F) {
+	f.Add([]byte("a: {b: [c\n  d: e\n"), 2, "',' or '}' must be specified")
+	f.Add([]byte("- id a\n\t- x\n  - y: 'it''s' # {\n"), 1, "unexpected key name")
+	f.Add([]byte("a: b\n    c: d\n"), 1, "mapping value is not allowed in this context")
+	f.Fuzz(func(t *testing.T, b []byte, line int, says string) {
+		lines := bytes.Count(b, []byte("\n")) + 1
+		if at, _, ok := unclosedFlow(b, line, says); ok && (at.Line < 1 || at.Line >= line || at.Line > lines) {
+			t.Fatalf("unclosed bracket placed at %v for the parser's line %d", at, line)
+		}
+		if hint, at := plainWords(b, line, says); hint != "" && (at < 1 || at > lines) {
+			t.Fatalf("hint at line %d of %d", at, lines)
+		}
+	})
 }

@@ -140,7 +140,10 @@ func syntaxError(file string, data []byte, err error) error {
 		return caperr.New(caperr.InvalidInput, "invalid YAML: this %q is not closed: close the flow %s with %q (the parser, at line %d, says: %s)",
 			b, map[byte]string{'{': "mapping", '[': "list"}[b], map[byte]byte{'{': '}', '[': ']'}[b], line, msg).At(file, at.Line, at.Column, "")
 	}
-	if plain := plainWords(data, line, msg); plain != "" {
+	if plain, at := plainWords(data, line, msg); plain != "" {
+		if at != line {
+			line, col = at, indent(bytes.Split(data, []byte("\n"))[at-1])+1
+		}
 		return caperr.New(caperr.InvalidInput, "invalid YAML: %s", plain).At(file, line, col, "")
 	}
 	return caperr.New(caperr.InvalidInput, "invalid YAML: %s", msg).At(file, line, col, "")
