@@ -75,6 +75,10 @@ type checker struct {
 	current  *plan.Step // the step whose inputs are being checked
 	// subs are the checks of sub-plan steps' plans, by step id.
 	subs map[string]*checker
+	// proposing are the steps whose gaps propose a tool: its schemas are
+	// drawn once every step is resolved (a later step's tool says what
+	// type it reads).
+	proposing []*plan.Step
 	// schemas: compiled, by the map they were compiled from (compiled).
 	schemas map[unsafe.Pointer]*schema.Schema
 }
@@ -210,6 +214,10 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 	res.Problems = append(res.Problems, c.servers()...)
 	res.Problems = append(res.Problems, c.outputs()...)
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
+	for _, s := range c.proposing {
+		g := c.gaps[s.ID]
+		g.ProposedInputSchema, g.ProposedOutputSchema = c.proposeSchemas(s)
+	}
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
 			res.Gaps = append(res.Gaps, *g)
@@ -333,9 +341,9 @@ func (c *checker) addGap(s *plan.Step, reason, msg string, details map[string]an
 		details["blocks"] = deps
 	}
 	name := c.freeName(proposedName(s.Capability), s.ID)
-	in, out := c.proposeSchemas(s)
 	c.gaps[s.ID] = c.at(s, &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
-		ProposedToolName: name, ProposedInputSchema: in, ProposedOutputSchema: out, Priority: priority})
+		ProposedToolName: name, Priority: priority})
+	c.proposing = append(c.proposing, s)
 }
 
 // at places g at its step in the plan's file, where the plan came from one.

@@ -395,3 +395,26 @@ func TestProposalNeverShadowsATool(t *testing.T) {
 		t.Fatalf("%+v", res.Gaps)
 	}
 }
+
+// A gap's proposed output reads the types its consumers' tools want,
+// whichever order the plan writes them in (the consumer after the gap was
+// not resolved yet when the gap was found).
+func TestProposalReadsLaterConsumers(t *testing.T) {
+	reg := testRegistry(t)
+	p := mustPlan(t, `name: tr
+steps:
+  - id: translate
+    capability: text.translate
+  - id: count
+    capability: text.count
+    with: {text: "${steps.translate.data.text}"}
+`)
+	res := Check(p, reg, Options{})
+	if len(res.Gaps) != 1 || res.Gaps[0].StepID != "translate" {
+		t.Fatalf("%+v", res.Gaps)
+	}
+	props := res.Gaps[0].ProposedOutputSchema["properties"].(map[string]any)
+	if props["text"].(map[string]any)["type"] != "string" {
+		t.Fatalf("proposed output schema does not say text is a string: %v", res.Gaps[0].ProposedOutputSchema)
+	}
+}
