@@ -79,4 +79,8 @@ func TestNavigate(t *testing.T) {
 	if _, _, iss := Navigate(out, []string{"sha256", "x"}); !strings.Contains(iss, "is a string") {
 		t.Fatalf("scalar path: %q", iss)
 	}
+	// A scaffolded tool's schema with no field yet says so in words.
+	if _, _, iss := Navigate(obj("type", "object", "properties", obj()), []string{"sig"}); !strings.HasSuffix(iss, `does not declare "sig" (it declares no field)`) {
+		t.Fatalf("no field declared: %q", iss)
+	}
 }
