@@ -204,7 +204,7 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 	if len(rep.Gaps) > 0 {
 		fmt.Fprintln(w, "\ngaps:")
 		for _, g := range rep.Gaps {
-			fmt.Fprintf(w, "  ✗ %s%s [%s, priority %s]: %s\n", g.StepID, gapAt(g), g.Reason, g.Priority, g.ReasonMessage)
+			fmt.Fprintf(w, "  ✗ %s%s [%s, priority %s]: %s\n", printable(g.StepID), gapAt(g), g.Reason, g.Priority, printableText(g.ReasonMessage))
 			if g.Reason == "no_capability_match" || g.Reason == "schema_incompatible" {
 				fmt.Fprintf(w, "      proposed tool: %s (%s)\n", g.ProposedToolName, scaffoldHint(gapsFile))
 			}

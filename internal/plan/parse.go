@@ -39,7 +39,14 @@ func FromValue(name string, v any) (*Plan, caperr.Problems) {
 	if err != nil {
 		return nil, caperr.Problems{caperr.Wrap(caperr.InvalidInput, err, "plan is not JSON").At(name, 0, 0, "")}
 	}
-	return Parse(name, b)
+	p, probs := Parse(name, b)
+	if p != nil {
+		// Lines of the JSON written here, all 1: no file has them.
+		for _, s := range p.Steps {
+			s.Line, s.WhenLine, s.WhenColumn = 0, 0, 0
+		}
+	}
+	return p, probs
 }
 
 type checker struct {

@@ -273,3 +273,19 @@ func TestStepSizeLimit(t *testing.T) {
 		t.Fatalf("two steps just under the limit: %v", probs)
 	}
 }
+
+// A plan given as a value of Go types the YAML reader does not take is
+// read as JSON written here: its steps have no line (every one would be
+// line 1 of a file no one has).
+func TestFromValueOfGoTypesHasNoLines(t *testing.T) {
+	p, probs := FromValue("plan", map[string]any{"name": "x", "steps": []map[string]any{
+		{"id": "a", "capability": "text.render"}, {"id": "b", "capability": "text.render", "when": "true"}}})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	for _, s := range p.Steps {
+		if s.Line != 0 || s.WhenLine != 0 {
+			t.Fatalf("step %s at line %d (when at %d)", s.ID, s.Line, s.WhenLine)
+		}
+	}
+}

@@ -83,11 +83,11 @@ func indent(l []byte) int {
 	return n
 }
 
-// opens reports whether a line opens a block below it (it ends with ':'
-// or is a bare '-').
+// opens reports whether a line goes on below it: it opens a block (ends
+// with ':' or is a bare '-') or a flow left open ('{', '[', ',').
 func opens(l []byte) bool {
 	t := bytes.TrimRight(l, " \r")
-	return bytes.HasSuffix(t, []byte(":")) || bytes.HasSuffix(t, []byte("-"))
+	return len(t) > 0 && strings.IndexByte(":-{[,", t[len(t)-1]) >= 0
 }
 
 // keyWithoutColon is a line that reads as a key and a value with the colon
@@ -102,49 +102,74 @@ func colonless(l []byte) string {
 	return ""
 }
 
-// unclosedFlow finds the '{' or '[' left open where the parser gave up at
-// line, when it gave up for want of a closing bracket: the parser names
-// the line after, where the fix is not. Quoted text and comments are
-// skipped, and a bracket closed later in the file (a missing ',' between
-// entries) is not named; a block scalar's braces could mislead it, so it
-// answers only for the parser's "',' or '}'" and "',' or ']'" complaints.
-func unclosedFlow(data []byte, line int, parserSays string) (Pos, byte, bool) {
-	if !strings.Contains(parserSays, "'}'") && !strings.Contains(parserSays, "']'") {
+// unclosedFlow finds the '{' or '[' left open where the parser gave up
+// (line:col), when it gave up for want of a ',' or that closing bracket:
+// the parser names where it noticed, often the line after, where the fix
+// is not. Quoted text and
+// comments are skipped, and a bracket closed later in the file (a missing
+// ',' between entries) is not named. Columns count characters, as the
+// parser's do.
+func unclosedFlow(data []byte, line, col int, parserSays string) (Pos, byte, bool) {
+	want := map[string]byte{"',' or '}' must be specified": '{', "',' or ']' must be specified": '['}[parserSays]
+	if want == 0 {
 		return Pos{}, 0, false
 	}
 	var open []Pos
 	var kinds []byte
 	var quote byte
-	depth, at := 0, Pos{} // the innermost bracket open where the parser gave up
+	depth, at, taken := 0, Pos{}, false // the innermost bracket open where the parser gave up
+	take := func() {
+		if taken = true; len(open) > 0 {
+			depth, at = len(open), open[len(open)-1]
+		}
+	}
 	l, c := 1, 0
 	for i := 0; i < len(data); i++ {
 		b := data[i]
-		c++
+		if b&0xC0 != 0x80 { // not a UTF-8 continuation byte
+			c++
+		}
+		if !taken && (l > line || l == line && c >= col) {
+			take()
+		}
 		switch {
 		case b == '\n':
 			l, c = l+1, 0
-			if l == line && len(open) > 0 {
-				depth, at = len(open), open[len(open)-1]
-			}
 		case quote == '"' && b == '\\' && i+1 < len(data) && data[i+1] != '\n':
 			i, c = i+1, c+1
+		case quote == '\'' && b == '\'' && i+1 < len(data) && data[i+1] == '\'':
+			i, c = i+1, c+1 // '' is a quote inside single quotes
 		case quote != 0 && b == quote:
 			quote = 0
 		case quote != 0:
-		case (b == '"' || b == '\'') && (i == 0 || bytes.IndexByte([]byte(" \t\n[{,"), data[i-1]) >= 0):
-			quote = b // a quote opens a scalar only where a scalar starts (not "it's")
+		case (b == '"' || b == '\'') && scalarStarts(data, i):
+			quote = b
 		case b == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
 			for i+1 < len(data) && data[i+1] != '\n' {
 				i++
 			}
 		case b == '{' || b == '[':
 			open, kinds = append(open, Pos{l, c}), append(kinds, b)
-		case (b == '}' || b == ']') && len(open) > 0:
+		case len(open) > 0 && (b == '}' && kinds[len(kinds)-1] == '{' || b == ']' && kinds[len(kinds)-1] == '['):
 			open, kinds = open[:len(open)-1], kinds[:len(kinds)-1]
 		}
 	}
-	if depth == 0 || len(open) < depth || open[depth-1] != at {
-		return Pos{}, 0, false // nothing open there, or closed later
+	if !taken {
+		take() // the parser gave up at the end
 	}
-	return at, kinds[depth-1], true
+	if depth == 0 || len(open) < depth || open[depth-1] != at || kinds[depth-1] != want {
+		return Pos{}, 0, false // nothing of that kind open there, or closed later
+	}
+	return at, want, true
+}
+
+// scalarStarts reports whether a quote at data[i] opens a quoted scalar:
+// it comes first on its line or after a key's ':', an item's '-' or a flow
+// indicator, spaces aside ("it's" and "the '90s" are plain text).
+func scalarStarts(data []byte, i int) bool {
+	j := i - 1
+	for j >= 0 && (data[j] == ' ' || data[j] == '\t') {
+		j--
+	}
+	return j < 0 || strings.IndexByte("\n:-[{,", data[j]) >= 0
 }

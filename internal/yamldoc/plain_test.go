@@ -46,16 +46,48 @@ func TestSyntaxErrorsInPlainWords(t *testing.T) {
 // (Parse would turn one into "cannot parse YAML"), and a place inside the
 // text.
 func FuzzHints(f *testing.F) {
-	f.Add([]byte("a: {b: [c\n  d: e\n"), 2, "',' or '}' must be specified")
-	f.Add([]byte("- id a\n\t- x\n  - y: 'it''s' # {\n"), 1, "unexpected key name")
-	f.Add([]byte("a: b\n    c: d\n"), 1, "mapping value is not allowed in this context")
-	f.Fuzz(func(t *testing.T, b []byte, line int, says string) {
+	f.Add([]byte("a: {b: [c\n  d: e\n"), 2, 3, "',' or '}' must be specified")
+	f.Add([]byte("a: {\n  x: [1, 2}\nb: 3\n"), 2, 11, "',' or ']' must be specified")
+	f.Add([]byte("- id a\n\t- x\n  - y: 'it''s' # {\n"), 1, 1, "unexpected key name")
+	f.Add([]byte("a: b\n    c: d\n"), 1, 4, "mapping value is not allowed in this context")
+	f.Fuzz(func(t *testing.T, b []byte, line, col int, says string) {
 		lines := bytes.Count(b, []byte("\n")) + 1
-		if at, _, ok := unclosedFlow(b, line, says); ok && (at.Line < 1 || at.Line >= line || at.Line > lines) {
-			t.Fatalf("unclosed bracket placed at %v for the parser's line %d", at, line)
+		for _, complaint := range []string{"',' or '}' must be specified", "',' or ']' must be specified"} {
+			if at, _, ok := unclosedFlow(b, line, col, complaint); ok && (at.Line < 1 || at.Line > lines || at.Line > line || at.Line == line && at.Column >= col) {
+				t.Fatalf("unclosed bracket placed at %v for the parser's %d:%d", at, line, col)
+			}
 		}
 		if hint, at := plainWords(b, line, says); hint != "" && (at < 1 || at > lines) {
 			t.Fatalf("hint at line %d of %d", at, lines)
 		}
 	})
+}
+
+// An unclosed bracket is named where it opened, of the kind the parser
+// asked to close, past quoted text of every kind; columns count
+// characters, as the parser's do. Where the parser already names the
+// bracket, its words stand.
+func TestUnclosedBracketPlaces(t *testing.T) {
+	for _, c := range []struct {
+		name, src  string
+		line, col  int
+		want, none string
+	}{
+		{"the kind the parser asks for", "a: {\n  x: [1, 2}\nb: 3\n", 2, 6, "this '[' is not closed", ""},
+		{"a brace inside a list", "a: [\n  {b: 1\n]\n", 2, 3, "this '{' is not closed", ""},
+		{"'' inside single quotes", "a: 'it''s {'\nb: [1, 2\nc: 3\n", 2, 4, "this '[' is not closed", ""},
+		{"a quote right after ':'", "a: {\"k\":\"v{\"}\nb: [1, 2\nc: 3\n", 2, 4, "this '[' is not closed", ""},
+		{"an apostrophe starting a word", "description: the '90s\nnote: '{'\nsteps: [a\nb: c\n", 3, 8, "this '[' is not closed", ""},
+		{"columns in characters", "name: x\nsteps:\n  - é: {id: a, capability: text.render\n  - id: b\n", 3, 8, "this '{' is not closed", ""},
+		{"the parser names it itself", "a: {\n  b: [1, 2\n", 0, 0, "", "is not closed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(c.src))
+			ce := caperr.As(err, caperr.InternalError)
+			if err == nil || !strings.Contains(ce.Message, c.want) || (c.none != "" && strings.Contains(ce.Message, c.none)) ||
+				(c.line > 0 && (ce.Line != c.line || ce.Column != c.col)) {
+				t.Fatalf("got %v (at %d:%d)", err, ce.Line, ce.Column)
+			}
+		})
+	}
 }

@@ -136,7 +136,7 @@ func syntaxError(file string, data []byte, err error) error {
 		msg = msg[:j]
 	}
 	msg = strings.TrimSpace(msg)
-	if at, b, ok := unclosedFlow(data, line, msg); ok {
+	if at, b, ok := unclosedFlow(data, line, col, msg); ok {
 		return caperr.New(caperr.InvalidInput, "invalid YAML: this %q is not closed: close the flow %s with %q (the parser, at line %d, says: %s)",
 			b, map[byte]string{'{': "mapping", '[': "list"}[b], map[byte]byte{'{': '}', '[': ']'}[b], line, msg).At(file, at.Line, at.Column, "")
 	}
