@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 // The baseline: the least a hand-written Temporal workflow does to run the
@@ -89,7 +91,7 @@ func minimalWorkflow(ctx workflow.Context, tool string, steps int, parallel bool
 // upsert). Each upsert is a visibility write on the server.
 func recordedWorkflow(ctx workflow.Context) error {
 	_ = workflow.GetVersion(ctx, "baseline", workflow.DefaultVersion, 1)
-	return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword("CapflowStatus").ValueSet("passed"))
+	return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword(wfapi.SearchAttrStatus).ValueSet("passed"))
 }
 
 func capflowPlan(steps int, chain bool) map[string]any {

@@ -256,12 +256,18 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 		fmt.Fprintf(&sb, "%-17s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
 		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
-	if e := out.Runs["temporal-empty"].RunsPerS; e > 0 {
-		fmt.Fprintf(&sb, "x the server's floor: capflow-fast %.2f, capflow-eager %.2f, temporal-recorded %.2f\n",
-			out.Runs["capflow-fast"].RunsPerS/e, out.Runs["capflow-eager"].RunsPerS/e, out.Runs["temporal-recorded"].RunsPerS/e)
-	}
-	if f := out.Runs["temporal-recorded"].RunsPerS; f > 0 {
-		fmt.Fprintf(&sb, "x the recorded floor: capflow-fast %.2f, capflow-eager %.2f\n", out.Runs["capflow-fast"].RunsPerS/f, out.Runs["capflow-eager"].RunsPerS/f)
+	for _, floor := range []struct{ name, row string }{{"the server's floor", "temporal-empty"}, {"the recorded floor", "temporal-recorded"}} {
+		f := out.Runs[floor.row].RunsPerS
+		if f == 0 {
+			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
+		}
+		var ratios []string
+		for _, name := range []string{"capflow-fast", "capflow-eager", "temporal-recorded"} {
+			if r, ok := out.Runs[name]; ok && name != floor.row {
+				ratios = append(ratios, fmt.Sprintf("%s %.2f", name, r.RunsPerS/f))
+			}
+		}
+		fmt.Fprintf(&sb, "x %s: %s\n", floor.name, strings.Join(ratios, ", "))
 	}
 	c := out.Sandbox
 	fmt.Fprintf(&sb, "sandbox (%s): unconfined %.2f ms, confined %.2f ms, overhead %.2f ms (%.2fx the unconfined step), %s's floor %.2f ms, bubblewrap's floor %.2f ms\n",
