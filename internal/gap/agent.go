@@ -29,5 +29,11 @@ func (c *checker) agentScope(s *plan.Step, reg *registry.Registry) {
 	}
 	c.gaps[s.ID] = c.at(s, &Gap{StepID: s.ID, MissingCapability: missing[0], Reason: NoCapabilityMatch,
 		ReasonMessage: fmt.Sprintf("agent scope: %v", first), ReasonDetails: details,
-		ProposedToolName: proposedName(missing[0]), Priority: "high"})
+		ProposedToolName: c.freeName(proposedName(missing[0]), s.ID), Priority: "high",
+		// A tool the agent may call: nothing in the plan says its data.
+		ProposedInputSchema: emptyObject(), ProposedOutputSchema: emptyObject()})
+}
+
+func emptyObject() map[string]any {
+	return map[string]any{"type": "object", "properties": map[string]any{}}
 }

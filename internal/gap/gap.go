@@ -66,10 +66,13 @@ type Result struct {
 }
 
 type checker struct {
-	p        *plan.Plan
-	reg      *registry.Registry
-	opts     Options
-	tools    map[string]*manifest.Manifest // step id -> chosen tool
+	p     *plan.Plan
+	reg   *registry.Registry
+	opts  Options
+	tools map[string]*manifest.Manifest // step id -> chosen tool
+	// ranked is each step's best-ranked provider, kept when the step is
+	// refused: what it would read still types a gap's proposed output.
+	ranked   map[string]*manifest.Manifest
 	gaps     map[string]*Gap
 	dependts map[string][]string
 	current  *plan.Step // the step whose inputs are being checked
@@ -90,7 +93,7 @@ func Check(p *plan.Plan, reg *registry.Registry, opts Options) Result {
 }
 
 func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result) {
-	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents(), subs: map[string]*checker{}}
+	c := &checker{p: p, reg: reg, opts: opts, tools: map[string]*manifest.Manifest{}, ranked: map[string]*manifest.Manifest{}, gaps: map[string]*Gap{}, dependts: p.Dependents(), subs: map[string]*checker{}}
 	res := Result{Resolution: []StepResolution{}, Gaps: []Gap{}}
 	var subGaps []Gap
 	index := map[string]int{}
@@ -146,7 +149,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			continue
 		}
 		m := r.Chosen.Manifest
-		c.tools[s.ID] = m
+		c.tools[s.ID], c.ranked[s.ID] = m, m
 		candidates[s.ID] = r.Candidates
 		resolutions[s.ID] = resolved(s, m, r.Chosen.Reason)
 	}

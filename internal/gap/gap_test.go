@@ -418,3 +418,27 @@ steps:
 		t.Fatalf("proposed output schema does not say text is a string: %v", res.Gaps[0].ProposedOutputSchema)
 	}
 }
+
+// A consumer refused for its inputs still types what it reads in the
+// proposal for the gap it reads from.
+func TestProposalReadsRefusedConsumers(t *testing.T) {
+	reg := testRegistry(t)
+	p := mustPlan(t, `name: m
+steps:
+  - id: g
+    capability: text.count
+    with: {text: a}
+    coverage_confidence: 0.1
+  - id: c
+    capability: video.convert
+    with: {input: "${steps.g.data.count}"}
+`)
+	res := Check(p, reg, Options{MinConfidence: 0.5})
+	if len(res.Gaps) < 1 || res.Gaps[0].StepID != "g" {
+		t.Fatalf("%+v", res.Gaps)
+	}
+	props := res.Gaps[0].ProposedOutputSchema["properties"].(map[string]any)
+	if props["count"].(map[string]any)["type"] != "string" {
+		t.Fatalf("proposed output does not say count is a string: %v", res.Gaps[0].ProposedOutputSchema)
+	}
+}

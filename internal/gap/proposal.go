@@ -1,6 +1,7 @@
 package gap
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -86,7 +87,7 @@ func (c *checker) proposeSchemas(s *plan.Step) (map[string]any, map[string]any) 
 				seen[field] = true
 				fs := map[string]any{}
 				if len(r.Path) == 1 && tpl.IsSingleRef() {
-					if cm := c.tools[other.ID]; cm != nil && len(path) == 1 {
+					if cm := cmp.Or(c.tools[other.ID], c.ranked[other.ID]); cm != nil && len(path) == 1 {
 						if props, ok := cm.InputSchema["properties"].(map[string]any); ok {
 							if ps, ok := props[path[0]].(map[string]any); ok {
 								fs = copyTypeOnly(ps)

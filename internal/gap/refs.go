@@ -117,5 +117,5 @@ func (c *checker) refTypo(r plan.Ref) string {
 	if near := suggest.Typo(m.Field, m.Declared); near != "" {
 		return fmt.Sprintf("step %s (%s) returns no field %q (did you mean %q?)", r.Name, by, m.Field, near)
 	}
-	return fmt.Sprintf("step %s (%s) returns no field %q (it returns %s)", r.Name, by, m.Field, strings.Join(m.Declared, ", "))
+	return fmt.Sprintf("step %s (%s) returns no field %q (it returns %s)", r.Name, by, m.Field, schema.Declared(m.Declared))
 }

@@ -46,7 +46,7 @@ func navigate(s map[string]any, path []string) (sub map[string]any, guaranteed b
 			}
 			if ap, ok := cur["additionalProperties"]; ok {
 				if b, isBool := ap.(bool); isBool && !b {
-					return nil, false, fmt.Sprintf("the output has no field %q (its schema declares %s)", where, declared(props)), &Missing{seg, sortedKeys(props)}
+					return nil, false, fmt.Sprintf("the output has no field %q (its schema declares %s)", where, Declared(sortedKeys(props))), &Missing{seg, sortedKeys(props)}
 				}
 				apm, _ := ap.(map[string]any)
 				cur, guaranteed = apm, false
@@ -56,7 +56,7 @@ func navigate(s map[string]any, path []string) (sub map[string]any, guaranteed b
 				return nil, false, fmt.Sprintf("%q is a %s, not an object", strings.Join(path[:i], "."), strings.Join(types, " or ")), nil
 			}
 			if props != nil {
-				return nil, false, fmt.Sprintf("the output schema does not declare %q (it declares %s)", where, declared(props)), &Missing{seg, sortedKeys(props)}
+				return nil, false, fmt.Sprintf("the output schema does not declare %q (it declares %s)", where, Declared(sortedKeys(props))), &Missing{seg, sortedKeys(props)}
 			}
 			cur, guaranteed = nil, false
 			continue
@@ -82,10 +82,10 @@ func navigate(s map[string]any, path []string) (sub map[string]any, guaranteed b
 	return cur, guaranteed, "", nil
 }
 
-// declared lists the fields a schema declares, "no field" for none.
-func declared(props map[string]any) string {
-	if len(props) == 0 {
+// Declared lists the fields a schema declares, "no field" for none.
+func Declared(fields []string) string {
+	if len(fields) == 0 {
 		return "no field"
 	}
-	return strings.Join(sortedKeys(props), ", ")
+	return strings.Join(fields, ", ")
 }
