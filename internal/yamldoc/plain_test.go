@@ -30,6 +30,13 @@ func TestSyntaxErrorsInPlainWords(t *testing.T) {
 		{"a top-level key indented", "name: w2\n  version: 1\n", 2, "line 2 is indented 2 spaces, the line above 0"},
 		{"a key that left out its colon", "name: x\nsteps:\n  - id: a\n    capability file.checksum\n", 4, `line 4 has no ':' after "capability": a key and its value are written capability: VALUE`},
 		{"an item's key that left out its colon", "name: x\nsteps:\n  - id a\n    capability: file.read\n", 3, `line 3 has no ':' after "id"`},
+		// Hints a review found wrong: each is right now, or the parser's
+		// words stand.
+		{"tab-indented JSON missing a comma", "{\n\t\"name\": \"x\"\n\t\"steps\": [\n\t\t{\"id\": \"a\", \"capability\": \"t.r\"}\n\t]\n}\n", 3, "invalid YAML: ',' or '}' must be specified"},
+		{"a tab inside a block scalar", "name: x\nsteps:\n  - id: a\n    with:\n      makefile: |\n        all:\n        \tgo build\n      lang make\n", 8, `line 8 has no ':' after "lang"`},
+		{"a value holding ': ' under a commented key", "name: x\nsteps:\n  - id: a\n    with:  # inputs\n      template: Hello: world\n", 5, `the value of "template" on line 5 holds ': ', which YAML reads as another key: quote the value (template: "…")`},
+		{"a value holding ': ' before its continuation", "name: x\ndescription: Usage: run it\n  every day\nsteps: []\n", 2, `the value of "description" on line 2 holds ': '`},
+		{"a value ending in a comma is not a flow", "name: x\nsteps:\n  - id: a\n    with: x,\n      capability: t.r\n", 5, "line 5 is indented 6 spaces, the line above 4"},
 		{"an unclosed bracket past quotes and comments", "name: \"{x\"\n# {\nnote: it's [fine]\nsteps:\n  - [a, b\n  - c\n", 5, "this '[' is not closed: close the flow list with ']'"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,6 +86,9 @@ func TestUnclosedBracketPlaces(t *testing.T) {
 		{"a quote right after ':'", "a: {\"k\":\"v{\"}\nb: [1, 2\nc: 3\n", 2, 4, "this '[' is not closed", ""},
 		{"an apostrophe starting a word", "description: the '90s\nnote: '{'\nsteps: [a\nb: c\n", 3, 8, "this '[' is not closed", ""},
 		{"columns in characters", "name: x\nsteps:\n  - é: {id: a, capability: text.render\n  - id: b\n", 3, 8, "this '{' is not closed", ""},
+		{"past a block scalar's brackets and quotes", "name: x\nsteps:\n  - id: a\n    with:\n      prompt: |\n        Answer with a list [like this\n        \"one\n    needs: [b\n  - id: b\n", 8, 12, "this '[' is not closed", ""},
+		{"a dash inside a word", "name: x\ndescription: rock-'n-roll [live\nsteps: [a\nb: 1\n", 3, 8, "this '[' is not closed", ""},
+		{"a tab before the parser's column", "x: [\"a\tb\", [1, 2}, [3]]\n", 0, 0, "", "is not closed"},
 		{"the parser names it itself", "a: {\n  b: [1, 2\n", 0, 0, "", "is not closed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
