@@ -267,7 +267,9 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 				ratios = append(ratios, fmt.Sprintf("%s %.2f", name, r.RunsPerS/f))
 			}
 		}
-		fmt.Fprintf(&sb, "x %s: %s\n", floor.name, strings.Join(ratios, ", "))
+		if len(ratios) > 0 {
+			fmt.Fprintf(&sb, "x %s: %s\n", floor.name, strings.Join(ratios, ", "))
+		}
 	}
 	c := out.Sandbox
 	fmt.Fprintf(&sb, "sandbox (%s): unconfined %.2f ms, confined %.2f ms, overhead %.2f ms (%.2fx the unconfined step), %s's floor %.2f ms, bubblewrap's floor %.2f ms\n",
