@@ -396,34 +396,25 @@ func TestProposalNeverShadowsATool(t *testing.T) {
 	}
 }
 
-// A gap's proposed output reads the types its consumers' tools want,
-// whichever order the plan writes them in (the consumer after the gap was
-// not resolved yet when the gap was found).
-func TestProposalReadsLaterConsumers(t *testing.T) {
+// A gap's proposed output reads the types its consumers' tools want:
+// whichever order the plan writes them in (a consumer after the gap was
+// not resolved yet when the gap was found), and from a consumer refused
+// for its inputs.
+func TestProposalTypesWhatConsumersRead(t *testing.T) {
 	reg := testRegistry(t)
-	p := mustPlan(t, `name: tr
+	for _, c := range []struct {
+		name, plan, field string
+		opts              Options
+	}{
+		{"a consumer written after the gap", `name: tr
 steps:
-  - id: translate
+  - id: g
     capability: text.translate
   - id: count
     capability: text.count
-    with: {text: "${steps.translate.data.text}"}
-`)
-	res := Check(p, reg, Options{})
-	if len(res.Gaps) != 1 || res.Gaps[0].StepID != "translate" {
-		t.Fatalf("%+v", res.Gaps)
-	}
-	props := res.Gaps[0].ProposedOutputSchema["properties"].(map[string]any)
-	if props["text"].(map[string]any)["type"] != "string" {
-		t.Fatalf("proposed output schema does not say text is a string: %v", res.Gaps[0].ProposedOutputSchema)
-	}
-}
-
-// A consumer refused for its inputs still types what it reads in the
-// proposal for the gap it reads from.
-func TestProposalReadsRefusedConsumers(t *testing.T) {
-	reg := testRegistry(t)
-	p := mustPlan(t, `name: m
+    with: {text: "${steps.g.data.text}"}
+`, "text", Options{}},
+		{"a refused consumer", `name: m
 steps:
   - id: g
     capability: text.count
@@ -432,13 +423,17 @@ steps:
   - id: c
     capability: video.convert
     with: {input: "${steps.g.data.count}"}
-`)
-	res := Check(p, reg, Options{MinConfidence: 0.5})
-	if len(res.Gaps) < 1 || res.Gaps[0].StepID != "g" {
-		t.Fatalf("%+v", res.Gaps)
-	}
-	props := res.Gaps[0].ProposedOutputSchema["properties"].(map[string]any)
-	if props["count"].(map[string]any)["type"] != "string" {
-		t.Fatalf("proposed output does not say count is a string: %v", res.Gaps[0].ProposedOutputSchema)
+`, "count", Options{MinConfidence: 0.5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(mustPlan(t, c.plan), reg, c.opts)
+			if len(res.Gaps) < 1 || res.Gaps[0].StepID != "g" {
+				t.Fatalf("%+v", res.Gaps)
+			}
+			props := res.Gaps[0].ProposedOutputSchema["properties"].(map[string]any)
+			if props[c.field].(map[string]any)["type"] != "string" {
+				t.Fatalf("proposed output does not say %s is a string: %v", c.field, res.Gaps[0].ProposedOutputSchema)
+			}
+		})
 	}
 }
