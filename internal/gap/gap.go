@@ -217,10 +217,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 	res.Problems = append(res.Problems, c.servers()...)
 	res.Problems = append(res.Problems, c.outputs()...)
 	sort.SliceStable(res.Resolution, func(i, j int) bool { return index[res.Resolution[i].StepID] < index[res.Resolution[j].StepID] })
-	for _, s := range c.proposing {
-		g := c.gaps[s.ID]
-		g.ProposedInputSchema, g.ProposedOutputSchema = c.proposeSchemas(s)
-	}
+	c.propose()
 	for _, s := range p.Steps {
 		if g := c.gaps[s.ID]; g != nil {
 			res.Gaps = append(res.Gaps, *g)
@@ -347,14 +344,6 @@ func (c *checker) addGap(s *plan.Step, reason, msg string, details map[string]an
 	c.gaps[s.ID] = c.at(s, &Gap{StepID: s.ID, MissingCapability: s.Capability, Reason: reason, ReasonMessage: msg, ReasonDetails: details,
 		ProposedToolName: name, Priority: priority})
 	c.proposing = append(c.proposing, s)
-}
-
-// at places g at its step in the plan's file, where the plan came from one.
-func (c *checker) at(s *plan.Step, g *Gap) *Gap {
-	if s.Line > 0 {
-		g.File, g.Line = c.p.File, s.Line
-	}
-	return g
 }
 
 // conditions type-checks every `when` against the plan's input schemas and

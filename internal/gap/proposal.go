@@ -130,3 +130,20 @@ func copyTypeOnly(s map[string]any) map[string]any {
 	}
 	return out
 }
+
+// propose draws the schemas of the tools the gaps propose, once every step
+// is resolved.
+func (c *checker) propose() {
+	for _, s := range c.proposing {
+		g := c.gaps[s.ID]
+		g.ProposedInputSchema, g.ProposedOutputSchema = c.proposeSchemas(s)
+	}
+}
+
+// at places g at its step in the plan's file, where the plan came from one.
+func (c *checker) at(s *plan.Step, g *Gap) *Gap {
+	if s.Line > 0 {
+		g.File, g.Line = c.p.File, s.Line
+	}
+	return g
+}
