@@ -150,13 +150,12 @@ func sideBySide(b *testing.B, tool string, steps int, chain bool, plan map[strin
 		m0, c0 := tMin, tCap
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		start := time.Now()
-		run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, tool, steps, !chain)
-		if err != nil || run.Get(ctx, nil) != nil {
+		if err := runMinimal(tool, steps, !chain); err != nil {
 			b.Fatalf("minimal: %v", err)
 		}
 		tMin += time.Since(start)
 		start = time.Now()
-		run, err = h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow", map[string]any{"plan": plan})
+		run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "capflow"}, "PlanWorkflow", map[string]any{"plan": plan})
 		var res struct {
 			Status  string `json:"status"`
 			Message string `json:"message"`

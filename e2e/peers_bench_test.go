@@ -123,11 +123,11 @@ func runCapflow(plan map[string]any, path string) error {
 	return nil
 }
 
-// runRecorded runs recordedWorkflow.
-func runRecorded() error {
+// runHandWritten runs one of the hand-written workflows to its end.
+func runHandWritten(wf any, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, recordedWorkflow)
+	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, wf, args...)
 	if err != nil {
 		return err
 	}
@@ -135,14 +135,11 @@ func runRecorded() error {
 }
 
 func runMinimal(tool string, steps int, parallel bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	run, err := h.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: minimalQueue}, minimalWorkflow, tool, steps, parallel)
-	if err != nil {
-		return err
-	}
-	return run.Get(ctx, nil)
+	return runHandWritten(minimalWorkflow, tool, steps, parallel)
 }
+
+// runRecorded runs recordedWorkflow.
+func runRecorded() error { return runHandWritten(recordedWorkflow) }
 
 // unconfined runs command tools unconfined for the benchmark, as the peers
 // run theirs (the project's policy, restored after): confinement's own cost

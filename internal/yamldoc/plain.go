@@ -14,8 +14,7 @@ import (
 // parser's (an over-indented line is reported by the parser at the line
 // above it), or "" when none of these explains it: a wrong hint is worse
 // than the parser's words.
-func plainWords(data []byte, line int, parserSays string) (string, int) {
-	lines := bytes.Split(data, []byte("\n"))
+func plainWords(lines [][]byte, line int, parserSays string) (string, int) {
 	if line < 1 || line > len(lines) {
 		return "", line
 	}
@@ -38,7 +37,7 @@ func plainWords(data []byte, line int, parserSays string) (string, int) {
 	}
 	// The parser names the line above one indented too deep (a key under
 	// a key that has its value already).
-	if line < len(lines) && !opens(this) && isKey(lines[line]) {
+	if line < len(lines) && !opens(this) && keyLine.Match(lines[line]) {
 		if is, was := indents(lines[line], this); is > was {
 			return deeper(line+1, is, was, parserSays), line + 1
 		}
@@ -148,15 +147,13 @@ func colonInValue(l []byte) string {
 	return ""
 }
 
-func isKey(l []byte) bool { return keyLine.Match(l) }
-
 // unclosedFlow finds the '{' or '[' left open where the parser gave up
 // (line:col), when it gave up for want of a ',' or that closing bracket:
 // the parser names where it noticed, often the line after, where the fix
 // is not. Quoted text, comments and block scalars are skipped, and a
 // bracket closed later in the file (a missing ',' between entries) is not
 // named. Columns count characters, as the parser's do.
-func unclosedFlow(data []byte, line, col int, parserSays string) (Pos, byte, bool) {
+func unclosedFlow(lines [][]byte, line, col int, parserSays string) (Pos, byte, bool) {
 	want := map[string]byte{"',' or '}' must be specified": '{', "',' or ']' must be specified": '['}[parserSays]
 	if want == 0 {
 		return Pos{}, 0, false
@@ -170,7 +167,6 @@ func unclosedFlow(data []byte, line, col int, parserSays string) (Pos, byte, boo
 			depth, at = len(open), open[len(open)-1]
 		}
 	}
-	lines := bytes.Split(data, []byte("\n"))
 	block := -1 // a block scalar's lines are indented deeper than this
 	for n, text := range lines {
 		l := n + 1
@@ -200,7 +196,7 @@ func unclosedFlow(data []byte, line, col int, parserSays string) (Pos, byte, boo
 				i = len(text) // a comment, to the end of the line
 			case b == '{' || b == '[':
 				open, kinds = append(open, Pos{l, c}), append(kinds, b)
-			case len(open) > 0 && (b == '}' && kinds[len(kinds)-1] == '{' || b == ']' && kinds[len(kinds)-1] == '['):
+			case len(open) > 0 && b == flows[kinds[len(kinds)-1]].close:
 				open, kinds = open[:len(open)-1], kinds[:len(kinds)-1]
 			}
 		}
@@ -219,6 +215,12 @@ func unclosedFlow(data []byte, line, col int, parserSays string) (Pos, byte, boo
 	}
 	return at, want, true
 }
+
+// flows are YAML's flow collections by their opening bracket.
+var flows = map[byte]struct {
+	name  string
+	close byte
+}{'{': {"mapping", '}'}, '[': {"list", ']'}}
 
 // scalarStarts reports whether a quote at text[i] opens a quoted scalar:
 // it comes first on its line or after a key's ':', an item's "- " or a

@@ -58,13 +58,14 @@ func FuzzHints(f *testing.F) {
 	f.Add([]byte("- id a\n\t- x\n  - y: 'it''s' # {\n"), 1, 1, "unexpected key name")
 	f.Add([]byte("a: b\n    c: d\n"), 1, 4, "mapping value is not allowed in this context")
 	f.Fuzz(func(t *testing.T, b []byte, line, col int, says string) {
-		lines := bytes.Count(b, []byte("\n")) + 1
+		text := bytes.Split(b, []byte("\n"))
+		lines := len(text)
 		for _, complaint := range []string{"',' or '}' must be specified", "',' or ']' must be specified"} {
-			if at, _, ok := unclosedFlow(b, line, col, complaint); ok && (at.Line < 1 || at.Line > lines || at.Line > line || at.Line == line && at.Column >= col) {
+			if at, _, ok := unclosedFlow(text, line, col, complaint); ok && (at.Line < 1 || at.Line > lines || at.Line > line || at.Line == line && at.Column >= col) {
 				t.Fatalf("unclosed bracket placed at %v for the parser's %d:%d", at, line, col)
 			}
 		}
-		if hint, at := plainWords(b, line, says); hint != "" && (at < 1 || at > lines) {
+		if hint, at := plainWords(text, line, says); hint != "" && (at < 1 || at > lines) {
 			t.Fatalf("hint at line %d of %d", at, lines)
 		}
 	})

@@ -136,13 +136,14 @@ func syntaxError(file string, data []byte, err error) error {
 		msg = msg[:j]
 	}
 	msg = strings.TrimSpace(msg)
-	if at, b, ok := unclosedFlow(data, line, col, msg); ok {
+	lines := bytes.Split(data, []byte("\n"))
+	if at, b, ok := unclosedFlow(lines, line, col, msg); ok {
 		return caperr.New(caperr.InvalidInput, "invalid YAML: this %q is not closed: close the flow %s with %q (the parser, at line %d, says: %s)",
-			b, map[byte]string{'{': "mapping", '[': "list"}[b], map[byte]byte{'{': '}', '[': ']'}[b], line, msg).At(file, at.Line, at.Column, "")
+			b, flows[b].name, flows[b].close, line, msg).At(file, at.Line, at.Column, "")
 	}
-	if plain, at := plainWords(data, line, msg); plain != "" {
+	if plain, at := plainWords(lines, line, msg); plain != "" {
 		if at != line {
-			line, col = at, indent(bytes.Split(data, []byte("\n"))[at-1])+1
+			line, col = at, indent(lines[at-1])+1
 		}
 		return caperr.New(caperr.InvalidInput, "invalid YAML: %s", plain).At(file, line, col, "")
 	}
