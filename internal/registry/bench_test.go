@@ -72,3 +72,22 @@ func BenchmarkLoad1000Cached(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoad1000Watched is a worker's load: a memo that watches the
+// tools' folders answers without looking at the 1,000 manifests.
+func BenchmarkLoad1000Watched(b *testing.B) {
+	root := manifests1000(b)
+	o := Options{Root: root, ToolsDirs: []string{"tools"}, StateDir: ".capflow/state", Memo: &Memo{}}
+	for range 2 {
+		if _, err := Load(o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Load(o)
+		if err != nil || len(r.Tools) != 1000 {
+			b.Fatal(err)
+		}
+	}
+}

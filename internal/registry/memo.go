@@ -1,13 +1,30 @@
 package registry
 
-import "sync"
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
 
 // Memo is a registry kept between loads (Options.Memo). A registry it
 // answers is shared: callers read it, never change it.
+//
+// Once a load finds the tools' files as the memo's registry found them,
+// the memo watches the folders its discovery read (where the system
+// can: watch_linux.go). From then on a load answers the registry without
+// looking at any file until something changed in one of those folders: a
+// worker's Resolve no longer stats every tool.yaml of the project for
+// every run. The watch is exact, not a time window: the kernel queues a
+// change when the writer's call returns, and a load reads that queue
+// before it answers.
 type Memo struct {
-	mu sync.Mutex
-	fp string
-	r  *Registry
+	mu  sync.Mutex
+	fp  string
+	r   *Registry
+	key string   // the options w watches for
+	w   *watcher // nil: every load discovers the files
 }
 
 func (m *Memo) get(fp string) *Registry {
@@ -29,4 +46,126 @@ func (m *Memo) put(fp string, r *Registry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fp, m.r = fp, r
+}
+
+// unchanged is the memo's registry when it is watched for opts and
+// nothing in the watched folders changed since; a change ends the watch.
+func (m *Memo) unchanged(opts Options) *Registry {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.w == nil || m.key != optionsKey(opts) {
+		return nil
+	}
+	if m.w.changed() {
+		m.w.close()
+		m.w = nil
+		return nil
+	}
+	return m.r
+}
+
+// watch starts watching what a discovery with opts read, once files
+// (fingerprint fp) matched the memo's registry. The watch begins before a
+// second discovery, and is kept only if that finds the same files: a
+// change between the two is never missed.
+func (m *Memo) watch(opts Options, fp string, files []found) {
+	if m == nil {
+		return
+	}
+	key := optionsKey(opts)
+	m.mu.Lock()
+	armed := m.w != nil && m.key == key
+	m.mu.Unlock()
+	if armed {
+		return
+	}
+	w := newWatcher(watchedDirs(opts, files))
+	if w == nil {
+		return
+	}
+	again, err := discover(opts)
+	if err != nil || fingerprint(opts, again) != fp {
+		w.close()
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fp != fp {
+		w.close()
+		return
+	}
+	if m.w != nil {
+		m.w.close()
+	}
+	m.w, m.key = w, key
+}
+
+// optionsKey is what of Options decides what a load finds.
+func optionsKey(o Options) string {
+	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%q|%q", o.Root, o.KitsDirs, o.ToolsDirs, o.ActiveKits, o.Order, o.StateDir, o.KitCache, o.Protected)
+}
+
+// maxWatched bounds the folders one memo watches (each is a kernel
+// watch); a project with more discovers its files at every load.
+const maxWatched = 4096
+
+// watchedDirs are the folders whose change may change what discover
+// finds with opts: every tools and kits folder (or, where one is
+// missing, the nearest folder above it that exists, where it would
+// appear), each kit's folder, each tool's folder (its tool.yaml), and
+// every folder of a built-in kit put on disk (kitcache rewrites an
+// altered copy when it next looks).
+func watchedDirs(opts Options, files []found) []string {
+	set := map[string]bool{}
+	add := func(dir string) { set[existing(dir)] = true }
+	for _, td := range opts.ToolsDirs {
+		add(abs(opts.Root, td))
+	}
+	for _, kd := range opts.KitsDirs {
+		add(abs(opts.Root, kd))
+		for _, id := range opts.ActiveKits {
+			if st, err := os.Stat(filepath.Join(abs(opts.Root, kd), id)); err == nil && st.IsDir() {
+				add(filepath.Join(abs(opts.Root, kd), id))
+			}
+		}
+	}
+	for _, f := range files {
+		if f.fsys != nil || f.name == "" {
+			continue
+		}
+		add(filepath.Dir(f.name))
+		if f.cached {
+			_ = filepath.WalkDir(filepath.Dir(f.name), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					set[p] = true
+				}
+				return nil
+			})
+		}
+	}
+	if len(set) > maxWatched {
+		return nil
+	}
+	dirs := make([]string, 0, len(set))
+	for d := range set {
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// existing is dir, or the nearest folder above it that exists.
+func existing(dir string) string {
+	for {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return dir
+		}
+		dir = up
+	}
 }

@@ -52,7 +52,9 @@ type Options struct {
 	// Memo, when set, keeps the last registry loaded with these options:
 	// while the tools' files are as they were (the same fingerprint) it is
 	// answered again, not read from the cache file (a worker's Resolve
-	// read it for every run: a tenth of its CPU under load).
+	// read it for every run: a tenth of its CPU under load); once answered
+	// again, it watches their folders, and loads look at no file until one
+	// changed (memo.go).
 	Memo *Memo
 }
 
@@ -85,12 +87,16 @@ func Load(opts Options) (*Registry, error) {
 			return nil, caperr.New(caperr.ConfigError, "tool_resolution_order: unknown source %q (want project_tools or active_kits)", o)
 		}
 	}
+	if r := opts.Memo.unchanged(opts); r != nil {
+		return r, nil
+	}
 	files, err := discover(opts)
 	if err != nil {
 		return nil, err
 	}
 	fp := fingerprint(opts, files)
 	if r := opts.Memo.get(fp); r != nil {
+		opts.Memo.watch(opts, fp, files)
 		return r, nil
 	}
 	var warnings []string
@@ -130,6 +136,7 @@ type found struct {
 	name    string // path inside fsys, or absolute disk path
 	size    int64
 	mtime   int64
+	cached  bool // a built-in kit's copy on disk (kitcache)
 }
 
 func abs(root, p string) string {
@@ -197,7 +204,7 @@ func discover(opts Options) ([]found, error) {
 				continue
 			}
 			kf := filepath.Join(dir, "kit.yaml")
-			out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: rel(opts.Root, kf), name: kf})
+			out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: rel(opts.Root, kf), name: kf, cached: true})
 			addDir("kit:"+id, id, dir)
 			continue
 		}
