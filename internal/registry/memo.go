@@ -1,10 +1,10 @@
 package registry
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -23,7 +23,7 @@ type Memo struct {
 	mu  sync.Mutex
 	fp  string
 	r   *Registry
-	key string   // the options w watches for
+	key memoKey  // the options w watches for
 	w   *watcher // nil: every load discovers the files
 }
 
@@ -56,7 +56,7 @@ func (m *Memo) unchanged(opts Options) *Registry {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.w == nil || m.key != optionsKey(opts) {
+	if m.w == nil || !m.key.is(opts) {
 		return nil
 	}
 	if m.w.changed() {
@@ -75,9 +75,8 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 	if m == nil {
 		return
 	}
-	key := optionsKey(opts)
 	m.mu.Lock()
-	armed := m.w != nil && m.key == key
+	armed := m.w != nil && m.key.is(opts)
 	m.mu.Unlock()
 	if armed {
 		return
@@ -100,12 +99,23 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 	if m.w != nil {
 		m.w.close()
 	}
-	m.w, m.key = w, key
+	m.w, m.key = w, keyOf(opts)
 }
 
-// optionsKey is what of Options decides what a load finds.
-func optionsKey(o Options) string {
-	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%q|%q", o.Root, o.KitsDirs, o.ToolsDirs, o.ActiveKits, o.Order, o.StateDir, o.KitCache, o.Protected)
+// memoKey is what of Options decides what a load finds.
+type memoKey struct {
+	root, stateDir, kitCache                        string
+	kitsDirs, toolsDirs, activeKits, order, protect []string
+}
+
+func keyOf(o Options) memoKey {
+	return memoKey{o.Root, o.StateDir, o.KitCache, slices.Clone(o.KitsDirs), slices.Clone(o.ToolsDirs), slices.Clone(o.ActiveKits), slices.Clone(o.Order), slices.Clone(o.Protected)}
+}
+
+// is reports whether o is the options k was taken from.
+func (k memoKey) is(o Options) bool {
+	return k.root == o.Root && k.stateDir == o.StateDir && k.kitCache == o.KitCache && slices.Equal(k.kitsDirs, o.KitsDirs) &&
+		slices.Equal(k.toolsDirs, o.ToolsDirs) && slices.Equal(k.activeKits, o.ActiveKits) && slices.Equal(k.order, o.Order) && slices.Equal(k.protect, o.Protected)
 }
 
 // maxWatched bounds the folders one memo watches (each is a kernel
