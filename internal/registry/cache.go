@@ -41,9 +41,11 @@ type cache struct {
 // change to a manifest invalidates the cache.
 func fingerprint(opts Options, files []found) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d|%s|%v|%v|%v|%v|%v\n", cacheFormat, buildID, opts.Root, opts.KitsDirs, opts.ToolsDirs, opts.ActiveKits, opts.Order)
+	// Protected decides which sandbox.write a manifest may name: a path
+	// newly protected must refuse a cached manifest that writes it.
+	fmt.Fprintf(h, "%d|%s|%q|%q|%q|%q|%q|%q\n", cacheFormat, buildID, opts.Root, opts.KitsDirs, opts.ToolsDirs, opts.ActiveKits, opts.Order, opts.Protected)
 	for _, f := range files {
-		fmt.Fprintf(h, "%s|%s|%s|%d|%d\n", f.kind, f.source, f.name, f.size, f.mtime)
+		fmt.Fprintf(h, "%s|%s|%s|%s\n", f.kind, f.source, f.name, f.stamp)
 		if f.fsys != nil {
 			b, _ := f.read()
 			h.Write(b)

@@ -14,17 +14,23 @@ import (
 // Once a load finds the tools' files as the memo's registry found them,
 // the memo watches the folders its discovery read (where the system
 // can: watch_linux.go). From then on a load answers the registry without
-// looking at any file until something changed in one of those folders: a
-// worker's Resolve no longer stats every tool.yaml of the project for
-// every run. The watch is exact, not a time window: the kernel queues a
-// change when the writer's call returns, and a load reads that queue
-// before it answers.
+// looking at any manifest until something changed in one of those
+// folders, or a configured folder's path names another folder than it
+// did (one stat each): a worker's Resolve no longer stats every tool.yaml
+// of the project for every run. The watch is exact, not a time window:
+// the kernel queues a change when the writer's call returns, and a load
+// reads that queue before it answers.
 type Memo struct {
 	mu  sync.Mutex
 	fp  string
 	r   *Registry
 	key memoKey  // the options w watches for
 	w   *watcher // nil: every load discovers the files
+	// pins are the folders whose path must keep naming the same folder.
+	pins map[string]identity
+	// unwatchable is a fingerprint found not to be watchable: its loads
+	// discover the files, without trying again.
+	unwatchable string
 }
 
 func (m *Memo) get(fp string) *Registry {
@@ -45,7 +51,18 @@ func (m *Memo) put(fp string, r *Registry) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if fp != m.fp {
+		m.stopWatching() // a load that began before the watch ends after it
+	}
 	m.fp, m.r = fp, r
+}
+
+// stopWatching ends the watch (m.mu held).
+func (m *Memo) stopWatching() {
+	if m.w != nil {
+		m.w.close()
+		m.w, m.pins = nil, nil
+	}
 }
 
 // unchanged is the memo's registry when it is watched for opts and
@@ -59,9 +76,8 @@ func (m *Memo) unchanged(opts Options) *Registry {
 	if m.w == nil || !m.key.is(opts) {
 		return nil
 	}
-	if m.w.changed() {
-		m.w.close()
-		m.w = nil
+	if m.w.changed() || !samePins(m.pins) {
+		m.stopWatching()
 		return nil
 	}
 	return m.r
@@ -69,24 +85,32 @@ func (m *Memo) unchanged(opts Options) *Registry {
 
 // watch starts watching what a discovery with opts read, once files
 // (fingerprint fp) matched the memo's registry. The watch begins before a
-// second discovery, and is kept only if that finds the same files: a
-// change between the two is never missed.
+// second discovery, and is kept only if that finds the same files,
+// folders and paths: a change between the two is never missed.
 func (m *Memo) watch(opts Options, fp string, files []found) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
-	armed := m.w != nil && m.key.is(opts)
+	skip := (m.w != nil && m.key.is(opts)) || m.unwatchable == fp
 	m.mu.Unlock()
-	if armed {
+	if skip {
 		return
 	}
-	w := newWatcher(watchedDirs(opts, files))
+	dirs := watchable(opts, files)
+	pins := pinned(opts, files)
+	var w *watcher
+	if dirs != nil && pins != nil {
+		w = newWatcher(dirs)
+	}
 	if w == nil {
+		m.mu.Lock()
+		m.unwatchable = fp
+		m.mu.Unlock()
 		return
 	}
 	again, err := discover(opts)
-	if err != nil || fingerprint(opts, again) != fp {
+	if err != nil || fingerprint(opts, again) != fp || !slices.Equal(watchedDirs(opts, again), dirs) || !samePins(pins) {
 		w.close()
 		return
 	}
@@ -96,10 +120,65 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 		w.close()
 		return
 	}
-	if m.w != nil {
-		m.w.close()
+	m.stopWatching()
+	m.w, m.key, m.pins = w, keyOf(opts), pins
+}
+
+// watchable are the folders to watch for files, or nil when a change
+// could escape them: a manifest that is a link or has another name, a
+// built-in kit whose copy could not be written (its fix is outside),
+// too many folders, or one on a file system another host may change.
+func watchable(opts Options, files []found) []string {
+	if len(files) > maxWatched {
+		return nil
 	}
-	m.w, m.key = w, keyOf(opts)
+	for _, f := range files {
+		if f.kind == "unwritable-kit" || (f.fsys == nil && f.stamp != "" && !alone(f.name)) {
+			return nil
+		}
+	}
+	dirs := watchedDirs(opts, files)
+	for _, d := range dirs {
+		if !local(d) {
+			return nil
+		}
+	}
+	return dirs
+}
+
+// pinned are the folders whose path must keep naming the same folder:
+// the project's root, every tools and kits folder (or the nearest one
+// above that exists), every built-in kit's copy; nil when one cannot be
+// told.
+func pinned(opts Options, files []found) map[string]identity {
+	paths := []string{existing(opts.Root)}
+	for _, d := range append(slices.Clone(opts.ToolsDirs), opts.KitsDirs...) {
+		paths = append(paths, existing(abs(opts.Root, d)))
+	}
+	for _, f := range files {
+		if f.cached {
+			paths = append(paths, filepath.Dir(f.name))
+		}
+	}
+	pins := map[string]identity{}
+	for _, p := range paths {
+		id, ok := identityOf(p)
+		if !ok {
+			return nil
+		}
+		pins[p] = id
+	}
+	return pins
+}
+
+// samePins reports whether every pinned path names the folder it did.
+func samePins(pins map[string]identity) bool {
+	for p, id := range pins {
+		if now, ok := identityOf(p); !ok || now != id {
+			return false
+		}
+	}
+	return true
 }
 
 // memoKey is what of Options decides what a load finds.
@@ -163,6 +242,7 @@ func watchedDirs(opts Options, files []found) []string {
 	for d := range set {
 		dirs = append(dirs, d)
 	}
+	slices.Sort(dirs)
 	return dirs
 }
 

@@ -134,9 +134,8 @@ type found struct {
 	dir     string // tool folder (absolute for disk tools)
 	fsys    fs.FS  // non-nil for builtin files
 	name    string // path inside fsys, or absolute disk path
-	size    int64
-	mtime   int64
-	cached  bool // a built-in kit's copy on disk (kitcache)
+	stamp   string // what its stat says of its contents (stampOf)
+	cached  bool   // a built-in kit's copy on disk (kitcache)
 }
 
 func abs(root, p string) string {
@@ -169,7 +168,7 @@ func discover(opts Options) ([]found, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, found{kind: "tool", source: source, kit: kit, display: rel(opts.Root, f), dir: filepath.Dir(f), name: f, size: st.Size(), mtime: st.ModTime().UnixNano()})
+			out = append(out, found{kind: "tool", source: source, kit: kit, display: rel(opts.Root, f), dir: filepath.Dir(f), name: f, stamp: stampOf(st)})
 		}
 	}
 	for _, td := range opts.ToolsDirs {
@@ -180,7 +179,7 @@ func discover(opts Options) ([]found, error) {
 		for _, kd := range opts.KitsDirs {
 			kf := filepath.Join(abs(opts.Root, kd), id, "kit.yaml")
 			if st, err := os.Stat(kf); err == nil {
-				out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: rel(opts.Root, kf), name: kf, size: st.Size(), mtime: st.ModTime().UnixNano()})
+				out = append(out, found{kind: "kit", source: "kit:" + id, kit: id, display: rel(opts.Root, kf), name: kf, stamp: stampOf(st)})
 				addDir("kit:"+id, id, filepath.Dir(kf))
 				located = true
 				break

@@ -1,18 +1,78 @@
 package registry
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
+
+// stampOf is what a manifest's stat says of its contents: a copy that
+// keeps the size and modification time (cp -p, tar, rsync -t) still
+// changes its change time and inode.
+func stampOf(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d|%d|%d.%d|%d", fi.Size(), fi.ModTime().UnixNano(), st.Ctim.Sec, st.Ctim.Nsec, st.Ino)
+	}
+	return fmt.Sprintf("%d|%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// identity is which folder path names now (following links): it changes
+// when a link on the way is pointed elsewhere, or a folder on the way is
+// replaced or mounted over.
+type identity struct{ dev, ino uint64 }
+
+func identityOf(path string) (identity, bool) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return identity{}, false
+	}
+	return identity{uint64(st.Dev), st.Ino}, true
+}
+
+// alone reports whether path is a manifest only its own folder names: not
+// a link, not a file with another name (an edit through the other name,
+// or the link's target, changes no watched folder).
+func alone(path string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1
+}
+
+// local reports whether dir is on a file system whose changes inotify
+// sees whoever makes them: not one another host may change (NFS, CIFS,
+// FUSE, 9p).
+func local(dir string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
+
+// maxWatchers bounds the inotify instances memos hold in one process (a
+// user has 128 by default, shared with every other program of theirs).
+const maxWatchers = 8
+
+// watchers counts the instances memos hold now.
+var watchers atomic.Int32
 
 // watcher is an inotify instance watching folders for any change of
 // their entries or of the entries' contents. It is read without waiting:
 // changed reports what the kernel queued before the call. Its *os.File
 // owns the descriptor: closed once, and by the file's finalizer when a
-// memo is dropped while it watches (a user's inotify instances are few).
+// memo is dropped while it watches. (Never call its Fd: that would make
+// the descriptor blocking, and changed would wait.)
 type watcher struct {
-	f *os.File
+	f     *os.File
+	taken *atomic.Bool // counted in watchers until closed or collected
 }
 
 // watchMask is every change of a folder's entries, their contents or
@@ -21,22 +81,36 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATT
 	unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
 // newWatcher watches dirs, or is nil when it cannot watch them all (no
-// inotify, the user's watch limit): loads then discover every time.
+// inotify, the user's or this process's limits): loads then discover
+// every time.
 func newWatcher(dirs []string) *watcher {
-	if len(dirs) == 0 {
+	if len(dirs) == 0 || watchers.Add(1) > maxWatchers {
+		watchers.Add(-1)
 		return nil
 	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
+		watchers.Add(-1)
 		return nil
 	}
 	for _, d := range dirs {
 		if _, err := unix.InotifyAddWatch(fd, d, watchMask); err != nil {
 			_ = unix.Close(fd)
+			watchers.Add(-1)
 			return nil
 		}
 	}
-	return &watcher{f: os.NewFile(uintptr(fd), "inotify")}
+	w := &watcher{f: os.NewFile(uintptr(fd), "inotify"), taken: new(atomic.Bool)}
+	w.taken.Store(true)
+	runtime.AddCleanup(w, release, w.taken)
+	return w
+}
+
+// release gives a closed or collected watcher's count back, once.
+func release(taken *atomic.Bool) {
+	if taken.Swap(false) {
+		watchers.Add(-1)
+	}
 }
 
 // changed reports whether anything was queued since the watch began: an
@@ -57,4 +131,7 @@ func (w *watcher) changed() bool {
 }
 
 // close ends the watch.
-func (w *watcher) close() { _ = w.f.Close() }
+func (w *watcher) close() {
+	_ = w.f.Close()
+	release(w.taken)
+}
