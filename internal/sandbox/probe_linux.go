@@ -27,6 +27,7 @@ type Support struct {
 	missing string            // why nothing can be confined ("" = it can)
 	cgroups map[string]string // controller -> folder capflow's cgroups go in
 	pool    cgroupPool
+	nets    netPool // network namespaces made ahead for a root worker's zygote steps
 	// zygoteOff says why no zygote forks steps here (nil: they do);
 	// zygote is the one without cgroups, started from zygoteThread.
 	zygoteOff    atomic.Pointer[string]

@@ -77,6 +77,7 @@ type Request struct {
 	Folders Folders
 
 	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
+	netns   int            // the index among the zygote's files of a network namespace made for the tree (0: none)
 	// zygoteWait makes Start wait for a zygote that is starting (tests of
 	// the zygote's way) rather than take bubblewrap.
 	zygoteWait bool

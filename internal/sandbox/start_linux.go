@@ -131,6 +131,10 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 	}
 	defer t.closeChildEnds()
 	files = req.handOver(files, 0) // the zygote numbers them in the request
+	if ns := s.nets.take(); ns != nil {
+		defer ns.Close() // the zygote has its own once sent
+		req.netns, files = len(files), append(files, ns)
+	}
 	words, err := s.zygoteWords(req, t.limits)
 	if err == nil && len(files) > zygoteFiles {
 		err = errTooLarge

@@ -260,12 +260,15 @@ func (z *zygote) stop() {
 
 // zygoteWords is a request as the zygote reads it: the mounts
 // (mountArgs, folders by their index in the files sent), the working
-// folder, rlimits, the environment, then the command, each word ended by
+// folder, the network namespace made for it (its index), rlimits, the environment, then the command, each word ended by
 // a NUL. A word holding a NUL is refused: it would be read as two.
 func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
 	w := s.mountArgs(req)
 	if req.Dir != "" {
 		w = append(w, "--chdir", req.Dir)
+	}
+	if req.netns > 0 {
+		w = append(w, "--netns", strconv.Itoa(req.netns))
 	}
 	for _, l := range limits {
 		w = append(w, "--rlimit", strconv.Itoa(l.Resource), strconv.FormatUint(l.Cur, 10), strconv.FormatUint(l.Max, 10))

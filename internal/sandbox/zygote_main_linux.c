@@ -40,10 +40,12 @@ struct req {
 	char *env[4096];
 	char **argv;
 	int *fds, nfds, sync;
+	int netns; // the index in fds of a network namespace made for the step (-1: its clone makes one)
 };
 
 // parse reads a request: NUL-ended words, mounts first (mountArgs), then
-// --chdir D, --rlimit R CUR MAX, --env K=V, and after "--" the command.
+// --chdir D, --netns N, --rlimit R CUR MAX, --env K=V, and after "--" the
+// command.
 static int parse(char *msg, size_t len, struct req *r) {
 	static char *w[ZMSG + 1]; // a word is at least its NUL: never cut
 	int n = 0, nenv = 0;
@@ -56,7 +58,7 @@ static int parse(char *msg, size_t len, struct req *r) {
 	w[n] = NULL;
 	for (int i = 0; i < n; i++) {
 		const char *k = w[i];
-		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0;
+		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0;
 		if (strcmp(k, "--") == 0) {
 			r->argv = &w[i + 1];
 			r->env[nenv] = NULL;
@@ -67,6 +69,12 @@ static int parse(char *msg, size_t len, struct req *r) {
 			return errno = EINVAL, fail("%s needs its arguments", k);
 		if (strcmp(k, "--chdir") == 0) {
 			r->dir = w[++i];
+		} else if (strcmp(k, "--netns") == 0) {
+			// Never stdio, never past what was sent, only as root (a user's
+			// step is in a user namespace of its own, which may not enter it).
+			r->netns = atoi(w[++i]);
+			if (r->netns < 3 || r->netns >= r->nfds || zuid != 0)
+				return errno = EINVAL, fail("--netns %s", w[i]);
 		} else if (strcmp(k, "--env") == 0) {
 			if (nenv == 4095)
 				return errno = E2BIG, fail("environment");
@@ -125,7 +133,8 @@ static void tool(struct req *r) {
 static int step_init(void *arg) {
 	struct req *r = arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
-	if ((zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
+	if ((r->netns >= 0 && setns(r->fds[r->netns], CLONE_NEWNET) != 0 && fail("entering its network namespace")) ||
+	    (zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
 	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
@@ -168,6 +177,7 @@ static char stack[1 << 18] __attribute__((aligned(16))); // the step init's (exe
 static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) {
 	static struct req r;
 	memset(&r, 0, sizeof r);
+	r.netns = -1;
 	zerr[0] = 0;
 	char out[640];
 	int sync[2] = {-1, -1};
@@ -179,6 +189,8 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	} else if (parse(msg, len, &r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
 		r.sync = sync[1];
 		int flags = step_flags();
+		if (r.netns >= 0)
+			flags &= ~CLONE_NEWNET; // the step enters the one made for it (step_init)
 		pid = clone(step_init, stack + sizeof stack, flags | CLONE_NEWCGROUP, &r);
 		if (pid < 0 && errno == EINVAL)
 			pid = clone(step_init, stack + sizeof stack, flags, &r);
