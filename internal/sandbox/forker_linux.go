@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,37 +40,19 @@ type forker struct {
 func newForker(dirs map[string]string) (*forker, error) {
 	f := &forker{jobs: make(chan func())}
 	moved := make(chan error, 1)
-	go f.run(dirs, moved, nil)
+	go ownThread(func() { f.run(dirs, moved) })
 	if err := <-moved; err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// run is the forker's goroutine, on a thread of its own: it moves the
-// thread into dirs' cgroups, then starts what it is given until stop. On
-// the process's main thread it hands over to another goroutine instead
-// (held closes once that one has its thread): the runtime never ends the
-// main thread when its locked goroutine returns, it parks it, so the
-// thread would stay in the cgroups and they could never be removed (CI
-// found a drained tree's cgroups left behind, the test's main thread in
-// them).
-func (f *forker) run(dirs map[string]string, moved chan<- error, held chan<- struct{}) {
-	// Never unlocked on the forker's own thread: the thread ends with
-	// this goroutine, and with it its place in the cgroups.
-	runtime.LockOSThread()
-	if unix.Gettid() == unix.Getpid() {
-		// The main thread stays locked here while the other goroutine
-		// starts, so the scheduler puts it on another thread.
-		next := make(chan struct{})
-		go f.run(dirs, moved, next)
-		<-next
-		runtime.UnlockOSThread()
-		return
-	}
-	if held != nil {
-		close(held)
-	}
+// run is the forker's goroutine, on a thread of its own (ownThread): it
+// moves the thread into dirs' cgroups, then starts what it is given until
+// stop. The thread ends with it, and with it its place in the cgroups (CI
+// found a drained tree's cgroups left behind where the test's main thread
+// had been the forker's).
+func (f *forker) run(dirs map[string]string, moved chan<- error) {
 	f.tid = strconv.Itoa(unix.Gettid())
 	for c, d := range dirs {
 		f.tasks = filepath.Join(d, "tasks")

@@ -38,7 +38,7 @@ func TestForkerNeverKeepsTheMainThread(t *testing.T) {
 	}
 	f := &forker{jobs: make(chan func())}
 	moved := make(chan error, 1)
-	onMain <- func() { f.run(cg.dirs, moved, nil) }
+	onMain <- func() { ownThread(func() { f.run(cg.dirs, moved) }) }
 	if err := <-moved; err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"os"
-	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +19,15 @@ import (
 type netPool struct {
 	once  sync.Once
 	ready chan *os.File // made, each waiting for one step
+	stop  atomic.Bool   // a step could not enter one: none is taken again
 }
+
+// netnsRefused is how the zygote says a step's init could not enter the
+// namespace made for it (zygote_main_linux.c).
+const netnsRefused = "entering its network namespace"
+
+// off stops handing namespaces out: steps make their own from then on.
+func (p *netPool) off() { p.stop.Store(true) }
 
 // netPoolSize is how many namespaces wait made: one a step started
 // within a making of another (about half a millisecond) is enough for
@@ -29,12 +37,12 @@ const netPoolSize = 2
 // take is a namespace made for one step (its descriptor, to send to the
 // zygote and close), or nil: the step makes its own.
 func (p *netPool) take() *os.File {
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || p.stop.Load() {
 		return nil
 	}
 	p.once.Do(func() {
 		p.ready = make(chan *os.File, netPoolSize)
-		go p.fill()
+		go ownThread(p.fill)
 	})
 	select {
 	case f := <-p.ready:
@@ -44,10 +52,11 @@ func (p *netPool) take() *os.File {
 	}
 }
 
-// fill makes namespaces as steps take them, on a thread of its own; the
-// first failure ends it (the steps make their own from then on).
+// fill makes namespaces as steps take them, on a thread of its own
+// (ownThread: never the main one, and ended with fill where it could not
+// go back); the first failure ends it (the steps make their own from then
+// on).
 func (p *netPool) fill() {
-	runtime.LockOSThread() // never unlocked: a thread that failed to go back is ended with it
 	host, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
 		return

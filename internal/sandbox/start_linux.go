@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -131,9 +132,11 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 	}
 	defer t.closeChildEnds()
 	files = req.handOver(files, 0) // the zygote numbers them in the request
-	if ns := s.nets.take(); ns != nil {
-		defer ns.Close() // the zygote has its own once sent
-		req.netns, files = len(files), append(files, ns)
+	if len(files) < zygoteFiles {  // a request with no room for it stays the zygote's
+		if ns := s.nets.take(); ns != nil {
+			defer ns.Close() // the zygote has its own once sent
+			req.netns, files = len(files), append(files, ns)
+		}
 	}
 	words, err := s.zygoteWords(req, t.limits)
 	if err == nil && len(files) > zygoteFiles {
@@ -155,6 +158,9 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 			_, _ = t.proc.Wait()
 		}
 		t.closeParentEnds()
+		if req.netns > 0 && strings.Contains(err.Error(), netnsRefused) {
+			s.nets.off() // this system lets a step make a namespace, not enter one made for it
+		}
 		return nil, fmt.Errorf("the zygote: %w", err)
 	}
 	t.streams.feed() // stdin is read only now: bubblewrap gets it whole otherwise

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/mount.h>
+#include <linux/nsfs.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -72,9 +74,11 @@ static int parse(char *msg, size_t len, struct req *r) {
 		} else if (strcmp(k, "--netns") == 0) {
 			// Never stdio, never past what was sent, only as root (a user's
 			// step is in a user namespace of its own, which may not enter it).
-			r->netns = atoi(w[++i]);
-			if (r->netns < 3 || r->netns >= r->nfds || zuid != 0)
+			char *end;
+			long n = strtol(w[++i], &end, 10);
+			if (*w[i] == 0 || *end != 0 || n < 3 || n >= r->nfds || zuid != 0)
 				return errno = EINVAL, fail("--netns %s", w[i]);
+			r->netns = (int)n;
 		} else if (strcmp(k, "--env") == 0) {
 			if (nenv == 4095)
 				return errno = E2BIG, fail("environment");
@@ -127,13 +131,27 @@ static void tool(struct req *r) {
 	_exit(127);
 }
 
+// enter_net enters the network namespace made for the step: only a
+// network namespace (not a pidfd, which setns takes too), and never the
+// zygote's own, the worker's.
+static int enter_net(int fd) {
+	struct stat ns, own;
+	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return errno = EINVAL, fail("entering its network namespace (not one)");
+	if (fstat(fd, &ns) != 0 || stat("/proc/self/ns/net", &own) != 0)
+		return fail("entering its network namespace");
+	if (ns.st_dev == own.st_dev && ns.st_ino == own.st_ino)
+		return errno = EINVAL, fail("entering its network namespace (the worker's own)");
+	return setns(fd, CLONE_NEWNET) == 0 ? 0 : fail("entering its network namespace");
+}
+
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
 static int step_init(void *arg) {
 	struct req *r = arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
-	if ((r->netns >= 0 && setns(r->fds[r->netns], CLONE_NEWNET) != 0 && fail("entering its network namespace")) ||
+	if ((r->netns >= 0 && enter_net(r->fds[r->netns]) != 0) ||
 	    (zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
 	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
