@@ -158,17 +158,7 @@ func TestMemoWatchKitCopyReplacedAbove(t *testing.T) {
 	o := opts(t.TempDir(), "media")
 	o.KitCache = t.TempDir()
 	o = watched(t, o)
-	r, _ := Load(o)
-	var script string
-	for _, m := range r.Tools {
-		if m.Kit == "media" && filepath.Base(m.Dir) == "video-convert" {
-			script = filepath.Join(m.Dir, "run.py")
-		}
-	}
-	want, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script, want := mediaScript(t, o)
 	digestDir := filepath.Dir(filepath.Dir(filepath.Dir(script)))
 	rel, _ := filepath.Rel(digestDir, script)
 	evil := filepath.Join(o.KitCache, "evil")

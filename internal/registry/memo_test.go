@@ -3,7 +3,6 @@ package registry
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 )
@@ -18,22 +17,6 @@ func toolNames(r *Registry) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// armed loads twice through a memo: the second load, finding the files
-// as the first did, starts the watch.
-func armed(t *testing.T, o Options) *Memo {
-	t.Helper()
-	o.Memo = &Memo{}
-	for range 2 {
-		if _, err := Load(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if runtime.GOOS == "linux" && o.Memo.w == nil {
-		t.Fatal("the memo does not watch after a second load that found the same files")
-	}
-	return o.Memo
 }
 
 // TestMemoWatchSeesEveryChange: once a memo watches, a load answers its
@@ -78,7 +61,7 @@ func TestMemoWatchSeesEveryChange(t *testing.T) {
 			}
 			o := opts(root, "extra")
 			o.Builtin = nil
-			o.Memo = armed(t, o)
+			o = watched(t, o)
 			before, _ := Load(o)
 			if again, _ := Load(o); again != before {
 				t.Fatal("an unchanged project's load built a new registry")
@@ -99,21 +82,10 @@ func TestMemoWatchSeesEveryChange(t *testing.T) {
 // altered below its tools' folders while the memo watches, is written
 // again by the next load, as before there was a watch.
 func TestMemoWatchRepairsBuiltinKitCopy(t *testing.T) {
-	root := t.TempDir()
-	o := opts(root, "media")
+	o := opts(t.TempDir(), "media")
 	o.KitCache = t.TempDir()
-	o.Memo = armed(t, o)
-	r, _ := Load(o)
-	var script string
-	for _, m := range r.Tools {
-		if m.Kit == "media" && filepath.Base(m.Dir) == "video-convert" {
-			script = filepath.Join(m.Dir, "run.py")
-		}
-	}
-	want, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatalf("the media kit's copy: %v", err)
-	}
+	o = watched(t, o)
+	script, want := mediaScript(t, o)
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho altered\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +95,28 @@ func TestMemoWatchRepairsBuiltinKitCopy(t *testing.T) {
 	if got, _ := os.ReadFile(script); string(got) != string(want) {
 		t.Fatalf("the altered copy was not written again: %q", got)
 	}
+}
+
+// mediaScript is a script of the media kit's copy on disk, and what it
+// holds.
+func mediaScript(t *testing.T, o Options) (string, []byte) {
+	t.Helper()
+	r, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Tools {
+		if m.Kit == "media" && filepath.Base(m.Dir) == "video-convert" {
+			script := filepath.Join(m.Dir, "run.py")
+			b, err := os.ReadFile(script)
+			if err != nil {
+				t.Fatalf("the media kit's copy: %v", err)
+			}
+			return script, b
+		}
+	}
+	t.Fatal("no media kit's copy")
+	return "", nil
 }
 
 // TestMemoOneLoadDoesNotWatch: a command that loads once (the CLI) takes

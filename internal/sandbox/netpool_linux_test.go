@@ -74,16 +74,7 @@ func TestZygoteRefusesABadNetns(t *testing.T) {
 	if os.Geteuid() != 0 || !zygoteBuilt {
 		t.Skip("the pool and --netns are a root worker's zygote's")
 	}
-	cg, err := s.takeCgroup(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.release(cg)
-	s.waitZygote(cg)
-	z, err := s.zygoteFor(cg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := zygoteForTest(t, s)
 	open := func(p string) *os.File {
 		f, err := os.Open(p)
 		if err != nil {

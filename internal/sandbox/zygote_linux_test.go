@@ -17,21 +17,29 @@ import (
 // request it cannot read whole (a mount of a kind it does not make, a word
 // missing, a descriptor it was not given, no command) and goes on serving;
 // a word holding a NUL (which would read as two) never reaches it.
-func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
-	s := support(t)
-	if !zygoteBuilt {
-		t.Fatal("built without cgo: no zygote to test")
-	}
+// zygoteForTest is the zygote of a cgroup set taken for the test (given
+// back when it ends), started.
+func zygoteForTest(t *testing.T, s *Support) *zygote {
+	t.Helper()
 	cg, err := s.takeCgroup(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.release(cg)
+	t.Cleanup(func() { s.release(cg) })
 	s.waitZygote(cg)
 	z, err := s.zygoteFor(cg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return z
+}
+
+func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
+	if !zygoteBuilt {
+		t.Fatal("built without cgo: no zygote to test")
+	}
+	s := support(t)
+	z := zygoteForTest(t, s)
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
