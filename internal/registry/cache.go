@@ -36,9 +36,9 @@ type cache struct {
 	Problems    []cachedProblem      `json:"problems"`
 }
 
-// fingerprint covers the options and every file's identity (size and
-// modification time for disk files, content for builtin ones), so any
-// change to a manifest invalidates the cache.
+// fingerprint covers the options and every file's identity (its stamp
+// for disk files, stampOf; content for builtin ones), so any change to a
+// manifest invalidates the cache.
 func fingerprint(opts Options, files []found) string {
 	h := sha256.New()
 	// Protected decides which sandbox.write a manifest may name: a path

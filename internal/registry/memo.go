@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Memo is a registry kept between loads (Options.Memo). A registry it
@@ -29,8 +31,12 @@ type Memo struct {
 	// pins are the folders whose path must keep naming the same folder.
 	pins map[string]identity
 	// unwatchable is a fingerprint found not to be watchable: its loads
-	// discover the files, without trying again.
+	// discover the files, without trying again. retry is when a watch the
+	// system refused (its limits) is tried again; arming, that a load is
+	// starting one (the others do not).
 	unwatchable string
+	retry       time.Time
+	arming      bool
 }
 
 func (m *Memo) get(fp string) *Registry {
@@ -73,7 +79,7 @@ func (m *Memo) unchanged(opts Options) *Registry {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.w == nil || !m.key.is(opts) {
+	if m.w == nil || !m.key.matches(opts) {
 		return nil
 	}
 	if m.w.changed() || !samePins(m.pins) {
@@ -92,20 +98,24 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 		return
 	}
 	m.mu.Lock()
-	skip := (m.w != nil && m.key.is(opts)) || m.unwatchable == fp
+	skip := (m.w != nil && m.key.matches(opts)) || m.unwatchable == fp || m.arming || time.Now().Before(m.retry)
+	m.arming = m.arming || !skip
 	m.mu.Unlock()
 	if skip {
 		return
 	}
-	dirs := watchable(opts, files)
-	pins := pinned(opts, files)
-	var w *watcher
-	if dirs != nil && pins != nil {
-		w = newWatcher(dirs)
-	}
-	if w == nil {
+	defer func() { m.mu.Lock(); m.arming = false; m.mu.Unlock() }()
+	dirs, pins := watchable(opts, files), pinned(opts, files)
+	if dirs == nil || pins == nil {
 		m.mu.Lock()
 		m.unwatchable = fp
+		m.mu.Unlock()
+		return
+	}
+	w := newWatcher(dirs)
+	if w == nil {
+		m.mu.Lock()
+		m.retry = time.Now().Add(watchRetry)
 		m.mu.Unlock()
 		return
 	}
@@ -133,13 +143,13 @@ func watchable(opts Options, files []found) []string {
 		return nil
 	}
 	for _, f := range files {
-		if f.kind == "unwritable-kit" || (f.fsys == nil && f.stamp != "" && !alone(f.name)) {
+		if f.kind == "unwritable-kit" || (f.fsys == nil && f.stamp != "" && !singlyNamed(f.name)) {
 			return nil
 		}
 	}
 	dirs := watchedDirs(opts, files)
 	for _, d := range dirs {
-		if !local(d) {
+		if !localFS(d) {
 			return nil
 		}
 	}
@@ -148,12 +158,17 @@ func watchable(opts Options, files []found) []string {
 
 // pinned are the folders whose path must keep naming the same folder:
 // the project's root, every tools and kits folder (or the nearest one
-// above that exists), every built-in kit's copy; nil when one cannot be
-// told.
+// above that exists), every kit's folder (a link to a release, switched)
+// and built-in kit's copy; nil when one cannot be told (a kit's folder
+// that is a link to nothing yet).
 func pinned(opts Options, files []found) map[string]identity {
-	paths := []string{existing(opts.Root)}
-	for _, d := range append(slices.Clone(opts.ToolsDirs), opts.KitsDirs...) {
-		paths = append(paths, existing(abs(opts.Root, d)))
+	paths := append([]string{existing(opts.Root)}, configured(opts)...)
+	for _, kd := range opts.KitsDirs {
+		for _, id := range opts.ActiveKits {
+			if p := filepath.Join(abs(opts.Root, kd), id); lexists(p) {
+				paths = append(paths, p)
+			}
+		}
 	}
 	for _, f := range files {
 		if f.cached {
@@ -169,6 +184,22 @@ func pinned(opts Options, files []found) map[string]identity {
 		pins[p] = id
 	}
 	return pins
+}
+
+// configured are the tools and kits folders, each where it would appear
+// when it does not exist yet.
+func configured(opts Options) []string {
+	var out []string
+	for _, d := range append(slices.Clone(opts.ToolsDirs), opts.KitsDirs...) {
+		out = append(out, existing(abs(opts.Root, d)))
+	}
+	return out
+}
+
+// lexists reports whether there is anything at p, a link to nothing too.
+func lexists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // samePins reports whether every pinned path names the folder it did.
@@ -191,11 +222,15 @@ func keyOf(o Options) memoKey {
 	return memoKey{o.Root, o.StateDir, o.KitCache, slices.Clone(o.KitsDirs), slices.Clone(o.ToolsDirs), slices.Clone(o.ActiveKits), slices.Clone(o.Order), slices.Clone(o.Protected)}
 }
 
-// is reports whether o is the options k was taken from.
-func (k memoKey) is(o Options) bool {
+// matches reports whether o is the options k was taken from.
+func (k memoKey) matches(o Options) bool {
 	return k.root == o.Root && k.stateDir == o.StateDir && k.kitCache == o.KitCache && slices.Equal(k.kitsDirs, o.KitsDirs) &&
 		slices.Equal(k.toolsDirs, o.ToolsDirs) && slices.Equal(k.activeKits, o.ActiveKits) && slices.Equal(k.order, o.Order) && slices.Equal(k.protect, o.Protected)
 }
+
+// watchRetry is how long a memo the system refused a watch (its inotify
+// limits, this process's) waits before it asks again.
+const watchRetry = time.Minute
 
 // maxWatched bounds the folders one memo watches (each is a kernel
 // watch); a project with more discovers its files at every load.
@@ -210,14 +245,32 @@ const maxWatched = 4096
 func watchedDirs(opts Options, files []found) []string {
 	set := map[string]bool{}
 	add := func(dir string) { set[existing(dir)] = true }
-	for _, td := range opts.ToolsDirs {
-		add(abs(opts.Root, td))
+	for _, d := range configured(opts) {
+		set[d] = true
 	}
 	for _, kd := range opts.KitsDirs {
-		add(abs(opts.Root, kd))
 		for _, id := range opts.ActiveKits {
 			if st, err := os.Stat(filepath.Join(abs(opts.Root, kd), id)); err == nil && st.IsDir() {
 				add(filepath.Join(abs(opts.Root, kd), id))
+			}
+		}
+	}
+	// Every folder a tool.yaml may appear in: each one discovery listed,
+	// with a manifest or not yet.
+	listed := slices.Clone(opts.ToolsDirs)
+	for i, td := range listed {
+		listed[i] = abs(opts.Root, td)
+	}
+	for _, f := range files {
+		if f.kind == "kit" && f.fsys == nil {
+			listed = append(listed, filepath.Dir(f.name))
+		}
+	}
+	for _, dir := range listed {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				set[filepath.Join(dir, e.Name())] = true
 			}
 		}
 	}

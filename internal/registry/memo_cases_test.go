@@ -61,10 +61,11 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 		os.WriteFile(file, bytes.Replace(b, []byte(from), []byte(to), 1), 0o644)
 	}
 	for _, tc := range []struct {
-		name   string
-		root   func(base string) string // the project root beneath base
-		setup  func(t *testing.T, base, root string)
-		change func(t *testing.T, base, root string)
+		name    string
+		root    func(base string) string // the project root beneath base
+		setup   func(t *testing.T, base, root string)
+		change  func(t *testing.T, base, root string)
+		watches bool // the memo watches before the change (else it looks every time)
 	}{
 		{"the tools folder is a link, pointed elsewhere", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "tools-v1"), "a", "1.0.0", "x.y", "")
@@ -74,7 +75,7 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 		}, func(t *testing.T, _, root string) {
 			os.Symlink("tools-v2", filepath.Join(root, "tools.tmp"))
 			os.Rename(filepath.Join(root, "tools.tmp"), filepath.Join(root, "tools"))
-		}},
+		}, true},
 		{"the project root is a link to a release, switched", func(base string) string { return filepath.Join(base, "current") }, func(t *testing.T, base, _ string) {
 			writeTool(t, filepath.Join(base, "releases/r1/tools"), "a", "1.0.0", "x.y", "")
 			writeTool(t, filepath.Join(base, "releases/r2/tools"), "a", "2.0.0", "x.y", "")
@@ -82,7 +83,7 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 		}, func(t *testing.T, base, _ string) {
 			os.Symlink("releases/r2", filepath.Join(base, "current.tmp"))
 			os.Rename(filepath.Join(base, "current.tmp"), filepath.Join(base, "current"))
-		}},
+		}, true},
 		{"the project folder replaced by another", func(base string) string { return filepath.Join(base, "proj") }, func(t *testing.T, base, root string) {
 			writeTool(t, filepath.Join(root, "tools"), "a", "1.0.0", "x.y", "")
 			writeTool(t, filepath.Join(base, "proj.new/tools"), "a", "2.0.0", "x.y", "")
@@ -90,7 +91,7 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 		}, func(t *testing.T, base, root string) {
 			os.Rename(root, filepath.Join(base, "proj.old"))
 			os.Rename(filepath.Join(base, "proj.new"), root)
-		}},
+		}, true},
 		{"tool.yaml links to a file beneath its folder, edited", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "src"), "a", "1.0.0", "x.y", "")
 			dir := filepath.Join(root, "tools/a")
@@ -100,14 +101,14 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 			os.Symlink("spec/tool.yaml", filepath.Join(dir, "tool.yaml"))
 		}, func(t *testing.T, _, root string) {
 			edit(t, filepath.Join(root, "tools/a/spec/tool.yaml"), "1.0.0", "2.0.0")
-		}},
+		}, false},
 		{"tool.yaml has another name, written there", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "shared"), "a", "1.0.0", "x.y", "")
 			os.MkdirAll(filepath.Join(root, "tools/a"), 0o755)
 			os.Link(filepath.Join(root, "shared/a/tool.yaml"), filepath.Join(root, "tools/a/tool.yaml"))
 		}, func(t *testing.T, _, root string) {
 			edit(t, filepath.Join(root, "shared/a/tool.yaml"), "1.0.0", "2.0.0")
-		}},
+		}, false},
 		{"a copy keeping size and modification time (cp -p)", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "tools"), "a", "1.0.0", "x.y", "")
 			os.Mkdir(filepath.Join(root, "kits"), 0o755)
@@ -116,7 +117,7 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 			st, _ := os.Stat(p)
 			edit(t, p, "1.0.0", "2.0.0")
 			os.Chtimes(p, st.ModTime(), st.ModTime())
-		}},
+		}, true},
 		{"kit.yaml made in an earlier kits folder", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "k2/extra"), "k", "1.0.0", "x.k", "")
 			os.WriteFile(filepath.Join(root, "k2/extra/kit.yaml"), []byte("id: extra\nversion: 1.0.0\ndescription: e\n"), 0o644)
@@ -125,13 +126,34 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 		}, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "k1/extra"), "k", "2.0.0", "x.k", "")
 			os.WriteFile(filepath.Join(root, "k1/extra/kit.yaml"), []byte("id: extra\nversion: 1.0.0\ndescription: e\n"), 0o644)
-		}},
+		}, true},
 		{"tool.yaml replaced by a rename (an editor's save)", nil, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "tools"), "a", "1.0.0", "x.y", "")
 		}, func(t *testing.T, _, root string) {
 			writeTool(t, filepath.Join(root, "stage"), "a", "2.0.0", "x.y", "")
 			os.Rename(filepath.Join(root, "stage/a/tool.yaml"), filepath.Join(root, "tools/a/tool.yaml"))
-		}},
+		}, true},
+		{"a tool.yaml made in a tool folder that had none", nil, func(t *testing.T, _, root string) {
+			writeTool(t, filepath.Join(root, "tools"), "a", "1.0.0", "x.y", "")
+			os.MkdirAll(filepath.Join(root, "tools/b"), 0o755)
+		}, func(t *testing.T, _, root string) {
+			writeTool(t, filepath.Join(root, "tools"), "b", "1.0.0", "x.b", "")
+		}, true},
+		{"a kit's folder is a link to a release, switched", nil, func(t *testing.T, _, root string) {
+			for _, v := range []string{"1.0.0", "2.0.0"} {
+				dir := filepath.Join(root, "releases", v)
+				writeTool(t, dir, "k", v, "x.k", "")
+				os.WriteFile(filepath.Join(dir, "kit.yaml"), []byte("id: extra\nversion: 1.0.0\ndescription: e\n"), 0o644)
+			}
+			os.MkdirAll(filepath.Join(root, "k1"), 0o755)
+			os.MkdirAll(filepath.Join(root, "tools"), 0o755)
+			os.Symlink("1.0.0", filepath.Join(root, "releases/current"))
+			os.Symlink("../releases/current", filepath.Join(root, "k1/extra"))
+		}, func(t *testing.T, _, root string) {
+			// Outside every watched folder: only the kit's path says it.
+			os.Symlink("2.0.0", filepath.Join(root, "releases/current.tmp"))
+			os.Rename(filepath.Join(root, "releases/current.tmp"), filepath.Join(root, "releases/current"))
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -145,6 +167,9 @@ func TestMemoWatchPathsAndLinks(t *testing.T) {
 			o.Memo = &Memo{}
 			for range 3 {
 				Load(o)
+			}
+			if watching := o.Memo.w != nil; watching != tc.watches {
+				t.Fatalf("the memo watches: %v, want %v", watching, tc.watches)
 			}
 			tc.change(t, base, root)
 			sameAsFresh(t, o)

@@ -24,6 +24,6 @@ func (*watcher) close() {}
 
 func identityOf(string) (identity, bool) { return identity{}, false }
 
-func alone(string) bool { return false }
+func singlyNamed(string) bool { return false }
 
-func local(string) bool { return false }
+func localFS(string) bool { return false }

@@ -27,11 +27,23 @@ type netPool struct {
 const netnsRefused = "entering its network namespace"
 
 // off stops handing namespaces out: steps make their own from then on.
-func (p *netPool) off() { p.stop.Store(true) }
+// What waits is closed; fill ends at its next one.
+func (p *netPool) off() {
+	p.stop.Store(true)
+	for {
+		select {
+		case f := <-p.ready:
+			f.Close()
+		default:
+			return
+		}
+	}
+}
 
-// netPoolSize is how many namespaces wait made: one a step started
-// within a making of another (about half a millisecond) is enough for
-// steps one after another; a burst past it makes its own.
+// netPoolSize is how many namespaces exist made ahead at most: one waits
+// in the channel, the next is made and held until there is room. That is
+// enough for steps one after another (making one takes about half a
+// millisecond); a burst of steps past it makes its own.
 const netPoolSize = 2
 
 // take is a namespace made for one step (its descriptor, to send to the
@@ -41,7 +53,7 @@ func (p *netPool) take() *os.File {
 		return nil
 	}
 	p.once.Do(func() {
-		p.ready = make(chan *os.File, netPoolSize)
+		p.ready = make(chan *os.File, netPoolSize-1)
 		go ownThread(p.fill)
 	})
 	select {
@@ -62,7 +74,7 @@ func (p *netPool) fill() {
 		return
 	}
 	defer host.Close()
-	for {
+	for !p.stop.Load() {
 		f, err := freshNet(host)
 		if err != nil {
 			return

@@ -134,8 +134,9 @@ func TestNetPoolNeverKeepsTheMainThread(t *testing.T) {
 		t.Skip("the pool is a root worker's")
 	}
 	host, _ := os.Readlink("/proc/self/ns/net")
-	p := &netPool{ready: make(chan *os.File, netPoolSize)}
+	p := &netPool{ready: make(chan *os.File, netPoolSize-1)}
 	p.once.Do(func() {})
+	defer p.off()
 	onMain <- func() { ownThread(p.fill) }
 	var stop atomic.Bool
 	var moved atomic.Int64

@@ -93,6 +93,17 @@ static int attach(int t, const char *dst, int ro) {
 	return 0;
 }
 
+// fd_index reads word as the index of one of the nfds descriptors sent
+// with a request, past stdio: digits only; -1 otherwise.
+int fd_index(const char *word, int nfds) {
+	char *end;
+	errno = 0;
+	long k = strtol(word, &end, 10);
+	if (*word == 0 || *end != 0 || errno != 0 || k < 3 || k >= nfds)
+		return -1;
+	return (int)k;
+}
+
 // clone_sources clones every bind's source while the file system is
 // still the machine's: a tmpfs laid over a hidden root must not hide
 // what is bound back from it. A folder handed over (--bind-fd) is found
@@ -104,8 +115,8 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 		if (strcmp(o->kind, "--tmpfs") == 0)
 			continue;
 		if (strcmp(o->kind, "--bind-fd") == 0) {
-			int k = atoi(o->src);
-			if (k < 3 || k >= nfds)
+			int k = fd_index(o->src, nfds);
+			if (k < 0)
 				return errno = EBADF, fail("--bind-fd %s", o->src);
 			char link[64], path[4096];
 			snprintf(link, sizeof link, "/proc/self/fd/%d", fds[k]);

@@ -260,8 +260,9 @@ func (z *zygote) stop() {
 
 // zygoteWords is a request as the zygote reads it: the mounts
 // (mountArgs, folders by their index in the files sent), the working
-// folder, the network namespace made for it (its index), rlimits, the environment, then the command, each word ended by
-// a NUL. A word holding a NUL is refused: it would be read as two.
+// folder, the network namespace made for it (its index), rlimits, the
+// environment, then the command, each word ended by a NUL. A word holding
+// a NUL is refused: it would be read as two.
 func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
 	w := s.mountArgs(req)
 	if req.Dir != "" {

@@ -21,6 +21,7 @@ extern char zerr[512];
 int fail(const char *fmt, ...);
 int setattr(int fd, const char *path, int flags, unsigned long long set, unsigned long long clr);
 int clone_tree(int dirfd, const char *path, int flags);
+int fd_index(const char *word, int nfds);
 int clone_sources(struct op *ops, int n, int *fds, int nfds);
 int apply(struct op *ops, int n);
 int system_mounts(void);

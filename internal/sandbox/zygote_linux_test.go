@@ -13,10 +13,6 @@ import (
 	"github.com/capflow/capflow/internal/manifest"
 )
 
-// TestZygoteRefusesWhatItDoesNotMake: the zygote starts nothing for a
-// request it cannot read whole (a mount of a kind it does not make, a word
-// missing, a descriptor it was not given, no command) and goes on serving;
-// a word holding a NUL (which would read as two) never reaches it.
 // zygoteForTest is the zygote of a cgroup set taken for the test (given
 // back when it ends), started.
 func zygoteForTest(t *testing.T, s *Support) *zygote {
@@ -34,6 +30,10 @@ func zygoteForTest(t *testing.T, s *Support) *zygote {
 	return z
 }
 
+// TestZygoteRefusesWhatItDoesNotMake: the zygote starts nothing for a
+// request it cannot read whole (a mount of a kind it does not make, a word
+// missing, a descriptor it was not given, no command) and goes on serving;
+// a word holding a NUL (which would read as two) never reaches it.
 func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 	if !zygoteBuilt {
 		t.Fatal("built without cgo: no zygote to test")

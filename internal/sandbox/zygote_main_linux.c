@@ -74,11 +74,9 @@ static int parse(char *msg, size_t len, struct req *r) {
 		} else if (strcmp(k, "--netns") == 0) {
 			// Never stdio, never past what was sent, only as root (a user's
 			// step is in a user namespace of its own, which may not enter it).
-			char *end;
-			long n = strtol(w[++i], &end, 10);
-			if (*w[i] == 0 || *end != 0 || n < 3 || n >= r->nfds || zuid != 0)
+			r->netns = fd_index(w[++i], r->nfds);
+			if (r->netns < 0 || zuid != 0)
 				return errno = EINVAL, fail("--netns %s", w[i]);
-			r->netns = (int)n;
 		} else if (strcmp(k, "--env") == 0) {
 			if (nenv == 4095)
 				return errno = E2BIG, fail("environment");
@@ -145,15 +143,29 @@ static int enter_net(int fd) {
 	return setns(fd, CLONE_NEWNET) == 0 ? 0 : fail("entering its network namespace");
 }
 
+// setup lays out the step's namespaces and file system, in order; the
+// first failure says why (zerr).
+static int setup(struct req *r) {
+	if (r->netns >= 0 && enter_net(r->fds[r->netns]) != 0)
+		return -1;
+	if (zuid != 0 && own_user(zuid, zgid) != 0)
+		return -1;
+	if (fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0)
+		return -1;
+	if (system_mounts() != 0 || apply(r->ops, r->nops) != 0)
+		return -1;
+	if (r->dir && chdir(r->dir) != 0)
+		return fail("chdir %s", r->dir);
+	return loopback_up() != 0 || drop_caps() != 0 ? -1 : 0;
+}
+
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
 static int step_init(void *arg) {
 	struct req *r = arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
-	if ((r->netns >= 0 && enter_net(r->fds[r->netns]) != 0) ||
-	    (zuid != 0 && own_user(zuid, zgid) != 0) || fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0 || system_mounts() != 0 || apply(r->ops, r->nops) != 0 ||
-	    (r->dir && chdir(r->dir) != 0 && fail("chdir %s", r->dir)) || loopback_up() != 0 || drop_caps() != 0) {
+	if (setup(r) != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
 	}
