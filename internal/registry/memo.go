@@ -2,10 +2,10 @@ package registry
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -97,11 +97,7 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	skip := (m.w != nil && m.key.matches(opts)) || m.unwatchable == fp || m.arming || time.Now().Before(m.retry)
-	m.arming = m.arming || !skip
-	m.mu.Unlock()
-	if skip {
+	if !m.claim(opts, fp) {
 		return
 	}
 	defer func() { m.mu.Lock(); m.arming = false; m.mu.Unlock() }()
@@ -134,6 +130,19 @@ func (m *Memo) watch(opts Options, fp string, files []found) {
 	m.w, m.key, m.pins = w, keyOf(opts), pins
 }
 
+// claim reports whether this load starts the watch for fp (then arming
+// is set): none watches for opts yet, fp was not found unwatchable, no
+// other load is starting one, and no refusal asks to wait.
+func (m *Memo) claim(opts Options, fp string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if (m.w != nil && m.key.matches(opts)) || m.unwatchable == fp || m.arming || time.Now().Before(m.retry) {
+		return false
+	}
+	m.arming = true
+	return true
+}
+
 // watchable are the folders to watch for files, or nil when a change
 // could escape them: a manifest that is a link or has another name, a
 // built-in kit whose copy could not be written (its fix is outside),
@@ -162,14 +171,7 @@ func watchable(opts Options, files []found) []string {
 // and built-in kit's copy; nil when one cannot be told (a kit's folder
 // that is a link to nothing yet).
 func pinned(opts Options, files []found) map[string]identity {
-	paths := append([]string{existing(opts.Root)}, configured(opts)...)
-	for _, kd := range opts.KitsDirs {
-		for _, id := range opts.ActiveKits {
-			if p := filepath.Join(abs(opts.Root, kd), id); lexists(p) {
-				paths = append(paths, p)
-			}
-		}
-	}
+	paths := append(append([]string{existing(opts.Root)}, configured(opts)...), kitFolders(opts)...)
 	for _, f := range files {
 		if f.cached {
 			paths = append(paths, filepath.Dir(f.name))
@@ -196,10 +198,19 @@ func configured(opts Options) []string {
 	return out
 }
 
-// lexists reports whether there is anything at p, a link to nothing too.
-func lexists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+// kitFolders are the folders an active kit may be in, where there is
+// anything at them (a link to nothing yet too).
+func kitFolders(opts Options) []string {
+	var out []string
+	for _, kd := range opts.KitsDirs {
+		for _, id := range opts.ActiveKits {
+			p := filepath.Join(abs(opts.Root, kd), id)
+			if _, err := os.Lstat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // samePins reports whether every pinned path names the folder it did.
@@ -245,34 +256,11 @@ const maxWatched = 4096
 func watchedDirs(opts Options, files []found) []string {
 	set := map[string]bool{}
 	add := func(dir string) { set[existing(dir)] = true }
-	for _, d := range configured(opts) {
+	for _, d := range append(configured(opts), kitFolders(opts)...) {
+		add(d)
+	}
+	for _, d := range toolFolders(opts, files) {
 		set[d] = true
-	}
-	for _, kd := range opts.KitsDirs {
-		for _, id := range opts.ActiveKits {
-			if st, err := os.Stat(filepath.Join(abs(opts.Root, kd), id)); err == nil && st.IsDir() {
-				add(filepath.Join(abs(opts.Root, kd), id))
-			}
-		}
-	}
-	// Every folder a tool.yaml may appear in: each one discovery listed,
-	// with a manifest or not yet.
-	listed := slices.Clone(opts.ToolsDirs)
-	for i, td := range listed {
-		listed[i] = abs(opts.Root, td)
-	}
-	for _, f := range files {
-		if f.kind == "kit" && f.fsys == nil {
-			listed = append(listed, filepath.Dir(f.name))
-		}
-	}
-	for _, dir := range listed {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				set[filepath.Join(dir, e.Name())] = true
-			}
-		}
 	}
 	for _, f := range files {
 		if f.fsys != nil || f.name == "" {
@@ -291,12 +279,31 @@ func watchedDirs(opts Options, files []found) []string {
 	if len(set) > maxWatched {
 		return nil
 	}
-	dirs := make([]string, 0, len(set))
-	for d := range set {
-		dirs = append(dirs, d)
+	return slices.Sorted(maps.Keys(set))
+}
+
+// toolFolders are the folders a tool.yaml may appear in: each one
+// discovery listed in a tools folder or a kit's on disk, with a manifest
+// or not yet.
+func toolFolders(opts Options, files []found) []string {
+	var listed, out []string
+	for _, td := range opts.ToolsDirs {
+		listed = append(listed, abs(opts.Root, td))
 	}
-	slices.Sort(dirs)
-	return dirs
+	for _, f := range files {
+		if f.kind == "kit" && f.fsys == nil {
+			listed = append(listed, filepath.Dir(f.name))
+		}
+	}
+	for _, dir := range listed {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if toolFolder(e) {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
 }
 
 // existing is dir, or the nearest folder above it that exists.

@@ -160,7 +160,7 @@ func discover(opts Options) ([]found, error) {
 			return
 		}
 		for _, e := range entries {
-			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			if !toolFolder(e) {
 				continue
 			}
 			f := filepath.Join(dir, e.Name(), "tool.yaml")
@@ -218,6 +218,10 @@ func discover(opts Options) ([]found, error) {
 	}
 	return out, nil
 }
+
+// toolFolder reports whether a tools or kit folder's entry is where a
+// tool is looked for: a folder (not a link), not hidden.
+func toolFolder(e fs.DirEntry) bool { return e.IsDir() && !strings.HasPrefix(e.Name(), ".") }
 
 func (f found) read() ([]byte, error) {
 	if f.fsys != nil {

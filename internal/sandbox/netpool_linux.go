@@ -49,13 +49,18 @@ const netPoolSize = 2
 // take is a namespace made for one step (its descriptor, to send to the
 // zygote and close), or nil: the step makes its own.
 func (p *netPool) take() *os.File {
-	if os.Geteuid() != 0 || p.stop.Load() {
+	if p.stop.Load() {
 		return nil
 	}
 	p.once.Do(func() {
-		p.ready = make(chan *os.File, netPoolSize-1)
-		go ownThread(p.fill)
+		if os.Geteuid() == 0 { // else ready stays nil: nothing is made
+			p.ready = make(chan *os.File, netPoolSize-1)
+			go ownThread(p.fill)
+		}
 	})
+	if p.ready == nil {
+		return nil
+	}
 	select {
 	case f := <-p.ready:
 		return f
