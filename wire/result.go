@@ -261,6 +261,15 @@ type Gap struct {
 	Line int    `json:"line,omitempty"`
 }
 
+// A gap's reasons (Gap.Reason; package gap decides them).
+const (
+	GapInvalidCapability     = "invalid_capability"
+	GapNoCapabilityMatch     = "no_capability_match"
+	GapSchemaIncompatible    = "schema_incompatible"
+	GapLowConfidence         = "low_confidence"
+	GapDependencyUnavailable = "dependency_unavailable"
+)
+
 // Resolution is the tool chosen for a step.
 type Resolution struct {
 	StepID     string `json:"step_id"`

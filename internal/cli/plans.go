@@ -10,6 +10,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
@@ -153,6 +154,22 @@ func scaffoldHint(gapsFile string) string {
 	return "add --output-path REPORT.json, then capflow tools scaffold --from-gaps REPORT.json"
 }
 
+// gapAdvice is what to do about a gap: a tool to scaffold where none
+// provides the capability. Where one does but cannot take the step's
+// inputs, the step's side comes first: a tool of its own would take the
+// capability from that one for every plan of the project.
+func gapAdvice(g wire.Gap, gapsFile string) string {
+	switch {
+	case g.Reason == gap.NoCapabilityMatch:
+		return fmt.Sprintf("proposed tool: %s (%s)", g.ProposedToolName, scaffoldHint(gapsFile))
+	case g.Reason != gap.SchemaIncompatible:
+		return ""
+	case g.MissingCapability == "":
+		return "fix: the step's inputs, or what feeds them, to fit the sub-plan's inputs"
+	}
+	return fmt.Sprintf("fix: the step's inputs, or what feeds them, to fit its tool; or give the step a tool of its own, %s, which every plan of the project would then get for %s (%s --alongside)", g.ProposedToolName, g.MissingCapability, scaffoldHint(gapsFile))
+}
+
 // gapAt is where a gap's step is written (" at FILE:LINE"), or "".
 func gapAt(g wire.Gap) string {
 	if g.Line == 0 {
@@ -205,8 +222,8 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 		fmt.Fprintln(w, "\ngaps:")
 		for _, g := range rep.Gaps {
 			fmt.Fprintf(w, "  ✗ %s%s [%s, priority %s]: %s\n", printable(g.StepID), gapAt(g), g.Reason, g.Priority, printableText(g.ReasonMessage))
-			if g.Reason == "no_capability_match" || g.Reason == "schema_incompatible" {
-				fmt.Fprintf(w, "      proposed tool: %s (%s)\n", g.ProposedToolName, scaffoldHint(gapsFile))
+			if advice := gapAdvice(g, gapsFile); advice != "" {
+				fmt.Fprintf(w, "      %s\n", advice)
 			}
 		}
 	}

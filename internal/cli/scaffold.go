@@ -13,6 +13,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -29,11 +30,14 @@ type scaffoldSpec struct {
 	// Entrypoint is command, http or builtin; URL and Builtin go with the
 	// last two.
 	Entrypoint, URL, Builtin string
+	// Step and Why: the gap a spec came from (--from-gaps), and why the
+	// step had no tool.
+	Step, Why string
 }
 
 func (a *App) toolsScaffold() *cobra.Command {
 	var capability, dir, fromGaps, inSchema, outSchema string
-	var force, writeTmpl bool
+	var force, writeTmpl, alongside bool
 	ep := scaffoldSpec{Entrypoint: "command"}
 	c := &cobra.Command{
 		Use:   "scaffold [NAME] --capability CAP [--input-schema FILE] [--output-schema FILE] [--entrypoint command|http|builtin] | --from-gaps REPORT.json | --write-templates",
@@ -82,6 +86,10 @@ func (a *App) toolsScaffold() *cobra.Command {
 				a.set(envelope.NewBuilder(id).Fail(caperr.InvalidInput, "give NAME and --capability CAP, or --from-gaps REPORT.json", nil), nil)
 				return nil
 			}
+			b := envelope.NewBuilder(id)
+			if specs, err = a.unprovided(b, specs, alongside, fromGaps != ""); err != nil {
+				return err
+			}
 			base := dir
 			if base == "" {
 				base = "tools"
@@ -90,7 +98,6 @@ func (a *App) toolsScaffold() *cobra.Command {
 				}
 				base = cfg.Abs(base)
 			}
-			b := envelope.NewBuilder(id)
 			var created []map[string]any
 			for _, s := range specs {
 				folder := filepath.Join(base, s.Name)
@@ -109,7 +116,14 @@ func (a *App) toolsScaffold() *cobra.Command {
 				created = append(created, map[string]any{"name": s.Name, "capability": s.Capability, "dir": folder, "files": files})
 			}
 			if len(created) == 0 {
-				a.set(b.Succeed("no gaps that a new tool can fill", map[string]any{"created": []any{}}), nil)
+				msg := "no gaps that a new tool can fill"
+				switch n := len(b.Feedback()); {
+				case n == 1:
+					msg += " (1 gap left to its plan: see the warning)"
+				case n > 1:
+					msg += fmt.Sprintf(" (%d gaps left to their plans: see the warnings)", n)
+				}
+				a.set(b.Succeed(msg, map[string]any{"created": []any{}}), nil)
 				return nil
 			}
 			env := b.Succeed(fmt.Sprintf("created %s", caperr.Count(len(created), "tool")), map[string]any{"created": created})
@@ -127,6 +141,7 @@ func (a *App) toolsScaffold() *cobra.Command {
 	c.Flags().StringVar(&dir, "dir", "", "where to create the tool (default: the first tools_dirs entry)")
 	c.Flags().StringVar(&fromGaps, "from-gaps", "", "a gap report (or the envelope of plan check --output json): one tool per fillable gap")
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing tool folder")
+	c.Flags().BoolVar(&alongside, "alongside", false, "create a tool for a capability another tool already provides (the new one may then take it from that tool for every plan of the project: capflow tools resolve CAP shows the order)")
 	c.Flags().StringVar(&inSchema, "input-schema", "", "a JSON Schema file (YAML or JSON) for the tool's inputs (default: an empty object)")
 	c.Flags().StringVar(&outSchema, "output-schema", "", "a JSON Schema file (YAML or JSON) for the tool's data (default: an empty object)")
 	c.Flags().StringVar(&ep.Entrypoint, "entrypoint", "command", "command (a run.sh to fill in), http (an endpoint: --url) or builtin (one of capflow's: --builtin)")
@@ -158,16 +173,17 @@ func specsFromGaps(path string) ([]scaffoldSpec, error) {
 	seen := map[string]bool{}
 	var out []scaffoldSpec
 	for _, g := range gaps {
-		if g.Reason != "no_capability_match" && g.Reason != "schema_incompatible" {
+		if g.Reason != gap.NoCapabilityMatch && g.Reason != gap.SchemaIncompatible {
 			continue
 		}
-		if g.ProposedToolName == "" || seen[g.ProposedToolName] {
+		// A sub-plan step's gap has no capability: unprovided says so.
+		if g.MissingCapability != "" && (g.ProposedToolName == "" || seen[g.ProposedToolName]) {
 			continue
 		}
 		seen[g.ProposedToolName] = true
 		out = append(out, scaffoldSpec{Name: g.ProposedToolName, Capability: g.MissingCapability,
 			Description: "Provides " + g.MissingCapability + " (scaffolded from a gap in step " + g.StepID + ")",
-			InputSchema: g.ProposedInputSchema, OutputSchema: g.ProposedOutputSchema})
+			InputSchema: g.ProposedInputSchema, OutputSchema: g.ProposedOutputSchema, Step: g.StepID, Why: g.ReasonMessage})
 	}
 	return out, nil
 }
@@ -176,6 +192,7 @@ type gapEntry struct {
 	StepID               string         `json:"step_id"`
 	MissingCapability    string         `json:"missing_capability"`
 	Reason               string         `json:"reason"`
+	ReasonMessage        string         `json:"reason_message"`
 	ProposedToolName     string         `json:"proposed_tool_name"`
 	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
 	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`

@@ -122,7 +122,8 @@ func TestScaffoldSchemasAndEntrypoints(t *testing.T) {
 		schema string // a key of input_schema.properties written
 	}{
 		{[]string{"words", "--capability", "text.words", "--input-schema", in, "--output-schema", outS}, 0, "- ./run.sh", true, "text"},
-		{[]string{"remote-words", "--capability", "text.words", "--entrypoint", "http", "--url", "https://words.example/count"}, 0, `url: "https://words.example/count"`, false, ""},
+		{[]string{"remote-words", "--capability", "text.words", "--entrypoint", "http", "--url", "https://words.example/count", "--alongside"}, 0, `url: "https://words.example/count"`, false, ""},
+		{[]string{"more-words", "--capability", "text.words"}, 2, "text.words is already provided by remote-words@0.1.0 (project), words@0.1.0 (project): a new tool for it could take it from them for every plan of the project", false, ""},
 		{[]string{"report", "--capability", "report.render", "--entrypoint", "builtin", "--builtin", "text.render"}, 0, "name: text.render", false, "template"},
 		{[]string{"w1", "--capability", "text.words", "--input-schema", bad}, 2, `bad.yaml:3:7: properties.n.type: not a valid JSON Schema`, false, ""},
 		{[]string{"w2", "--capability", "text.words", "--entrypoint", "http"}, 2, "--entrypoint http needs --url", false, ""},
@@ -159,5 +160,69 @@ func TestScaffoldSchemasAndEntrypoints(t *testing.T) {
 	code, out, _ := capflow(t, "tools", "run", "report", "--input", "template=hi {{.who}}", "--input", `values={"who":"you"}`, "--project", dir, "--output", "json")
 	if env := envelopeOf(t, out); code != 0 || !strings.Contains(out, `"text":"hi you"`) || env.ToolID != "report" {
 		t.Fatalf("the builtin tool does not run: %s", out)
+	}
+}
+
+// A step whose inputs its capability's tool cannot take is the plan's to
+// fix: following the advice must not scaffold a stub that takes the
+// capability from a kit's working tool for every plan of the project
+// (found by a new user: file.write served by a no-op stub, and plan
+// check then said ready).
+func TestScaffoldLeavesAProvidedCapability(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte("name: mismatch\nsteps:\n  - {id: a, capability: text.render, with: {template: hello}}\n  - id: b\n    capability: file.write\n    with: {path: out.txt, content: \"${steps.a.data.bytes}\"}\n"), 0o644)
+	gaps := filepath.Join(dir, "gaps.json")
+	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir, "--output-path", gaps)
+	if code != 3 || strings.Contains(out, "proposed tool:") ||
+		!strings.Contains(out, "fix: the step's inputs, or what feeds them, to fit its tool; or give the step a tool of its own, file-write-b, which every plan of the project would then get for file.write (capflow tools scaffold --from-gaps "+gaps+" --alongside)") {
+		t.Fatalf("plan check: exit %d\n%s", code, out)
+	}
+	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--project", dir, "--output", "json")
+	env := envelopeOf(t, out)
+	if code != 0 || env.Message != "no gaps that a new tool can fill (1 gap left to its plan: see the warning)" || len(env.Feedback) != 1 ||
+		!strings.HasPrefix(env.Feedback[0].Message, "step b's gap is left to its plan: file-write@1.0.0 cannot take this step's inputs: with.content") ||
+		!strings.HasSuffix(env.Feedback[0].Message, "(which could take file.write from file-write@1.0.0 (kit:core) for every plan of the project)") {
+		t.Fatalf("scaffold --from-gaps: exit %d %s", code, out)
+	}
+	code, out, _ = capflow(t, "tools", "scaffold", "my-write", "--capability", "file.write", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 2 || env.Message != "file.write is already provided by file-write@1.0.0 (kit:core): a new tool for it could take it from them for every plan of the project (capflow tools resolve file.write shows the order); pass --alongside to create it anyway" {
+		t.Fatalf("scaffold a kit's capability: exit %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tools")); !os.IsNotExist(err) {
+		t.Fatalf("a tool was written: %v", err)
+	}
+	if code, _, _ = capflow(t, "plan", "check", plan, "--project", dir); code != 3 {
+		t.Fatalf("the gap was filled by a stub: exit %d", code)
+	}
+	// Told to, it does, and the stub then comes first: what the flag says.
+	if code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--alongside", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("--alongside: exit %d %s", code, out)
+	}
+	code, out, _ = capflow(t, "tools", "resolve", "file.write", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || !strings.HasPrefix(env.Message, "file.write → file-write-b@0.1.0 (project)") {
+		t.Fatalf("resolve after --alongside: exit %d %s", code, out)
+	}
+}
+
+// A sub-plan step's gap has no capability and no tool to scaffold: it is
+// left to its plan, where it used to fail the whole scaffold.
+func TestScaffoldLeavesASubPlansGap(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "parts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "parts", "sub.yaml"), []byte("name: sub\ninputs: {n: {type: string}}\nsteps:\n  - {id: r, capability: text.render, with: {template: \"${inputs.n}\"}}\n"), 0o644)
+	plan := filepath.Join(dir, "parent.yaml")
+	os.WriteFile(plan, []byte("name: parent\nsteps:\n  - {id: a, capability: text.render, with: {template: hello}}\n  - {id: s, plan: parts/sub.yaml, with: {n: \"${steps.a.data.bytes}\"}}\n"), 0o644)
+	gaps := filepath.Join(dir, "gaps.json")
+	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir, "--output-path", gaps)
+	if code != 3 || !strings.Contains(out, "fix: the step's inputs, or what feeds them, to fit the sub-plan's inputs") {
+		t.Fatalf("plan check: exit %d\n%s", code, out)
+	}
+	for _, flags := range [][]string{nil, {"--alongside"}} {
+		code, out, _ = capflow(t, append([]string{"tools", "scaffold", "--from-gaps", gaps, "--project", dir, "--output", "json"}, flags...)...)
+		env := envelopeOf(t, out)
+		if code != 0 || len(env.Feedback) != 1 || !strings.HasPrefix(env.Feedback[0].Message, "step s's gap is left to its plan: sub-plan parts/sub.yaml cannot take this step's inputs") {
+			t.Fatalf("scaffold %v: exit %d %s", flags, code, out)
+		}
 	}
 }

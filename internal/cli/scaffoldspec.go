@@ -5,9 +5,11 @@ import (
 	"io/fs"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
@@ -89,6 +91,52 @@ func shippedTool(name string) *manifest.Manifest {
 		}
 	}
 	return nil
+}
+
+// unprovided keeps the specs whose capability no tool provides yet, or
+// all of them with alongside. A new tool beside a working one could take
+// its capability from it for every plan of the project (the first source
+// with a candidate wins, the project's tools before its kits by default),
+// and a schema_incompatible gap is the step's to fix, not a missing tool:
+// a named tool is refused, a gap left to its plan with a warning. A
+// sub-plan step's gap (no capability) is always left to its plan.
+func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, alongside, fromGaps bool) ([]scaffoldSpec, error) {
+	var keep []scaffoldSpec
+	for _, s := range specs {
+		if s.Capability == "" {
+			b.Warn("scaffold", fmt.Sprintf("step %s's gap is left to its plan: %s; fix the step's inputs, what feeds them, or the sub-plan's inputs", s.Step, s.Why))
+			continue
+		}
+		by, err := a.providers(s.Capability, alongside)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(by) == 0:
+			keep = append(keep, s)
+		case !fromGaps:
+			return nil, caperr.New(caperr.InvalidInput, "%s is already provided by %s: a new tool for it could take it from them for every plan of the project (capflow tools resolve %s shows the order); pass --alongside to create it anyway", s.Capability, by, s.Capability)
+		default:
+			b.Warn("scaffold", fmt.Sprintf("step %s's gap is left to its plan: %s; fix the step's inputs or what feeds them, or pass --alongside to give it a tool of its own (which could take %s from %s for every plan of the project)", s.Step, s.Why, s.Capability, by))
+		}
+	}
+	return keep, nil
+}
+
+// providers names the tools that provide capability c ("" when none, or
+// when alongside says not to look).
+func (a *App) providers(c string, alongside bool) (string, error) {
+	if alongside {
+		return "", nil
+	}
+	_, reg, err := a.loadRegistry()
+	if err != nil {
+		return "", err
+	}
+	var by []string
+	for _, m := range reg.Providers(c) {
+		by = append(by, m.ID()+" ("+m.Source+")")
+	}
+	return strings.Join(by, ", "), nil
 }
 
 // nextAfterScaffold says what to do with a new tool.

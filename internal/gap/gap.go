@@ -24,13 +24,13 @@ import (
 	"github.com/capflow/capflow/wire"
 )
 
-// Reasons.
+// Reasons (the wire's).
 const (
-	InvalidCapability     = "invalid_capability"
-	NoCapabilityMatch     = "no_capability_match"
-	SchemaIncompatible    = "schema_incompatible"
-	LowConfidence         = "low_confidence"
-	DependencyUnavailable = "dependency_unavailable"
+	InvalidCapability     = wire.GapInvalidCapability
+	NoCapabilityMatch     = wire.GapNoCapabilityMatch
+	SchemaIncompatible    = wire.GapSchemaIncompatible
+	LowConfidence         = wire.GapLowConfidence
+	DependencyUnavailable = wire.GapDependencyUnavailable
 )
 
 // Gap is one uncovered step: the wire type, defined once.

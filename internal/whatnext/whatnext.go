@@ -113,11 +113,23 @@ func ofRun(r *wire.Result) (wire.Next, bool) {
 	case wire.StatusBlockedByPolicy:
 		return wire.Next{Code: wire.ErrorCode(caperr.PolicyBlocked), Advice: caperr.Advice(caperr.PolicyBlocked)}, true
 	case wire.StatusPartialComplete:
-		return wire.Next{Code: wire.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}, true
+		return ofGaps(r.Gaps), true
 	case wire.StatusCancelled:
 		return wire.Next{Code: wire.ErrorCode(caperr.Cancelled), Command: "capflow rerun " + r.WorkflowID, Advice: caperr.Advice(caperr.Cancelled)}, true
 	}
 	return wire.Next{}, false
+}
+
+// ofGaps: gaps a new tool can fill are scaffolded; where every gap is a
+// step whose inputs its capability's tools cannot take, the step is what
+// to fix (a new tool would take the capability from them project-wide).
+func ofGaps(gaps []wire.Gap) wire.Next {
+	for _, g := range gaps {
+		if g.Reason != wire.GapSchemaIncompatible {
+			return wire.Next{Code: wire.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}
+		}
+	}
+	return wire.Next{Code: wire.ErrorCode(caperr.SchemaViolation), Advice: "a step's inputs do not fit the tools of its capability: capflow plan check PLAN names each mismatch; fix the step or what feeds it"}
 }
 
 // StderrTail is the last lines a failed step's tool wrote to stderr (its

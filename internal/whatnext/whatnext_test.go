@@ -43,6 +43,10 @@ func TestOf(t *testing.T) {
 				Advice: "read the stderr tail; capflow tools run boom --inputs-file /p/.capflow/runs/r1/records/boom/input.json runs the tool alone on the same input"}}},
 		{"invalid plan", wire.Result{Status: wire.StatusInvalid},
 			[]wire.Next{{Code: "INVALID_INPUT", Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}}},
+		{"gaps: a tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}, {Reason: "no_capability_match"}}},
+			[]wire.Next{{Code: "TOOL_NOT_FOUND", Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}}},
+		{"gaps that are the steps' to fix: no tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}}},
+			[]wire.Next{{Code: "SCHEMA_VIOLATION", Advice: "a step's inputs do not fit the tools of its capability: capflow plan check PLAN names each mismatch; fix the step or what feeds it"}}},
 		{"cancelled", wire.Result{WorkflowID: "r1", Status: wire.StatusCancelled},
 			[]wire.Next{{Code: "CANCELLED", Command: "capflow rerun r1", Advice: caperr.Advice(caperr.Cancelled)}}},
 	} {
