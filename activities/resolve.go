@@ -106,7 +106,7 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 	if err != nil {
 		return nil, in.PlanFile, caperr.Problems{caperr.New(caperr.InvalidInput, "plan_file %v", err).At(in.PlanFile, 0, 0, "plan_file")}
 	}
-	data, err := yamldoc.ReadFile(full, in.PlanFile)
+	data, err := plan.ReadBeneath(a.Project.Root(), in.PlanFile)
 	if err != nil {
 		return nil, in.PlanFile, caperr.Problems{caperr.As(err, caperr.InvalidInput)}
 	}

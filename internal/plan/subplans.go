@@ -3,10 +3,13 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -60,6 +63,25 @@ func InProject(root, rel string) (string, error) {
 	return full, nil
 }
 
+// ReadBeneath reads the plan file at rel, a path from the project root
+// that InProject accepted, through a handle on the root (os.Root): a link
+// swapped in after that check cannot lead the read out of the project.
+func ReadBeneath(root, rel string) ([]byte, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read the project folder %s", root)
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, caperr.New(caperr.InvalidInput, "%s does not exist (a plan's files are named from the project root, %s)", rel, root).At(rel, 0, 0, "")
+	}
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read %s", rel).At(rel, 0, 0, "")
+	}
+	return yamldoc.ReadOpened(f, rel)
+}
+
 func (l *loader) subs(p *Plan, stack []string) caperr.Problems {
 	var probs caperr.Problems
 	for i, s := range p.Steps {
@@ -101,7 +123,7 @@ func (l *loader) file(name, full string, stack []string, at func(string, ...any)
 	}
 	d := &loaded{}
 	l.done[full] = d
-	data, err := yamldoc.ReadFile(full, name)
+	data, err := ReadBeneath(l.root, name)
 	if err != nil {
 		var ce *caperr.Error
 		if errors.As(err, &ce) {
