@@ -3,14 +3,13 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -72,14 +71,13 @@ func ReadBeneath(root, rel string) ([]byte, error) {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read the project folder %s", root)
 	}
 	defer r.Close()
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, caperr.New(caperr.InvalidInput, "%s does not exist (a plan's files are named from the project root, %s)", rel, root).At(rel, 0, 0, "")
-	}
+	data, err := beneath.ReadIn(r, rel, yamldoc.MaxFileSize, "plan", rel)
 	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read %s", rel).At(rel, 0, 0, "")
+		ce := caperr.As(err, caperr.InvalidInput)
+		ce.Message += fmt.Sprintf(" (a plan's files are named from the project root, %s)", root)
+		return nil, ce.At(rel, 0, 0, "")
 	}
-	return yamldoc.ReadOpened(f, rel)
+	return data, nil
 }
 
 func (l *loader) subs(p *Plan, stack []string) caperr.Problems {

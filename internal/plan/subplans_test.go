@@ -23,10 +23,10 @@ func TestReadBeneath(t *testing.T) {
 	for _, c := range []struct{ rel, want string }{
 		{"parts/ok.yaml", ""},
 		{"parts/in.yaml", ""}, // a link inside the project is followed
-		{"parts/out.yaml", "cannot read parts/out.yaml"},
-		{"away/secret.yaml", "cannot read away/secret.yaml"},
-		{"../" + filepath.Base(outside) + "/secret.yaml", "cannot read ../"},
-		{"parts/none.yaml", "parts/none.yaml does not exist (a plan's files are named from the project root, " + root + ")"},
+		{"parts/out.yaml", `plan "parts/out.yaml" leads outside its folder`},
+		{"away/secret.yaml", `plan "away/secret.yaml" leads outside its folder`},
+		{"../" + filepath.Base(outside) + "/secret.yaml", "leads outside its folder"},
+		{"parts/none.yaml", `plan "parts/none.yaml" does not exist (a plan's files are named from the project root, ` + root + ")"},
 	} {
 		data, err := ReadBeneath(root, c.rel)
 		switch {
