@@ -34,6 +34,33 @@ func TestRunSaysWhenTheWorkerJudgesOtherwise(t *testing.T) {
 	}
 }
 
+// capflow init makes a project whose example plan runs on the project's
+// own worker: the task queue its capflow.yaml names keeps its runs off
+// every other project's worker (the getting-started trap above).
+func TestInitMakesAProjectThatRuns(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "My Project")
+	code, env, _ := h.capflowAt(t, dir, nil, "init")
+	var made struct {
+		Files     []string `json:"files"`
+		TaskQueue string   `json:"task_queue"`
+	}
+	data(t, env, &made)
+	if code != 0 || made.TaskQueue != "my-project" || strings.Join(made.Files, " ") != "capflow.yaml plans/hello.yaml .gitignore tools/" {
+		t.Fatalf("init: exit %d %s %+v", code, env.Message, made)
+	}
+	if code, env, _ = h.capflowAt(t, dir, nil, "init"); code != 2 || !strings.Contains(env.Message, "is already a capflow project (it has capflow.yaml): nothing was written") {
+		t.Fatalf("init again: exit %d %s", code, env.Message)
+	}
+	workerAt(t, dir)
+	if code, env, _ = h.capflowAt(t, dir, nil, "run", filepath.Join(dir, "plans", "hello.yaml"), "--input", "who=e2e"); code != 0 {
+		t.Fatalf("run: exit %d %s", code, env.Message)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out", "hello.txt")); err != nil || string(b) != "hello e2e" {
+		t.Fatalf("out/hello.txt: %q %v", b, err)
+	}
+}
+
 // TestRunRefusesWhatCheckRefuses: capflow run refuses a plan plan check
 // refuses, before anything starts, with every problem where it is and the
 // same exit (issue 54: two with: typos started a workflow that ended

@@ -21,6 +21,6 @@ func (a *App) findProject() (string, error) {
 	if err != nil || found {
 		return dir, err
 	}
-	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another)\n", config.FileName, wd)
+	fmt.Fprintf(a.Stderr, "no %s in %s or above: the defaults are used, with this folder as the project (--project names another; capflow init makes this one a project)\n", config.FileName, wd)
 	return wd, nil
 }
