@@ -108,7 +108,7 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 	}
 	data, err := plan.ReadBeneath(a.Project.Root(), in.PlanFile)
 	if err != nil {
-		return nil, in.PlanFile, caperr.Problems{caperr.As(err, caperr.InvalidInput)}
+		return nil, in.PlanFile, caperr.Problems{caperr.As(err, caperr.InvalidInput).At(in.PlanFile, 0, 0, "plan_file")}
 	}
 	p, probs = plan.Parse(in.PlanFile, data)
 	if len(probs) == 0 {

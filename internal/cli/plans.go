@@ -155,11 +155,15 @@ func scaffoldHint(gapsFile string) string {
 }
 
 // gapAdvice is what to do about a gap: a tool to scaffold where none
-// provides the capability. Where one does but cannot take the step's
-// inputs, the step's side comes first: a tool of its own would take the
-// capability from that one for every plan of the project.
+// provides the capability, the pin where the step pins one that does
+// not exist. Where one does but cannot take the step's inputs, the step
+// is what to fix: a tool of its own would serve the capability to every
+// plan of the project in place of that one.
 func gapAdvice(g wire.Gap, gapsFile string) string {
+	pinned, _ := g.ReasonDetails["pinned"].(string)
 	switch {
+	case pinned != "":
+		return fmt.Sprintf("fix or drop the step's pin (tool: %s), or give the project a tool of that name", pinned)
 	case g.Reason == gap.NoCapabilityMatch:
 		return fmt.Sprintf("proposed tool: %s (%s)", g.ProposedToolName, scaffoldHint(gapsFile))
 	case g.Reason != gap.SchemaIncompatible:
@@ -167,7 +171,7 @@ func gapAdvice(g wire.Gap, gapsFile string) string {
 	case g.MissingCapability == "":
 		return "fix: the step's inputs, or what feeds them, to fit the sub-plan's inputs"
 	}
-	return fmt.Sprintf("fix: the step's inputs, or what feeds them, to fit its tool; or give the step a tool of its own, %s, which every plan of the project would then get for %s (%s --alongside)", g.ProposedToolName, g.MissingCapability, scaffoldHint(gapsFile))
+	return fmt.Sprintf("fix: the step's inputs, or what feeds them, to fit its tool; a tool of its own, %s, would serve %s to every plan of the project in place of it (%s --step %s --alongside)", g.ProposedToolName, g.MissingCapability, scaffoldHint(gapsFile), g.StepID)
 }
 
 // gapAt is where a gap's step is written (" at FILE:LINE"), or "".

@@ -123,7 +123,7 @@ func TestScaffoldSchemasAndEntrypoints(t *testing.T) {
 	}{
 		{[]string{"words", "--capability", "text.words", "--input-schema", in, "--output-schema", outS}, 0, "- ./run.sh", true, "text"},
 		{[]string{"remote-words", "--capability", "text.words", "--entrypoint", "http", "--url", "https://words.example/count", "--alongside"}, 0, `url: "https://words.example/count"`, false, ""},
-		{[]string{"more-words", "--capability", "text.words"}, 2, "text.words is already provided by remote-words@0.1.0 (project), words@0.1.0 (project): a new tool for it could take it from them for every plan of the project", false, ""},
+		{[]string{"more-words", "--capability", "text.words"}, 2, "text.words is already provided by remote-words@0.1.0 (project), words@0.1.0 (project): a new tool would serve it to every plan of the project wherever it ranks first", false, ""},
 		{[]string{"report", "--capability", "report.render", "--entrypoint", "builtin", "--builtin", "text.render"}, 0, "name: text.render", false, "template"},
 		{[]string{"w1", "--capability", "text.words", "--input-schema", bad}, 2, `bad.yaml:3:7: properties.n.type: not a valid JSON Schema`, false, ""},
 		{[]string{"w2", "--capability", "text.words", "--entrypoint", "http"}, 2, "--entrypoint http needs --url", false, ""},
@@ -175,18 +175,17 @@ func TestScaffoldLeavesAProvidedCapability(t *testing.T) {
 	gaps := filepath.Join(dir, "gaps.json")
 	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir, "--output-path", gaps)
 	if code != 3 || strings.Contains(out, "proposed tool:") ||
-		!strings.Contains(out, "fix: the step's inputs, or what feeds them, to fit its tool; or give the step a tool of its own, file-write-b, which every plan of the project would then get for file.write (capflow tools scaffold --from-gaps "+gaps+" --alongside)") {
+		!strings.Contains(out, "fix: the step's inputs, or what feeds them, to fit its tool; a tool of its own, file-write-b, would serve file.write to every plan of the project in place of it (capflow tools scaffold --from-gaps "+gaps+" --step b --alongside)") {
 		t.Fatalf("plan check: exit %d\n%s", code, out)
 	}
 	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--project", dir, "--output", "json")
 	env := envelopeOf(t, out)
 	if code != 0 || env.Message != "no gaps that a new tool can fill (1 gap left to its plan: see the warning)" || len(env.Feedback) != 1 ||
-		!strings.HasPrefix(env.Feedback[0].Message, "step b's gap is left to its plan: file-write@1.0.0 cannot take this step's inputs: with.content") ||
-		!strings.HasSuffix(env.Feedback[0].Message, "(which could take file.write from file-write@1.0.0 (kit:core) for every plan of the project)") {
+		env.Feedback[0].Message != "step b ("+plan+":4) is left to its plan: file-write@1.0.0 cannot take this step's inputs: with.content: ${steps.a.data.bytes}: type mismatch: the producer gives integer, the consumer needs string; fix the step's inputs or what feeds them, or give it a tool of its own (--from-gaps "+gaps+" --step b --alongside), which would then serve file.write to every plan of the project in place of file-write@1.0.0 (kit:core)" {
 		t.Fatalf("scaffold --from-gaps: exit %d %s", code, out)
 	}
 	code, out, _ = capflow(t, "tools", "scaffold", "my-write", "--capability", "file.write", "--project", dir, "--output", "json")
-	if env := envelopeOf(t, out); code != 2 || env.Message != "file.write is already provided by file-write@1.0.0 (kit:core): a new tool for it could take it from them for every plan of the project (capflow tools resolve file.write shows the order); pass --alongside to create it anyway" {
+	if env := envelopeOf(t, out); code != 2 || env.Message != "file.write is already provided by file-write@1.0.0 (kit:core): a new tool would serve it to every plan of the project wherever it ranks first (capflow tools resolve file.write shows the order); fix the plan's step instead, or pass --alongside to create it anyway" {
 		t.Fatalf("scaffold a kit's capability: exit %d %s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tools")); !os.IsNotExist(err) {
@@ -196,7 +195,8 @@ func TestScaffoldLeavesAProvidedCapability(t *testing.T) {
 		t.Fatalf("the gap was filled by a stub: exit %d", code)
 	}
 	// Told to, it does, and the stub then comes first: what the flag says.
-	if code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--alongside", "--project", dir, "--output", "json"); code != 0 {
+	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--step", "b", "--alongside", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || len(env.Feedback) != 2 || env.Feedback[0].Message != "file-write-b joins file-write@1.0.0 (kit:core) as a provider of file.write: capflow tools resolve file.write shows which one every plan of the project now gets" {
 		t.Fatalf("--alongside: exit %d %s", code, out)
 	}
 	code, out, _ = capflow(t, "tools", "resolve", "file.write", "--project", dir, "--output", "json")
@@ -221,8 +221,60 @@ func TestScaffoldLeavesASubPlansGap(t *testing.T) {
 	for _, flags := range [][]string{nil, {"--alongside"}} {
 		code, out, _ = capflow(t, append([]string{"tools", "scaffold", "--from-gaps", gaps, "--project", dir, "--output", "json"}, flags...)...)
 		env := envelopeOf(t, out)
-		if code != 0 || len(env.Feedback) != 1 || !strings.HasPrefix(env.Feedback[0].Message, "step s's gap is left to its plan: sub-plan parts/sub.yaml cannot take this step's inputs") {
+		if code != 0 || len(env.Feedback) != 1 || env.Feedback[0].Message != "step s ("+plan+":4) is left to its plan: sub-plan parts/sub.yaml cannot take this step's inputs: with.n: ${steps.a.data.bytes}: type mismatch: the producer gives integer, the consumer needs string; fix the step's inputs, what feeds them, or the sub-plan's inputs" {
 			t.Fatalf("scaffold %v: exit %d %s", flags, code, out)
 		}
+	}
+}
+
+// What --from-gaps makes of each kind of gap, what --step, --force and
+// --dir change, and that pretty output shows the gaps it left.
+func TestScaffoldFromGapsCases(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte(`name: mixed
+steps:
+  - {id: a, capability: text.render, with: {template: hello}}
+  - {id: b, capability: file.write, with: {path: out.txt, content: "${steps.a.data.bytes}"}}
+  - {id: v, capability: video.transcode, with: {file: x.webm}}
+  - {id: p, capability: file.write, tool: fancy-write, with: {path: p.txt, content: x}}
+`), 0o644)
+	gaps := filepath.Join(dir, "gaps.json")
+	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir, "--output-path", gaps)
+	if code != 3 || !strings.Contains(out, "fix or drop the step's pin (tool: fancy-write), or give the project a tool of that name") || !strings.Contains(out, "proposed tool: video-transcode (") {
+		t.Fatalf("plan check: exit %d\n%s", code, out)
+	}
+	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--project", dir)
+	if code != 0 || !strings.Contains(out, "✓ created 1 tool\n  video-transcode (video.transcode) in tools/video-transcode\n") ||
+		!strings.Contains(out, "  [warning] step b ("+plan+":4) is left to its plan: file-write@1.0.0 cannot take") ||
+		!strings.Contains(out, "  [warning] step p ("+plan+":6) is left to its plan: pinned tool fancy-write does not provide file.write (providers: file-write@1.0.0); fix or drop its pin (tool: fancy-write), or scaffold a tool of that name") {
+		t.Fatalf("scaffold, pretty: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--from-gaps", gaps, "--step", "v"}, 2, "already exists (use --force to overwrite)"},
+		{[]string{"--from-gaps", gaps, "--step", "v", "--force"}, 0, "created 1 tool"}, // its own folder is no other provider
+		{[]string{"--from-gaps", gaps, "--step", "zz"}, 2, "--step zz: " + gaps + " has no gap of that step"},
+		{[]string{"another", "--capability", "video.transcode"}, 2, "video.transcode is already provided by video-transcode@0.1.0 (project)"},
+		{[]string{"another", "--capability", "video.transcode", "--step", "v"}, 2, "--step goes with --from-gaps"},
+		{[]string{"another", "--capability", "video.transcode", "--dir", filepath.Join(dir, "elsewhere")}, 0, "created 1 tool"}, // no project finds it there
+	} {
+		code, out, _ := capflow(t, append(append([]string{"tools", "scaffold"}, c.args...), "--project", dir, "--output", "json")...)
+		if env := envelopeOf(t, out); code != c.code || !strings.Contains(env.Message, c.want) {
+			t.Errorf("%v: exit %d %s, want %d %q", c.args, code, env.Message, c.code, c.want)
+		}
+	}
+	// Another provider since the report: the gap is the plan's to check again.
+	os.WriteFile(filepath.Join(dir, "capflow.yaml"), []byte("tools_dirs: [tools, more]\n"), 0o644)
+	if code, out, _ = capflow(t, "tools", "scaffold", "transcoder", "--capability", "video.transcode", "--dir", filepath.Join(dir, "more"), "--alongside", "--project", dir, "--output", "json"); code != 0 {
+		t.Fatalf("a second provider: %s", out)
+	}
+	os.RemoveAll(filepath.Join(dir, "tools", "video-transcode"))
+	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--step", "v", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || len(env.Feedback) != 1 || env.Feedback[0].Message != "step v ("+plan+":5) is left to its plan: transcoder@0.1.0 (project) provides video.transcode now; check the plan again" {
+		t.Fatalf("a stale report: exit %d %s", code, out)
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
@@ -93,39 +96,58 @@ func shippedTool(name string) *manifest.Manifest {
 	return nil
 }
 
-// unprovided keeps the specs whose capability no tool provides yet, or
-// all of them with alongside. A new tool beside a working one could take
-// its capability from it for every plan of the project (the first source
-// with a candidate wins, the project's tools before its kits by default),
-// and a schema_incompatible gap is the step's to fix, not a missing tool:
-// a named tool is refused, a gap left to its plan with a warning. A
-// sub-plan step's gap (no capability) is always left to its plan.
-func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, alongside, fromGaps bool) ([]scaffoldSpec, error) {
+// unprovided keeps the specs to create. A new tool beside a working one
+// serves its capability to every plan of the project wherever it ranks
+// first (the first source with a candidate wins, the project's tools
+// before its kits by default), and a schema_incompatible gap is the
+// step's to fix, not a missing tool: a named tool for a capability some
+// tool provides is refused, such a gap left to its plan with a warning,
+// unless --alongside. A sub-plan step's gap (no capability) and a pinned
+// tool's are the plan's in any case.
+func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, f scaffoldFlags, cfg *config.Config) ([]scaffoldSpec, error) {
 	var keep []scaffoldSpec
 	for _, s := range specs {
-		if s.Capability == "" {
-			b.Warn("scaffold", fmt.Sprintf("step %s's gap is left to its plan: %s; fix the step's inputs, what feeds them, or the sub-plan's inputs", s.Step, s.Why))
+		switch {
+		case s.Capability == "":
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs, what feeds them, or the sub-plan's inputs", s.where(), s.Why))
+			continue
+		case s.Pinned != "":
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix or drop its pin (tool: %s), or scaffold a tool of that name", s.where(), s.Why, s.Pinned))
 			continue
 		}
-		by, err := a.providers(s.Capability, alongside)
+		by, err := a.providers(s, cfg)
 		switch {
 		case err != nil:
 			return nil, err
-		case len(by) == 0:
+		case by == "":
 			keep = append(keep, s)
-		case !fromGaps:
-			return nil, caperr.New(caperr.InvalidInput, "%s is already provided by %s: a new tool for it could take it from them for every plan of the project (capflow tools resolve %s shows the order); pass --alongside to create it anyway", s.Capability, by, s.Capability)
+		case f.alongside:
+			keep = append(keep, s)
+			b.Warn("scaffold", fmt.Sprintf("%s joins %s as a provider of %s: capflow tools resolve %s shows which one every plan of the project now gets", s.Name, by, s.Capability, s.Capability))
+		case f.fromGaps == "":
+			return nil, caperr.New(caperr.InvalidInput, "%s is already provided by %s: a new tool would serve it to every plan of the project wherever it ranks first (capflow tools resolve %s shows the order); fix the plan's step instead, or pass --alongside to create it anyway", s.Capability, by, s.Capability)
+		case s.Reason == gap.NoCapabilityMatch:
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s provides %s now; check the plan again", s.where(), by, s.Capability))
 		default:
-			b.Warn("scaffold", fmt.Sprintf("step %s's gap is left to its plan: %s; fix the step's inputs or what feeds them, or pass --alongside to give it a tool of its own (which could take %s from %s for every plan of the project)", s.Step, s.Why, s.Capability, by))
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs or what feeds them, or give it a tool of its own (--from-gaps %s --step %s --alongside), which would then serve %s to every plan of the project in place of %s", s.where(), s.Why, f.fromGaps, s.Step, s.Capability, by))
 		}
 	}
 	return keep, nil
 }
 
-// providers names the tools that provide capability c ("" when none, or
-// when alongside says not to look).
-func (a *App) providers(c string, alongside bool) (string, error) {
-	if alongside {
+// where names a gap's step, and where it is written when known.
+func (s scaffoldSpec) where() string {
+	if s.At != "" {
+		return fmt.Sprintf("step %s (%s)", s.Step, s.At)
+	}
+	return "step " + s.Step
+}
+
+// providers names the tools that provide s's capability ("" for none),
+// but the tool s rewrites (--force over its own folder); none when s's
+// folder is in no tools_dirs entry, where no project finds it.
+func (a *App) providers(s scaffoldSpec, cfg *config.Config) (string, error) {
+	if !slices.ContainsFunc(cfg.ToolsDirs, func(d string) bool { _, in := beneath.Rel(cfg.Abs(d), s.Folder); return in }) {
 		return "", nil
 	}
 	_, reg, err := a.loadRegistry()
@@ -133,8 +155,10 @@ func (a *App) providers(c string, alongside bool) (string, error) {
 		return "", err
 	}
 	var by []string
-	for _, m := range reg.Providers(c) {
-		by = append(by, m.ID()+" ("+m.Source+")")
+	for _, m := range reg.Providers(s.Capability) {
+		if m.Dir != s.Folder {
+			by = append(by, m.ID()+" ("+m.Source+")")
+		}
 	}
 	return strings.Join(by, ", "), nil
 }

@@ -20,13 +20,15 @@ func TestReadBeneath(t *testing.T) {
 	os.Symlink(secret, filepath.Join(root, "parts", "out.yaml"))
 	os.Symlink("ok.yaml", filepath.Join(root, "parts", "in.yaml"))
 	os.Symlink(outside, filepath.Join(root, "away"))
+	os.Symlink(filepath.Join(root, "parts", "ok.yaml"), filepath.Join(root, "parts", "abs.yaml"))
 	for _, c := range []struct{ rel, want string }{
 		{"parts/ok.yaml", ""},
-		{"parts/in.yaml", ""}, // a link inside the project is followed
-		{"parts/out.yaml", `plan "parts/out.yaml" leads outside its folder`},
-		{"away/secret.yaml", `plan "away/secret.yaml" leads outside its folder`},
+		{"parts/in.yaml", ""},  // a link inside the project is followed
+		{"parts/abs.yaml", ""}, // an absolute one too
+		{"parts/out.yaml", `file "parts/out.yaml" leads outside its folder`},
+		{"away/secret.yaml", `file "away/secret.yaml" leads outside its folder`},
 		{"../" + filepath.Base(outside) + "/secret.yaml", "leads outside its folder"},
-		{"parts/none.yaml", `plan "parts/none.yaml" does not exist (a plan's files are named from the project root, ` + root + ")"},
+		{"parts/none.yaml", `file "parts/none.yaml" does not exist; a plan's files are named from the project root, ` + root},
 	} {
 		data, err := ReadBeneath(root, c.rel)
 		switch {

@@ -121,15 +121,20 @@ func ofRun(r *wire.Result) (wire.Next, bool) {
 }
 
 // ofGaps: gaps a new tool can fill are scaffolded; where every gap is a
-// step whose inputs its capability's tools cannot take, the step is what
-// to fix (a new tool would take the capability from them project-wide).
+// step whose inputs do not fit what takes them (its capability's tool, a
+// sub-plan), the step is what to fix: a new tool would take the
+// capability from that one for every plan of the project.
 func ofGaps(gaps []wire.Gap) wire.Next {
+	next := wire.Next{Code: wire.ErrorCode(caperr.ToolNotFound), Advice: "a step's inputs do not fit what takes them (its tool, a sub-plan): capflow plan check PLAN names each mismatch; fix the step or what feeds it"}
 	for _, g := range gaps {
 		if g.Reason != wire.GapSchemaIncompatible {
-			return wire.Next{Code: wire.ErrorCode(caperr.ToolNotFound), Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}
+			next.Advice = "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"
 		}
 	}
-	return wire.Next{Code: wire.ErrorCode(caperr.SchemaViolation), Advice: "a step's inputs do not fit the tools of its capability: capflow plan check PLAN names each mismatch; fix the step or what feeds it"}
+	if len(gaps) == 0 {
+		next.Advice = "no plan covers the request: capflow route REQUEST shows what the router made of it, capflow tools list what the project can do"
+	}
+	return next
 }
 
 // StderrTail is the last lines a failed step's tool wrote to stderr (its

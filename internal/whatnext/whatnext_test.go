@@ -46,7 +46,9 @@ func TestOf(t *testing.T) {
 		{"gaps: a tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}, {Reason: "no_capability_match"}}},
 			[]wire.Next{{Code: "TOOL_NOT_FOUND", Advice: "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"}}},
 		{"gaps that are the steps' to fix: no tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}}},
-			[]wire.Next{{Code: "SCHEMA_VIOLATION", Advice: "a step's inputs do not fit the tools of its capability: capflow plan check PLAN names each mismatch; fix the step or what feeds it"}}},
+			[]wire.Next{{Code: "TOOL_NOT_FOUND", Advice: "a step's inputs do not fit what takes them (its tool, a sub-plan): capflow plan check PLAN names each mismatch; fix the step or what feeds it"}}},
+		{"no gap at all (a request nothing covers)", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{}},
+			[]wire.Next{{Code: "TOOL_NOT_FOUND", Advice: "no plan covers the request: capflow route REQUEST shows what the router made of it, capflow tools list what the project can do"}}},
 		{"cancelled", wire.Result{WorkflowID: "r1", Status: wire.StatusCancelled},
 			[]wire.Next{{Code: "CANCELLED", Command: "capflow rerun r1", Advice: caperr.Advice(caperr.Cancelled)}}},
 	} {
