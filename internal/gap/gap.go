@@ -130,7 +130,7 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			if near := suggest.Typo(s.Capability, reg.Capabilities()); near != "" {
 				// The plan's typo, not a tool to write: exit 2 at its line.
 				line, col := p.Pos("steps", strconv.Itoa(index[s.ID]), "capability")
-				res.Problems = append(res.Problems, caperr.New(caperr.InvalidInput, "no tool provides %q: did you mean %q?", s.Capability, near).
+				res.Problems = append(res.Problems, caperr.New(caperr.InvalidInput, "no tool provides %q: did you mean %q? (a new capability, not a typo: a tool that provides it first, capflow tools scaffold NAME --capability %s)", s.Capability, near, s.Capability).
 					At(p.File, line, col, fmt.Sprintf("steps[%d].capability", index[s.ID])))
 				continue
 			}

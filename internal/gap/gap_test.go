@@ -87,7 +87,7 @@ func TestReasons(t *testing.T) {
 		{"no match", `- {id: s, capability: video.teleport, with: {path: a}}`, NoCapabilityMatch, `no tool provides video.teleport`},
 		// A capability spelled near one a tool provides is the plan's
 		// typo: no tool to write.
-		{"misspelt capability", `- {id: s, capability: file.checksums, with: {path: a}}`, "", `no tool provides "file.checksums": did you mean "file.checksum"?`},
+		{"misspelt capability", `- {id: s, capability: file.checksums, with: {path: a}}`, "", `no tool provides "file.checksums": did you mean "file.checksum"? (a new capability, not a typo: a tool that provides it first, capflow tools scaffold NAME --capability file.checksums)`},
 		{"bad pin", `- {id: s, capability: file.checksum, tool: other-tool}`, NoCapabilityMatch, "pinned tool other-tool"},
 		// The plan's own typos are positioned problems, not missing tools.
 		{"missing required input", `- {id: s, capability: text.count, with: {limit: 3}}`, "", `requires input "text"`},
