@@ -86,6 +86,7 @@ func fromDoc(doc *yamldoc.Doc) (*Plan, caperr.Problems) {
 				c.at(stepPath(i), "step needs a capability (or a sub-plan: plan: FILE, or an agent: block)")
 			}
 		}
+		c.rawKeys(steps)
 		c.probs.Sort()
 		return nil, c.probs
 	}
@@ -152,37 +153,88 @@ func stepPath(i int, field ...string) []string {
 	return append([]string{"steps", strconv.Itoa(i)}, field...)
 }
 
-func (c *checker) validate(p *Plan) {
+// stepKeys is what the id and needs checks read of a step: of a parsed
+// plan, or of the document the schema refused, so that those problems
+// come with the schema's and not in a later round.
+type stepKeys struct {
+	id    string
+	needs []string
+}
+
+// checkIDs refuses duplicate and reserved step ids; it returns each id's
+// step index and the ids in order.
+func (c *checker) checkIDs(steps []stepKeys) (map[string]int, []string) {
 	ids := map[string]int{}
 	var allIDs []string
-	for i, s := range p.Steps {
-		if first, dup := ids[s.ID]; dup {
-			c.at(stepPath(i, "id"), "duplicate step id %q (first used by steps[%d])", s.ID, first)
+	for i, s := range steps {
+		if first, dup := ids[s.id]; dup {
+			c.at(stepPath(i, "id"), "duplicate step id %q (first used by steps[%d])", s.id, first)
 			continue
 		}
-		if end := wire.ReservedEnding(s.ID); end != "" {
-			c.at(stepPath(i, "id"), "step id %q ends in %q, which capflow adds to a step's activity IDs (a retried, rerun, moved or local-then-regular step's): rename the step", s.ID, end)
+		if end := wire.ReservedEnding(s.id); end != "" {
+			c.at(stepPath(i, "id"), "step id %q ends in %q, which capflow adds to a step's activity IDs (a retried, rerun, moved or local-then-regular step's): rename the step", s.id, end)
 		}
-		ids[s.ID] = i
-		allIDs = append(allIDs, s.ID)
+		ids[s.id] = i
+		allIDs = append(allIDs, s.id)
 	}
+	return ids, allIDs
+}
+
+// checkNeeds refuses a step's needs of itself or of no step; it returns
+// the steps it needs.
+func (c *checker) checkNeeds(i int, s stepKeys, ids map[string]int, allIDs []string) map[string]bool {
+	deps := map[string]bool{}
+	for j, n := range s.needs {
+		switch _, ok := ids[n]; {
+		case n == s.id:
+			c.at(stepPath(i, "needs", strconv.Itoa(j)), "step %q cannot need itself", s.id)
+		case !ok:
+			c.at(stepPath(i, "needs", strconv.Itoa(j)), "needs unknown step %q%s", n, suggest.Phrase(n, allIDs))
+		default:
+			deps[n] = true
+		}
+	}
+	return deps
+}
+
+// rawKeys checks ids and needs in a document the schema refused, where
+// every step has a string id (a step without one would make its needers'
+// needs look unknown).
+func (c *checker) rawKeys(steps []any) {
+	keys := make([]stepKeys, len(steps))
+	for i, st := range steps {
+		m, _ := st.(map[string]any)
+		id, ok := m["id"].(string)
+		if !ok || id == "" {
+			return
+		}
+		keys[i].id = id
+		needs, _ := m["needs"].([]any)
+		for _, n := range needs {
+			if n, ok := n.(string); ok {
+				keys[i].needs = append(keys[i].needs, n)
+			}
+		}
+	}
+	ids, allIDs := c.checkIDs(keys)
+	for i, k := range keys {
+		c.checkNeeds(i, k, ids, allIDs)
+	}
+}
+
+func (c *checker) validate(p *Plan) {
+	keys := make([]stepKeys, len(p.Steps))
+	for i, s := range p.Steps {
+		keys[i] = stepKeys{s.ID, s.Needs}
+	}
+	ids, allIDs := c.checkIDs(keys)
 	for name, s := range p.Inputs {
 		if _, vs := schema.Compile(s); len(vs) > 0 {
 			c.at([]string{"inputs", name}, "input %q is not a valid JSON Schema: %s", name, vs[0].Message)
 		}
 	}
 	for i, s := range p.Steps {
-		deps := map[string]bool{}
-		for j, n := range s.Needs {
-			switch _, ok := ids[n]; {
-			case n == s.ID:
-				c.at(stepPath(i, "needs", strconv.Itoa(j)), "step %q cannot need itself", s.ID)
-			case !ok:
-				c.at(stepPath(i, "needs", strconv.Itoa(j)), "needs unknown step %q%s", n, suggest.Phrase(n, allIDs))
-			default:
-				deps[n] = true
-			}
-		}
+		deps := c.checkNeeds(i, keys[i], ids, allIDs)
 		refs := refChecker{c: c, p: p, s: s, ids: ids, allIDs: allIDs, deps: deps}
 		refs.item = s.IsForEach()
 		CollectRefs(s.With, nil, func(path []string, tpl Template, err error) {

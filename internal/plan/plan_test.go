@@ -79,6 +79,9 @@ func TestParseProblems(t *testing.T) {
 		{"unknown field", "name: u\nstep: []\n", []string{`1:steps: missing required field "steps"`, `2:step: unknown field "step" (did you mean "steps"?)`}},
 		{"cache settings", "name: c\nsteps:\n  - {id: a, capability: x.y, cache: yes}\n  - {id: b, capability: x.y, cache: {ttl: 5x}}\n  - {id: c, capability: x.y, cache: {tll: 1h}}\n",
 			[]string{"3:steps[0].cache: must be boolean or object", `4:steps[1].cache.ttl: "5x" is not a duration`, `5:steps[2].cache.tll: unknown field "tll" (did you mean "ttl"?)`}},
+		// One round: the schema's problems come with the ids' and needs'.
+		{"schema, ids and needs at once", "name: r\nsteps:\n  - {id: a, capability: x.y, join: {policy: most}}\n  - {id: a, capability: x.y}\n  - {id: c, capability: x.y, needs: [b]}\n",
+			[]string{"3:steps[0].join.policy: must be one of all, any, quorum", `4:steps[1].id: duplicate step id "a"`, `5:steps[2].needs[0]: needs unknown step "b"`}},
 		{"cache on a sub-plan", "name: c\nsteps:\n  - {id: d, plan: sub.yaml, cache: true}\n", []string{"3:steps[0].cache: cache does not apply to a sub-plan step"}},
 	}
 	for _, tt := range tests {
