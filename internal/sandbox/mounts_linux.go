@@ -32,7 +32,7 @@ func hiddenRoots() []string {
 
 // within reports whether p is root or lies under it.
 func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, root+"/")
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // covered reports whether p lies in one of roots.
@@ -60,8 +60,22 @@ func (s *Support) mountArgs(req Request) []string {
 		read = append(read, s.exe) // the init below
 	}
 	shown := rebind(read, hidden)
+	own := func(kind, p string) string { return kind }
+	if req.asNobody {
+		// What the run was given as its own, wherever it is, bound as
+		// the step's own: a root worker's step runs as nobody.
+		everywhere := append(slices.Clone(hidden), "/")
+		owned := rebind(req.Own, everywhere)
+		shown = rebind(append(shown, owned...), everywhere)
+		own = func(kind, p string) string {
+			if covered(p, owned) || kind != "--ro-bind-try" {
+				return kind + "-own"
+			}
+			return kind
+		}
+	}
 	for _, p := range shown {
-		a = append(a, "--ro-bind-try", p, p)
+		a = append(a, own("--ro-bind-try", p), p, p)
 	}
 	// The project's private folders (other runs, the engine's state)
 	// emptied in turn, and what the tree reads in them (its own run's
@@ -71,7 +85,7 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, "--tmpfs", d)
 	}
 	for _, p := range rebind(read, private) {
-		a = append(a, "--ro-bind-try", p, p)
+		a = append(a, own("--ro-bind-try", p), p, p)
 		shown = append(shown, p)
 	}
 	bound := map[string]bool{}
@@ -81,9 +95,9 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 		bound[p] = true
 		if fd, ok := req.bindFDs[p]; ok {
-			a = append(a, "--bind-fd", strconv.Itoa(fd), p)
+			a = append(a, own("--bind-fd", p), strconv.Itoa(fd), p)
 		} else {
-			a = append(a, "--bind", p, p)
+			a = append(a, own("--bind", p), p, p)
 		}
 		shown = append(shown, filepath.Clean(p))
 	}

@@ -30,7 +30,9 @@ type Support struct {
 	nets    netPool // network namespaces made ahead for a root worker's zygote steps
 	// zygoteOff says why no zygote forks steps here (nil: they do);
 	// zygote is the one without cgroups, started from zygoteThread.
-	zygoteOff    atomic.Pointer[string]
+	zygoteOff atomic.Pointer[string]
+	// nobody: a zygote runs this root worker's steps as nobody.
+	nobody       atomic.Bool
 	zygoteMu     sync.Mutex
 	zygote       *zygote
 	zygoteThread *forker
@@ -102,6 +104,9 @@ func (s *Support) Summary() string {
 		return "unconfined: " + s.missing
 	}
 	way := "steps forked by capflow's zygote, servers and steps with the network under bubblewrap " + s.bwrap
+	if s.nobody.Load() {
+		way = "steps forked by capflow's zygote as nobody, servers and steps with the network under bubblewrap " + s.bwrap + " as root"
+	}
 	if off := s.zygoteOff.Load(); off != nil {
 		way = "bubblewrap " + s.bwrap + " (no zygote: " + *off + ")"
 	}

@@ -56,6 +56,12 @@ type Request struct {
 	// tool's folder); Write the ones it writes (the step folder). Hide are
 	// files or folders it must not see at all (the worker's keys).
 	Read, Write, Hide []string
+	// Own are the folders of Read the run was given as its own (the
+	// project, its run folder, the tool's folder): a root worker's step,
+	// which runs as nobody, sees their owner as itself, as it does its
+	// Write folders; the rest of Read (input files named by path, a
+	// manifest's read:, the PATH folders in a home) it reads as nobody.
+	Own []string
 	// Private are folders of the project the tree sees empty but for what
 	// it reads in them: the runs folder (other runs' inputs and results)
 	// and the engine's state.
@@ -78,6 +84,10 @@ type Request struct {
 
 	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
 	netns   int            // the index among the zygote's files of a network namespace made for the tree (0: none)
+	// asNobody: a root worker's zygote step, which runs as nobody: Own
+	// folders are bound wherever they are, and they and the Write folders
+	// are bound as its own (zygote_ids_linux.c).
+	asNobody bool
 	// zygoteWait makes Start wait for a zygote that is starting (tests of
 	// the zygote's way) rather than take bubblewrap.
 	zygoteWait bool

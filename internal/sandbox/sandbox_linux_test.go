@@ -59,6 +59,9 @@ func runWith(t *testing.T, req Request, step string, script string) outcome {
 	t.Helper()
 	s := support(t)
 	req.Argv, req.Dir, req.Read = []string{"/bin/sh", "-c", script}, step, []string{filepath.Dir(step)}
+	if req.Own == nil {
+		req.Own = req.Read // the step's parent stands for its project
+	}
 	req.Env, req.Write = []string{"PATH=/usr/bin:/bin", "STEP=" + step}, []string{step}
 	var out bytes.Buffer
 	tree := startWay(t, s, req, Stdio{Out: &out, Err: &out})

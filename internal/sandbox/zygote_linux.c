@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/mount.h>
@@ -136,15 +137,21 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 		if (o->tree < 0 && !(strcmp(o->kind, "--ro-bind-try") == 0 && errno == ENOENT))
 			return fail("bind %s", o->src);
 	}
+	for (int i = 0; i < n; i++)
+		idmap_tree(&ops[i]);
 	return 0;
 }
 
-int apply(struct op *ops, int n) {
+// apply makes the mounts in order; own: the tmpfs are the step's user's
+// (a root worker's steps are STEP_ID: their own /tmp, and the emptied
+// homes they may write as they could before).
+int apply(struct op *ops, int n, int own) {
+	const char *opts = own ? "mode=0755,uid=65534,gid=65534" : "mode=0755";
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
 		if (strcmp(o->kind, "--tmpfs") == 0) {
 			place(o->dst, 1);
-			if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+			if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 				return fail("tmpfs %s", o->dst);
 		} else if (o->tree >= 0 && attach(o->tree, o->dst, strncmp(o->kind, "--ro-", 5) == 0) != 0) {
 			return -1;
@@ -190,13 +197,16 @@ int loopback_up(void) {
 	return ok ? 0 : fail("loopback");
 }
 
-// drop_caps leaves the tree no capability, now or after an exec (a root
-// worker's tool is uid 0 with none, as under bubblewrap's --cap-drop ALL).
-int drop_caps(void) {
+// drop_caps leaves the tree no capability, now or after an exec; with
+// step_user (a root worker's), the tree is STEP_ID, no longer root: it
+// reads and writes the machine as another user does.
+int drop_caps(int step_user) {
 	for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0)
 			return fail("drop capability %d", c);
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (step_user && (setgroups(0, NULL) != 0 || setresgid(STEP_ID, STEP_ID, STEP_ID) != 0 || setresuid(STEP_ID, STEP_ID, STEP_ID) != 0))
+		return fail("the step's user");
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {{0}};
 	if (syscall(SYS_capset, &h, d) != 0)
@@ -204,7 +214,7 @@ int drop_caps(void) {
 	return 0;
 }
 
-static int write_file(const char *path, const char *s) {
+int write_file(const char *path, const char *s) {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	int ok = fd >= 0 && write(fd, s, strlen(s)) == (ssize_t)strlen(s);
 	if (fd >= 0)

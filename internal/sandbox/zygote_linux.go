@@ -45,6 +45,8 @@ type zygote struct {
 	dead  atomic.Bool   // asked nothing more
 	proc  atomic.Int64  // its pid, once started
 	ended chan struct{} // closed once it has exited
+	// nobody: it runs a root worker's steps as nobody (it said so).
+	nobody bool
 }
 
 // startZygote starts a zygote in the background from f's thread (born in
@@ -55,6 +57,9 @@ func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		z.err = z.start(s.exe, f)
+		if z.nobody {
+			s.nobody.Store(true)
+		}
 		if errors.Is(z.err, errLayout) {
 			why := z.err.Error()
 			s.zygoteOff.CompareAndSwap(nil, &why)
@@ -106,7 +111,8 @@ func (z *zygote) start(exe string, f *forker) error {
 		close(z.ended)
 	}()
 	reply, err := z.read(10 * time.Second)
-	if err == nil && reply != "ready" {
+	z.nobody = reply == "ready nobody" // a root worker's steps run as nobody (zygote_ids_linux.c)
+	if err == nil && reply != "ready" && !z.nobody {
 		err = fmt.Errorf("%w: %s", errLayout, strings.TrimPrefix(reply, "err 0 "))
 	}
 	if err != nil {
@@ -264,6 +270,7 @@ func (z *zygote) stop() {
 // environment, then the command, each word ended by a NUL. A word holding
 // a NUL is refused: it would be read as two.
 func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
+	req.asNobody = os.Geteuid() == 0
 	w := s.mountArgs(req)
 	if req.Dir != "" {
 		w = append(w, "--chdir", req.Dir)

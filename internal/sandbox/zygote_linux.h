@@ -8,13 +8,18 @@
 #define ZMSG (256 * 1024) // a request's largest size (zygoteMax in zygote_linux.go)
 #define ZFDS 64           // its largest number of descriptors
 #define ZOPS 512          // of mount operations
+#define STEP_ID 65534     // a root worker's steps' user and group: the overflow ids, which own nothing
 
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,
 // --bind-fd N D.
 struct op {
 	const char *kind, *src, *dst;
-	int tree; // the source, cloned before anything is covered (-1: none)
+	int tree;  // the source, cloned before anything is covered (-1: none)
+	int own;   // the run's own (a root worker's step: bound as the step's, --*-own)
+	int idmap; // a user namespace that shows the source's owner as STEP_ID (-1: none)
+	uid_t owner;
+	gid_t group; // the source's, when idmap was made for it
 };
 
 extern char zerr[512];
@@ -23,10 +28,15 @@ int setattr(int fd, const char *path, int flags, unsigned long long set, unsigne
 int clone_tree(int dirfd, const char *path, int flags);
 int fd_index(const char *word, int nfds);
 int clone_sources(struct op *ops, int n, int *fds, int nfds);
-int apply(struct op *ops, int n);
+int apply(struct op *ops, int n, int own);
 int system_mounts(void);
 int loopback_up(void);
-int drop_caps(void);
+int drop_caps(int step_user);
+int write_file(const char *path, const char *s);
+int idmaps_ready(void);
+void idmap_ops(struct op *ops, int n, int *fds, int nfds);
+void idmap_tree(struct op *o);
+void idmaps_close(void);
 int own_user(uid_t u, gid_t g);
 int fresh_view(void);
 

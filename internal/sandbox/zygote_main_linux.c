@@ -31,7 +31,8 @@ extern char **environ;
 
 static struct sock_fprog zfilter; // the seccomp filter, read once
 static uid_t zuid;
-static gid_t zgid; // the worker's, which a step's user namespace maps
+static gid_t zgid;  // the worker's, which a step's user namespace maps
+static int zstep;   // a root worker's steps run as STEP_ID (zygote_ids_linux.c)
 
 struct req {
 	struct op ops[ZOPS];
@@ -60,6 +61,14 @@ static int parse(char *msg, size_t len, struct req *r) {
 	w[n] = NULL;
 	for (int i = 0; i < n; i++) {
 		const char *k = w[i];
+		// A bind of what the run was given as its own, for a root
+		// worker's step (zygote_ids_linux.c): the bind, marked.
+		int own = 0;
+		for (const char **b = (const char *[]){"--ro-bind-try", "--bind", "--bind-fd", NULL}; *b; b++) {
+			size_t m = strlen(*b);
+			if (strncmp(k, *b, m) == 0 && strcmp(k + m, "-own") == 0)
+				k = *b, own = 1;
+		}
 		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0;
 		if (strcmp(k, "--") == 0) {
 			r->argv = &w[i + 1];
@@ -96,6 +105,8 @@ static int parse(char *msg, size_t len, struct req *r) {
 			o->kind = k;
 			o->src = two ? w[++i] : NULL;
 			o->dst = w[++i];
+			o->idmap = -1;
+			o->own = own;
 		} else {
 			return errno = E2BIG, fail("mounts");
 		}
@@ -150,13 +161,13 @@ static int setup(struct req *r) {
 		return -1;
 	if (zuid != 0 && own_user(zuid, zgid) != 0)
 		return -1;
-	if (fresh_view() != 0 || clone_sources(r->ops, r->nops, r->fds, r->nfds) != 0)
-		return -1;
-	if (system_mounts() != 0 || apply(r->ops, r->nops) != 0)
+	int cloned = fresh_view() == 0 && clone_sources(r->ops, r->nops, r->fds, r->nfds) == 0;
+	idmaps_close();
+	if (!cloned || system_mounts() != 0 || apply(r->ops, r->nops, zstep) != 0)
 		return -1;
 	if (r->dir && chdir(r->dir) != 0)
 		return fail("chdir %s", r->dir);
-	return loopback_up() != 0 || drop_caps() != 0 ? -1 : 0;
+	return loopback_up() != 0 || drop_caps(zstep) != 0 ? -1 : 0;
 }
 
 // step_init is the step's PID 1: it lays out the file system, reports
@@ -218,6 +229,8 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		errno = E2BIG, fail("the request was cut");
 	} else if (parse(msg, len, &r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
 		r.sync = sync[1];
+		if (zstep)
+			idmap_ops(r.ops, r.nops, fds, nfds);
 		int flags = step_flags();
 		if (r.netns >= 0)
 			flags &= ~CLONE_NEWNET; // the step enters the one made for it (step_init)
@@ -313,12 +326,14 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	}
 	zuid = geteuid();
 	zgid = getegid();
+	zstep = zuid == 0 && idmaps_ready();
 	char out[600];
 	if (try_step() != 0) {
 		snprintf(out, sizeof out, "err 0 %s", zerr);
 		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
 		_exit(1);
 	}
-	(void)!send(3, "ready", 5, MSG_NOSIGNAL);
+	const char *ready = zstep ? "ready nobody" : "ready";
+	(void)!send(3, ready, strlen(ready), MSG_NOSIGNAL);
 	serve(3);
 }

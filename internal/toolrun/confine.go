@@ -59,9 +59,10 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 			read[i] = real
 		}
 	}
+	own := nonEmpty(read)
 	read = append(read, r.givenPaths(req)...)
 	p.support = sup
-	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read),
+	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own,
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
 		Private: r.Private}
 	if spec.Network {
