@@ -60,32 +60,30 @@ func (s *Support) mountArgs(req Request) []string {
 		read = append(read, s.exe) // the init below
 	}
 	shown := rebind(read, hidden)
-	own := func(kind, p string) string { return kind }
-	if req.asNobody {
-		// What the run was given as its own, wherever it is, bound as
-		// the step's own: a root worker's step runs as nobody.
+	private := existingDirs(req.Private)
+	own := ownership{on: req.asStepUser}
+	if own.on {
+		// What the run was given as its own, wherever it is, bound too.
 		everywhere := append(slices.Clone(hidden), "/")
-		owned := rebind(req.Own, everywhere)
-		shown = rebind(append(shown, owned...), everywhere)
-		own = func(kind, p string) string {
-			if covered(p, owned) || kind != "--ro-bind-try" {
-				return kind + "-own"
+		own.all = rebind(req.Own, everywhere)
+		shown = rebind(append(shown, own.all...), everywhere)
+		for _, p := range req.Own {
+			if covered(filepath.Clean(p), private) {
+				own.private = append(own.private, filepath.Clean(p))
 			}
-			return kind
 		}
 	}
 	for _, p := range shown {
-		a = append(a, own("--ro-bind-try", p), p, p)
+		a = append(a, own.kind("--ro-bind-try", p, false), p, p)
 	}
 	// The project's private folders (other runs, the engine's state)
 	// emptied in turn, and what the tree reads in them (its own run's
 	// folder) bound back.
-	private := existingDirs(req.Private)
 	for _, d := range private {
 		a = append(a, "--tmpfs", d)
 	}
 	for _, p := range rebind(read, private) {
-		a = append(a, own("--ro-bind-try", p), p, p)
+		a = append(a, own.kind("--ro-bind-try", p, true), p, p)
 		shown = append(shown, p)
 	}
 	bound := map[string]bool{}
@@ -95,9 +93,9 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 		bound[p] = true
 		if fd, ok := req.bindFDs[p]; ok {
-			a = append(a, own("--bind-fd", p), strconv.Itoa(fd), p)
+			a = append(a, own.kind("--bind-fd", p, false), strconv.Itoa(fd), p)
 		} else {
-			a = append(a, own("--bind", p), p, p)
+			a = append(a, own.kind("--bind", p, false), p, p)
 		}
 		shown = append(shown, filepath.Clean(p))
 	}
@@ -112,6 +110,27 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 	}
 	return a
+}
+
+// ownership marks the binds a root worker's step gets as its own (its
+// kind + "-own": the zygote binds them idmapped, zygote_ids_linux.c): every
+// write folder, and what the Own folders (all) hold, but in a private
+// folder only what an Own folder there holds (the run's own folder, not
+// the engine's state that a manifest's read: names).
+type ownership struct {
+	on           bool
+	all, private []string
+}
+
+func (o ownership) kind(kind, p string, inPrivate bool) string {
+	in := o.all
+	if inPrivate {
+		in = o.private
+	}
+	if o.on && (kind != "--ro-bind-try" || covered(p, in)) {
+		return kind + "-own"
+	}
+	return kind
 }
 
 // existingDirs are the folders of paths that exist, cleaned.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,8 @@ type Support struct {
 	// zygoteOff says why no zygote forks steps here (nil: they do);
 	// zygote is the one without cgroups, started from zygoteThread.
 	zygoteOff atomic.Pointer[string]
-	// nobody: a zygote runs this root worker's steps as nobody.
-	nobody       atomic.Bool
+	// stepUser: a zygote runs this root worker's steps as StepID.
+	stepUser     atomic.Bool
 	zygoteMu     sync.Mutex
 	zygote       *zygote
 	zygoteThread *forker
@@ -104,8 +105,8 @@ func (s *Support) Summary() string {
 		return "unconfined: " + s.missing
 	}
 	way := "steps forked by capflow's zygote, servers and steps with the network under bubblewrap " + s.bwrap
-	if s.nobody.Load() {
-		way = "steps forked by capflow's zygote as nobody, servers and steps with the network under bubblewrap " + s.bwrap + " as root"
+	if s.stepUser.Load() {
+		way = "steps forked by capflow's zygote as uid " + strconv.Itoa(StepID) + ", servers and steps with the network under bubblewrap " + s.bwrap + " as root"
 	}
 	if off := s.zygoteOff.Load(); off != nil {
 		way = "bubblewrap " + s.bwrap + " (no zygote: " + *off + ")"

@@ -47,6 +47,11 @@ type Spec struct {
 // Defaults are the limits of a tool whose manifest declares none.
 var Defaults = Spec{Memory: 1 << 30, Pids: 256, CPU: 10 * time.Minute, FileSize: 1 << 30}
 
+// StepID is the user and group a root worker's zygote steps run as, an
+// id nothing else on a host uses (docs/sandbox.md#the-zygote; STEP_ID in
+// zygote_linux.h).
+const StepID = 2080374784
+
 // Request is one process tree to confine.
 type Request struct {
 	Argv []string
@@ -58,9 +63,9 @@ type Request struct {
 	Read, Write, Hide []string
 	// Own are the folders of Read the run was given as its own (the
 	// project, its run folder, the tool's folder): a root worker's step,
-	// which runs as nobody, sees their owner as itself, as it does its
+	// which runs as StepID, sees their owner as itself, as it does its
 	// Write folders; the rest of Read (input files named by path, a
-	// manifest's read:, the PATH folders in a home) it reads as nobody.
+	// manifest's read:, the PATH folders in a home) it reads as any user.
 	Own []string
 	// Private are folders of the project the tree sees empty but for what
 	// it reads in them: the runs folder (other runs' inputs and results)
@@ -84,10 +89,10 @@ type Request struct {
 
 	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
 	netns   int            // the index among the zygote's files of a network namespace made for the tree (0: none)
-	// asNobody: a root worker's zygote step, which runs as nobody: Own
+	// asStepUser: a root worker's zygote step, which runs as StepID: Own
 	// folders are bound wherever they are, and they and the Write folders
 	// are bound as its own (zygote_ids_linux.c).
-	asNobody bool
+	asStepUser bool
 	// zygoteWait makes Start wait for a zygote that is starting (tests of
 	// the zygote's way) rather than take bubblewrap.
 	zygoteWait bool

@@ -1,35 +1,35 @@
 package sandbox
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
-// A root worker's steps forked by the zygote run as nobody (uid 65534),
-// not as root: the machine's root-only files are not theirs to read, as
-// they are not another user's worker's, even where a manifest's read: or
-// an input binds them in. What the run gave them as its own stays
+// A root worker's steps forked by the zygote run as the step user
+// (StepID), not as root: the machine's root-only files are not theirs to
+// read, as they are not another user's worker's, even where a manifest's
+// read: or an input binds them in. What the run gave them as its own stays
 // theirs (a root-only file of their project, though the project's folder
 // is root's alone and in no hidden root), their /tmp is theirs to write,
 // and what they write in their step folder is its owner's on disk.
-func TestRootWorkersStepsRunAsNobody(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the worker is not root: its steps are its own user, in a user namespace (TestHostileAsAnotherUser)")
-	}
+func TestRootWorkersStepsRunAsTheStepUser(t *testing.T) {
+	asRootWithAZygote(t)
 	secret := filepath.Join(mkdirIn(t, "/var/tmp", 0o700), "secret")
 	bound := mkdirIn(t, "/tmp", 0o700) // in a hidden root: bound back when read
 	boundSecret := filepath.Join(bound, "secret")
 	project := mkdirIn(t, "/var/tmp", 0o700) // outside every hidden root
 	step := filepath.Join(project, "step")
-	for _, f := range []struct {
-		path string
-		perm os.FileMode
-	}{{secret, 0o600}, {boundSecret, 0o600}, {filepath.Join(project, "own.txt"), 0o600}} {
-		if err := os.WriteFile(f.path, []byte("root only\n"), f.perm); err != nil {
+	for _, f := range []string{secret, boundSecret, filepath.Join(project, "own.txt")} {
+		if err := os.WriteFile(f, []byte("root only\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +47,8 @@ echo t > /tmp/t && echo wrote /tmp`
 	spec := Defaults
 	spec.Read = []string{bound}
 	o := runWith(t, Request{Spec: spec, Own: []string{project}}, step, script)
-	want := "65534\n65534\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\n"
+	id := strconv.Itoa(StepID)
+	want := id + "\n" + id + "\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\n"
 	if o.exit != 0 || o.out != want {
 		t.Fatalf("exit %d:\n%s\nwant:\n%s", o.exit, o.out, want)
 	}
@@ -58,8 +59,85 @@ echo t > /tmp/t && echo wrote /tmp`
 	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 || sys.Gid != 0 {
 		t.Fatalf("the step's file is %d:%d on disk, not its folder's owner's (0:0)", sys.Uid, sys.Gid)
 	}
-	if sum := support(t).Summary(); !strings.Contains(sum, "steps forked by capflow's zygote as nobody") {
+	if sum := support(t).Summary(); !strings.Contains(sum, "steps forked by capflow's zygote as uid "+id) {
 		t.Fatalf("the worker's start-up line does not say so: %s", sum)
+	}
+}
+
+// Found attacking the step user: as nobody (65534), the steps shared their
+// uid with the host's daemons and other users' squashed files, and any
+// process of that uid could read a running tool's environment (its
+// secrets) and reach its folders through /proc. StepID is nobody else's.
+func TestNoHostProcessSharesTheStepsUser(t *testing.T) {
+	asRootWithAZygote(t)
+	s := support(t)
+	step := t.TempDir()
+	var out bytes.Buffer
+	req := Request{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep 30"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin", "API_TOKEN=s3cr3t"},
+		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults}
+	tree := startWay(t, s, req, Stdio{Out: &out, Err: &out})
+	defer func() {
+		tree.Kill()
+		exit, _ := tree.Wait()
+		tree.Finish(exit, "")
+	}()
+	tool := 0
+	for deadline := time.Now().Add(10 * time.Second); tool == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", tree.Pid(), tree.Pid()))
+		tool, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
+	}
+	if tool == 0 {
+		t.Fatalf("the tool did not start: %q", out.String())
+	}
+	if st, err := os.Stat(fmt.Sprintf("/proc/%d", tool)); err != nil || st.Sys().(*syscall.Stat_t).Uid != StepID {
+		t.Fatalf("the tool is not the step user: %v", err)
+	}
+	for _, uid := range []uint32{65534, 0x7C000001} { // nobody, and a neighbour of the step user
+		cmd := exec.Command("/bin/cat", fmt.Sprintf("/proc/%d/environ", tool))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		if b, err := cmd.CombinedOutput(); err == nil || bytes.Contains(b, []byte("s3cr3t")) {
+			t.Fatalf("uid %d read the tool's environment: %q %v", uid, b, err)
+		}
+	}
+}
+
+// What a root worker's step gets as its own: its Own folders and write
+// folders, but in a private folder only the run's own folder, never the
+// engine's state that a manifest's read: names.
+func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
+	project := t.TempDir()
+	state, run := filepath.Join(project, ".capflow", "state"), filepath.Join(project, ".capflow", "runs", "r1")
+	for _, d := range []string{state, run, filepath.Join(project, "out")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := Request{Read: []string{project, run}, Own: []string{project, run}, Write: []string{filepath.Join(run, "step")},
+		Private: []string{filepath.Join(project, ".capflow")}, Spec: Spec{Read: []string{state, "/etc/ssl"}, Write: []string{filepath.Join(project, "out")}}, asStepUser: true}
+	args := strings.Join(support(t).mountArgs(req), " ")
+	for _, want := range []string{"--ro-bind-try-own " + project + " ", "--ro-bind-try-own " + run + " ", "--ro-bind-try " + state + " ",
+		"--bind-own " + filepath.Join(run, "step") + " ", "--bind-own " + filepath.Join(project, "out") + " "} {
+		if !strings.Contains(args+" ", want) {
+			t.Errorf("no %q in %s", want, args)
+		}
+	}
+	if slices.Contains(strings.Fields(args), "/etc/ssl") {
+		t.Errorf("a read: outside the hidden folders is bound: %s", args)
+	}
+	req.asStepUser = false
+	if args := strings.Join(support(t).mountArgs(req), " "); strings.Contains(args, "-own") {
+		t.Errorf("another user's worker's step gets -own binds: %s", args)
+	}
+}
+
+// asRootWithAZygote: the step user is a root worker's zygote's.
+func asRootWithAZygote(t *testing.T) {
+	t.Helper()
+	if !zygoteBuilt {
+		t.Fatal("built without cgo: no zygote to test")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the worker is not root: its steps are its own user, in a user namespace (TestHostileAsAnotherUser)")
 	}
 }
 

@@ -6,6 +6,11 @@ package sandbox
 // into every program that links this package where cgo is; a build
 // without cgo confines with bubblewrap alone.
 
+// #include "zygote_linux.h"
 import "C"
 
 const zygoteBuilt = true
+
+// StepID is the zygote's STEP_ID: a constant that compiles only when the
+// two are the same.
+const _ = uint(StepID-C.STEP_ID) + uint(C.STEP_ID-StepID)

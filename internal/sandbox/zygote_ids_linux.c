@@ -86,7 +86,7 @@ int idmaps_ready(void) { return idmap_of(0, 0) >= 0; }
 // idmap_ops finds, in the zygote, the user namespace for each bind of
 // what the run was given as its own, by its source's owner as it is now;
 // anything else bound (a file an input names, a manifest's read:) the
-// step reads as nobody.
+// step reads as any user would.
 void idmap_ops(struct op *ops, int n, int *fds, int nfds) {
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];

@@ -146,7 +146,9 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 // (a root worker's steps are STEP_ID: their own /tmp, and the emptied
 // homes they may write as they could before).
 int apply(struct op *ops, int n, int own) {
-	const char *opts = own ? "mode=0755,uid=65534,gid=65534" : "mode=0755";
+	char opts[64] = "mode=0755";
+	if (own)
+		snprintf(opts, sizeof opts, "mode=0755,uid=%u,gid=%u", STEP_ID, STEP_ID);
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
 		if (strcmp(o->kind, "--tmpfs") == 0) {

@@ -45,8 +45,8 @@ type zygote struct {
 	dead  atomic.Bool   // asked nothing more
 	proc  atomic.Int64  // its pid, once started
 	ended chan struct{} // closed once it has exited
-	// nobody: it runs a root worker's steps as nobody (it said so).
-	nobody bool
+	// stepUser: it runs a root worker's steps as StepID (it said so).
+	stepUser bool
 }
 
 // startZygote starts a zygote in the background from f's thread (born in
@@ -57,8 +57,8 @@ func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		z.err = z.start(s.exe, f)
-		if z.nobody {
-			s.nobody.Store(true)
+		if z.stepUser {
+			s.stepUser.Store(true)
 		}
 		if errors.Is(z.err, errLayout) {
 			why := z.err.Error()
@@ -111,8 +111,8 @@ func (z *zygote) start(exe string, f *forker) error {
 		close(z.ended)
 	}()
 	reply, err := z.read(10 * time.Second)
-	z.nobody = reply == "ready nobody" // a root worker's steps run as nobody (zygote_ids_linux.c)
-	if err == nil && reply != "ready" && !z.nobody {
+	z.stepUser = reply == "ready step-user" // a root worker's steps run as StepID (zygote_ids_linux.c)
+	if err == nil && reply != "ready" && !z.stepUser {
 		err = fmt.Errorf("%w: %s", errLayout, strings.TrimPrefix(reply, "err 0 "))
 	}
 	if err != nil {
@@ -270,7 +270,7 @@ func (z *zygote) stop() {
 // environment, then the command, each word ended by a NUL. A word holding
 // a NUL is refused: it would be read as two.
 func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
-	req.asNobody = os.Geteuid() == 0
+	req.asStepUser = os.Geteuid() == 0
 	w := s.mountArgs(req)
 	if req.Dir != "" {
 		w = append(w, "--chdir", req.Dir)

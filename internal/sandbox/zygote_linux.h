@@ -8,7 +8,11 @@
 #define ZMSG (256 * 1024) // a request's largest size (zygoteMax in zygote_linux.go)
 #define ZFDS 64           // its largest number of descriptors
 #define ZOPS 512          // of mount operations
-#define STEP_ID 65534     // a root worker's steps' user and group: the overflow ids, which own nothing
+// STEP_ID is a root worker's steps' user and group: an id nothing else on
+// a host uses (not nobody's 65534, which daemons and other users' squashed
+// files share: any process of the step's uid may read its /proc and
+// ptrace it), past the ranges systemd gives users and containers.
+#define STEP_ID 2080374784 // 0x7C000000
 
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,

@@ -333,7 +333,7 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
 		_exit(1);
 	}
-	const char *ready = zstep ? "ready nobody" : "ready";
+	const char *ready = zstep ? "ready step-user" : "ready";
 	(void)!send(3, ready, strlen(ready), MSG_NOSIGNAL);
 	serve(3);
 }
