@@ -103,8 +103,11 @@ func initProject(dir string) ([]string, error) {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot open %s", dir)
 	}
 	defer r.Close()
-	if _, err := r.Lstat(config.FileName); !errors.Is(err, fs.ErrNotExist) {
+	switch _, err := r.Lstat(config.FileName); {
+	case err == nil:
 		return nil, caperr.New(caperr.InvalidInput, "%s is already a capflow project (it has %s): nothing was written", dir, config.FileName)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot look into %s", dir)
 	}
 	var wrote []string
 	for _, f := range []struct{ name, text string }{
@@ -112,8 +115,10 @@ func initProject(dir string) ([]string, error) {
 		{filepath.Join("plans", "hello.yaml"), initPlan},
 		{".gitignore", initIgnore},
 	} {
-		if _, err := r.Lstat(f.name); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := r.Lstat(f.name); err == nil {
 			continue // the user's own
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return wrote, caperr.Wrap(caperr.InvalidInput, err, "cannot look into %s", dir)
 		}
 		if err := beneath.Create(r, f.name, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, f.text); return err }); err != nil {
 			return wrote, caperr.Wrap(caperr.InvalidInput, err, "cannot write %s in %s", f.name, dir)

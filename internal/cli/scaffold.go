@@ -141,6 +141,9 @@ func (f *scaffoldFlags) place(cfg *config.Config, specs []scaffoldSpec) {
 		if f.dir != "" && len(specs) == 1 && f.fromGaps == "" && filepath.Base(f.dir) == specs[i].Name {
 			specs[i].Folder = f.dir
 		}
+		if abs, err := filepath.Abs(specs[i].Folder); err == nil {
+			specs[i].Folder = abs // compared with the tools' folders
+		}
 	}
 }
 

@@ -59,20 +59,9 @@ func (s *Support) mountArgs(req Request) []string {
 	if req.Server || req.Spec.Network {
 		read = append(read, s.exe) // the init below
 	}
-	shown := rebind(read, hidden)
 	private := existingDirs(req.Private)
-	own := ownership{on: req.asStepUser}
-	if own.on {
-		// What the run was given as its own, wherever it is, bound too.
-		everywhere := append(slices.Clone(hidden), "/")
-		own.all = rebind(req.Own, everywhere)
-		shown = rebind(append(shown, own.all...), everywhere)
-		for _, p := range req.Own {
-			if covered(filepath.Clean(p), private) {
-				own.private = append(own.private, filepath.Clean(p))
-			}
-		}
-	}
+	own := ownershipOf(req, hidden, private)
+	shown := own.rebind(rebind(read, hidden))
 	for _, p := range shown {
 		a = append(a, own.kind("--ro-bind-try", p, false), p, p)
 	}
@@ -110,6 +99,33 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 	}
 	return a
+}
+
+// ownershipOf is what req's tree gets as its own: a root worker's zygote
+// step, which runs as the step user, its Own folders wherever they are.
+func ownershipOf(req Request, hidden, private []string) ownership {
+	o := ownership{on: req.asStepUser}
+	if !o.on {
+		return o
+	}
+	o.all = rebind(req.Own, append(slices.Clone(hidden), "/"))
+	for _, p := range req.Own {
+		if covered(filepath.Clean(p), private) {
+			o.private = append(o.private, filepath.Clean(p))
+		}
+	}
+	return o
+}
+
+// rebind adds the Own folders to what is bound back: after the rest,
+// each its own bind (one inside a folder bound as it is, such as an
+// input's, is still the step's own), and none of the rest inside one.
+func (o ownership) rebind(shown []string) []string {
+	if !o.on {
+		return shown
+	}
+	rest := slices.DeleteFunc(slices.Clone(shown), func(p string) bool { return covered(p, o.all) })
+	return append(rest, o.all...)
 }
 
 // ownership marks the binds a root worker's step gets as its own (its

@@ -62,7 +62,7 @@ type Request struct {
 	// files or folders it must not see at all (the worker's keys).
 	Read, Write, Hide []string
 	// Own are the folders of Read the run was given as its own (the
-	// project, its run folder, the tool's folder): a root worker's step,
+	// project, its run folder, the folder holding the tool's): a root worker's step,
 	// which runs as StepID, sees their owner as itself, as it does its
 	// Write folders; the rest of Read (input files named by path, a
 	// manifest's read:, the PATH folders in a home) it reads as any user.

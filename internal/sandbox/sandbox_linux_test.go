@@ -46,9 +46,8 @@ var way = WayZygote
 func bothWays(t *testing.T, f func(t *testing.T)) {
 	for _, w := range []string{WayZygote, WayBubblewrap} {
 		t.Run(w, func(t *testing.T) {
-			was := way
+			defer func(was string) { way = was }(way)
 			way = w
-			defer func() { way = was }()
 			f(t)
 		})
 	}

@@ -20,7 +20,8 @@ import (
 // read: or an input binds them in. What the run gave them as its own stays
 // theirs (a root-only file of their project, though the project's folder
 // is root's alone and in no hidden root), their /tmp is theirs to write,
-// and what they write in their step folder is its owner's on disk.
+// and what they write in their step folder is its owner's on disk (here
+// another user's). They reopen their stdio (/dev/stdout, /dev/stderr).
 func TestRootWorkersStepsRunAsTheStepUser(t *testing.T) {
 	asRootWithAZygote(t)
 	secret := filepath.Join(mkdirIn(t, "/var/tmp", 0o700), "secret")
@@ -33,7 +34,10 @@ func TestRootWorkersStepsRunAsTheStepUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Mkdir(step, 0o755); err != nil {
+	if err := os.Mkdir(step, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(step, 1234, 1235); err != nil { // another owner: another user namespace
 		t.Fatal(err)
 	}
 	script := `id -u; id -g
@@ -41,14 +45,15 @@ cat ` + secret + ` 2>/dev/null || echo "refused the machine's"
 cat ` + boundSecret + ` 2>/dev/null || echo "refused the bound one"
 cat ` + filepath.Join(project, "own.txt") + `
 echo made > "$STEP/new" && echo wrote the step folder
-echo t > /tmp/t && echo wrote /tmp`
+echo t > /tmp/t && echo wrote /tmp
+echo to stdout > /dev/stdout; echo to stderr > /dev/stderr`
 	// The secret's folder bound too, as a manifest's read: or an input
 	// naming it binds it: bound, but not the run's own.
 	spec := Defaults
 	spec.Read = []string{bound}
 	o := runWith(t, Request{Spec: spec, Own: []string{project}}, step, script)
 	id := strconv.Itoa(StepID)
-	want := id + "\n" + id + "\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\n"
+	want := id + "\n" + id + "\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\nto stdout\nto stderr\n"
 	if o.exit != 0 || o.out != want {
 		t.Fatalf("exit %d:\n%s\nwant:\n%s", o.exit, o.out, want)
 	}
@@ -56,8 +61,8 @@ echo t > /tmp/t && echo wrote /tmp`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 || sys.Gid != 0 {
-		t.Fatalf("the step's file is %d:%d on disk, not its folder's owner's (0:0)", sys.Uid, sys.Gid)
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 1234 || sys.Gid != 1235 {
+		t.Fatalf("the step's file is %d:%d on disk, not its folder's owner's (1234:1235)", sys.Uid, sys.Gid)
 	}
 	if sum := support(t).Summary(); !strings.Contains(sum, "steps forked by capflow's zygote as uid "+id) {
 		t.Fatalf("the worker's start-up line does not say so: %s", sum)
@@ -92,18 +97,20 @@ func TestNoHostProcessSharesTheStepsUser(t *testing.T) {
 	if st, err := os.Stat(fmt.Sprintf("/proc/%d", tool)); err != nil || st.Sys().(*syscall.Stat_t).Uid != StepID {
 		t.Fatalf("the tool is not the step user: %v", err)
 	}
-	for _, uid := range []uint32{65534, 0x7C000001} { // nobody, and a neighbour of the step user
+	for _, uid := range []uint32{StepID, 65534, StepID + 1} { // the control, nobody, a neighbour
 		cmd := exec.Command("/bin/cat", fmt.Sprintf("/proc/%d/environ", tool))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-		if b, err := cmd.CombinedOutput(); err == nil || bytes.Contains(b, []byte("s3cr3t")) {
-			t.Fatalf("uid %d read the tool's environment: %q %v", uid, b, err)
+		b, err := cmd.CombinedOutput()
+		if read := err == nil && bytes.Contains(b, []byte("s3cr3t")); read != (uid == StepID) {
+			t.Fatalf("uid %d read the tool's environment: %v (%q %v)", uid, read, b, err)
 		}
 	}
 }
 
 // What a root worker's step gets as its own: its Own folders and write
-// folders, but in a private folder only the run's own folder, never the
-// engine's state that a manifest's read: names.
+// folders, even inside a folder bound as it is (an input naming the
+// project's parent), but in a private folder only the run's own folder,
+// never the engine's state that a manifest's read: names.
 func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
 	project := t.TempDir()
 	state, run := filepath.Join(project, ".capflow", "state"), filepath.Join(project, ".capflow", "runs", "r1")
@@ -112,7 +119,7 @@ func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	req := Request{Read: []string{project, run}, Own: []string{project, run}, Write: []string{filepath.Join(run, "step")},
+	req := Request{Read: []string{filepath.Dir(project), project, run}, Own: []string{project, run}, Write: []string{filepath.Join(run, "step")},
 		Private: []string{filepath.Join(project, ".capflow")}, Spec: Spec{Read: []string{state, "/etc/ssl"}, Write: []string{filepath.Join(project, "out")}}, asStepUser: true}
 	args := strings.Join(support(t).mountArgs(req), " ")
 	for _, want := range []string{"--ro-bind-try-own " + project + " ", "--ro-bind-try-own " + run + " ", "--ro-bind-try " + state + " ",
@@ -124,11 +131,54 @@ func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
 	if slices.Contains(strings.Fields(args), "/etc/ssl") {
 		t.Errorf("a read: outside the hidden folders is bound: %s", args)
 	}
+	if parent, own := strings.Index(args, "--ro-bind-try "+filepath.Dir(project)+" "), strings.Index(args, "--ro-bind-try-own "+project+" "); parent < 0 || own < parent {
+		t.Errorf("the project is not bound as the step's own after its parent: %s", args)
+	}
 	req.asStepUser = false
 	if args := strings.Join(support(t).mountArgs(req), " "); strings.Contains(args, "-own") {
 		t.Errorf("another user's worker's step gets -own binds: %s", args)
 	}
 }
+
+// Found reviewing the step user: a change of user clears the parent-death
+// signal the step's init armed first, so a root worker's steps outlived
+// a worker killed outright. A worker (this test binary again) starts a
+// step and exits without a word; the step's init must end with it.
+func TestStepDiesWithItsWorker(t *testing.T) {
+	pidFile := os.Getenv("CAPFLOW_TEST_STEP_PID")
+	if pidFile != "" { // the worker
+		step := t.TempDir()
+		tree := startWay(t, support(t), Request{Argv: []string{"/bin/sleep", "60"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+			Read: []string{step}, Own: []string{step}, Write: []string{step}, Spec: Defaults}, Stdio{})
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(tree.Pid())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Exit(0)
+	}
+	asRootWithAZygote(t)
+	pidFile = filepath.Join(t.TempDir(), "pid")
+	worker := exec.Command(os.Args[0], "-test.run", "^TestStepDiesWithItsWorker$", "-test.count=1")
+	worker.Env = append(os.Environ(), "CAPFLOW_TEST_STEP_PID="+pidFile)
+	if out, err := worker.CombinedOutput(); err != nil {
+		t.Fatalf("the worker: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile("/proc/" + string(b) + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			return // gone, or dead and not yet reaped by the machine's init
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(atoiOr(string(b)), syscall.SIGKILL)
+			t.Fatalf("the step's init %s outlived its worker: %s", b, st)
+		}
+	}
+}
+
+func atoiOr(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // asRootWithAZygote: the step user is a root worker's zygote's.
 func asRootWithAZygote(t *testing.T) {

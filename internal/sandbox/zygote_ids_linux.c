@@ -105,14 +105,32 @@ void idmap_ops(struct op *ops, int n, int *fds, int nfds) {
 
 // idmap_tree shows a cloned source's owner as the step's user, when the
 // clone is still owned as it was (a swap between the two looks gets no
-// map) and its file system can (else the step sees it as any other user
-// would: a proc or device file bound to hide a path, a remote folder).
-void idmap_tree(struct op *o) {
+// map), with what is mounted inside it where those file systems can, else
+// at its top alone. A read bind whose file system cannot (a remote
+// folder) is seen as any other user would see it; a write folder's
+// refusal fails the step's setup, which then runs under bubblewrap, saying
+// why, rather than find its own folder unwritable.
+int idmap_tree(struct op *o) {
 	struct stat st;
 	if (o->tree < 0 || o->idmap < 0 || fstat(o->tree, &st) != 0 || st.st_uid != o->owner || st.st_gid != o->group)
-		return;
+		return 0;
 	struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = o->idmap};
-	(void)syscall(SYS_mount_setattr, o->tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
+	if (syscall(SYS_mount_setattr, o->tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) == 0 ||
+	    syscall(SYS_mount_setattr, o->tree, "", AT_EMPTY_PATH, &a, sizeof a) == 0 || strncmp(o->kind, "--ro-", 5) == 0)
+		return 0;
+	return fail("the step user's write folder %s (an idmapped mount)", o->dst);
+}
+
+// own_stdio gives the step user the tool's stdio where they are pipes the
+// worker made (a tool reopens /dev/stdout, /dev/stderr): a pipe's inode is
+// in no file system of the machine's.
+int own_stdio(int *fds) {
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		if (fstat(fds[i], &st) == 0 && S_ISFIFO(st.st_mode) && fchown(fds[i], STEP_ID, STEP_ID) != 0)
+			return fail("the tool's stdio");
+	}
+	return 0;
 }
 
 // idmaps_close closes, in a step's init, the handles it inherited.

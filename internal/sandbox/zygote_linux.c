@@ -59,13 +59,16 @@ int clone_tree(int dirfd, const char *path, int flags) {
 // place makes dst's mount point on a tmpfs of the step's where it is
 // missing: a folder, or an empty file for a file, with the folders above
 // it. What exists is never opened (a FIFO would block the step's init).
+static int placing_own; // apply's own: the folders place makes are the step user's
+
 static void place(const char *dst, int dir) {
 	char p[4096];
 	snprintf(p, sizeof p, "%s", dst);
 	for (char *s = p + 1; *s; s++) {
 		if (*s == '/') {
 			*s = 0;
-			mkdir(p, 0755);
+			if (mkdir(p, 0755) == 0 && placing_own)
+				(void)!chown(p, STEP_ID, STEP_ID); // on the step's tmpfs: a home's .cache it may write
 			*s = '/';
 		}
 	}
@@ -138,7 +141,8 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 			return fail("bind %s", o->src);
 	}
 	for (int i = 0; i < n; i++)
-		idmap_tree(&ops[i]);
+		if (idmap_tree(&ops[i]) != 0)
+			return -1;
 	return 0;
 }
 
@@ -149,6 +153,7 @@ int apply(struct op *ops, int n, int own) {
 	char opts[64] = "mode=0755";
 	if (own)
 		snprintf(opts, sizeof opts, "mode=0755,uid=%u,gid=%u", STEP_ID, STEP_ID);
+	placing_own = own;
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
 		if (strcmp(o->kind, "--tmpfs") == 0) {
@@ -163,8 +168,9 @@ int apply(struct op *ops, int n, int own) {
 }
 
 // system_mounts are the step's own /proc (its PID namespace; the kernel's
-// settings read-only, as bubblewrap covers them: a root worker's tool is
-// uid 0, which the kernel lets write them; also where some hosts have
+// settings read-only, as bubblewrap covers them: a root worker's tool
+// under bubblewrap is uid 0, which the kernel lets write them, and the
+// zygote's keeps them read-only for its step user too; also where some hosts have
 // root-writable files that check no capability, as container runtimes
 // mask them: /proc/acpi/wakeup, /proc/scsi/scsi), /dev/pts, /dev/shm.
 int system_mounts(void) {

@@ -270,7 +270,7 @@ func (z *zygote) stop() {
 // environment, then the command, each word ended by a NUL. A word holding
 // a NUL is refused: it would be read as two.
 func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
-	req.asStepUser = os.Geteuid() == 0
+	req.asStepUser = s.stepUser.Load() // the zygote's own answer (zygote_ids_linux.c)
 	w := s.mountArgs(req)
 	if req.Dir != "" {
 		w = append(w, "--chdir", req.Dir)

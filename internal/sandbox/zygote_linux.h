@@ -16,7 +16,8 @@
 
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,
-// --bind-fd N D.
+// --bind-fd N D; a root worker's step's own binds end in -own
+// (--ro-bind-try-own, --bind-own, --bind-fd-own: zygote_ids_linux.c).
 struct op {
 	const char *kind, *src, *dst;
 	int tree;  // the source, cloned before anything is covered (-1: none)
@@ -39,7 +40,8 @@ int drop_caps(int step_user);
 int write_file(const char *path, const char *s);
 int idmaps_ready(void);
 void idmap_ops(struct op *ops, int n, int *fds, int nfds);
-void idmap_tree(struct op *o);
+int idmap_tree(struct op *o);
+int own_stdio(int *fds);
 void idmaps_close(void);
 int own_user(uid_t u, gid_t g);
 int fresh_view(void);

@@ -167,7 +167,13 @@ static int setup(struct req *r) {
 		return -1;
 	if (r->dir && chdir(r->dir) != 0)
 		return fail("chdir %s", r->dir);
-	return loopback_up() != 0 || drop_caps(zstep) != 0 ? -1 : 0;
+	if (zstep && own_stdio(r->fds) != 0)
+		return -1;
+	if (loopback_up() != 0 || drop_caps(zstep) != 0)
+		return -1;
+	// A new user clears the parent-death signal: armed again, so the
+	// step still dies with the worker's forker thread.
+	return prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 ? 0 : fail("the parent-death signal");
 }
 
 // step_init is the step's PID 1: it lays out the file system, reports
