@@ -17,6 +17,7 @@ import (
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/planfile"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/runfolder"
@@ -98,7 +99,7 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 	if in.PlanFile == "" {
 		p, probs := plan.FromValue("plan", in.Plan)
 		if len(probs) == 0 {
-			probs = plan.LoadSubPlans(p, a.Project.Root())
+			probs = plan.LoadSubPlans(p, a.Project.Root(), planfile.Read)
 		}
 		return p, planName(in.Plan, "plan"), probs
 	}
@@ -106,13 +107,13 @@ func (a *Activities) planOf(in wfapi.ResolveInput) (p *plan.Plan, name string, p
 	if err != nil {
 		return nil, in.PlanFile, caperr.Problems{caperr.New(caperr.InvalidInput, "plan_file %v", err).At(in.PlanFile, 0, 0, "plan_file")}
 	}
-	data, err := plan.ReadBeneath(a.Project.Root(), in.PlanFile)
+	data, err := planfile.Read(a.Project.Root(), in.PlanFile)
 	if err != nil {
 		return nil, in.PlanFile, caperr.Problems{caperr.As(err, caperr.InvalidInput).At(in.PlanFile, 0, 0, "plan_file")}
 	}
 	p, probs = plan.Parse(in.PlanFile, data)
 	if len(probs) == 0 {
-		probs = plan.LoadSubPlansOf(p, a.Project.Root(), full)
+		probs = plan.LoadSubPlansOf(p, a.Project.Root(), full, planfile.Read)
 	}
 	name = in.PlanFile
 	if len(probs) > 0 {

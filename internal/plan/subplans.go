@@ -4,30 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
-	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
 
+// ReadFunc reads the plan file at rel, a path from the project root that
+// InProject accepted (planfile.Read: through a handle on the root; this
+// package, which workflow code links, opens no file by a name).
+type ReadFunc func(root, rel string) ([]byte, error)
+
 // LoadSubPlans loads the sub-plans of p's `plan:` steps (paths from the
-// project root, which they may not leave), recursively, refusing cycles
-// between plan files. Every problem is reported, positioned in the file
-// that names the sub-plan.
-func LoadSubPlans(p *Plan, root string) caperr.Problems {
+// project root, which they may not leave) with read, recursively,
+// refusing cycles between plan files. Every problem is reported,
+// positioned in the file that names the sub-plan.
+func LoadSubPlans(p *Plan, root string, read ReadFunc) caperr.Problems {
 	abs, _ := filepath.Abs(p.File)
-	return LoadSubPlansOf(p, root, abs)
+	return LoadSubPlansOf(p, root, abs, read)
 }
 
 // LoadSubPlansOf is LoadSubPlans for a plan read from the file at abs
 // (p.File being the name its problems show).
-func LoadSubPlansOf(p *Plan, root, abs string) caperr.Problems {
-	l := &loader{root: root, done: map[string]*loaded{}}
+func LoadSubPlansOf(p *Plan, root, abs string, read ReadFunc) caperr.Problems {
+	l := &loader{root: root, read: read, done: map[string]*loaded{}}
 	return l.subs(p, []string{abs})
 }
 
@@ -37,6 +39,7 @@ func LoadSubPlansOf(p *Plan, root, abs string) caperr.Problems {
 // million (LeafSteps counts what it would run without expanding it).
 type loader struct {
 	root string
+	read ReadFunc
 	done map[string]*loaded
 }
 
@@ -61,53 +64,6 @@ func InProject(root, rel string) (string, error) {
 		}
 	}
 	return full, nil
-}
-
-// ReadBeneath reads the plan file at rel, a path from the project root
-// that InProject accepted, through a handle on the root (os.Root): a link
-// swapped in after that check cannot lead the read out of the project.
-// os.Root refuses a link with an absolute target; one that leads inside
-// the project is read by the path it leads to, through the same handle.
-func ReadBeneath(root, rel string) ([]byte, error) {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "cannot read the project folder %s", root)
-	}
-	defer r.Close()
-	open := func(name string) (*os.File, error) { return r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0) }
-	f, err := open(rel)
-	if beneath.Escapes(err) {
-		if inside, ok := linkedInside(root, rel); ok {
-			f, err = open(inside)
-		}
-	}
-	var data []byte
-	if err == nil {
-		data, err = yamldoc.ReadOpened(f, rel)
-	} else {
-		err = beneath.Refusal(err, caperr.InvalidInput, "file", rel)
-	}
-	if err != nil {
-		ce := caperr.As(err, caperr.InvalidInput)
-		ce.Message += fmt.Sprintf("; a plan's files are named from the project root, %s", root)
-		return nil, ce
-	}
-	return data, nil
-}
-
-// linkedInside is where the links on rel lead, from the project's real
-// root, when that is inside it.
-func linkedInside(root, rel string) (string, bool) {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", false
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
-	if err != nil {
-		return "", false
-	}
-	inside, ok := beneath.Rel(realRoot, real)
-	return inside, ok && inside != "."
 }
 
 func (l *loader) subs(p *Plan, stack []string) caperr.Problems {
@@ -151,7 +107,7 @@ func (l *loader) file(name, full string, stack []string, at func(string, ...any)
 	}
 	d := &loaded{}
 	l.done[full] = d
-	data, err := ReadBeneath(l.root, name)
+	data, err := l.read(l.root, name)
 	if err != nil {
 		var ce *caperr.Error
 		if errors.As(err, &ce) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/planfile"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/kits"
@@ -136,7 +137,7 @@ func TestSubPlanBombIsCountedNotExpanded(t *testing.T) {
 	}
 	p := parse(t, "name: top\nsteps:\n  - {id: s, plan: l0.yaml}\n")
 	p.File = filepath.Join(root, "top.yaml")
-	if probs := plan.LoadSubPlans(p, root); len(probs) > 0 {
+	if probs := plan.LoadSubPlans(p, root, planfile.Read); len(probs) > 0 {
 		t.Fatal(probs)
 	}
 	if n := plan.LeafSteps(p); n != 1<<depth {

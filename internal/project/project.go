@@ -23,6 +23,7 @@ import (
 	"github.com/capflow/capflow/internal/egress"
 	"github.com/capflow/capflow/internal/mcpclient"
 	"github.com/capflow/capflow/internal/plan"
+	"github.com/capflow/capflow/internal/planfile"
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/preflight"
 	"github.com/capflow/capflow/internal/registry"
@@ -139,7 +140,7 @@ func (p *Project) Router(reg *registry.Registry, pol *policy.Policy) (*router.Ro
 func (p *Project) ParsePlan(file string, data []byte) (*plan.Plan, caperr.Problems) {
 	pl, probs := plan.Parse(file, data)
 	if len(probs) == 0 {
-		probs = plan.LoadSubPlans(pl, p.Config.Root)
+		probs = plan.LoadSubPlans(pl, p.Config.Root, planfile.Read)
 	}
 	return pl, probs
 }

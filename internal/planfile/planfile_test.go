@@ -1,4 +1,4 @@
-package plan
+package planfile
 
 import (
 	"os"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// ReadBeneath opens a plan file through the project root's handle: a link
+// Read opens a plan file through the project root's handle: a link
 // that leads out of the project is refused even where no check by name
 // came first (a link swapped in after InProject looked), and a file that
 // is missing says where its path counts from.
-func TestReadBeneath(t *testing.T) {
+func TestRead(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	secret := filepath.Join(outside, "secret.yaml")
 	os.WriteFile(secret, []byte("name: secret\n"), 0o644)
@@ -30,7 +30,7 @@ func TestReadBeneath(t *testing.T) {
 		{"../" + filepath.Base(outside) + "/secret.yaml", "leads outside its folder"},
 		{"parts/none.yaml", `file "parts/none.yaml" does not exist; a plan's files are named from the project root, ` + root},
 	} {
-		data, err := ReadBeneath(root, c.rel)
+		data, err := Read(root, c.rel)
 		switch {
 		case c.want == "" && (err != nil || string(data) != "name: ok\n"):
 			t.Errorf("%s: %q %v", c.rel, data, err)
