@@ -38,7 +38,10 @@ func TestConsoleInBadWeather(t *testing.T) {
 	}
 	var notFound string
 	var disabled bool
-	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/no-such-run"), chromedp.WaitVisible("#not-found"), chromedp.Text("#not-found", &notFound),
+	// Its text polled until there: read at once after it showed, it came
+	// back empty once in CI.
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/no-such-run"), chromedp.WaitVisible("#not-found"),
+		chromedp.Poll(`(document.getElementById("not-found") || {}).innerText`, &notFound, chromedp.WithPollingTimeout(10*time.Second)),
 		chromedp.Evaluate(`["pause","resume","cancel","rerun","rerun-from"].every((b) => document.getElementById(b).disabled)`, &disabled)); err != nil {
 		t.Fatal(err)
 	}
