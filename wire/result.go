@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -259,6 +260,20 @@ type Gap struct {
 	// from a file (a sub-plan's step: the sub-plan's file).
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
+}
+
+// Pinned is the tool the gap's step pins that does not exist ("": none).
+func (g Gap) Pinned() string {
+	pinned, _ := g.ReasonDetails["pinned"].(string)
+	return pinned
+}
+
+// Where is where the gap's step is written, FILE:LINE ("": unknown).
+func (g Gap) Where() string {
+	if g.Line == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", g.File, g.Line)
 }
 
 // A gap's reasons (Gap.Reason; package gap decides them).

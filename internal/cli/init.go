@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,11 +44,9 @@ steps:
 	initIgnore = "# capflow's state and run folders\n.capflow/\n"
 )
 
-var queueUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
-
 // queueOf is a task queue name for the project in dir: its folder's name.
 func queueOf(dir string) string {
-	q := strings.Trim(queueUnsafe.ReplaceAllString(strings.ToLower(filepath.Base(dir)), "-"), "-")
+	q := kebab(filepath.Base(dir))
 	if q == "" {
 		return "project"
 	}

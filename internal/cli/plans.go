@@ -160,10 +160,9 @@ func scaffoldHint(gapsFile string) string {
 // is what to fix: a tool of its own would serve the capability to every
 // plan of the project in place of that one.
 func gapAdvice(g wire.Gap, gapsFile string) string {
-	pinned, _ := g.ReasonDetails["pinned"].(string)
 	switch {
-	case pinned != "":
-		return fmt.Sprintf("fix or drop the step's pin (tool: %s), or give the project a tool of that name", pinned)
+	case g.Pinned() != "":
+		return fmt.Sprintf("fix or drop the step's pin (tool: %s), or give the project a tool of that name", g.Pinned())
 	case g.Reason == gap.NoCapabilityMatch:
 		return fmt.Sprintf("proposed tool: %s (%s)", g.ProposedToolName, scaffoldHint(gapsFile))
 	case g.Reason != gap.SchemaIncompatible:
@@ -179,7 +178,7 @@ func gapAt(g wire.Gap) string {
 	if g.Line == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" at %s:%d", printable(g.File), g.Line)
+	return " at " + printable(g.Where())
 }
 
 func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile string) {

@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/yamldoc"
+	"github.com/capflow/capflow/wire"
 )
 
 var kebabName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -34,9 +35,8 @@ type scaffoldSpec struct {
 	Entrypoint, URL, Builtin string
 	// Folder is where it is written.
 	Folder string
-	// The gap a spec came from (--from-gaps): its step, where that is
-	// written, its reason, why the step had no tool, and the tool it pins.
-	Step, At, Reason, Why, Pinned string
+	// Gap is the gap a spec came from (--from-gaps; nil: a named tool).
+	Gap *wire.Gap
 }
 
 // scaffoldFlags are tools scaffold's flags.
@@ -200,9 +200,9 @@ func specsFromGaps(path string, steps []string) ([]scaffoldSpec, error) {
 		return nil, err
 	}
 	var doc struct {
-		Gaps []gapEntry `json:"gaps"`
+		Gaps []wire.Gap `json:"gaps"`
 		Data *struct {
-			Gaps []gapEntry `json:"gaps"`
+			Gaps []wire.Gap `json:"gaps"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -213,13 +213,13 @@ func specsFromGaps(path string, steps []string) ([]scaffoldSpec, error) {
 		gaps = doc.Data.Gaps
 	}
 	for _, id := range steps {
-		if !slices.ContainsFunc(gaps, func(g gapEntry) bool { return g.StepID == id }) {
+		if !slices.ContainsFunc(gaps, func(g wire.Gap) bool { return g.StepID == id }) {
 			return nil, caperr.New(caperr.InvalidInput, "--step %s: %s has no gap of that step", id, path)
 		}
 	}
 	seen := map[string]bool{}
 	var out []scaffoldSpec
-	for _, g := range gaps {
+	for i, g := range gaps {
 		if (g.Reason != gap.NoCapabilityMatch && g.Reason != gap.SchemaIncompatible) || (len(steps) > 0 && !slices.Contains(steps, g.StepID)) {
 			continue
 		}
@@ -228,30 +228,11 @@ func specsFromGaps(path string, steps []string) ([]scaffoldSpec, error) {
 			continue
 		}
 		seen[g.ProposedToolName] = true
-		pinned, _ := g.ReasonDetails["pinned"].(string)
-		at := ""
-		if g.Line > 0 {
-			at = fmt.Sprintf("%s:%d", g.File, g.Line)
-		}
 		out = append(out, scaffoldSpec{Name: g.ProposedToolName, Capability: g.MissingCapability,
 			Description: "Provides " + g.MissingCapability + " (scaffolded from a gap in step " + g.StepID + ")",
-			InputSchema: g.ProposedInputSchema, OutputSchema: g.ProposedOutputSchema,
-			Step: g.StepID, At: at, Reason: g.Reason, Why: g.ReasonMessage, Pinned: pinned})
+			InputSchema: g.ProposedInputSchema, OutputSchema: g.ProposedOutputSchema, Gap: &gaps[i]})
 	}
 	return out, nil
-}
-
-type gapEntry struct {
-	StepID               string         `json:"step_id"`
-	MissingCapability    string         `json:"missing_capability"`
-	Reason               string         `json:"reason"`
-	ReasonMessage        string         `json:"reason_message"`
-	ReasonDetails        map[string]any `json:"reason_details"`
-	File                 string         `json:"file"`
-	Line                 int            `json:"line"`
-	ProposedToolName     string         `json:"proposed_tool_name"`
-	ProposedInputSchema  map[string]any `json:"proposed_input_schema"`
-	ProposedOutputSchema map[string]any `json:"proposed_output_schema"`
 }
 
 func writeScaffold(tfs fs.FS, folder string, s scaffoldSpec, force bool) ([]string, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/gap"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
 	"github.com/capflow/capflow/internal/yamldoc"
@@ -106,30 +107,35 @@ func shippedTool(name string) *manifest.Manifest {
 // tool's are the plan's in any case.
 func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, f scaffoldFlags, cfg *config.Config) ([]scaffoldSpec, error) {
 	var keep []scaffoldSpec
+	var reg *registry.Registry
 	for _, s := range specs {
+		g := s.Gap
 		switch {
-		case s.Capability == "":
-			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs, what feeds them, or the sub-plan's inputs", s.where(), s.Why))
+		case g != nil && s.Capability == "":
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs, what feeds them, or the sub-plan's inputs", s.where(), g.ReasonMessage))
 			continue
-		case s.Pinned != "":
-			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix or drop its pin (tool: %s), or scaffold a tool of that name", s.where(), s.Why, s.Pinned))
+		case g != nil && g.Pinned() != "":
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix or drop its pin (tool: %s), or scaffold a tool of that name", s.where(), g.ReasonMessage, g.Pinned()))
 			continue
 		}
-		by, err := a.providers(s, cfg)
-		switch {
-		case err != nil:
-			return nil, err
+		if reg == nil && discovered(s, cfg) {
+			var err error
+			if _, reg, err = a.loadRegistry(); err != nil {
+				return nil, err
+			}
+		}
+		switch by := providers(reg, s, cfg); {
 		case by == "":
 			keep = append(keep, s)
 		case f.alongside:
 			keep = append(keep, s)
 			b.Warn("scaffold", fmt.Sprintf("%s joins %s as a provider of %s: capflow tools resolve %s shows which one every plan of the project now gets", s.Name, by, s.Capability, s.Capability))
-		case f.fromGaps == "":
+		case g == nil:
 			return nil, caperr.New(caperr.InvalidInput, "%s is already provided by %s: a new tool would serve it to every plan of the project wherever it ranks first (capflow tools resolve %s shows the order); fix the plan's step instead, or pass --alongside to create it anyway", s.Capability, by, s.Capability)
-		case s.Reason == gap.NoCapabilityMatch:
+		case g.Reason == gap.NoCapabilityMatch:
 			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s provides %s now; check the plan again", s.where(), by, s.Capability))
 		default:
-			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs or what feeds them, or give it a tool of its own (--from-gaps %s --step %s --alongside), which would then serve %s to every plan of the project in place of %s", s.where(), s.Why, f.fromGaps, s.Step, s.Capability, by))
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix the step's inputs or what feeds them, or give it a tool of its own (--from-gaps %s --step %s --alongside), which would then serve %s to every plan of the project in place of %s", s.where(), g.ReasonMessage, f.fromGaps, g.StepID, s.Capability, by))
 		}
 	}
 	return keep, nil
@@ -137,22 +143,24 @@ func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, f scaffoldFl
 
 // where names a gap's step, and where it is written when known.
 func (s scaffoldSpec) where() string {
-	if s.At != "" {
-		return fmt.Sprintf("step %s (%s)", s.Step, s.At)
+	if at := s.Gap.Where(); at != "" {
+		return fmt.Sprintf("step %s (%s)", s.Gap.StepID, at)
 	}
-	return "step " + s.Step
+	return "step " + s.Gap.StepID
 }
 
-// providers names the tools that provide s's capability ("" for none),
-// but the tool s rewrites (--force over its own folder); none when s's
-// folder is in no tools_dirs entry, where no project finds it.
-func (a *App) providers(s scaffoldSpec, cfg *config.Config) (string, error) {
-	if !slices.ContainsFunc(cfg.ToolsDirs, func(d string) bool { _, in := beneath.Rel(cfg.Abs(d), s.Folder); return in }) {
-		return "", nil
-	}
-	_, reg, err := a.loadRegistry()
-	if err != nil {
-		return "", err
+// discovered reports whether a tool in s's folder is found: the folder
+// lies in a tools_dirs entry.
+func discovered(s scaffoldSpec, cfg *config.Config) bool {
+	return slices.ContainsFunc(cfg.ToolsDirs, func(d string) bool { _, in := beneath.Rel(cfg.Abs(d), s.Folder); return in })
+}
+
+// providers names the tools of reg that provide s's capability ("" for
+// none), but the tool s rewrites (--force over its own folder); none when
+// no project finds a tool in s's folder.
+func providers(reg *registry.Registry, s scaffoldSpec, cfg *config.Config) string {
+	if !discovered(s, cfg) {
+		return ""
 	}
 	var by []string
 	for _, m := range reg.Providers(s.Capability) {
@@ -160,7 +168,7 @@ func (a *App) providers(s scaffoldSpec, cfg *config.Config) (string, error) {
 			by = append(by, m.ID()+" ("+m.Source+")")
 		}
 	}
-	return strings.Join(by, ", "), nil
+	return strings.Join(by, ", ")
 }
 
 // nextAfterScaffold says what to do with a new tool.
