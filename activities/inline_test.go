@@ -34,7 +34,7 @@ func TestInline(t *testing.T) {
 	batch := a.Exec.Inline
 	ample := wfapi.InlineContext{Time: time.Minute, Bytes: 1 << 20}
 	eval := func(in wfapi.RunToolInput) (wfapi.RunToolResult, bool) {
-		b := batch([]wfapi.RunToolInput{in}, ample)
+		b := batch([]wfapi.RunToolInput{in}, nil, ample)
 		if len(b.Outcomes) != 1 || b.Stop {
 			t.Fatalf("one call, ample budget: %+v", b)
 		}
@@ -93,7 +93,7 @@ func TestInline(t *testing.T) {
 		{"MaxInlineBatchBytes (about 22 KB a result)", wfapi.InlineContext{Time: time.Minute, Bytes: wfapi.MaxInlineBatchBytes}, 12},
 		{"ample", ample, 40},
 	} {
-		b := batch(calls, tt.budget)
+		b := batch(calls, nil, tt.budget)
 		if len(b.Outcomes) != tt.outcomes || b.Stop {
 			t.Errorf("%s: %d outcomes, stop %v; want %d", tt.name, len(b.Outcomes), b.Stop, tt.outcomes)
 		}
@@ -165,7 +165,7 @@ execution: inline
 			}
 			start := time.Now()
 			own.Time, own.Bytes = time.Minute, 1<<20
-			b := a.Exec.Inline([]wfapi.RunToolInput{in}, own)
+			b := a.Exec.Inline([]wfapi.RunToolInput{in}, nil, own)
 			ok := b.Outcomes[0].OK
 			var res wfapi.RunToolResult
 			if ok {

@@ -61,10 +61,12 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 }
 
 // RunInline runs a batch of inline steps (wfapi.RunInlineActivity), a
-// local activity the workflow starts for the steps it started together.
-func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput) (wfapi.InlineBatch, error) {
+// local activity the workflow starts for the steps it started together,
+// then the steps that may follow them in it (none for runs before
+// baseline 3, which pass calls alone).
+func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput, follow []wfapi.InlineFollow) (wfapi.InlineBatch, error) {
 	info := activity.GetInfo(ctx)
-	return a.Exec.Inline(calls, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
+	return a.Exec.Inline(calls, follow, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
 		Time: wfapi.InlineBatchTime, Bytes: wfapi.MaxInlineBatchBytes}), nil
 }
 

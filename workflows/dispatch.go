@@ -41,6 +41,9 @@ type dispatcher struct {
 	// local attempt goes on as a regular one, or the task yields
 	// (outside.go).
 	leave func()
+	// follow, when set, names the steps a batch of inline steps may
+	// evaluate after its own (ahead.go).
+	follow func(ids []string) []wfapi.InlineFollow
 }
 
 // withinDeadline clamps an activity's timeouts to what is left of the

@@ -27,6 +27,8 @@ type inlineWay struct {
 	steps       int
 	v           workflow.Version
 	asked       bool
+	// ahead are the outcomes batches evaluated ahead, by step (ahead.go).
+	ahead map[string]wfapi.InlineAhead
 }
 
 func (w *inlineWay) newTask() { w.done, w.bytes, w.spent, w.full = 0, 0, 0, false }
@@ -48,9 +50,12 @@ type inlineBatch struct {
 // start queues u for its batch, flushed when the batch is full or before
 // the workflow blocks (settle).
 func (w *inlineWay) start(d *dispatcher, u unit) workflow.Future {
+	u.in.Host = d.rr.HostQueue // an inline command works in the run's folder, on its host
+	if f, ok := w.takeAhead(u); ok {
+		return f
+	}
 	f, set := workflow.NewFuture(u.ctx)
 	*u.path = pathQueued
-	u.in.Host = d.rr.HostQueue // an inline command works in the run's folder, on its host
 	w.queue = append(w.queue, inlineCall{unit: u, set: set})
 	if len(w.queue) >= d.p.inlineBatch {
 		w.flush(d)
@@ -92,14 +97,24 @@ func (w *inlineWay) flush(d *dispatcher) {
 		return
 	}
 	ins := make([]wfapi.RunToolInput, len(calls))
+	ids := make([]string, 0, len(calls))
 	for i, c := range calls {
 		ins[i] = c.in
 		*c.path = pathBatched
+		if c.in.Step.Item == nil {
+			ids = append(ids, c.in.Step.ID)
+		}
 	}
 	o := d.withinDeadline(workflow.ActivityOptions{StartToCloseTimeout: wfapi.InlineBatchTime + time.Minute}, true)
 	lopts := workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: o.ScheduleToCloseTimeout,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}, Summary: fmt.Sprintf("inline: %d steps", len(calls))}
-	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(d.ctx, lopts), wfapi.RunInlineActivity, ins)
+	// A local activity gets its arguments as they are, all of them (none
+	// is recorded): runs before baseline 3 pass no followers.
+	follow := w.followers(d, ids)
+	if len(follow) > 0 {
+		lopts.Summary += fmt.Sprintf(", up to %d after them", len(follow))
+	}
+	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(d.ctx, lopts), wfapi.RunInlineActivity, ins, follow)
 	w.batches = append(w.batches, inlineBatch{f: f, calls: calls})
 }
 
@@ -113,6 +128,7 @@ func (w *inlineWay) take(d *dispatcher, b inlineBatch) {
 	}
 	d.taskBegan()
 	w.done++ // its marker
+	w.keepAhead(out.Ahead)
 	for i, c := range b.calls {
 		switch {
 		case c.ctx.Err() != nil:

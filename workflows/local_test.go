@@ -323,11 +323,17 @@ func TestInlineQueueCancelled(t *testing.T) {
 // engineEnv is a test environment running the workflows over the fakes,
 // eval the batches of inline steps.
 func engineEnv(eval func([]wfapi.RunToolInput) wfapi.InlineBatch, f *fakes) *testsuite.TestWorkflowEnvironment {
+	return aheadEnv(func(calls []wfapi.RunToolInput, _ []wfapi.InlineFollow) wfapi.InlineBatch { return eval(calls) }, f)
+}
+
+// aheadEnv is engineEnv whose eval also gets the steps a batch may
+// evaluate after its own.
+func aheadEnv(eval func([]wfapi.RunToolInput, []wfapi.InlineFollow) wfapi.InlineBatch, f *fakes) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(PlanWorkflow, workflow.RegisterOptions{Name: wfapi.WorkflowType})
-	env.RegisterActivityWithOptions(func(_ context.Context, calls []wfapi.RunToolInput) (wfapi.InlineBatch, error) {
-		return eval(calls), nil
+	env.RegisterActivityWithOptions(func(_ context.Context, calls []wfapi.RunToolInput, follow []wfapi.InlineFollow) (wfapi.InlineBatch, error) {
+		return eval(calls, follow), nil
 	},
 		activity.RegisterOptions{Name: wfapi.RunInlineActivity})
 	env.RegisterActivityWithOptions(f.Resolve, activity.RegisterOptions{Name: wfapi.ResolveActivity})

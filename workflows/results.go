@@ -117,10 +117,11 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 		o.Status = s.status(id)
 		o.Success = o.Status == wfapi.StepSucceeded
 		if o.Success && withData {
-			o.DataFile, o.DataSHA256, o.Artifacts = ds.dataFile, ds.dataSHA, ds.artifacts
-			if ds.env != nil && ds.dataFile == "" {
-				o.Data = ds.env.Data
+			var data any
+			if ds.env != nil {
+				data = ds.env.Data
 			}
+			o = wfapi.Succeeded(data, ds.dataFile, ds.dataSHA, ds.artifacts, true)
 		}
 		deps[id] = o
 	}
@@ -136,21 +137,27 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 			}
 			continue
 		}
-		plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
-			if err != nil {
-				return
-			}
-			for _, r := range tpl.Refs() {
-				switch r.Kind {
-				case plan.RefInputs:
-					addInput(r.Name)
-				case plan.RefSteps:
-					addStep(r.Name, r.Field == "data")
-				}
-			}
-		})
+		refsOf(v, addInput, addStep)
 	}
 	return inputs, deps
+}
+
+// refsOf calls input for each plan input v references and step for each
+// step, with whether it reads the step's data.
+func refsOf(v any, input func(name string), step func(id string, data bool)) {
+	plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
+		if err != nil {
+			return
+		}
+		for _, r := range tpl.Refs() {
+			switch r.Kind {
+			case plan.RefInputs:
+				input(r.Name)
+			case plan.RefSteps:
+				step(r.Name, r.Field == "data")
+			}
+		}
+	})
 }
 
 // whenExpr marks a condition among the values passed to referenced: a

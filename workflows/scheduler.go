@@ -134,6 +134,7 @@ func newScheduler(ctx workflow.Context, rr *wfapi.ResolveResult, res *wfapi.Resu
 	s := &scheduler{dispatcher: newDispatcher(ctx, rr, res.WorkflowID), res: res, steps: map[string]*stepState{},
 		sel: newCompactSelector(ctx), wake: workflow.NewBufferedChannel(ctx, 64), upsert: func(wfapi.RunStatus) {}}
 	s.sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
+	s.follow = s.followers
 	// A cancellation must rouse a loop that only waits for an operator (a
 	// paused run, a waiting step): nothing else would resolve.
 	workflow.Go(ctx, func(gctx workflow.Context) {

@@ -40,6 +40,19 @@ func (s *scheduler) launch(st *stepState) {
 	}
 	st.host = opts.TaskQueue // the run's host, or the tool's own queue
 	cctx, cancel := workflow.WithCancel(s.stepCtx(step.ID))
+	in := s.fitInput(s.toolInput(st))
+	// After fitInput: runs recorded without these measured without them.
+	in.Lineage, in.Retry = s.lineage, st.retries
+	f := s.runTool(cctx, step, opts, in, &st.path)
+	st.cancel, st.toolActive = cancel, true
+	id := step.ID
+	s.awaitTool(s.sel, f, &st.path, func(f workflow.Future) { s.complete(id, f) })
+}
+
+// toolInput is a step's RunTool input as launch builds it before
+// fitInput: its call and what its with references.
+func (s *scheduler) toolInput(st *stepState) wfapi.RunToolInput {
+	step := st.step
 	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir,
 		Step: wfapi.StepCall{ID: step.ID, Capability: step.Capability, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
 	// Only idempotent steps are reused: a step with effects (a server it
@@ -48,13 +61,7 @@ func (s *scheduler) launch(st *stepState) {
 		in.Step.ReuseFrom = s.reuse.WorkflowID
 	}
 	in.Inputs, in.Deps = s.referenced(step.With)
-	in = s.fitInput(in)
-	// After fitInput: runs recorded without these measured without them.
-	in.Lineage, in.Retry = s.lineage, st.retries
-	f := s.runTool(cctx, step, opts, in, &st.path)
-	st.cancel, st.toolActive = cancel, true
-	id := step.ID
-	s.awaitTool(s.sel, f, &st.path, func(f workflow.Future) { s.complete(id, f) })
+	return in
 }
 
 // complete records a finished activity.

@@ -41,6 +41,7 @@ const (
 	changeLimitTrust     = limit.ChangeTrust
 	changeLocalBackoff   = "local-backoff"
 	changeBaseline2      = "baseline-2"
+	changeBaseline3      = "baseline-3"
 )
 
 // Change is one declared change of workflow code.
@@ -106,6 +107,8 @@ var Changes = []Change{
 		[]History{{"local-backoff.json", 1}}, ""},
 	{changeBaseline2, 1, []string{"a new run takes every change above at its latest version without asking (baseline2), and starts its max_run_seconds timer and upserts its running status only once it may wait outside its workflow task: a run whose steps all end in local activities records neither; a run that carries another status than the one it ends with (package client's start with running) upserts it at its end, also where it ends before its steps run; a sub-plan's child run starts with running (issue 57)"},
 		[]History{{"baseline-2.json", 1}}, ""},
+	{changeBaseline3, 1, []string{"a new run takes every change above at its latest version without asking (baseline3), and a batch of inline steps also evaluates the idempotent inline steps that follow it (wfapi.InlineFollow): a step that then starts with the input one was evaluated with takes its outcome, with no local activity of its own, so a chain of inline steps is one marker (issue 57)"},
+		[]History{{"baseline-3.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1
@@ -128,12 +131,24 @@ var baseline2 = map[string]workflow.Version{
 	changeInlineActivity: 1, changeItemHosts: 1, changeSilentHost: 1, changeEagerSteps: 1, changeLocalBackoff: 1,
 }
 
+// baseline3 is baseline2 for a run begun at baseline 3: every change
+// declared before it, baseline 2's own included, at its latest version.
+var baseline3 = map[string]workflow.Version{
+	changeLocal: 1, changeTrustedInput: 1, changeSegmentBlobs: 1, changeDeadline: 2, changeCancelGrace: 2,
+	changeSpillInputs: 1, changeChildInputs: 1, changeBlobGroups: 1, changeRehomeStore: 1, changeRehomeDeps: 1,
+	changeInlineActivity: 1, changeItemHosts: 1, changeSilentHost: 1, changeEagerSteps: 1, changeLocalBackoff: 1,
+	changeBaseline2: 1,
+}
+
 // versionOf is the version of change id this run takes: the latest
-// baseline's for a run begun at one. Baseline 2 is asked first in every
+// baseline's for a run begun at one. Baseline 3 is asked first in every
 // new run; a run recorded before it has no marker of it, so a replay
-// reads Default there and goes on to baseline 1, and a run recorded
-// before that asks each change as it did.
+// reads Default there and goes on to baseline 2, then 1, and a run
+// recorded before those asks each change as it did.
 func versionOf(ctx workflow.Context, id string) workflow.Version {
+	if v, ok := baseline3[id]; ok && workflow.GetVersion(ctx, changeBaseline3, workflow.DefaultVersion, 1) >= 1 {
+		return v
+	}
 	if v, ok := baseline2[id]; ok && workflow.GetVersion(ctx, changeBaseline2, workflow.DefaultVersion, 1) >= 1 {
 		return v
 	}

@@ -17,8 +17,9 @@ import (
 
 // Inline evaluates inline steps in order until their results reach
 // the batch's bytes or its time runs out; the steps after them run as
-// local activities of their own.
-func (e *Executor) Inline(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wfapi.InlineBatch {
+// local activities of their own. Then, within what is left, it evaluates
+// the steps that follow them (Ahead).
+func (e *Executor) Inline(calls []wfapi.RunToolInput, follow []wfapi.InlineFollow, wc wfapi.InlineContext) wfapi.InlineBatch {
 	start := time.Now()
 	var b wfapi.InlineBatch
 	size := 0
@@ -26,23 +27,60 @@ func (e *Executor) Inline(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wf
 		if time.Since(start) >= wc.Time || size >= wc.Bytes {
 			break
 		}
-		res, ok := e.inline(in, wc)
-		o := wfapi.InlineOutcome{OK: ok}
-		if ok {
-			// The whole result is bounded, not only its data: a command's
-			// message and feedback travel in the marker too.
-			raw, _ := json.Marshal(res)
-			if len(raw) > wfapi.MaxInlineResult {
-				o.OK = false
-			} else {
-				o.Result, o.Size = &res, len(raw)
-				size += o.Size
-			}
-		}
+		res, ok := e.inline(in, wc, true)
+		o := bounded(res, ok)
+		size += o.Size
 		b.Outcomes = append(b.Outcomes, o)
+	}
+	if len(follow) > 0 {
+		e.ahead(&b, calls, follow, wc, start, size)
 	}
 	b.Elapsed = time.Since(start)
 	return b
+}
+
+// bounded is a step's outcome, OK only when its whole result is within
+// MaxInlineResult: a command's message and feedback travel in the marker
+// too, not only its data.
+func bounded(res wfapi.RunToolResult, ok bool) wfapi.InlineOutcome {
+	if !ok {
+		return wfapi.InlineOutcome{}
+	}
+	raw, _ := json.Marshal(res)
+	if len(raw) > wfapi.MaxInlineResult {
+		return wfapi.InlineOutcome{}
+	}
+	return wfapi.InlineOutcome{OK: true, Result: &res, Size: len(raw)}
+}
+
+// ahead evaluates the steps that follow a batch's, in order, each once
+// the steps it comes after succeeded here: their data filled in as the
+// workflow will (through JSON, as it reads them from the marker), and its
+// outcome keyed by the input it then had. Only pure builtins run ahead:
+// a step the workflow ends up not starting, or starts with other input,
+// must have done nothing.
+func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follow []wfapi.InlineFollow, wc wfapi.InlineContext, start time.Time, size int) {
+	done := map[string]*wfapi.RunToolResult{}
+	for i, o := range b.Outcomes {
+		if o.OK && calls[i].Step.Item == nil {
+			done[calls[i].Step.ID] = o.Result
+		}
+	}
+	for _, f := range follow {
+		if time.Since(start) >= wc.Time || size >= wc.Bytes {
+			return
+		}
+		call, ok := f.Filled(done)
+		if !ok {
+			continue
+		}
+		res, ok := e.inline(call, wc, false)
+		if o := bounded(res, ok); o.OK {
+			size += o.Size
+			b.Ahead = append(b.Ahead, wfapi.InlineAhead{ID: call.Step.ID, Key: wfapi.InlineKey(call), InlineOutcome: o})
+			done[call.Step.ID] = o.Result
+		}
+	}
 }
 
 // inline evaluates one step of an `execution: inline` tool in its batch's
@@ -51,8 +89,9 @@ func (e *Executor) Inline(calls []wfapi.RunToolInput, wc wfapi.InlineContext) wf
 // its tool is not inline here, it reads stored data or files another host
 // may hold, a rerun may reuse it, a command's run is not this host's, it
 // failed (the activity reports a failure, with its retries), or it took
-// longer than InlineStepTime or returned more than MaxInlineResult.
-func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wfapi.RunToolResult, bool) {
+// longer than InlineStepTime or returned more than MaxInlineResult. A
+// command runs only when commands is set.
+func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, commands bool) (wfapi.RunToolResult, bool) {
 	// As a regular activity would get it: through JSON (a local activity
 	// gets the workflow's own values, which may hold json.Number or typed
 	// maps, which tools do not take, and which the workflow goes on using).
@@ -80,6 +119,9 @@ func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext) (wfap
 		}
 		env = e.Tool.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Label: label(step), Attempt: 1, Budget: e.inlineStepTime()})
 	case manifest.EntryCommand:
+		if !commands {
+			return wfapi.RunToolResult{}, false
+		}
 		if env, ok = e.inlineCommand(in, wc, m, inputs); !ok {
 			return wfapi.RunToolResult{}, false
 		}

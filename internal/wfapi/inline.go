@@ -1,6 +1,11 @@
 package wfapi
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
 
 // Inline steps (docs/manifests.md, execution: inline): quick tools the
 // worker runs on the fast path. The workflow queues the steps it starts
@@ -21,6 +26,10 @@ const RunInlineActivity = "RunInline"
 type InlineBatch struct {
 	Outcomes []InlineOutcome `json:"outcomes"`
 	Stop     bool            `json:"stop,omitempty"`
+	// Ahead are the outcomes of the steps the batch evaluated after its
+	// own (InlineFollow), each taken only by a step whose input then has
+	// its Key.
+	Ahead []InlineAhead `json:"ahead,omitempty"`
 	// Elapsed is the time the evaluations took.
 	Elapsed time.Duration `json:"elapsed"`
 }
@@ -32,6 +41,80 @@ type InlineOutcome struct {
 	OK     bool           `json:"ok"`
 	Result *RunToolResult `json:"result,omitempty"`
 	Size   int            `json:"size,omitempty"`
+}
+
+// InlineFollow is a step a batch may evaluate after its own steps
+// (RunInlineActivity's second argument, from baseline 3): a chain of
+// inline steps is then one local activity and one marker, not one a step.
+// Call is its input as the workflow will build it but for the steps of
+// the batch it follows (After): each must succeed in the batch first, and
+// those its input reads (Reads: whether their data) are filled in as the
+// workflow would (StepOutcome.Succeeded).
+type InlineFollow struct {
+	Call  RunToolInput    `json:"call"`
+	After []string        `json:"after"`
+	Reads map[string]bool `json:"reads,omitempty"`
+}
+
+// Filled is f's input with what it reads of the steps it follows, whose
+// results done holds by step: each must be there (ok false otherwise).
+// Their data goes through JSON, as the workflow reads it from the marker:
+// the input is then the one the workflow builds, with the same key.
+func (f InlineFollow) Filled(done map[string]*RunToolResult) (RunToolInput, bool) {
+	call := f.Call
+	for _, id := range f.After {
+		if done[id] == nil {
+			return call, false
+		}
+	}
+	if len(f.Reads) == 0 {
+		return call, true
+	}
+	deps := make(map[string]StepOutcome, len(call.Deps)+len(f.Reads))
+	for id, o := range call.Deps {
+		deps[id] = o
+	}
+	for id, withData := range f.Reads {
+		r := done[id]
+		if r == nil {
+			return call, false
+		}
+		var data any
+		if raw, err := json.Marshal(r.Envelope.Data); err != nil || json.Unmarshal(raw, &data) != nil {
+			return call, false
+		}
+		deps[id] = Succeeded(data, r.DataFile, r.DataSHA256, r.Artifacts, withData)
+	}
+	call.Deps = deps
+	return call, true
+}
+
+// InlineAhead is the outcome of a step a batch evaluated ahead: the
+// workflow takes it when the step starts with an input of digest Key
+// (InlineKey), and otherwise runs the step as it would have.
+type InlineAhead struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+	InlineOutcome
+}
+
+// InlineKey is the digest of what an inline step is evaluated from (its
+// call, the inputs and outcomes it reads): what a step evaluated ahead
+// must start with for its outcome to be taken. The run's names (its ID,
+// folder, host and lineage) are left out: a replay under another ID, or
+// of a reset run, takes what the run took.
+func InlineKey(in RunToolInput) string {
+	raw, err := json.Marshal(struct {
+		Step    StepCall
+		Inputs  map[string]any
+		Deps    map[string]StepOutcome
+		Spilled *Blob
+	}{in.Step, in.Inputs, in.Deps, in.Spilled})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
 }
 
 // InlineContext is what a batch's evaluation knows beside the steps: the
