@@ -63,7 +63,8 @@ func (a *Activities) runTool(ctx context.Context, in wfapi.RunToolInput) (*wfapi
 // RunInline runs a batch of inline steps (wfapi.RunInlineActivity), a
 // local activity the workflow starts for the steps it started together,
 // then the steps that may follow them in it (none for runs before
-// baseline 3, which pass calls alone).
+// baseline 3: their follow is nil; a local activity gets every argument
+// its function takes, or panics).
 func (a *Activities) RunInline(ctx context.Context, calls []wfapi.RunToolInput, follow []wfapi.InlineFollow) (wfapi.InlineBatch, error) {
 	info := activity.GetInfo(ctx)
 	return a.Exec.Inline(calls, follow, wfapi.InlineContext{WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,

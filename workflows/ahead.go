@@ -16,7 +16,8 @@ import (
 // evaluated with takes it, and any other runs as it would have. A chain
 // of inline steps is one marker, not one a step; what no step takes was
 // a pure builtin's evaluation (wfapi.InlineFollow: commands never run
-// ahead), wasted and harmless.
+// ahead), which cost its time and its bytes in the marker, and nothing
+// else.
 
 // followers are the steps a batch of the steps ids may evaluate after
 // them, in an order that puts each after the steps it follows, at most
@@ -31,8 +32,11 @@ func (s *scheduler) followers(ids []string) []wfapi.InlineFollow {
 	}
 	order := append([]string(nil), ids...)
 	var out []wfapi.InlineFollow
-	for i := 0; i < len(order) && len(out) < s.p.inlineBatch; i++ {
+	for i := 0; i < len(order); i++ {
 		for _, id := range s.m.Dependents(order[i]) {
+			if len(out) == s.p.inlineBatch {
+				return out
+			}
 			if in[id] {
 				continue
 			}
@@ -49,6 +53,9 @@ func (s *scheduler) followers(ids []string) []wfapi.InlineFollow {
 // follower is step id's wfapi.InlineFollow when it may be evaluated after
 // the steps in (ok false otherwise).
 func (s *scheduler) follower(id string, in map[string]bool) (wfapi.InlineFollow, bool) {
+	// A step that started once (retried by an operator, run again for a
+	// lost output, moved to another host) is started by launch with what
+	// only launch adds: not evaluated ahead.
 	st := s.steps[id]
 	if st == nil || s.m.State(id) != dag.Pending || st.retries > 0 || st.reruns > 0 || st.moves > 0 {
 		return wfapi.InlineFollow{}, false
@@ -74,9 +81,12 @@ func (s *scheduler) follower(id string, in map[string]bool) (wfapi.InlineFollow,
 			f.Reads[ref] = f.Reads[ref] || data
 		}
 	})
-	// As launch builds it, and the inline way then sends it.
+	// As launch builds it, but for what the key leaves out (its run's
+	// names). An input launch would store by reference never matches.
 	f.Call = s.toolInput(st)
-	f.Call.Lineage, f.Call.Host = s.lineage, s.rr.HostQueue
+	if encodedLarge(f.Call) != nil {
+		return wfapi.InlineFollow{}, false
+	}
 	return f, true
 }
 
@@ -85,19 +95,21 @@ func (s *scheduler) follower(id string, in map[string]bool) (wfapi.InlineFollow,
 // otherwise: u runs as it would have).
 func (w *inlineWay) takeAhead(u unit) (workflow.Future, bool) {
 	a, ok := w.ahead[u.step.ID]
-	if !ok || u.in.Step.Item != nil {
+	if !ok || u.in.Step.Item != nil || u.in.Retry > 0 {
 		return nil, false
 	}
 	delete(w.ahead, u.step.ID)
-	if a.Result == nil || a.Key != wfapi.InlineKey(u.in) {
+	if a.Result == nil || a.Key == "" || a.Key != wfapi.InlineKey(u.in) {
 		return nil, false
 	}
 	f, set := workflow.NewFuture(u.ctx)
-	set.Set(*a.Result, nil)
-	*u.path = PathInline
-	w.steps++
+	w.hand(set, u.path, *a.Result)
 	return f, true
 }
+
+// forget drops what was evaluated ahead for step id: it started another
+// way, and a later start (a retry, a move) runs again.
+func (w *inlineWay) forget(id string) { delete(w.ahead, id) }
 
 // keepAhead keeps what a batch evaluated ahead for the steps that start
 // next; it is in history now, and counts with the task's results.
@@ -111,10 +123,10 @@ func (w *inlineWay) keepAhead(ahead []wfapi.InlineAhead) {
 	}
 }
 
-// followers are the steps a batch of the steps ids may evaluate after
-// them: none for runs before baseline 3, nor for a dispatcher that knows
-// no plan (a batch of for_each items).
-func (w *inlineWay) followers(d *dispatcher, ids []string) []wfapi.InlineFollow {
+// aheadOf is what a batch of the steps ids may evaluate after them
+// (scheduler.followers): nothing for runs before baseline 3, nor for a
+// dispatcher that knows no plan (a batch of for_each items).
+func (w *inlineWay) aheadOf(d *dispatcher, ids []string) []wfapi.InlineFollow {
 	if d.follow == nil || len(ids) == 0 || versionOf(d.ctx, changeBaseline3) < 1 {
 		return nil
 	}

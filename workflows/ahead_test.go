@@ -22,7 +22,7 @@ steps:
   - {id: a, capability: x.a}
   - {id: b, capability: x.b, needs: [a], with: {n: "${steps.a.data.n}"}}
   - {id: c, capability: x.c, needs: [b], with: {n: "${steps.b.data.n}", ok: "${steps.b.success}"}}
-  - {id: d, capability: x.d, needs: [c], with: {n: "${steps.c.data.n}"}}
+  - {id: d, capability: x.d, needs: [c], with: {n: "${steps.c.data.n}", first: "${steps.a.data.n}"}}
 `
 	for _, tc := range []struct {
 		name     string

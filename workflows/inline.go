@@ -110,7 +110,7 @@ func (w *inlineWay) flush(d *dispatcher) {
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}, Summary: fmt.Sprintf("inline: %d steps", len(calls))}
 	// A local activity gets its arguments as they are, all of them (none
 	// is recorded): runs before baseline 3 pass no followers.
-	follow := w.followers(d, ids)
+	follow := w.aheadOf(d, ids)
 	if len(follow) > 0 {
 		lopts.Summary += fmt.Sprintf(", up to %d after them", len(follow))
 	}
@@ -136,9 +136,7 @@ func (w *inlineWay) take(d *dispatcher, b inlineBatch) {
 			c.set.Set(nil, temporal.NewCanceledError())
 		case i < len(out.Outcomes) && out.Outcomes[i].OK && out.Outcomes[i].Result != nil:
 			w.bytes += out.Outcomes[i].Size
-			w.steps++
-			*c.path = PathInline
-			c.set.Set(*out.Outcomes[i].Result, nil)
+			w.hand(c.set, c.path, *out.Outcomes[i].Result)
 		case i >= len(out.Outcomes) && len(out.Outcomes) > 0:
 			// Past the batch's bytes or time: the next batch.
 			*c.path = pathQueued
@@ -147,6 +145,13 @@ func (w *inlineWay) take(d *dispatcher, b inlineBatch) {
 			w.decline(d, c)
 		}
 	}
+}
+
+// hand gives an inline step its result: it ran inline.
+func (w *inlineWay) hand(set workflow.Settable, path *string, res wfapi.RunToolResult) {
+	w.steps++
+	*path = PathInline
+	set.Set(res, nil)
 }
 
 // flushRecorded is flush for runs recorded before inline batches
@@ -203,9 +208,7 @@ func (w *inlineWay) evalRecorded(d *dispatcher) (full bool) {
 			continue
 		}
 		w.bytes += o.Size
-		w.steps++
-		*c.path = PathInline
-		c.set.Set(*o.Result, nil)
+		w.hand(c.set, c.path, *o.Result)
 	}
 	w.queue = calls[n:]
 	if n == 0 {

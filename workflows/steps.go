@@ -44,6 +44,7 @@ func (s *scheduler) launch(st *stepState) {
 	// After fitInput: runs recorded without these measured without them.
 	in.Lineage, in.Retry = s.lineage, st.retries
 	f := s.runTool(cctx, step, opts, in, &st.path)
+	s.ways.inline.forget(step.ID)
 	st.cancel, st.toolActive = cancel, true
 	id := step.ID
 	s.awaitTool(s.sel, f, &st.path, func(f workflow.Future) { s.complete(id, f) })

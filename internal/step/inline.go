@@ -17,8 +17,9 @@ import (
 
 // Inline evaluates inline steps in order until their results reach
 // the batch's bytes or its time runs out; the steps after them run as
-// local activities of their own. Then, within what is left, it evaluates
-// the steps that follow them (Ahead).
+// local activities of their own. Then, within what is left of the bytes
+// and at most a fifth of the time (a batch's own steps wait for it), it
+// evaluates the steps that follow them (Ahead).
 func (e *Executor) Inline(calls []wfapi.RunToolInput, follow []wfapi.InlineFollow, wc wfapi.InlineContext) wfapi.InlineBatch {
 	start := time.Now()
 	var b wfapi.InlineBatch
@@ -33,11 +34,16 @@ func (e *Executor) Inline(calls []wfapi.RunToolInput, follow []wfapi.InlineFollo
 		b.Outcomes = append(b.Outcomes, o)
 	}
 	if len(follow) > 0 {
-		e.ahead(&b, calls, follow, wc, start, size)
+		wc.Time = min(wc.Time-time.Since(start), wc.Time/aheadShare)
+		e.ahead(&b, calls, follow, wc, time.Now(), size)
 	}
 	b.Elapsed = time.Since(start)
 	return b
 }
+
+// aheadShare: steps evaluated ahead get at most a 1/aheadShare of a
+// batch's time.
+const aheadShare = 5
 
 // bounded is a step's outcome, OK only when its whole result is within
 // MaxInlineResult: a command's message and feedback travel in the marker
@@ -92,6 +98,10 @@ func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follo
 // longer than InlineStepTime or returned more than MaxInlineResult. A
 // command runs only when commands is set.
 func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, commands bool) (wfapi.RunToolResult, bool) {
+	m, err := e.Manifest(call.Step.Tool, call.Step.Version, call.Step.Digest)
+	if err != nil || !m.Inline() || (!commands && m.Entrypoint.Type == manifest.EntryCommand) {
+		return wfapi.RunToolResult{}, false
+	}
 	// As a regular activity would get it: through JSON (a local activity
 	// gets the workflow's own values, which may hold json.Number or typed
 	// maps, which tools do not take, and which the workflow goes on using).
@@ -101,10 +111,6 @@ func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, comma
 	}
 	step := in.Step
 	if in.Spilled != nil || (step.Item != nil && !step.Item.HasValue) || step.ReuseFrom != "" {
-		return wfapi.RunToolResult{}, false
-	}
-	m, err := e.Manifest(step.Tool, step.Version, step.Digest)
-	if err != nil || !m.Inline() {
 		return wfapi.RunToolResult{}, false
 	}
 	inputs, ok := inlineInputs(in)
@@ -119,9 +125,6 @@ func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, comma
 		}
 		env = e.Tool.Run(context.Background(), toolrun.Request{Manifest: m, Inputs: inputs, RunID: in.WorkflowID, StepID: step.ID, Label: label(step), Attempt: 1, Budget: e.inlineStepTime()})
 	case manifest.EntryCommand:
-		if !commands {
-			return wfapi.RunToolResult{}, false
-		}
 		if env, ok = e.inlineCommand(in, wc, m, inputs); !ok {
 			return wfapi.RunToolResult{}, false
 		}

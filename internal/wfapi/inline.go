@@ -14,8 +14,9 @@ import (
 // batch. Runs recorded before that evaluated a batch inside the workflow
 // task, in a SideEffect; they replay as they ran (workflows/versions.go).
 
-// RunInlineActivity runs a batch of inline steps ([]RunToolInput) and
-// returns an InlineBatch.
+// RunInlineActivity runs a batch of inline steps ([]RunToolInput), then
+// the steps that may follow them ([]InlineFollow: none before baseline 3),
+// and returns an InlineBatch.
 const RunInlineActivity = "RunInline"
 
 // InlineBatch is what one batch of queued inline steps returned: an
@@ -49,7 +50,7 @@ type InlineOutcome struct {
 // Call is its input as the workflow will build it but for the steps of
 // the batch it follows (After): each must succeed in the batch first, and
 // those its input reads (Reads: whether their data) are filled in as the
-// workflow would (StepOutcome.Succeeded).
+// workflow would (Succeeded).
 type InlineFollow struct {
 	Call  RunToolInput    `json:"call"`
 	After []string        `json:"after"`
@@ -102,19 +103,47 @@ type InlineAhead struct {
 // call, the inputs and outcomes it reads): what a step evaluated ahead
 // must start with for its outcome to be taken. The run's names (its ID,
 // folder, host and lineage) are left out: a replay under another ID, or
-// of a reset run, takes what the run took.
+// of a reset run, takes what the run took. "" for an input that cannot be
+// encoded: it matches nothing.
 func InlineKey(in RunToolInput) string {
-	raw, err := json.Marshal(struct {
-		Step    StepCall
-		Inputs  map[string]any
-		Deps    map[string]StepOutcome
-		Spilled *Blob
-	}{in.Step, in.Inputs, in.Deps, in.Spilled})
+	k := inlineKeyV1{ID: in.Step.ID, Tool: in.Step.Tool, Version: in.Step.Version, Digest: in.Step.Digest, With: in.Step.With,
+		Item: in.Step.Item != nil, ReuseFrom: in.Step.ReuseFrom, Inputs: in.Inputs, Spilled: in.Spilled != nil}
+	if len(in.Deps) > 0 {
+		k.Deps = make(map[string]outcomeV1, len(in.Deps))
+		for id, o := range in.Deps {
+			k.Deps[id] = outcomeV1{o.Success, string(o.Status), o.Data, o.DataFile, o.DataSHA256, len(o.Artifacts)}
+		}
+	}
+	// encoding/json sorts map keys: the same digest on replay.
+	//workflowcheck:ignore
+	raw, err := json.Marshal(k)
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:16])
+}
+
+// inlineKeyV1 is what InlineKey digests, frozen: a replay recomputes the
+// key of every step that took an outcome, so a field a later version of
+// RunToolInput adds must not change it (a new key is a workflow change).
+type inlineKeyV1 struct {
+	ID, Tool, Version, Digest string
+	With                      map[string]any
+	Item                      bool
+	ReuseFrom                 string
+	Inputs                    map[string]any
+	Deps                      map[string]outcomeV1
+	Spilled                   bool
+}
+
+// outcomeV1 is a dependency's outcome in inlineKeyV1.
+type outcomeV1 struct {
+	Success              bool
+	Status               string
+	Data                 any
+	DataFile, DataSHA256 string
+	Artifacts            int
 }
 
 // InlineContext is what a batch's evaluation knows beside the steps: the
