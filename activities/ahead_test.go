@@ -21,19 +21,7 @@ func TestInlineAhead(t *testing.T) {
 	a, root := newActivities(t)
 	a.Exec.InlineStepTime = 10 * time.Second // what is evaluated, not how fast
 	builtin.Prepare()
-	tool := filepath.Join(root, "tools", "quick")
-	os.MkdirAll(tool, 0o755)
-	os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\necho started >> \"$CAPFLOW_WORKDIR/started\"\n"), 0o755)
-	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: quick
-version: 1.0.0
-description: a quick command
-capabilities: [test.quick]
-input_schema: {type: object}
-output_schema: {type: object}
-entrypoint: {type: command, command: [./run.sh], result: exit_code}
-idempotent: true
-execution: inline
-`), 0o644)
+	quickTool(root, "")
 	query := func(id, q string, input any) map[string]any {
 		return map[string]any{"id": id, "capability": "json.query", "with": map[string]any{"query": q, "input": input}}
 	}

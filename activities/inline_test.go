@@ -116,24 +116,10 @@ func TestInlineCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "policy.yaml"), []byte("sandbox: off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tool := filepath.Join(root, "tools", "quick")
-	os.MkdirAll(tool, 0o755)
-	os.WriteFile(filepath.Join(tool, "run.sh"), []byte(`#!/bin/sh
-echo started >> "$CAPFLOW_WORKDIR/started"
-grep -q slow "$CAPFLOW_INPUT_PATH" && sleep 5
+	quickTool(root, `grep -q slow "$CAPFLOW_INPUT_PATH" && sleep 5
 grep -q fail "$CAPFLOW_INPUT_PATH" && exit 3
 exit 0
-`), 0o755)
-	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: quick
-version: 1.0.0
-description: a quick command
-capabilities: [test.quick]
-input_schema: {type: object}
-output_schema: {type: object}
-entrypoint: {type: command, command: [./run.sh], result: exit_code}
-idempotent: true
-execution: inline
-`), 0o644)
+`)
 	e := env(a)
 	plan := map[string]any{"name": "p", "steps": []any{map[string]any{"id": "q", "capability": "test.quick"}}}
 	rr := resolved(t, e, a, plan)
@@ -193,4 +179,23 @@ execution: inline
 			}
 		})
 	}
+}
+
+// quickTool writes the project's tool quick (capability test.quick): an
+// idempotent inline command that appends "started" to a file of its step
+// folder, then runs rest.
+func quickTool(root, rest string) {
+	tool := filepath.Join(root, "tools", "quick")
+	os.MkdirAll(tool, 0o755)
+	os.WriteFile(filepath.Join(tool, "run.sh"), []byte("#!/bin/sh\necho started >> \"$CAPFLOW_WORKDIR/started\"\n"+rest), 0o755)
+	os.WriteFile(filepath.Join(tool, "tool.yaml"), []byte(`name: quick
+version: 1.0.0
+description: a quick command
+capabilities: [test.quick]
+input_schema: {type: object}
+output_schema: {type: object}
+entrypoint: {type: command, command: [./run.sh], result: exit_code}
+idempotent: true
+execution: inline
+`), 0o644)
 }

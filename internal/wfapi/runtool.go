@@ -89,3 +89,17 @@ type Heartbeat = wire.Heartbeat
 
 // HeartbeatLines bounds the stderr lines a heartbeat carries.
 const HeartbeatLines = 20
+
+// Succeeded is what a step reads of a dependency that succeeded: its
+// status and, withData, its data (or where it is stored) and the files it
+// names.
+func Succeeded(data any, dataFile, dataSHA256 string, artifacts []Artifact, withData bool) StepOutcome {
+	o := StepOutcome{Success: true, Status: StepSucceeded}
+	if withData {
+		o.DataFile, o.DataSHA256, o.Artifacts = dataFile, dataSHA256, artifacts
+		if dataFile == "" {
+			o.Data = data
+		}
+	}
+	return o
+}

@@ -257,20 +257,6 @@ type StepOutcome struct {
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
 
-// Succeeded is what a step reads of a dependency that succeeded: its
-// status and, withData, its data (or where it is stored) and the files it
-// names.
-func Succeeded(data any, dataFile, dataSHA256 string, artifacts []Artifact, withData bool) StepOutcome {
-	o := StepOutcome{Success: true, Status: StepSucceeded}
-	if withData {
-		o.DataFile, o.DataSHA256, o.Artifacts = dataFile, dataSHA256, artifacts
-		if dataFile == "" {
-			o.Data = data
-		}
-	}
-	return o
-}
-
 // Condition is what a `when` expression sees of a step: its data (as
 // loaded: stored data is read back first), success and status.
 func (o StepOutcome) Condition(data any) map[string]any {
