@@ -22,6 +22,12 @@ import (
 // Throughput is bench-throughput.json (docs/performance.md).
 type Throughput struct {
 	Runs map[string]PeerThroughput `json:"runs"`
+	// Ratios are a row's runs/s over the row it is measured against
+	// ("capflow-fast/temporal-empty"): the median, over the repetitions,
+	// of the two batches' ratio in each, which ran one after the other
+	// (runBlocks). This machine's rate drifts by a tenth to a third
+	// within a run; a ratio of medians taken minutes apart carried that.
+	Ratios map[string]float64 `json:"ratios"`
 	// Sandbox is a confined step's cost beside an unconfined one's.
 	Sandbox toolrun.SandboxCost `json:"sandbox"`
 }
@@ -80,14 +86,16 @@ func runEager(w *embed.Worker, plan map[string]any) error {
 // floor with what every capflow run records (temporal-recorded) and
 // Restate (3 restate.Run), one after another on one dev server, each
 // batch once the last one's leftovers are done (settle), repeated
-// (CAPFLOW_THROUGHPUT_REPS, 3) in an order that changes (batchOrder);
-// medians are written to bench-throughput.json with the sandbox's cost.
+// (CAPFLOW_THROUGHPUT_REPS, 5) in an order that changes but keeps each
+// row beside the one it is measured against (runBlocks, batchOrder);
+// medians and paired ratios are written to bench-throughput.json with
+// the sandbox's cost.
 func BenchmarkThroughput(b *testing.B) {
 	defer startMinimal(b)()
 	rs := startRestate(b)
 	defer rs.stop()
 	defer unconfined(b)()
-	n, reps := envInt("CAPFLOW_THROUGHPUT_RUNS", 300), envInt("CAPFLOW_THROUGHPUT_REPS", 3)
+	n, reps := envInt("CAPFLOW_THROUGHPUT_RUNS", 300), envInt("CAPFLOW_THROUGHPUT_REPS", 5)
 	render := map[string]any{"template": "ok"}
 	server := devServerCPU(b)
 	eager := startEmbedded(b)
@@ -98,19 +106,19 @@ func BenchmarkThroughput(b *testing.B) {
 		cpu, server func() float64
 	}{
 		{"capflow", func() error { return runCapflow(capflowPlanOf("test.render", render, 3, true), "activity") }, h.workerCPU, server},
-		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU, server},
-		// The fastest path started eagerly by a Go service embedding a
-		// worker (this process: its CPU is counted with the clients').
-		{"capflow-eager", func() error { return runEager(eager, capflowPlanOf("text.render", render, 3, true)) }, ownCPU, server},
 		{"temporal", func() error { return runMinimal("", 3, false) }, ownCPU, server},
-		// The server's floor: the hand-written workflow with no activity (a
-		// start, one workflow task, its end), what no workflow-per-run path
-		// on this server can pass.
-		{"temporal-empty", func() error { return runMinimal("", 0, false) }, ownCPU, server},
 		// The floor plus the Version marker and the status upsert every
 		// capflow run records (recordedWorkflow): the least this design
 		// can cost on this server.
 		{"temporal-recorded", runRecorded, ownCPU, server},
+		{"capflow-fast", func() error { return runCapflow(capflowPlanOf("text.render", render, 3, true), "inline") }, h.workerCPU, server},
+		// The server's floor: the hand-written workflow with no activity (a
+		// start, one workflow task, its end), what no workflow-per-run path
+		// on this server can pass.
+		{"temporal-empty", func() error { return runMinimal("", 0, false) }, ownCPU, server},
+		// The fastest path started eagerly by a Go service embedding a
+		// worker (this process: its CPU is counted with the clients').
+		{"capflow-eager", func() error { return runEager(eager, capflowPlanOf("text.render", render, 3, true)) }, ownCPU, server},
 		{"restate", func() error { return rs.invoke("Chain", 3) }, rs.cpu, rs.serverCPU},
 	}
 	if only := os.Getenv("CAPFLOW_THROUGHPUT_SYSTEMS"); only != "" { // e.g. capflow,temporal
@@ -124,9 +132,13 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	quiet := []func() float64{server, rs.serverCPU, rs.cpu, h.workerCPU, ownCPU}
 	seen := map[string][]throughputSample{}
+	names := make([]string, len(systems))
+	for i, s := range systems {
+		names[i] = s.name
+	}
 	for r := -1; r < reps; r++ { // r = -1: a warm-up of 20 runs, not counted
-		for k := range systems {
-			s := systems[batchOrder(k, max(r, 0), len(systems))]
+		for _, k := range batchOrder(names, max(r, 0)) {
+			s := systems[k]
 			runs := n
 			if r < 0 {
 				runs = 20
@@ -145,7 +157,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 		}
 	}
-	out := Throughput{Runs: map[string]PeerThroughput{}}
+	out := Throughput{Runs: map[string]PeerThroughput{}, Ratios: pairedRatios(seen)}
 	for name, samples := range seen {
 		out.Runs[name] = medianThroughput(samples)
 	}
@@ -159,42 +171,6 @@ func BenchmarkThroughput(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(h.repo, "bench-throughput.json"), append(raw, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// batchOrder is the system that runs k-th in repetition r: rotated by
-// one each repetition and reversed every other one, so no system always
-// follows the same other one or runs last.
-func batchOrder(k, r, n int) int {
-	if r%2 == 1 {
-		k = n - 1 - k
-	}
-	return (k + r) % n
-}
-
-// settle waits until the processes cpu reads (the servers, the workers,
-// this one) together use under a tenth of a core for two windows of
-// 250 ms running, or until limit: each batch starts on a machine that
-// its predecessor's leftovers do not load. It returns how long it waited.
-func settle(cpu []func() float64, limit time.Duration) time.Duration {
-	const window = 250 * time.Millisecond
-	sum := func() (t float64) {
-		for _, f := range cpu {
-			t += f()
-		}
-		return t
-	}
-	start, quiet, last := time.Now(), 0, sum()
-	for quiet < 2 && time.Since(start) < limit {
-		time.Sleep(window)
-		now := sum()
-		if now-last < 0.1*float64(window.Milliseconds()) {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = now
-	}
-	return time.Since(start)
 }
 
 // throughputSample is one batch of runs started at once.
@@ -248,28 +224,23 @@ func printThroughput(b *testing.B, out Throughput, n, reps int) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs of a 3-step chain at once, medians of %d repetitions (bench-throughput.json)\n", n, reps)
 	fmt.Fprintf(&sb, "%-17s %9s %9s %9s %12s %12s %10s\n", "system", "runs/s", "p50 ms", "p99 ms", "worker ms/run", "server ms/run", "x temporal")
-	for _, name := range []string{"capflow", "capflow-fast", "capflow-eager", "temporal", "temporal-empty", "temporal-recorded", "restate"} {
+	for _, name := range slices.Concat(runBlocks...) {
 		r, ok := out.Runs[name]
 		if !ok {
 			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
 		}
 		fmt.Fprintf(&sb, "%-17s %9.1f %9.1f %9.1f %12.2f %12.2f %10.2f\n", name, r.RunsPerS, r.P50MS, r.P99MS, r.WorkerCPUMSPerRun, r.ServerCPUMSPerRun, r.RunsPerS/t)
-		b.ReportMetric(r.RunsPerS/t, name+"/temporal")
 	}
-	for _, floor := range []struct{ name, row string }{{"the server's floor", "temporal-empty"}, {"the recorded floor", "temporal-recorded"}} {
-		f := out.Runs[floor.row].RunsPerS
-		if f == 0 {
-			continue // left out by CAPFLOW_THROUGHPUT_SYSTEMS
+	// The ratios that decide, paired batch by batch (pairedRatios).
+	var ratios []string
+	for _, p := range ratioPairs {
+		if v, ok := out.Ratios[p[0]+"/"+p[1]]; ok {
+			ratios = append(ratios, fmt.Sprintf("%s %.2f", p[0]+"/"+p[1], v))
+			b.ReportMetric(v, p[0]+"/"+p[1])
 		}
-		var ratios []string
-		for _, name := range []string{"capflow-fast", "capflow-eager", "temporal-recorded"} {
-			if r, ok := out.Runs[name]; ok && name != floor.row {
-				ratios = append(ratios, fmt.Sprintf("%s %.2f", name, r.RunsPerS/f))
-			}
-		}
-		if len(ratios) > 0 {
-			fmt.Fprintf(&sb, "x %s: %s\n", floor.name, strings.Join(ratios, ", "))
-		}
+	}
+	if len(ratios) > 0 {
+		fmt.Fprintf(&sb, "paired ratios (medians over the repetitions): %s\n", strings.Join(ratios, ", "))
 	}
 	c := out.Sandbox
 	fmt.Fprintf(&sb, "sandbox (%s): unconfined %.2f ms, confined %.2f ms, overhead %.2f ms (%.2fx the unconfined step), %s's floor %.2f ms, bubblewrap's floor %.2f ms\n",
