@@ -116,22 +116,29 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 	if req.Dir != "" {
 		a = append(a, "--chdir", req.Dir)
 	}
-	a = append(a, "--")
-	if req.Server || req.Spec.Network {
-		a = append(a, s.exe, initArg)
-		if req.Spec.Network {
-			a = append(a, ctlArg+strconv.Itoa(ctlFD))
-			if len(req.Mirror) > 0 {
-				ports := make([]string, len(req.Mirror))
-				for i, p := range req.Mirror {
-					ports[i] = strconv.Itoa(int(p))
-				}
-				a = append(a, mirrorArg+strings.Join(ports, ","))
+	return append(append(a, "--"), s.commandIn(req)...)
+}
+
+// commandIn is what a tree's sandbox runs, either way: a server's and a
+// step's with the network run under capflow's init (init_linux.go), which
+// finds its control socket at ctlFD.
+func (s *Support) commandIn(req Request) []string {
+	if !req.Server && !req.Spec.Network {
+		return req.Argv
+	}
+	a := []string{s.exe, initArg}
+	if req.Spec.Network {
+		a = append(a, ctlArg+strconv.Itoa(ctlFD))
+		if len(req.Mirror) > 0 {
+			ports := make([]string, len(req.Mirror))
+			for i, p := range req.Mirror {
+				ports[i] = strconv.Itoa(int(p))
 			}
+			a = append(a, mirrorArg+strings.Join(ports, ","))
 		}
-		if !req.Server {
-			a = append(a, stepArg)
-		}
+	}
+	if !req.Server {
+		a = append(a, stepArg)
 	}
 	return append(a, req.Argv...)
 }

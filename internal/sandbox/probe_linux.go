@@ -104,9 +104,9 @@ func (s *Support) Summary() string {
 	if s.missing != "" {
 		return "unconfined: " + s.missing
 	}
-	way := "steps forked by capflow's zygote, servers and steps with the network under bubblewrap " + s.bwrap
+	way := "steps forked by capflow's zygote, servers under bubblewrap " + s.bwrap
 	if s.stepUser.Load() {
-		way = "steps forked by capflow's zygote as uid " + strconv.Itoa(StepID) + ", servers and steps with the network under bubblewrap " + s.bwrap + " as root"
+		way = "steps forked by capflow's zygote as uid " + strconv.Itoa(StepID) + ", servers under bubblewrap " + s.bwrap + " as root"
 	}
 	if off := s.zygoteOff.Load(); off != nil {
 		way = "bubblewrap " + s.bwrap + " (no zygote: " + *off + ")"

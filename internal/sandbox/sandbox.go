@@ -89,6 +89,7 @@ type Request struct {
 
 	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
 	netns   int            // the index among the zygote's files of a network namespace made for the tree (0: none)
+	ctl     int            // the index among the zygote's files of the tree's control socket (0: none)
 	// asStepUser: a root worker's zygote step, which runs as StepID: Own
 	// folders are bound wherever they are, and they and the Write folders
 	// are bound as its own (zygote_ids_linux.c).

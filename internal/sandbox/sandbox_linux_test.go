@@ -69,7 +69,7 @@ func runWith(t *testing.T, req Request, step string, script string) outcome {
 }
 
 // startWay starts req the way the test runs (way), and fails if it was
-// not: a step with the network is bubblewrap's either way.
+// not: a server is bubblewrap's either way.
 func startWay(t *testing.T, s *Support, req Request, std Stdio) *Tree {
 	t.Helper()
 	if way == WayBubblewrap {
@@ -88,8 +88,8 @@ func startWay(t *testing.T, s *Support, req Request, std Stdio) *Tree {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A step with the network, a server, a build without cgo: bubblewrap's.
-	if want := WayZygote; req.Spec.Network || req.Server || !zygoteBuilt {
+	// A server, a build without cgo: bubblewrap's.
+	if want := WayZygote; req.Server || !zygoteBuilt {
 		want = WayBubblewrap
 	} else if tree.Way() != want {
 		tree.Kill()

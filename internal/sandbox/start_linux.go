@@ -26,9 +26,9 @@ type Stdio struct {
 }
 
 // Start starts req's tree the fastest way this machine has: forked by a
-// zygote (a step without the network), else under bubblewrap (servers,
-// steps with the network, a zygote still starting or refusing). Tree.Way
-// says which; Wait waits for it.
+// zygote (a step, with the network or without), else under bubblewrap
+// (servers, a zygote still starting or refusing). Tree.Way says which;
+// Wait waits for it.
 func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	if s.missing != "" {
 		return nil, fmt.Errorf("cannot confine: %s", s.missing)
@@ -40,8 +40,8 @@ func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 			return nil, err
 		}
 	}
-	why := "a server or a step with the network"
-	if !req.Server && !req.Spec.Network {
+	why := "a server"
+	if !req.Server {
 		if req.zygoteWait {
 			s.waitZygote(cg)
 		}
@@ -132,7 +132,15 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 	}
 	defer t.closeChildEnds()
 	files = req.handOver(files, 0) // the zygote numbers them in the request
-	if len(files) < zygoteFiles {  // a request with no room for it stays the zygote's
+	if req.Spec.Network {
+		if t.net, err = newTreeNet(req.Outbound, req.Relay); err != nil {
+			t.closeParentEnds()
+			return nil, err
+		}
+		t.mirrors, req.ctl = len(req.Mirror), len(files)
+		files = append(files, t.net.child) // at ctlFD in the sandbox
+	}
+	if len(files) < zygoteFiles { // a request with no room for it stays the zygote's
 		if ns := s.nets.take(); ns != nil {
 			defer ns.Close() // the zygote has its own once sent
 			req.netns, files = len(files), append(files, ns)
@@ -147,6 +155,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 	}
 	if err != nil {
 		t.closeParentEnds()
+		t.closeNet()
 		return nil, err
 	}
 	pid, err := z.spawn(words, files)
@@ -158,6 +167,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 			_, _ = t.proc.Wait()
 		}
 		t.closeParentEnds()
+		t.closeNet()
 		if req.netns > 0 && strings.Contains(err.Error(), netnsRefused) {
 			s.nets.off() // this system lets a step make a namespace, not enter one made for it
 		}
@@ -165,6 +175,9 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 	}
 	t.streams.feed() // stdin is read only now: bubblewrap gets it whole otherwise
 	t.init = pid
+	if t.net != nil {
+		go t.net.run(t.mirrors)
+	}
 	t.watchLimits()
 	return t, nil
 }

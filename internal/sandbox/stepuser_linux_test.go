@@ -48,22 +48,27 @@ echo made > "$STEP/new" && echo wrote the step folder
 echo t > /tmp/t && echo wrote /tmp
 echo to stdout > /dev/stdout; echo to stderr > /dev/stderr`
 	// The secret's folder bound too, as a manifest's read: or an input
-	// naming it binds it: bound, but not the run's own.
-	spec := Defaults
-	spec.Read = []string{bound}
-	o := runWith(t, Request{Spec: spec, Own: []string{project}}, step, script)
+	// naming it binds it: bound, but not the run's own. A step with the
+	// network alike: it runs under capflow's init, forked by the zygote.
+	for _, network := range []bool{false, true} {
+		spec := Defaults
+		spec.Read, spec.Network = []string{bound}, network
+		_ = os.Remove(filepath.Join(step, "new"))
+		o := runWith(t, Request{Spec: spec, Own: []string{project}}, step, script)
+		id := strconv.Itoa(StepID)
+		want := id + "\n" + id + "\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\nto stdout\nto stderr\n"
+		if o.exit != 0 || o.out != want {
+			t.Fatalf("network %v: exit %d:\n%s\nwant:\n%s", network, o.exit, o.out, want)
+		}
+		st, err := os.Stat(filepath.Join(step, "new"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 1234 || sys.Gid != 1235 {
+			t.Fatalf("network %v: the step's file is %d:%d on disk, not its folder's owner's (1234:1235)", network, sys.Uid, sys.Gid)
+		}
+	}
 	id := strconv.Itoa(StepID)
-	want := id + "\n" + id + "\nrefused the machine's\nrefused the bound one\nroot only\nwrote the step folder\nwrote /tmp\nto stdout\nto stderr\n"
-	if o.exit != 0 || o.out != want {
-		t.Fatalf("exit %d:\n%s\nwant:\n%s", o.exit, o.out, want)
-	}
-	st, err := os.Stat(filepath.Join(step, "new"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 1234 || sys.Gid != 1235 {
-		t.Fatalf("the step's file is %d:%d on disk, not its folder's owner's (1234:1235)", sys.Uid, sys.Gid)
-	}
 	if sum := support(t).Summary(); !strings.Contains(sum, "steps forked by capflow's zygote as uid "+id) {
 		t.Fatalf("the worker's start-up line does not say so: %s", sum)
 	}
@@ -203,4 +208,37 @@ func mkdirIn(t *testing.T, dir string, perm os.FileMode) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// A root worker whose init the step user may not run (its executable in
+// a root-only folder) runs a step with the network under bubblewrap, as
+// root, saying why, rather than failing the step.
+func TestStepUserNeedsItsInit(t *testing.T) {
+	asRootWithAZygote(t)
+	s := support(t)
+	raw, err := os.ReadFile(s.exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(mkdirIn(t, "/var/tmp", 0o700), "init")
+	if err := os.WriteFile(exe, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func(was string) { s.exe = was }(s.exe)
+	s.exe = exe
+	spec := Defaults
+	spec.Network = true
+	step := t.TempDir()
+	var out bytes.Buffer
+	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: spec, zygoteWait: true},
+		Stdio{Out: &out, Err: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, _ := tree.Wait()
+	tree.Finish(exit, out.String())
+	if exit != 0 || out.String() != "0\n" || !strings.Contains(tree.Way(), "capflow's init "+exe) {
+		t.Fatalf("exit %d, %q, way %s", exit, out.String(), tree.Way())
+	}
 }

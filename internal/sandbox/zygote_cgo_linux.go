@@ -14,3 +14,7 @@ const zygoteBuilt = true
 // StepID is the zygote's STEP_ID: a constant that compiles only when the
 // two are the same.
 const _ = uint(StepID-C.STEP_ID) + uint(C.STEP_ID-StepID)
+
+// ctlFD is where either way puts a step's control socket: the zygote's
+// CTL_FD likewise.
+const _ = uint(ctlFD-C.CTL_FD) + uint(C.CTL_FD-ctlFD)

@@ -278,13 +278,16 @@ func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
 	if req.netns > 0 {
 		w = append(w, "--netns", strconv.Itoa(req.netns))
 	}
+	if req.ctl > 0 {
+		w = append(w, "--ctl", strconv.Itoa(req.ctl))
+	}
 	for _, l := range limits {
 		w = append(w, "--rlimit", strconv.Itoa(l.Resource), strconv.FormatUint(l.Cur, 10), strconv.FormatUint(l.Max, 10))
 	}
 	for _, kv := range req.Env {
 		w = append(w, "--env", kv)
 	}
-	w = append(append(w, "--"), req.Argv...)
+	w = append(append(w, "--"), s.commandIn(req)...)
 	var b []byte
 	for _, x := range w {
 		if strings.IndexByte(x, 0) >= 0 {

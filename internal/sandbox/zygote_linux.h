@@ -13,6 +13,9 @@
 // files share: any process of the step's uid may read its /proc and
 // ptrace it), past the ranges systemd gives users and containers.
 #define STEP_ID 2080374784 // 0x7C000000
+// CTL_FD is where a step with the network finds its init's control
+// socket (--ctl), as under bubblewrap (ctlFD in netinit_linux.go).
+#define CTL_FD 5
 
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,

@@ -57,6 +57,8 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 		{words("--chdir", "/"), "no command"},
 		{words("--bind-fd", "7", "/x", "--", "/bin/true"), "--bind-fd 7"},
 		{words("--bind-fd", "1", "/x", "--", "/bin/true"), "--bind-fd 1"},
+		{words("--ctl", "1", "--", "/bin/true"), "--ctl 1"}, // stdio is never the control socket
+		{words("--ctl", "3", "--", "/bin/true"), "--ctl 3"}, // nor a descriptor not sent
 		{[]byte("--\x00/bin/tru"), "a word without its NUL"},
 	} {
 		pid, err := z.spawn(c.req, stdio)

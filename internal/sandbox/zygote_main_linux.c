@@ -44,11 +44,12 @@ struct req {
 	char **argv;
 	int *fds, nfds, sync;
 	int netns; // the index in fds of a network namespace made for the step (-1: its clone makes one)
+	int ctl;   // the index in fds of the control socket its init gets at CTL_FD (-1: none)
 };
 
 // parse reads a request: NUL-ended words, mounts first (mountArgs), then
-// --chdir D, --netns N, --rlimit R CUR MAX, --env K=V, and after "--" the
-// command.
+// --chdir D, --netns N, --ctl N, --rlimit R CUR MAX, --env K=V, and after
+// "--" the command.
 static int parse(char *msg, size_t len, struct req *r) {
 	static char *w[ZMSG + 1]; // a word is at least its NUL: never cut
 	int n = 0, nenv = 0;
@@ -69,7 +70,8 @@ static int parse(char *msg, size_t len, struct req *r) {
 			if (strncmp(k, *b, m) == 0 && strcmp(k + m, "-own") == 0)
 				k = *b, own = 1;
 		}
-		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0;
+		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0 &&
+			  strcmp(k, "--ctl") != 0;
 		if (strcmp(k, "--") == 0) {
 			r->argv = &w[i + 1];
 			r->env[nenv] = NULL;
@@ -86,6 +88,11 @@ static int parse(char *msg, size_t len, struct req *r) {
 			r->netns = fd_index(w[++i], r->nfds);
 			if (r->netns < 0 || zuid != 0)
 				return errno = EINVAL, fail("--netns %s", w[i]);
+		} else if (strcmp(k, "--ctl") == 0) {
+			// A step with the network: its init (capflow's, the command)
+			// talks to the worker through it.
+			if ((r->ctl = fd_index(w[++i], r->nfds)) < 0)
+				return errno = EINVAL, fail("--ctl %s", w[i]);
 		} else if (strcmp(k, "--env") == 0) {
 			if (nenv == 4095)
 				return errno = E2BIG, fail("environment");
@@ -115,15 +122,23 @@ static int parse(char *msg, size_t len, struct req *r) {
 }
 
 // tool runs the step's command: its own session, stdio, rlimits, no
-// descriptor of capflow's, no new privileges, the seccomp filter.
+// descriptor of capflow's but its control socket at CTL_FD (a step with
+// the network), no new privileges, the seccomp filter.
 static void tool(struct req *r) {
 	setsid();
 	for (int i = 0; i < r->nlim; i++)
 		setrlimit(r->res[i], &r->lim[i]);
+	int ctl = r->ctl >= 0 ? fcntl(r->fds[r->ctl], F_DUPFD, CTL_FD + 1) : -1; // out of stdio's way
+	if (r->ctl >= 0 && ctl < 0)
+		_exit(126);
 	for (int i = 0; i < 3; i++)
 		if (dup2(r->fds[i], i) < 0)
 			_exit(126);
-	syscall(SYS_close_range, 3, ~0U, 0);
+	if (ctl >= 0 && dup2(ctl, CTL_FD) < 0)
+		_exit(126);
+	syscall(SYS_close_range, 3, ctl >= 0 ? CTL_FD - 1 : ~0U, 0);
+	if (ctl >= 0)
+		syscall(SYS_close_range, CTL_FD + 1, ~0U, 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigset_t none;
@@ -171,6 +186,10 @@ static int setup(struct req *r) {
 		return -1;
 	if (loopback_up() != 0 || drop_caps(zstep) != 0)
 		return -1;
+	// capflow's init (a step with the network) must be this user's to run:
+	// where it is not, the step goes to bubblewrap, saying why.
+	if (r->ctl >= 0 && access(r->argv[0], X_OK) != 0)
+		return fail("capflow's init %s", r->argv[0]);
 	// A new user clears the parent-death signal: armed again, so the
 	// step still dies with the worker's forker thread.
 	return prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 ? 0 : fail("the parent-death signal");
@@ -225,6 +244,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	static struct req r;
 	memset(&r, 0, sizeof r);
 	r.netns = -1;
+	r.ctl = -1;
 	zerr[0] = 0;
 	char out[640];
 	int sync[2] = {-1, -1};
