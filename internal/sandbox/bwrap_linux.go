@@ -69,7 +69,7 @@ func (s *Support) command(req Request, cg *cgroup) (*exec.Cmd, *Tree, error) {
 		files = append(files, t.filter)
 		args = append([]string{args[0], "--seccomp", strconv.Itoa(2 + len(files))}, args[1:]...)
 	}
-	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: req.Env, ExtraFiles: files}
+	cmd := &exec.Cmd{Path: s.bwrap, Args: args, Dir: req.Dir, Env: envIn(req), ExtraFiles: files}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !req.Server {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

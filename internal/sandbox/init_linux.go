@@ -23,6 +23,39 @@ func init() {
 	}
 }
 
+// envKeep is the prefix under which a tree's loader variables (LD_*,
+// GLIBC_TUNABLES) reach capflow's init: its own dynamic loader must not
+// read them (a library they preload runs in the init before it hides its
+// control socket, found attacking issue 57); the init hands them to the
+// tool as they were.
+const envKeep = "CAPFLOW_INIT_KEEP_"
+
+// envIn is the environment req's sandbox starts its command with: the
+// tool's, but under capflow's init (commandIn) its loader variables kept
+// under envKeep.
+func envIn(req Request) []string {
+	if !req.Server && !req.Spec.Network {
+		return req.Env
+	}
+	out := make([]string, len(req.Env))
+	for i, kv := range req.Env {
+		if strings.HasPrefix(kv, "LD_") || strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+			kv = envKeep + kv
+		}
+		out[i] = kv
+	}
+	return out
+}
+
+// toolEnv is the tool's environment, as envIn got it.
+func toolEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		out[i] = strings.TrimPrefix(kv, envKeep)
+	}
+	return out
+}
+
 type rlimit struct {
 	Resource int
 	Cur, Max uint64
@@ -43,7 +76,7 @@ const stepArg = "--step"
 // status. With ctlArg it first opens the tree's way to the network
 // (netInit); with stepArg it ends when its command does.
 func initMain(argv []string) int {
-	env, step, ctl := os.Environ(), false, -1
+	env, step, ctl := toolEnv(os.Environ()), false, -1
 	var mirror []uint16
 	for len(argv) > 0 && strings.HasPrefix(argv[0], "--") {
 		switch a := argv[0]; {

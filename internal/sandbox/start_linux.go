@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// ErrNotAsStepUser is a root worker's step its zygote would not take: it
+// is never run as root instead (a manifest that makes a request too large
+// for the zygote must not get root's view of the machine).
+var ErrNotAsStepUser = errors.New("a root worker runs its steps as capflow's step user, and its zygote did not take this one")
+
 // ZygoteEnv set to "off" confines every tree with bubblewrap (a
 // comparison, or a machine where the zygote misbehaves).
 const ZygoteEnv = "CAPFLOW_SANDBOX_ZYGOTE"
@@ -27,8 +32,11 @@ type Stdio struct {
 
 // Start starts req's tree the fastest way this machine has: forked by a
 // zygote (a step, with the network or without), else under bubblewrap
-// (servers, a zygote still starting or refusing). Tree.Way says which;
-// Wait waits for it.
+// (servers, a zygote still starting or refusing). A root worker whose
+// zygote runs steps as the step user never sends a step to bubblewrap,
+// which would run it as root: it waits for a zygote that is starting, and
+// a step the zygote refuses fails, saying why (ErrNotAsStepUser). Tree.Way
+// says which way; Wait waits for the tree.
 func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	if s.missing != "" {
 		return nil, fmt.Errorf("cannot confine: %s", s.missing)
@@ -42,12 +50,17 @@ func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	}
 	why := "a server"
 	if !req.Server {
-		if req.zygoteWait {
+		asUser := s.stepUser.Load()
+		if req.zygoteWait || asUser {
 			s.waitZygote(cg)
 		}
 		t, err := s.spawn(req, std, cg)
 		if err == nil {
 			return t, nil
+		}
+		if asUser {
+			s.release(cg)
+			return nil, fmt.Errorf("%w: %v", ErrNotAsStepUser, err)
 		}
 		why = err.Error()
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -210,27 +211,37 @@ func mkdirIn(t *testing.T, dir string, perm os.FileMode) string {
 	return d
 }
 
-// A root worker whose init the step user may not run (its executable in
-// a root-only folder) runs a step with the network under bubblewrap, as
-// root, saying why, rather than failing the step.
-func TestStepUserNeedsItsInit(t *testing.T) {
+// A root worker's init (a step with the network) starts by the
+// descriptor the zygote opened: a root-only folder on its path, or one a
+// step's read: binds as it is (which hid it, found attacking issue 57),
+// keeps no step from starting as the step user. The tool's loader
+// variables reach the tool, never the init (a preloaded library ran in it
+// before it hid its control socket).
+func TestStepUsersInitByDescriptor(t *testing.T) {
 	asRootWithAZygote(t)
 	s := support(t)
 	raw, err := os.ReadFile(s.exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(mkdirIn(t, "/var/tmp", 0o700), "init")
+	locked := mkdirIn(t, "/var/tmp", 0o700)
+	exe := filepath.Join(locked, "bin", "init")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(exe, raw, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	defer func(was string) { s.exe = was }(s.exe)
 	s.exe = exe
 	spec := Defaults
-	spec.Network = true
+	spec.Network, spec.Read = true, []string{locked}
 	step := t.TempDir()
 	var out bytes.Buffer
-	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+	// Builtins alone: the shell is the one program the loader starts.
+	script := `while read -r k v _; do [ "$k" = Uid: ] && echo "$v"; done </proc/self/status; echo "$LD_PRELOAD"`
+	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", script}, Dir: step,
+		Env:  []string{"PATH=/usr/bin:/bin", "LD_PRELOAD=/capflow-no-such.so"},
 		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: spec, zygoteWait: true},
 		Stdio{Out: &out, Err: &out})
 	if err != nil {
@@ -238,7 +249,31 @@ func TestStepUserNeedsItsInit(t *testing.T) {
 	}
 	exit, _ := tree.Wait()
 	tree.Finish(exit, out.String())
-	if exit != 0 || out.String() != "0\n" || !strings.Contains(tree.Way(), "capflow's init "+exe) {
-		t.Fatalf("exit %d, %q, way %s", exit, out.String(), tree.Way())
+	// The loader says so once for each program it preloads into: the
+	// shell, not the init.
+	got := out.String()
+	if exit != 0 || !strings.Contains(got, strconv.Itoa(StepID)+"\n/capflow-no-such.so\n") || strings.Count(got, "cannot be preloaded") != 1 || tree.Way() != WayZygote {
+		t.Fatalf("exit %d, way %s:\n%s", exit, tree.Way(), got)
+	}
+}
+
+// A root worker never runs a step as root: a step its zygote refuses (a
+// command and environment past what a request holds, which a manifest's
+// env can make) fails, saying why, rather than going to bubblewrap (found
+// attacking issue 57).
+func TestStepUserNeverRoot(t *testing.T) {
+	asRootWithAZygote(t)
+	s := support(t)
+	pad := strings.Repeat("A", 100<<10)
+	for _, network := range []bool{false, true} {
+		spec := Defaults
+		spec.Network = network
+		step := t.TempDir()
+		_, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step,
+			Env:  []string{"PATH=/usr/bin:/bin", "PAD1=" + pad, "PAD2=" + pad, "PAD3=" + pad},
+			Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: spec, zygoteWait: true}, Stdio{})
+		if !errors.Is(err, ErrNotAsStepUser) || !strings.Contains(err.Error(), "too large for the zygote") {
+			t.Fatalf("network %v: %v", network, err)
+		}
 	}
 }

@@ -284,7 +284,7 @@ func (s *Support) zygoteWords(req Request, limits []rlimit) ([]byte, error) {
 	for _, l := range limits {
 		w = append(w, "--rlimit", strconv.Itoa(l.Resource), strconv.FormatUint(l.Cur, 10), strconv.FormatUint(l.Max, 10))
 	}
-	for _, kv := range req.Env {
+	for _, kv := range envIn(req) {
 		w = append(w, "--env", kv)
 	}
 	w = append(append(w, "--"), s.commandIn(req)...)

@@ -16,6 +16,8 @@
 // CTL_FD is where a step with the network finds its init's control
 // socket (--ctl), as under bubblewrap (ctlFD in netinit_linux.go).
 #define CTL_FD 5
+// EXE_FD holds capflow's init, opened by the zygote, until it starts.
+#define EXE_FD 6
 
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,

@@ -45,6 +45,7 @@ struct req {
 	int *fds, nfds, sync;
 	int netns; // the index in fds of a network namespace made for the step (-1: its clone makes one)
 	int ctl;   // the index in fds of the control socket its init gets at CTL_FD (-1: none)
+	int exe;   // capflow's init (a step with the network), opened by the zygote (-1: none)
 };
 
 // parse reads a request: NUL-ended words, mounts first (mountArgs), then
@@ -128,17 +129,20 @@ static void tool(struct req *r) {
 	setsid();
 	for (int i = 0; i < r->nlim; i++)
 		setrlimit(r->res[i], &r->lim[i]);
-	int ctl = r->ctl >= 0 ? fcntl(r->fds[r->ctl], F_DUPFD, CTL_FD + 1) : -1; // out of stdio's way
-	if (r->ctl >= 0 && ctl < 0)
+	// Out of stdio's way first; the init's own descriptor closes as it
+	// starts (close-on-exec).
+	int ctl = r->ctl >= 0 ? fcntl(r->fds[r->ctl], F_DUPFD, EXE_FD + 1) : -1;
+	int exe = r->exe >= 0 ? fcntl(r->exe, F_DUPFD, EXE_FD + 1) : -1;
+	if ((r->ctl >= 0 && ctl < 0) || (r->exe >= 0 && exe < 0))
 		_exit(126);
 	for (int i = 0; i < 3; i++)
 		if (dup2(r->fds[i], i) < 0)
 			_exit(126);
-	if (ctl >= 0 && dup2(ctl, CTL_FD) < 0)
+	if ((ctl >= 0 && dup2(ctl, CTL_FD) < 0) || (exe >= 0 && (dup2(exe, EXE_FD) < 0 || fcntl(EXE_FD, F_SETFD, FD_CLOEXEC) < 0)))
 		_exit(126);
 	syscall(SYS_close_range, 3, ctl >= 0 ? CTL_FD - 1 : ~0U, 0);
 	if (ctl >= 0)
-		syscall(SYS_close_range, CTL_FD + 1, ~0U, 0);
+		syscall(SYS_close_range, exe >= 0 ? EXE_FD + 1 : CTL_FD + 1, ~0U, 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigset_t none;
@@ -150,7 +154,10 @@ static void tool(struct req *r) {
 		_exit(126);
 	}
 	environ = r->env;
-	execvp(r->argv[0], r->argv);
+	if (exe >= 0) // by the descriptor: no folder on its path need be the step user's
+		syscall(SYS_execveat, EXE_FD, "", r->argv, environ, AT_EMPTY_PATH);
+	else
+		execvp(r->argv[0], r->argv);
 	dprintf(2, "capflow sandbox: execvp %s: %s\n", r->argv[0], strerror(errno));
 	_exit(127);
 }
@@ -187,8 +194,8 @@ static int setup(struct req *r) {
 	if (loopback_up() != 0 || drop_caps(zstep) != 0)
 		return -1;
 	// capflow's init (a step with the network) must be this user's to run:
-	// where it is not, the step goes to bubblewrap, saying why.
-	if (r->ctl >= 0 && access(r->argv[0], X_OK) != 0)
+	// where it is not, the step fails at once, saying why.
+	if (r->exe >= 0 && syscall(SYS_faccessat2, r->exe, "", X_OK, AT_EMPTY_PATH) != 0)
 		return fail("capflow's init %s", r->argv[0]);
 	// A new user clears the parent-death signal: armed again, so the
 	// step still dies with the worker's forker thread.
@@ -235,6 +242,17 @@ static int step_flags(void) {
 	return zuid != 0 ? f | CLONE_NEWUSER : f;
 }
 
+// open_init opens capflow's init for a step with the network while the
+// zygote is root and sees the machine's folders: the step starts it by
+// this descriptor (tool), whatever folders its path runs through (a
+// root-only one, or one a step's read: binds as it is).
+static int open_init(struct req *r) {
+	if (r->ctl < 0)
+		return 0;
+	r->exe = open(r->argv[0], O_PATH | O_CLOEXEC);
+	return r->exe >= 0 ? 0 : fail("capflow's init %s", r->argv[0]);
+}
+
 static char stack[1 << 18] __attribute__((aligned(16))); // the step init's (execvp's search included)
 
 // spawn starts one step and answers "ok PID" or "err PID why" (PID 0:
@@ -245,6 +263,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	memset(&r, 0, sizeof r);
 	r.netns = -1;
 	r.ctl = -1;
+	r.exe = -1;
 	zerr[0] = 0;
 	char out[640];
 	int sync[2] = {-1, -1};
@@ -253,7 +272,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	r.nfds = nfds;
 	if (cut || nfds < 3) {
 		errno = E2BIG, fail("the request was cut");
-	} else if (parse(msg, len, &r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
+	} else if (parse(msg, len, &r) == 0 && open_init(&r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
 		r.sync = sync[1];
 		if (zstep)
 			idmap_ops(r.ops, r.nops, fds, nfds);
@@ -284,6 +303,8 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		snprintf(out, sizeof out, "err %d %s", pid, zerr);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
+	if (r.exe >= 0)
+		close(r.exe);
 	(void)!send(sock, out, strlen(out), MSG_NOSIGNAL);
 }
 
