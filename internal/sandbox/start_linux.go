@@ -14,7 +14,7 @@ import (
 // ErrNotAsStepUser is a root worker's step its zygote would not take: it
 // is never run as root instead (a manifest that makes a request too large
 // for the zygote must not get root's view of the machine).
-var ErrNotAsStepUser = errors.New("a root worker runs its steps as capflow's step user, and its zygote did not take this one")
+var ErrNotAsStepUser = errors.New("a root worker runs its steps by its zygote alone (as capflow's step user), and the zygote did not take this one")
 
 // ZygoteEnv set to "off" confines every tree with bubblewrap (a
 // comparison, or a machine where the zygote misbehaves).
@@ -32,11 +32,12 @@ type Stdio struct {
 
 // Start starts req's tree the fastest way this machine has: forked by a
 // zygote (a step, with the network or without), else under bubblewrap
-// (servers, a zygote still starting or refusing). A root worker whose
-// zygote runs steps as the step user never sends a step to bubblewrap,
-// which would run it as root: it waits for a zygote that is starting, and
-// a step the zygote refuses fails, saying why (ErrNotAsStepUser). Tree.Way
-// says which way; Wait waits for the tree.
+// (servers, a zygote still starting or refusing). A root worker on a
+// machine with zygotes never sends a step to bubblewrap, which would run
+// it as root where its zygote runs it as the step user: it waits for a
+// zygote that is starting, and a step the zygote refuses fails, saying
+// why (ErrNotAsStepUser). Tree.Way says which way; Wait waits for the
+// tree.
 func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	if s.missing != "" {
 		return nil, fmt.Errorf("cannot confine: %s", s.missing)
@@ -50,15 +51,20 @@ func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	}
 	why := "a server"
 	if !req.Server {
-		asUser := s.stepUser.Load()
-		if req.zygoteWait || asUser {
+		// Decided before any zygote answered (capflow tools run has none
+		// started, a worker's first may have failed): not by its answer.
+		strict := s.rootSteps()
+		if req.zygoteWait || strict {
 			s.waitZygote(cg)
 		}
+		// A machine the first zygote found unable to lay a step out (an
+		// old kernel) has none: its steps are bubblewrap's.
+		strict = strict && s.zygotes()
 		t, err := s.spawn(req, std, cg)
 		if err == nil {
 			return t, nil
 		}
-		if asUser {
+		if strict {
 			s.release(cg)
 			return nil, fmt.Errorf("%w: %v", ErrNotAsStepUser, err)
 		}
@@ -71,6 +77,13 @@ func (s *Support) Start(req Request, std Stdio) (*Tree, error) {
 	t.why = why
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = std.In, std.Out, std.Err, std.WaitDelay
 	return t, t.Start()
+}
+
+// rootSteps reports whether this is a root worker whose steps are its
+// zygotes' alone: a machine with zygotes (a build with cgo, a kernel
+// that lays a step out, CAPFLOW_SANDBOX_ZYGOTE not off).
+func (s *Support) rootSteps() bool {
+	return os.Geteuid() == 0 && s.zygotes()
 }
 
 // zygoteOf is the zygote that forks a step in cg: the set's, or the

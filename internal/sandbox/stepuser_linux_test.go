@@ -277,3 +277,25 @@ func TestStepUserNeverRoot(t *testing.T) {
 		}
 	}
 }
+
+// A root worker's first step, before any zygote answered (`capflow tools
+// run` starts none ahead; a worker's first may have failed), waits for
+// one rather than run as root under bubblewrap (found attacking issue 57).
+func TestRootStepsWaitForTheirZygote(t *testing.T) {
+	asRootWithAZygote(t)
+	s := probe(false) // a Support no zygote has answered yet
+	defer s.Drain()
+	step := t.TempDir()
+	var out bytes.Buffer
+	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
+		Stdio{Out: &out, Err: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, _ := tree.Wait()
+	tree.Finish(exit, out.String())
+	if exit != 0 || out.String() != strconv.Itoa(StepID)+"\n" || tree.Way() != WayZygote {
+		t.Fatalf("exit %d, way %s: %q", exit, tree.Way(), out.String())
+	}
+}

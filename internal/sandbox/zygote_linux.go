@@ -57,8 +57,13 @@ func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		z.err = z.start(s.exe, f)
-		if z.stepUser {
+		switch {
+		case z.stepUser:
 			s.stepUser.Store(true)
+		case z.err == nil && s.stepUser.Load():
+			// The worker's steps run as the step user: a zygote that would
+			// run them as root serves none.
+			z.err = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
 		}
 		if errors.Is(z.err, errLayout) {
 			why := z.err.Error()

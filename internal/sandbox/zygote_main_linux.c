@@ -158,7 +158,7 @@ static void tool(struct req *r) {
 		syscall(SYS_execveat, EXE_FD, "", r->argv, environ, AT_EMPTY_PATH);
 	else
 		execvp(r->argv[0], r->argv);
-	dprintf(2, "capflow sandbox: execvp %s: %s\n", r->argv[0], strerror(errno));
+	dprintf(2, "capflow sandbox: exec %s: %s\n", r->argv[0], strerror(errno));
 	_exit(127);
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/kitcache"
 
 	// Also registers the runtime kit's builtins wherever tools run.
 	"github.com/capflow/capflow/internal/runtimekit"
@@ -48,18 +49,12 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	spec := sandbox.SpecWith(req.Manifest.Sandbox, req.Root, folders)
 	// The folder holding the tool's folder (its kit, the project's tools
 	// folder): tools share code beside them (kits/media/lib).
-	read := []string{req.Root, req.RunDir}
+	root, runDir, toolsDir := resolved(req.Root), resolved(req.RunDir), ""
 	if req.Manifest.Dir != "" {
-		read = append(read, filepath.Dir(req.Manifest.Dir))
+		toolsDir = resolved(filepath.Dir(req.Manifest.Dir))
 	}
-	for i, r := range read {
-		// Bound by what they point at: bubblewrap cannot bind onto a path
-		// that runs through a link (a kits folder linked into the project).
-		if real, err := filepath.EvalSymlinks(r); err == nil {
-			read[i] = real
-		}
-	}
-	own := nonEmpty(read)
+	read := nonEmpty([]string{root, runDir, toolsDir})
+	own := ownFolders(root, runDir, toolsDir)
 	read = append(read, r.givenPaths(req)...)
 	p.support = sup
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own,
@@ -73,6 +68,34 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		})
 	}
 	return "", nil
+}
+
+// resolved is p by what it points at: bubblewrap cannot bind onto a path
+// that runs through a link (a kits folder linked into the project).
+func resolved(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil && p != "" {
+		return real
+	}
+	return p
+}
+
+// ownFolders are what a root worker's step gets as its own
+// (sandbox.Request.Own): the project, the run's folder, and the folder
+// holding the tool's only where it lies in the project or capflow's kit
+// cache. A tools folder linked or configured elsewhere (`tools -> ..`,
+// tools_dirs: [/var]) would make what lies there, other projects' and the
+// machine's root-only files, the step's (found attacking issue 57): it is
+// bound as it is.
+func ownFolders(root, runDir, toolsDir string) []string {
+	own := nonEmpty([]string{root, runDir})
+	homes := nonEmpty([]string{root})
+	if kits, err := kitcache.Root(); err == nil {
+		homes = append(homes, resolved(kits))
+	}
+	if _, _, in := beneath.Pick(homes, toolsDir); in {
+		own = append(own, toolsDir)
+	}
+	return own
 }
 
 // sandboxEnv points TMPDIR at the sandbox's own /tmp: the worker's may

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/kitcache"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/sandbox"
 )
@@ -111,5 +112,35 @@ func TestInputsOpenNoPrivateFolder(t *testing.T) {
 	d, _ := env.Data.(map[string]any)
 	if out := fmt.Sprint(d["stdout"]); out != "-\nMY-RUN\nGIVEN\n" {
 		t.Fatalf("%q (%s)", out, env.Message)
+	}
+}
+
+// The folder holding a tool's folder is a root worker's step's own only in
+// the project or capflow's kit cache: a tools folder linked out of the
+// project (`tools -> ..`) or configured at a system folder would give the
+// step what lies there as its own (found attacking issue 57).
+func TestOwnFoldersStayInTheProject(t *testing.T) {
+	kits, err := kitcache.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kits = resolved(kits)
+	project, run := "/srv/p", "/srv/p/.capflow/runs/r"
+	for _, tc := range []struct {
+		tools string
+		own   bool
+	}{
+		{"/srv/p/tools", true},
+		{"/srv/p", true},
+		{filepath.Join(kits, "core"), true},
+		{"/srv", false}, // tools -> ..
+		{"/var", false}, // tools_dirs: [/var]
+		{"/srv/p-other/tools", false},
+		{"", false},
+	} {
+		got := ownFolders(project, run, tc.tools)
+		if want := 2 + map[bool]int{true: 1}[tc.own]; len(got) != want || got[0] != project || got[1] != run {
+			t.Errorf("tools in %q: own %v, want the project, the run and that folder: %v", tc.tools, got, tc.own)
+		}
 	}
 }

@@ -21,6 +21,13 @@ import (
 func script(t *testing.T, body string, mutate ...func(*manifest.Manifest)) *manifest.Manifest {
 	t.Helper()
 	dir := t.TempDir()
+	// Outside any project: a root worker's step reads it as any user does
+	// (ownFolders), and the test's folders are root's alone.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
