@@ -153,7 +153,11 @@ func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
 func TestStepDiesWithItsWorker(t *testing.T) {
 	pidFile := os.Getenv("CAPFLOW_TEST_STEP_PID")
 	if pidFile != "" { // the worker
-		step := t.TempDir()
+		// In the test's folder: this process exits before any cleanup.
+		step := filepath.Join(filepath.Dir(pidFile), "step")
+		if err := os.Mkdir(step, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		tree := startWay(t, support(t), Request{Argv: []string{"/bin/sleep", "60"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
 			Read: []string{step}, Own: []string{step}, Write: []string{step}, Spec: Defaults}, Stdio{})
 		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(tree.Pid())), 0o644); err != nil {
