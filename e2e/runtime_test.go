@@ -45,6 +45,10 @@ func TestValidateWebapp(t *testing.T) {
 			t.Fatalf("screenshot %v: %v", p, err)
 		}
 	}
+	// The browser's profile was the step's, and went with the browser.
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(shots[0].(string))), ".browser-profile-*")); len(left) != 0 {
+		t.Fatalf("the browser's profile stayed: %v", left)
+	}
 	console, _ := os.ReadFile(browse["console_path"].(string))
 	if !strings.Contains(string(console), "button clicked") {
 		t.Fatalf("console.json lacks the page's log: %s", console)

@@ -151,7 +151,9 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "artifacts folder")
 	}
-	profile, err := os.MkdirTemp("", "capflow-chromium-")
+	// In the step's folder: a worker killed while the browser ran leaves
+	// it with the run, not in the machine's /tmp.
+	profile, err := os.MkdirTemp(env.Workdir, ".browser-profile-")
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "browser profile")
 	}
