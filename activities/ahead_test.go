@@ -79,3 +79,63 @@ func TestInlineAhead(t *testing.T) {
 		t.Fatalf("a builtin with effects ran ahead: %v", err)
 	}
 }
+
+// Resolve, asked to evaluate ahead (baseline 4), evaluates the steps a run
+// starts with and those that follow them, each keyed by the input the
+// workflow then builds; what a batch would not evaluate ahead it does not.
+func TestResolveEvaluatesTheFirstSteps(t *testing.T) {
+	a, root := newActivities(t)
+	a.Exec.InlineStepTime = 10 * time.Second
+	builtin.Prepare()
+	quickTool(root, "")
+	query := func(id, q string, input any) map[string]any {
+		return map[string]any{"id": id, "capability": "json.query", "with": map[string]any{"query": q, "input": input}}
+	}
+	plan := map[string]any{"name": "p", "inputs": map[string]any{"n": map[string]any{"type": "number", "default": 1}}, "steps": []any{
+		query("q1", ".[0] + 1", []any{"${inputs.n}"}),
+		query("q2", ".[0] * 10", "${steps.q1.data.results}"),
+		query("q3", ".[0] + 1", "${steps.q2.data.results}"),
+		query("bad", `error("boom")`, 1),
+		query("q4", ".", "${steps.bad.data.results}"),
+		map[string]any{"id": "cmd", "capability": "test.quick"},
+		map[string]any{"id": "file", "capability": "text.render", "with": map[string]any{"template": "x", "output_path": "out/x.txt"}},
+	}}
+	for _, ahead := range []bool{true, false} {
+		v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun, CarrySteps: true, Ahead: ahead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rr wfapi.ResolveResult
+		_ = v.Get(&rr)
+		var ids []string
+		for _, x := range rr.Ahead {
+			ids = append(ids, x.ID)
+		}
+		if !ahead {
+			if len(ids) > 0 {
+				t.Fatalf("not asked, Resolve evaluated %v", ids)
+			}
+			continue
+		}
+		if rr.Status != "ready" || !slices.Equal(ids, []string{"q1", "q2", "q3"}) {
+			t.Fatalf("%s: evaluated %v, want q1, q2, q3 (bad failed, q4 follows it, cmd is a command, file writes a file)", rr.Status, ids)
+		}
+		// The inputs q1 starts with, and q3's once q2 took its outcome,
+		// as the workflow builds them from Resolve's marker.
+		stepOf := func(id string) wfapi.ResolvedStep {
+			return rr.Steps[slices.IndexFunc(rr.Steps, func(s wfapi.ResolvedStep) bool { return s.ID == id })]
+		}
+		q1 := wfapi.RunToolInput{Step: wfapi.CallOf(stepOf("q1")), Inputs: map[string]any{"n": float64(1)}}
+		q2 := map[string]any{"count": float64(1), "result": float64(20), "results": []any{float64(20)}}
+		q3 := wfapi.RunToolInput{Step: wfapi.CallOf(stepOf("q3")), Deps: map[string]wfapi.StepOutcome{"q2": wfapi.Succeeded(q2, "", "", nil, true)}}
+		if rr.Ahead[0].Key != wfapi.InlineKey(q1) || rr.Ahead[2].Key != wfapi.InlineKey(q3) || fmt.Sprint(rr.Ahead[2].Result.Envelope.Data) != "map[count:1 result:21 results:[21]]" {
+			t.Fatalf("keys %s %s (want %s %s), q3's data %v", rr.Ahead[0].Key, rr.Ahead[2].Key, wfapi.InlineKey(q1), wfapi.InlineKey(q3), rr.Ahead[2].Result.Envelope.Data)
+		}
+		if _, err := os.Stat(filepath.Join(rr.RunDir, "steps", "cmd", "started")); !os.IsNotExist(err) {
+			t.Fatalf("a command ran ahead: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "out", "x.txt")); !os.IsNotExist(err) {
+			t.Fatalf("a builtin with effects ran ahead: %v", err)
+		}
+	}
+}

@@ -74,6 +74,9 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 	if err := storeSteps(ctx, rr, a.Exec.Artifacts, in.CarrySteps); err != nil {
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
+	if in.Ahead && rr.Status == preflight.Ready && rr.StepsRef == nil && rr.PackedSteps == nil {
+		rr.Ahead = a.Exec.First(rr.Steps, rr.Inputs, rr.InlineBatch, in.WorkflowID)
+	}
 	return rr, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // TestInlineSteps: pure builtins (json.query, text.render) run in batches,
 // one local activity each, reading each other's data (a chain of them in
-// its first step's batch, evaluated ahead); one that writes a file and
+// Resolve's local activity, evaluated ahead); one that writes a file and
 // one that fails take the local activity, as before; for_each items too;
 // a quick command inline, a slow one (past the budget) as a local activity.
 // An inline step writes no step folder. The history is recorded for the
@@ -94,15 +94,15 @@ steps:
 			markers[name]++
 		}
 	}
-	// double's batch evaluated total and greet ahead (the chain is one
-	// batch); what follows greet is the second.
-	if markers["SideEffect"] != 0 || markers["RunInline"] != 2 {
-		t.Fatalf("markers %v: want no SideEffect, two RunInline batches (double with total and greet ahead; the steps after greet)", markers)
+	// Resolve evaluated double, total and greet ahead (the chain the run
+	// starts with); what follows greet is the one batch.
+	if markers["SideEffect"] != 0 || markers["RunInline"] != 1 || markers["Resolve"] != 1 {
+		t.Fatalf("markers %v: want no SideEffect, Resolve evaluating double, total and greet ahead, one RunInline batch (the steps after greet)", markers)
 	}
-	// A new run asks one workflow change, baseline 3, whatever it runs
+	// A new run asks one workflow change, baseline 4, whatever it runs
 	// (a Version marker and a search-attribute upsert each).
 	if markers["Version"] != 1 {
-		t.Fatalf("markers %v: a new run recorded %d Version markers, want 1 (baseline 3)", markers, markers["Version"])
+		t.Fatalf("markers %v: a new run recorded %d Version markers, want 1 (baseline 4)", markers, markers["Version"])
 	}
 	// Every step ran in local activities, within the first workflow task:
 	// no deadline timer, and of the run's status only its last (beside
@@ -112,5 +112,5 @@ steps:
 	}
 	validResult(t, r.WorkflowID)
 	recordHistory(t, r.WorkflowID, "inline-steps")
-	recordChange(t, "baseline-3", "baseline-3", r.WorkflowID)
+	recordChange(t, "baseline-4", "baseline-4", r.WorkflowID)
 }

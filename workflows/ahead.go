@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capflow/capflow/internal/dag"
+	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -61,7 +62,7 @@ func (s *scheduler) follower(id string, in map[string]bool) (wfapi.InlineFollow,
 		return wfapi.InlineFollow{}, false
 	}
 	step := st.step
-	if kindOf(step) != kindTool || !step.Local || !step.Inline || !step.Idempotent || step.When != "" {
+	if !step.MayRunAhead() {
 		return wfapi.InlineFollow{}, false
 	}
 	f := wfapi.InlineFollow{}
@@ -73,7 +74,7 @@ func (s *scheduler) follower(id string, in map[string]bool) (wfapi.InlineFollow,
 			return wfapi.InlineFollow{}, false
 		}
 	}
-	refsOf(step.With, func(string) {}, func(ref string, data bool) {
+	plan.EachRef(step.With, func(string) {}, func(ref string, data bool) {
 		if in[ref] {
 			if f.Reads == nil {
 				f.Reads = map[string]bool{}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/step"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -31,6 +32,7 @@ steps:
 		local    string   // a step that runs as a local activity (declined by its batch, or not inline): its n is 1
 		dN       string   // d's n (0: 4)
 		wrongKey string   // a step whose outcome ahead is keyed wrong
+		first    bool     // Resolve evaluates ahead (baseline 4)
 		want     []string // the batches: their steps, then "+" those evaluated ahead
 	}{
 		{name: "a chain is one batch", plan: chain, want: []string{"a+b,c,d"}},
@@ -42,6 +44,15 @@ steps:
 			alter: func(rr *wfapi.ResolveResult) { rr.Steps[2].Idempotent = false }, want: []string{"a+b", "c+d"}},
 		{name: "a step that is not inline is not followed", plan: chain,
 			alter: func(rr *wfapi.ResolveResult) { rr.Steps[1].Inline = false }, local: "b", dN: "3", want: []string{"a", "c+d"}},
+		// Baseline 4: Resolve evaluates the steps the run starts with, and
+		// those that follow them (step.FirstFollowers), with the input the
+		// workflow then builds.
+		{name: "Resolve evaluates a chain", plan: chain, first: true},
+		{name: "Resolve's outcome keyed to other input is not taken", plan: chain, first: true, wrongKey: "c", want: []string{"c+d"}},
+		{name: "Resolve evaluates up to a step that is not inline", plan: chain, first: true,
+			alter: func(rr *wfapi.ResolveResult) { rr.Steps[2].Inline = false }, local: "c", dN: "2", want: []string{"d"}},
+		{name: "Resolve evaluates the run's inputs as the workflow reads them", plan: "inputs: {v: {type: number, default: 9007199254740993}, w: {type: object, default: {k: [1, 2]}}}\n" +
+			strings.Replace(chain, "capability: x.a}", `capability: x.a, with: {v: "${inputs.v}", w: "${inputs.w}"}}`, 1), first: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rr := resolvedFrom(t, tc.plan)
@@ -57,6 +68,28 @@ steps:
 			}}
 			var mu sync.Mutex
 			var batches []string
+			// evaluate is the followers' part of a batch, wrong on the first.
+			evaluate := func(follow []wfapi.InlineFollow, done map[string]*wfapi.RunToolResult) (ahead []wfapi.InlineAhead) {
+				for _, fl := range follow {
+					call, ok := fl.Filled(done)
+					if !ok {
+						continue
+					}
+					r := counted(call)
+					key := wfapi.InlineKey(call)
+					if call.Step.ID == tc.wrongKey && len(batches) == 0 {
+						key = "other"
+					}
+					ahead = append(ahead, wfapi.InlineAhead{ID: call.Step.ID, Key: key, InlineOutcome: wfapi.InlineOutcome{OK: true, Result: r, Size: 100}})
+					done[call.Step.ID] = r
+				}
+				return ahead
+			}
+			if tc.first {
+				f.first = func(rr *wfapi.ResolveResult) []wfapi.InlineAhead {
+					return evaluate(step.FirstFollowers(rr.Steps, rr.Inputs, wfapi.DefaultInlineBatch), map[string]*wfapi.RunToolResult{})
+				}
+			}
 			eval := func(calls []wfapi.RunToolInput, follow []wfapi.InlineFollow) wfapi.InlineBatch {
 				var b wfapi.InlineBatch
 				done := map[string]*wfapi.RunToolResult{}
@@ -72,18 +105,8 @@ steps:
 				}
 				for _, fl := range follow {
 					ahead = append(ahead, fl.Call.Step.ID)
-					call, ok := fl.Filled(done)
-					if !ok {
-						continue
-					}
-					r := counted(call)
-					key := wfapi.InlineKey(call)
-					if call.Step.ID == tc.wrongKey && len(batches) == 0 {
-						key = "other"
-					}
-					b.Ahead = append(b.Ahead, wfapi.InlineAhead{ID: call.Step.ID, Key: key, InlineOutcome: wfapi.InlineOutcome{OK: true, Result: r, Size: 100}})
-					done[call.Step.ID] = r
 				}
+				b.Ahead = evaluate(follow, done)
 				mu.Lock()
 				defer mu.Unlock()
 				s := strings.Join(ids, ",")

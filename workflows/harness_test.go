@@ -91,6 +91,8 @@ type fakes struct {
 	queues      map[string]string
 	// seen: each key's RunTool calls in order.
 	seen map[string][]seenCall
+	// first, when set, is what Resolve evaluates ahead when asked.
+	first func(*wfapi.ResolveResult) []wfapi.InlineAhead
 }
 
 // seenCall is one RunTool call: its input, queue and activity ID.
@@ -111,6 +113,11 @@ func (f *fakes) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi.Reso
 	if !in.CarrySteps {
 		// The workflow carries steps Resolve did not store (segments.go).
 		return nil, temporal.NewNonRetryableApplicationError("the workflow did not say it carries its steps", "TEST", nil)
+	}
+	if in.Ahead && f.first != nil {
+		rr := *f.resolved
+		rr.Ahead = f.first(&rr)
+		return &rr, nil
 	}
 	return f.resolved, nil
 }

@@ -130,6 +130,9 @@ func runPlan(ctx workflow.Context, res *wfapi.Result, started time.Time, in wfap
 	}
 	sched := startScheduler(ctx, &rr, res, upsert)
 	*schedp = sched
+	// Resolve's outcomes of the first inline steps, kept as a batch's (baseline 4).
+	sched.ways.inline.keepAhead(rr.Ahead)
+	rr.Ahead = nil
 	reuse := in.Reuse
 	if resume != nil {
 		reuse = resume.Reuse
@@ -200,6 +203,8 @@ func resolve(ctx workflow.Context, in wfapi.Input, res *wfapi.Result, rr *wfapi.
 		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: localRetry, Summary: "resolve: registry, gaps, policy",
 	}
 	rin := wfapi.ResolveInput{Plan: planValue, Inputs: in.Inputs, WorkflowID: res.WorkflowID, RunID: res.RunID, CarrySteps: true, LLMCalls: routeCalls}
+	// A rerun's steps may reuse another run's: none is evaluated ahead.
+	rin.Ahead = (in.Reuse == nil || in.Reuse.WorkflowID == "") && versionOf(ctx, changeBaseline4) >= 1
 	if planValue == nil {
 		rin.PlanFile = in.PlanFile
 	}

@@ -137,27 +137,9 @@ func (s *scheduler) referenced(values ...any) (map[string]any, map[string]wfapi.
 			}
 			continue
 		}
-		refsOf(v, addInput, addStep)
+		plan.EachRef(v, addInput, addStep)
 	}
 	return inputs, deps
-}
-
-// refsOf calls input for each plan input v references and step for each
-// step, with whether it reads the step's data.
-func refsOf(v any, input func(name string), step func(id string, data bool)) {
-	plan.CollectRefs(v, nil, func(_ []string, tpl plan.Template, err error) {
-		if err != nil {
-			return
-		}
-		for _, r := range tpl.Refs() {
-			switch r.Kind {
-			case plan.RefInputs:
-				input(r.Name)
-			case plan.RefSteps:
-				step(r.Name, r.Field == "data")
-			}
-		}
-	})
 }
 
 // whenExpr marks a condition among the values passed to referenced: a

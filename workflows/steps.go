@@ -54,8 +54,7 @@ func (s *scheduler) launch(st *stepState) {
 // fitInput: its call and what its with references.
 func (s *scheduler) toolInput(st *stepState) wfapi.RunToolInput {
 	step := st.step
-	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir,
-		Step: wfapi.StepCall{ID: step.ID, Capability: step.Capability, Tool: step.Tool, Version: step.Version, Digest: step.Digest, Idempotent: step.Idempotent, With: step.With, CacheTTL: step.CacheTTL}}
+	in := wfapi.RunToolInput{WorkflowID: s.workflowID, RunDir: s.rr.RunDir, Step: wfapi.CallOf(step)}
 	// Only idempotent steps are reused: a step with effects (a server it
 	// starts, a card it charges) runs again.
 	if s.reuse != nil && !s.noReuse[step.ID] && st.reruns == 0 && st.retries == 0 && step.Idempotent {

@@ -42,6 +42,7 @@ const (
 	changeLocalBackoff   = "local-backoff"
 	changeBaseline2      = "baseline-2"
 	changeBaseline3      = "baseline-3"
+	changeBaseline4      = "baseline-4"
 )
 
 // Change is one declared change of workflow code.
@@ -109,6 +110,8 @@ var Changes = []Change{
 		[]History{{"baseline-2.json", 1}}, ""},
 	{changeBaseline3, 1, []string{"a new run takes every change above at its latest version without asking (baseline3), and a batch of inline steps also evaluates the idempotent inline steps that follow it (wfapi.InlineFollow): a step that then starts with the input one was evaluated with takes its outcome, with no local activity of its own, so a chain of inline steps is one marker (issue 57)"},
 		[]History{{"baseline-3.json", 1}}, ""},
+	{changeBaseline4, 1, []string{"a new run takes every change above at its latest version without asking (baseline4), and Resolve also evaluates the inline steps the run starts with and those that follow them, as a batch evaluates its followers: a run whose steps are all pure inline builtins records no RunInline marker (issue 57)"},
+		[]History{{"baseline-4.json", 1}}, ""},
 }
 
 // baseline1 is the version of each change a run begun at baseline 1
@@ -140,12 +143,24 @@ var baseline3 = map[string]workflow.Version{
 	changeBaseline2: 1,
 }
 
+// baseline4 is baseline3 for a run begun at baseline 4, baseline 3's own
+// change included.
+var baseline4 = map[string]workflow.Version{
+	changeLocal: 1, changeTrustedInput: 1, changeSegmentBlobs: 1, changeDeadline: 2, changeCancelGrace: 2,
+	changeSpillInputs: 1, changeChildInputs: 1, changeBlobGroups: 1, changeRehomeStore: 1, changeRehomeDeps: 1,
+	changeInlineActivity: 1, changeItemHosts: 1, changeSilentHost: 1, changeEagerSteps: 1, changeLocalBackoff: 1,
+	changeBaseline2: 1, changeBaseline3: 1,
+}
+
 // versionOf is the version of change id this run takes: the latest
-// baseline's for a run begun at one. Baseline 3 is asked first in every
+// baseline's for a run begun at one. Baseline 4 is asked first in every
 // new run; a run recorded before it has no marker of it, so a replay
-// reads Default there and goes on to baseline 2, then 1, and a run
+// reads Default there and goes on to baseline 3, 2, then 1, and a run
 // recorded before those asks each change as it did.
 func versionOf(ctx workflow.Context, id string) workflow.Version {
+	if v, ok := baseline4[id]; ok && workflow.GetVersion(ctx, changeBaseline4, workflow.DefaultVersion, 1) >= 1 {
+		return v
+	}
 	if v, ok := baseline3[id]; ok && workflow.GetVersion(ctx, changeBaseline3, workflow.DefaultVersion, 1) >= 1 {
 		return v
 	}

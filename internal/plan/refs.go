@@ -328,3 +328,21 @@ func CollectRefs(v any, at []string, visit func(path []string, tpl Template, err
 		}
 	}
 }
+
+// EachRef calls input for each plan input v references and step for each
+// step, with whether it reads the step's data (in CollectRefs' order).
+func EachRef(v any, input func(name string), step func(id string, data bool)) {
+	CollectRefs(v, nil, func(_ []string, tpl Template, err error) {
+		if err != nil {
+			return
+		}
+		for _, r := range tpl.Refs() {
+			switch r.Kind {
+			case RefInputs:
+				input(r.Name)
+			case RefSteps:
+				step(r.Name, r.Field == "data")
+			}
+		}
+	})
+}

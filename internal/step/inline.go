@@ -59,36 +59,6 @@ func bounded(res wfapi.RunToolResult, ok bool) wfapi.InlineOutcome {
 	return wfapi.InlineOutcome{OK: true, Result: &res, Size: len(raw)}
 }
 
-// ahead evaluates the steps that follow a batch's, in order, each once
-// the steps it comes after succeeded here: their data filled in as the
-// workflow will (through JSON, as it reads them from the marker), and its
-// outcome keyed by the input it then had. Only pure builtins run ahead:
-// a step the workflow ends up not starting, or starts with other input,
-// must have done nothing.
-func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follow []wfapi.InlineFollow, wc wfapi.InlineContext, start time.Time, size int) {
-	done := map[string]*wfapi.RunToolResult{}
-	for i, o := range b.Outcomes {
-		if o.OK && calls[i].Step.Item == nil {
-			done[calls[i].Step.ID] = o.Result
-		}
-	}
-	for _, f := range follow {
-		if time.Since(start) >= wc.Time || size >= wc.Bytes {
-			return
-		}
-		call, ok := f.Filled(done)
-		if !ok {
-			continue
-		}
-		res, ok := e.inline(call, wc, false)
-		if o := bounded(res, ok); o.OK {
-			size += o.Size
-			b.Ahead = append(b.Ahead, wfapi.InlineAhead{ID: call.Step.ID, Key: wfapi.InlineKey(call), InlineOutcome: o})
-			done[call.Step.ID] = o.Result
-		}
-	}
-}
-
 // inline evaluates one step of an `execution: inline` tool in its batch's
 // local activity: what RunTool does for it, without heartbeats, the
 // envelope file, or (for a builtin) a step folder. ok is false when the step must run as a local activity instead:

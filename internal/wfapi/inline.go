@@ -177,3 +177,19 @@ const (
 	// batch before it is evaluated (recorded per run: ResolveResult).
 	DefaultInlineBatch = 256
 )
+
+// MayRunAhead reports whether s may be evaluated before it starts (by a
+// batch it follows, or by Resolve): an idempotent tool step of an inline
+// tool, run locally, without a condition. Whether its builtin is pure for
+// its input is the executor's to say.
+func (s ResolvedStep) MayRunAhead() bool {
+	tool := s.ForEach == nil && !s.Approval && s.Plan == "" && s.Agent == nil
+	return tool && s.Local && s.Inline && s.Idempotent && s.When == ""
+}
+
+// CallOf is the call of step s as the workflow starts it (the run's
+// reuse aside).
+func CallOf(s ResolvedStep) StepCall {
+	return StepCall{ID: s.ID, Capability: s.Capability, Tool: s.Tool, Version: s.Version, Digest: s.Digest,
+		Idempotent: s.Idempotent, With: s.With, CacheTTL: s.CacheTTL}
+}

@@ -156,6 +156,8 @@ type ResolveInput struct {
 	// folder's resolved.json, the shared store) only when they leave the
 	// result. A workflow without it reloads them from the file.
 	CarrySteps bool `json:"carry_steps,omitempty"`
+	// Ahead: evaluate the first inline steps too (ResolveResult.Ahead).
+	Ahead bool `json:"ahead,omitempty"`
 }
 
 // ResolveResult is the Resolve activity's result: the preflight report
@@ -199,6 +201,9 @@ type ResolveResult struct {
 	HostQueue string `json:"host_queue,omitempty"`
 	// SharedStore: the host's artifact store is shared (HostInfo).
 	SharedStore bool `json:"shared_store,omitempty"`
+	// Ahead: the outcomes of the inline steps the run starts with and
+	// those that follow them, evaluated as a batch would (baseline 4).
+	Ahead []InlineAhead `json:"ahead,omitempty"`
 	// RunSettings are what the run recorded of how its steps run
 	// (workflows' profile reads them once a segment).
 	RunSettings
