@@ -25,6 +25,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/project"
+	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/sandbox"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -60,6 +61,7 @@ type Executor struct {
 	mu      sync.Mutex
 	earlier *earlier                      // the report a rerun reuses from
 	tools   map[string]*manifest.Manifest // digest -> manifest
+	listed  *registry.Registry            // the last registry whose tools are in tools
 	lists   map[string][]any              // for_each lists read from stored outputs
 	digests cache.Memo                    // file digests of cache keys, by stat
 }

@@ -15,6 +15,11 @@ func (e *Executor) Registry() (*registry.Registry, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if reg == e.listed {
+		// The memo's registry (every Resolve's): its tools are known.
+		return reg, nil
+	}
+	e.listed = reg
 	if e.tools == nil {
 		e.tools = map[string]*manifest.Manifest{}
 	}
