@@ -75,7 +75,7 @@ func (a *Activities) Resolve(ctx context.Context, in wfapi.ResolveInput) (*wfapi
 		return nil, appError(caperr.Wrap(caperr.ObservabilityError, err, "cannot store the resolved steps"))
 	}
 	if in.Ahead && rr.Status == preflight.Ready && rr.StepsRef == nil && rr.PackedSteps == nil {
-		rr.Ahead = a.Exec.First(rr.Steps, rr.Inputs, rr.InlineBatch, in.WorkflowID)
+		rr.Ahead = a.Exec.First(rr, in.WorkflowID)
 	}
 	return rr, nil
 }

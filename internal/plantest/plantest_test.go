@@ -360,3 +360,37 @@ func TestLargePlanContinuesAsNew(t *testing.T) {
 		t.Fatalf("the run did not continue as new: %d segments", out.res.Segments)
 	}
 }
+
+// The inline steps a run starts with, which Resolve evaluates ahead
+// (baseline 4), take what a case gives them, as any step does: the
+// stand-in knows the run by its ID, which their calls carry.
+func TestCaseGivesInlineStepsTheirData(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "flow.yaml")
+	_ = os.WriteFile(plan, []byte(`name: flow
+steps:
+  - {id: a, capability: text.render, with: {template: "a"}}
+  - {id: b, capability: text.render, needs: [a], with: {template: "{{.t}}", values: {t: "${steps.a.data.text}"}}}
+  - {id: c, capability: text.render, needs: [b], with: {template: "c"}}
+`), 0o644)
+	s := prepareIn(t, dir, plan)
+	given := map[string]Given{"a": {HasData: true, Data: map[string]any{"text": "given", "bytes": 5}}, "b": {Error: &GivenError{Code: "TOOL_FAILURE"}}}
+	out := s.run(&Case{Name: "given", Steps: given}, 1)
+	if out.err != nil || out.res == nil {
+		t.Fatalf("run: %v", out.err)
+	}
+	if got := states(out.res); got != "a=succeeded b=failed c=skipped" || out.res.Status != wfapi.StatusFailed {
+		t.Fatalf("%s: %s, want a given its data, b failing as the case says", out.res.Status, got)
+	}
+	if a := out.res.Steps[0].Envelope; a == nil || fmt.Sprint(a.Data) != "map[bytes:5 text:given]" {
+		t.Fatalf("a's data %+v, want the case's", a)
+	}
+}
+
+func states(res *wfapi.Result) string {
+	var parts []string
+	for _, s := range res.Steps {
+		parts = append(parts, s.ID+"="+string(s.Status))
+	}
+	return strings.Join(parts, " ")
+}

@@ -44,10 +44,15 @@ func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follo
 // steps it evaluates ahead, of time and bytes; the workflow takes an
 // outcome only for a step that starts with the input it was evaluated
 // with (wfapi.InlineKey).
-func (e *Executor) First(steps []wfapi.ResolvedStep, inputs map[string]any, limit int, workflowID string) []wfapi.InlineAhead {
-	follow := FirstFollowers(steps, inputs, limit)
+func (e *Executor) First(rr *wfapi.ResolveResult, workflowID string) []wfapi.InlineAhead {
+	follow := FirstFollowers(rr.Steps, rr.Inputs, rr.InlineBatch)
 	if len(follow) == 0 {
 		return nil
+	}
+	for i := range follow {
+		// The run's names, which the key leaves out: a tool runner tells
+		// runs by them (a plan test's stand-in gives its case's data).
+		follow[i].Call.WorkflowID, follow[i].Call.RunDir = workflowID, rr.RunDir
 	}
 	var b wfapi.InlineBatch
 	wc := wfapi.InlineContext{WorkflowID: workflowID, Time: wfapi.InlineBatchTime / aheadShare, Bytes: firstBytes}
