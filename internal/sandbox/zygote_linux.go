@@ -135,14 +135,16 @@ func (z *zygote) usable() bool {
 }
 
 // state says whether the zygote has started (or failed to), and if so
-// whether it still serves.
+// whether it still serves: one that exited since (killed by the OOM
+// killer when a step filled its cgroup's memory, say) does not, and its
+// set gets a new one (renew) rather than failing its next step.
 func (z *zygote) state() (started, ok bool) {
 	if z == nil {
 		return false, false
 	}
 	select {
 	case <-z.ready:
-		return true, z.err == nil && !z.dead.Load()
+		return true, z.err == nil && !z.dead.Load() && z.present()
 	default:
 		return false, false
 	}

@@ -198,3 +198,49 @@ func TestWriteFoldersByHandle(t *testing.T) {
 		}
 	})
 }
+
+// A zygote that died between steps (the OOM killer's pick when a step
+// filled its cgroup's memory with tmpfs files) is replaced when its set
+// is next taken: that step runs by a new zygote instead of failing, or
+// going to bubblewrap (found attacking issue 57).
+func TestDeadZygoteIsReplaced(t *testing.T) {
+	s := support(t)
+	if !s.zygotes() {
+		t.Fatal("this machine has no zygotes")
+	}
+	cg, err := s.takeCgroup(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitZygote(cg)
+	z, err := s.zygoteFor(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(z.pid(), unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-z.ended
+	s.release(cg)
+	// The pool gives back the set last released: this one, here and below.
+	again, err := s.takeCgroup(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.release(again)
+	if again != cg || again.zygote == z {
+		t.Fatal("the dead zygote still serves its set")
+	}
+	step := t.TempDir()
+	var out bytes.Buffer
+	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+		Read: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults, zygoteWait: true}, Stdio{Out: &out, Err: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, _ := tree.Wait()
+	tree.Finish(exit, out.String())
+	if exit != 0 || out.String() != "ok\n" || tree.Way() != WayZygote {
+		t.Fatalf("exit %d, way %s: %q", exit, tree.Way(), out.String())
+	}
+}
