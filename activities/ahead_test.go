@@ -18,22 +18,8 @@ import (
 // builds; a step after one that failed, a command and a builtin with
 // effects are left to start as they would.
 func TestInlineAhead(t *testing.T) {
-	a, root := newActivities(t)
-	a.Exec.InlineStepTime = 10 * time.Second // what is evaluated, not how fast
-	builtin.Prepare()
-	quickTool(root, "")
-	query := func(id, q string, input any) map[string]any {
-		return map[string]any{"id": id, "capability": "json.query", "with": map[string]any{"query": q, "input": input}}
-	}
-	plan := map[string]any{"name": "p", "steps": []any{
-		query("q1", "1 + 1", 0),
-		query("q2", ".[0] * 10", "${steps.q1.data.results}"),
-		query("q3", ".[0] + 1", "${steps.q2.data.results}"),
-		query("bad", `error("boom")`, 1),
-		query("q4", ".", "${steps.bad.data.results}"),
-		map[string]any{"id": "cmd", "capability": "test.quick"},
-		map[string]any{"id": "file", "capability": "text.render", "with": map[string]any{"template": "x", "output_path": "out/x.txt"}},
-	}}
+	a, root := aheadActivities(t)
+	plan := map[string]any{"name": "p", "steps": aheadSteps(query("q1", "1 + 1", 0))}
 	rr := resolved(t, env(a), a, plan)
 	if rr.Status != "ready" {
 		t.Fatalf("%s: %s", rr.Status, rr.Message)
@@ -84,22 +70,9 @@ func TestInlineAhead(t *testing.T) {
 // starts with and those that follow them, each keyed by the input the
 // workflow then builds; what a batch would not evaluate ahead it does not.
 func TestResolveEvaluatesTheFirstSteps(t *testing.T) {
-	a, root := newActivities(t)
-	a.Exec.InlineStepTime = 10 * time.Second
-	builtin.Prepare()
-	quickTool(root, "")
-	query := func(id, q string, input any) map[string]any {
-		return map[string]any{"id": id, "capability": "json.query", "with": map[string]any{"query": q, "input": input}}
-	}
-	plan := map[string]any{"name": "p", "inputs": map[string]any{"n": map[string]any{"type": "number", "default": 1}}, "steps": []any{
-		query("q1", ".[0] + 1", []any{"${inputs.n}"}),
-		query("q2", ".[0] * 10", "${steps.q1.data.results}"),
-		query("q3", ".[0] + 1", "${steps.q2.data.results}"),
-		query("bad", `error("boom")`, 1),
-		query("q4", ".", "${steps.bad.data.results}"),
-		map[string]any{"id": "cmd", "capability": "test.quick"},
-		map[string]any{"id": "file", "capability": "text.render", "with": map[string]any{"template": "x", "output_path": "out/x.txt"}},
-	}}
+	a, root := aheadActivities(t)
+	plan := map[string]any{"name": "p", "inputs": map[string]any{"n": map[string]any{"type": "number", "default": 1}},
+		"steps": aheadSteps(query("q1", ".[0] + 1", []any{"${inputs.n}"}))}
 	for _, ahead := range []bool{true, false} {
 		v, err := env(a).ExecuteActivity(a.Resolve, wfapi.ResolveInput{Plan: plan, WorkflowID: testRun, CarrySteps: true, Ahead: ahead})
 		if err != nil {
@@ -137,5 +110,34 @@ func TestResolveEvaluatesTheFirstSteps(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, "out", "x.txt")); !os.IsNotExist(err) {
 			t.Fatalf("a builtin with effects ran ahead: %v", err)
 		}
+	}
+}
+
+// aheadActivities are activities whose inline steps have the time to be
+// evaluated (what is evaluated, not how fast), with the project's quick
+// command tool.
+func aheadActivities(t *testing.T) (*Activities, string) {
+	a, root := newActivities(t)
+	a.Exec.InlineStepTime = 10 * time.Second
+	builtin.Prepare()
+	quickTool(root, "")
+	return a, root
+}
+
+func query(id, q string, input any) map[string]any {
+	return map[string]any{"id": id, "capability": "json.query", "with": map[string]any{"query": q, "input": input}}
+}
+
+// aheadSteps are q1, a chain of two queries after it, a failing query and
+// one after it, a command and a builtin that writes a file.
+func aheadSteps(q1 map[string]any) []any {
+	return []any{
+		q1,
+		query("q2", ".[0] * 10", "${steps.q1.data.results}"),
+		query("q3", ".[0] + 1", "${steps.q2.data.results}"),
+		query("bad", `error("boom")`, 1),
+		query("q4", ".", "${steps.bad.data.results}"),
+		map[string]any{"id": "cmd", "capability": "test.quick"},
+		map[string]any{"id": "file", "capability": "text.render", "with": map[string]any{"template": "x", "output_path": "out/x.txt"}},
 	}
 }
