@@ -197,6 +197,9 @@ type pureFunc struct {
 	// ready reports, without waiting, whether what an evaluation needs is
 	// ready, and readies it in the background when not (nil: nothing).
 	ready func() bool
+	// clock, when set, reports inputs whose result is the time they are
+	// evaluated at: never evaluated before the step starts, nor inline.
+	clock func(in map[string]any) bool
 }
 
 func registerPure(name string, f Func, p pureFunc) {
@@ -221,7 +224,7 @@ func Prepare() { _ = jq.Warm(int64(evalMemory)) }
 // background, and meanwhile the step runs as a local activity).
 func Pure(name string, in map[string]any) bool {
 	p, ok := pure[name]
-	if !ok || !p.ok(in) {
+	if !ok || !p.ok(in) || (p.clock != nil && p.clock(in)) {
 		return false
 	}
 	return p.ready == nil || p.ready()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,9 +25,15 @@ func init() {
 	// Pure unless they read or write a file.
 	// json.query evaluates in a child process: one is kept ready.
 	registerPure("json.query", jsonQuery, pureFunc{ok: func(in map[string]any) bool { return in["path"] == nil },
-		ready: func() bool { return jq.Ready(int64(evalMemory)) }})
+		ready: func() bool { return jq.Ready(int64(evalMemory)) },
+		clock: func(in map[string]any) bool { return readsClock.MatchString(str(in, "query")) }})
 	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil }})
 }
+
+// readsClock matches a query that may call jq's now (a field or variable
+// of that name aside; a string holding the word too, which costs only the
+// inline path): its result is the time it runs at, not its inputs'.
+var readsClock = regexp.MustCompile(`(^|[^.$\w])now\b`)
 
 func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if _, err := gojq.Parse(str(in, "query")); err != nil {
@@ -109,8 +116,10 @@ const (
 )
 
 func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
+	live := ctx // the budget's, once the template runs (ticks)
 	tmpl, err := template.New("text").Option("missingkey=error").Funcs(template.FuncMap{
-		"upper": strings.ToUpper, "lower": strings.ToLower, "trim": strings.TrimSpace,
+		tickFunc: func() (string, error) { return "", live.Err() },
+		"upper":  strings.ToUpper, "lower": strings.ToLower, "trim": strings.TrimSpace,
 		"join": func(sep string, xs []any) string {
 			var s []string
 			for _, x := range xs {
@@ -126,6 +135,7 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
 		return nil, err
 	}
+	ticks(tmpl)
 	values, _ := in["values"].(map[string]any)
 	if values == nil {
 		values = map[string]any{}
@@ -133,6 +143,7 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	values, _ = unrangeable(values).(map[string]any)
 	bctx, stop := budget(ctx)
 	defer stop()
+	live = bctx
 	buf := &boundedBuffer{ctx: bctx, max: MaxRender}
 	done := make(chan error, 1)
 	go func() {

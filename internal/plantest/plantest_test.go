@@ -394,3 +394,25 @@ func states(res *wfapi.Result) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// A case's order is the order the DAG starts steps in: an inline step the
+// run starts with is not evaluated ahead under a plan test (found
+// attacking issue 57: y seemed to start while x ran).
+func TestOrderOfInlineSteps(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "ord.yaml")
+	_ = os.WriteFile(plan, []byte(`name: ord
+max_parallel: 1
+steps:
+  - {id: x, capability: file.write, with: {path: out/x.txt, content: "x", overwrite: true}}
+  - {id: y, capability: text.render, with: {template: "y"}}
+`), 0o644)
+	s := prepareIn(t, dir, plan)
+	out := s.run(&Case{Name: "x then y"}, 1)
+	if out.err != nil || out.res == nil {
+		t.Fatalf("run: %v", out.err)
+	}
+	if out.started["y"] <= out.ended["x"] || out.calls["y"] != 1 {
+		t.Fatalf("y started at %d, x ended at %d; y called %d times", out.started["y"], out.ended["x"], out.calls["y"])
+	}
+}

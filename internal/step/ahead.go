@@ -31,12 +31,17 @@ func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follo
 		}
 		res, ok := e.inline(call, wc, false)
 		if o := bounded(res, ok); o.OK {
-			size += o.Size
-			b.Ahead = append(b.Ahead, wfapi.InlineAhead{ID: call.Step.ID, Key: wfapi.InlineKey(call), InlineOutcome: o})
+			a := wfapi.InlineAhead{ID: call.Step.ID, Key: wfapi.InlineKey(call), InlineOutcome: o}
+			size += o.Size + len(a.ID) + len(a.Key) + aheadEntry
+			b.Ahead = append(b.Ahead, a)
 			done[call.Step.ID] = o.Result
 		}
 	}
 }
+
+// aheadEntry is what an outcome evaluated ahead adds to a marker beside
+// its result, its ID and its key (the field names, quotes, its size).
+const aheadEntry = 40
 
 // First evaluates, for Resolve, the inline steps a run starts with and
 // those that follow them (FirstFollowers): the run's first batch, with no
@@ -45,6 +50,9 @@ func (e *Executor) ahead(b *wfapi.InlineBatch, calls []wfapi.RunToolInput, follo
 // outcome only for a step that starts with the input it was evaluated
 // with (wfapi.InlineKey).
 func (e *Executor) First(rr *wfapi.ResolveResult, workflowID string) []wfapi.InlineAhead {
+	if !e.evaluatesAhead() {
+		return nil
+	}
 	follow := FirstFollowers(rr.Steps, rr.Inputs, rr.InlineBatch)
 	if len(follow) == 0 {
 		return nil
@@ -133,4 +141,44 @@ func allIn(ids []string, set map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// evaluatesAhead reports whether steps are evaluated before they start:
+// not by a plan test's stand-in tools, which count a step's calls, and
+// their order, as the DAG starts it.
+func (e *Executor) evaluatesAhead() bool { return !e.Given }
+
+// maxInlineInputs bounds an inline step's inputs once its references are
+// filled in (a value many references share is counted each time, as its
+// digest and its tool read it): past it, the step is a local activity's.
+const maxInlineInputs = 4 * wfapi.MaxInputBytes
+
+// smallerThan reports whether v, encoded as JSON, is under about limit
+// bytes, without encoding it (its strings, keys and a few bytes for each
+// other value).
+func smallerThan(v any, limit int) bool {
+	left := limit
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch t := v.(type) {
+		case string:
+			left -= len(t) + 2
+		case map[string]any:
+			for k, x := range t {
+				if left -= len(k) + 4; left < 0 || !walk(x) {
+					return false
+				}
+			}
+		case []any:
+			for _, x := range t {
+				if left--; left < 0 || !walk(x) {
+					return false
+				}
+			}
+		default:
+			left -= 8
+		}
+		return left >= 0
+	}
+	return walk(v)
 }

@@ -33,7 +33,7 @@ func (e *Executor) Inline(calls []wfapi.RunToolInput, follow []wfapi.InlineFollo
 		size += o.Size
 		b.Outcomes = append(b.Outcomes, o)
 	}
-	if len(follow) > 0 {
+	if len(follow) > 0 && e.evaluatesAhead() {
 		wc.Time = min(wc.Time-time.Since(start), wc.Time/aheadShare)
 		e.ahead(&b, calls, follow, wc, time.Now(), size)
 	}
@@ -84,7 +84,7 @@ func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, comma
 		return wfapi.RunToolResult{}, false
 	}
 	inputs, ok := inlineInputs(in)
-	if !ok {
+	if !ok || !smallerThan(inputs, maxInlineInputs) {
 		return wfapi.RunToolResult{}, false
 	}
 	var env envelope.Envelope
