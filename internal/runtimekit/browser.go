@@ -3,7 +3,9 @@ package runtimekit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -157,7 +159,7 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	if err != nil {
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "browser profile")
 	}
-	defer os.RemoveAll(profile)
+	defer removeProfile(profile)
 	proxy, closeProxy, err := serveOutbound(env)
 	if err != nil {
 		return nil, caperr.Wrap(caperr.StartupError, err, "the browser's egress proxy")
@@ -350,4 +352,21 @@ func serveOutbound(env *builtin.Env) (string, func(), error) {
 	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, IdleTimeout: time.Minute, Handler: px}
 	go func() { _ = srv.Serve(netutil.LimitListener(l, 256)) }()
 	return l.Addr().String(), func() { _ = srv.Close(); _ = px.Close() }, nil
+}
+
+// removeProfile removes the browser's profile once the browser is gone.
+// Chromium's helpers (its crash handler) may go on writing there, and
+// make it again, for a moment after the browser exited (a loaded CI
+// machine left one in the step's folder): it is removed until it stays
+// gone, for up to 3 s.
+func removeProfile(dir string) {
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if os.RemoveAll(dir) != nil {
+			continue
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	}
 }
