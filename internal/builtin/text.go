@@ -9,7 +9,6 @@ import (
 	"io"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -116,19 +115,8 @@ const (
 )
 
 func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	live := ctx // the budget's, once the template runs (ticks)
-	tmpl, err := template.New("text").Option("missingkey=error").Funcs(template.FuncMap{
-		tickFunc: func() (string, error) { return "", live.Err() },
-		"upper":  strings.ToUpper, "lower": strings.ToLower, "trim": strings.TrimSpace,
-		"join": func(sep string, xs []any) string {
-			var s []string
-			for _, x := range xs {
-				s = append(s, fmt.Sprint(x))
-			}
-			return strings.Join(s, sep)
-		},
-		"json": func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },
-	}).Parse(str(in, "template"))
+	live := ctx // the budget's, once the template runs (textFuncs)
+	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(&live)).Parse(str(in, "template"))
 	if err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "template")
 	}

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,41 @@ func TestQueriesReadingTheClockAreNotPure(t *testing.T) {
 	} {
 		if got := Pure("json.query", map[string]any{"query": q, "input": 1}); got == clock {
 			t.Errorf("query %q: pure %v, want %v", q, got, !clock)
+		}
+	}
+}
+
+// text.render's functions refuse a result past MaxRender before building
+// it: a few lines of template built gigabytes in one call and killed the
+// worker (found attacking issue 57); what they print is text/template's.
+func TestTemplateFunctionsAreBounded(t *testing.T) {
+	t.Parallel()
+	xs := make([]any, 10000)
+	for i := range xs {
+		xs[i] = 0
+	}
+	for name, tc := range map[string]struct{ tpl, want string }{
+		"doubling":      {`{{$a := printf "%1000000d" 0}}` + strings.Repeat(`{{$a = print $a $a}}`, 6) + `{{len $a}}`, ""},
+		"a long join":   {`{{len (join (printf "%1000d" 0) .xs)}}`, ""},
+		"widths":        {strings.Repeat(`%1000000d`, 5), ""},
+		"printf":        {`{{printf "%05d|%-3s|%q|%.2f" 42 "a" "b" 1.5}}`, `00042|a  |"b"|1.50`},
+		"print":         {`{{print "a" 1 "b"}}|{{println "x" 2}}`, "a1b|x 2\n"},
+		"escapers":      {`{{html "<a>"}}|{{js "'"}}|{{urlquery "a b"}}`, `&lt;a&gt;|\'|a+b`},
+		"join and json": {`{{join "," (slice .xs 0 3)}}|{{json (slice .xs 0 2)}}|{{upper "a"}}`, "0,0,0|[0,0]|A"},
+	} {
+		tpl := tc.tpl
+		if name == "widths" {
+			tpl = `{{printf "` + tc.tpl + `" 1 2 3 4 5 | len}}`
+		}
+		out, err := call(t, "text.render", "", map[string]any{"template": tpl, "values": map[string]any{"xs": xs}})
+		if tc.want == "" {
+			if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "larger than 4.0 MiB") {
+				t.Errorf("%s: %v %v, want INVALID_INPUT (larger than 4.0 MiB)", name, out, err)
+			}
+			continue
+		}
+		if err != nil || out["text"] != tc.want {
+			t.Errorf("%s: %q %v, want %q", name, out["text"], err, tc.want)
 		}
 	}
 }

@@ -248,10 +248,21 @@ func pathPrefix(p []PathElem) string {
 	return strings.Join(s, ".")
 }
 
+// MaxInterpolated bounds the text one Eval builds by interpolating
+// references into strings: a plan of a few KB that repeats a large
+// reference in one string built gigabytes, and killed its worker.
+const MaxInterpolated = 64 << 20
+
 // Eval resolves every reference inside a `with` value: strings that are
 // exactly one reference take the value's type; other strings interpolate
-// (non-strings as JSON); maps and lists are walked.
+// (non-strings as JSON), at most MaxInterpolated bytes in all; maps and
+// lists are walked.
 func (sc Scope) Eval(v any) (any, error) {
+	left := MaxInterpolated
+	return sc.eval(v, &left)
+}
+
+func (sc Scope) eval(v any, left *int) (any, error) {
 	switch t := v.(type) {
 	case string:
 		tpl, err := ParseTemplate(t)
@@ -271,18 +282,21 @@ func (sc Scope) Eval(v any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if str, ok := x.(string); ok {
-				b.WriteString(str)
-			} else {
+			str, ok := x.(string)
+			if !ok {
 				j, _ := json.Marshal(x)
-				b.Write(j)
+				str = string(j)
 			}
+			if *left -= len(str); *left < 0 {
+				return nil, fmt.Errorf("%s: the text its references build passes %d MB", s.Ref, MaxInterpolated>>20)
+			}
+			b.WriteString(str)
 		}
 		return b.String(), nil
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			y, err := sc.Eval(x)
+			y, err := sc.eval(x, left)
 			if err != nil {
 				return nil, err
 			}
@@ -292,7 +306,7 @@ func (sc Scope) Eval(v any) (any, error) {
 	case []any:
 		out := make([]any, len(t))
 		for i, x := range t {
-			y, err := sc.Eval(x)
+			y, err := sc.eval(x, left)
 			if err != nil {
 				return nil, err
 			}

@@ -47,6 +47,10 @@ func (r *stepRun) evalInputs(e *Executor) (any, error) {
 	if err != nil {
 		return nil, caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %s", err.Error())
 	}
+	if !smallerThan(inputs, plan.MaxInterpolated) {
+		// One large value many references share is encoded each time.
+		return nil, caperr.New(caperr.InvalidInput, "the step's inputs pass %d MB once their references are filled in", plan.MaxInterpolated>>20)
+	}
 	return inputs, nil
 }
 
