@@ -123,6 +123,9 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
 		return nil, err
 	}
+	if name := recursive(tmpl); name != "" {
+		return nil, caperr.New(caperr.InvalidInput, "template: %q calls itself, directly or through others: recursion is not supported", name)
+	}
 	ticks(tmpl)
 	values, _ := in["values"].(map[string]any)
 	if values == nil {

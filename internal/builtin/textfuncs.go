@@ -3,9 +3,13 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/capflow/capflow/internal/jsonsize"
 )
 
 // textFuncs are text.render's functions: capflow's own, and the standard
@@ -26,11 +30,27 @@ func textFuncs(live *context.Context) template.FuncMap {
 		return nil
 	}
 	same := func(f func(string) string) func(string) (string, error) {
-		return func(s string) (string, error) { return f(s), check(0) }
+		return func(s string) (string, error) {
+			// A case change may grow a letter by half (ɐ, Ɐ): three times over.
+			if err := check(3 * len(s)); err != nil {
+				return "", err
+			}
+			return f(s), nil
+		}
 	}
-	escape := func(f func(...any) string, grow int) func(...any) (string, error) {
+	// escape is an escaper that first checks its arguments' text, then
+	// what escaping it adds (grow: the bytes a byte may add).
+	escape := func(f func(...any) string, grow func(byte) int) func(...any) (string, error) {
 		return func(args ...any) (string, error) {
-			if err := check(grow * printedSize(args...)); err != nil {
+			if err := check(printedSize(args...)); err != nil {
+				return "", err
+			}
+			text := fmt.Sprint(args...)
+			n := len(text)
+			for i := 0; i < len(text); i++ {
+				n += grow(text[i])
+			}
+			if err := check(n); err != nil {
 				return "", err
 			}
 			return f(args...), nil
@@ -50,19 +70,26 @@ func textFuncs(live *context.Context) template.FuncMap {
 			return strings.Join(s, sep), nil
 		},
 		"json": func(v any) (string, error) {
-			if err := check(2 * printedSize(v)); err != nil {
+			if err := check(0); err != nil {
 				return "", err
+			}
+			if !jsonsize.Within(v, MaxRender) {
+				return "", errTooLarge
 			}
 			b, err := json.Marshal(v)
 			return string(b), err
 		},
-		"print":    escape(fmt.Sprint, 1),
-		"println":  escape(fmt.Sprintln, 1),
-		"html":     escape(template.HTMLEscaper, 6),
-		"js":       escape(template.JSEscaper, 6),
-		"urlquery": escape(template.URLQueryEscaper, 3),
+		"print":    escape(fmt.Sprint, func(byte) int { return 0 }),
+		"println":  escape(fmt.Sprintln, func(byte) int { return 1 }),
+		"html":     escape(template.HTMLEscaper, escapedBy("<>&'\"\x00", 5)),
+		"js":       escape(template.JSEscaper, escapedBy("\\'\"<>&=", 5)),
+		"urlquery": escape(template.URLQueryEscaper, func(c byte) int { return 2 * btoi(!unreserved(c)) }),
 		"printf": func(format string, args ...any) (string, error) {
-			if err := check(printfSize(format, args)); err != nil {
+			size, err := printfSize(format, args)
+			if err == nil {
+				err = check(size)
+			}
+			if err != nil {
 				return "", err
 			}
 			return fmt.Sprintf(format, args...), nil
@@ -93,16 +120,16 @@ func printedSize(args ...any) int {
 	return n
 }
 
-// printfSize bounds what fmt.Sprintf(format, args) builds: the format,
-// and for each verb its width and precision (at most fmt's 10^6 each)
-// and, any argument being printable by any verb, the largest, six times
-// over for the verbs that quote or hex-encode.
-func printfSize(format string, args []any) int {
-	largest := 0
-	for _, a := range args {
-		largest = max(largest, printedSize(a))
-	}
-	n := len(format)
+// printfSize bounds what fmt.Sprintf(format, args) builds: the format;
+// for each verb, its argument (the next one, or the one an [n] names),
+// six times over for the verbs that quote or hex-encode, and its width,
+// precision and a bad verb's note for each value in it (fmt applies them
+// to each item of a list or map); each argument no verb takes (fmt
+// prints it as EXTRA). A width or precision from an argument (*) is
+// refused: it is a number the template computes.
+func printfSize(format string, args []any) (int, error) {
+	n, next := len(format), 0
+	used := make([]bool, len(args))
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			continue
@@ -111,27 +138,90 @@ func printfSize(format string, args []any) int {
 		for j < len(format) && strings.IndexByte("+-# 0", format[j]) >= 0 {
 			j++
 		}
+		pad := 0
 		for part := 0; part < 2; part++ {
-			num, k := 0, j
-			for k < len(format) && format[k] >= '0' && format[k] <= '9' {
-				num = min(num*10+int(format[k]-'0'), 1e6)
-				k++
+			j, next = argIndex(format, j, next)
+			if j < len(format) && format[j] == '*' {
+				return 0, errors.New("printf: a width or precision from an argument (*) is not supported")
 			}
-			if k < len(format) && format[k] == '*' {
-				num, k = 1e6, k+1
+			for ; j < len(format) && format[j] >= '0' && format[j] <= '9'; j++ {
+				pad = min(pad*10+int(format[j]-'0'), 2e6)
 			}
-			n, j = n+num, k
-			if part == 0 && (j >= len(format) || format[j] != '.') {
+			if part == 1 || j >= len(format) || format[j] != '.' {
 				break
 			}
 			j++
 		}
+		j, next = argIndex(format, j, next)
+		if i = j; j >= len(format) || format[j] == '%' {
+			continue
+		}
+		var a any
+		if next >= 0 && next < len(args) {
+			a, used[next] = args[next], true
+		}
+		next++
 		grow := 1
-		if j < len(format) && strings.IndexByte("qxXU", format[j]) >= 0 {
+		if strings.IndexByte("qxXU", format[j]) >= 0 {
 			grow = 6
 		}
-		n += grow * largest
-		i = j
+		n += leaves(a)*(pad+24) + grow*printedSize(a)
 	}
-	return n
+	for k, a := range args {
+		if !used[k] {
+			n += leaves(a)*24 + printedSize(a) + 16
+		}
+	}
+	return n, nil
+}
+
+// argIndex reads an [n] at format[j:], if there is one: where the verb
+// goes on, and the argument it takes next.
+func argIndex(format string, j, next int) (int, int) {
+	if j >= len(format) || format[j] != '[' {
+		return j, next
+	}
+	k := strings.IndexByte(format[j:], ']')
+	if k < 0 {
+		return j, next
+	}
+	if x, err := strconv.Atoi(format[j+1 : j+k]); err == nil {
+		next = x - 1
+	}
+	return j + k + 1, next
+}
+
+// leaves counts the values fmt prints one by one in v: each item of its
+// lists and maps, at least one.
+func leaves(v any) int {
+	n := 0
+	switch t := v.(type) {
+	case []any:
+		for _, x := range t {
+			n += leaves(x)
+		}
+	case map[string]any:
+		for _, x := range t {
+			n += leaves(x)
+		}
+	}
+	return max(n, 1)
+}
+
+// escapedBy is what escaping adds for a byte: up to add for the bytes in
+// set, control bytes and those past ASCII (a rune may be escaped whole).
+func escapedBy(set string, add int) func(byte) int {
+	return func(c byte) int { return add * btoi(c < 0x20 || c >= 0x80 || strings.IndexByte(set, c) >= 0) }
+}
+
+// unreserved: what a URL query keeps as it is.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~", c) >= 0
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -56,3 +56,66 @@ func tickAction(pos parse.Pos) *parse.ActionNode {
 	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{parse.NewIdentifier(tickFunc).SetPos(pos)}}
 	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Cmds: []*parse.CommandNode{cmd}}}
 }
+
+// recursive names a template of tmpl that calls itself, directly or
+// through others ("" when none does). Each call nests the Go stack: a
+// template of a few lines recursing under nested withs overflowed it,
+// which no recover catches and which kills the worker (found attacking
+// issue 57); without recursion, how deep a template nests is bounded by
+// its text.
+func recursive(tmpl *template.Template) string {
+	calls := map[string][]string{}
+	for _, t := range tmpl.Templates() {
+		if t.Tree != nil {
+			eachCall(t.Tree.Root, func(name string) { calls[t.Name()] = append(calls[t.Name()], name) })
+		}
+	}
+	state := map[string]int{} // 1: on the path, 2: done
+	var visit func(string) string
+	visit = func(name string) string {
+		switch state[name] {
+		case 1:
+			return name
+		case 2:
+			return ""
+		}
+		state[name] = 1
+		for _, c := range calls[name] {
+			if r := visit(c); r != "" {
+				return r
+			}
+		}
+		state[name] = 2
+		return ""
+	}
+	for name := range calls {
+		if r := visit(name); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// eachCall calls f with the name of each template n calls.
+func eachCall(n parse.Node, f func(string)) {
+	switch t := n.(type) {
+	case *parse.ListNode:
+		if t == nil {
+			return
+		}
+		for _, c := range t.Nodes {
+			eachCall(c, f)
+		}
+	case *parse.IfNode:
+		eachCall(t.List, f)
+		eachCall(t.ElseList, f)
+	case *parse.WithNode:
+		eachCall(t.List, f)
+		eachCall(t.ElseList, f)
+	case *parse.RangeNode:
+		eachCall(t.List, f)
+		eachCall(t.ElseList, f)
+	case *parse.TemplateNode:
+		f(t.Name)
+	}
+}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestTemplatesStopWithTheirBudget(t *testing.T) {
 	render, _ := Lookup("text.render")
 	for name, tpl := range map[string]string{
 		"nested ranges": "{{range $.a}}{{range $.a}}{{range $.a}}{{end}}{{end}}{{end}}done",
-		"recursion":     `{{define "r"}}{{if .}}{{template "r" (slice . 1)}}{{template "r" (slice . 1)}}{{end}}{{end}}{{template "r" $.a}}`,
+		"calls":         exponentialCalls(40),
 	} {
 		base := runtime.NumGoroutine()
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -35,6 +36,14 @@ func TestTemplatesStopWithTheirBudget(t *testing.T) {
 		}
 		if n := runtime.NumGoroutine(); n > base {
 			t.Fatalf("%s: %d goroutines left running after the template gave up (%d before)", name, n-base, base)
+		}
+	}
+	// A template that calls itself is refused before it runs: under nested
+	// withs it overflowed the stack, which kills the worker.
+	rec := `{{define "r"}}` + strings.Repeat(`{{with .}}`, 10) + `{{template "r" .}}` + strings.Repeat(`{{end}}`, 10) + `{{end}}{{template "r" 1}}`
+	for _, tpl := range []string{rec, `{{define "a"}}{{template "b"}}{{end}}{{define "b"}}{{template "a"}}{{end}}{{template "a"}}`} {
+		if _, err := call(t, "text.render", "", map[string]any{"template": tpl}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "recursion is not supported") {
+			t.Fatalf("%s: %v, want INVALID_INPUT (recursion)", tpl, err)
 		}
 	}
 	// A template's loops and calls print nothing of their ticks.
@@ -68,19 +77,29 @@ func TestTemplateFunctionsAreBounded(t *testing.T) {
 		xs[i] = 0
 	}
 	for name, tc := range map[string]struct{ tpl, want string }{
-		"doubling":      {`{{$a := printf "%1000000d" 0}}` + strings.Repeat(`{{$a = print $a $a}}`, 6) + `{{len $a}}`, ""},
-		"a long join":   {`{{len (join (printf "%1000d" 0) .xs)}}`, ""},
-		"widths":        {strings.Repeat(`%1000000d`, 5), ""},
-		"printf":        {`{{printf "%05d|%-3s|%q|%.2f" 42 "a" "b" 1.5}}`, `00042|a  |"b"|1.50`},
-		"print":         {`{{print "a" 1 "b"}}|{{println "x" 2}}`, "a1b|x 2\n"},
-		"escapers":      {`{{html "<a>"}}|{{js "'"}}|{{urlquery "a b"}}`, `&lt;a&gt;|\'|a+b`},
-		"join and json": {`{{join "," (slice .xs 0 3)}}|{{json (slice .xs 0 2)}}|{{upper "a"}}`, "0,0,0|[0,0]|A"},
+		"doubling":                 {`{{$a := printf "%1000000d" 0}}` + strings.Repeat(`{{$a = print $a $a}}`, 6) + `{{len $a}}`, ""},
+		"a long join":              {`{{len (join (printf "%1000d" 0) .xs)}}`, ""},
+		"widths":                   {strings.Repeat(`%1000000d`, 5), ""},
+		"a width for each item":    {`{{printf "%1000000d" (slice .xs 0 10) | len}}`, ""},
+		"extra arguments":          {`{{$a := printf "%1000000d" 0}}{{printf "" $a $a $a $a $a | len}}`, ""},
+		"a width from an argument": {`{{printf "%[1]*[2]d" 1000000 0 | len}}`, "*"},
+		"a large text once":        {`{{printf "%s %d" .s 1 | len}}|{{html .s | len}}|{{json (slice .xs 0 5000) | len}}`, "1048578|1048576|10001"},
+		"printf":                   {`{{printf "%05d|%-3s|%q|%.2f" 42 "a" "b" 1.5}}`, `00042|a  |"b"|1.50`},
+		"print":                    {`{{print "a" 1 "b"}}|{{println "x" 2}}`, "a1b|x 2\n"},
+		"escapers":                 {`{{html "<a>"}}|{{js "'"}}|{{urlquery "a b"}}`, `&lt;a&gt;|\'|a+b`},
+		"join and json":            {`{{join "," (slice .xs 0 3)}}|{{json (slice .xs 0 2)}}|{{upper "a"}}`, "0,0,0|[0,0]|A"},
 	} {
 		tpl := tc.tpl
 		if name == "widths" {
 			tpl = `{{printf "` + tc.tpl + `" 1 2 3 4 5 | len}}`
 		}
-		out, err := call(t, "text.render", "", map[string]any{"template": tpl, "values": map[string]any{"xs": xs}})
+		out, err := call(t, "text.render", "", map[string]any{"template": tpl, "values": map[string]any{"xs": xs, "s": strings.Repeat("a", 1<<20)}})
+		if tc.want == "*" {
+			if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "(*) is not supported") {
+				t.Errorf("%s: %v %v, want INVALID_INPUT (* is not supported)", name, out, err)
+			}
+			continue
+		}
 		if tc.want == "" {
 			if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "larger than 4.0 MiB") {
 				t.Errorf("%s: %v %v, want INVALID_INPUT (larger than 4.0 MiB)", name, out, err)
@@ -91,4 +110,15 @@ func TestTemplateFunctionsAreBounded(t *testing.T) {
 			t.Errorf("%s: %q %v, want %q", name, out["text"], err, tc.want)
 		}
 	}
+}
+
+// exponentialCalls is a template of n levels, each calling the next twice:
+// 2^n calls, and no recursion.
+func exponentialCalls(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{{define "t%d"}}{{template "t%d"}}{{template "t%d"}}{{end}}`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `{{define "t%d"}}{{end}}{{template "t0"}}done`, n)
+	return b.String()
 }

@@ -152,33 +152,3 @@ func (e *Executor) evaluatesAhead() bool { return !e.Given }
 // filled in (a value many references share is counted each time, as its
 // digest and its tool read it): past it, the step is a local activity's.
 const maxInlineInputs = 4 * wfapi.MaxInputBytes
-
-// smallerThan reports whether v, encoded as JSON, is under about limit
-// bytes, without encoding it (its strings, keys and a few bytes for each
-// other value).
-func smallerThan(v any, limit int) bool {
-	left := limit
-	var walk func(any) bool
-	walk = func(v any) bool {
-		switch t := v.(type) {
-		case string:
-			left -= len(t) + 2
-		case map[string]any:
-			for k, x := range t {
-				if left -= len(k) + 4; left < 0 || !walk(x) {
-					return false
-				}
-			}
-		case []any:
-			for _, x := range t {
-				if left--; left < 0 || !walk(x) {
-					return false
-				}
-			}
-		default:
-			left -= 8
-		}
-		return left >= 0
-	}
-	return walk(v)
-}

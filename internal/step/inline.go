@@ -10,6 +10,7 @@ import (
 
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/jsonsize"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
@@ -84,7 +85,7 @@ func (e *Executor) inline(call wfapi.RunToolInput, wc wfapi.InlineContext, comma
 		return wfapi.RunToolResult{}, false
 	}
 	inputs, ok := inlineInputs(in)
-	if !ok || !smallerThan(inputs, maxInlineInputs) {
+	if !ok || !jsonsize.Within(inputs, maxInlineInputs) {
 		return wfapi.RunToolResult{}, false
 	}
 	var env envelope.Envelope

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/jsonsize"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -47,7 +48,7 @@ func (r *stepRun) evalInputs(e *Executor) (any, error) {
 	if err != nil {
 		return nil, caperr.New(caperr.InvalidInput, "cannot evaluate the step's inputs: %s", err.Error())
 	}
-	if !smallerThan(inputs, plan.MaxInterpolated) {
+	if !jsonsize.Within(inputs, plan.MaxInterpolated) {
 		// One large value many references share is encoded each time.
 		return nil, caperr.New(caperr.InvalidInput, "the step's inputs pass %d MB once their references are filled in", plan.MaxInterpolated>>20)
 	}
