@@ -116,6 +116,9 @@ const (
 
 func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	live := ctx // the budget's, once the template runs (textFuncs)
+	if err := checkSource(str(in, "template")); err != nil {
+		return nil, err
+	}
 	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(&live)).Parse(str(in, "template"))
 	if err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "template")
@@ -125,6 +128,9 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	}
 	if name := recursive(tmpl); name != "" {
 		return nil, caperr.New(caperr.InvalidInput, "template: %q calls itself, directly or through others: recursion is not supported", name)
+	}
+	if manyArgs(tmpl) {
+		return nil, caperr.New(caperr.InvalidInput, "template: a call with more than %d arguments", maxArgs)
 	}
 	ticks(tmpl)
 	values, _ := in["values"].(map[string]any)

@@ -99,18 +99,27 @@ func textFuncs(live *context.Context) template.FuncMap {
 
 // printedSize is about the most bytes fmt prints args in (a value of
 // JSON's types: strings whole, a few bytes for other scalars, lists and
-// maps with their separators).
+// maps with their separators). It stops counting past MaxRender: a
+// template repeating one large argument must not make counting its cost.
 func printedSize(args ...any) int {
 	n := 0
 	for _, a := range args {
+		if n > MaxRender {
+			break
+		}
 		switch t := a.(type) {
 		case string:
+			n += len(t) + 1
+		case json.Number:
 			n += len(t) + 1
 		case []any:
 			n += printedSize(t...) + 2
 		case map[string]any:
 			n += 5
 			for k, v := range t {
+				if n > MaxRender {
+					break
+				}
 				n += len(k) + printedSize(v) + 1
 			}
 		default:
@@ -130,6 +139,11 @@ func printedSize(args ...any) int {
 func printfSize(format string, args []any) (int, error) {
 	n, next := len(format), 0
 	used := make([]bool, len(args))
+	// Each argument is measured once, however many verbs print it.
+	sizes, items := make([]int, len(args)), make([]int, len(args))
+	for k, a := range args {
+		sizes[k], items[k] = printedSize(a), leaves(a)
+	}
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			continue
@@ -156,20 +170,25 @@ func printfSize(format string, args []any) (int, error) {
 		if i = j; j >= len(format) || format[j] == '%' {
 			continue
 		}
-		var a any
+		size, count := 24, 1 // a missing argument's note
 		if next >= 0 && next < len(args) {
-			a, used[next] = args[next], true
+			size, count, used[next] = sizes[next], items[next], true
 		}
 		next++
-		grow := 1
+		grow, each := 1, pad+24
 		if strings.IndexByte("qxXU", format[j]) >= 0 {
 			grow = 6
 		}
-		n += leaves(a)*(pad+24) + grow*printedSize(a)
+		if strings.IndexByte("fF", format[j]) >= 0 {
+			each += 310 // %f of 1e308 prints 309 digits
+		}
+		if n += count*each + grow*size; n > MaxRender {
+			return n, nil
+		}
 	}
-	for k, a := range args {
+	for k := range args {
 		if !used[k] {
-			n += leaves(a)*24 + printedSize(a) + 16
+			n += items[k]*24 + sizes[k] + 16
 		}
 	}
 	return n, nil
@@ -192,17 +211,21 @@ func argIndex(format string, j, next int) (int, int) {
 }
 
 // leaves counts the values fmt prints one by one in v: each item of its
-// lists and maps, at least one.
+// lists and maps, at least one; past MaxRender it stops counting.
 func leaves(v any) int {
 	n := 0
 	switch t := v.(type) {
 	case []any:
 		for _, x := range t {
-			n += leaves(x)
+			if n += leaves(x); n > MaxRender {
+				break
+			}
 		}
 	case map[string]any:
 		for _, x := range t {
-			n += leaves(x)
+			if n += leaves(x); n > MaxRender {
+				break
+			}
 		}
 	}
 	return max(n, 1)

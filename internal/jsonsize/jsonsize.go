@@ -4,6 +4,7 @@
 package jsonsize
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -21,6 +22,8 @@ func walk(v any, left *int) bool {
 	switch t := v.(type) {
 	case string:
 		*left -= String(t)
+	case json.Number:
+		*left -= len(t)
 	case map[string]any:
 		*left -= 2
 		for k, x := range t {

@@ -122,3 +122,46 @@ func exponentialCalls(n int) string {
 	fmt.Fprintf(&b, `{{define "t%d"}}{{end}}{{template "t0"}}done`, n)
 	return b.String()
 }
+
+// What a template may ask of the parser and of a call is bounded before it
+// runs (found attacking issue 57): its text (parsing takes about 60 bytes
+// of heap a byte), how deep its actions nest (a stack overflow kills the
+// process: 600,000 {{if.}} did), and a call's arguments (eq compares its
+// first with each).
+func TestTemplateSourceIsBounded(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ tpl, refused string }{
+		"deep ifs":       {strings.Repeat("{{if.}}", 1001) + strings.Repeat("{{end}}", 1001), "nest more than 1000"},
+		"unclosed ifs":   {strings.Repeat("{{if 1}}", 600000), "more than 1.0 MiB"},
+		"else if chains": {"{{if 0}}" + strings.Repeat("{{else if 0}}", 1000) + "{{end}}", "nest more than 1000"},
+		"many args":      {"{{eq 1" + strings.Repeat(" 1", 300) + "}}", "more than 256 arguments"},
+		"nested, closed": {strings.Repeat("{{with 1}}{{if .}}", 400) + "x" + strings.Repeat("{{end}}{{end}}", 400), ""},
+		"chains in turn": {strings.Repeat("{{if 0}}"+strings.Repeat("{{else if 0}}", 10)+"{{else}}y{{end}}", 300), ""},
+	} {
+		out, err := call(t, "text.render", "", map[string]any{"template": tc.tpl})
+		if tc.refused == "" {
+			if err != nil || (out["text"] != "x" && out["text"] != strings.Repeat("y", 300)) {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), tc.refused) {
+			t.Errorf("%s: %v, want INVALID_INPUT (%s)", name, err, tc.refused)
+		}
+	}
+}
+
+// A format that prints one large argument many times is refused at once:
+// counting each verb's cost walked the argument again for each, hours of a
+// core after the step gave up (found attacking issue 57).
+func TestPrintfMeasuresEachArgumentOnce(t *testing.T) {
+	t.Parallel()
+	b := make([]any, 1<<20)
+	for i := range b {
+		b[i] = 1.0
+	}
+	tpl := `{{$f := "%[1]v"}}{{range 19}}{{$f = print $f $f}}{{end}}{{printf $f .b | len}}`
+	if _, err := call(t, "text.render", "", map[string]any{"template": tpl, "values": map[string]any{"b": b}}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "larger than 4.0 MiB") {
+		t.Fatalf("%v, want INVALID_INPUT (larger than 4.0 MiB)", err)
+	}
+}
