@@ -30,16 +30,26 @@ func ticks(tmpl *template.Template) {
 	}
 }
 
-// tickBodies puts a tick first in each range body under n.
+// tickBodies puts a tick first in each range body under n, and before
+// each action and template call.
 func tickBodies(n parse.Node) {
 	switch t := n.(type) {
 	case *parse.ListNode:
 		if t == nil {
 			return
 		}
+		// A tick before each action and call too: one action's work (eq
+		// over long strings) is the most that runs on past the budget.
+		nodes := make([]parse.Node, 0, 2*len(t.Nodes))
 		for _, c := range t.Nodes {
 			tickBodies(c)
+			switch c.(type) {
+			case *parse.ActionNode, *parse.TemplateNode:
+				nodes = append(nodes, tickAction(c.Position()))
+			}
+			nodes = append(nodes, c)
 		}
+		t.Nodes = nodes
 	case *parse.IfNode:
 		tickBodies(t.List)
 		tickBodies(t.ElseList)
@@ -154,15 +164,26 @@ func walkBranch(b *parse.BranchNode, f func(parse.Node)) {
 // after their step gave up (found attacking issue 57).
 const maxArgs = 256
 
-// manyArgs reports a call in tmpl with more than maxArgs arguments.
+// maxCompared bounds a comparison's values: each may be a 4 MB string
+// compared in full, and a comparison is never interrupted.
+const maxCompared = 8
+
+// manyArgs reports a call in tmpl with more than maxArgs arguments, or a
+// comparison of more than maxCompared values.
 func manyArgs(tmpl *template.Template) bool {
 	many := false
 	for _, t := range tmpl.Templates() {
 		if t.Tree != nil {
 			walk(t.Tree.Root, func(n parse.Node) {
-				if c, ok := n.(*parse.CommandNode); ok && len(c.Args) > maxArgs+1 {
-					many = true
+				c, ok := n.(*parse.CommandNode)
+				if !ok || len(c.Args) == 0 {
+					return
 				}
+				limit := maxArgs
+				if id, ok := c.Args[0].(*parse.IdentifierNode); ok && strings.Contains(" eq ne lt le gt ge ", " "+id.Ident+" ") {
+					limit = maxCompared
+				}
+				many = many || len(c.Args) > limit+1
 			})
 		}
 	}
@@ -189,7 +210,7 @@ func checkSource(src string) error {
 	}
 	var open []int // per open block, the levels its end closes
 	depth := 0
-	for i := strings.Index(src, "{{"); i >= 0; i = next(src, i+2) {
+	for i := strings.Index(src, "{{"); i >= 0; i = next(src, actionEnd(src, i+2)) {
 		word, rest := actionWord(src[i+2:])
 		switch {
 		case word == "if" || word == "with" || word == "range" || word == "block" || word == "define":
@@ -209,8 +230,38 @@ func checkSource(src string) error {
 	return nil
 }
 
+// actionEnd is where the action from src[i:] (past its "{{") ends: past
+// its "}}", skipping its comment and quoted text, where a "{{end" or a
+// "}}" is no action's.
+func actionEnd(src string, i int) int {
+	if j := strings.Index(src[i:], "/*"); j >= 0 && strings.TrimLeft(src[i:i+j], "- \t\r\n") == "" {
+		if k := strings.Index(src[i+j:], "*/"); k >= 0 {
+			i += j + k + 2
+		}
+	}
+	for i < len(src) {
+		switch c := src[i]; c {
+		case '"', '\'', '`':
+			for i++; i < len(src) && src[i] != c; i++ {
+				if src[i] == '\\' && c != '`' {
+					i++
+				}
+			}
+		case '}':
+			if strings.HasPrefix(src[i:], "}}") {
+				return i + 2
+			}
+		}
+		i++
+	}
+	return len(src)
+}
+
 // next is the index of the next "{{" at or after i (-1: none).
 func next(src string, i int) int {
+	if i >= len(src) {
+		return -1
+	}
 	k := strings.Index(src[i:], "{{")
 	if k < 0 {
 		return -1

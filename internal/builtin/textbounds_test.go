@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ func TestTemplatesStopWithTheirBudget(t *testing.T) {
 	for name, tpl := range map[string]string{
 		"nested ranges": "{{range $.a}}{{range $.a}}{{range $.a}}{{end}}{{end}}{{end}}done",
 		"calls":         exponentialCalls(40),
+		"long actions": `{{$s := printf "%4000000s" "x"}}{{$a := slice $s 1 4000000}}{{$b := slice $s 0 3999999}}{{$_ := 0}}` +
+			strings.Repeat(`{{$_ = eq $a $b $b $b $b $b $b $b}}`, 1000),
 	} {
 		base := runtime.NumGoroutine()
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -131,12 +134,15 @@ func exponentialCalls(n int) string {
 func TestTemplateSourceIsBounded(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct{ tpl, refused string }{
-		"deep ifs":       {strings.Repeat("{{if.}}", 1001) + strings.Repeat("{{end}}", 1001), "nest more than 1000"},
-		"unclosed ifs":   {strings.Repeat("{{if 1}}", 600000), "more than 1.0 MiB"},
-		"else if chains": {"{{if 0}}" + strings.Repeat("{{else if 0}}", 1000) + "{{end}}", "nest more than 1000"},
-		"many args":      {"{{eq 1" + strings.Repeat(" 1", 300) + "}}", "more than 256 arguments"},
-		"nested, closed": {strings.Repeat("{{with 1}}{{if .}}", 400) + "x" + strings.Repeat("{{end}}{{end}}", 400), ""},
-		"chains in turn": {strings.Repeat("{{if 0}}"+strings.Repeat("{{else if 0}}", 10)+"{{else}}y{{end}}", 300), ""},
+		"deep ifs":         {strings.Repeat("{{if.}}", 1001) + strings.Repeat("{{end}}", 1001), "nest more than 1000"},
+		"unclosed ifs":     {strings.Repeat("{{if 1}}", 600000), "more than 1.0 MiB"},
+		"else if chains":   {"{{if 0}}" + strings.Repeat("{{else if 0}}", 1000) + "{{end}}", "nest more than 1000"},
+		"many args":        {"{{print 1" + strings.Repeat(" 1", 300) + "}}", "too many arguments"},
+		"long comparisons": {"{{eq 1" + strings.Repeat(" 1", 9) + "}}", "too many arguments"},
+		"ends in comments": {strings.Repeat(strings.Repeat("{{if 0}}", 100)+"{{/* "+strings.Repeat("{{end}}", 100)+" */}}", 11) + strings.Repeat("{{end}}", 1100), "nest more than 1000"},
+		"ends in strings":  {strings.Repeat(`{{if 0}}{{"{{end}}"}}`, 1001) + strings.Repeat("{{end}}", 1001), "nest more than 1000"},
+		"nested, closed":   {strings.Repeat("{{with 1}}{{if .}}", 400) + "x" + strings.Repeat("{{end}}{{end}}", 400), ""},
+		"chains in turn":   {strings.Repeat("{{if 0}}"+strings.Repeat("{{else if 0}}", 10)+"{{else}}y{{end}}", 300), ""},
 	} {
 		out, err := call(t, "text.render", "", map[string]any{"template": tc.tpl})
 		if tc.refused == "" {
@@ -155,7 +161,8 @@ func TestTemplateSourceIsBounded(t *testing.T) {
 // counting each verb's cost walked the argument again for each, hours of a
 // core after the step gave up (found attacking issue 57).
 func TestPrintfMeasuresEachArgumentOnce(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its large values would count against the heap
+	// budget of the package's parallel tests.
 	b := make([]any, 1<<20)
 	for i := range b {
 		b[i] = 1.0
@@ -163,5 +170,27 @@ func TestPrintfMeasuresEachArgumentOnce(t *testing.T) {
 	tpl := `{{$f := "%[1]v"}}{{range 19}}{{$f = print $f $f}}{{end}}{{printf $f .b | len}}`
 	if _, err := call(t, "text.render", "", map[string]any{"template": tpl, "values": map[string]any{"b": b}}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "larger than 4.0 MiB") {
 		t.Fatalf("%v, want INVALID_INPUT (larger than 4.0 MiB)", err)
+	}
+}
+
+// printf's Go syntax (%#v) counts what it prints, and a map in values is
+// bounded (ranging over one sorts its keys first, which nothing stops;
+// found attacking issue 57).
+func TestTemplateValuesAndGoSyntaxAreBounded(t *testing.T) {
+	// Not parallel: its large values would count against the heap
+	// budget of the package's parallel tests.
+	lists := make([]any, 300000)
+	for i := range lists {
+		lists[i] = []any{}
+	}
+	if _, err := call(t, "text.render", "", map[string]any{"template": `{{printf "%#v" .l | len}}`, "values": map[string]any{"l": lists}}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "larger than 4.0 MiB") {
+		t.Errorf("%%#v: %v, want INVALID_INPUT (larger than 4.0 MiB)", err)
+	}
+	keys := map[string]any{}
+	for i := 0; i <= maxKeys; i++ {
+		keys[strconv.Itoa(i)] = 0.0
+	}
+	if _, err := call(t, "text.render", "", map[string]any{"template": `{{range .m}}{{break}}{{end}}`, "values": map[string]any{"m": keys}}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "more than 100000") {
+		t.Errorf("a large map: %v, want INVALID_INPUT (more than 100000)", err)
 	}
 }

@@ -139,10 +139,17 @@ func printedSize(args ...any) int {
 func printfSize(format string, args []any) (int, error) {
 	n, next := len(format), 0
 	used := make([]bool, len(args))
-	// Each argument is measured once, however many verbs print it.
+	// Each argument is measured once, however many verbs print it, and
+	// all of them at most once past MaxRender: fmt prints each (an unused
+	// one as EXTRA), so arguments past it are refused uncounted.
 	sizes, items := make([]int, len(args)), make([]int, len(args))
+	total := 0
 	for k, a := range args {
-		sizes[k], items[k] = printedSize(a), leaves(a)
+		if sizes[k] = printedSize(a); total+sizes[k] > MaxRender {
+			return total + sizes[k], nil
+		}
+		total += sizes[k]
+		items[k] = leaves(a)
 	}
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
@@ -152,6 +159,7 @@ func printfSize(format string, args []any) (int, error) {
 		for j < len(format) && strings.IndexByte("+-# 0", format[j]) >= 0 {
 			j++
 		}
+		sharp := strings.Contains(format[i:j], "#")
 		pad := 0
 		for part := 0; part < 2; part++ {
 			j, next = argIndex(format, j, next)
@@ -181,6 +189,9 @@ func printfSize(format string, args []any) (int, error) {
 		}
 		if strings.IndexByte("fF", format[j]) >= 0 {
 			each += 310 // %f of 1e308 prints 309 digits
+		}
+		if sharp && format[j] == 'v' {
+			grow, each = 8, each+16 // Go syntax: []interface {}{...}, quoted strings
 		}
 		if n += count*each + grow*size; n > MaxRender {
 			return n, nil
