@@ -87,55 +87,6 @@ func queryErr(ctx context.Context, query string, err error) error {
 }
 
 // mapScalars rebuilds a JSON-like value with f applied to every scalar.
-// maxKeys bounds each map in values: ranging over a map sorts its keys
-// first, which nothing interrupts (a million keys took 1.5 s a range).
-const maxKeys = 100000
-
-// fewKeys refuses values holding a map of more than maxKeys keys.
-func fewKeys(v any) error {
-	switch t := v.(type) {
-	case map[string]any:
-		if len(t) > maxKeys {
-			return caperr.New(caperr.InvalidInput, "values: a map of %d keys, more than %d", len(t), maxKeys)
-		}
-		for _, x := range t {
-			if err := fewKeys(x); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, x := range t {
-			if err := fewKeys(x); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// hasLargeInts reports whether v holds an integer unrangeable would turn
-// to digits (values from JSON hold none: copying them all was seconds and
-// hundreds of MB for a large value, before the budget watched).
-func hasLargeInts(v any) bool {
-	switch t := v.(type) {
-	case map[string]any:
-		for _, x := range t {
-			if hasLargeInts(x) {
-				return true
-			}
-		}
-	case []any:
-		for _, x := range t {
-			if hasLargeInts(x) {
-				return true
-			}
-		}
-	case int64, int, uint64:
-		return unrangeable(v) != v
-	}
-	return false
-}
-
 func mapScalars(v any, f func(any) any) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -172,14 +123,8 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "template")
 	}
-	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
+	if err := checkTemplate(tmpl); err != nil {
 		return nil, err
-	}
-	if name := recursive(tmpl); name != "" {
-		return nil, caperr.New(caperr.InvalidInput, "template: %q calls itself, directly or through others: recursion is not supported", name)
-	}
-	if manyArgs(tmpl) {
-		return nil, caperr.New(caperr.InvalidInput, "template: a call with too many arguments (at most %d; %d values for a comparison)", maxArgs, maxCompared)
 	}
 	ticks(tmpl)
 	values, _ := in["values"].(map[string]any)

@@ -278,3 +278,67 @@ func actionWord(s string) (string, string) {
 	}
 	return s[:w], strings.TrimLeft(s[w:], " \t\r\n")
 }
+
+// checkTemplate refuses what a parsed template may not ask before it
+// runs: ranges past their bounds, recursion, a call of too many arguments.
+func checkTemplate(tmpl *template.Template) error {
+	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
+		return err
+	}
+	if name := recursive(tmpl); name != "" {
+		return caperr.New(caperr.InvalidInput, "template: %q calls itself, directly or through others: recursion is not supported", name)
+	}
+	if manyArgs(tmpl) {
+		return caperr.New(caperr.InvalidInput, "template: a call with too many arguments (at most %d; %d values for a comparison)", maxArgs, maxCompared)
+	}
+	return nil
+}
+
+// maxKeys bounds each map in values: ranging over a map sorts its keys
+// first, which nothing interrupts (a million keys took 1.5 s a range).
+const maxKeys = 100000
+
+// fewKeys refuses values holding a map of more than maxKeys keys.
+func fewKeys(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		if len(t) > maxKeys {
+			return caperr.New(caperr.InvalidInput, "values: a map of %d keys, more than %d", len(t), maxKeys)
+		}
+		for _, x := range t {
+			if err := fewKeys(x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if err := fewKeys(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hasLargeInts reports whether v holds an integer unrangeable would turn
+// to digits (values from JSON hold none: copying them all was seconds and
+// hundreds of MB for a large value, before the budget watched).
+func hasLargeInts(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, x := range t {
+			if hasLargeInts(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if hasLargeInts(x) {
+				return true
+			}
+		}
+	case int64, int, uint64:
+		return unrangeable(v) != v
+	}
+	return false
+}
