@@ -131,10 +131,11 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if values == nil {
 		values = map[string]any{}
 	}
-	if err := fewKeys(values); err != nil {
+	large, err := scanValues(values)
+	if err != nil {
 		return nil, err
 	}
-	if hasLargeInts(values) {
+	if large {
 		values, _ = unrangeable(values).(map[string]any)
 	}
 	bctx, stop := budget(ctx)

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"reflect"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -71,19 +70,13 @@ func tickAction(pos parse.Pos) *parse.ActionNode {
 	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Cmds: []*parse.CommandNode{cmd}}}
 }
 
-// recursive names a template of tmpl that calls itself, directly or
-// through others ("" when none does). Each call nests the Go stack: a
-// template of a few lines recursing under nested withs overflowed it,
-// which no recover catches and which kills the worker (found attacking
-// issue 57); without recursion, how deep a template nests is bounded by
-// its text.
-func recursive(tmpl *template.Template) string {
-	calls := map[string][]string{}
-	for _, t := range tmpl.Templates() {
-		if t.Tree != nil {
-			eachCall(t.Tree.Root, func(name string) { calls[t.Name()] = append(calls[t.Name()], name) })
-		}
-	}
+// recursive names a template that calls itself, directly or through
+// others, in calls (each template's calls; "" when none does). Each call
+// nests the Go stack: a template of a few lines recursing under nested
+// withs overflowed it, which no recover catches and which kills the
+// worker (found attacking issue 57); without recursion, how deep a
+// template nests is bounded by its text.
+func recursive(calls map[string][]string) string {
 	state := map[string]int{} // 1: on the path, 2: done
 	var visit func(string) string
 	visit = func(name string) string {
@@ -110,18 +103,9 @@ func recursive(tmpl *template.Template) string {
 	return ""
 }
 
-// eachCall calls f with the name of each template n calls.
-func eachCall(n parse.Node, f func(string)) {
-	walk(n, func(n parse.Node) {
-		if t, ok := n.(*parse.TemplateNode); ok {
-			f(t.Name)
-		}
-	})
-}
-
 // walk calls f for n and every node under it.
 func walk(n parse.Node, f func(parse.Node)) {
-	if n == nil || reflect.ValueOf(n).IsNil() {
+	if n == nil {
 		return
 	}
 	f(n)
@@ -137,9 +121,9 @@ func walk(n parse.Node, f func(parse.Node)) {
 	case *parse.RangeNode:
 		walkBranch(&t.BranchNode, f)
 	case *parse.ActionNode:
-		walk(t.Pipe, f)
+		walkPipe(t.Pipe, f)
 	case *parse.TemplateNode:
-		walk(t.Pipe, f)
+		walkPipe(t.Pipe, f)
 	case *parse.PipeNode:
 		for _, c := range t.Cmds {
 			walk(c, f)
@@ -154,9 +138,18 @@ func walk(n parse.Node, f func(parse.Node)) {
 }
 
 func walkBranch(b *parse.BranchNode, f func(parse.Node)) {
-	walk(b.Pipe, f)
+	walkPipe(b.Pipe, f)
 	walk(b.List, f)
-	walk(b.ElseList, f)
+	if b.ElseList != nil {
+		walk(b.ElseList, f)
+	}
+}
+
+// walkPipe walks p where a node may hold none (a typed nil).
+func walkPipe(p *parse.PipeNode, f func(parse.Node)) {
+	if p != nil {
+		walk(p, f)
+	}
 }
 
 // maxArgs bounds a function call's arguments: eq compares its first with
@@ -168,26 +161,16 @@ const maxArgs = 256
 // compared in full, and a comparison is never interrupted.
 const maxCompared = 8
 
-// manyArgs reports a call in tmpl with more than maxArgs arguments, or a
+// tooManyArgs reports whether c has more than maxArgs arguments, or is a
 // comparison of more than maxCompared values.
-func manyArgs(tmpl *template.Template) bool {
-	many := false
-	for _, t := range tmpl.Templates() {
-		if t.Tree != nil {
-			walk(t.Tree.Root, func(n parse.Node) {
-				c, ok := n.(*parse.CommandNode)
-				if !ok || len(c.Args) == 0 {
-					return
-				}
-				limit := maxArgs
-				if id, ok := c.Args[0].(*parse.IdentifierNode); ok && strings.Contains(" eq ne lt le gt ge ", " "+id.Ident+" ") {
-					limit = maxCompared
-				}
-				many = many || len(c.Args) > limit+1
-			})
+func tooManyArgs(c *parse.CommandNode) bool {
+	limit := maxArgs
+	if len(c.Args) > 0 {
+		if id, ok := c.Args[0].(*parse.IdentifierNode); ok && strings.Contains(" eq ne lt le gt ge ", " "+id.Ident+" ") {
+			limit = maxCompared
 		}
 	}
-	return many
+	return len(c.Args) > limit+1
 }
 
 const (
@@ -285,10 +268,24 @@ func checkTemplate(tmpl *template.Template) error {
 	if err := checkRanges(tmpl.Tree.Root, 1); err != nil {
 		return err
 	}
-	if name := recursive(tmpl); name != "" {
+	calls, many := map[string][]string{}, false
+	for _, t := range tmpl.Templates() {
+		if t.Tree == nil || t.Tree.Root == nil {
+			continue
+		}
+		walk(t.Tree.Root, func(n parse.Node) {
+			switch c := n.(type) {
+			case *parse.TemplateNode:
+				calls[t.Name()] = append(calls[t.Name()], c.Name)
+			case *parse.CommandNode:
+				many = many || tooManyArgs(c)
+			}
+		})
+	}
+	if name := recursive(calls); name != "" {
 		return caperr.New(caperr.InvalidInput, "template: %q calls itself, directly or through others: recursion is not supported", name)
 	}
-	if manyArgs(tmpl) {
+	if many {
 		return caperr.New(caperr.InvalidInput, "template: a call with too many arguments (at most %d; %d values for a comparison)", maxArgs, maxCompared)
 	}
 	return nil
@@ -298,47 +295,37 @@ func checkTemplate(tmpl *template.Template) error {
 // first, which nothing interrupts (a million keys took 1.5 s a range).
 const maxKeys = 100000
 
-// fewKeys refuses values holding a map of more than maxKeys keys.
-func fewKeys(v any) error {
+// scanValues refuses values holding a map of more than maxKeys keys, and
+// reports whether they hold an integer unrangeable would turn to digits
+// (values from JSON hold none: copying them all was seconds and hundreds
+// of MB for a large value, before the budget watched), in one walk.
+func scanValues(v any) (large bool, err error) {
 	switch t := v.(type) {
 	case map[string]any:
 		if len(t) > maxKeys {
-			return caperr.New(caperr.InvalidInput, "values: a map of %d keys, more than %d", len(t), maxKeys)
+			return false, caperr.New(caperr.InvalidInput, "values: a map of %d keys, more than %d", len(t), maxKeys)
 		}
 		for _, x := range t {
-			if err := fewKeys(x); err != nil {
-				return err
+			l, err := scanValues(x)
+			if err != nil {
+				return false, err
 			}
+			large = large || l
 		}
 	case []any:
 		for _, x := range t {
-			if err := fewKeys(x); err != nil {
-				return err
+			l, err := scanValues(x)
+			if err != nil {
+				return false, err
 			}
+			large = large || l
 		}
+	case int64:
+		return t > maxRangeLiteral, nil
+	case int:
+		return t > maxRangeLiteral, nil
+	case uint64:
+		return t > maxRangeLiteral, nil
 	}
-	return nil
-}
-
-// hasLargeInts reports whether v holds an integer unrangeable would turn
-// to digits (values from JSON hold none: copying them all was seconds and
-// hundreds of MB for a large value, before the budget watched).
-func hasLargeInts(v any) bool {
-	switch t := v.(type) {
-	case map[string]any:
-		for _, x := range t {
-			if hasLargeInts(x) {
-				return true
-			}
-		}
-	case []any:
-		for _, x := range t {
-			if hasLargeInts(x) {
-				return true
-			}
-		}
-	case int64, int, uint64:
-		return unrangeable(v) != v
-	}
-	return false
+	return large, nil
 }

@@ -97,36 +97,52 @@ func textFuncs(live *context.Context) template.FuncMap {
 	}
 }
 
-// printedSize is about the most bytes fmt prints args in (a value of
-// JSON's types: strings whole, a few bytes for other scalars, lists and
-// maps with their separators). It stops counting past MaxRender: a
-// template repeating one large argument must not make counting its cost.
+// printedSize is about the most bytes fmt prints args in (printed).
 func printedSize(args ...any) int {
 	n := 0
 	for _, a := range args {
 		if n > MaxRender {
 			break
 		}
-		switch t := a.(type) {
-		case string:
-			n += len(t) + 1
-		case json.Number:
-			n += len(t) + 1
-		case []any:
-			n += printedSize(t...) + 2
-		case map[string]any:
-			n += 5
-			for k, v := range t {
-				if n > MaxRender {
-					break
-				}
-				n += len(k) + printedSize(v) + 1
-			}
-		default:
-			n += 24
-		}
+		size, _ := printed(a)
+		n += size
 	}
 	return n
+}
+
+// printed is about the most bytes fmt prints v in (a value of JSON's
+// types: strings whole, a few bytes for other scalars, lists and maps with
+// their separators), and how many values it prints one by one (each item
+// of its lists and maps, at least one). It stops counting past MaxRender:
+// a template repeating one large argument must not make counting its cost.
+func printed(v any) (size, items int) {
+	switch t := v.(type) {
+	case string:
+		return len(t) + 1, 1
+	case json.Number:
+		return len(t) + 1, 1
+	case []any:
+		size = 2
+		for _, x := range t {
+			if size > MaxRender {
+				break
+			}
+			s, n := printed(x)
+			size, items = size+s, items+n
+		}
+	case map[string]any:
+		size = 5
+		for k, x := range t {
+			if size > MaxRender {
+				break
+			}
+			s, n := printed(x)
+			size, items = size+len(k)+s+1, items+n
+		}
+	default:
+		return 24, 1
+	}
+	return size, max(items, 1)
 }
 
 // printfSize bounds what fmt.Sprintf(format, args) builds: the format;
@@ -145,11 +161,10 @@ func printfSize(format string, args []any) (int, error) {
 	sizes, items := make([]int, len(args)), make([]int, len(args))
 	total := 0
 	for k, a := range args {
-		if sizes[k] = printedSize(a); total+sizes[k] > MaxRender {
+		if sizes[k], items[k] = printed(a); total+sizes[k] > MaxRender {
 			return total + sizes[k], nil
 		}
 		total += sizes[k]
-		items[k] = leaves(a)
 	}
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
@@ -219,27 +234,6 @@ func argIndex(format string, j, next int) (int, int) {
 		next = x - 1
 	}
 	return j + k + 1, next
-}
-
-// leaves counts the values fmt prints one by one in v: each item of its
-// lists and maps, at least one; past MaxRender it stops counting.
-func leaves(v any) int {
-	n := 0
-	switch t := v.(type) {
-	case []any:
-		for _, x := range t {
-			if n += leaves(x); n > MaxRender {
-				break
-			}
-		}
-	case map[string]any:
-		for _, x := range t {
-			if n += leaves(x); n > MaxRender {
-				break
-			}
-		}
-	}
-	return max(n, 1)
 }
 
 // escapedBy is what escaping adds for a byte: up to add for the bytes in

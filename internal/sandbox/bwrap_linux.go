@@ -119,11 +119,15 @@ func (s *Support) bwrapArgsAs(req Request, euid int) []string {
 	return append(append(a, "--"), s.commandIn(req)...)
 }
 
+// underInit reports whether req's command runs under capflow's init: a
+// server's, and a step's with the network.
+func underInit(req Request) bool { return req.Server || req.Spec.Network }
+
 // commandIn is what a tree's sandbox runs, either way: a server's and a
 // step's with the network run under capflow's init (init_linux.go), which
 // finds its control socket at ctlFD.
 func (s *Support) commandIn(req Request) []string {
-	if !req.Server && !req.Spec.Network {
+	if !underInit(req) {
 		return req.Argv
 	}
 	a := []string{s.exe, initArg}

@@ -34,7 +34,7 @@ const envKeep = "CAPFLOW_INIT_KEEP_"
 // tool's, but under capflow's init (commandIn) its loader variables kept
 // under envKeep.
 func envIn(req Request) []string {
-	if !req.Server && !req.Spec.Network {
+	if !underInit(req) {
 		return req.Env
 	}
 	out := make([]string, len(req.Env))

@@ -73,7 +73,10 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 // resolved is p by what it points at: bubblewrap cannot bind onto a path
 // that runs through a link (a kits folder linked into the project).
 func resolved(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil && p != "" {
+	if p == "" {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
 	return p
