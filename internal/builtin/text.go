@@ -34,7 +34,15 @@ func init() {
 // inline path): its result is the time it runs at, not its inputs'.
 var readsClock = regexp.MustCompile(`(^|[^.$\w])now\b`)
 
+// maxQuery bounds a query's text: gojq parses a megabyte in up to half a
+// second of CPU that no budget watches, 16 MB in seven (found attacking
+// issue 57); a query is a few lines.
+const maxQuery = 1 << 20
+
 func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
+	if q := str(in, "query"); len(q) > maxQuery {
+		return nil, caperr.New(caperr.InvalidInput, "query: %s, more than %s", humanBytes(int64(len(q))), humanBytes(maxQuery))
+	}
 	if _, err := gojq.Parse(str(in, "query")); err != nil {
 		return nil, caperr.Wrap(caperr.InvalidInput, err, "query %q", str(in, "query"))
 	}

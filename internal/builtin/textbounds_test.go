@@ -70,6 +70,22 @@ func TestQueriesReadingTheClockAreNotPure(t *testing.T) {
 	}
 }
 
+// A query past 1 MiB is refused before it is parsed: gojq took seven
+// seconds of the worker's CPU, outside any budget, to parse 16 MB (found
+// attacking issue 57). The refused query does not parse either: refused
+// after parsing, it would fail as a syntax error. One of 1 MiB runs.
+func TestQueryTextIsBounded(t *testing.T) {
+	t.Parallel()
+	_, err := call(t, "json.query", "", map[string]any{"query": strings.Repeat("1+", 1<<20), "input": nil})
+	if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "2.0 MiB, more than 1.0 MiB") {
+		t.Fatalf("%v, want INVALID_INPUT (2.0 MiB, more than 1.0 MiB)", err)
+	}
+	out, err := call(t, "json.query", "", map[string]any{"query": strings.Repeat(" ", 1<<20-1) + "1", "input": nil})
+	if err != nil || fmt.Sprint(out["result"]) != "1" {
+		t.Fatalf("a query of 1 MiB: %v %v", out, err)
+	}
+}
+
 // text.render's functions refuse a result past MaxRender before building
 // it: a few lines of template built gigabytes in one call and killed the
 // worker (found attacking issue 57); what they print is text/template's.
