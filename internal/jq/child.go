@@ -1,60 +1,18 @@
 package jq
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"runtime/debug"
-	"runtime/metrics"
-	"strconv"
 
 	"github.com/itchyny/gojq"
 )
 
-// serve is a child's life: cap the address space, then answer requests
-// read from in, one at a time, until in closes (its parent is gone).
-func serve(args []string, in io.Reader, out io.Writer) int {
-	memory := int64(DefaultMemory)
-	if len(args) > 0 {
-		if n, err := strconv.ParseInt(args[0], 10, 64); err == nil && n > 0 {
-			memory = n
-		}
-	}
-	// The heap limit makes the collector work before the hard cap is
-	// near; the cap is what holds when one allocation would pass it.
-	debug.SetMemoryLimit(memory)
-	debug.SetMaxStack(64 << 20)
-	if err := capAddressSpace(uint64(2*memory) + 64<<20); err != nil {
-		return 3
-	}
-	r := bufio.NewReader(in)
-	w := bufio.NewWriter(out)
-	for {
-		req, err := readFrame(r, uint64(memory))
-		if err != nil {
-			return 0
-		}
-		b, _ := json.Marshal(evaluate(req))
-		if writeFrame(w, b) != nil || w.Flush() != nil {
-			return 0
-		}
-		// An idle child gives back what a large query took.
-		if heapBytes() > 16<<20 {
-			debug.FreeOSMemory()
-		}
-	}
-}
-
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
+// answer is a child's answer to one request.
+func answer(raw []byte) []byte {
+	b, _ := json.Marshal(evaluate(raw))
+	return b
 }
 
 func evaluate(raw []byte) (res response) {

@@ -93,24 +93,3 @@ func BenchmarkEval(b *testing.B) {
 		}
 	}
 }
-
-// An idle child that died while it waited costs no query: the request
-// goes to a fresh one.
-func TestDeadIdleChildIsReplaced(t *testing.T) {
-	if _, err := Eval(context.Background(), "1", nil, 48<<20); err != nil {
-		t.Fatal(err)
-	}
-	pools.mu.Lock()
-	idle := pools.idle[48<<20]
-	pools.mu.Unlock()
-	if len(idle) == 0 {
-		t.Fatal("no idle child kept")
-	}
-	for _, c := range idle {
-		_ = c.cmd.Process.Kill()
-		_, _ = c.cmd.Process.Wait()
-	}
-	if got, err := Eval(context.Background(), "2", nil, 48<<20); err != nil || len(got) != 1 {
-		t.Fatalf("%v %v", got, err)
-	}
-}

@@ -1,14 +1,12 @@
-package jq
+package childproc
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,49 +20,15 @@ type child struct {
 	stderr *head
 }
 
-// pool keeps idle children per memory budget (a budget is fixed when the
-// child starts). At most GOMAXPROCS idle children are kept per budget;
-// busy ones are not counted: concurrency is the caller's to bound.
-type pool struct {
-	mu   sync.Mutex
-	idle map[int64][]*child
-}
-
-var pools = &pool{idle: map[int64][]*child{}}
-
-// get hands out an idle child (reused) or a new one.
-func (p *pool) get(memory int64) (c *child, reused bool, err error) {
-	p.mu.Lock()
-	if cs := p.idle[memory]; len(cs) > 0 {
-		c := cs[len(cs)-1]
-		p.idle[memory] = cs[:len(cs)-1]
-		p.mu.Unlock()
-		return c, true, nil
-	}
-	p.mu.Unlock()
-	c, err = start(memory)
-	return c, false, err
-}
-
-func (p *pool) put(memory int64, c *child) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.idle[memory]) >= runtime.GOMAXPROCS(0) {
-		c.kill()
-		return
-	}
-	p.idle[memory] = append(p.idle[memory], c)
-}
-
-func start(memory int64) (*child, error) {
+func start(name string, memory int64) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("jq evaluator: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	cmd := &exec.Cmd{Path: self, Args: []string{childName, strconv.FormatInt(memory, 10)}}
-	// No environment but one thread for Go code: a query has no use for
-	// the host's variables (jq's $ENV is empty), and every thread's stack
-	// counts against the address-space cap.
+	cmd := &exec.Cmd{Path: self, Args: []string{name, strconv.FormatInt(memory, 10)}}
+	// No environment but one thread for Go code: an evaluation has no use
+	// for the host's variables (jq's $ENV is empty), and every thread's
+	// stack counts against the address-space cap.
 	cmd.Env = []string{"GOMAXPROCS=1"}
 	cmd.SysProcAttr = procAttr()
 	c := &child{cmd: cmd, stderr: &head{max: 4096}}
@@ -77,14 +41,14 @@ func start(memory int64) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("jq evaluator: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c.out = bufio.NewReader(out)
 	return c, nil
 }
 
 // do sends one request and reads its answer, or gives up when ctx ends.
-func (c *child) do(ctx context.Context, req []byte) (response, error) {
+func (c *child) do(ctx context.Context, req []byte, maxAnswer uint64) ([]byte, error) {
 	type answer struct {
 		b   []byte
 		err error
@@ -95,26 +59,22 @@ func (c *child) do(ctx context.Context, req []byte) (response, error) {
 			done <- answer{err: err}
 			return
 		}
-		b, err := readFrame(c.out, MaxResultBytes)
+		b, err := readFrame(c.out, maxAnswer)
 		done <- answer{b, err}
 	}()
 	select {
 	case <-ctx.Done():
 		c.kill()
 		<-done
-		return response{}, context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	case a := <-done:
 		if a.err == ErrTooLarge {
-			return response{}, ErrTooLarge
+			return nil, ErrTooLarge
 		}
 		if a.err != nil {
-			return response{}, c.died()
+			return nil, c.died()
 		}
-		var res response
-		if err := json.Unmarshal(a.b, &res); err != nil {
-			return response{}, fmt.Errorf("%w: %v", errChildFailed, err)
-		}
-		return res, nil
+		return a.b, nil
 	}
 }
 
@@ -136,7 +96,7 @@ func (c *child) died() error {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	return fmt.Errorf("%w: %s (%s)", errChildFailed, c.cmd.ProcessState, msg)
+	return errorf("%s (%s)", c.cmd.ProcessState, msg)
 }
 
 func containsAny(s string, subs ...string) bool {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package jq
+package childproc
 
 import "syscall"
 
