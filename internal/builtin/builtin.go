@@ -196,7 +196,7 @@ type pureFunc struct {
 	ok func(in map[string]any) bool
 	// ready reports, without waiting, whether what an evaluation needs is
 	// ready, and readies it in the background when not (nil: nothing).
-	ready func() bool
+	ready func(in map[string]any) bool
 	// clock, when set, reports inputs whose result is the time they are
 	// evaluated at: never evaluated before the step starts, nor inline.
 	clock func(in map[string]any) bool
@@ -214,9 +214,12 @@ func NoFiles(name string, in map[string]any) bool {
 	return ok && p.ok(in)
 }
 
-// Prepare readies what pure builtins need to run inline (a jq child), and
-// waits for it: a worker calls it in the background as it starts.
-func Prepare() { _ = jq.Warm(int64(evalMemory)) }
+// Prepare readies what pure builtins need to run inline (a jq child and a
+// text child), and waits for them: a worker calls it as it starts.
+func Prepare() {
+	_ = jq.Warm(int64(evalMemory))
+	_ = textChildren.Warm(int64(evalMemory))
+}
 
 // Pure reports whether the builtin name, given these inputs, computes its
 // data from them alone and is ready to, so it may run inline in the
@@ -227,5 +230,5 @@ func Pure(name string, in map[string]any) bool {
 	if !ok || !p.ok(in) || (p.clock != nil && p.clock(in)) {
 		return false
 	}
-	return p.ready == nil || p.ready()
+	return p.ready == nil || p.ready(in)
 }

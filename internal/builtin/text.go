@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -24,9 +25,12 @@ func init() {
 	// Pure unless they read or write a file.
 	// json.query evaluates in a child process: one is kept ready.
 	registerPure("json.query", jsonQuery, pureFunc{ok: func(in map[string]any) bool { return in["path"] == nil },
-		ready: func() bool { return jq.Ready(int64(evalMemory)) },
+		ready: func(map[string]any) bool { return jq.Ready(int64(evalMemory)) },
 		clock: func(in map[string]any) bool { return readsClock.MatchString(str(in, "query")) }})
-	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil }})
+	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil },
+		ready: func(in map[string]any) bool {
+			return !strings.Contains(str(in, "template"), "{{") || textChildren.Ready(int64(evalMemory))
+		}})
 }
 
 // readsClock matches a query that may call jq's now (a field or variable
@@ -123,57 +127,14 @@ const (
 )
 
 func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
-	live := ctx // the budget's, once the template runs (textFuncs)
-	if err := checkSource(str(in, "template")); err != nil {
-		return nil, err
-	}
-	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(&live)).Parse(str(in, "template"))
-	if err != nil {
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "template")
-	}
-	if err := checkTemplate(tmpl); err != nil {
-		return nil, err
-	}
-	ticks(tmpl)
 	values, _ := in["values"].(map[string]any)
 	if values == nil {
 		values = map[string]any{}
 	}
-	large, err := scanValues(values)
+	text, err := render(ctx, str(in, "template"), values)
 	if err != nil {
 		return nil, err
 	}
-	if large {
-		values, _ = unrangeable(values).(map[string]any)
-	}
-	bctx, stop := budget(ctx)
-	defer stop()
-	live = bctx
-	buf := &boundedBuffer{ctx: bctx, max: MaxRender}
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- fmt.Errorf("template panicked: %v", p)
-			}
-		}()
-		done <- tmpl.Execute(buf, values)
-	}()
-	select {
-	case err = <-done:
-	case <-bctx.Done():
-		err = bctx.Err()
-	}
-	if berr := budgetErr(ctx, bctx, "template"); berr != nil {
-		return nil, berr
-	}
-	if err != nil {
-		if errors.Is(err, errTooLarge) {
-			return nil, caperr.New(caperr.InvalidInput, "rendered text is larger than %s", humanBytes(MaxRender))
-		}
-		return nil, caperr.Wrap(caperr.InvalidInput, err, "render")
-	}
-	text := buf.String()
 	out := map[string]any{"text": text, "bytes": len(text)}
 	if op := str(in, "output_path"); op != "" {
 		pl, err := env.writePlace("output_path", op)
@@ -193,7 +154,59 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	return out, nil
 }
 
+// renderTemplate renders a template, within its bounds and budget: what a
+// text child does with a request (textchild.go).
+func renderTemplate(ctx context.Context, src string, values map[string]any) (string, error) {
+	live := ctx // the budget's, once the template runs (textFuncs)
+	if err := checkSource(src); err != nil {
+		return "", err
+	}
+	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(&live)).Parse(src)
+	if err != nil {
+		return "", caperr.Wrap(caperr.InvalidInput, err, "template")
+	}
+	if err := checkTemplate(tmpl); err != nil {
+		return "", err
+	}
+	ticks(tmpl)
+	large, err := scanValues(values)
+	if err != nil {
+		return "", err
+	}
+	if large {
+		values, _ = unrangeable(values).(map[string]any)
+	}
+	// In its child (textchild.go), a template runs on the one goroutine:
+	// the ticks stop it at its time, the kernel's cap at its memory, and
+	// its worker kills the child when neither does.
+	bctx, stop := context.WithTimeout(ctx, EvalTimeout)
+	defer stop()
+	live = bctx
+	buf := &boundedBuffer{ctx: bctx, max: MaxRender}
+	err = execute(tmpl, buf, values)
+	if berr := budgetErr(ctx, bctx, "template"); berr != nil {
+		return "", berr
+	}
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return "", caperr.New(caperr.InvalidInput, "rendered text is larger than %s", humanBytes(MaxRender))
+		}
+		return "", caperr.Wrap(caperr.InvalidInput, err, "render")
+	}
+	return buf.String(), nil
+}
+
 var errTooLarge = errors.New("output too large")
+
+// execute runs a parsed template; a panic in it is its error.
+func execute(tmpl *template.Template, w io.Writer, values map[string]any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("template panicked: %v", p)
+		}
+	}()
+	return tmpl.Execute(w, values)
+}
 
 // boundedBuffer stops a template once it has written max bytes or its
 // context has ended (a template cannot be interrupted otherwise).

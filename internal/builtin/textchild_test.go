@@ -1,0 +1,143 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+)
+
+// A template renders in its child exactly as it did in the worker: values
+// keep their Go types across (a float64, an int64 and a json.Number
+// print and compare differently), null included.
+func TestTemplatesRenderAlikeInTheirChild(t *testing.T) {
+	t.Parallel()
+	values := map[string]any{
+		"i": int64(3), "n": int(7), "big": int64(1 << 60), "f": 1.5, "whole": 2.0, "num": json.Number("12345678901234567890"),
+		"s": "é <b>", "t": true, "null": nil, "list": []any{int64(1), "two", nil, 3.25, []any{}},
+		"map": map[string]any{"k": map[string]any{"deep": []any{map[string]any{"x": false}}}},
+	}
+	for _, tpl := range []string{
+		"{{.i}} {{.n}} {{.big}} {{.f}} {{.whole}} {{.num}} {{.s}} {{.t}} {{.null}} {{.list}} {{.map}}",
+		"{{if eq .i 3}}int{{end}} {{if eq .whole 2.0}}float{{end}} {{if eq .num \"x\"}}{{else}}number{{end}}",
+		"{{range $k, $v := .map}}{{$k}}={{$v}};{{end}}{{range .list}}[{{.}}]{{end}}",
+		"{{printf \"%T %T %T %T %T\" .i .n .f .num .null}} {{json .map}} {{html .s}} {{len .list}}",
+		"{{index .list 1 | upper}} {{.map.k.deep}} {{with .null}}x{{else}}none{{end}}",
+	} {
+		want, werr := renderTemplate(context.Background(), tpl, values)
+		got, err := render(context.Background(), tpl, values)
+		if got != want || (err == nil) != (werr == nil) {
+			t.Errorf("%s:\n child %q %v\nworker %q %v", tpl, got, err, want, werr)
+		}
+	}
+}
+
+// An error in the child arrives with its code and its words.
+func TestTemplateErrorsCrossWhole(t *testing.T) {
+	t.Parallel()
+	for tpl, code := range map[string]caperr.Code{
+		"{{.missing}}":           caperr.InvalidInput,
+		"{{if}}":                 caperr.InvalidInput,
+		"{{range 20000}}{{end}}": caperr.InvalidInput,
+	} {
+		_, want := renderTemplate(context.Background(), tpl, map[string]any{})
+		_, got := render(context.Background(), tpl, map[string]any{})
+		if caperr.CodeOf(got) != code || got == nil || want == nil || got.Error() != want.Error() {
+			t.Errorf("%s: child %v, worker %v, want %s", tpl, got, want, code)
+		}
+	}
+}
+
+// What a template allocates is its child's, never the worker's: the same
+// template allocates hundreds of MiB rendered in the worker's own
+// process, and next to nothing there through its child.
+func TestTemplateMemoryIsTheChilds(t *testing.T) {
+	// Not parallel: it reads the process's allocations.
+	tpl := `{{range .items}}{{printf "%01000000d" 1 | len}}{{end}}`
+	values := map[string]any{"items": make([]any, 200)}
+	allocated := func(f func(context.Context, string, map[string]any) (string, error)) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := f(context.Background(), tpl, values); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	if in := allocated(renderTemplate); in < 150<<20 {
+		t.Fatalf("rendered in the worker the template allocated %d MiB, not a measure", in>>20)
+	}
+	if out := allocated(render); out > 16<<20 {
+		t.Errorf("rendered through its child the template allocated %d MiB in the worker", out>>20)
+	}
+}
+
+// BenchmarkTextRender is a small template through a warm child, beside the
+// same rendered in the worker's own process: what the isolation costs a
+// step.
+func BenchmarkTextRender(b *testing.B) {
+	values := map[string]any{"name": "capflow", "n": int64(7)}
+	for _, way := range []struct {
+		name string
+		f    func(context.Context, string, map[string]any) (string, error)
+	}{{"child", render}, {"worker", renderTemplate}} {
+		b.Run(way.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := way.f(context.Background(), "{{.name | upper}} {{.n}}", values); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// Values of a type gob is not told of go as JSON carries them, and values
+// larger than the child's memory are refused as too large for it.
+func TestTemplateValuesOfAnyTypeAndSize(t *testing.T) {
+	t.Parallel()
+	type point struct{ X, Y int }
+	got, err := render(context.Background(), "{{.names}} {{.p.X}}", map[string]any{"names": []string{"a", "b"}, "p": point{1, 2}})
+	if err != nil || got != "[a b] 1" {
+		t.Errorf("typed values: %q %v", got, err)
+	}
+	_, err = render(context.Background(), "{{len .s}}", map[string]any{"s": strings.Repeat("x", int(evalMemory)+1)})
+	if caperr.CodeOf(err) != caperr.ResourceExhausted {
+		t.Errorf("values past the budget: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
+// The request's encoding gives back what it was given, and reading any
+// bytes is an error or a request, never a panic.
+func TestRenderRequestsRoundTrip(t *testing.T) {
+	t.Parallel()
+	req := renderRequest{Template: "{{.}}", Budget: 1500 * time.Millisecond, Memory: 64 << 20, Values: map[string]any{
+		"a": nil, "b": true, "c": false, "d": "é", "e": 3, "f": int64(-1 << 62), "g": uint64(1 << 63), "h": -0.5,
+		"i": json.Number("1e400"), "j": []any{map[string]any{}, []any{}, ""}}}
+	raw, err := encodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRequest(raw)
+	if err != nil || !reflect.DeepEqual(got, req) {
+		t.Fatalf("%#v %v", got, err)
+	}
+	for n := range raw {
+		for _, b := range [][]byte{raw[:n], append(slices.Clone(raw[:n]), 0xff, 0xff, 0xff, 0x7f)} {
+			if _, err := decodeRequest(b); err == nil {
+				t.Errorf("%d bytes of %d decoded", len(b), len(raw))
+			}
+		}
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	raw, _ := encodeRequest(renderRequest{Template: "x", Values: map[string]any{"k": []any{1.5, "s"}}})
+	f.Add(raw)
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = decodeRequest(b) })
+}

@@ -1,0 +1,193 @@
+package builtin
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"sort"
+)
+
+// A template's request and answer between the worker and its text child,
+// in a small encoding of their own: values keep their Go types (an int64,
+// a float64 and a json.Number print and compare differently in a
+// template), and a small request costs microseconds, where gob spent
+// about 40 µs a request on describing its types.
+
+// Tags of the values' encoding.
+const (
+	tagNil byte = iota
+	tagFalse
+	tagTrue
+	tagString
+	tagInt
+	tagInt64
+	tagUint64
+	tagFloat
+	tagNumber
+	tagMap
+	tagList
+)
+
+var errUnsupported = errors.New("a value of a type templates are not given")
+
+// wireWriter appends an encoding to b.
+type wireWriter struct{ b []byte }
+
+func (w *wireWriter) uvarint(n uint64) { w.b = binary.AppendUvarint(w.b, n) }
+
+func (w *wireWriter) str(s string) {
+	w.uvarint(uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+// value appends v, or fails on a type JSON does not decode to.
+func (w *wireWriter) value(v any) error {
+	switch t := v.(type) {
+	case nil:
+		w.b = append(w.b, tagNil)
+	case bool:
+		w.b = append(w.b, map[bool]byte{false: tagFalse, true: tagTrue}[t])
+	case string:
+		w.b = append(w.b, tagString)
+		w.str(t)
+	case int:
+		w.b = binary.AppendVarint(append(w.b, tagInt), int64(t))
+	case int64:
+		w.b = binary.AppendVarint(append(w.b, tagInt64), t)
+	case uint64:
+		w.b = binary.AppendUvarint(append(w.b, tagUint64), t)
+	case float64:
+		w.b = binary.LittleEndian.AppendUint64(append(w.b, tagFloat), math.Float64bits(t))
+	case json.Number:
+		w.b = append(w.b, tagNumber)
+		w.str(string(t))
+	case map[string]any:
+		w.b = append(w.b, tagMap)
+		w.uvarint(uint64(len(t)))
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			w.str(k)
+			if err := w.value(t[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		w.b = append(w.b, tagList)
+		w.uvarint(uint64(len(t)))
+		for _, x := range t {
+			if err := w.value(x); err != nil {
+				return err
+			}
+		}
+	default:
+		return errUnsupported
+	}
+	return nil
+}
+
+// wireReader reads an encoding; a malformed one is an error, never a
+// panic or an allocation past what the bytes hold.
+type wireReader struct {
+	b   []byte
+	err error
+}
+
+var errMalformed = errors.New("malformed request")
+
+func (r *wireReader) fail() { r.err, r.b = errMalformed, nil }
+
+func (r *wireReader) uvarint() uint64 {
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *wireReader) varint() int64 {
+	n, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *wireReader) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// count reads a map's or list's length, each entry taking a byte at least.
+func (r *wireReader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (r *wireReader) value() any {
+	if len(r.b) == 0 {
+		r.fail()
+		return nil
+	}
+	tag := r.b[0]
+	r.b = r.b[1:]
+	switch tag {
+	case tagNil:
+		return nil
+	case tagFalse, tagTrue:
+		return tag == tagTrue
+	case tagString:
+		return r.str()
+	case tagInt:
+		return int(r.varint())
+	case tagInt64:
+		return r.varint()
+	case tagUint64:
+		return r.uvarint()
+	case tagFloat:
+		if len(r.b) < 8 {
+			r.fail()
+			return nil
+		}
+		f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+		r.b = r.b[8:]
+		return f
+	case tagNumber:
+		return json.Number(r.str())
+	case tagMap:
+		n := r.count()
+		m := make(map[string]any, n)
+		for range n {
+			k := r.str()
+			m[k] = r.value()
+		}
+		return m
+	case tagList:
+		n := r.count()
+		l := make([]any, n)
+		for i := range l {
+			l[i] = r.value()
+		}
+		return l
+	}
+	r.fail()
+	return nil
+}
