@@ -27,7 +27,12 @@ func budgetErr(outer, ctx context.Context, what string) error {
 	case outer.Err() != nil:
 		return ctxErr(outer, what)
 	case ctx.Err() != nil:
-		return caperr.New(caperr.TaskTimeout, "%s ran longer than %s: stopped", what, EvalTimeout)
+		return overTime(what)
 	}
 	return nil
+}
+
+// overTime is an evaluation stopped at EvalTimeout.
+func overTime(what string) error {
+	return caperr.New(caperr.TaskTimeout, "%s ran longer than %s: stopped", what, EvalTimeout)
 }

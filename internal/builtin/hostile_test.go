@@ -192,7 +192,7 @@ func TestBoundedEvaluation(t *testing.T) {
 		{"text.render", map[string]any{"template": "{{range 1e14}}{{end}}"}, caperr.InvalidInput, "at most 10000"},
 		{"text.render", map[string]any{"template": "{{range 5000}}{{range 5000}}x{{end}}{{end}}"}, caperr.InvalidInput, "nested ranges"},
 		{"text.render", map[string]any{"template": "{{range .n}}{{end}}", "values": map[string]any{"n": int64(1e14)}}, caperr.InvalidInput, "range can't iterate"},
-		// The output bound, or (on a loaded machine) the memory budget first.
+		// The output bound, or (on a loaded machine) the child's memory first.
 		{"text.render", map[string]any{"template": "{{range 10000}}{{range 100}}0123456789{{end}}{{end}}"}, caperr.InvalidInput + "|" + caperr.ResourceExhausted, "larger than|memory limit"},
 		{"json.query", map[string]any{"query": "def f: [f]; f", "input": 1}, caperr.ResourceExhausted, "memory limit"},
 		{"json.query", map[string]any{"query": "[range(1e10)]", "input": 1}, caperr.ResourceExhausted, "memory limit"},

@@ -9,7 +9,6 @@ import (
 	"io"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -17,6 +16,7 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/childproc"
 	"github.com/capflow/capflow/internal/jq"
 	"github.com/capflow/capflow/internal/schema"
 )
@@ -29,7 +29,7 @@ func init() {
 		clock: func(in map[string]any) bool { return readsClock.MatchString(str(in, "query")) }})
 	registerPure("text.render", textRender, pureFunc{ok: func(in map[string]any) bool { return in["output_path"] == nil },
 		ready: func(in map[string]any) bool {
-			return !strings.Contains(str(in, "template"), "{{") || textChildren.Ready(int64(evalMemory))
+			return !hasAction(str(in, "template")) || textChildren.Ready(int64(evalMemory))
 		}})
 }
 
@@ -66,9 +66,7 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	default:
 		input = schema.Normalize(in["input"])
 	}
-	qctx, cancel := context.WithTimeout(ctx, EvalTimeout)
-	defer cancel()
-	results, err := jq.Eval(qctx, str(in, "query"), input, int64(evalMemory))
+	results, err := jq.Eval(ctx, str(in, "query"), input, int64(evalMemory), EvalTimeout)
 	if err != nil {
 		return nil, queryErr(ctx, str(in, "query"), err)
 	}
@@ -83,19 +81,32 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 // queryErr maps how a json.query evaluation failed to the contract's codes.
 func queryErr(ctx context.Context, query string, err error) error {
 	var qe *jq.QueryError
+	what := fmt.Sprintf("query %q", query)
 	switch {
 	case ctx.Err() != nil:
-		return ctxErr(ctx, fmt.Sprintf("query %q", query))
+		return ctxErr(ctx, what)
 	case errors.As(err, &qe):
-		return caperr.New(caperr.InvalidInput, "query %q: %s", query, qe.Msg)
-	case errors.Is(err, jq.ErrMemory):
-		return caperr.New(caperr.ResourceExhausted, "query %q needs more than %s of memory (the memory limit): stopped", query, humanBytes(int64(evalMemory)))
+		return caperr.New(caperr.InvalidInput, "%s: %s", what, qe.Msg)
 	case errors.Is(err, jq.ErrTooMany), errors.Is(err, jq.ErrTooLarge):
-		return caperr.New(caperr.InvalidInput, "query %q %s", query, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return caperr.New(caperr.TaskTimeout, "query %q ran longer than %s: stopped", query, EvalTimeout)
+		return caperr.New(caperr.InvalidInput, "%s %s", what, err)
 	}
-	return caperr.Wrap(caperr.InternalError, err, "query %q", query)
+	return evalErr(ctx, what, err)
+}
+
+// evalErr maps how an evaluation in a child (childproc) failed to the
+// contract's codes: the step's end, the child's memory, its time.
+func evalErr(ctx context.Context, what string, err error) error {
+	switch {
+	case ctx.Err() != nil && errors.Is(err, childproc.ErrBusy):
+		return ctxErr(ctx, what+": every evaluator was busy with other steps until the step's time ended")
+	case ctx.Err() != nil:
+		return ctxErr(ctx, what)
+	case errors.Is(err, childproc.ErrMemory):
+		return caperr.New(caperr.ResourceExhausted, "%s needs more than %s of memory (the memory limit): stopped", what, humanBytes(int64(evalMemory)))
+	case errors.Is(err, context.DeadlineExceeded):
+		return overTime(what)
+	}
+	return caperr.Wrap(caperr.InternalError, err, "%s", what)
 }
 
 // mapScalars rebuilds a JSON-like value with f applied to every scalar.

@@ -3,43 +3,52 @@ package builtin
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/envelope"
 )
 
 // A template whose loops write nothing, or that calls itself, stops once
 // its budget ends: it ran on after its step had given up, a core for
-// hours (found attacking issue 57). Not parallel: its goroutines are
-// counted while the package's parallel tests wait.
+// hours (found attacking issue 57). Its child stops it by itself, and is
+// kept for the next template.
 func TestTemplatesStopWithTheirBudget(t *testing.T) {
 	list := make([]any, 1000)
-	render, _ := Lookup("text.render")
 	for name, tpl := range map[string]string{
 		"nested ranges": "{{range $.a}}{{range $.a}}{{range $.a}}{{end}}{{end}}{{end}}done",
 		"calls":         exponentialCalls(40),
 		"long actions": `{{$s := printf "%4000000s" "x"}}{{$a := slice $s 1 4000000}}{{$b := slice $s 0 3999999}}{{$_ := 0}}` +
 			strings.Repeat(`{{$_ = eq $a $b $b $b $b $b $b $b}}`, 1000),
 	} {
-		base := runtime.NumGoroutine()
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		_, err := render(ctx, map[string]any{"template": tpl, "values": map[string]any{"a": list}}, &Env{Feedback: envelope.NewBuilder("t")})
-		cancel()
-		if caperr.CodeOf(err) != caperr.TaskTimeout {
-			t.Fatalf("%s: %v, want TASK_TIMEOUT", name, err)
+		// As its child renders it: on one goroutine, stopped by its ticks.
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, err := renderTemplate(ctx, tpl, map[string]any{"a": list})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if caperr.CodeOf(err) != caperr.TaskTimeout {
+				t.Fatalf("%s: %v, want TASK_TIMEOUT", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: still rendering 20 s after its 50 ms", name)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > base {
-			t.Fatalf("%s: %d goroutines left running after the template gave up (%d before)", name, n-base, base)
-		}
+	}
+	// A child stops a template at the budget it was sent, answers, and
+	// serves the next one.
+	raw, _ := encodeRequest(renderRequest{Template: "{{range $.a}}{{range $.a}}{{range $.a}}{{end}}{{end}}{{end}}", Values: map[string]any{"a": list}, Budget: 50 * time.Millisecond}, 0)
+	b, err := textChildren.Ask(context.Background(), int64(evalMemory), raw, time.Minute)
+	if _, aerr := decodeAnswer(b); err != nil || caperr.CodeOf(aerr) != caperr.TaskTimeout {
+		t.Fatalf("%v %v, want the child's TASK_TIMEOUT", err, aerr)
+	}
+	if !textChildren.Ready(int64(evalMemory)) {
+		t.Error("the child that stopped the template is not kept")
 	}
 	// A template that calls itself is refused before it runs: under nested
 	// withs it overflowed the stack, which kills the worker.
@@ -209,5 +218,38 @@ func TestTemplateValuesAndGoSyntaxAreBounded(t *testing.T) {
 	}
 	if _, err := call(t, "text.render", "", map[string]any{"template": `{{range .m}}{{break}}{{end}}`, "values": map[string]any{"m": keys}}); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), "more than 100000") {
 		t.Errorf("a large map: %v, want INVALID_INPUT (more than 100000)", err)
+	}
+}
+
+// Templates of many small actions of the shapes that made checkSource
+// quadratic (a comment looked for from every action on: a 1 MiB template
+// of "{{/}}" took 17 s of the worker's CPU, outside any budget; found
+// attacking issue 57) pass it; BenchmarkCheckSource times them.
+func TestTemplateSourceOfManyActions(t *testing.T) {
+	t.Parallel()
+	for _, src := range manyActions() {
+		if err := checkSource(src); err != nil {
+			t.Errorf("%.10q: %v", src, err)
+		}
+	}
+}
+
+func manyActions() []string {
+	var out []string
+	for _, unit := range []string{"{{/}}", "{{}}/", "{{/*}}", `{{"}}`, "{{- /* c */ -}}"} {
+		out = append(out, strings.Repeat(unit, maxTemplate/len(unit)))
+	}
+	return out
+}
+
+// BenchmarkCheckSource reads 1 MiB templates of many small actions: a
+// few milliseconds each, where reading them again from every action took
+// seconds.
+func BenchmarkCheckSource(b *testing.B) {
+	srcs := manyActions()
+	for b.Loop() {
+		for _, src := range srcs {
+			_ = checkSource(src)
+		}
 	}
 }

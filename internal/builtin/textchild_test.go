@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"runtime"
 	"slices"
@@ -97,7 +98,7 @@ func BenchmarkTextRender(b *testing.B) {
 	}
 }
 
-// Values of a type gob is not told of go as JSON carries them, and values
+// Values of a type JSON does not decode to go as JSON carries them, and values
 // larger than the child's memory are refused as too large for it.
 func TestTemplateValuesOfAnyTypeAndSize(t *testing.T) {
 	t.Parallel()
@@ -112,14 +113,14 @@ func TestTemplateValuesOfAnyTypeAndSize(t *testing.T) {
 	}
 }
 
-// The request's encoding gives back what it was given, and reading any
-// bytes is an error or a request, never a panic.
+// The request's and the answer's encodings give back what they were
+// given, and reading any bytes is an error or a value, never a panic.
 func TestRenderRequestsRoundTrip(t *testing.T) {
 	t.Parallel()
-	req := renderRequest{Template: "{{.}}", Budget: 1500 * time.Millisecond, Memory: 64 << 20, Values: map[string]any{
+	req := renderRequest{Template: "{{.}}", Budget: 1500 * time.Millisecond, Values: map[string]any{
 		"a": nil, "b": true, "c": false, "d": "é", "e": 3, "f": int64(-1 << 62), "g": uint64(1 << 63), "h": -0.5,
 		"i": json.Number("1e400"), "j": []any{map[string]any{}, []any{}, ""}}}
-	raw, err := encodeRequest(req)
+	raw, err := encodeRequest(req, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,16 +129,31 @@ func TestRenderRequestsRoundTrip(t *testing.T) {
 		t.Fatalf("%#v %v", got, err)
 	}
 	for n := range raw {
-		for _, b := range [][]byte{raw[:n], append(slices.Clone(raw[:n]), 0xff, 0xff, 0xff, 0x7f)} {
-			if _, err := decodeRequest(b); err == nil {
-				t.Errorf("%d bytes of %d decoded", len(b), len(raw))
-			}
+		if _, err := decodeRequest(raw[:n]); err == nil {
+			t.Errorf("%d bytes of %d decoded", n, len(raw))
+		}
+		_, _ = decodeRequest(append(slices.Clone(raw[:n]), 0xff, 0xff, 0xff, 0x7f)) // never a panic
+	}
+	if _, err := encodeRequest(req, 10); err != errTooMuch {
+		t.Errorf("past its max: %v", err)
+	}
+	for _, a := range []struct {
+		text string
+		err  error
+	}{{"ok ✓", nil}, {"", caperr.New(caperr.InvalidInput, "template: bad")}} {
+		b := encodeAnswer(a.text, a.err)
+		text, err := decodeAnswer(b)
+		if text != a.text || fmt.Sprint(err) != fmt.Sprint(a.err) || caperr.CodeOf(err) != caperr.CodeOf(a.err) {
+			t.Errorf("%q %v: decoded %q %v", a.text, a.err, text, err)
+		}
+		if _, err := decodeAnswer(b[:len(b)-1]); err != errMalformed {
+			t.Errorf("a cut answer: %v", err)
 		}
 	}
 }
 
 func FuzzDecodeRequest(f *testing.F) {
-	raw, _ := encodeRequest(renderRequest{Template: "x", Values: map[string]any{"k": []any{1.5, "s"}}})
+	raw, _ := encodeRequest(renderRequest{Template: "x", Values: map[string]any{"k": []any{1.5, "s"}}}, 0)
 	f.Add(raw)
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = decodeRequest(b) })
 }

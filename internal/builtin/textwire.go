@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"sort"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/schema"
 )
 
 // A template's request and answer between the worker and its text child,
@@ -29,10 +31,17 @@ const (
 	tagList
 )
 
-var errUnsupported = errors.New("a value of a type templates are not given")
+var errUnsupported = errors.New("a value of a type JSON does not carry")
 
-// wireWriter appends an encoding to b.
-type wireWriter struct{ b []byte }
+// errTooMuch is an encoding past its writer's max.
+var errTooMuch = errors.New("larger than the budget")
+
+// wireWriter appends an encoding to b, failing once it passes max bytes
+// (0: no bound).
+type wireWriter struct {
+	b   []byte
+	max int
+}
 
 func (w *wireWriter) uvarint(n uint64) { w.b = binary.AppendUvarint(w.b, n) }
 
@@ -41,13 +50,22 @@ func (w *wireWriter) str(s string) {
 	w.b = append(w.b, s...)
 }
 
-// value appends v, or fails on a type JSON does not decode to.
+// value appends v. A value of a type JSON does not decode to (a typed
+// slice, a struct) goes as JSON carries it (schema.Normalize: numbers as
+// json.Number), which prints the same.
 func (w *wireWriter) value(v any) error {
+	if w.max > 0 && len(w.b) > w.max {
+		return errTooMuch
+	}
 	switch t := v.(type) {
 	case nil:
 		w.b = append(w.b, tagNil)
 	case bool:
-		w.b = append(w.b, map[bool]byte{false: tagFalse, true: tagTrue}[t])
+		tag := tagFalse
+		if t {
+			tag = tagTrue
+		}
+		w.b = append(w.b, tag)
 	case string:
 		w.b = append(w.b, tagString)
 		w.str(t)
@@ -65,14 +83,9 @@ func (w *wireWriter) value(v any) error {
 	case map[string]any:
 		w.b = append(w.b, tagMap)
 		w.uvarint(uint64(len(t)))
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for k, x := range t {
 			w.str(k)
-			if err := w.value(t[k]); err != nil {
+			if err := w.value(x); err != nil {
 				return err
 			}
 		}
@@ -85,9 +98,24 @@ func (w *wireWriter) value(v any) error {
 			}
 		}
 	default:
-		return errUnsupported
+		n := schema.Normalize(v)
+		if !plain(n) {
+			return errUnsupported
+		}
+		return w.value(n)
 	}
 	return nil
+}
+
+// plain reports whether v is one of the types value writes itself at its
+// top (what JSON decodes to): a value normalized is written once more,
+// never again.
+func plain(v any) bool {
+	switch v.(type) {
+	case nil, bool, string, int, int64, uint64, float64, json.Number, map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 // wireReader reads an encoding; a malformed one is an error, never a
@@ -190,4 +218,39 @@ func (r *wireReader) value() any {
 	}
 	r.fail()
 	return nil
+}
+
+// The answer: 0 and the text, or 1, the error's code and its words.
+
+func encodeAnswer(text string, err error) []byte {
+	w := wireWriter{b: make([]byte, 0, len(text)+16)}
+	if err != nil {
+		w.b = append(w.b, 1)
+		w.str(string(caperr.CodeOf(err)))
+		w.str(err.Error())
+		return w.b
+	}
+	w.b = append(w.b, 0)
+	w.str(text)
+	return w.b
+}
+
+func decodeAnswer(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "", errMalformed
+	}
+	r := wireReader{b: b[1:]}
+	switch b[0] {
+	case 0:
+		text := r.str()
+		if r.err == nil && len(r.b) == 0 {
+			return text, nil
+		}
+	case 1:
+		code, msg := r.str(), r.str()
+		if r.err == nil && len(r.b) == 0 {
+			return "", caperr.New(caperr.Code(code), "%s", msg)
+		}
+	}
+	return "", errMalformed
 }

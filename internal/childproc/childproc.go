@@ -38,6 +38,9 @@ var (
 	ErrMemory      = errors.New("needs more memory than its budget")
 	ErrTooLarge    = errors.New("answer too large")
 	ErrChildFailed = errors.New("evaluator exited")
+	// ErrBusy wraps the context's error when it ended before any child
+	// was free to take the request.
+	ErrBusy = errors.New("every evaluator was busy")
 )
 
 // Kind is one kind of child: the argv[0] that makes this executable one,
@@ -52,14 +55,15 @@ type Kind struct {
 	warming   atomic.Bool
 }
 
+// slots bound how many children of every kind work at once: two a core,
+// whatever the callers' concurrency (a worker's hundreds of steps would
+// otherwise start a child each, each with its own budget of memory).
+var slots = make(chan struct{}, max(2, 2*runtime.GOMAXPROCS(0)))
+
 // New is a kind of child started as name, whose answers are at most
-// maxAnswer bytes (a longer one is ErrTooLarge). At most four children a
-// core work at once, whatever the callers' concurrency (a worker's
-// hundreds of steps would otherwise start a child each, each with its
-// own budget of memory); other requests wait their turn.
+// maxAnswer bytes (a longer one is ErrTooLarge).
 func New(name string, maxAnswer uint64) *Kind {
-	return &Kind{name: name, maxAnswer: maxAnswer, idle: map[int64][]*child{},
-		slots: make(chan struct{}, max(4, 4*runtime.GOMAXPROCS(0)))}
+	return &Kind{name: name, maxAnswer: maxAnswer, idle: map[int64][]*child{}, slots: slots}
 }
 
 // Enter makes this process a child of k and never returns when it was
@@ -71,12 +75,14 @@ func (k *Kind) Enter(handle func(req []byte) []byte) {
 	}
 }
 
-// Ask sends req to an idle child of this budget (DefaultMemory when 0)
-// and returns its answer; a request larger than the budget is ErrMemory.
-// An idle child that died while it waited (the OOM killer, say) fails
-// before it read anything: the request goes once more, to a fresh one.
-// When ctx ends first the child is killed.
-func (k *Kind) Ask(ctx context.Context, memory int64, req []byte) ([]byte, error) {
+// Ask sends req to a child of this budget (DefaultMemory when 0) once one
+// may work (other requests wait their turn, their time not yet counted),
+// and returns its answer within limit; a request larger than the budget
+// is ErrMemory. When ctx ends or limit passes first, the child is killed
+// and the error is ctx's (context.DeadlineExceeded for limit). A reused
+// child that fails other than for memory (one that died while it waited
+// idle: the OOM killer, say) gets the request once more, in a fresh one.
+func (k *Kind) Ask(ctx context.Context, memory int64, req []byte, limit time.Duration) ([]byte, error) {
 	memory = budget(memory)
 	if int64(len(req)) > memory {
 		// The child would refuse it: the request alone passes its budget.
@@ -86,8 +92,10 @@ func (k *Kind) Ask(ctx context.Context, memory int64, req []byte) ([]byte, error
 	case k.slots <- struct{}{}:
 		defer func() { <-k.slots }()
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return nil, fmt.Errorf("%w: %w", ErrBusy, context.Cause(ctx))
 	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	for try := 0; ; try++ {
 		c, reused, err := k.get(memory)
 		if err != nil {
@@ -127,14 +135,18 @@ func (k *Kind) Warm(memory int64) error {
 	return nil
 }
 
-// Ready reports whether an idle child of this budget waits; when none
-// does, one is started in the background (Warm) and Ready answers false:
-// a caller that must not wait (an inline step) goes another way meanwhile.
+// Ready reports whether an idle child of this budget waits and may work
+// now; when none waits, one is started in the background (Warm) and Ready
+// answers false: a caller that must not wait (an inline step) goes
+// another way meanwhile.
 func (k *Kind) Ready(memory int64) bool {
 	memory = budget(memory)
 	k.mu.Lock()
 	idle := len(k.idle[memory]) > 0
 	k.mu.Unlock()
+	if idle && len(k.slots) == cap(k.slots) {
+		return false
+	}
 	if !idle && k.warming.CompareAndSwap(false, true) {
 		go func() {
 			defer k.warming.Store(false)
@@ -165,12 +177,12 @@ func (k *Kind) get(memory int64) (c *child, reused bool, err error) {
 	return c, false, err
 }
 
-// put keeps c idle: at most GOMAXPROCS idle children per budget; busy ones
-// are not counted (concurrency is the caller's to bound).
+// put keeps c idle: as many idle children per budget as may work at once,
+// so that a steady load starts none.
 func (k *Kind) put(memory int64, c *child) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.idle[memory]) >= runtime.GOMAXPROCS(0) {
+	if len(k.idle[memory]) >= cap(k.slots) {
 		c.kill()
 		return
 	}
@@ -193,6 +205,9 @@ func serve(args []string, in io.Reader, out io.Writer, handle func([]byte) []byt
 	if err := capAddressSpace(uint64(2*memory) + 64<<20); err != nil {
 		return 3
 	}
+	// Below the worker: a child spinning on a plan's loop slowed the
+	// workflow tasks beside it threefold (found attacking issue 57).
+	lowerPriority()
 	r := bufio.NewReader(in)
 	w := bufio.NewWriter(out)
 	for {

@@ -45,3 +45,7 @@ func vmSize() (uint64, error) {
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// lowerPriority makes this process nice 10: background work to the
+// worker it serves.
+func lowerPriority() { _ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 10) }

@@ -8,3 +8,5 @@ import "syscall"
 func capAddressSpace(uint64) error { return nil }
 
 func procAttr() *syscall.SysProcAttr { return nil }
+
+func lowerPriority() {}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,11 +41,37 @@ func start(name string, memory int64) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := spawn(cmd.Start); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c.out = bufio.NewReader(out)
 	return c, nil
+}
+
+// spawns carries starts to the spawner: one goroutine, locked to its OS
+// thread for the life of the process, that starts every child. A child's
+// Pdeathsig fires when the thread that forked it exits, not the process,
+// and Go ends a locked thread when its goroutine returns (the sandbox's
+// do): children forked there were killed at random (found attacking
+// issue 57).
+var (
+	spawns    = make(chan func())
+	spawnOnce sync.Once
+)
+
+// spawn runs start on the spawner's thread.
+func spawn(start func() error) error {
+	spawnOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread()
+			for f := range spawns {
+				f()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawns <- func() { done <- start() }
+	return <-done
 }
 
 // do sends one request and reads its answer, or gives up when ctx ends.

@@ -9,9 +9,14 @@ import (
 	"github.com/itchyny/gojq"
 )
 
-// answer is a child's answer to one request.
+// answer is a child's answer to one request. Results nested past what
+// encoding/json writes (10,000 levels) are the query's error, where the
+// empty answer had read as the evaluator's failure.
 func answer(raw []byte) []byte {
-	b, _ := json.Marshal(evaluate(raw))
+	b, err := json.Marshal(evaluate(raw))
+	if err != nil {
+		b, _ = json.Marshal(response{Kind: "query", Error: "result is not JSON: " + err.Error()})
+	}
 	return b
 }
 

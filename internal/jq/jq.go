@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/capflow/capflow/internal/childproc"
 )
@@ -58,8 +59,9 @@ type response struct {
 
 // Eval runs query over input (JSON-like: maps, slices, strings, numbers)
 // and returns its results decoded from JSON (numbers as json.Number).
-// memory is the budget (DefaultMemory when 0). ctx ends the evaluation.
-func Eval(ctx context.Context, query string, input any, memory int64) ([]any, error) {
+// memory is the budget (DefaultMemory when 0); the query has limit to
+// run, counted once a child may take it (childproc.Ask), and ctx ends it.
+func Eval(ctx context.Context, query string, input any, memory int64, limit time.Duration) ([]any, error) {
 	if memory <= 0 {
 		memory = DefaultMemory
 	}
@@ -71,7 +73,7 @@ func Eval(ctx context.Context, query string, input any, memory int64) ([]any, er
 	if err != nil {
 		return nil, err
 	}
-	b, err := children.Ask(ctx, memory, req)
+	b, err := children.Ask(ctx, memory, req, limit)
 	if errors.Is(err, childproc.ErrTooLarge) {
 		return nil, ErrTooLarge
 	}

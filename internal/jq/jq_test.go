@@ -30,9 +30,10 @@ func TestEval(t *testing.T) {
 		{`.[300000000] = 1`, []any{}, "", ErrMemory},
 		{`[range(1e10)]`, nil, "", ErrMemory},
 		{`def f: [f]; f`, nil, "", ErrMemory},
+		{`reduce range(10001) as $i (0; [.])`, nil, "", &QueryError{}},
 	}
 	for _, c := range cases {
-		got, err := Eval(context.Background(), c.query, c.input, 64<<20)
+		got, err := Eval(context.Background(), c.query, c.input, 64<<20, time.Minute)
 		var qe *QueryError
 		switch {
 		case c.err == nil && err != nil:
@@ -55,7 +56,7 @@ func TestEval(t *testing.T) {
 // kernel stops the child near its budget.
 func TestMemoryStaysInTheChild(t *testing.T) {
 	const budget = 64 << 20
-	if _, err := Eval(context.Background(), `"x" * 1000000000 | length`, nil, budget); !errors.Is(err, ErrMemory) {
+	if _, err := Eval(context.Background(), `"x" * 1000000000 | length`, nil, budget, time.Minute); !errors.Is(err, ErrMemory) {
 		t.Fatalf("want ErrMemory, got %v", err)
 	}
 	var self, kids syscall.Rusage
@@ -73,12 +74,12 @@ func TestCancelKillsTheChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := Eval(ctx, `def f: f; f`, nil, 0)
+	_, err := Eval(ctx, `def f: f; f`, nil, 0, time.Minute)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Fatalf("got %v after %s", err, time.Since(start))
 	}
 	// The pool still answers.
-	if got, err := Eval(context.Background(), "1", nil, 0); err != nil || len(got) != 1 {
+	if got, err := Eval(context.Background(), "1", nil, 0, time.Minute); err != nil || len(got) != 1 {
 		t.Fatalf("%v %v", got, err)
 	}
 }
@@ -88,7 +89,7 @@ func TestCancelKillsTheChild(t *testing.T) {
 func BenchmarkEval(b *testing.B) {
 	in := map[string]any{"items": []any{map[string]any{"n": 1}, map[string]any{"n": 2}}}
 	for b.Loop() {
-		if _, err := Eval(context.Background(), ".items[] | .n", in, 0); err != nil {
+		if _, err := Eval(context.Background(), ".items[] | .n", in, 0, time.Minute); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -230,10 +230,11 @@ func startWorkers(c client.Client, cfg *config.Config, acts *activities.Activiti
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
 	Register(w, acts)
-	// Inline json.query steps need a jq child ready: never started inside
-	// a workflow task (builtin.Pure declines meanwhile). Readied before the
-	// worker polls, so the first run's steps are inline too (a loaded
-	// machine took longer than a run's first task to start the child).
+	// Inline json.query and text.render steps need an evaluator child
+	// ready: never started inside a workflow task (builtin.Pure declines
+	// meanwhile). Readied before the worker polls, so the first run's steps
+	// are inline too (a loaded machine took longer than a run's first task
+	// to start a child).
 	builtin.Prepare()
 	hw := worker.New(c, acts.Exec.HostQueue, hostOpts)
 	RegisterHostActivities(hw, acts)
