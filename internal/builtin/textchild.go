@@ -25,6 +25,12 @@ var textChildren = childproc.New("capflow-text-child", MaxRender+64<<10)
 
 func init() { textChildren.Enter(renderAnswer) }
 
+// maxRequest bounds a template's request: a step's inputs are at most
+// 64 MiB of JSON (plan.MaxInterpolated), which this encoding does not pass but
+// for numbers (a float's 9 bytes), and it is built before it waits for a
+// child.
+const maxRequest = 64 << 20
+
 // renderRequest is one template for a child to render, with what is left
 // of its step's time (0: no deadline but EvalTimeout's).
 type renderRequest struct {
@@ -50,9 +56,12 @@ func render(ctx context.Context, src string, values map[string]any) (string, err
 	if d, ok := ctx.Deadline(); ok {
 		req.Budget = max(time.Until(d), time.Millisecond)
 	}
-	raw, err := encodeRequest(req, int(evalMemory))
+	raw, err := encodeRequest(req, maxRequest)
+	if errors.Is(err, errTooMuch) {
+		return "", caperr.New(caperr.InvalidInput, "values: more than %s to send the template", humanBytes(maxRequest))
+	}
 	if err != nil {
-		return "", evalErr(ctx, "template", childproc.ErrMemory)
+		return "", caperr.Wrap(caperr.InvalidInput, err, "values")
 	}
 	// The child stops at its budget and says why; a little past it, it is
 	// killed.

@@ -76,6 +76,15 @@ func (w *wireWriter) value(v any) error {
 	case uint64:
 		w.b = binary.AppendUvarint(append(w.b, tagUint64), t)
 	case float64:
+		if t == math.Trunc(t) && math.Abs(t) <= 1<<53 && (t != 0 || !math.Signbit(t)) {
+			// A whole number is an integer to the template: a step's
+			// inputs reach it through JSON, which decodes every number as
+			// a float64, and 1000000 printed as 1e+06, refused printf's %d
+			// and could not be ranged over (found trying capflow as a new
+			// user).
+			w.b = binary.AppendVarint(append(w.b, tagInt64), int64(t))
+			break
+		}
 		w.b = binary.LittleEndian.AppendUint64(append(w.b, tagFloat), math.Float64bits(t))
 	case json.Number:
 		w.b = append(w.b, tagNumber)

@@ -94,6 +94,9 @@ func (k *Kind) Ask(ctx context.Context, memory int64, req []byte, limit time.Dur
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", ErrBusy, context.Cause(ctx))
 	}
+	if ctx.Err() != nil { // ended as the slot came free: select chose at random
+		return nil, fmt.Errorf("%w: %w", ErrBusy, context.Cause(ctx))
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for try := 0; ; try++ {

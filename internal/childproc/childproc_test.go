@@ -210,3 +210,32 @@ func TestBusyEvaluatorsSaySo(t *testing.T) {
 		t.Error("ready, an idle child but no slot free")
 	}
 }
+
+// Children are this process's own binary even once its path holds another
+// (an upgrade renamed a new binary over it) or none: they had run the new
+// one, which speaks another request format (found attacking issue 57).
+// Not parallel: it moves the test binary aside and back.
+func TestChildrenRunTheirParentsBinary(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := self + ".keep"
+	if err := os.Link(self, keep); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(keep, self)
+	k := New("capflow-childproc-test", 1<<20)
+	if err := os.Remove(self); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Ask(context.Background(), 46<<20, []byte("echo removed"), time.Minute); err != nil || string(got) != "removed" {
+		t.Fatalf("the binary removed: %q %v", got, err)
+	}
+	if err := os.WriteFile(self, []byte("#!/bin/sh\nexit 7\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Ask(context.Background(), 47<<20, []byte("echo replaced"), time.Minute); err != nil || string(got) != "replaced" {
+		t.Fatalf("another file at its path: %q %v", got, err)
+	}
+}

@@ -49,3 +49,10 @@ func procAttr() *syscall.SysProcAttr {
 // lowerPriority makes this process nice 10: background work to the
 // worker it serves.
 func lowerPriority() { _ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 10) }
+
+// executable is this process's own binary as the kernel holds it: after an
+// upgrade renamed a new binary over the old path (or removed it), the old
+// worker's children would have run the new one, which speaks another
+// request format (found attacking issue 57; moby's reexec.Self does the
+// same).
+func executable() (string, error) { return "/proc/self/exe", nil }

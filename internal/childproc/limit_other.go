@@ -2,7 +2,10 @@
 
 package childproc
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // Elsewhere the child has only its heap limit: no portable hard cap.
 func capAddressSpace(uint64) error { return nil }
@@ -10,3 +13,5 @@ func capAddressSpace(uint64) error { return nil }
 func procAttr() *syscall.SysProcAttr { return nil }
 
 func lowerPriority() {}
+
+func executable() (string, error) { return os.Executable() }

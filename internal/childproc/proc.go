@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -22,7 +21,7 @@ type child struct {
 }
 
 func start(name string, memory int64) (*child, error) {
-	self, err := os.Executable()
+	self, err := executable()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

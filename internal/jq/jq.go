@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/capflow/capflow/internal/childproc"
@@ -62,16 +63,23 @@ type response struct {
 // memory is the budget (DefaultMemory when 0); the query has limit to
 // run, counted once a child may take it (childproc.Ask), and ctx ends it.
 func Eval(ctx context.Context, query string, input any, memory int64, limit time.Duration) ([]any, error) {
-	if memory <= 0 {
-		memory = DefaultMemory
-	}
 	in, err := json.Marshal(input)
 	if err != nil {
 		return nil, &QueryError{Msg: "input is not JSON: " + err.Error()}
 	}
-	req, err := json.Marshal(request{Query: query, Input: in})
+	return EvalJSON(ctx, query, in, memory, limit)
+}
+
+// EvalJSON is Eval over input as valid JSON text (the caller checks:
+// json.Valid), which only the child decodes (a file's 15 MB of small
+// objects took the worker a gigabyte of heap to decode; found attacking
+// issue 57).
+func EvalJSON(ctx context.Context, query string, input []byte, memory int64, limit time.Duration) ([]any, error) {
+	req, err := json.Marshal(request{Query: query, Input: input})
 	if err != nil {
-		return nil, err
+		// Valid, but nested past what encoding/json writes inside another
+		// value (10,000 levels).
+		return nil, &QueryError{Msg: "input is not JSON: " + err.Error()}
 	}
 	b, err := children.Ask(ctx, memory, req, limit)
 	if errors.Is(err, childproc.ErrTooLarge) {
@@ -82,6 +90,10 @@ func Eval(ctx context.Context, query string, input any, memory int64, limit time
 	}
 	var res response
 	if err := json.Unmarshal(b, &res); err != nil {
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			// A result nested nearly 10,000 deep, inside the answer.
+			return nil, &QueryError{Msg: "a result is nested too deep for JSON: " + err.Error()}
+		}
 		return nil, fmt.Errorf("%w: %v", childproc.ErrChildFailed, err)
 	}
 	switch res.Kind {

@@ -31,6 +31,8 @@ func TestEval(t *testing.T) {
 		{`[range(1e10)]`, nil, "", ErrMemory},
 		{`def f: [f]; f`, nil, "", ErrMemory},
 		{`reduce range(10001) as $i (0; [.])`, nil, "", &QueryError{}},
+		{`reduce range(9999) as $i (0; [.])`, nil, "", &QueryError{}},
+		{".", deep(10001), "", &QueryError{}},
 	}
 	for _, c := range cases {
 		got, err := Eval(context.Background(), c.query, c.input, 64<<20, time.Minute)
@@ -50,6 +52,15 @@ func TestEval(t *testing.T) {
 			t.Errorf("%s: want %v, got %v", c.query, c.err, err)
 		}
 	}
+}
+
+// deep is a list nested n levels.
+func deep(n int) any {
+	var v any = 0
+	for range n {
+		v = []any{v}
+	}
+	return v
 }
 
 // The memory a query takes is the child's, never its host's, and the
