@@ -134,22 +134,17 @@ type wireReader struct {
 	err error
 }
 
-var errMalformed = errors.New("malformed request")
+var errMalformed = errors.New("malformed message")
 
 func (r *wireReader) fail() { r.err, r.b = errMalformed, nil }
 
-func (r *wireReader) uvarint() uint64 {
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[k:]
-	return n
-}
+func (r *wireReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *wireReader) varint() int64 {
-	n, k := binary.Varint(r.b)
+func (r *wireReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint takes a varint that decode reads off the front of r.
+func readVarint[T int64 | uint64](r *wireReader, decode func([]byte) (T, int)) T {
+	n, k := decode(r.b)
 	if k <= 0 {
 		r.fail()
 		return 0
@@ -159,17 +154,14 @@ func (r *wireReader) varint() int64 {
 }
 
 func (r *wireReader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail()
-		return ""
-	}
+	n := r.count()
 	s := string(r.b[:n])
 	r.b = r.b[n:]
 	return s
 }
 
-// count reads a map's or list's length, each entry taking a byte at least.
+// count reads a length: a string's bytes, or a map's or list's entries,
+// each a byte at least; never more than the bytes left.
 func (r *wireReader) count() int {
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
