@@ -211,8 +211,14 @@ func startRestate(b *testing.B) *restatePeer {
 	if err := os.WriteFile(filepath.Join(dir, "restate.toml"), []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// Its own TMPDIR, removed with dir: the server leaves two dozen
+	// invoker-* folders in the system's at every start.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	rs.server = exec.Command(server, "--config-file", filepath.Join(dir, "restate.toml"), "--base-dir", filepath.Join(dir, "data"), "--no-logo")
-	rs.server.Env = append(os.Environ(), "DO_NOT_TRACK=1")
+	rs.server.Env = append(os.Environ(), "DO_NOT_TRACK=1", "TMPDIR="+tmp)
 	rs.svc = exec.Command(svc, "-listen", ports[3])
 	for _, c := range []*exec.Cmd{rs.server, rs.svc} {
 		log, _ := os.Create(filepath.Join(dir, filepath.Base(c.Path)+".log"))
