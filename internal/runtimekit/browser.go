@@ -160,6 +160,16 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 		return nil, caperr.Wrap(caperr.ObservabilityError, err, "browser profile")
 	}
 	defer removeProfile(profile)
+	// Chromium's temporary files in a folder of the step's own, removed
+	// with the browser: its singleton's socket folder, which it leaves
+	// behind, had stayed in the machine's /tmp after every run. Not in the
+	// profile: a socket's path is at most 108 bytes, and the step's folder
+	// is deep.
+	tmp, err := os.MkdirTemp("", "capflow-browser-")
+	if err != nil {
+		return nil, caperr.Wrap(caperr.ObservabilityError, err, "browser temporary folder")
+	}
+	defer removeProfile(tmp)
 	proxy, closeProxy, err := serveOutbound(env)
 	if err != nil {
 		return nil, caperr.Wrap(caperr.StartupError, err, "the browser's egress proxy")
@@ -171,7 +181,7 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.ProxyServer("http://"+proxy), chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+tmp), chromedp.WindowSize(1280, 800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-sync", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
