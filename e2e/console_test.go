@@ -39,8 +39,15 @@ func consoleBrowser(t testing.TB) context.Context {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(profile) })
+	// Its temporary files too, in a short path (a socket's is at most 108
+	// bytes): each test had left an org.chromium.Chromium.* folder in /tmp.
+	tmp, err := os.MkdirTemp("", "cf-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(profile), chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+tmp), chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
