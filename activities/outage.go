@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -29,11 +28,9 @@ const outagePeriod = 2 * time.Second
 // loses nothing.) The tool then keeps running while capflow heartbeats on
 // its own: an attempt the server still knows goes on and completes as
 // usual; one the server timed out or cancelled meanwhile is stopped when
-// the server says so. stop ends the watch; when the server is still
-// unreachable then, it waits until the server answers (or the attempt is
-// over): the SDK reports the attempt's end right after, and gives up
-// within seconds, so a tool that ended during an outage would otherwise be
-// lost until its start-to-close timeout.
+// the server says so. stop ends the watch. A tool that ends while the
+// server is away has its end held until the server answers
+// (temporalx.HoldActivityEnds, on the worker's client).
 func (a *Activities) rideOutOutages(ctx context.Context, details func() any) (tctx context.Context, stop func()) {
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	tctx, cancelDeadline := base, context.CancelFunc(func() {})
@@ -41,41 +38,18 @@ func (a *Activities) rideOutOutages(ctx context.Context, details func() any) (tc
 		tctx, cancelDeadline = context.WithDeadline(base, dl)
 	}
 	done := make(chan struct{})
-	var outage atomic.Bool
-	go a.watchOutage(ctx, done, cancel, details, &outage)
+	go a.watchOutage(ctx, done, cancel, details)
 	return tctx, func() {
 		close(done)
 		cancelDeadline()
 		cancel(nil)
-		if outage.Load() {
-			a.awaitServer(ctx, details)
-		}
-	}
-}
-
-// awaitServer heartbeats until the server answers, says the attempt is
-// over, or the attempt's time is up.
-func (a *Activities) awaitServer(ctx context.Context, details func() any) {
-	info := activity.GetInfo(ctx)
-	until := time.Now().Add(10 * time.Minute)
-	if dl, ok := ctx.Deadline(); ok {
-		until = dl
-	}
-	for time.Now().Before(until) {
-		err := a.beat(info.TaskToken, details())
-		if err == nil || attemptEnded(err) {
-			a.Logger.Info("the Temporal server answers again: reporting the attempt's end",
-				"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", err)
-			return
-		}
-		time.Sleep(time.Second)
 	}
 }
 
 // watchOutage passes the activity's cancellation on to the tool, unless
 // its cause is a heartbeat that could not reach the server: then it
 // heartbeats until the server answers.
-func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, cancel context.CancelCauseFunc, details func() any, outage *atomic.Bool) {
+func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, cancel context.CancelCauseFunc, details func() any) {
 	select {
 	case <-done:
 		return
@@ -94,12 +68,10 @@ func (a *Activities) watchOutage(ctx context.Context, done <-chan struct{}, canc
 		return
 	}
 	info := activity.GetInfo(ctx)
-	outage.Store(true)
 	a.Logger.Warn("a heartbeat did not reach the Temporal server: the tool keeps running until the server answers",
 		"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", cause)
 	every(outagePeriod, done, func() bool {
 		err := a.beat(info.TaskToken, details())
-		outage.Store(err != nil && !attemptEnded(err))
 		if err != nil && attemptEnded(err) {
 			a.Logger.Warn("the server ended the attempt while it was unreachable: stopping the tool",
 				"workflow_id", info.WorkflowExecution.ID, "activity_id", info.ActivityID, "error", err)

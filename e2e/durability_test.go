@@ -147,40 +147,60 @@ steps:
 	}
 }
 
-// The dev server stops mid-run and comes back on the same database: the
-// run completes, and the step that was running when it stopped is not
-// lost.
+// The server stops under a running step and stays away past the step's
+// end, longer than the SDK tries to report that end (10 s), then comes
+// back on the same database: the run completes, and the step that ended
+// meanwhile is neither lost nor run again (its end waited for the server;
+// the heartbeat timeout would have re-run it a minute later: CI saw it
+// when a cluster's server came back slowly).
 func TestServerRestartMidRun(t *testing.T) {
 	log := h.freshLog("restart.log")
 	id := startDetached(t, h.writePlan(t, "restart", `name: restart
 steps:
-  - {id: before, capability: test.slow, with: {seconds: 3, log: "`+log+`"}}
+  - {id: before, capability: test.slow, with: {seconds: 2, log: "`+log+`"}}
   - {id: after, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [before]}
 `))
-	waitStepRunning(t, id, "before")
-	if onCluster() {
-		h.cluster(t, "stop", "server")
-		time.Sleep(2 * time.Second)
-		h.cluster(t, "start", "server")
-	} else {
-		if err := h.server.Stop(); err != nil {
-			t.Fatalf("stop the dev server: %v", err)
-		}
-		time.Sleep(2 * time.Second)
-		if err := h.startServer(); err != nil {
-			b, _ := os.ReadFile(h.serverLog.Name())
-			t.Fatalf("restart the dev server: %v\n%s", err, b)
-		}
-	}
+	waitLine(t, log, "attempt 1 before")
+	held := strings.Count(h.workerLog(), "a step's end reported")
+	h.stopServer(t)
+	waitLine(t, log, "finished 1 before")
+	time.Sleep(11 * time.Second)
+	h.restartServer(t)
 	res := waitResult(t, id, 2*time.Minute)
 	if res.Status != wfapi.StatusPassed {
 		t.Fatalf("after a server restart: %s %s", res.Status, res.Message)
 	}
 	l := readAttemptLog(t, log)
 	for _, step := range []string{"before", "after"} {
-		if starts, after := l.startsAfterFinish(step); starts == 0 || after != 0 {
-			t.Fatalf("%s: %d starts, %d after finishing", step, starts, after)
+		if starts, after := l.startsAfterFinish(step); starts != 1 || after != 0 {
+			b, _ := os.ReadFile(log)
+			t.Fatalf("%s: %d starts, %d after finishing; the tools' log:\n%s", step, starts, after, b)
 		}
+	}
+	if strings.Count(h.workerLog(), "a step's end reported") != held+1 {
+		t.Fatal("the worker did not say it held the step's end for the server")
+	}
+}
+
+// stopServer stops the run's Temporal server: make cluster-test's, or the
+// dev server on its database.
+func (h *harness) stopServer(t *testing.T) {
+	t.Helper()
+	if onCluster() {
+		h.cluster(t, "stop", "server")
+	} else if err := h.server.Stop(); err != nil {
+		t.Fatalf("stop the dev server: %v", err)
+	}
+}
+
+// restartServer starts it again, on the same database.
+func (h *harness) restartServer(t *testing.T) {
+	t.Helper()
+	if onCluster() {
+		h.cluster(t, "start", "server")
+	} else if err := h.startServer(); err != nil {
+		b, _ := os.ReadFile(h.serverLog.Name())
+		t.Fatalf("restart the dev server: %v\n%s", err, b)
 	}
 }
 

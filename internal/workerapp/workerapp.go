@@ -125,7 +125,7 @@ func Main(args []string, stderr io.Writer) int {
 			log.Warn("telemetry", "error", err.Error())
 		}
 	}()
-	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"), tracing.ClientOption(), func(o *client.Options) {
+	c, err := temporalx.Dial(ctx, cfg, log.Named("temporal"), tracing.ClientOption(), temporalx.HoldActivityEnds(log.Named("temporal")), func(o *client.Options) {
 		if ms != nil {
 			o.MetricsHandler = ms.Handler
 		}
