@@ -16,6 +16,9 @@ const (
 	EvalMemory  = 256 << 20
 )
 
+// evalTime is the time budget in force (tests lower it to reach it).
+var evalTime = EvalTimeout
+
 // evalMemory is the memory budget in force (tests lower it: under the
 // race detector, allocating 256 MiB takes half a minute).
 var evalMemory uint64 = EvalMemory
@@ -32,7 +35,10 @@ func budgetErr(outer, ctx context.Context, what string) error {
 	return nil
 }
 
-// overTime is an evaluation stopped at EvalTimeout.
+// overTime is an evaluation stopped at its time budget: a limit of the
+// evaluators', not the step's, which no timeout raises and another attempt
+// would only meet again, so RESOURCE_EXHAUSTED (not retried), where the
+// step's own time running out is TASK_TIMEOUT.
 func overTime(what string) error {
-	return caperr.New(caperr.TaskTimeout, "%s ran longer than %s: stopped", what, EvalTimeout)
+	return caperr.New(caperr.ResourceExhausted, "%s ran longer than %s, the evaluators' time limit: stopped; it must do less (no step timeout raises this limit)", what, evalTime)
 }

@@ -57,6 +57,31 @@ func TestBoundedEvaluation(t *testing.T) {
 	}
 }
 
+// An evaluation past the evaluators' time is RESOURCE_EXHAUSTED, which is
+// not retried: another attempt would meet the same limit, and no step
+// timeout raises it. (Not parallel: it lowers the package's budget.)
+func TestEvaluationPastItsTimeIsNotRetried(t *testing.T) {
+	defer func(d time.Duration) { evalTime = d }(evalTime)
+	evalTime = 300 * time.Millisecond
+	list := make([]any, 1000)
+	for i := range list {
+		list[i] = i
+	}
+	for _, c := range []struct {
+		tool string
+		in   map[string]any
+	}{
+		{"json.query", map[string]any{"query": "last(range(1e15))", "input": 1}},
+		{"text.render", map[string]any{"template": "{{range $.a}}{{range $.a}}{{range $.a}}{{end}}{{end}}{{end}}", "values": map[string]any{"a": list}}},
+	} {
+		_, err := call(t, c.tool, t.TempDir(), c.in)
+		code := caperr.CodeOf(err)
+		if code != caperr.ResourceExhausted || caperr.Lookup(code).Retryable || !strings.Contains(err.Error(), "ran longer than 300ms, the evaluators' time limit") {
+			t.Errorf("%s: %s %v", c.tool, code, err)
+		}
+	}
+}
+
 func TestCancellationReachesBuiltins(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

@@ -62,9 +62,9 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 		if !json.Valid(b) {
 			return nil, caperr.New(caperr.InvalidInput, "%s is not JSON", pl.given)
 		}
-		results, err = jq.EvalJSON(ctx, str(in, "query"), b, int64(evalMemory), EvalTimeout)
+		results, err = jq.EvalJSON(ctx, str(in, "query"), b, int64(evalMemory), evalTime)
 	default:
-		results, err = jq.Eval(ctx, str(in, "query"), schema.Normalize(in["input"]), int64(evalMemory), EvalTimeout)
+		results, err = jq.Eval(ctx, str(in, "query"), schema.Normalize(in["input"]), int64(evalMemory), evalTime)
 	}
 	if err != nil {
 		return nil, queryErr(ctx, str(in, "query"), err)

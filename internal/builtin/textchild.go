@@ -65,7 +65,7 @@ func render(ctx context.Context, src string, values map[string]any) (string, err
 	}
 	// The child stops at its budget and says why; a little past it, it is
 	// killed.
-	b, err := textChildren.Ask(ctx, int64(evalMemory), raw, EvalTimeout+2*time.Second)
+	b, err := textChildren.Ask(ctx, int64(evalMemory), raw, evalTime+2*time.Second)
 	if errors.Is(err, childproc.ErrTooLarge) && ctx.Err() == nil {
 		return "", caperr.New(caperr.InvalidInput, "rendered text is larger than %s", humanBytes(MaxRender))
 	}

@@ -131,7 +131,7 @@ var advice = map[Code]string{
 	DependencyUnavailable:    "check the dependency the message names (a binary on PATH, an environment variable, a service the policy lets the run reach), then rerun",
 	StartupError:             "read the stderr tail; capflow tools run TOOL runs the tool alone",
 	ReadinessTimeout:         "read the server's log; raise the readiness timeout (the step's readiness.timeout) if it is only slow",
-	TaskTimeout:              "raise the step's timeout (timeout: in the plan, timeouts.start_to_close in tool.yaml) if the work is only slow, or find what it waited on in its last feedback; a json.query or text.render that ran longer than its evaluator's 30 s must do less (no timeout raises that)",
+	TaskTimeout:              "raise the step's timeout (timeout: in the plan, timeouts.start_to_close in tool.yaml) if the work is only slow, or find what it waited on in its last feedback",
 	TestFailure:              "read the failed tests in the stderr tail and the step's feedback",
 	ToolFailure:              "read the stderr tail; capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input",
 	RetryExhausted:           "every attempt failed: fix what the last attempt's error names, or raise retry: {max_attempts} if it is transient",
