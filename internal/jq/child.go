@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/itchyny/gojq"
 )
@@ -26,11 +27,17 @@ func evaluate(raw []byte) (res response) {
 			res = response{Kind: "query", Error: fmt.Sprintf("jq failed: %v", r)}
 		}
 	}()
-	var req request
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return response{Kind: "query", Error: "bad request: " + err.Error()}
+	query, in, ok := decodeRequest(raw)
+	if !ok {
+		return response{Kind: "query", Error: "bad request"}
 	}
-	q, err := gojq.Parse(req.Query)
+	input, err := decodeInput(in)
+	if err != nil {
+		// Valid JSON to its sender, but nested past what encoding/json
+		// reads (10,000 levels).
+		return response{Kind: "query", Error: "input is not JSON: " + err.Error()}
+	}
+	q, err := gojq.Parse(query)
 	if err != nil {
 		return response{Kind: "query", Error: err.Error()}
 	}
@@ -38,7 +45,7 @@ func evaluate(raw []byte) (res response) {
 	if err != nil {
 		return response{Kind: "query", Error: err.Error()}
 	}
-	iter := code.RunWithContext(context.Background(), normalize(decode(req.Input)))
+	iter := code.RunWithContext(context.Background(), normalize(input))
 	res = response{Results: []json.RawMessage{}}
 	size := 0
 	for {
@@ -67,11 +74,23 @@ func evaluate(raw []byte) (res response) {
 
 // decode reads JSON keeping numbers exact (json.Number).
 func decode(b []byte) any {
+	v, _ := decodeInput(b)
+	return v
+}
+
+// decodeInput reads one JSON value keeping numbers exact, and nothing
+// after it.
+func decodeInput(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
-	_ = dec.Decode(&v)
-	return v
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("more than one value")
+	}
+	return v, nil
 }
 
 // normalize converts numbers to the types gojq computes with (int,

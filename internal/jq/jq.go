@@ -8,6 +8,7 @@ package jq
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,11 +48,6 @@ var children = childproc.New("capflow-jq-child", MaxResultBytes)
 // program runs in it.
 func init() { children.Enter(answer) }
 
-type request struct {
-	Query string          `json:"query"`
-	Input json.RawMessage `json:"input"`
-}
-
 type response struct {
 	Results []json.RawMessage `json:"results"`
 	Error   string            `json:"error,omitempty"`
@@ -75,13 +71,7 @@ func Eval(ctx context.Context, query string, input any, memory int64, limit time
 // objects took the worker a gigabyte of heap to decode; found attacking
 // issue 57).
 func EvalJSON(ctx context.Context, query string, input []byte, memory int64, limit time.Duration) ([]any, error) {
-	req, err := json.Marshal(request{Query: query, Input: input})
-	if err != nil {
-		// Valid, but nested past what encoding/json writes inside another
-		// value (10,000 levels).
-		return nil, &QueryError{Msg: "input is not JSON: " + err.Error()}
-	}
-	b, err := children.Ask(ctx, memory, req, limit)
+	b, err := children.Ask(ctx, memory, encodeRequest(query, input), limit)
 	if errors.Is(err, childproc.ErrTooLarge) {
 		return nil, ErrTooLarge
 	}
@@ -109,6 +99,25 @@ func EvalJSON(ctx context.Context, query string, input []byte, memory int64, lim
 		out = append(out, decode(r))
 	}
 	return out, nil
+}
+
+// encodeRequest frames a query and its input for a child: the query's
+// length, the query, then the input's JSON as it came, copied once (a
+// JSON request re-scanned and copied the input, up to 16 MiB, again).
+func encodeRequest(query string, input []byte) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(query)+len(input))
+	b = binary.AppendUvarint(b, uint64(len(query)))
+	return append(append(b, query...), input...)
+}
+
+// decodeRequest is encodeRequest's inverse; ok is false for a frame it
+// did not make.
+func decodeRequest(b []byte) (query string, input []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
 
 // Warm makes sure an idle child with this memory budget is waiting, so

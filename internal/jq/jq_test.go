@@ -105,3 +105,19 @@ func BenchmarkEval(b *testing.B) {
 		}
 	}
 }
+
+// A request frame carries its query and input exactly; frames it did not
+// make are refused, never read past their end.
+func TestRequestFrames(t *testing.T) {
+	for _, c := range []struct{ query, input string }{{"", "1"}, {".a | .b", `{"a":{"b":[1,2]}}`}, {"\x00{{", ""}} {
+		q, in, ok := decodeRequest(encodeRequest(c.query, []byte(c.input)))
+		if !ok || q != c.query || string(in) != c.input {
+			t.Fatalf("%q %q came back as %q %q %v", c.query, c.input, q, in, ok)
+		}
+	}
+	for _, b := range [][]byte{nil, {0x80}, {5, 'a'}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}} {
+		if _, _, ok := decodeRequest(b); ok {
+			t.Fatalf("%x read as a frame", b)
+		}
+	}
+}
