@@ -107,24 +107,14 @@ func (w *wireWriter) value(v any) error {
 			}
 		}
 	default:
+		// Normalized, a value is written once more, never again.
 		n := schema.Normalize(v)
-		if !plain(n) {
+		if !schema.JSONType(n) {
 			return errUnsupported
 		}
 		return w.value(n)
 	}
 	return nil
-}
-
-// plain reports whether v is one of the types value writes itself at its
-// top (what JSON decodes to): a value normalized is written once more,
-// never again.
-func plain(v any) bool {
-	switch v.(type) {
-	case nil, bool, string, int, int64, uint64, float64, json.Number, map[string]any, []any:
-		return true
-	}
-	return false
 }
 
 // wireReader reads an encoding; a malformed one is an error, never a

@@ -298,24 +298,31 @@ func Normalize(v any) any {
 	return out
 }
 
+// JSONType reports whether v is, at its top, of a type a JSON decoder
+// gives (or a whole number's Go type, as capflow passes integers): a
+// value Normalize leaves as it is when everything inside is too.
+func JSONType(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, float64, int64, uint64, int, json.Number, map[string]any, []any:
+		return true
+	}
+	return false
+}
+
 func isPlain(v any) bool {
 	switch t := v.(type) {
-	case nil, string, bool, float64, int64, uint64, int, json.Number:
-		return true
 	case map[string]any:
 		for _, x := range t {
 			if !isPlain(x) {
 				return false
 			}
 		}
-		return true
 	case []any:
 		for _, x := range t {
 			if !isPlain(x) {
 				return false
 			}
 		}
-		return true
 	}
-	return false
+	return JSONType(v)
 }
