@@ -170,10 +170,18 @@ func TestMisbehavingTools(t *testing.T) {
 				extra = ", " + tt.extra
 			}
 			p := h.writePlan(t, strings.ReplaceAll(tt.name, " ", "-"), "name: misbehave\nsteps:\n  - {id: s, capability: "+tt.capability+extra+"}\n")
-			code, r := h.run(t, p)
+			code, env, _ := h.capflow(t, "run", p)
+			var r runResult
+			data(t, env, &r)
 			s := r.step(t, "s")
 			if code != 1 || r.Status != "failed" || s.Status != "failed" || s.Envelope == nil || s.Envelope.Error == nil || string(s.Envelope.Error.Code) != tt.code {
 				t.Fatalf("exit %d %s: %+v", code, r.Status, s)
+			}
+			// The run's error is TOOL_FAILURE, caused by the step's code,
+			// retryable as that code is.
+			cause := map[bool]string{true: "", false: tt.code}[tt.code == "TOOL_FAILURE"]
+			if e := env.Error; e == nil || e.Code != "TOOL_FAILURE" || string(e.Cause) != cause || e.Retryable != caperr.Lookup(caperr.Code(tt.code)).Retryable {
+				t.Fatalf("the run's error: %+v", env.Error)
 			}
 			all, _ := json.Marshal(s.Envelope)
 			if !strings.Contains(string(all), tt.contains) {

@@ -281,6 +281,12 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 			b.Error("gap", fmt.Sprintf("%s: %s", g.StepID, g.ReasonMessage), g.Reason)
 		}
 		env = b.FailWithExit(code, exit, msg, data)
+		// A failed run is TOOL_FAILURE (exit 1, the contract's); its
+		// cause is what failed it, and whether running again may help is
+		// the cause's to say (a step's INVALID_INPUT is not retried).
+		if c := whatnext.Cause(res); env.Error != nil && c != "" && c != env.Error.Code {
+			env.Error.Cause, env.Error.Retryable = c, caperr.Lookup(c).Retryable
+		}
 	}
 	attempts := a.attempts
 	a.set(env, func(w io.Writer) {

@@ -43,13 +43,9 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 		return wire.Next{}, false
 	}
 	n := wire.Next{Step: s.ID, Stderr: StderrTail(s)}
-	code := caperr.Code("")
+	code := causeOf(s)
 	if e := s.Envelope; e != nil && e.Error != nil {
-		code = caperr.Code(e.Error.Code)
 		n.Code, n.Severity = e.Error.Code, e.Error.Severity
-		if e.Error.Cause != "" {
-			code = caperr.Code(e.Error.Cause)
-		}
 	}
 	if n.Severity == "" && n.Code != "" {
 		n.Severity = caperr.Lookup(n.Code).Severity
@@ -72,6 +68,30 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 	}
 	n.Advice = filled(n.Advice, r, s)
 	return n, true
+}
+
+// Cause is the code behind a failed run: its first failed step's, or the
+// code that one summarises (RETRY_EXHAUSTED's last attempt's); "" when no
+// failed step has one.
+func Cause(r *wire.Result) caperr.Code {
+	for _, s := range r.Steps {
+		if c := causeOf(s); s.Status == wire.StepFailed && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// causeOf is a step's error code, or the one it summarises.
+func causeOf(s wire.StepResult) caperr.Code {
+	e := s.Envelope
+	switch {
+	case e == nil || e.Error == nil:
+		return ""
+	case e.Error.Cause != "":
+		return caperr.Code(e.Error.Cause)
+	}
+	return caperr.Code(e.Error.Code)
 }
 
 // agentAdvice is what to do about an agent step that stopped (agents.md):

@@ -80,3 +80,25 @@ func TestAgentAdvice(t *testing.T) {
 		}
 	}
 }
+
+// A failed run's cause is its first failed step's code, or the code that
+// one summarises.
+func TestCause(t *testing.T) {
+	ok := wire.StepResult{ID: "ok", Status: wire.StepSucceeded}
+	bare := wire.StepResult{ID: "bare", Status: wire.StepFailed}
+	for _, c := range []struct {
+		name  string
+		steps []wire.StepResult
+		want  caperr.Code
+	}{
+		{"no step failed", []wire.StepResult{ok}, ""},
+		{"the first failed step's", []wire.StepResult{ok, failed("q", "INVALID_INPUT", "", "HIGH"), failed("r", "TOOL_FAILURE", "", "HIGH")}, caperr.InvalidInput},
+		{"what retries exhausted", []wire.StepResult{failed("q", "RETRY_EXHAUSTED", "TASK_TIMEOUT", "HIGH")}, caperr.TaskTimeout},
+		{"a failed step without an envelope says nothing", []wire.StepResult{bare, failed("r", "SCHEMA_VIOLATION", "", "HIGH")}, caperr.SchemaViolation},
+		{"a skipped step's code is not a cause", []wire.StepResult{{ID: "s", Status: wire.StepSkipped, Envelope: failed("s", "QUORUM_NOT_MET", "", "HIGH").Envelope}}, ""},
+	} {
+		if got := Cause(&wire.Result{Status: wire.StatusFailed, Steps: c.steps}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
