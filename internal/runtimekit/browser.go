@@ -181,7 +181,7 @@ func browserRun(ctx context.Context, raw map[string]any, env *builtin.Env) (any,
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.ProxyServer("http://"+proxy), chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+tmp), chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(profile), chromedp.ModifyCmdFunc(cleanBrowserEnv(tmp)), chromedp.WindowSize(1280, 800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-sync", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)

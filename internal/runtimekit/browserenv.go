@@ -1,0 +1,42 @@
+package runtimekit
+
+import (
+	"os"
+	"os/exec"
+)
+
+// browserEnvKeys are what Chromium takes of the worker's environment:
+// where its helpers are and how to write text. The worker's other
+// variables (its API keys, tokens, the Temporal address) are not the
+// browser's: a run reaches only what it was given.
+var browserEnvKeys = []string{"PATH", "LANG", "LC_ALL", "TZ"}
+
+// browserEnv is Chromium's whole environment: the keys above, and home
+// and temporary files in the browser's own folder (removed with it), not
+// the worker's home.
+func browserEnv(tmp string) []string {
+	env := []string{"HOME=" + tmp, "TMPDIR=" + tmp}
+	for _, k := range browserEnvKeys {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// cleanBrowserEnv makes cmd start Chromium through env -i with
+// browserEnv(tmp) alone. chromedp gives the browser the worker's whole
+// environment and lets no option take it away (it prepends os.Environ to
+// any it is given); env -i drops it before Chromium starts, in the same
+// process, so chromedp still holds Chromium's PID.
+func cleanBrowserEnv(tmp string) func(*exec.Cmd) {
+	return func(cmd *exec.Cmd) {
+		envBin := "/usr/bin/env" // not looked up on PATH first: the system's
+		if _, err := os.Stat(envBin); err != nil {
+			envBin, _ = exec.LookPath("env")
+		}
+		args := append([]string{"env", "-i"}, browserEnv(tmp)...)
+		cmd.Args = append(append(args, cmd.Path), cmd.Args[1:]...)
+		cmd.Path = envBin
+	}
+}
