@@ -198,6 +198,9 @@ func prettyReport(w io.Writer, root string, rep *preflight.Report, gapsFile stri
 			ps = append(ps, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Message: p.Message, Code: p.Code})
 		}
 		printProblems(w, root, ps)
+		for _, n := range rep.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
 		return
 	}
 	fmt.Fprintf(w, "  %s\n", rep.Message)

@@ -96,8 +96,16 @@ func ProblemsOf(ps caperr.Problems) []Problem {
 
 // InvalidReport is the report of a plan that did not parse.
 func InvalidReport(name string, probs caperr.Problems) *Report {
-	return refusedReport(name, "the plan is invalid", probs)
+	r := refusedReport(name, "the plan is invalid", probs)
+	// A plan that does not read is not resolved: what resolution finds
+	// (capabilities, step inputs against their tools' schemas, policy)
+	// comes once these are fixed, which a user had not expected.
+	r.Notes = []string{NotResolvedNote}
+	return r
 }
+
+// NotResolvedNote says what a plan refused as it was read was not checked for.
+const NotResolvedNote = "its capabilities, its steps' inputs against their tools' schemas, and policy are checked once these problems are fixed"
 
 // InvalidInputsReport is the report of a plan whose request inputs are
 // wrong or missing (a run is not started for it).

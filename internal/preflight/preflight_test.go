@@ -170,3 +170,16 @@ func TestCommandToolsGetAHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// A plan refused as it was read says what was not checked yet, so its
+// next problems (a missing capability, an input its tool refuses) do not
+// come as a surprise.
+func TestAnUnreadPlanSaysWhatWasNotChecked(t *testing.T) {
+	r := InvalidReport("p.yaml", caperr.Problems{caperr.New(caperr.InvalidInput, "needs unknown step %q", "zz")})
+	if r.Status != Invalid || len(r.Notes) != 1 || r.Notes[0] != NotResolvedNote {
+		t.Fatalf("%s %q", r.Status, r.Notes)
+	}
+	if r := InvalidInputsReport("p.yaml", caperr.Problems{caperr.New(caperr.InvalidInput, "x")}); len(r.Notes) != 0 {
+		t.Fatalf("a resolved plan's input problems: %q", r.Notes)
+	}
+}
