@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/planfile"
