@@ -21,6 +21,11 @@ const StderrLines = 5
 // Of is what to do next about r, the steps that need it first in the
 // plan's order; nil for a run that passed or still runs without trouble.
 func Of(r *wire.Result) []wire.Next {
+	if r.Status == wire.StatusPassed {
+		// A failure its join or failure policy absorbed (a quorum met
+		// without it) is in the run's table, not something to do.
+		return nil
+	}
 	var out []wire.Next
 	for _, s := range r.Steps {
 		if n, ok := ofStep(r, s); ok {

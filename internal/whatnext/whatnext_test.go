@@ -27,6 +27,7 @@ func TestOf(t *testing.T) {
 		want []wire.Next
 	}{
 		{"passed", wire.Result{Status: wire.StatusPassed, Steps: []wire.StepResult{{ID: "x", Status: wire.StepSucceeded}}}, nil},
+		{"a passed run's absorbed failure says nothing", wire.Result{Status: wire.StatusPassed, Steps: []wire.StepResult{{ID: "x", Status: wire.StepSucceeded}, failed("y", "INVALID_INPUT", "", "HIGH")}}, nil},
 		{"a failure the running run absorbs says nothing yet", wire.Result{Status: wire.StatusRunning, Steps: []wire.StepResult{failed("x", "TOOL_FAILURE", "", "HIGH")}}, nil},
 		{"an approval is no failure", wire.Result{Status: wire.StatusRunning, Steps: []wire.StepResult{approval}}, nil},
 		{"ended: rerun from the step, the cause's advice", wire.Result{WorkflowID: "r1", Status: wire.StatusFailed,
