@@ -28,6 +28,7 @@ type runResult struct {
 	Report     wfapi.ReportPaths    `json:"report"`
 	Outputs    map[string]any       `json:"outputs"`
 	Next       []capflowclient.Next `json:"next"`
+	DurationMS int64                `json:"duration_ms"`
 }
 
 func (r runResult) step(t *testing.T, id string) wfapi.StepResult {
@@ -181,6 +182,10 @@ func TestMisbehavingTools(t *testing.T) {
 			cause := map[bool]string{true: "", false: tt.code}[tt.code == "TOOL_FAILURE"]
 			if e := env.Error; e == nil || e.Code != "TOOL_FAILURE" || string(e.Cause) != cause || e.Retryable != caperr.Lookup(caperr.Code(tt.code)).Retryable {
 				t.Fatalf("the run's error: %+v", env.Error)
+			}
+			// The command waited for the run: its envelope's time holds the run's.
+			if env.DurationMS < r.DurationMS || r.DurationMS <= 0 {
+				t.Fatalf("the command took %d ms, its run %d ms", env.DurationMS, r.DurationMS)
 			}
 			all, _ := json.Marshal(s.Envelope)
 			if !strings.Contains(string(all), tt.contains) {

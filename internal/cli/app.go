@@ -63,6 +63,10 @@ type App struct {
 	flags    map[string]*pflag.Flag
 
 	log    hclog.Logger
+	// began is when the command started: its envelope's duration counts
+	// from it, not from whichever builder made the envelope (a run's,
+	// made once the run ended, said 0 ms).
+	began time.Time
 	result *result
 	proj   *project.Project
 	// ctx ends on SIGINT or SIGTERM; every command's work derives from it.
@@ -124,6 +128,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 }
 
 func (a *App) main(args []string) (code int) {
+	a.began = envelope.Now()
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit: parsing a plan near the size limit stays well under
 		// 512 MB instead of letting garbage double the heap.
@@ -253,6 +258,9 @@ func (a *App) set(env envelope.Envelope, pretty func(io.Writer)) {
 	if len(env.Feedback) == 0 {
 		// Every envelope says at least what it did (contract: feedback per phase).
 		env.Feedback = []envelope.Feedback{{Phase: "result", Level: envelope.LevelInfo, Message: env.Message, Timestamp: env.Timestamp}}
+	}
+	if !a.began.IsZero() {
+		env.DurationMS = envelope.Now().Sub(a.began).Milliseconds()
 	}
 	a.result = &result{env: env, pretty: pretty}
 }
