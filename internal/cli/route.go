@@ -53,7 +53,11 @@ func (a *App) routeCommand() *cobra.Command {
 					fmt.Fprintf(w, "✗ %s\n", res.Message)
 					return
 				}
-				fmt.Fprintf(w, "✓ %s (%s %s)\n---\n%s", res.Message, res.Kind, res.ID, res.PlanYAML)
+				by := fmt.Sprintf(" (%s %s)", res.Kind, res.ID)
+				if strings.Contains(res.Message, res.ID) {
+					by = "" // "matched rule webm-to-mp4" names it already
+				}
+				fmt.Fprintf(w, "✓ %s%s\n---\n%s", res.Message, by, res.PlanYAML)
 			})
 			return nil
 		},

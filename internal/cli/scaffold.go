@@ -188,7 +188,7 @@ func (a *App) createScaffolds(b *envelope.Builder, cfg *config.Config, specs []s
 				fmt.Fprintf(w, "  [warning] %s\n", printable(f.Message))
 			}
 		}
-		fmt.Fprintln(w, nextAfterScaffold(specs[0]))
+		fmt.Fprintln(w, nextAfterScaffold(specs[0], a.projectDir))
 	})
 }
 

@@ -278,3 +278,22 @@ steps:
 		t.Fatalf("a stale report: exit %d %s", code, out)
 	}
 }
+
+// The commands a scaffold suggests next name the project it was given,
+// quoted as one word; without --project they need none.
+func TestScaffoldSuggestsTheSameProject(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my tools")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir)
+	want := "`capflow tools validate --project '" + dir + "'` and `capflow tools run NAME --input k=v --project '" + dir + "'`"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %s in:\n%s", code, want, out)
+	}
+	for s, q := range map[string]string{"/a/b-c_1.d": "/a/b-c_1.d", "it's": `'it'\''s'`, "": "''", "$(x)": "'$(x)'"} {
+		if got := shellQuote(s); got != q {
+			t.Errorf("shellQuote(%q) = %s, want %s", s, got, q)
+		}
+	}
+}

@@ -171,13 +171,31 @@ func providers(reg *registry.Registry, s scaffoldSpec, cfg *config.Config) strin
 	return strings.Join(by, ", ")
 }
 
-// nextAfterScaffold says what to do with a new tool.
-func nextAfterScaffold(s scaffoldSpec) string {
+// nextAfterScaffold says what to do with a new tool; project is the
+// --project the command was given ("" none), which the commands it
+// suggests need as much.
+func nextAfterScaffold(s scaffoldSpec, project string) string {
+	flag := ""
+	if project != "" {
+		flag = " --project " + shellQuote(project)
+	}
+	then := fmt.Sprintf("then `capflow tools validate%s` and `capflow tools run NAME --input k=v%s`", flag, flag)
 	switch s.Entrypoint {
 	case manifest.EntryHTTP:
-		return fmt.Sprintf("next: serve %s (the inputs arrive as JSON, the result envelope goes back), then `capflow tools validate` and `capflow tools run NAME --input k=v`", s.URL)
+		return fmt.Sprintf("next: serve %s (the inputs arrive as JSON, the result envelope goes back), %s", s.URL, then)
 	case manifest.EntryBuiltin:
-		return "next: narrow the schemas to what the tool takes, then `capflow tools validate` and `capflow tools run NAME --input k=v`"
+		return "next: narrow the schemas to what the tool takes, " + then
 	}
-	return "next: edit run.sh, then `capflow tools validate` and `capflow tools run NAME --input k=v`"
+	return "next: edit run.sh, " + then
+}
+
+// shellQuote writes s as one shell word: as it is when it holds only
+// characters no shell reads, else single-quoted.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./-+=:@,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -167,7 +167,15 @@ func (m *Machine) Outcome(timeout string) (Verdict, string) {
 		}
 	}
 	if done+byWhen == total {
-		return Passed, fmt.Sprintf("all %d steps that ran succeeded; %d skipped by their condition", done, byWhen)
+		ran := fmt.Sprintf("all %d steps that ran", done)
+		if done == 1 {
+			ran = "the one step that ran"
+		}
+		by := "its condition"
+		if byWhen > 1 {
+			by = "their conditions"
+		}
+		return Passed, fmt.Sprintf("%s succeeded; %d skipped by %s", ran, byWhen, by)
 	}
 	return Passed, fmt.Sprintf("%d of %d steps succeeded; every failure was absorbed", done, total)
 }
