@@ -157,7 +157,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	log := h.freshLog("restart.log")
 	id := startDetached(t, h.writePlan(t, "restart", `name: restart
 steps:
-  - {id: before, capability: test.slow, with: {seconds: 2, log: "`+log+`"}}
+  - {id: before, capability: test.slow, with: {seconds: 4, log: "`+log+`"}}
   - {id: after, capability: test.slow, with: {seconds: 1, log: "`+log+`"}, needs: [before]}
 `))
 	waitLine(t, log, "attempt 1 before")

@@ -2,6 +2,8 @@ package temporalx
 
 import (
 	"context"
+	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,38 +45,64 @@ func HoldActivityEnds(log hclog.Logger) func(*client.Options) {
 }
 
 // holdActivityEnds retries an attempt's end while the server is away,
-// each try on a context of its own: the caller's deadline (the SDK's 10 s)
-// does not end it.
+// each try on a context of its own (the caller's deadline, the SDK's
+// 10 s, does not end it), pause doubling up to maxPause between tries.
 func holdActivityEnds(log hclog.Logger, limit, pause time.Duration) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if !activityEnds[method] {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		base, start := context.WithoutCancel(ctx), time.Now()
+		base, start, wait := context.WithoutCancel(ctx), time.Now(), pause
 		for try := 0; ; try++ {
 			tctx, cancel := context.WithTimeout(base, 10*time.Second)
 			err := invoker(tctx, method, req, reply, cc, opts...)
 			cancel()
+			held := try > 0
 			switch {
-			case try == 0 && serverAway(err):
+			case !held && !serverAway(err):
+				return err
+			case !held:
 				log.Warn("the Temporal server is unreachable: a step's end waits until it answers", "error", err.Error())
-			case try > 0 && !serverAway(err):
+			case !stillAway(err):
 				log.Info("the Temporal server answers again: a step's end reported", "held", time.Since(start).Round(time.Second).String(), "answer", status.Code(err).String())
-			}
-			if !serverAway(err) || time.Since(start)+pause > limit {
 				return err
 			}
-			time.Sleep(pause)
+			if time.Since(start)+wait > limit {
+				log.Warn("gave up holding a step's end: the Temporal server did not answer", "held", time.Since(start).Round(time.Second).String(), "error", err.Error())
+				return err
+			}
+			// Backing off, each end at its own times: a server that says
+			// it is unavailable is not asked by every held end at once.
+			time.Sleep(wait/2 + rand.N(wait/2+1))
+			wait = min(2*wait, maxPause)
 		}
 	}
 }
 
-// serverAway reports whether a call failed for want of a server: not
-// listening, starting, or not answering in time.
+// maxPause is the longest wait between tries of a held end: short beside
+// a step's heartbeat timeout (a minute by default), which a server back
+// from a restart starts counting down.
+const maxPause = 5 * time.Second
+
+// serverAway reports whether a call failed for want of a server: none
+// listening, or one that says it is unavailable (starting, or without its
+// database). Not a deadline: a server that is there but slow may have
+// taken the end already, and sending it again every 10 s for minutes
+// would hold the worker's slot and load the server (found attacking it).
 func serverAway(err error) bool {
+	return status.Code(err) == codes.Unavailable
+}
+
+// stillAway is serverAway for an end already held: past the SDK's own
+// 10 s, its retries of a server's passing trouble (busy, aborted,
+// internal) are this loop's to make, or the end is lost after all. A
+// message too large is not passing.
+func stillAway(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case codes.Unavailable, codes.Aborted, codes.Internal:
 		return true
+	case codes.ResourceExhausted:
+		return !strings.Contains(status.Convert(err).Message(), "larger than max")
 	}
 	return false
 }

@@ -20,12 +20,19 @@ import (
 // attempt the server no longer knows.
 type ends struct {
 	workflowservice.UnimplementedWorkflowServiceServer
-	completed, failed atomic.Int32
+	completed, failed, canceled atomic.Int32
 }
 
 func (e *ends) RespondActivityTaskCompleted(context.Context, *workflowservice.RespondActivityTaskCompletedRequest) (*workflowservice.RespondActivityTaskCompletedResponse, error) {
 	e.completed.Add(1)
 	return &workflowservice.RespondActivityTaskCompletedResponse{}, nil
+}
+
+// Cancellations time out on the server's side: a server that is there,
+// but slow.
+func (e *ends) RespondActivityTaskCanceled(context.Context, *workflowservice.RespondActivityTaskCanceledRequest) (*workflowservice.RespondActivityTaskCanceledResponse, error) {
+	e.canceled.Add(1)
+	return nil, status.Error(codes.DeadlineExceeded, "slow")
 }
 
 func (e *ends) RespondActivityTaskFailed(context.Context, *workflowservice.RespondActivityTaskFailedRequest) (*workflowservice.RespondActivityTaskFailedResponse, error) {
@@ -34,14 +41,15 @@ func (e *ends) RespondActivityTaskFailed(context.Context, *workflowservice.Respo
 }
 
 // serve starts a WorkflowService of ends on addr and stops it with the test.
-func serve(t *testing.T, addr string, e *ends) {
-	t.Helper()
+// (t.Error, not Fatal: it may be called off the test's goroutine.)
+func serve(t *testing.T, addr string, srv workflowservice.WorkflowServiceServer) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	s := grpc.NewServer()
-	workflowservice.RegisterWorkflowServiceServer(s, e)
+	workflowservice.RegisterWorkflowServiceServer(s, srv)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
 }
@@ -89,19 +97,65 @@ func TestAnAttemptsEndWaitsForTheServer(t *testing.T) {
 	if status.Code(err) != codes.NotFound || e.failed.Load() != 1 {
 		t.Fatalf("an answered end was tried again or changed: %v, %d tries", err, e.failed.Load())
 	}
+	// A slow server may have taken the end: it is not sent again.
+	_, err = c.RespondActivityTaskCanceled(context.Background(), &workflowservice.RespondActivityTaskCanceledRequest{})
+	if status.Code(err) != codes.DeadlineExceeded || e.canceled.Load() != 1 {
+		t.Fatalf("an end a slow server timed out was sent %d times: %v", e.canceled.Load(), err)
+	}
 }
 
-// Calls other than an attempt's end fail as they would (the SDK retries
-// its own), and an end gives up after its limit.
-func TestOnlyEndsAreHeldAndNotForever(t *testing.T) {
-	c := dialHeld(t, freeAddr(t), 300*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := c.GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{})
-	if code := status.Code(err); code != codes.Unavailable && code != codes.DeadlineExceeded {
-		t.Fatalf("GetSystemInfo with no server: %v", err)
+// scripted answers completions with its codes in turn, then OK, and
+// GetSystemInfo with Unavailable, counting both.
+type scripted struct {
+	workflowservice.UnimplementedWorkflowServiceServer
+	codes        []codes.Code
+	calls, infos atomic.Int32
+}
+
+func (s *scripted) RespondActivityTaskCompleted(context.Context, *workflowservice.RespondActivityTaskCompletedRequest) (*workflowservice.RespondActivityTaskCompletedResponse, error) {
+	if n := int(s.calls.Add(1)); n <= len(s.codes) {
+		return nil, status.Error(s.codes[n-1], "scripted")
 	}
-	_, err = c.RespondActivityTaskCompleted(context.Background(), &workflowservice.RespondActivityTaskCompletedRequest{})
+	return &workflowservice.RespondActivityTaskCompletedResponse{}, nil
+}
+
+func (s *scripted) GetSystemInfo(context.Context, *workflowservice.GetSystemInfoRequest) (*workflowservice.GetSystemInfoResponse, error) {
+	s.infos.Add(1)
+	return nil, status.Error(codes.Unavailable, "scripted")
+}
+
+// Once held, an end rides out the server's passing trouble as the SDK's
+// retries would have; a message too large, or any trouble at first but
+// unavailability, is returned at once; other calls are never held.
+func TestHeldEndsRideOutPassingTrouble(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		codes []codes.Code
+		want  codes.Code
+		calls int32
+	}{
+		{"unavailable, then busy, then answered", []codes.Code{codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Internal}, codes.OK, 5},
+		{"busy at first is the SDK's to retry", []codes.Code{codes.ResourceExhausted}, codes.ResourceExhausted, 1},
+		{"a refusal is final", []codes.Code{codes.Unavailable, codes.PermissionDenied}, codes.PermissionDenied, 2},
+	} {
+		addr := freeAddr(t)
+		s := &scripted{codes: c.codes}
+		serve(t, addr, s)
+		cl := dialHeld(t, addr, time.Minute)
+		_, err := cl.RespondActivityTaskCompleted(context.Background(), &workflowservice.RespondActivityTaskCompletedRequest{})
+		if status.Code(err) != c.want || s.calls.Load() != c.calls {
+			t.Errorf("%s: %v after %d calls, want %s after %d", c.name, err, s.calls.Load(), c.want, c.calls)
+		}
+		if _, err := cl.GetSystemInfo(context.Background(), &workflowservice.GetSystemInfoRequest{}); status.Code(err) != codes.Unavailable || s.infos.Load() != 1 {
+			t.Errorf("%s: GetSystemInfo was held: %d calls, %v", c.name, s.infos.Load(), err)
+		}
+	}
+}
+
+// An end gives up after its limit.
+func TestEndsAreNotHeldForever(t *testing.T) {
+	c := dialHeld(t, freeAddr(t), 300*time.Millisecond)
+	_, err := c.RespondActivityTaskCompleted(context.Background(), &workflowservice.RespondActivityTaskCompletedRequest{})
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("an end with no server past its limit: %v", err)
 	}
