@@ -189,7 +189,7 @@ func renderTemplate(ctx context.Context, src string, values map[string]any) (str
 	// In its child (textchild.go), a template runs on the one goroutine:
 	// the ticks stop it at its time, the kernel's cap at its memory, and
 	// its worker kills the child when neither does.
-	bctx, stop := context.WithTimeout(ctx, EvalTimeout)
+	bctx, stop := context.WithTimeout(ctx, evalTime)
 	defer stop()
 	live = bctx
 	buf := &boundedBuffer{ctx: bctx, max: MaxRender}

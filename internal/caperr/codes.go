@@ -142,7 +142,7 @@ var advice = map[Code]string{
 	Cancelled:                "rerun the run to start it again",
 	InternalError:            "a capflow bug: the worker's log has the detail; report it with the run's report.json",
 	Rejected:                 "an approver refused the step: rerun when it should go ahead",
-	ResourceExhausted:        "raise the limit the message names (tool.yaml limits, or the policy), or give the step less work",
+	ResourceExhausted:        "raise the limit the message names (tool.yaml limits, or the policy), or give the step less work (the evaluators' 30 s and 256 MiB are fixed: less work)",
 }
 
 // Advice is what to do about a failure with code c ("" for an unknown

@@ -284,7 +284,7 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 		// A failed run is TOOL_FAILURE (exit 1, the contract's); its
 		// cause is what failed it, and whether running again may help is
 		// the cause's to say (a step's INVALID_INPUT is not retried).
-		if c := whatnext.Cause(res); env.Error != nil && c != "" && c != env.Error.Code {
+		if c := whatnext.Cause(res); code == caperr.ToolFailure && env.Error != nil && c != "" && c != env.Error.Code {
 			env.Error.Cause, env.Error.Retryable = c, caperr.Lookup(c).Retryable
 		}
 	}
