@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -204,7 +205,7 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 		}
 		return out
 	case *kind.Type:
-		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k))}}
+		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k, at(inst, loc)))}}
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
@@ -225,7 +226,10 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 
 // quoteHint explains a text written as a YAML boolean or number, the
 // usual cause of "must be string" (name: true, version: 1.0).
-func quoteHint(k *kind.Type) string {
+func quoteHint(k *kind.Type, v any) string {
+	if text, ok := v.(string); ok && exponent.MatchString(text) && (slices.Contains(k.Want, "number") || slices.Contains(k.Want, "integer")) {
+		return fmt.Sprintf(" (%s is text in YAML, which reads a number with an exponent only with a point: write %s, or the number in full)", text, withPoint(text))
+	}
 	if !slices.Contains(k.Want, "string") {
 		return ""
 	}
@@ -236,6 +240,16 @@ func quoteHint(k *kind.Type) string {
 		return " (an unquoted number is a number in YAML, 1.0 becomes 1: quote it to keep it text)"
 	}
 	return ""
+}
+
+// exponent is a number with an exponent and no point (1e3), which YAML
+// 1.1, as plans are read, takes for text.
+var exponent = regexp.MustCompile(`^[-+]?[0-9]+[eE][-+]?[0-9]+$`)
+
+// withPoint writes such a number as YAML reads it as one: 1e3 as 1.0e3.
+func withPoint(text string) string {
+	i := strings.IndexAny(text, "eE")
+	return text[:i] + ".0" + text[i:]
 }
 
 // propertyNames reads the "properties" keys of the schema object that

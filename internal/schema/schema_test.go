@@ -86,3 +86,26 @@ func TestMissingBesideANearName(t *testing.T) {
 		}
 	}
 }
+
+// A number written with an exponent and no point is text to YAML; where a
+// number is wanted, the problem says how to write it.
+func TestExponentTextSaysHowToWriteTheNumber(t *testing.T) {
+	s, v := Compile(map[string]any{"type": "object", "properties": map[string]any{
+		"n": map[string]any{"type": "number"}, "m": map[string]any{"type": "integer"}, "t": map[string]any{"type": "number"}}})
+	if len(v) > 0 {
+		t.Fatal(v)
+	}
+	joined := ""
+	for _, v := range s.Validate(map[string]any{"n": "1e3", "m": "-2E+5", "t": "ten"}) {
+		joined += strings.Join(v.Path, "/") + ": " + v.Message + "\n"
+	}
+	for _, want := range []string{
+		"n: must be number, not string (1e3 is text in YAML, which reads a number with an exponent only with a point: write 1.0e3, or the number in full)",
+		"m: must be integer, not string (-2E+5 is text in YAML, which reads a number with an exponent only with a point: write -2.0E+5, or the number in full)",
+		"t: must be number, not string\n",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("missing %q in:\n%s", want, joined)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -355,15 +354,8 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 	return nil
 }
 
-// exponent is a YAML 1.2 float written without a point (1e3, -2E+5),
-// which the parser, as YAML 1.1 did, reads as a string.
-var exponent = regexp.MustCompile(`^[-+]?[0-9]+[eE][-+]?[0-9]+$`)
-
 func (c *converter) scalar(s ast.ScalarNode, p Pos) (*Node, error) {
 	v := s.GetValue()
-	if str, ok := s.(*ast.StringNode); ok && str.Token.Type == token.StringType && exponent.MatchString(str.Value) {
-		v, _ = strconv.ParseFloat(str.Value, 64) // ±Inf past float64's range: refused below
-	}
 	switch x := v.(type) {
 	case nil:
 		return &Node{Kind: Null, Pos: p}, nil
