@@ -315,6 +315,10 @@ func Normalize(v any) any {
 // JSONType reports whether v is, at its top, of a type a JSON decoder
 // gives (or a whole number's Go type, as capflow passes integers): a
 // value Normalize leaves as it is when everything inside is too.
+// text.render's wire (internal/builtin/textwire.go) writes each of these
+// itself and sends anything else through Normalize: a type added here
+// needs its case there, or that recursion never ends
+// (TestRenderRequestsRoundTrip sends one of each).
 func JSONType(v any) bool {
 	switch v.(type) {
 	case nil, string, bool, float64, int64, uint64, int, json.Number, map[string]any, []any:
