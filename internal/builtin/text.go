@@ -164,18 +164,25 @@ func textRender(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	return out, nil
 }
 
+// parseTemplate reads a template's text within its bounds; its functions
+// read their budget from live.
+func parseTemplate(src string, live *context.Context) (*template.Template, error) {
+	if err := checkSource(src); err != nil {
+		return nil, err
+	}
+	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(live)).Parse(src)
+	if err != nil {
+		return nil, caperr.Wrap(caperr.InvalidInput, err, "") // it says "template: ..."
+	}
+	return tmpl, checkTemplate(tmpl)
+}
+
 // renderTemplate renders a template, within its bounds and budget: what a
 // text child does with a request (textchild.go).
 func renderTemplate(ctx context.Context, src string, values map[string]any) (string, error) {
 	live := ctx // the budget's, once the template runs (textFuncs)
-	if err := checkSource(src); err != nil {
-		return "", err
-	}
-	tmpl, err := template.New("text").Option("missingkey=error").Funcs(textFuncs(&live)).Parse(src)
+	tmpl, err := parseTemplate(src, &live)
 	if err != nil {
-		return "", caperr.Wrap(caperr.InvalidInput, err, "") // it says "template: ..."
-	}
-	if err := checkTemplate(tmpl); err != nil {
 		return "", err
 	}
 	ticks(tmpl)

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
@@ -342,6 +343,9 @@ func (a *App) loadProject() (*project.Project, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A person's own check parses a plan's literal queries and templates
+	// here, before a run (a worker leaves that to its evaluator children).
+	p.Literals = builtin.CheckLiteral
 	a.proj = p
 	return p, nil
 }

@@ -90,6 +90,9 @@ func TestBrokenPlans(t *testing.T) {
 		"duplicate.yaml": `duplicate step id "a"`,
 		"types.yaml":     "must be integer, not string",
 		"badyaml.yaml":   "invalid YAML",
+		// Literal programs, parsed by the CLI before a run.
+		"badquery.yaml":    `query ".a[] | select(. > 1": unexpected EOF`,
+		"badtemplate.yaml": `template: text:1: function "nosuchfunc" not defined`,
 	}
 	for file, want := range tests {
 		t.Run(file, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/itchyny/gojq"
+
 	"github.com/capflow/capflow/internal/childproc"
 )
 
@@ -130,3 +132,14 @@ func Warm(memory int64) error { return children.Warm(memory) }
 // false: a caller that must not wait (an inline step, inside a workflow
 // task) goes another way meanwhile.
 func Ready(memory int64) bool { return children.Ready(memory) }
+
+// Check parses and compiles a query in this process, as a child would, and
+// returns its mistake: for a person's own check of a plan (the CLI), never
+// a worker's, which leaves every parse to a child.
+func Check(query string) error {
+	q, err := gojq.Parse(query)
+	if err == nil {
+		_, err = gojq.Compile(q)
+	}
+	return err
+}

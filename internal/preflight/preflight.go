@@ -20,6 +20,7 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/verdict"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Plan statuses (docs/plans.md).
@@ -50,6 +51,11 @@ type Request struct {
 	// Models are capflow.yaml's llm providers, which an agent step's
 	// model must name.
 	Models []string
+	// Literals, when set, finds the mistake in a builtin's input written
+	// in the plan as it is (builtin.CheckLiteral: a query or a template
+	// that cannot parse), and the field it is in. The CLI sets it; a
+	// worker, which parses no user program in its own process, does not.
+	Literals func(builtin string, with map[string]any) (field string, err error)
 }
 
 // Problem is a plan or input problem in JSON form.
@@ -199,6 +205,7 @@ func Check(req Request) *Report {
 		viol = []policy.Violation{}
 	}
 	models := append(agentModels(p, req.Models), agentScopeProblems(p, req.Registry)...)
+	models = append(models, literalProblems(p, tools, req.Literals)...)
 	probs = append(probs, models...)
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
@@ -238,6 +245,27 @@ func Check(req Request) *Report {
 		r.Message = "ready: " + caperr.Count(len(p.Steps), "step") + " resolved"
 	}
 	return r
+}
+
+// literalProblems are the mistakes check finds in builtins' inputs as the
+// plan wrote them, positioned at their field.
+func literalProblems(p *plan.Plan, tools map[string]*manifest.Manifest, check func(string, map[string]any) (string, error)) caperr.Problems {
+	var out caperr.Problems
+	for i, s := range p.Steps {
+		m := tools[s.ID]
+		if check == nil || m == nil || m.Entrypoint.Type != manifest.EntryBuiltin {
+			continue
+		}
+		field, err := check(m.Entrypoint.Name, s.With)
+		if err == nil {
+			continue
+		}
+		path := []string{"steps", strconv.Itoa(i), "with", field}
+		line, col := p.Pos(path...)
+		e := &caperr.Error{Code: caperr.CodeOf(err), Message: err.Error()}
+		out = append(out, e.At(p.File, line, col, yamldoc.FieldPath(path)))
+	}
+	return out
 }
 
 // subPlanFacts lists the steps of p's sub-plans, named parent/child.

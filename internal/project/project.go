@@ -58,6 +58,9 @@ type Project struct {
 	registry registry.Memo
 	policy   policyMemo
 	services services
+	// Literals, when set, checks builtins' inputs written in a plan as
+	// they are (preflight.Request.Literals): the CLI's, not a worker's.
+	Literals func(builtin string, with map[string]any) (field string, err error)
 }
 
 // Load reads the configuration.
@@ -155,5 +158,6 @@ func (p *Project) Check(pl *plan.Plan, inputs map[string]any, reg *registry.Regi
 	}
 	return preflight.Check(preflight.Request{Plan: pl, Inputs: inputs, Registry: reg, Policy: pol,
 		MinConfidence: p.Config.Router.MinConfidence, Deps: deps, InputsOptional: optionalInputs,
-		CacheTTL: p.Config.CacheTTL(), CapabilityLimits: p.Config.Limits, Models: slices.Sorted(maps.Keys(p.Config.LLM))})
+		CacheTTL: p.Config.CacheTTL(), CapabilityLimits: p.Config.Limits, Models: slices.Sorted(maps.Keys(p.Config.LLM)),
+		Literals: p.Literals})
 }
