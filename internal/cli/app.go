@@ -63,11 +63,11 @@ type App struct {
 	progress bool
 	flags    map[string]*pflag.Flag
 
-	log    hclog.Logger
+	log hclog.Logger
 	// began is when the command started: its envelope's duration counts
 	// from it, not from whichever builder made the envelope (a run's,
 	// made once the run ended, said 0 ms).
-	began time.Time
+	began  time.Time
 	result *result
 	proj   *project.Project
 	// ctx ends on SIGINT or SIGTERM; every command's work derives from it.
