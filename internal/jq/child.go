@@ -88,7 +88,7 @@ func decodeInput(b []byte) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("more than one value")
+		return nil, fmt.Errorf("more after its value")
 	}
 	return v, nil
 }

@@ -204,9 +204,11 @@ func Check(req Request) *Report {
 	if viol == nil {
 		viol = []policy.Violation{}
 	}
-	models := append(agentModels(p, req.Models), agentScopeProblems(p, req.Registry)...)
-	models = append(models, literalProblems(p, tools, req.Literals)...)
-	probs = append(probs, models...)
+	// The plan's own mistakes that only resolution shows: its agents'
+	// models and scopes, and its builtins' literal programs.
+	planProbs := append(agentModels(p, req.Models), agentScopeProblems(p, req.Registry)...)
+	planProbs = append(planProbs, literalProblems(p, tools, req.Literals)...)
+	probs = append(probs, planProbs...)
 	r.Policy = PolicyReport{Source: eff.Source, Allowed: len(viol) == 0, Violations: viol, Limits: eff.Limits,
 		MaxParallel: eff.EffectiveParallel(p.MaxParallel), Notes: eff.Notes, Sandbox: eff.Sandbox}
 	r.Confinement = confinements(gr.Resolution)
@@ -222,7 +224,7 @@ func Check(req Request) *Report {
 		r.Status = Invalid
 		r.Problems = ProblemsOf(probs)
 		what := "the request inputs are invalid"
-		if len(gr.Problems) > 0 || len(models) > 0 {
+		if len(gr.Problems) > 0 || len(planProbs) > 0 {
 			what = "the plan is invalid"
 		}
 		r.Message = fmt.Sprintf("%s: %s", what, probs[0].Error())
