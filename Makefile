@@ -22,7 +22,7 @@ all: build
 
 build: ## bin/capflow and bin/capflow-worker
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/capflow ./starter
-	@if [ -d worker ] && ls worker/*.go >/dev/null 2>&1; then $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/capflow-worker ./worker; fi
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/capflow-worker ./worker
 
 $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_VERSION) into bin/ (a few minutes, once)"
