@@ -7,6 +7,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
+	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // ResolveInputs applies defaults and validates request inputs against the
@@ -26,6 +27,7 @@ func (p *Plan) ResolveInputs(given map[string]any, requireAll bool) (values map[
 	for _, name := range p.InputNames() {
 		s := p.Inputs[name]
 		v, ok := out[name]
+		fromDefault := !ok
 		if !ok {
 			d, has := s["default"]
 			if !has {
@@ -44,7 +46,14 @@ func (p *Plan) ResolveInputs(given map[string]any, requireAll bool) (values map[
 		}
 		for _, viol := range compiled.Validate(v) {
 			field := strings.Join(append([]string{name}, viol.Path...), ".")
-			probs = append(probs, caperr.New(caperr.SchemaViolation, "%s", viol.Message).At("inputs", 0, 0, field))
+			e := caperr.New(caperr.SchemaViolation, "%s", viol.Message).At("inputs", 0, 0, field)
+			if fromDefault {
+				// The plan's own default: said where it is written.
+				path := append([]string{"inputs", name, "default"}, viol.Path...)
+				line, col := p.Pos(path...)
+				e.At(p.File, line, col, yamldoc.FieldPath(path))
+			}
+			probs = append(probs, e)
 		}
 	}
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Field < probs[j].Field })

@@ -292,3 +292,21 @@ func TestFromValueOfGoTypesHasNoLines(t *testing.T) {
 		}
 	}
 }
+
+// A default of the wrong type is the plan's own mistake: said at its line
+// in the plan, where a given value's is said by its name.
+func TestAWrongDefaultIsPlaced(t *testing.T) {
+	src := "name: d\ninputs:\n  s: {type: string, default: 5}\nsteps:\n  - {id: a, capability: x.y, with: {v: \"${inputs.s}\"}}\n"
+	p, probs := Parse("d.yaml", []byte(src))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	_, _, probs = p.ResolveInputs(nil, true)
+	if len(probs) != 1 || probs[0].File != "d.yaml" || probs[0].Line != 3 || probs[0].Field != "inputs.s.default" || !strings.Contains(probs[0].Message, "must be string") {
+		t.Fatalf("%+v", probs)
+	}
+	_, _, probs = p.ResolveInputs(map[string]any{"s": 6}, true)
+	if len(probs) != 1 || probs[0].File != "inputs" || probs[0].Field != "s" {
+		t.Fatalf("a given value: %+v", probs)
+	}
+}
