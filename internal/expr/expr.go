@@ -202,10 +202,19 @@ func ints(v any) any {
 	return v
 }
 
-// tidy keeps CEL's messages on one line.
+// tidy keeps the first line of each of CEL's errors: where, and what.
 func tidy(s string) string {
-	s = strings.TrimPrefix(s, "ERROR: <input>:")
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	// Each error's first line: its position and message. The lines after
+	// it draw the source and a caret, which flattened into one line read
+	// as noise (" | steps.x > 3 | ....^"); capflow shows the plan's own
+	// line with its caret.
+	var msgs []string
+	for _, e := range strings.Split(s, "ERROR: <input>:") {
+		if line, _, _ := strings.Cut(strings.TrimSpace(e), "\n"); line != "" {
+			msgs = append(msgs, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // StepsRead lists the steps a condition reads (`steps.ID` or

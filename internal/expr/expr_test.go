@@ -128,3 +128,13 @@ func TestStepsRead(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 }
+
+// A condition's error is its position and message, without CEL's drawing
+// of the source and caret flattened into the line.
+func TestConditionErrorsAreOneLineEach(t *testing.T) {
+	got := tidy("ERROR: <input>:1:24: found no matching overload for '_>_' applied to '(list(string), int)'\n | steps.list.data.files > 3\n | .......................^\nERROR: <input>:1:3: undeclared reference to 'x'\n | x\n | ..^")
+	want := "1:24: found no matching overload for '_>_' applied to '(list(string), int)'; 1:3: undeclared reference to 'x'"
+	if got != want {
+		t.Fatalf("%q", got)
+	}
+}
