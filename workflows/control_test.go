@@ -124,7 +124,7 @@ func TestApprovalGivenAndRefused(t *testing.T) {
 	if len(gate.Decisions) != 1 || gate.Decisions[0].Action != wfapi.ActionApprove || gate.Decisions[0].Wait != "gate#1" {
 		t.Fatalf("decisions %+v", gate.Decisions)
 	}
-	if f.calls["gate"] != 0 {
+	if f.callsOf("gate") != 0 {
 		t.Fatal("an approval must not run an activity")
 	}
 	// While it waited, the progress said for what.
@@ -169,8 +169,8 @@ func TestDecisionsOnAFailedStep(t *testing.T) {
 		{at: time.Minute, update: wfapi.UpdateDecide, arg: wfapi.DecideRequest{Step: "flaky", Action: wfapi.ActionRetry, By: "bob", Timeout: "nope"}, want: "not a positive duration"},
 		{at: 2 * time.Minute, update: wfapi.UpdateDecide, arg: wfapi.DecideRequest{Step: "flaky", Action: wfapi.ActionRetry, By: "bob", Timeout: "5m"}},
 	})
-	if res.Status != wfapi.StatusPassed || states(res) != "flaky=succeeded after=succeeded" || f.calls["flaky"] != 2 {
-		t.Fatalf("retry: %s [%s] calls %d", res.Status, states(res), f.calls["flaky"])
+	if res.Status != wfapi.StatusPassed || states(res) != "flaky=succeeded after=succeeded" || f.callsOf("flaky") != 2 {
+		t.Fatalf("retry: %s [%s] calls %d", res.Status, states(res), f.callsOf("flaky"))
 	}
 	// The operator's retry adds to the count: the failed attempt, then the one it ordered.
 	if got := res.Steps[0].Attempts; got != 2 {
@@ -219,7 +219,7 @@ func TestPauseAndResume(t *testing.T) {
 		// ship is ready but the run is paused: nothing starts.
 		{at: 5 * time.Minute, update: wfapi.UpdateResume, arg: ControlRequest{By: "carol"}},
 	})
-	if res.Status != wfapi.StatusPassed || states(res) != "build=succeeded gate=succeeded ship=succeeded" || f.calls["ship"] != 1 {
+	if res.Status != wfapi.StatusPassed || states(res) != "build=succeeded gate=succeeded ship=succeeded" || f.callsOf("ship") != 1 {
 		t.Fatalf("%s [%s]", res.Status, states(res))
 	}
 	if answers[1].answer.Status != wfapi.StatusPaused || !strings.Contains(answers[1].answer.Message, "paused by carol") {

@@ -43,7 +43,7 @@ func TestForEachLiteralList(t *testing.T) {
 	if res.Status != wfapi.StatusPassed || each.Status != wfapi.StepSucceeded || f.peak > 2 {
 		t.Fatalf("%s [%s] peak %d", res.Status, states(res), f.peak)
 	}
-	if f.calls["each[0]"] != 1 || f.calls["each[4]"] != 1 || f.calls["after"] != 1 || f.calls["decide-each"] != 0 {
+	if f.callsOf("each[0]") != 1 || f.callsOf("each[4]") != 1 || f.callsOf("after") != 1 || f.callsOf("decide-each") != 0 {
 		t.Fatalf("calls %v", f.calls)
 	}
 	d := each.Envelope.Data.(map[string]any)
@@ -64,7 +64,7 @@ func TestForEachFromAStepTolerateAndFailFast(t *testing.T) {
 	res, f := execute(t, fmtS(src, "tolerate: {failures: 1},"), map[string]behaviour{"find": files, "each[1]": fail(caperr.TestFailure)})
 	each := stepResult(res, "each")
 	d := each.Envelope.Data.(map[string]any)
-	if res.Status != wfapi.StatusPassed || each.Status != wfapi.StepSucceeded || d["failed"] != float64(1) || d["items"].([]any)[1] != nil || f.calls["decide-each"] != 1 {
+	if res.Status != wfapi.StatusPassed || each.Status != wfapi.StepSucceeded || d["failed"] != float64(1) || d["items"].([]any)[1] != nil || f.callsOf("decide-each") != 1 {
 		t.Fatalf("tolerated: %s [%s] %v calls %v", res.Status, states(res), d, f.calls)
 	}
 	res, _ = execute(t, fmtS(src, ""), map[string]behaviour{"find": files, "each[1]": fail(caperr.TestFailure)})
@@ -88,7 +88,7 @@ func TestWhen(t *testing.T) {
 	if states(res) != "count=succeeded big=succeeded notify=skipped last=succeeded" || stepResult(res, "notify").Reason != "when: false" || res.Status != wfapi.StatusPassed {
 		t.Fatalf("%s [%s]", res.Status, states(res))
 	}
-	if f.calls["notify"] != 0 || f.calls["big"] != 1 {
+	if f.callsOf("notify") != 0 || f.callsOf("big") != 1 {
 		t.Fatalf("calls %v", f.calls)
 	}
 	// Both conditions false: the join over only skipped steps is satisfied.
@@ -100,7 +100,7 @@ func TestWhen(t *testing.T) {
 	src = "name: w\nsteps:\n  - {id: each, capability: x.a, for_each: [a.webm, b.txt, c.webm], when: 'item.endsWith(\".webm\")'}\n"
 	res, f = execute(t, src, nil)
 	each := stepResult(res, "each")
-	if res.Status != wfapi.StatusPassed || f.calls["each[1]"] != 0 || f.calls["each[0]"] != 1 || each.ItemCounts.Skipped != 1 || each.Items[1].Reason != "when: false" {
+	if res.Status != wfapi.StatusPassed || f.callsOf("each[1]") != 0 || f.callsOf("each[0]") != 1 || each.ItemCounts.Skipped != 1 || each.Items[1].Reason != "when: false" {
 		t.Fatalf("%s %+v calls %v", res.Status, each, f.calls)
 	}
 }
@@ -115,11 +115,11 @@ func TestForEachInBatches(t *testing.T) {
 	res, f := execute(t, fmtS(src, "tolerate: {failures: 1},"), map[string]behaviour{"each[4]": fail(caperr.TestFailure)})
 	each := stepResult(res, "each")
 	d := each.Envelope.Data.(map[string]any)
-	if res.Status != wfapi.StatusPassed || d["count"] != float64(8) || d["succeeded"] != float64(7) || d["failed"] != float64(1) || f.calls["after"] != 1 {
+	if res.Status != wfapi.StatusPassed || d["count"] != float64(8) || d["succeeded"] != float64(7) || d["failed"] != float64(1) || f.callsOf("after") != 1 {
 		t.Fatalf("tolerated: %s [%s] %v", res.Status, states(res), d)
 	}
 	for i := 0; i < 8; i++ {
-		if n := f.calls[wfapi.ItemLabel("each", i)]; n != 1 {
+		if n := f.callsOf(wfapi.ItemLabel("each", i)); n != 1 {
 			t.Fatalf("item %d ran %d times", i, n)
 		}
 	}

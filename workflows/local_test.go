@@ -256,7 +256,7 @@ func TestInlineStepsFlushByBytes(t *testing.T) {
 			declined := 0
 			for _, st := range res.Steps {
 				want := PathInline
-				if f.calls[st.ID] > 0 {
+				if f.callsOf(st.ID) > 0 {
 					want = PathLocal
 					declined++
 				}

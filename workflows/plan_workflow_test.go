@@ -90,7 +90,7 @@ func TestFailFastCancelsRunningSiblings(t *testing.T) {
 	if slow := res.Steps[1]; slow.Attempts != 1 || strings.HasPrefix(slow.Envelope.Timestamp, "1970") || caperr.Code(slow.Envelope.Error.Code) != caperr.Cancelled {
 		t.Fatalf("cancelled step: attempts %d, envelope %+v", slow.Attempts, slow.Envelope)
 	}
-	if f.calls["other"] != 0 || f.calls["later"] != 0 {
+	if f.callsOf("other") != 0 || f.callsOf("later") != 0 {
 		t.Fatal("steps after a fail_fast stop must not start")
 	}
 	if !strings.Contains(res.Steps[1].Reason, "fail_fast: step bad failed") {
@@ -125,25 +125,25 @@ func TestCriticalPath(t *testing.T) {
 func TestOnFailureSkip(t *testing.T) {
 	src := "name: s\nsteps:\n  - {id: flaky, capability: x.a, on_failure: skip}\n  - {id: after, capability: x.b}\n"
 	res, f := execute(t, src, map[string]behaviour{"flaky": fail(caperr.ToolFailure)})
-	if res.Status != "passed" || states(res) != "flaky=skipped after=succeeded" || f.calls["flaky"] != 1 {
-		t.Fatalf("%s [%s] calls=%d", res.Status, states(res), f.calls["flaky"])
+	if res.Status != "passed" || states(res) != "flaky=skipped after=succeeded" || f.callsOf("flaky") != 1 {
+		t.Fatalf("%s [%s] calls=%d", res.Status, states(res), f.callsOf("flaky"))
 	}
 }
 
 func TestRetries(t *testing.T) {
 	src := "name: r\nsteps:\n  - {id: s, capability: x.a, retry: {max_attempts: 3}}\n"
 	res, f := execute(t, src, map[string]behaviour{"s": failTimes(2, caperr.ToolFailure)})
-	if res.Status != "passed" || f.calls["s"] != 3 || res.Steps[0].Attempts != 3 {
-		t.Fatalf("retryable: %s calls=%d attempts=%d", res.Status, f.calls["s"], res.Steps[0].Attempts)
+	if res.Status != "passed" || f.callsOf("s") != 3 || res.Steps[0].Attempts != 3 {
+		t.Fatalf("retryable: %s calls=%d attempts=%d", res.Status, f.callsOf("s"), res.Steps[0].Attempts)
 	}
 	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.SchemaViolation)})
-	if res.Status != "failed" || f.calls["s"] != 1 || caperr.Code(res.Steps[0].Envelope.Error.Code) != caperr.SchemaViolation {
-		t.Fatalf("non-retryable code must not be retried: calls=%d %+v", f.calls["s"], res.Steps[0])
+	if res.Status != "failed" || f.callsOf("s") != 1 || caperr.Code(res.Steps[0].Envelope.Error.Code) != caperr.SchemaViolation {
+		t.Fatalf("non-retryable code must not be retried: calls=%d %+v", f.callsOf("s"), res.Steps[0])
 	}
 	res, f = execute(t, src, map[string]behaviour{"s": fail(caperr.ToolFailure)})
 	last := res.Steps[0].Envelope.Feedback[len(res.Steps[0].Envelope.Feedback)-1]
-	if f.calls["s"] != 3 || last.Detail != string(caperr.RetryExhausted) {
-		t.Fatalf("exhausted: calls=%d last feedback %+v", f.calls["s"], last)
+	if f.callsOf("s") != 3 || last.Detail != string(caperr.RetryExhausted) {
+		t.Fatalf("exhausted: calls=%d last feedback %+v", f.callsOf("s"), last)
 	}
 	if e := res.Steps[0].Envelope.Error; caperr.Code(e.Code) != caperr.RetryExhausted || caperr.Code(e.Cause) != caperr.ToolFailure || res.Steps[0].Attempts != 3 {
 		t.Fatalf("exhausted step: error %+v attempts %d", e, res.Steps[0].Attempts)
@@ -308,8 +308,8 @@ func TestLostStoredOutput(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != wfapi.StatusPassed || f.calls["a"] != 2 || f.calls["b"] != 2 {
-		t.Fatalf("idempotent producer: %s [%s] calls a=%d b=%d", res.Status, states(&res), f.calls["a"], f.calls["b"])
+	if res.Status != wfapi.StatusPassed || f.callsOf("a") != 2 || f.callsOf("b") != 2 {
+		t.Fatalf("idempotent producer: %s [%s] calls a=%d b=%d", res.Status, states(&res), f.callsOf("a"), f.callsOf("b"))
 	}
 	if got := f.inputs["b"].Deps["a"]; got.DataSHA256 != "abc123" || got.DataFile != "/runs/x/a.json" {
 		t.Fatalf("the consumer must get the recorded digest: %+v", got)
@@ -331,8 +331,8 @@ func TestLostStoredOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := res.Steps[1]
-	if res.Status != wfapi.StatusFailed || f.calls["a"] != 1 || caperr.Code(b.Envelope.Error.Code) != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
-		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.calls["a"], b.Envelope)
+	if res.Status != wfapi.StatusFailed || f.callsOf("a") != 1 || caperr.Code(b.Envelope.Error.Code) != caperr.ObservabilityError || !strings.Contains(b.Envelope.Message, "/runs/x/a.json") {
+		t.Fatalf("non-idempotent producer: %s calls a=%d, b=%+v", res.Status, f.callsOf("a"), b.Envelope)
 	}
 	if want := "b: the stored output of step a, /runs/x/a.json, is missing; b failed (a producer is not idempotent, or was re-run 2 times already)"; !slices.Contains(res.Warnings, want) {
 		t.Fatalf("warnings %q, want %q", res.Warnings, want)

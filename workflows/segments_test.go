@@ -320,7 +320,7 @@ func TestContinueAsNewStopsOnFailFast(t *testing.T) {
 	if got := states(res); got != want {
 		t.Fatalf("states\n got %s\nwant %s", got, want)
 	}
-	if f.calls["s06"] != 0 {
+	if f.callsOf("s06") != 0 {
 		t.Fatal("a step after the fail_fast stop ran")
 	}
 }
