@@ -7,7 +7,6 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/schema"
 	"github.com/capflow/capflow/internal/suggest"
-	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // ResolveInputs applies defaults and validates request inputs against the
@@ -49,9 +48,7 @@ func (p *Plan) ResolveInputs(given map[string]any, requireAll bool) (values map[
 			e := caperr.New(caperr.SchemaViolation, "%s", viol.Message).At("inputs", 0, 0, field)
 			if fromDefault {
 				// The plan's own default: said where it is written.
-				path := append([]string{"inputs", name, "default"}, viol.Path...)
-				line, col := p.Pos(path...)
-				e.At(p.File, line, col, yamldoc.FieldPath(path))
+				p.Place(e, append([]string{"inputs", name, "default"}, viol.Path...)...)
 			}
 			probs = append(probs, e)
 		}

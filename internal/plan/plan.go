@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/yamldoc"
 )
@@ -266,6 +267,13 @@ func (p *Plan) Order() []*Step {
 		sort.Strings(ready)
 	}
 	return out
+}
+
+// Place positions e at a field of the plan, by its path: the file, where
+// the field is, and the field's name (steps[2].with.query).
+func (p *Plan) Place(e *caperr.Error, path ...string) *caperr.Error {
+	line, col := p.Pos(path...)
+	return e.At(p.File, line, col, yamldoc.FieldPath(path))
 }
 
 // Pos is where a field of the plan is in its file, by its path (steps, 2,

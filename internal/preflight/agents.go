@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/capflow/capflow/internal/builtin"
@@ -68,9 +67,8 @@ func agentScopeProblems(p *plan.Plan, reg *registry.Registry) caperr.Problems {
 			if err != nil || r.Chosen.Manifest.Entrypoint.Type != manifest.EntryBuiltin || !builtin.TraitsOf(r.Chosen.Manifest.Entrypoint.Name).WaitsForPerson {
 				continue
 			}
-			line, col := p.Pos("steps", strconv.Itoa(i), "agent", "capabilities", strconv.Itoa(j))
-			out = append(out, caperr.New(caperr.InvalidInput, "step %q: %s waits for a person, so it is not a capability an agent may propose: its approve: setting gates proposals", s.ID, cp).
-				At(p.File, line, col, fmt.Sprintf("steps[%d].agent.capabilities[%d]", i, j)))
+			out = append(out, p.Place(caperr.New(caperr.InvalidInput, "step %q: %s waits for a person, so it is not a capability an agent may propose: its approve: setting gates proposals", s.ID, cp),
+				"steps", strconv.Itoa(i), "agent", "capabilities", strconv.Itoa(j)))
 		}
 	}
 	return out

@@ -20,7 +20,6 @@ import (
 	"github.com/capflow/capflow/internal/policy"
 	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/verdict"
-	"github.com/capflow/capflow/internal/yamldoc"
 )
 
 // Plan statuses (docs/plans.md).
@@ -262,10 +261,8 @@ func literalProblems(p *plan.Plan, tools map[string]*manifest.Manifest, check fu
 		if err == nil {
 			continue
 		}
-		path := []string{"steps", strconv.Itoa(i), "with", field}
-		line, col := p.Pos(path...)
 		e := &caperr.Error{Code: caperr.CodeOf(err), Message: err.Error()}
-		out = append(out, e.At(p.File, line, col, yamldoc.FieldPath(path)))
+		out = append(out, p.Place(e, "steps", strconv.Itoa(i), "with", field))
 	}
 	return out
 }
