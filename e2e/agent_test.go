@@ -321,12 +321,17 @@ func (l *agentLab) approval(t *testing.T) {
 	// proposal.
 	base := startConsoleAt(t, l.dir, l.w.env)
 	ctx := consoleBrowser(t)
+	// The node is clicked once the page has painted the run's state (as
+	// the console's other tests do); each stage says what the page showed
+	// if it fails.
+	inPage(t, ctx, "the run page never showed triage waiting", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg"),
+		chromedp.Poll(nodeState("triage")+` === "waiting"`, nil))
 	var rounds string
-	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg"), chromedp.Click(`#step-triage`),
-		chromedp.WaitVisible(`button[data-action="approve"]`), chromedp.Text(`#step`, &rounds), chromedp.Click(`button[data-action="approve"]`)); err != nil ||
-		!strings.Contains(rounds, "Agent rounds") || !strings.Contains(rounds, "file.write") || !strings.Contains(rounds, digest[:16]) {
-		t.Fatalf("the console's agent step: %q %v", rounds, err)
+	inPage(t, ctx, "the agent step's panel", chromedp.Click(`#step-triage`), chromedp.WaitVisible(`button[data-action="approve"]`), chromedp.Text(`#step`, &rounds))
+	if !strings.Contains(rounds, "Agent rounds") || !strings.Contains(rounds, "file.write") || !strings.Contains(rounds, digest[:16]) {
+		t.Fatalf("the console's agent step: %q", rounds)
 	}
+	inPage(t, ctx, "approve in the console", chromedp.Click(`button[data-action="approve"]`))
 	// Round 2 proposes the same call: round 1's approval, sent again,
 	// decides nothing; round 2's own does.
 	waitStep(t, id+".triage.round-2", "approve", "waiting", func(s wfapi.StepState) bool { return s == wfapi.StepWaiting })

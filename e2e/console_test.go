@@ -233,6 +233,27 @@ func waitStates(t *testing.T, ctx context.Context, want, got map[string]string) 
 	}
 }
 
+// inPage runs actions in the page for at most a minute; when they fail, the
+// test says what the page showed then (the browser's own time is longer, so
+// it can still be asked).
+func inPage(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	// The browser starts on ctx: one started on the stage's context would
+	// close with it.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("%s: the browser: %v", what, err)
+	}
+	step, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := chromedp.Run(step, actions...)
+	if err == nil {
+		return
+	}
+	var page string
+	_ = chromedp.Run(ctx, chromedp.Evaluate(`["#status", "#message", "#what-next", "#step", ".notice"].map((q) => q + ": " + ((document.querySelector(q) || {}).innerText || "").slice(0, 600)).join("\n")`, &page))
+	t.Fatalf("%s: %v\nthe page showed:\n%s", what, err, page)
+}
+
 // shot keeps a screenshot of the page in the test's folder (and in docs/
 // with CAPFLOW_SCREENSHOTS=1).
 func shot(t *testing.T, ctx context.Context, name string) {
