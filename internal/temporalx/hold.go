@@ -89,8 +89,11 @@ const maxPause = 5 * time.Second
 // database). Not a deadline: a server that is there but slow may have
 // taken the end already, and sending it again every 10 s for minutes
 // would hold the worker's slot and load the server (found attacking it).
+// Not a TLS handshake that failed either, which gRPC also calls
+// unavailable: a server that is there and whose certificate (or this
+// worker's) is refused is a configuration to fix, not a restart to wait out.
 func serverAway(err error) bool {
-	return status.Code(err) == codes.Unavailable
+	return status.Code(err) == codes.Unavailable && !strings.Contains(status.Convert(err).Message(), "authentication handshake failed")
 }
 
 // stillAway is serverAway for an end already held: past the SDK's own
@@ -99,7 +102,9 @@ func serverAway(err error) bool {
 // message too large is not passing.
 func stillAway(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.Aborted, codes.Internal:
+	case codes.Unavailable:
+		return serverAway(err)
+	case codes.Aborted, codes.Internal:
 		return true
 	case codes.ResourceExhausted:
 		return !strings.Contains(status.Convert(err).Message(), "larger than max")

@@ -2,7 +2,15 @@ package temporalx
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
@@ -159,4 +168,48 @@ func TestEndsAreNotHeldForever(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("an end with no server past its limit: %v", err)
 	}
+}
+
+// A server whose certificate the worker refuses is there, and waiting will
+// not change it: the end is returned at once, not held for minutes (the
+// TLS handshake's failure is Unavailable to gRPC too).
+func TestARefusedCertificateIsNotHeld(t *testing.T) {
+	addr := freeAddr(t)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(selfSigned(t))))
+	e := &ends{}
+	workflowservice.RegisterWorkflowServiceServer(s, e)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	var said strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Output: &said, Level: hclog.Info})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})),
+		grpc.WithChainUnaryInterceptor(holdActivityEnds(log, 2*time.Second, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_, err = workflowservice.NewWorkflowServiceClient(conn).RespondActivityTaskCompleted(context.Background(), &workflowservice.RespondActivityTaskCompletedRequest{})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") || e.completed.Load() != 0 || said.Len() != 0 {
+		t.Fatalf("an end refused at the handshake: %v (%d completed), the worker said %q", err, e.completed.Load(), said.String())
+	}
+}
+
+// selfSigned is a certificate for 127.0.0.1 that no one trusts.
+func selfSigned(t *testing.T) *tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capflow-test"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
