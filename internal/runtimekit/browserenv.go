@@ -3,6 +3,7 @@ package runtimekit
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 )
 
@@ -45,6 +46,12 @@ func cleanBrowserEnv(tmp string) func(*exec.Cmd) {
 			envBin, _ = exec.LookPath("env")
 		}
 		args := append([]string{"env", "-i"}, browserEnv(tmp)...)
+		if strings.Contains(cmd.Path, "=") {
+			// env reads every word with "=" before the command as a
+			// variable: a browser in such a folder starts through the
+			// system's shell, which takes its name as an argument.
+			args = append(args, "/bin/sh", "-c", `exec "$0" "$@"`)
+		}
 		cmd.Args = append(append(args, cmd.Path), cmd.Args[1:]...)
 		cmd.Path = envBin
 	}

@@ -3,6 +3,7 @@ package runtimekit
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -36,5 +37,28 @@ func TestTheBrowserGetsNoneOfTheWorkersEnvironment(t *testing.T) {
 		if k, _, _ := strings.Cut(v, "="); !slices.Contains(append(browserEnvKeys, "PATH", "HOME", "TMPDIR", "PWD", "SHLVL", "_"), k) {
 			t.Errorf("the browser got the worker's %s", v)
 		}
+	}
+}
+
+// A browser whose path holds "=" starts, with its arguments, and still
+// without the worker's environment (env alone would read the path as a
+// variable and run the first argument instead).
+func TestABrowserInAFolderWithAnEqualsSign(t *testing.T) {
+	t.Setenv("CAPFLOW_TEST_WORKER_SECRET", "s3cret")
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "opt=chromium", "chrome")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"args: $*\"\nenv\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--headless", "--user-data-dir=/x")
+	cleanBrowserEnv(tmp)(cmd)
+	cmd.Env = os.Environ()
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "args: --headless --user-data-dir=/x\n") || strings.Contains(string(out), "s3cret") ||
+		!strings.Contains(string(out), "HOME="+tmp) {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
