@@ -233,25 +233,71 @@ func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error
 	return nil, "", nil
 }
 
-// lastJSONObject finds the last complete top-level JSON object in b:
-// tools may print logs before their envelope.
+// lastJSONObject is the envelope b ends with (after white space): a JSON
+// object with a toolId, which tools may print logs before. Its start is
+// found in one pass back from its end, matching braces and skipping
+// strings, and the object is decoded once. (Decoding from each '{' back
+// from the end decoded every object inside the envelope's data: 416 KiB
+// nested 2,000 deep took 3.8 s of the worker's CPU, and 8 MiB of small
+// objects 1.2 GB of allocations.)
 func lastJSONObject(b []byte) []byte {
 	b = bytes.TrimSpace(b)
-	for end := len(b); end > 0; {
-		i := bytes.LastIndexByte(b[:end], '{')
-		if i < 0 {
-			return nil
-		}
-		dec := json.NewDecoder(bytes.NewReader(b[i:]))
-		var v map[string]json.RawMessage
-		if err := dec.Decode(&v); err == nil && int(dec.InputOffset()) == len(b)-i {
-			if _, ok := v["toolId"]; ok {
-				return b[i:]
+	i := objectStart(b)
+	if i < 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b[i:]))
+	var v map[string]json.RawMessage
+	if err := dec.Decode(&v); err != nil || int(dec.InputOffset()) != len(b)-i {
+		return nil
+	}
+	if _, ok := v["toolId"]; !ok {
+		return nil
+	}
+	return b[i:]
+}
+
+// objectStart is where the object b ends with begins: the '{' matching
+// its last '}', braces in strings aside; -1 when b does not end with one.
+func objectStart(b []byte) int {
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return -1
+	}
+	depth := 0
+	for j := len(b) - 1; j >= 0; j-- {
+		switch b[j] {
+		case '}':
+			depth++
+		case '{':
+			if depth--; depth == 0 {
+				return j
+			}
+		case '"':
+			if j = stringStart(b, j); j < 0 {
+				return -1
 			}
 		}
-		end = i
 	}
-	return nil
+	return -1
+}
+
+// stringStart is the opening quote of the string whose closing quote is
+// b[end]: the first quote back from it not escaped (an even number of
+// backslashes before it); -1 when there is none.
+func stringStart(b []byte, end int) int {
+	for k := end - 1; k >= 0; k-- {
+		if b[k] != '"' {
+			continue
+		}
+		n := 0
+		for n < k && b[k-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return k
+		}
+	}
+	return -1
 }
 
 func lastBytes(b []byte, n int) string {
