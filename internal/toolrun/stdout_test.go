@@ -1,6 +1,7 @@
 package toolrun
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -74,4 +75,37 @@ func TestEnvelopeNumbers(t *testing.T) {
 	if _, err := decodeEnvelope([]byte(head + `{"a":[1,{"b":1e400}]}}`)); err == nil || !strings.Contains(err.Error(), "data /a/1/b") {
 		t.Fatalf("a number past float64: %v", err)
 	}
+}
+
+// lastJSONObjectByEachBrace is how the envelope was found before: a decode
+// from each '{' back from the end. The one pass must find the same.
+func lastJSONObjectByEachBrace(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	for end := len(b); end > 0; {
+		i := bytes.LastIndexByte(b[:end], '{')
+		if i < 0 {
+			return nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(b[i:]))
+		var v map[string]json.RawMessage
+		if err := dec.Decode(&v); err == nil && int(dec.InputOffset()) == len(b)-i {
+			if _, ok := v["toolId"]; ok {
+				return b[i:]
+			}
+		}
+		end = i
+	}
+	return nil
+}
+
+func FuzzLastJSONObject(f *testing.F) {
+	for _, s := range []string{head + `{"s":"a } { \" \\\\\" }"}}`, `x{"toolId":"\\"}`, `{"toolId":"}"}`, `"{"toolId":1}`, `{"a":"\"{\"toolId\":1}"}`,
+		`{"toolId":"t"}}`, `{{"toolId":"t"}`, `\"{"toolId":"t"}`, "{\"toolId\":\"t\",\"d\":[\"]\",{}]}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lastJSONObject(b), lastJSONObjectByEachBrace(b); !bytes.Equal(got, want) {
+			t.Fatalf("%q: found %q, decoding from each brace found %q", b, got, want)
+		}
+	})
 }
