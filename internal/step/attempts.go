@@ -85,7 +85,13 @@ func attemptRecords(recDir string) []report.Attempt {
 func Transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Transition {
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
-		out[s.ID] = report.Transitions(s, attemptRecords(runfolder.Records(runDir, s.ID, -1)))
+		var recs []report.Attempt
+		if s.Attempts > 1 {
+			// A step's only attempt is told by its end: its record adds
+			// nothing, and most steps have one (a file open each, every run).
+			recs = attemptRecords(runfolder.Records(runDir, s.ID, -1))
+		}
+		out[s.ID] = report.Transitions(s, recs)
 	}
 	return out
 }
