@@ -83,7 +83,8 @@ func (z *zygote) start(exe string, f *forker) error {
 		return err
 	}
 	mine, theirs := os.NewFile(uintptr(pair[0]), "zygote"), os.NewFile(uintptr(pair[1]), "zygote")
-	defer theirs.Close()
+	closeTheirs := sync.OnceFunc(func() { theirs.Close() })
+	defer closeTheirs()
 	c, err := net.FileConn(mine)
 	mine.Close()
 	if err != nil {
@@ -105,7 +106,11 @@ func (z *zygote) start(exe string, f *forker) error {
 	// worker's child) is killed when that thread ends.
 	z.cmd = &exec.Cmd{Path: exe, Args: []string{exe, zygoteArg}, Env: []string{}, ExtraFiles: []*os.File{theirs, filter},
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
-	if err = f.start(z.cmd); err != nil {
+	err = f.start(z.cmd)
+	// The zygote has its end now: with this one closed, a zygote that
+	// exits at once is read as the socket's end, not after 10 s of waiting.
+	closeTheirs()
+	if err != nil {
 		z.conn.Close()
 		close(z.ended)
 		return err

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,5 +244,22 @@ func TestDeadZygoteIsReplaced(t *testing.T) {
 	tree.Finish(exit, out.String())
 	if exit != 0 || out.String() != "ok\n" || tree.Way() != WayZygote {
 		t.Fatalf("exit %d, way %s: %q", exit, tree.Way(), out.String())
+	}
+}
+
+// A zygote that exits as it starts is known at once by its socket's end:
+// the worker's end of the pair was still open in the worker, so only the
+// 10 s wait for "ready" told it, and its set's steps ran under bubblewrap
+// meanwhile.
+func TestAZygoteThatExitsAtOnceIsKnownAtOnce(t *testing.T) {
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
+	err = z.start("/bin/true", f)
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("a zygote that exited at once: %v, want the socket's end", err)
 	}
 }
