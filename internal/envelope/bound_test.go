@@ -1,7 +1,9 @@
 package envelope
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -59,5 +61,39 @@ func TestBounded(t *testing.T) {
 				t.Fatalf("bounded envelope is %d bytes", Size(&got))
 			}
 		})
+	}
+}
+
+// The problem CheckData names costs what the data is, however long its
+// keys or however many values come before it: a pointer built on the way
+// in copied a 64 KiB key at each of 64 Ki values (4.6 GB, found attacking
+// issue 57). The pointer shows each key cut.
+func TestCheckDataNamesAProblemInOnePass(t *testing.T) {
+	key := strings.Repeat("k", 64<<10)
+	list := make([]any, 64<<10)
+	for i := range list {
+		list[i] = json.Number("0")
+	}
+	list[len(list)-1] = json.Number("1e400")
+	deep := any(json.Number("1"))
+	for range MaxDataDepth + 5 {
+		deep = map[string]any{key[:1024]: deep}
+	}
+	for _, c := range []struct {
+		name string
+		data any
+		want string
+	}{
+		{"a number past float64 at the end of a list", map[string]any{key: list}, "data /" + Truncate(key, maxPointerSegment) + "/65535: 1e400 is not a number"},
+		{"nested too deep under long keys", deep, ": nested deeper than 200 levels"},
+	} {
+		var err error
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		err = CheckData(c.data)
+		runtime.ReadMemStats(&m1)
+		if err == nil || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 20000 || m1.TotalAlloc-m0.TotalAlloc > 64<<20 {
+			t.Errorf("%s: %d bytes allocated, %.200v", c.name, m1.TotalAlloc-m0.TotalAlloc, err)
+		}
 	}
 }

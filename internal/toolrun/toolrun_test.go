@@ -361,7 +361,7 @@ func TestDataNoReaderKeeps(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
 	for _, c := range []struct{ data, want string }{
 		{`{"n":1e400}`, "data /n: 1e400 is not a number a JSON reader keeps"},
-		{`{"n":1,"x":` + deep + `}`, "data/x/a/a"},
+		{`{"n":1,"x":` + deep + `}`, "data /x/a/a"},
 	} {
 		env := run(t, script(t, `cat > "$CAPFLOW_OUTPUT_PATH" <<'EOF2'
 {"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"ok","feedback":[],"data":`+c.data+`}
