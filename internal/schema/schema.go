@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/suggest"
 )
 
@@ -119,8 +120,22 @@ func (s *Schema) Validate(v any) []Violation {
 	return flatten(ve, s.doc, inst)
 }
 
+// Bounds of what one validation reports: its first MaxViolations problems
+// (by the place in the value, then a line saying how many more), each
+// message at most maxViolationMessage bytes. A tool's 2 MiB list of wrong
+// items made a violation each, 2.4 GB and 5 s of the worker's, and a 125 MB
+// message (found attacking issue 57).
+const (
+	MaxViolations       = 100
+	maxViolationMessage = 1 << 10
+)
+
 func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
-	var out []Violation
+	type found struct {
+		at string
+		e  *jsonschema.ValidationError
+	}
+	var leaves []found
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) > 0 {
@@ -129,21 +144,32 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 			}
 			return
 		}
-		out = append(out, leaf(e, schemaDoc, inst)...)
+		leaves = append(leaves, found{strings.Join(e.InstanceLocation, "/"), e})
 	}
 	walk(ve)
-	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	sort.SliceStable(leaves, func(i, j int) bool { return leaves[i].at < leaves[j].at })
 	// The same leaf can be reached through several keyword paths.
-	var dedup []Violation
+	var out []Violation
 	seen := map[string]bool{}
-	for _, v := range out {
-		k := strings.Join(v.Path, "/") + "\x00" + v.Message
-		if !seen[k] {
-			seen[k] = true
-			dedup = append(dedup, v)
+	more := 0
+	for i, l := range leaves {
+		if len(out) >= MaxViolations {
+			more = len(leaves) - i
+			break
+		}
+		for _, v := range leaf(l.e, schemaDoc, inst) {
+			v.Message = envelope.Truncate(v.Message, maxViolationMessage)
+			if k := strings.Join(v.Path, "/") + "\x00" + v.Message; !seen[k] {
+				seen[k] = true
+				out = append(out, v)
+			}
 		}
 	}
-	return dedup
+	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	if more > 0 {
+		out = append(out, Violation{Message: fmt.Sprintf("and up to %d more problems (the first %d are shown)", more, len(out))})
+	}
+	return out
 }
 
 // prune drops the branches of an anyOf/oneOf that failed only because the
@@ -212,17 +238,20 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 			want = append(want, fmt.Sprint(w))
 		}
 		got := fmt.Sprint(k.Got)
-		return []Violation{{Path: loc, Message: fmt.Sprintf("must be one of %s, not %q%s", strings.Join(want, ", "), got, suggest.Phrase(got, want))}}
+		return []Violation{{Path: loc, Message: fmt.Sprintf("must be one of %s, not %q%s", strings.Join(want, ", "), shown(got), suggest.Phrase(got, want))}}
 	case *kind.Pattern:
 		if msg, ok := schemaAt(schemaDoc, e.SchemaURL)["patternMessage"].(string); ok {
-			return []Violation{{Path: loc, Message: fmt.Sprintf("%q %s", k.Got, msg)}}
+			return []Violation{{Path: loc, Message: fmt.Sprintf("%q %s", shown(k.Got), msg)}}
 		}
-		return []Violation{{Path: loc, Message: fmt.Sprintf("%q does not match %s", k.Got, k.Want)}}
+		return []Violation{{Path: loc, Message: fmt.Sprintf("%q does not match %s", shown(k.Got), k.Want)}}
 	case *kind.FalseSchema:
 		return []Violation{{Path: loc, Message: "is not allowed here"}}
 	}
 	return []Violation{{Path: loc, Message: e.ErrorKind.LocalizedString(printer)}}
 }
+
+// shown is a value as a problem quotes it: its start, when it is long.
+func shown(v string) string { return envelope.Truncate(v, 200) }
 
 // quoteHint explains a text written as a YAML boolean or number, the
 // usual cause of "must be string" (name: true, version: 1.0).
