@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -108,5 +109,47 @@ func TestAContinuedStepSaysItsAttemptAtOnce(t *testing.T) {
 			t.Errorf("%s: heartbeats %+v", c.name, got)
 		}
 		mu.Unlock()
+	}
+}
+
+// A tool's burst of stderr lines shares its heartbeats: at most one each
+// soonAfter, carrying the last lines (a beat a line cost the worker the
+// heartbeat's encoding each: a million empty lines, 4 s of its CPU).
+func TestABurstOfLinesSharesItsBeats(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var got []wfapi.Heartbeat
+	var mu sync.Mutex
+	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		hb := startBeats(ctx, step.Attempt{Number: 1})
+		defer hb.stop()
+		for i := range 100000 {
+			hb.stderr(fmt.Sprintf("line %d", i))
+		}
+		time.Sleep(2 * soonAfter)
+		return nil
+	}, activity.RegisterOptions{Name: "noisy"})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+		return workflow.ExecuteActivity(ctx, "noisy").Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "w"})
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var hb wfapi.Heartbeat
+		if details.Get(&hb) == nil {
+			mu.Lock()
+			got = append(got, hb)
+			mu.Unlock()
+		}
+	})
+	env.ExecuteWorkflow("w")
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The burst lasts well under soonAfter here; on a slow machine it may
+	// span a few.
+	if len(got) == 0 || len(got) > 20 || got[len(got)-1].LineSeq != 100000 || got[len(got)-1].Lines[len(got[len(got)-1].Lines)-1] != "line 99999" {
+		t.Fatalf("%d heartbeats for 100,000 lines, the last %+v", len(got), got[len(got)-1:])
 	}
 }

@@ -327,12 +327,13 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 				f.Phase, f.Message, f.Detail = red.String(f.Phase), red.String(f.Message), red.String(f.Detail)
 				onEvent(f)
 			} else {
+				// One write a line: a tool printing empty lines asks the
+				// worker for as many writes as it prints.
+				withNL := append(text, '\n')
 				if logFile != nil {
-					logFile.Write(text)
-					logFile.Write([]byte{'\n'})
+					logFile.Write(withNL)
 				}
-				tail.Write(text)
-				tail.Write([]byte{'\n'})
+				tail.Write(withNL)
 				log.Trace("tool stderr", "line", string(text))
 				if onLine != nil {
 					onLine(string(text))

@@ -3,6 +3,9 @@ package toolrun
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -108,4 +111,27 @@ func FuzzLastJSONObject(f *testing.F) {
 			t.Fatalf("%q: found %q, decoding from each brace found %q", b, got, want)
 		}
 	})
+}
+
+// A step's log keeps MaxLogFile bytes and says how many more came: the
+// worker writes it, outside the tool's own limits (256 MiB of stderr went
+// to disk in 0.7 s, found attacking issue 57).
+func TestLogFileIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), StderrLog)
+	l := newLogFile(path)
+	line := []byte(strings.Repeat("x", 1<<20-1) + "\n")
+	for range MaxLogFile>>20 + 3 {
+		if n, err := l.Write(line); n != len(line) || err != nil {
+			t.Fatal(n, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	b, _ := os.ReadFile(path)
+	want := fmt.Sprintf("[capflow: stderr.log stopped at 64 MiB; %d bytes more were not kept]\n", 3<<20)
+	if err != nil || st.Size() != MaxLogFile+int64(len(want)) || !strings.HasSuffix(string(b), "x\n"+want) {
+		t.Fatalf("%v: %d bytes, ending %q", err, st.Size(), b[max(0, len(b)-100):])
+	}
 }

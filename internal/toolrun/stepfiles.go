@@ -1,6 +1,7 @@
 package toolrun
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,12 +32,18 @@ func writeInput(dir, name string, data []byte) (*os.File, error) {
 }
 
 // logFile is a step's log file, created at its first write (removing
-// any earlier one at once).
+// any earlier one at once), kept to MaxLogFile bytes: the worker writes
+// it, outside the tool's own limits on what it writes.
 type logFile struct {
-	path string
-	f    *os.File
-	err  error
+	path             string
+	f                *os.File
+	err              error
+	written, dropped int64
 }
+
+// MaxLogFile bounds a step's stdout.log and stderr.log; what comes after is
+// counted, and the count is the log's last line.
+const MaxLogFile = 64 << 20
 
 func newLogFile(path string) *logFile {
 	_ = os.Remove(path)
@@ -44,6 +51,10 @@ func newLogFile(path string) *logFile {
 }
 
 func (l *logFile) Write(p []byte) (int, error) {
+	if l.written+int64(len(p)) > MaxLogFile {
+		l.dropped += int64(len(p))
+		return len(p), nil
+	}
 	if l.f == nil && l.err == nil {
 		// The tool may have put something of its own there by now (it
 		// writes in this folder): a link is never followed, a file never
@@ -53,12 +64,17 @@ func (l *logFile) Write(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	return l.f.Write(p)
+	n, err := l.f.Write(p)
+	l.written += int64(n)
+	return n, err
 }
 
 func (l *logFile) Close() error {
 	if l.f == nil {
 		return nil
+	}
+	if l.dropped > 0 {
+		_, _ = fmt.Fprintf(l.f, "[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", filepath.Base(l.path), MaxLogFile>>20, l.dropped)
 	}
 	return l.f.Close()
 }
