@@ -21,25 +21,47 @@ type PathField struct {
 	Path    string
 }
 
+// Bounds of Paths: the values one value may name as files, and how long
+// each one's pointer may be (a tool chooses the keys). Walking a tool's 8
+// MiB of data, building each pointer on the way in and escaping each key
+// with a new replacer took 4.5 GB; a pointer under a long key, copied for
+// each of many files, terabytes (found attacking issue 57).
+const (
+	MaxPathFields = 1000
+	MaxPointer    = 1 << 10
+)
+
 // Paths walks value along schema and returns the strings the schema
 // marks as files, in pointer order. Objects follow `properties` and
 // `additionalProperties`, arrays `items`; what the schema does not
-// describe is not looked at.
-func Paths(schema map[string]any, value any) []PathField {
-	var out []PathField
-	walk(schema, value, "", &out)
-	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
-	return out
+// describe is not looked at. More than MaxPathFields of them, or a pointer
+// past MaxPointer, is an error naming the bound.
+func Paths(schema map[string]any, value any) ([]PathField, error) {
+	w := pathWalk{}
+	w.walk(schema, value)
+	if w.err != nil {
+		return nil, w.err
+	}
+	sort.Slice(w.out, func(i, j int) bool { return w.out[i].Pointer < w.out[j].Pointer })
+	return w.out, nil
 }
 
-func walk(schema map[string]any, value any, ptr string, out *[]PathField) {
-	if schema == nil {
+// pathWalk is one walk of Paths: the keys and indexes down to the value
+// at hand, a pointer made of them only for a value kept.
+type pathWalk struct {
+	segs []string
+	out  []PathField
+	err  error
+}
+
+func (w *pathWalk) walk(schema map[string]any, value any) {
+	if schema == nil || w.err != nil {
 		return
 	}
 	switch v := value.(type) {
 	case string:
 		if schema["format"] == "path" || schema["x-capflow-artifact"] == true {
-			*out = append(*out, PathField{Pointer: ptr, Path: v})
+			w.keep(v)
 		}
 	case map[string]any:
 		props, _ := schema["properties"].(map[string]any)
@@ -49,23 +71,57 @@ func walk(schema map[string]any, value any, ptr string, out *[]PathField) {
 			if sub == nil {
 				sub = extra
 			}
-			walk(sub, x, ptr+"/"+escape(k), out)
+			if sub != nil {
+				w.segs = append(w.segs, k)
+				w.walk(sub, x)
+				w.segs = w.segs[:len(w.segs)-1]
+			}
 		}
 	case []any:
 		items, _ := schema["items"].(map[string]any)
+		if items == nil {
+			return
+		}
 		for i, x := range v {
-			walk(items, x, ptr+"/"+strconv.Itoa(i), out)
+			w.segs = append(w.segs, strconv.Itoa(i))
+			w.walk(items, x)
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	}
 }
 
-func escape(k string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(k) }
+func (w *pathWalk) keep(path string) {
+	if len(w.out) == MaxPathFields {
+		w.err = fmt.Errorf("more than %d values its schema marks as files", MaxPathFields)
+		return
+	}
+	n := 0
+	for _, s := range w.segs {
+		n += len(s) + 1
+	}
+	if n > MaxPointer {
+		w.err = fmt.Errorf("a value its schema marks as a file lies %d bytes deep in keys, more than %d", n, MaxPointer)
+		return
+	}
+	var b strings.Builder
+	for _, s := range w.segs {
+		b.WriteByte('/')
+		b.WriteString(escape(s))
+	}
+	w.out = append(w.out, PathField{Pointer: b.String(), Path: path})
+}
+
+var escaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escape(k string) string { return escaper.Replace(k) }
+
+var unescaper = strings.NewReplacer("~1", "/", "~0", "~")
 
 // Set replaces the string at pointer in value (as Paths found it).
 func Set(value any, pointer, s string) bool {
 	parts := strings.Split(pointer, "/")[1:]
 	for i, p := range parts {
-		p = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
+		p = unescaper.Replace(p)
 		last := i == len(parts)-1
 		switch v := value.(type) {
 		case map[string]any:
