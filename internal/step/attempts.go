@@ -23,6 +23,10 @@ const AttemptsFileName = report.AttemptsFileName
 // recordAttempt appends a failed attempt to a step's records (recDir);
 // best effort.
 func recordAttempt(recDir string, r report.Attempt) {
+	// Its message cut as an envelope's is in history: one of megabytes
+	// took the records past maxAttemptsFile, and every attempt's line was
+	// then left unread (found attacking issue 57).
+	r.Message = envelope.Truncate(r.Message, envelope.MaxMessage)
 	_ = appendLine(recDir, AttemptsFileName, r)
 }
 

@@ -29,6 +29,19 @@ func TestAttemptStory(t *testing.T) {
 	}
 }
 
+// An attempt's record keeps its message cut, so one of megabytes leaves
+// the others readable (found attacking issue 57).
+func TestALongMessageKeepsTheRecords(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	recordAttempt(dir, report.Attempt{N: 1, Code: caperr.SchemaViolation, Message: strings.Repeat("x", 2<<20), Started: t0, Ended: t0.Add(time.Second)})
+	got := attemptStory(dir, 2, 2, t0.Add(2*time.Second), "succeeded")
+	recs := attemptRecords(dir)
+	if got == nil || got.Message != "attempt 1/2 failed (SCHEMA_VIOLATION), waited 1s; attempt 2/2 succeeded" || len(recs) != 1 || !strings.HasSuffix(recs[0].Message, "… [cut]") {
+		t.Fatalf("%+v, %d records", got, len(recs))
+	}
+}
+
 // A failure that is not retried for a reason other than spent attempts
 // says that reason.
 func TestNotRetriedSaysWhy(t *testing.T) {
