@@ -208,23 +208,30 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 // The file must be a regular file of at most max bytes: a tool could
 // point it at a device or a FIFO.
 func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error) {
-	if st, err := os.Lstat(outPath); err == nil {
-		if !st.Mode().IsRegular() {
+	// Opened once, never through a link, then looked at: what is read is
+	// what was checked (a FIFO or device opens without blocking, and is
+	// refused; a check by name first left a moment to swap one in).
+	f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, "", fmt.Errorf("%s is not a regular file (a symbolic link): refused", OutputFile)
+	}
+	if err == nil {
+		defer f.Close()
+		st, err := f.Stat()
+		switch {
+		case err != nil:
+			return nil, "", fmt.Errorf("%s: %w", OutputFile, err)
+		case !st.Mode().IsRegular():
 			return nil, "", fmt.Errorf("%s is not a regular file (%s): refused", OutputFile, st.Mode().Type())
-		}
-		if st.Size() > max {
+		case st.Size() > max:
 			return nil, "", fmt.Errorf("%s is %d bytes, more than the %d allowed", OutputFile, st.Size(), max)
 		}
-		f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(f, max+1))
-			f.Close()
-			if int64(len(b)) > max {
-				return nil, "", fmt.Errorf("%s grew past %d bytes", OutputFile, max)
-			}
-			if len(bytes.TrimSpace(b)) > 0 {
-				return b, OutputFile, nil
-			}
+		b, _ := io.ReadAll(io.LimitReader(f, max+1))
+		if int64(len(b)) > max {
+			return nil, "", fmt.Errorf("%s grew past %d bytes", OutputFile, max)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			return b, OutputFile, nil
 		}
 	}
 	if doc := lastJSONObject(stdout); doc != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -133,5 +134,37 @@ func TestLogFileIsBounded(t *testing.T) {
 	want := fmt.Sprintf("[capflow: stderr.log stopped at 64 MiB; %d bytes more were not kept]\n", 3<<20)
 	if err != nil || st.Size() != MaxLogFile+int64(len(want)) || !strings.HasSuffix(string(b), "x\n"+want) {
 		t.Fatalf("%v: %d bytes, ending %q", err, st.Size(), b[max(0, len(b)-100):])
+	}
+}
+
+// The output file is read from the handle it was checked on: a FIFO, a
+// link (to a file or a device) or a folder is refused, never read or
+// waited on.
+func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(target, []byte(head+"1}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		make func(string) error
+		want string
+	}{
+		{"a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "not a regular file (p---------)"},
+		{"a link to a file", func(p string) error { return os.Symlink(target, p) }, "not a regular file (a symbolic link)"},
+		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a symbolic link)"},
+		{"a folder", func(p string) error { return os.Mkdir(p, 0o700) }, "not a regular file (d---------)"},
+	} {
+		p := filepath.Join(t.TempDir(), OutputFile)
+		if err := c.make(p); err != nil {
+			t.Fatal(err)
+		}
+		if b, _, err := readResult(p, nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q, %v", c.name, b, err)
+		}
+	}
+	if b, src, err := readResult(target, nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
+		t.Errorf("a regular file: %q %s %v", b, src, err)
 	}
 }
