@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -202,109 +201,6 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 		"TOOLS_OUTPUT_JSON=1",
 	)
 	return env
-}
-
-// readResult prefers the output file, then the last JSON object on stdout.
-// The file must be a regular file of at most max bytes: a tool could
-// point it at a device or a FIFO.
-func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error) {
-	// Opened once, never through a link, then looked at: what is read is
-	// what was checked (a FIFO or device opens without blocking, and is
-	// refused; a check by name first left a moment to swap one in).
-	f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, "", fmt.Errorf("%s is not a regular file (a symbolic link): refused", OutputFile)
-	}
-	if err == nil {
-		defer f.Close()
-		st, err := f.Stat()
-		switch {
-		case err != nil:
-			return nil, "", fmt.Errorf("%s: %w", OutputFile, err)
-		case !st.Mode().IsRegular():
-			return nil, "", fmt.Errorf("%s is not a regular file (%s): refused", OutputFile, st.Mode().Type())
-		case st.Size() > max:
-			return nil, "", fmt.Errorf("%s is %d bytes, more than the %d allowed", OutputFile, st.Size(), max)
-		}
-		b, _ := io.ReadAll(io.LimitReader(f, max+1))
-		if int64(len(b)) > max {
-			return nil, "", fmt.Errorf("%s grew past %d bytes", OutputFile, max)
-		}
-		if len(bytes.TrimSpace(b)) > 0 {
-			return b, OutputFile, nil
-		}
-	}
-	if doc := lastJSONObject(stdout); doc != nil {
-		return doc, "stdout", nil
-	}
-	return nil, "", nil
-}
-
-// lastJSONObject is the envelope b ends with (after white space): a JSON
-// object with a toolId, which tools may print logs before. Its start is
-// found in one pass back from its end, matching braces and skipping
-// strings, and the object is decoded once. (Decoding from each '{' back
-// from the end decoded every object inside the envelope's data: 416 KiB
-// nested 2,000 deep took 3.8 s of the worker's CPU, and 8 MiB of small
-// objects 1.2 GB of allocations.)
-func lastJSONObject(b []byte) []byte {
-	b = bytes.TrimSpace(b)
-	i := objectStart(b)
-	if i < 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b[i:]))
-	var v map[string]json.RawMessage
-	if err := dec.Decode(&v); err != nil || int(dec.InputOffset()) != len(b)-i {
-		return nil
-	}
-	if _, ok := v["toolId"]; !ok {
-		return nil
-	}
-	return b[i:]
-}
-
-// objectStart is where the object b ends with begins: the '{' matching
-// its last '}', braces in strings aside; -1 when b does not end with one.
-func objectStart(b []byte) int {
-	if len(b) == 0 || b[len(b)-1] != '}' {
-		return -1
-	}
-	depth := 0
-	for j := len(b) - 1; j >= 0; j-- {
-		switch b[j] {
-		case '}':
-			depth++
-		case '{':
-			if depth--; depth == 0 {
-				return j
-			}
-		case '"':
-			if j = stringStart(b, j); j < 0 {
-				return -1
-			}
-		}
-	}
-	return -1
-}
-
-// stringStart is the opening quote of the string whose closing quote is
-// b[end]: the first quote back from it not escaped (an even number of
-// backslashes before it); -1 when there is none.
-func stringStart(b []byte, end int) int {
-	for k := end - 1; k >= 0; k-- {
-		if b[k] != '"' {
-			continue
-		}
-		n := 0
-		for n < k && b[k-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			return k
-		}
-	}
-	return -1
 }
 
 func lastBytes(b []byte, n int) string {
