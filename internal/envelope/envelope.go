@@ -168,13 +168,18 @@ func CheckData(v any) error {
 	segs, why := firstProblem(v, 0)
 	ptr := ""
 	for _, s := range slices.Backward(segs) {
-		ptr += "/" + Truncate(s, maxPointerSegment)
+		if len(s) > maxPointerSegment {
+			// Named by its size, none of it shown: the message is not
+			// redacted yet, and a cut secret would no longer be found.
+			s = fmt.Sprintf("<a key of %d bytes>", len(s))
+		}
+		ptr += "/" + s
 	}
 	return fmt.Errorf("data%s: %s", orRoot(ptr), why)
 }
 
 // maxPointerSegment bounds each key a problem's pointer shows: a tool's
-// key may be megabytes long.
+// key may be megabytes long; a longer one is named by its size.
 const maxPointerSegment = 64
 
 // dataKept is CheckData's answer without its message: it names nothing,

@@ -33,7 +33,8 @@ func TestViolationsAreBounded(t *testing.T) {
 	}
 	first, last := got[0], got[len(got)-1]
 	if len(got) != MaxViolations+1 || strings.Join(first.Path, "/") != "a/0" || !strings.HasPrefix(first.Message, "must be string, not number") ||
-		last.Message != fmt.Sprintf("and up to %d more problems (the first %d are shown)", 250000+1-MaxViolations, MaxViolations) || size > 64<<10 {
+		strings.Join(got[2].Path, "/") != "a/2" || strings.Join(got[99].Path, "/") != "a/99" ||
+		last.Message != fmt.Sprintf("and at least %d more problems (the first %d are shown)", 250000+1-MaxViolations, MaxViolations) || size > 64<<10 {
 		t.Fatalf("%d violations, %d bytes of messages: %v ... %v", len(got), size, first, last)
 	}
 	if one := s.Validate(map[string]any{"p": strings.Repeat("y", 1<<20)}); len(one) != 1 || len(one[0].Message) > maxViolationMessage ||
@@ -44,5 +45,31 @@ func TestViolationsAreBounded(t *testing.T) {
 	// rest; the reports' own share was three times that.
 	if m1.TotalAlloc-m0.TotalAlloc > 200<<20 {
 		t.Errorf("%d MB allocated", (m1.TotalAlloc-m0.TotalAlloc)>>20)
+	}
+}
+
+// An object's many unknown fields are one error of the library: they are
+// bounded as many errors are (50,000 made as many violations).
+func TestManyUnknownFieldsAreBounded(t *testing.T) {
+	s, _ := Compile(map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{"name": map[string]any{"type": "string"}}})
+	v := map[string]any{}
+	for i := range 50000 {
+		v[fmt.Sprintf("k%05d", i)] = 1
+	}
+	got := s.Validate(v)
+	if len(got) != MaxViolations+1 || got[len(got)-1].Message != fmt.Sprintf("and at least %d more problems (the first %d are shown)", 50000-MaxViolations, MaxViolations) {
+		t.Fatalf("%d violations, the last %v", len(got), got[len(got)-1])
+	}
+}
+
+// A value a message quotes is masked before it is cut: a secret the cut
+// split in two would no longer be found whole, and its start would show.
+func TestMaskedBeforeCut(t *testing.T) {
+	secret := "ghp_S3cr3tT0kenValue0123456789abcdefghij"
+	s, _ := Compile(map[string]any{"type": "object", "properties": map[string]any{"u": map[string]any{"type": "string", "pattern": "^https://"}}})
+	mask := func(v string) string { return strings.ReplaceAll(v, secret, "[REDACTED]") }
+	got := s.ValidateMasked(map[string]any{"u": "http://example.com/" + strings.Repeat("p", 140) + "?token=" + secret}, mask)
+	if len(got) != 1 || strings.Contains(got[0].Message, secret[:8]) || !strings.Contains(got[0].Message, "[REDACTED]") {
+		t.Fatalf("%v", got)
 	}
 }

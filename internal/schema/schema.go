@@ -5,6 +5,7 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -65,7 +67,7 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 			// Suggestions inside user schemas are not offered: the
 			// metaschema allows any keyword.
-			return nil, flatten(ve, nil, nil)
+			return nil, flatten(ve, nil, nil, func(s string) string { return s })
 		}
 		msg := err.Error()
 		msg = strings.ReplaceAll(msg, userURL, "schema")
@@ -106,8 +108,18 @@ func Embedded(name string, src []byte) *Schema {
 // Doc returns the schema document as plain values.
 func (s *Schema) Doc() any { return s.doc }
 
-// Validate checks v and returns every violation, sorted by path.
-func (s *Schema) Validate(v any) []Violation {
+// Validate checks v and returns its violations, sorted by path (at most
+// MaxViolations, then a line saying how many more).
+func (s *Schema) Validate(v any) []Violation { return s.ValidateMasked(v, nil) }
+
+// ValidateMasked is Validate with mask (a redactor's) applied to each
+// value a message quotes and to each message before either is cut: a
+// secret a cut split in two would no longer match its whole, and its
+// first part would be shown.
+func (s *Schema) ValidateMasked(v any, mask func(string) string) []Violation {
+	if mask == nil {
+		mask = func(s string) string { return s }
+	}
 	inst := Normalize(v)
 	err := s.compiled.Validate(inst)
 	if err == nil {
@@ -117,7 +129,7 @@ func (s *Schema) Validate(v any) []Violation {
 	if !errors.As(err, &ve) {
 		return []Violation{{Message: err.Error()}}
 	}
-	return flatten(ve, s.doc, inst)
+	return flatten(ve, s.doc, inst, mask)
 }
 
 // Bounds of what one validation reports: its first MaxViolations problems
@@ -130,12 +142,8 @@ const (
 	maxViolationMessage = 1 << 10
 )
 
-func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
-	type found struct {
-		at string
-		e  *jsonschema.ValidationError
-	}
-	var leaves []found
+func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) string) []Violation {
+	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) > 0 {
@@ -144,32 +152,50 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 			}
 			return
 		}
-		leaves = append(leaves, found{strings.Join(e.InstanceLocation, "/"), e})
+		leaves = append(leaves, e)
 	}
 	walk(ve)
-	sort.SliceStable(leaves, func(i, j int) bool { return leaves[i].at < leaves[j].at })
+	sort.SliceStable(leaves, func(i, j int) bool { return comparePlaces(leaves[i].InstanceLocation, leaves[j].InstanceLocation) < 0 })
 	// The same leaf can be reached through several keyword paths.
 	var out []Violation
 	seen := map[string]bool{}
 	more := 0
 	for i, l := range leaves {
-		if len(out) >= MaxViolations {
-			more = len(leaves) - i
-			break
-		}
-		for _, v := range leaf(l.e, schemaDoc, inst) {
-			v.Message = envelope.Truncate(v.Message, maxViolationMessage)
+		vs, left := leaf(l, schemaDoc, inst, mask, MaxViolations-len(out))
+		for _, v := range vs {
+			v.Message = envelope.Truncate(mask(v.Message), maxViolationMessage)
 			if k := strings.Join(v.Path, "/") + "\x00" + v.Message; !seen[k] {
 				seen[k] = true
 				out = append(out, v)
 			}
 		}
+		if len(out) >= MaxViolations || left > 0 {
+			more = left + len(leaves) - i - 1 // each leaf left has one at least
+			break
+		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	sort.SliceStable(out, func(i, j int) bool { return comparePlaces(out[i].Path, out[j].Path) < 0 })
 	if more > 0 {
-		out = append(out, Violation{Message: fmt.Sprintf("and up to %d more problems (the first %d are shown)", more, len(out))})
+		out = append(out, Violation{Message: fmt.Sprintf("and at least %d more problems (the first %d are shown)", more, len(out))})
 	}
 	return out
+}
+
+// comparePlaces orders places in a value key by key, indexes as numbers
+// (items/2 before items/10).
+func comparePlaces(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		na, erra := strconv.Atoi(a[i])
+		nb, errb := strconv.Atoi(b[i])
+		c := strings.Compare(a[i], b[i])
+		if erra == nil && errb == nil {
+			c = cmp.Compare(na, nb)
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // prune drops the branches of an anyOf/oneOf that failed only because the
@@ -201,17 +227,22 @@ func onlyTypeError(e *jsonschema.ValidationError) bool {
 	return ok && len(e.Causes) == 0
 }
 
-func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
+// leaf is what one error of the library says, at most room violations of
+// it, and how many more it had (an object's unknown fields, or its missing
+// ones, are one error: 50,000 unknown keys made as many violations).
+func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) string, room int) ([]Violation, int) {
+	// A value a message quotes: masked, then its start when it is long.
+	shown := func(v string) string { return envelope.Truncate(mask(v), 200) }
 	loc := append([]string(nil), e.InstanceLocation...)
+	under := func(field string) []string { return append(append([]string(nil), loc...), field) }
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		allowed := propertyNames(schemaDoc, e.SchemaURL)
 		var out []Violation
-		for _, p := range k.Properties {
-			out = append(out, Violation{Path: append(append([]string(nil), loc...), p),
-				Message: fmt.Sprintf("unknown field %q%s", p, suggest.Phrase(p, allowed))})
+		for _, p := range k.Properties[:min(room, len(k.Properties))] {
+			out = append(out, Violation{Path: under(p), Message: fmt.Sprintf("unknown field %q%s", shown(p), suggest.Phrase(p, allowed))})
 		}
-		return out
+		return out, len(k.Properties) - len(out)
 	case *kind.Required:
 		var out []Violation
 		// A field given beside it that the schema does not declare, spelled
@@ -222,36 +253,40 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any) []Violation {
 			declared := propertyNames(schemaDoc, e.SchemaURL)
 			extra = slices.DeleteFunc(keysAt(inst, loc), func(k string) bool { return slices.Contains(declared, k) })
 		}
-		for _, m := range k.Missing {
+		for _, m := range k.Missing[:min(room, len(k.Missing))] {
 			msg := fmt.Sprintf("missing required field %q", m)
 			if near := suggest.Closest(m, extra, 1); len(near) > 0 {
-				msg += fmt.Sprintf(" (%q was given: a typo of it?)", near[0])
+				msg += fmt.Sprintf(" (%q was given: a typo of it?)", shown(near[0]))
 			}
-			out = append(out, Violation{Path: append(append([]string(nil), loc...), m), Message: msg})
+			out = append(out, Violation{Path: under(m), Message: msg})
 		}
-		return out
+		return out, len(k.Missing) - len(out)
+	}
+	return []Violation{leafOne(e, inst, loc, schemaDoc, shown)}, 0
+}
+
+// leafOne is the one violation an error of another kind says.
+func leafOne(e *jsonschema.ValidationError, inst any, loc []string, schemaDoc any, shown func(string) string) Violation {
+	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
-		return []Violation{{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k, at(inst, loc)))}}
+		return Violation{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k, at(inst, loc)))}
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
 			want = append(want, fmt.Sprint(w))
 		}
 		got := fmt.Sprint(k.Got)
-		return []Violation{{Path: loc, Message: fmt.Sprintf("must be one of %s, not %q%s", strings.Join(want, ", "), shown(got), suggest.Phrase(got, want))}}
+		return Violation{Path: loc, Message: fmt.Sprintf("must be one of %s, not %q%s", strings.Join(want, ", "), shown(got), suggest.Phrase(got, want))}
 	case *kind.Pattern:
 		if msg, ok := schemaAt(schemaDoc, e.SchemaURL)["patternMessage"].(string); ok {
-			return []Violation{{Path: loc, Message: fmt.Sprintf("%q %s", shown(k.Got), msg)}}
+			return Violation{Path: loc, Message: fmt.Sprintf("%q %s", shown(k.Got), msg)}
 		}
-		return []Violation{{Path: loc, Message: fmt.Sprintf("%q does not match %s", shown(k.Got), k.Want)}}
+		return Violation{Path: loc, Message: fmt.Sprintf("%q does not match %s", shown(k.Got), k.Want)}
 	case *kind.FalseSchema:
-		return []Violation{{Path: loc, Message: "is not allowed here"}}
+		return Violation{Path: loc, Message: "is not allowed here"}
 	}
-	return []Violation{{Path: loc, Message: e.ErrorKind.LocalizedString(printer)}}
+	return Violation{Path: loc, Message: e.ErrorKind.LocalizedString(printer)}
 }
-
-// shown is a value as a problem quotes it: its start, when it is long.
-func shown(v string) string { return envelope.Truncate(v, 200) }
 
 // quoteHint explains a text written as a YAML boolean or number, the
 // usual cause of "must be string" (name: true, version: 1.0).

@@ -128,7 +128,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 		req.Inputs = map[string]any{}
 	}
 	req.Net = req.Net.For(req.RunDir)
-	if vs := r.validate(m, "in", m.InputSchema, req.Inputs); len(vs) > 0 {
+	if vs := r.validate(m, "in", m.InputSchema, req.Inputs, red); len(vs) > 0 {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
 		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
 	}
@@ -153,7 +153,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 		env = b.Fail(caperr.InvalidInput, "unknown entrypoint type "+m.Entrypoint.Type, nil)
 	}
 	if env.Success {
-		if vs := r.validate(m, "out", m.OutputSchema, env.Data); len(vs) > 0 {
+		if vs := r.validate(m, "out", m.OutputSchema, env.Data, red); len(vs) > 0 {
 			b2 := envelope.NewBuilder(m.Name).WithRedactor(red)
 			b2.Append(env.Feedback...)
 			b2.Error("validate", "data does not match the tool's output_schema", joinViolations(vs))
@@ -172,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 // validate checks v against one of the tool's schemas, compiled once per
 // manifest digest: compiling (with its metaschema check) costs far more
 // than validating, and a worker runs the same tools over and over.
-func (r *Runner) validate(m *manifest.Manifest, which string, sch map[string]any, v any) []schema.Violation {
+func (r *Runner) validate(m *manifest.Manifest, which string, sch map[string]any, v any, red *envelope.Redactor) []schema.Violation {
 	if len(sch) == 0 {
 		return nil
 	}
@@ -195,7 +195,8 @@ func (r *Runner) validate(m *manifest.Manifest, which string, sch map[string]any
 	if v == nil {
 		v = map[string]any{}
 	}
-	return s.Validate(v)
+	// Masked before the messages are cut: a cut secret is not found whole.
+	return s.ValidateMasked(v, red.String)
 }
 
 func joinViolations(vs []schema.Violation) string {
