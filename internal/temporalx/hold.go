@@ -89,11 +89,26 @@ const maxPause = 5 * time.Second
 // database). Not a deadline: a server that is there but slow may have
 // taken the end already, and sending it again every 10 s for minutes
 // would hold the worker's slot and load the server (found attacking it).
-// Not a TLS handshake that failed either, which gRPC also calls
-// unavailable: a server that is there and whose certificate (or this
-// worker's) is refused is a configuration to fix, not a restart to wait out.
+// Nor a certificate refused in the TLS handshake (the server's by this
+// worker, or this worker's by it), which gRPC also calls unavailable: a
+// server that is there and refuses is a configuration to fix, not a
+// restart to wait out. A handshake cut short (EOF, reset, a deadline: a
+// server or its load balancer restarting) is still waited out.
 func serverAway(err error) bool {
-	return status.Code(err) == codes.Unavailable && !strings.Contains(status.Convert(err).Message(), "authentication handshake failed")
+	return status.Code(err) == codes.Unavailable && !certificateRefused(status.Convert(err).Message())
+}
+
+// certificateRefused reports whether a handshake failed on a certificate.
+func certificateRefused(msg string) bool {
+	if !strings.Contains(msg, "authentication handshake failed") {
+		return false
+	}
+	for _, s := range []string{"x509: ", "tls: failed to verify certificate", "bad certificate", "unknown certificate authority", "certificate required", "expired certificate", "certificate expired"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // stillAway is serverAway for an end already held: past the SDK's own

@@ -213,3 +213,22 @@ func selfSigned(t *testing.T) *tls.Certificate {
 	}
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+// Only a certificate refused ends a hold: a handshake cut short by a
+// server or load balancer that restarts is waited out as any outage.
+func TestCertificateRefused(t *testing.T) {
+	const h = `connection error: desc = "transport: authentication handshake failed: `
+	for msg, want := range map[string]bool{
+		h + `tls: failed to verify certificate: x509: certificate signed by unknown authority"`: true,
+		h + `remote error: tls: bad certificate"`:                                               true,
+		h + `remote error: tls: certificate required"`:                                          true,
+		h + `EOF"`: false,
+		h + `read tcp 127.0.0.1:5->127.0.0.1:7233: read: connection reset by peer"`:                                       false,
+		h + `context deadline exceeded"`:                                                                                  false,
+		`connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7233: connect: connection refused"`: false,
+	} {
+		if got := certificateRefused(msg); got != want {
+			t.Errorf("%s: %v, want %v", msg, got, want)
+		}
+	}
+}
