@@ -106,8 +106,8 @@ func (b *beats) setLatest(f envelope.Feedback) {
 	b.latest.Store(&fb)
 }
 
-// beatSoon beats within soonAfter, once for everything that asks meanwhile;
-// never after the attempt's end.
+// beatSoon beats within soonAfter, once for everything that asks meanwhile
+// (stop sends one still due).
 func (b *beats) beatSoon() {
 	if !b.soon.CompareAndSwap(false, true) {
 		return
@@ -136,7 +136,15 @@ func (b *beats) stderr(line string) {
 	b.beatSoon()
 }
 
-func (b *beats) stop() { close(b.done) }
+// stop ends the beats; one still due goes out now, so a tool that printed
+// its error and exited at once has its last lines in the attempt's last
+// heartbeat (the SDK sends that one with the attempt's end).
+func (b *beats) stop() {
+	if b.soon.Load() {
+		b.beat()
+	}
+	close(b.done)
+}
 
 // every calls f each period until done closes or f says to stop.
 func every(period time.Duration, done <-chan struct{}, f func() (goOn bool)) {

@@ -153,3 +153,36 @@ func TestABurstOfLinesSharesItsBeats(t *testing.T) {
 		t.Fatalf("%d heartbeats for 100,000 lines, the last %+v", len(got), got[len(got)-1:])
 	}
 }
+
+// A tool that prints its error and exits at once has it in the attempt's
+// last heartbeat: a beat still due goes out when the beats stop.
+func TestTheLastLinesBeatAtTheEnd(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var got []wfapi.Heartbeat
+	var mu sync.Mutex
+	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		hb := startBeats(ctx, step.Attempt{Number: 1})
+		hb.stderr("error: no such file")
+		hb.stop()
+		return nil
+	}, activity.RegisterOptions{Name: "quick"})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+		return workflow.ExecuteActivity(ctx, "quick").Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "w"})
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var hb wfapi.Heartbeat
+		if details.Get(&hb) == nil {
+			mu.Lock()
+			got = append(got, hb)
+			mu.Unlock()
+		}
+	})
+	env.ExecuteWorkflow("w")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || len(got[0].Lines) != 1 || got[0].Lines[0] != "error: no such file" {
+		t.Fatalf("heartbeats %+v", got)
+	}
+}

@@ -97,10 +97,11 @@ func (w *pathWalk) keep(path string) {
 	}
 	n := 0
 	for _, s := range w.segs {
-		n += len(s) + 1
+		n += 1 + len(s) + strings.Count(s, "~") + strings.Count(s, "/") // as escaped
 	}
 	if n > MaxPointer {
-		w.err = fmt.Errorf("a value its schema marks as a file lies %d bytes deep in keys, more than %d", n, MaxPointer)
+		// Which one is the walk's (map) order's: the message names none.
+		w.err = fmt.Errorf("a value its schema marks as a file under keys longer than %d bytes", MaxPointer)
 		return
 	}
 	var b strings.Builder

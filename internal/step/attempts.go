@@ -90,9 +90,11 @@ func Transitions(runDir string, steps []wfapi.StepResult) map[string][]report.Tr
 	out := make(map[string][]report.Transition, len(steps))
 	for _, s := range steps {
 		var recs []report.Attempt
-		if s.Attempts > 1 {
-			// A step's only attempt is told by its end: its record adds
-			// nothing, and most steps have one (a file open each, every run).
+		if s.Attempts > 1 || s.Status != wfapi.StepSucceeded {
+			// A step that succeeded at once is told by its end: its record
+			// adds nothing, and most steps are such (a file open each,
+			// every run). One cancelled in its backoff counts one attempt
+			// but recorded its failed ones.
 			recs = attemptRecords(runfolder.Records(runDir, s.ID, -1))
 		}
 		out[s.ID] = report.Transitions(s, recs)

@@ -49,7 +49,7 @@ func (e *Executor) cacheKey(m *manifest.Manifest, rawIn []byte, inputs any) (str
 func (e *Executor) inputFiles(m *manifest.Manifest, inputs any) ([]string, string) {
 	fields, err := cache.Paths(m.InputSchema, inputs)
 	if err != nil {
-		return nil, "its inputs name " + err.Error()
+		return nil, "its inputs hold " + err.Error()
 	}
 	var out []string
 	for _, f := range fields {

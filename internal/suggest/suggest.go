@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds of a search: a word longer than maxWord bytes is no typo, and at
-// most maxCandidates candidates are weighed. Names a tool's output chose
+// Bounds of a search: a word longer than maxWord bytes is no typo, and the
+// first maxCandidates candidates, in the order given, are weighed. Names a tool's output chose
 // can be megabytes long or number hundreds of thousands: an edit distance
 // each cost 1.3 s and 0.9 GB for one step (found attacking issue 57).
 const (
@@ -42,10 +42,7 @@ func Closest(word string, candidates []string, max int) []string {
 		lc := strings.ToLower(c)
 		// One within the other is as far as their lengths are apart; words
 		// whose lengths are further apart than limit are further than it.
-		apart := utf8.RuneCountInString(lc) - utf8.RuneCountInString(w)
-		if apart < 0 {
-			apart = -apart
-		}
+		apart := abs(utf8.RuneCountInString(lc) - utf8.RuneCountInString(w))
 		switch {
 		case len(w) >= 3 && (strings.Contains(lc, w) || strings.Contains(w, lc)):
 			out = append(out, scored{c, apart})
@@ -73,11 +70,16 @@ func Closest(word string, candidates []string, max int) []string {
 // it (size in size_bytes may be another thing); "" when none is.
 func Typo(word string, candidates []string) string {
 	near := Closest(word, candidates, 1)
-	if len(near) == 0 || Distance(word, near[0]) > max(1, len(word)/3) {
+	limit := max(1, len(word)/3)
+	// Lengths further apart than limit are further apart than it (a
+	// candidate holding the word may be long: no table for it).
+	if len(near) == 0 || abs(utf8.RuneCountInString(near[0])-utf8.RuneCountInString(word)) > limit || Distance(word, near[0]) > limit {
 		return ""
 	}
 	return near[0]
 }
+
+func abs(n int) int { return max(n, -n) }
 
 // Phrase renders ` (did you mean "x"?)` or "" when nothing is close:
 // what capflow calls a word other workflow tools use (depends_on: needs),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -21,10 +22,14 @@ func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error
 	// what was checked (a FIFO or device opens without blocking, and is
 	// refused; a check by name first left a moment to swap one in).
 	f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
+	switch {
+	case errors.Is(err, syscall.ELOOP):
 		return nil, "", fmt.Errorf("%s is not a regular file (a symbolic link): refused", OutputFile)
-	}
-	if err == nil {
+	case errors.Is(err, syscall.ENXIO):
+		return nil, "", fmt.Errorf("%s is not a regular file (a socket): refused", OutputFile)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, "", fmt.Errorf("%s cannot be read: %w", OutputFile, err)
+	case err == nil:
 		defer f.Close()
 		st, err := f.Stat()
 		switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,11 +136,26 @@ func TestLogFileIsBounded(t *testing.T) {
 	if err != nil || st.Size() != MaxLogFile+int64(len(want)) || !strings.HasSuffix(string(b), "x\n"+want) {
 		t.Fatalf("%v: %d bytes, ending %q", err, st.Size(), b[max(0, len(b)-100):])
 	}
+	// Once past it, a short line that would still fit is not kept either
+	// (a gap would read as whole); a first write past it leaves the count.
+	gap := newLogFile(filepath.Join(t.TempDir(), StdoutLog))
+	gap.Write(make([]byte, MaxLogFile-10))
+	gap.Write(make([]byte, 100))
+	gap.Write([]byte("late\n"))
+	gap.Close()
+	first := newLogFile(filepath.Join(t.TempDir(), StdoutLog))
+	first.Write(make([]byte, MaxLogFile+1))
+	first.Close()
+	g, _ := os.ReadFile(gap.path)
+	f, _ := os.ReadFile(first.path)
+	if bytes.Contains(g, []byte("late")) || !bytes.HasSuffix(g, []byte("105 bytes more were not kept]\n")) || string(f) != fmt.Sprintf("[capflow: stdout.log stopped at 64 MiB; %d bytes more were not kept]\n", MaxLogFile+1) {
+		t.Fatalf("after a drop: %q; a first write past the bound: %q", g[max(0, len(g)-80):], f)
+	}
 }
 
 // The output file is read from the handle it was checked on: a FIFO, a
-// link (to a file or a device) or a folder is refused, never read or
-// waited on.
+// link (to a file or a device), a folder or a socket is refused, never
+// read or waited on.
 func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.json")
@@ -155,6 +171,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 		{"a link to a file", func(p string) error { return os.Symlink(target, p) }, "not a regular file (a symbolic link)"},
 		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a symbolic link)"},
 		{"a folder", func(p string) error { return os.Mkdir(p, 0o700) }, "not a regular file (d---------)"},
+		{"a socket", func(p string) error { _, err := net.Listen("unix", p); return err }, "not a regular file (a socket)"},
 	} {
 		p := filepath.Join(t.TempDir(), OutputFile)
 		if err := c.make(p); err != nil {

@@ -51,10 +51,16 @@ func newLogFile(path string) *logFile {
 }
 
 func (l *logFile) Write(p []byte) (int, error) {
-	if l.written+int64(len(p)) > MaxLogFile {
+	// Past the bound, nothing more: a log with a gap in it would read as
+	// whole.
+	if l.dropped > 0 || l.written+int64(len(p)) > MaxLogFile {
 		l.dropped += int64(len(p))
 		return len(p), nil
 	}
+	return l.write(p)
+}
+
+func (l *logFile) write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
 		// The tool may have put something of its own there by now (it
 		// writes in this folder): a link is never followed, a file never
@@ -70,11 +76,11 @@ func (l *logFile) Write(p []byte) (int, error) {
 }
 
 func (l *logFile) Close() error {
+	if l.dropped > 0 {
+		_, _ = l.write(fmt.Appendf(nil, "[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", filepath.Base(l.path), MaxLogFile>>20, l.dropped))
+	}
 	if l.f == nil {
 		return nil
-	}
-	if l.dropped > 0 {
-		_, _ = fmt.Fprintf(l.f, "[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", filepath.Base(l.path), MaxLogFile>>20, l.dropped)
 	}
 	return l.f.Close()
 }
