@@ -29,6 +29,10 @@ func NewBuilder(toolID string) *Builder {
 // WithRedactor makes every text the builder emits pass through r.
 func (b *Builder) WithRedactor(r *Redactor) *Builder { b.redactor = r; return b }
 
+// Redact is s through the builder's redactor: for a text sent on, or cut,
+// before the builder's envelope is (a cut secret is not found whole).
+func (b *Builder) Redact(s string) string { return b.redactor.String(s) }
+
 // Add appends a feedback event stamped now.
 func (b *Builder) Add(phase, level, message, detail string) {
 	b.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -318,15 +319,42 @@ func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
 	}
 	t := rules.Plus(egress.HostPort(srv.URL)).Transport()
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
-		if own == nil || r.URL.Scheme != own.Scheme || !strings.EqualFold(r.URL.Host, own.Host) {
-			return t.RoundTrip(r)
+		if own != nil && r.URL.Scheme == own.Scheme && strings.EqualFold(r.URL.Host, own.Host) {
+			r = r.Clone(r.Context())
+			for k, v := range h {
+				r.Header[k] = v
+			}
 		}
-		r = r.Clone(r.Context())
-		for k, v := range h {
-			r.Header[k] = v
+		resp, err := t.RoundTrip(r)
+		if err == nil {
+			resp.Body = &bounded{ReadCloser: resp.Body, left: MaxAnswer}
 		}
-		return t.RoundTrip(r)
+		return resp, err
 	})
+}
+
+// MaxAnswer bounds what an MCP server over HTTP answers to one request:
+// the SDK reads a JSON answer whole, and a 256 MiB one held 2.8 GB of the
+// worker's heap (found attacking issue 57). A server over stdio is held to
+// the SDK's 16 MiB a message.
+const MaxAnswer = 32 << 20
+
+// bounded is a body that fails past its bound.
+type bounded struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:max(b.left, 0)+1] // one byte past the bound tells there is more
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("the MCP server's answer passed %d MiB", MaxAnswer>>20)
+	}
+	return n, err
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
