@@ -63,13 +63,21 @@ func Bounded(e Envelope, stored string) (Envelope, bool) {
 // BoundedFeedback cuts one entry's message and detail to MaxFeedbackEntry
 // bytes together.
 func BoundedFeedback(f Feedback) (Feedback, bool) {
+	cut := false
+	if len(f.Phase) > maxPhase {
+		// A phase is a word: megabytes of one passed every other bound.
+		f.Phase, cut = Truncate(f.Phase, maxPhase), true
+	}
 	if len(f.Message)+len(f.Detail) <= MaxFeedbackEntry {
-		return f, false
+		return f, cut
 	}
 	f.Message = Truncate(f.Message, MaxFeedbackEntry*3/4)
 	f.Detail = Truncate(f.Detail, MaxFeedbackEntry-len(f.Message))
 	return f, true
 }
+
+// maxPhase bounds a feedback entry's phase.
+const maxPhase = 64
 
 // Truncate cuts s to at most n bytes on a rune boundary, marking the cut.
 func Truncate(s string, n int) string {

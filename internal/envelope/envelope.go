@@ -63,33 +63,28 @@ func Validate(e *Envelope) []string {
 	if (e.ExitCode == 0) != e.Success {
 		errs = append(errs, fmt.Sprintf("exitCode %d contradicts success=%v (exitCode is 0 exactly when success)", e.ExitCode, e.Success))
 	}
-	if _, err := time.Parse(time.RFC3339, e.Timestamp); err != nil {
-		errs = append(errs, fmt.Sprintf("timestamp %q is not RFC 3339", e.Timestamp))
+	if _, ok := stamp(e.Timestamp); !ok {
+		errs = append(errs, fmt.Sprintf("timestamp %.40q is not RFC 3339", e.Timestamp))
 	}
 	if e.Success && e.Error != nil {
 		errs = append(errs, "error is present on success")
 	}
-	if !e.Success {
-		hasErr := false
-		for _, f := range e.Feedback {
-			if f.Level == LevelError {
-				hasErr = true
-			}
-		}
-		if !hasErr {
-			errs = append(errs, "a failure has no feedback entry with level error")
-		}
+	if !e.Success && !slices.ContainsFunc(e.Feedback, func(f Feedback) bool { return f.Level == LevelError }) {
+		errs = append(errs, "a failure has no feedback entry with level error")
 	}
 	var prev time.Time
 	for i, f := range e.Feedback {
+		if len(errs) > maxValidateErrors {
+			break
+		}
 		switch f.Level {
 		case LevelInfo, LevelWarning, LevelError:
 		default:
-			errs = append(errs, fmt.Sprintf("feedback[%d].level %q is not info, warning or error", i, f.Level))
+			errs = append(errs, fmt.Sprintf("feedback[%d].level %.40q is not info, warning or error", i, f.Level))
 		}
-		t, err := time.Parse(time.RFC3339, f.Timestamp)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %q is not RFC 3339", i, f.Timestamp))
+		t, ok := stamp(f.Timestamp)
+		if !ok {
+			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %.40q is not RFC 3339", i, f.Timestamp))
 			continue
 		}
 		if t.Before(prev) {
@@ -97,7 +92,25 @@ func Validate(e *Envelope) []string {
 		}
 		prev = t
 	}
+	if len(errs) > maxValidateErrors {
+		errs = append(errs[:maxValidateErrors], "and more")
+	}
 	return errs
+}
+
+// maxValidateErrors bounds what Validate says of one envelope, each value
+// it quotes cut to 40 characters: a tool's 8 MiB of bad entries made a 33
+// MB message (found attacking issue 57).
+const maxValidateErrors = 10
+
+// stamp reads an RFC 3339 time of at most 64 bytes (the parser takes any
+// number of fractional digits: a 7 MiB timestamp was one).
+func stamp(s string) (time.Time, bool) {
+	if len(s) > 64 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
 }
 
 // Required are the fields every envelope has (docs/envelope.md).

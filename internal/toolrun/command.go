@@ -263,7 +263,10 @@ func parseEvent(line []byte) (envelope.Feedback, bool) {
 	default:
 		return envelope.Feedback{}, false
 	}
-	if f.Timestamp == "" {
+	if _, err := time.Parse(time.RFC3339, f.Timestamp); err != nil || len(f.Timestamp) > 64 {
+		// Stamped now when it has no time capflow reads: feedback stays
+		// in order, where an unread time made each later insertion scan
+		// every entry (found attacking issue 57).
 		f.Timestamp = envelope.Timestamp(envelope.Now())
 	}
 	return f, true

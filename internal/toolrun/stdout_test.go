@@ -10,6 +10,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 )
 
 const head = `{"toolId":"t","success":true,"exitCode":0,"message":"m","timestamp":"2026-01-01T00:00:00Z","feedback":[],"data":`
@@ -183,5 +187,33 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	}
 	if b, src, err := readResult(target, nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
 		t.Errorf("a regular file: %q %s %v", b, src, err)
+	}
+}
+
+// Every field of a tool's envelope that reaches history is bounded: a
+// phase, a severity or a cause of megabytes passed every bound and made a
+// result Temporal refuses; bad entries are said ten at a time, each value
+// quoted in part (found attacking issue 57).
+func TestEveryFieldIsBounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("Z", 16<<10) // the test's runner keeps 64 KiB
+	fields := `"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"no",` +
+		`"feedback":[{"phase":"` + big + `","level":"error","message":"m","timestamp":"2026-11-21T10:00:00Z"}],` +
+		`"error":{"code":"DEPENDENCY_UNAVAILABLE","severity":"` + big + `","cause":"` + big + `"}`
+	m := script(t, "cat > \"$CAPFLOW_OUTPUT_PATH\" <<'EOF2'\n{"+fields+"}\nEOF2\nexit 1\n")
+	m.OutputSchema = nil
+	env := run(t, m, nil, 20*time.Second)
+	bounded, _ := envelope.Bounded(env, "")
+	if env.Error == nil || env.Error.Code != caperr.DependencyUnavailable || env.Error.Severity != caperr.Lookup(caperr.DependencyUnavailable).Severity ||
+		env.Error.Cause != "" || envelope.Size(&bounded) > 4<<10 {
+		t.Fatalf("%+v, %d bytes bounded", env.Error, envelope.Size(&bounded))
+	}
+	var entries []string
+	for range 30 {
+		entries = append(entries, `{"phase":"p","level":"`+big+`","message":"m","timestamp":"2026-11-21T10:00:00Z"}`)
+	}
+	bad := `{"toolId":"t","exitCode":0,"success":true,"timestamp":"2026-11-21T10:00:00Z","message":"ok","feedback":[` + strings.Join(entries, ",") + `]}`
+	if _, err := decodeEnvelope([]byte(bad)); err == nil || len(err.Error()) > 2<<10 || !strings.HasSuffix(err.Error(), "and more") {
+		t.Fatalf("%d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }

@@ -295,9 +295,13 @@ func knownCode(env *envelope.Envelope) {
 		env.Error = envelope.ErrorFor(caperr.ToolFailure)
 		env.Error.Retryable = false
 		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
-	case env.Error.Severity == "":
-		// A tool that gave none has its code's (docs/errors.md).
+	case !slices.Contains(caperr.Severities, env.Error.Severity):
+		// A tool that gave none, or one capflow does not know, has its
+		// code's (docs/errors.md).
 		env.Error.Severity = caperr.Lookup(env.Error.Code).Severity
+	}
+	if env.Error.Cause != "" && !caperr.Known(caperr.Code(env.Error.Cause)) {
+		env.Error.Cause = "" // a code only: megabytes of one passed every bound of history
 	}
 }
 
