@@ -9,12 +9,14 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/childproc"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/jq"
 	"github.com/capflow/capflow/internal/schema"
 )
@@ -68,6 +70,11 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	}
 	if err != nil {
 		return nil, queryErr(ctx, str(in, "query"), err)
+	}
+	// What no reader keeps, as in a tool's data: a number past float64
+	// (tonumber of 400 digits), nesting past 200 levels (fromjson).
+	if err := envelope.CheckData(results); err != nil {
+		return nil, caperr.New(caperr.InvalidInput, "query %q: its results: %s", str(in, "query"), strings.TrimPrefix(err.Error(), "data "))
 	}
 	env.Feedback.Info("query", fmt.Sprintf("%d results", len(results)))
 	var first any

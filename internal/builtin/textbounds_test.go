@@ -95,6 +95,24 @@ func TestQueryTextIsBounded(t *testing.T) {
 	}
 }
 
+// A query's results hold nothing a reader cannot keep, as a tool's data:
+// a number past float64 (tonumber of 400 digits) or nesting past 200
+// levels is the query's INVALID_INPUT, naming the place (found re-attacking
+// issue 57: a succeeded step whose data its readers failed on).
+func TestQueryResultsAreCheckedAsData(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]string{
+		`["1" * 400 | tonumber]`:            "its results: /0/0: 1111111111111111111111111111111111111111 is not a number a JSON reader keeps",
+		`reduce range(300) as $i (0; [.])`: "its results: /0/0/0/0",
+		`{a: 1e300}`:                        "",
+	} {
+		_, err := call(t, "json.query", "", map[string]any{"query": q, "input": nil})
+		if (want == "") != (err == nil) || (err != nil && (caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), want))) {
+			t.Errorf("%s: %v, want %q", q, err, want)
+		}
+	}
+}
+
 // text.render's functions refuse a result past MaxRender before building
 // it: a few lines of template built gigabytes in one call and killed the
 // worker (found attacking issue 57); what they print is text/template's.
