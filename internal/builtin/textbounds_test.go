@@ -102,9 +102,9 @@ func TestQueryTextIsBounded(t *testing.T) {
 func TestQueryResultsAreCheckedAsData(t *testing.T) {
 	t.Parallel()
 	for q, want := range map[string]string{
-		`["1" * 400 | tonumber]`:            "its results: /0/0: 1111111111111111111111111111111111111111 is not a number a JSON reader keeps",
+		`["1" * 400 | tonumber]`:           "its results: /0/0: 1111111111111111111111111111111111111111 is not a number a JSON reader keeps",
 		`reduce range(300) as $i (0; [.])`: "its results: /0/0/0/0",
-		`{a: 1e300}`:                        "",
+		`{a: 1e300}`:                       "",
 	} {
 		_, err := call(t, "json.query", "", map[string]any{"query": q, "input": nil})
 		if (want == "") != (err == nil) || (err != nil && (caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), want))) {
