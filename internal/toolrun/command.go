@@ -215,6 +215,15 @@ func lastBytes(b []byte, n int) string {
 // printing megabytes without a newline cannot exhaust memory.
 func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), onLine func(string), log hclog.Logger) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	// The log is written a buffer at a time, and whenever the tool has
+	// paused (nothing more read yet): a write a line cost the worker 10 s
+	// of CPU for 8 MiB of empty lines (found re-attacking issue 57).
+	var bw *bufio.Writer
+	if logFile != nil {
+		bw = bufio.NewWriterSize(logFile, 64<<10)
+		defer bw.Flush()
+	}
+	trace := log.IsTrace()
 	for {
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 || (err == nil && !isPrefix) {
@@ -230,14 +239,14 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 				f.Phase, f.Message, f.Detail = red.String(f.Phase), red.String(f.Message), red.String(f.Detail)
 				onEvent(f)
 			} else {
-				// One write a line: a tool printing empty lines asks the
-				// worker for as many writes as it prints.
 				withNL := append(text, '\n')
-				if logFile != nil {
-					logFile.Write(withNL)
+				if bw != nil {
+					bw.Write(withNL)
 				}
 				tail.Write(withNL)
-				log.Trace("tool stderr", "line", string(text))
+				if trace {
+					log.Trace("tool stderr", "line", string(text))
+				}
 				if onLine != nil {
 					onLine(string(text))
 				}
@@ -245,6 +254,9 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 		}
 		if err != nil {
 			return
+		}
+		if bw != nil && br.Buffered() == 0 {
+			bw.Flush()
 		}
 	}
 }

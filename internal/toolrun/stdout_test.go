@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 )
@@ -217,3 +219,21 @@ func TestEveryFieldIsBounded(t *testing.T) {
 		t.Fatalf("%d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }
+
+// stderr reaches its log a buffer at a time, and whole: 8 MiB of empty
+// lines were as many writes (10 s of the worker's CPU).
+func TestStderrIsLoggedInBuffers(t *testing.T) {
+	lines := strings.Repeat("\n", 1<<20) + "last\n"
+	var log writes
+	readStderr(strings.NewReader(lines), &log, nil, &tailBuffer{max: 1024}, func(envelope.Feedback) {}, nil, hclog.NewNullLogger())
+	if log.n > 40 || log.b.String() != lines {
+		t.Fatalf("%d writes of %d bytes", log.n, log.b.Len())
+	}
+}
+
+type writes struct {
+	n int
+	b bytes.Buffer
+}
+
+func (w *writes) Write(p []byte) (int, error) { w.n++; return w.b.Write(p) }
