@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/capflow/capflow/internal/artifacts"
@@ -206,28 +207,55 @@ func (e *Executor) outputFiles(ctx context.Context, m *manifest.Manifest, data a
 	}
 	roots := e.outputRoots(stepDir, step, folders)
 	var out []wfapi.Artifact
-	// A file named again is checked and stored once: each name read the
-	// whole file (8 MiB named 500 times: 4 GB read, found attacking issue 57).
-	named := map[string]*wfapi.Artifact{}
+	// A file named again, by any spelling or link, is checked and stored
+	// once: each name read the whole file (8 MiB named 500 times: 4 GB
+	// read; 1,000 spellings or hard links of one: 8 GB; found attacking
+	// issue 57).
+	seen := stored{byName: map[string]*wfapi.Artifact{}, byFile: map[fileID]*wfapi.Artifact{}}
 	for _, f := range fields {
-		if art, ok := named[f.Path]; ok {
-			if art != nil {
-				again := *art
-				again.Pointer = f.Pointer
-				out = append(out, again)
+		name := e.absolute(f.Path)
+		art, ok := seen.byName[name]
+		if !ok {
+			var err error
+			if art, err = e.outputFile(ctx, roots, f, store, &seen); err != nil {
+				return nil, err
 			}
-			continue
+			seen.byName[name] = art
 		}
-		art, err := e.outputFile(ctx, roots, f, store)
-		if err != nil {
-			return nil, err
-		}
-		named[f.Path] = art
 		if art != nil {
-			out = append(out, *art)
+			again := *art
+			again.Pointer = f.Pointer
+			out = append(out, again)
 		}
 	}
 	return out, nil
+}
+
+// stored is what a step's output files made so far: by the name each was
+// given, cleaned, and by the file itself.
+type stored struct {
+	byName map[string]*wfapi.Artifact
+	byFile map[fileID]*wfapi.Artifact
+}
+
+// fileID is a file, whatever its names.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st fs.FileInfo) (fileID, bool) {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(s.Dev), s.Ino}, true
+}
+
+// absolute is a path a tool's data gives, cleaned: a relative one is the
+// project's.
+func (e *Executor) absolute(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(e.Project.Root(), p)
+	}
+	return filepath.Clean(p)
 }
 
 // outputRoot is a folder a step's output files may lie in, by the names a
@@ -269,12 +297,9 @@ func stillThere(root *os.Root, name string) error {
 // outputFile checks (and, with store, stores) one output file; a folder,
 // or nothing at that name, is no artifact. It is opened beneath the
 // handle its folder was opened with before the tool started.
-func (e *Executor) outputFile(ctx context.Context, roots []outputRoot, f cache.PathField, store bool) (*wfapi.Artifact, error) {
+func (e *Executor) outputFile(ctx context.Context, roots []outputRoot, f cache.PathField, store bool, seen *stored) (*wfapi.Artifact, error) {
 	field := "output " + f.Pointer
-	p := f.Path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(e.Project.Root(), p)
-	}
+	p := e.absolute(f.Path)
 	// The deepest folder that holds the path (out/deep before out).
 	var dir *os.Root
 	name, rel, found := "", "", false
@@ -303,16 +328,24 @@ func (e *Executor) outputFile(ctx context.Context, roots []outputRoot, f cache.P
 	case !store || !st.Mode().IsRegular():
 		return nil, nil
 	}
-	file, _, err := beneath.OpenRegular(dir, rel, field, f.Path)
+	file, fst, err := beneath.OpenRegular(dir, rel, field, f.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
+	id, ok := idOf(fst)
+	if art := seen.byFile[id]; ok && art != nil {
+		return &wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: art.SHA256, Bytes: art.Bytes}, nil
+	}
 	sum, n, err := e.Artifacts.PutOpened(ctx, file, p)
 	if err != nil {
 		return nil, err
 	}
-	return &wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: sum, Bytes: n}, nil
+	art := &wfapi.Artifact{Pointer: f.Pointer, Path: p, SHA256: sum, Bytes: n}
+	if ok {
+		seen.byFile[id] = art
+	}
+	return art, nil
 }
 
 // artifactNames are the names files named by arts take in a step folder's
