@@ -79,36 +79,14 @@ func TestAContinuedStepSaysItsAttemptAtOnce(t *testing.T) {
 		{"continued", step.Attempt{Number: 3, Max: 5}, 1, 3},
 		{"first activity", step.Attempt{Number: 1, Max: 5}, 0, 0},
 	} {
-		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
-		var got []wfapi.Heartbeat
-		var mu sync.Mutex
-		env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		got := heartbeatsOf(t, func(ctx context.Context) error {
 			hb := startBeats(ctx, c.at)
 			hb.stop()
 			return nil
-		}, activity.RegisterOptions{Name: "quick"})
-		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-			ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-			return workflow.ExecuteActivity(ctx, "quick").Get(ctx, nil)
-		}, workflow.RegisterOptions{Name: "w"})
-		env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
-			var hb wfapi.Heartbeat
-			if details.Get(&hb) == nil {
-				mu.Lock()
-				got = append(got, hb)
-				mu.Unlock()
-			}
 		})
-		env.ExecuteWorkflow("w")
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
 		if len(got) != c.beats || (c.beats > 0 && (got[0].Attempt != c.attempt || got[0].ActivityAttempt != 1 || got[0].MaxAttempts != c.at.Max)) {
 			t.Errorf("%s: heartbeats %+v", c.name, got)
 		}
-		mu.Unlock()
 	}
 }
 
@@ -116,11 +94,7 @@ func TestAContinuedStepSaysItsAttemptAtOnce(t *testing.T) {
 // soonAfter, carrying the last lines (a beat a line cost the worker the
 // heartbeat's encoding each: a million empty lines, 4 s of its CPU).
 func TestABurstOfLinesSharesItsBeats(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var got []wfapi.Heartbeat
-	var mu sync.Mutex
-	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+	got := heartbeatsOf(t, func(ctx context.Context) error {
 		hb := startBeats(ctx, step.Attempt{Number: 1})
 		defer hb.stop()
 		for i := range 100000 {
@@ -128,10 +102,40 @@ func TestABurstOfLinesSharesItsBeats(t *testing.T) {
 		}
 		time.Sleep(2 * soonAfter)
 		return nil
-	}, activity.RegisterOptions{Name: "noisy"})
+	})
+	// The burst lasts well under soonAfter here; on a slow machine it may
+	// span a few.
+	if len(got) == 0 || len(got) > 20 || got[len(got)-1].LineSeq != 100000 || got[len(got)-1].Lines[len(got[len(got)-1].Lines)-1] != "line 99999" {
+		t.Fatalf("%d heartbeats for 100,000 lines, the last %+v", len(got), got[max(len(got)-1, 0):])
+	}
+}
+
+// A tool that prints its error and exits at once has it in the attempt's
+// last heartbeat: a beat still due goes out when the beats stop.
+func TestTheLastLinesBeatAtTheEnd(t *testing.T) {
+	got := heartbeatsOf(t, func(ctx context.Context) error {
+		hb := startBeats(ctx, step.Attempt{Number: 1})
+		hb.stderr("error: no such file")
+		hb.stop()
+		return nil
+	})
+	if len(got) != 1 || len(got[0].Lines) != 1 || got[0].Lines[0] != "error: no such file" {
+		t.Fatalf("heartbeats %+v", got)
+	}
+}
+
+// heartbeatsOf runs act as an activity with a minute to run and returns
+// the heartbeats it recorded, in order.
+func heartbeatsOf(t *testing.T, act func(ctx context.Context) error) []wfapi.Heartbeat {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var got []wfapi.Heartbeat
+	var mu sync.Mutex
+	env.RegisterActivityWithOptions(act, activity.RegisterOptions{Name: "act"})
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-		return workflow.ExecuteActivity(ctx, "noisy").Get(ctx, nil)
+		return workflow.ExecuteActivity(ctx, "act").Get(ctx, nil)
 	}, workflow.RegisterOptions{Name: "w"})
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
 		var hb wfapi.Heartbeat
@@ -147,42 +151,5 @@ func TestABurstOfLinesSharesItsBeats(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// The burst lasts well under soonAfter here; on a slow machine it may
-	// span a few.
-	if len(got) == 0 || len(got) > 20 || got[len(got)-1].LineSeq != 100000 || got[len(got)-1].Lines[len(got[len(got)-1].Lines)-1] != "line 99999" {
-		t.Fatalf("%d heartbeats for 100,000 lines, the last %+v", len(got), got[len(got)-1:])
-	}
-}
-
-// A tool that prints its error and exits at once has it in the attempt's
-// last heartbeat: a beat still due goes out when the beats stop.
-func TestTheLastLinesBeatAtTheEnd(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var got []wfapi.Heartbeat
-	var mu sync.Mutex
-	env.RegisterActivityWithOptions(func(ctx context.Context) error {
-		hb := startBeats(ctx, step.Attempt{Number: 1})
-		hb.stderr("error: no such file")
-		hb.stop()
-		return nil
-	}, activity.RegisterOptions{Name: "quick"})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-		return workflow.ExecuteActivity(ctx, "quick").Get(ctx, nil)
-	}, workflow.RegisterOptions{Name: "w"})
-	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
-		var hb wfapi.Heartbeat
-		if details.Get(&hb) == nil {
-			mu.Lock()
-			got = append(got, hb)
-			mu.Unlock()
-		}
-	})
-	env.ExecuteWorkflow("w")
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || len(got[0].Lines) != 1 || got[0].Lines[0] != "error: no such file" {
-		t.Fatalf("heartbeats %+v", got)
-	}
+	return got
 }

@@ -11,16 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capflow/capflow/internal/artifacts"
 	"github.com/capflow/capflow/internal/caperr"
-	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
-	"github.com/capflow/capflow/internal/project"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/toolrun"
 	"github.com/capflow/capflow/internal/wfapi"
-	"github.com/hashicorp/go-hclog"
 )
 
 // A tool owns its step folder: links it leaves there under the names the
@@ -94,22 +90,14 @@ entrypoint: {type: command, command: [./run.sh]}
 sandbox: {write: [out/deep]}
 idempotent: true
 `), 0o644)
-	cfg, err := config.Load(config.Options{Project: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := artifacts.Open(context.Background(), artifacts.Options{URL: "file://" + filepath.Join(t.TempDir(), "store"), StateDir: filepath.Join(root, ".capflow")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Artifacts: store, Tool: swapping{root, outside}}
+	e, store := executorOf(t, root, swapping{root, outside})
 	reg, _ := e.Registry()
 	m := reg.Tool("wdeep", "")
 	if m == nil {
 		t.Fatalf("no wdeep: %v", reg.Problems)
 	}
 	in := wfapi.RunToolInput{WorkflowID: "r", RunDir: e.RunDir("r"), Step: wfapi.StepCall{ID: "a", Tool: m.Name, Version: m.Version, Digest: m.Digest, Idempotent: true, With: map[string]any{}}}
-	_, err = e.Run(context.Background(), in, Attempt{Number: 1, Max: 1})
+	_, err := e.Run(context.Background(), in, Attempt{Number: 1, Max: 1})
 	var failed *Failed
 	if !errors.As(err, &failed) || failed.Code != caperr.InvalidInput || !strings.Contains(err.Error(), "was replaced while the step ran") {
 		t.Fatalf("the swapped folder: %v", err)

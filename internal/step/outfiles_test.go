@@ -51,16 +51,8 @@ output_schema: {type: object, properties: {files: {type: array, items: {type: st
 entrypoint: {type: command, command: [./run.sh]}
 idempotent: true
 `), 0o644)
-	cfg, err := config.Load(config.Options{Project: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := artifacts.Open(context.Background(), artifacts.Options{URL: "file://" + filepath.Join(t.TempDir(), "store"), StateDir: filepath.Join(root, ".capflow")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, store := executorOf(t, root, naming{})
 	store.Shared = true // every output file goes to the store
-	e := &Executor{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Artifacts: store, Tool: naming{}}
 	reg, _ := e.Registry()
 	m := reg.Tool("names", "")
 	if m == nil {
@@ -98,4 +90,19 @@ func readBytes(t *testing.T) int64 {
 	}
 	t.Fatal("no rchar in /proc/self/io")
 	return 0
+}
+
+// executorOf is an executor of the project at root whose tools all run as
+// tool, with a file artifact store of the test's.
+func executorOf(t *testing.T, root string, tool Tool) (*Executor, *artifacts.Store) {
+	t.Helper()
+	cfg, err := config.Load(config.Options{Project: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := artifacts.Open(context.Background(), artifacts.Options{URL: "file://" + filepath.Join(t.TempDir(), "store"), StateDir: filepath.Join(root, ".capflow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Executor{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Artifacts: store, Tool: tool}, store
 }
