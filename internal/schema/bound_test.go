@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,7 +35,7 @@ func TestViolationsAreBounded(t *testing.T) {
 	first, last := got[0], got[len(got)-1]
 	if len(got) != MaxViolations+1 || strings.Join(first.Path, "/") != "a/0" || !strings.HasPrefix(first.Message, "must be string, not number") ||
 		strings.Join(got[2].Path, "/") != "a/2" || strings.Join(got[99].Path, "/") != "a/99" ||
-		last.Message != fmt.Sprintf("and at least %d more problems (the first %d are shown)", 250000+1-MaxViolations, MaxViolations) || size > 64<<10 {
+		last.Message != fmt.Sprintf("and more: %d more errors found after the first %d problems shown", 250000+1-MaxViolations, MaxViolations) || size > 64<<10 {
 		t.Fatalf("%d violations, %d bytes of messages: %v ... %v", len(got), size, first, last)
 	}
 	if one := s.Validate(map[string]any{"p": strings.Repeat("y", 1<<20)}); len(one) != 1 || len(one[0].Message) > maxViolationMessage ||
@@ -57,7 +58,7 @@ func TestManyUnknownFieldsAreBounded(t *testing.T) {
 		v[fmt.Sprintf("k%05d", i)] = 1
 	}
 	got := s.Validate(v)
-	if len(got) != MaxViolations+1 || got[len(got)-1].Message != fmt.Sprintf("and at least %d more problems (the first %d are shown)", 50000-MaxViolations, MaxViolations) {
+	if len(got) != MaxViolations+1 || got[len(got)-1].Message != fmt.Sprintf("and more: %d more errors found after the first %d problems shown", 50000-MaxViolations, MaxViolations) || got[0].Path[0] != "k00000" || got[99].Path[0] != "k00099" {
 		t.Fatalf("%d violations, the last %v", len(got), got[len(got)-1])
 	}
 }
@@ -71,5 +72,22 @@ func TestMaskedBeforeCut(t *testing.T) {
 	got := s.ValidateMasked(map[string]any{"u": "http://example.com/" + strings.Repeat("p", 140) + "?token=" + secret}, mask)
 	if len(got) != 1 || strings.Contains(got[0].Message, secret[:8]) || !strings.Contains(got[0].Message, "[REDACTED]") {
 		t.Fatalf("%v", got)
+	}
+}
+
+// Places are in one order whatever the keys: digit keys by value first,
+// then the rest by text (2 < 10 < 1a, with no cycle).
+func TestComparePlaces(t *testing.T) {
+	keys := []string{"b", "10", "1a", "2", "007", "a", "99999999999999999999999", "0"}
+	slices.SortFunc(keys, compareKeys)
+	if want := []string{"0", "2", "007", "10", "99999999999999999999999", "1a", "a", "b"}; !slices.Equal(keys, want) {
+		t.Fatalf("%q, want %q", keys, want)
+	}
+	for _, a := range keys {
+		for _, b := range keys {
+			if compareKeys(a, b) != -compareKeys(b, a) {
+				t.Errorf("%q and %q are not ordered one way", a, b)
+			}
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -170,32 +169,54 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, mask func(stri
 			}
 		}
 		if len(out) >= MaxViolations || left > 0 {
-			more = left + len(leaves) - i - 1 // each leaf left has one at least
+			// Not a count of problems: a place left may hold several, or
+			// repeat one reached another way.
+			more = left + len(leaves) - i - 1
 			break
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return comparePlaces(out[i].Path, out[j].Path) < 0 })
 	if more > 0 {
-		out = append(out, Violation{Message: fmt.Sprintf("and at least %d more problems (the first %d are shown)", more, len(out))})
+		out = append(out, Violation{Message: fmt.Sprintf("and more: %d more errors found after the first %d problems shown", more, len(out))})
 	}
 	return out
 }
 
 // comparePlaces orders places in a value key by key, indexes as numbers
-// (items/2 before items/10).
+// (items/2 before items/10), and an index before a key.
 func comparePlaces(a, b []string) int {
 	for i := range min(len(a), len(b)) {
-		na, erra := strconv.Atoi(a[i])
-		nb, errb := strconv.Atoi(b[i])
-		c := strings.Compare(a[i], b[i])
-		if erra == nil && errb == nil {
-			c = cmp.Compare(na, nb)
-		}
-		if c != 0 {
+		if c := compareKeys(a[i], b[i]); c != 0 {
 			return c
 		}
 	}
 	return cmp.Compare(len(a), len(b))
+}
+
+// compareKeys is a total order: strings of digits first, by their value
+// (by length once leading zeros are gone, then by text), then the rest
+// by text.
+func compareKeys(a, b string) int {
+	na, nb := digits(a), digits(b)
+	switch {
+	case na && nb:
+		ta, tb := strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+		if c := cmp.Compare(len(ta), len(tb)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ta, tb); c != 0 {
+			return c
+		}
+	case na:
+		return -1
+	case nb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // prune drops the branches of an anyOf/oneOf that failed only because the
@@ -239,7 +260,10 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) 
 	case *kind.AdditionalProperties:
 		allowed := propertyNames(schemaDoc, e.SchemaURL)
 		var out []Violation
-		for _, p := range k.Properties[:min(room, len(k.Properties))] {
+		// The library lists them in a map's order: sorted, the same ones
+		// are shown every time.
+		names := slices.Sorted(slices.Values(k.Properties))
+		for _, p := range names[:min(room, len(names))] {
 			out = append(out, Violation{Path: under(p), Message: fmt.Sprintf("unknown field %q%s", shown(p), suggest.Phrase(p, allowed))})
 		}
 		return out, len(k.Properties) - len(out)
