@@ -98,12 +98,18 @@ func serverAway(err error) bool {
 	return status.Code(err) == codes.Unavailable && !certificateRefused(status.Convert(err).Message())
 }
 
-// certificateRefused reports whether a handshake failed on a certificate.
+// certificateRefused reports whether TLS failed on a certificate (in the
+// handshake, or, with TLS 1.3, as the server's first answer after it), or
+// met a server that speaks no TLS: each is a configuration to fix.
 func certificateRefused(msg string) bool {
-	if !strings.Contains(msg, "authentication handshake failed") {
+	if strings.Contains(msg, "first record does not look like a TLS handshake") {
+		return true
+	}
+	if !strings.Contains(msg, "authentication handshake failed") && !strings.Contains(msg, "remote error: tls:") {
 		return false
 	}
-	for _, s := range []string{"x509: ", "tls: failed to verify certificate", "bad certificate", "unknown certificate authority", "certificate required", "expired certificate", "certificate expired"} {
+	for _, s := range []string{"x509: ", "tls: failed to verify certificate", "bad certificate", "unknown certificate", "unsupported certificate",
+		"revoked certificate", "certificate required", "expired certificate", "certificate expired"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

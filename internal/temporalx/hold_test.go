@@ -219,9 +219,11 @@ func selfSigned(t *testing.T) *tls.Certificate {
 func TestCertificateRefused(t *testing.T) {
 	const h = `connection error: desc = "transport: authentication handshake failed: `
 	for msg, want := range map[string]bool{
-		h + `tls: failed to verify certificate: x509: certificate signed by unknown authority"`: true,
-		h + `remote error: tls: bad certificate"`:                                               true,
-		h + `remote error: tls: certificate required"`:                                          true,
+		h + `tls: failed to verify certificate: x509: certificate signed by unknown authority"`:       true,
+		h + `remote error: tls: bad certificate"`:                                                     true,
+		h + `remote error: tls: certificate required"`:                                                true,
+		`connection error: desc = "error reading server preface: remote error: tls: bad certificate"`: true,
+		h + `tls: first record does not look like a TLS handshake"`:                                   true,
 		h + `EOF"`: false,
 		h + `read tcp 127.0.0.1:5->127.0.0.1:7233: read: connection reset by peer"`:                                       false,
 		h + `context deadline exceeded"`:                                                                                  false,
