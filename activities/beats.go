@@ -29,7 +29,10 @@ type beats struct {
 	lines                     []string
 	lineSeq                   int
 	done                      chan struct{}
-	soon                      atomic.Bool // a beat is due within soonAfter
+	// soonMu guards soon (a beat is due within soonAfter) and stopped:
+	// the timer's beat and stop's are one or the other, never neither.
+	soonMu        sync.Mutex
+	soon, stopped bool
 }
 
 // soonAfter is how long a tool's stderr line or feedback event waits for
@@ -109,14 +112,18 @@ func (b *beats) setLatest(f envelope.Feedback) {
 // beatSoon beats within soonAfter, once for everything that asks meanwhile
 // (stop sends one still due).
 func (b *beats) beatSoon() {
-	if !b.soon.CompareAndSwap(false, true) {
+	b.soonMu.Lock()
+	defer b.soonMu.Unlock()
+	if b.soon || b.stopped {
 		return
 	}
+	b.soon = true
 	time.AfterFunc(soonAfter, func() {
-		b.soon.Store(false)
-		select {
-		case <-b.done:
-		default:
+		b.soonMu.Lock()
+		due := b.soon && !b.stopped
+		b.soon = false
+		b.soonMu.Unlock()
+		if due {
 			b.beat()
 		}
 	})
@@ -140,7 +147,11 @@ func (b *beats) stderr(line string) {
 // its error and exited at once has its last lines in the attempt's last
 // heartbeat (the SDK sends that one with the attempt's end).
 func (b *beats) stop() {
-	if b.soon.Load() {
+	b.soonMu.Lock()
+	due := b.soon
+	b.soon, b.stopped = false, true
+	b.soonMu.Unlock()
+	if due {
 		b.beat()
 	}
 	close(b.done)

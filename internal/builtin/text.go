@@ -9,7 +9,6 @@ import (
 	"io"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -71,17 +70,18 @@ func jsonQuery(ctx context.Context, in map[string]any, env *Env) (any, error) {
 	if err != nil {
 		return nil, queryErr(ctx, str(in, "query"), err)
 	}
-	// What no reader keeps, as in a tool's data: a number past float64
-	// (tonumber of 400 digits), nesting past 200 levels (fromjson).
-	if err := envelope.CheckData(results); err != nil {
-		return nil, caperr.New(caperr.InvalidInput, "query %q: its results: %s", str(in, "query"), strings.TrimPrefix(err.Error(), "data "))
-	}
 	env.Feedback.Info("query", fmt.Sprintf("%d results", len(results)))
 	var first any
 	if len(results) > 0 {
 		first = results[0]
 	}
-	return map[string]any{"result": first, "results": results, "count": len(results)}, nil
+	data := map[string]any{"result": first, "results": results, "count": len(results)}
+	// What no reader keeps, as in a tool's data: a number past float64
+	// (tonumber of 400 digits), nesting past 200 levels (fromjson).
+	if err := envelope.CheckData(data); err != nil {
+		return nil, caperr.New(caperr.InvalidInput, "query %q: %s", str(in, "query"), err)
+	}
+	return data, nil
 }
 
 // queryErr maps how a json.query evaluation failed to the contract's codes.

@@ -102,8 +102,8 @@ func TestQueryTextIsBounded(t *testing.T) {
 func TestQueryResultsAreCheckedAsData(t *testing.T) {
 	t.Parallel()
 	for q, want := range map[string]string{
-		`["1" * 400 | tonumber]`:           "its results: /0/0: 1111111111111111111111111111111111111111 is not a number a JSON reader keeps",
-		`reduce range(300) as $i (0; [.])`: "its results: /0/0/0/0",
+		`["1" * 400 | tonumber]`:           "data /result/0: 1111111111111111111111111111111111111111 is not a number a JSON reader keeps",
+		`reduce range(300) as $i (0; [.])`: "data /result/0/0/0",
 		`{a: 1e300}`:                       "",
 	} {
 		_, err := call(t, "json.query", "", map[string]any{"query": q, "input": nil})

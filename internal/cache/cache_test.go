@@ -65,7 +65,7 @@ func TestPathsAreBounded(t *testing.T) {
 		err   string
 	}{
 		{"700,000 keys that are no file", undescribed, 1, ""},
-		{"one key past MaxPointer", map[string]any{long: []any{"a", "b"}}, 0, "a value its schema marks as a file under keys longer than 1024 bytes"},
+		{"one key past MaxPointer", map[string]any{long: []any{"a", "b"}}, 0, "a value its schema marks as a file under keys longer than 1024 bytes together"},
 		{"more files than MaxPathFields", map[string]any{"k": many}, 0, "more than 1000 values its schema marks as files"},
 	} {
 		var got []PathField

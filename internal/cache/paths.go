@@ -101,7 +101,7 @@ func (w *pathWalk) keep(path string) {
 	}
 	if n > MaxPointer {
 		// Which one is the walk's (map) order's: the message names none.
-		w.err = fmt.Errorf("a value its schema marks as a file under keys longer than %d bytes", MaxPointer)
+		w.err = fmt.Errorf("a value its schema marks as a file under keys longer than %d bytes together", MaxPointer)
 		return
 	}
 	var b strings.Builder

@@ -346,8 +346,11 @@ type bounded struct {
 }
 
 func (b *bounded) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("the MCP server's answer passed %d MiB", MaxAnswer>>20)
+	}
 	if int64(len(p)) > b.left+1 {
-		p = p[:max(b.left, 0)+1] // one byte past the bound tells there is more
+		p = p[:b.left+1] // one byte past the bound tells there is more
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)

@@ -216,8 +216,9 @@ func lastBytes(b []byte, n int) string {
 func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *tailBuffer, onEvent func(envelope.Feedback), onLine func(string), log hclog.Logger) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	// The log is written a buffer at a time, and whenever the tool has
-	// paused (nothing more read yet): a write a line cost the worker 10 s
-	// of CPU for 8 MiB of empty lines (found re-attacking issue 57).
+	// paused (no whole line read and waiting): a write a line cost the
+	// worker 10 s of CPU for 8 MiB of empty lines (found re-attacking
+	// issue 57).
 	var bw *bufio.Writer
 	if logFile != nil {
 		bw = bufio.NewWriterSize(logFile, 64<<10)
@@ -255,7 +256,7 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 		if err != nil {
 			return
 		}
-		if bw != nil && br.Buffered() == 0 {
+		if bw != nil && !lineWaiting(br) {
 			bw.Flush()
 		}
 	}
@@ -275,7 +276,7 @@ func parseEvent(line []byte) (envelope.Feedback, bool) {
 	default:
 		return envelope.Feedback{}, false
 	}
-	if _, err := time.Parse(time.RFC3339, f.Timestamp); err != nil || len(f.Timestamp) > 64 {
+	if len(f.Timestamp) > 64 || !parses(f.Timestamp) {
 		// Stamped now when it has no time capflow reads: feedback stays
 		// in order, where an unread time made each later insertion scan
 		// every entry (found attacking issue 57).
@@ -337,4 +338,18 @@ func passEnv(names, environ []string) []string {
 		}
 	}
 	return out
+}
+
+// parses reports whether t is an RFC 3339 time.
+func parses(t string) bool {
+	_, err := time.Parse(time.RFC3339, t)
+	return err == nil
+}
+
+// lineWaiting reports whether a whole line is read and waits in br: when
+// none does, the tool has paused (or is writing a line slowly, a progress
+// bar's), and what was logged so far is flushed.
+func lineWaiting(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }

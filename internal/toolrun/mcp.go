@@ -30,6 +30,11 @@ func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder) e
 	var progress []envelope.Feedback
 	ended := false
 	res, err := r.MCP.Call(ctx, ep.Server, ep.Tool, req.Inputs, func(p *mcpclient.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended || len(progress) >= maxProgress {
+			return // before its text is made: one may be 16 MiB
+		}
 		text := fmt.Sprintf("%g", p.Progress)
 		if p.Total > 0 {
 			text = fmt.Sprintf("%g of %g", p.Progress, p.Total)
@@ -41,11 +46,6 @@ func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder) e
 			text = envelope.Truncate(b.Redact(p.Message), envelope.MaxFeedbackEntry) + " (" + text + ")"
 		}
 		f := envelope.Feedback{Phase: "progress", Level: envelope.LevelInfo, Message: text, Timestamp: envelope.Timestamp(envelope.Now())}
-		mu.Lock()
-		defer mu.Unlock()
-		if ended || len(progress) >= maxProgress {
-			return
-		}
 		progress = append(progress, f)
 		if req.OnFeedback != nil {
 			req.OnFeedback(f)

@@ -26,7 +26,7 @@ func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error
 	case errors.Is(err, syscall.ELOOP):
 		return nil, "", fmt.Errorf("%s is not a regular file (a symbolic link): refused", OutputFile)
 	case errors.Is(err, syscall.ENXIO):
-		return nil, "", fmt.Errorf("%s is not a regular file (a socket): refused", OutputFile)
+		return nil, "", fmt.Errorf("%s is not a regular file (a socket or a device): refused", OutputFile)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, "", fmt.Errorf("%s cannot be read: %w", OutputFile, err)
 	case err == nil:

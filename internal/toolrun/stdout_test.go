@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,7 +179,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 		{"a link to a file", func(p string) error { return os.Symlink(target, p) }, "not a regular file (a symbolic link)"},
 		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a symbolic link)"},
 		{"a folder", func(p string) error { return os.Mkdir(p, 0o700) }, "not a regular file (d---------)"},
-		{"a socket", func(p string) error { _, err := net.Listen("unix", p); return err }, "not a regular file (a socket)"},
+		{"a socket", func(p string) error { _, err := net.Listen("unix", p); return err }, "not a regular file (a socket or a device)"},
 	} {
 		p := filepath.Join(t.TempDir(), OutputFile)
 		if err := c.make(p); err != nil {
@@ -237,3 +239,37 @@ type writes struct {
 }
 
 func (w *writes) Write(p []byte) (int, error) { w.n++; return w.b.Write(p) }
+
+// A tool that pauses in the middle of a line (a progress bar) has the
+// lines before it in its log by then.
+func TestStderrIsFlushedWhenTheToolPauses(t *testing.T) {
+	r, w := io.Pipe()
+	log := &syncWrites{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		readStderr(r, log, nil, &tailBuffer{max: 1024}, func(envelope.Feedback) {}, nil, hclog.NewNullLogger())
+	}()
+	w.Write([]byte("one\ntwo\n50%"))
+	for deadline := time.Now().Add(10 * time.Second); log.String() != "one\ntwo\n" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	got := log.String()
+	w.Write([]byte(" 100%\n"))
+	w.Close()
+	<-done
+	if got != "one\ntwo\n" || log.String() != "one\ntwo\n50% 100%\n" {
+		t.Fatalf("while paused %q, at the end %q", got, log.String())
+	}
+}
+
+type syncWrites struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWrites) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+func (w *syncWrites) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }

@@ -39,6 +39,7 @@ type logFile struct {
 	f                *os.File
 	err              error
 	written, dropped int64
+	last             byte // the last byte written
 }
 
 // MaxLogFile bounds a step's stdout.log and stderr.log; what comes after is
@@ -72,12 +73,19 @@ func (l *logFile) write(p []byte) (int, error) {
 	}
 	n, err := l.f.Write(p)
 	l.written += int64(n)
+	if n > 0 {
+		l.last = p[n-1]
+	}
 	return n, err
 }
 
 func (l *logFile) Close() error {
 	if l.dropped > 0 {
-		_, _ = l.write(fmt.Appendf(nil, "[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", filepath.Base(l.path), MaxLogFile>>20, l.dropped))
+		nl := ""
+		if l.written > 0 && l.last != '\n' {
+			nl = "\n" // on a line of its own
+		}
+		_, _ = l.write(fmt.Appendf(nil, "%s[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", nl, filepath.Base(l.path), MaxLogFile>>20, l.dropped))
 	}
 	if l.f == nil {
 		return nil
