@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/capflow/capflow/internal/artifacts"
+	"github.com/capflow/capflow/internal/cache"
 	"github.com/capflow/capflow/internal/config"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/project"
@@ -105,4 +107,35 @@ func executorOf(t *testing.T, root string, tool Tool) (*Executor, *artifacts.Sto
 		t.Fatal(err)
 	}
 	return &Executor{Project: project.New(cfg, nil, nil), Logger: hclog.NewNullLogger(), Artifacts: store, Tool: tool}, store
+}
+
+// A cached result whose data names one file many times writes it once
+// when it is restored, and every name points at that copy.
+func TestACachedFileIsRestoredOnce(t *testing.T) {
+	root := t.TempDir()
+	e, store := executorOf(t, root, naming{})
+	file, err := store.Put(context.Background(), []byte("the file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []any{"/a/big.bin", "/b/big.bin", "/c/other-name.bin"}
+	data, _ := json.Marshal(map[string]any{"files": names})
+	sum, err := store.Put(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ent := &cache.Entry{Data: sum}
+	for i, n := range names {
+		ent.Artifacts = append(ent.Artifacts, wfapi.Artifact{Pointer: "/files/" + strconv.Itoa(i), Path: n.(string), SHA256: file, Bytes: 8})
+	}
+	stepDir := filepath.Join(t.TempDir(), "step")
+	got, arts, err := e.restore(context.Background(), ent, stepDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := os.ReadDir(filepath.Join(stepDir, "artifacts"))
+	restored := got.(map[string]any)["files"].([]any)
+	if len(files) != 1 || len(arts) != 3 || restored[0] != restored[2] || arts[1].Path != restored[1] {
+		t.Fatalf("%d files written, artifacts %+v, data %v", len(files), arts, restored)
+	}
 }

@@ -93,8 +93,13 @@ func (e *Executor) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id
 	}
 	arts := slices.Clone(o.Artifacts)
 	names := artifactNames(arts)
+	fetched := map[string]string{} // one fetch a file, however many names it has
 	for i, art := range arts {
 		if e.ownFile(in.WorkflowID, art) {
+			continue
+		}
+		if local, ok := fetched[art.SHA256]; ok {
+			arts[i].Path = local
 			continue
 		}
 		local := filepath.Join(runfolder.Step(in.RunDir, id, -1), "artifacts", names[i])
@@ -106,6 +111,7 @@ func (e *Executor) localizeFiles(ctx context.Context, in *wfapi.RunToolInput, id
 		if err := e.Artifacts.Fetch(ctx, art.SHA256, in.RunDir, relTo(in.RunDir, local), MaxArtifact); err != nil {
 			return err
 		}
+		fetched[art.SHA256] = local
 		arts[i].Path = local
 	}
 	o.Artifacts = arts
