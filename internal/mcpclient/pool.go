@@ -326,15 +326,18 @@ func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
 			}
 		}
 		resp, err := t.RoundTrip(r)
-		if err == nil {
+		if err == nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			// A stream of events is the SDK's to bound, an event at a time
+			// (a stream cut here would be read as dropped, and resumed).
 			resp.Body = &bounded{ReadCloser: resp.Body, left: MaxAnswer}
 		}
 		return resp, err
 	})
 }
 
-// MaxAnswer bounds what an MCP server over HTTP answers to one request:
-// the SDK reads a JSON answer whole, and a 256 MiB one held 2.8 GB of the
+// MaxAnswer bounds what an MCP server over HTTP answers to one request in
+// JSON (an answer as a stream of events is bounded an event at a time, by
+// the SDK's DefaultMaxEventSize): the SDK reads a JSON answer whole, and a 256 MiB one held 2.8 GB of the
 // worker's heap (found attacking issue 57). A server over stdio is held to
 // the SDK's 16 MiB a message.
 const MaxAnswer = 32 << 20
