@@ -97,3 +97,14 @@ func TestCheckDataNamesAProblemInOnePass(t *testing.T) {
 		}
 	}
 }
+
+// Validate names a long bad value by its size, none of it shown (the
+// message is masked later; a secret cut in it would not be found).
+func TestValidateNamesLongValuesBySize(t *testing.T) {
+	e := Envelope{ToolID: "t", Timestamp: "2026-11-21T10:00:00Z", Success: true,
+		Feedback: []Feedback{{Phase: "p", Level: strings.Repeat("s", 100), Message: "m", Timestamp: "2026-11-21T10:00:00Z"}, {Phase: "p", Level: "loud", Message: "m", Timestamp: "2026-11-21T10:00:00Z"}}}
+	errs := Validate(&e)
+	if len(errs) != 2 || errs[0] != `feedback[0].level (100 bytes) is not info, warning or error` || errs[1] != `feedback[1].level "loud" is not info, warning or error` {
+		t.Fatalf("%q", errs)
+	}
+}

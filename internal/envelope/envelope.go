@@ -64,7 +64,7 @@ func Validate(e *Envelope) []string {
 		errs = append(errs, fmt.Sprintf("exitCode %d contradicts success=%v (exitCode is 0 exactly when success)", e.ExitCode, e.Success))
 	}
 	if _, ok := stamp(e.Timestamp); !ok {
-		errs = append(errs, fmt.Sprintf("timestamp %.40q is not RFC 3339", e.Timestamp))
+		errs = append(errs, fmt.Sprintf("timestamp %s is not RFC 3339", quoted(e.Timestamp)))
 	}
 	if e.Success && e.Error != nil {
 		errs = append(errs, "error is present on success")
@@ -80,11 +80,11 @@ func Validate(e *Envelope) []string {
 		switch f.Level {
 		case LevelInfo, LevelWarning, LevelError:
 		default:
-			errs = append(errs, fmt.Sprintf("feedback[%d].level %.40q is not info, warning or error", i, f.Level))
+			errs = append(errs, fmt.Sprintf("feedback[%d].level %s is not info, warning or error", i, quoted(f.Level)))
 		}
 		t, ok := stamp(f.Timestamp)
 		if !ok {
-			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %.40q is not RFC 3339", i, f.Timestamp))
+			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %s is not RFC 3339", i, quoted(f.Timestamp)))
 			continue
 		}
 		if t.Before(prev) {
@@ -98,10 +98,19 @@ func Validate(e *Envelope) []string {
 	return errs
 }
 
-// maxValidateErrors bounds what Validate says of one envelope, each value
-// it quotes cut to 40 characters: a tool's 8 MiB of bad entries made a 33
-// MB message (found attacking issue 57).
+// maxValidateErrors bounds what Validate says of one envelope: a tool's 8
+// MiB of bad entries made a 33 MB message (found attacking issue 57).
 const maxValidateErrors = 10
+
+// quoted is a value Validate names: quoted when short, else by its size
+// (not its start: the message is masked later, and a cut secret would not
+// be found whole).
+func quoted(v string) string {
+	if len(v) > 40 {
+		return fmt.Sprintf("(%d bytes)", len(v))
+	}
+	return strconv.Quote(v)
+}
 
 // stamp reads an RFC 3339 time of at most 64 bytes (the parser takes any
 // number of fractional digits: a 7 MiB timestamp was one).

@@ -74,6 +74,24 @@ func (r *Redactor) String(s string) string {
 	return r.repl.Replace(s)
 }
 
+// Cut redacts s that was cut short at its end: a secret whole in it is
+// masked, and so is the start of one the cut left at its end (at least
+// minSecretLen bytes of it), which no whole match finds.
+func (r *Redactor) Cut(s string) string {
+	if r.Empty() {
+		return s
+	}
+	s = r.String(s)
+	for _, v := range r.values {
+		for k := min(len(v)-1, len(s)); k >= minSecretLen; k-- {
+			if strings.HasSuffix(s, v[:k]) {
+				return s[:len(s)-k] + Mask
+			}
+		}
+	}
+	return s
+}
+
 // Bytes redacts b.
 func (r *Redactor) Bytes(b []byte) []byte {
 	if r.Empty() {

@@ -33,3 +33,23 @@ func TestRedactEveryForm(t *testing.T) {
 		t.Errorf("ordinary number changed: %v", m["ok"])
 	}
 }
+
+// A text cut short keeps no start of a secret at its end: the cut split it,
+// so no whole match finds it (found reviewing issue 57).
+func TestCutMasksASecretsStart(t *testing.T) {
+	r := NewRedactor("ghp_S3cr3tT0kenValue0123")
+	for in, want := range map[string]string{
+		"token ghp_S3cr3tT0kenValue0123 and ghp_S3cr": "token " + Mask + " and " + Mask,
+		"ends with ghp_":  "ends with " + Mask,
+		"ends with gh":    "ends with gh", // shorter than a secret worth the name
+		"nothing secret":  "nothing secret",
+		"ghp_S3cr3tT0ken": Mask,
+	} {
+		if got := r.Cut(in); got != want {
+			t.Errorf("Cut(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := (*Redactor)(nil).Cut("ghp_"); got != "ghp_" {
+		t.Errorf("no secrets: %q", got)
+	}
+}

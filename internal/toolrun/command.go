@@ -229,12 +229,18 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 || (err == nil && !isPrefix) {
 			text := append([]byte(nil), line...)
+			cut := false
 			for isPrefix && err == nil {
-				// Drop the rest of an over-long line, keep a marker.
+				// Drop the rest of an over-long line.
 				_, isPrefix, err = br.ReadLine()
-				text = append(text[:min(len(text), 64<<10)], " …[line truncated]"...)
+				text, cut = text[:min(len(text), 64<<10)], true
 			}
-			text = red.Bytes(text)
+			if cut {
+				// Masked as cut: a secret the cut split is not found whole.
+				text = append([]byte(red.Cut(string(text))), " …[line truncated]"...)
+			} else {
+				text = red.Bytes(text)
+			}
 			if f, ok := parseEvent(text); ok {
 				// Decoded text too: a secret may hide behind \u escapes.
 				f.Phase, f.Message, f.Detail = red.String(f.Phase), red.String(f.Message), red.String(f.Detail)
