@@ -334,7 +334,6 @@ func (p *Pool) headers(srv config.MCPServer) http.RoundTripper {
 	})
 }
 
-
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
