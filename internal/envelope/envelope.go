@@ -64,7 +64,7 @@ func Validate(e *Envelope) []string {
 		errs = append(errs, fmt.Sprintf("exitCode %d contradicts success=%v (exitCode is 0 exactly when success)", e.ExitCode, e.Success))
 	}
 	if _, ok := stamp(e.Timestamp); !ok {
-		errs = append(errs, fmt.Sprintf("timestamp %s is not RFC 3339", quoted(e.Timestamp)))
+		errs = append(errs, fmt.Sprintf("timestamp %s is not RFC 3339", Quote(e.Timestamp)))
 	}
 	if e.Success && e.Error != nil {
 		errs = append(errs, "error is present on success")
@@ -80,11 +80,11 @@ func Validate(e *Envelope) []string {
 		switch f.Level {
 		case LevelInfo, LevelWarning, LevelError:
 		default:
-			errs = append(errs, fmt.Sprintf("feedback[%d].level %s is not info, warning or error", i, quoted(f.Level)))
+			errs = append(errs, fmt.Sprintf("feedback[%d].level %s is not info, warning or error", i, Quote(f.Level)))
 		}
 		t, ok := stamp(f.Timestamp)
 		if !ok {
-			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %s is not RFC 3339", i, quoted(f.Timestamp)))
+			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %s is not RFC 3339", i, Quote(f.Timestamp)))
 			continue
 		}
 		if t.Before(prev) {
@@ -102,10 +102,10 @@ func Validate(e *Envelope) []string {
 // MiB of bad entries made a 33 MB message (found attacking issue 57).
 const maxValidateErrors = 10
 
-// quoted is a value Validate names: quoted when short, else by its size
-// (not its start: the message is masked later, and a cut secret would not
-// be found whole).
-func quoted(v string) string {
+// Quote is a value a message about an envelope names: quoted when short,
+// else by its size (not its start: the message is masked later, and a cut
+// secret would not be found whole).
+func Quote(v string) string {
 	if len(v) > 40 {
 		return fmt.Sprintf("(%d bytes)", len(v))
 	}

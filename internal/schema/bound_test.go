@@ -69,7 +69,7 @@ func TestMaskedBeforeCut(t *testing.T) {
 	secret := "ghp_S3cr3tT0kenValue0123456789abcdefghij"
 	s, _ := Compile(map[string]any{"type": "object", "properties": map[string]any{"u": map[string]any{"type": "string", "pattern": "^https://"}}})
 	mask := func(v string) string { return strings.ReplaceAll(v, secret, "[REDACTED]") }
-	got := s.ValidateMasked(map[string]any{"u": "http://example.com/" + strings.Repeat("p", 140) + "?token=" + secret}, mask)
+	got := s.ValidateJSON(map[string]any{"u": "http://example.com/" + strings.Repeat("p", 140) + "?token=" + secret}, mask)
 	if len(got) != 1 || strings.Contains(got[0].Message, secret[:8]) || !strings.Contains(got[0].Message, "[REDACTED]") {
 		t.Fatalf("%v", got)
 	}

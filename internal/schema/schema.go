@@ -57,7 +57,7 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 			// Suggestions inside user schemas are not offered: the
 			// metaschema allows any keyword.
-			return nil, flatten(ve, nil, nil, func(s string) string { return s })
+			return nil, flatten(ve, nil, nil, wording{mask: func(s string) string { return s }})
 		}
 		msg := err.Error()
 		msg = strings.ReplaceAll(msg, userURL, "schema")
@@ -100,16 +100,20 @@ func (s *Schema) Doc() any { return s.doc }
 
 // Validate checks v and returns its violations, sorted by path (at most
 // MaxViolations, then a line saying how many more).
-func (s *Schema) Validate(v any) []Violation { return s.ValidateMasked(v, nil) }
+func (s *Schema) Validate(v any) []Violation {
+	return s.validate(v, wording{mask: func(s string) string { return s }, yaml: true})
+}
 
-// ValidateMasked is Validate with mask (a redactor's) applied to each
-// value a message quotes and to each message before either is cut: a
+// ValidateJSON is Validate for a value that came as JSON (a tool's data):
+// its messages give no YAML hints, and mask (a redactor's) is applied to
+// each value a message quotes and to each message before either is cut: a
 // secret a cut split in two would no longer match its whole, and its
 // first part would be shown.
-func (s *Schema) ValidateMasked(v any, mask func(string) string) []Violation {
-	if mask == nil {
-		mask = func(s string) string { return s }
-	}
+func (s *Schema) ValidateJSON(v any, mask func(string) string) []Violation {
+	return s.validate(v, wording{mask: mask})
+}
+
+func (s *Schema) validate(v any, w wording) []Violation {
 	inst := Normalize(v)
 	err := s.compiled.Validate(inst)
 	if err == nil {
@@ -119,7 +123,7 @@ func (s *Schema) ValidateMasked(v any, mask func(string) string) []Violation {
 	if !errors.As(err, &ve) {
 		return []Violation{{Message: err.Error()}}
 	}
-	return flatten(ve, s.doc, inst, mask)
+	return flatten(ve, s.doc, inst, w)
 }
 
 // Normalize converts any JSON-like value (structs, typed maps, json.Number)

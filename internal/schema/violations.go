@@ -29,7 +29,14 @@ const (
 	maxViolationMessage = 1 << 10
 )
 
-func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) string) []Violation {
+// wording is how messages are made: mask is applied to what they quote
+// before any cut, and yaml adds hints for a value written in YAML.
+type wording struct {
+	mask func(string) string
+	yaml bool
+}
+
+func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, w wording) []Violation {
 	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -48,9 +55,9 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, mask func(stri
 	seen := map[string]bool{}
 	more := 0
 	for i, l := range leaves {
-		vs, left := leaf(l, schemaDoc, inst, mask, MaxViolations-len(out))
+		vs, left := leaf(l, schemaDoc, inst, w, MaxViolations-len(out))
 		for _, v := range vs {
-			v.Message = envelope.Truncate(mask(v.Message), maxViolationMessage)
+			v.Message = envelope.Truncate(w.mask(v.Message), maxViolationMessage)
 			if k := strings.Join(v.Path, "/") + "\x00" + v.Message; !seen[k] {
 				seen[k] = true
 				out = append(out, v)
@@ -139,9 +146,9 @@ func onlyTypeError(e *jsonschema.ValidationError) bool {
 // leaf is what one error of the library says, at most room violations of
 // it, and how many more it had (an object's unknown fields, or its missing
 // ones, are one error: 50,000 unknown keys made as many violations).
-func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) string, room int) ([]Violation, int) {
+func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, w wording, room int) ([]Violation, int) {
 	// A value a message quotes: masked, then its start when it is long.
-	shown := func(v string) string { return envelope.Truncate(mask(v), 200) }
+	shown := func(v string) string { return envelope.Truncate(w.mask(v), 200) }
 	loc := append([]string(nil), e.InstanceLocation...)
 	under := func(field string) []string { return append(append([]string(nil), loc...), field) }
 	switch k := e.ErrorKind.(type) {
@@ -152,7 +159,7 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) 
 		// are shown every time.
 		names := slices.Sorted(slices.Values(k.Properties))
 		for _, p := range names[:min(room, len(names))] {
-			out = append(out, Violation{Path: under(p), Message: fmt.Sprintf("unknown field %q%s", shown(p), suggest.Phrase(p, allowed))})
+			out = append(out, Violation{Path: under(p), Message: fmt.Sprintf("unknown field %q%s", shown(p), allowedPhrase(p, allowed))})
 		}
 		return out, len(k.Properties) - len(out)
 	case *kind.Required:
@@ -174,14 +181,30 @@ func leaf(e *jsonschema.ValidationError, schemaDoc, inst any, mask func(string) 
 		}
 		return out, len(k.Missing) - len(out)
 	}
-	return []Violation{leafOne(e, inst, loc, schemaDoc, shown)}, 0
+	return []Violation{leafOne(e, inst, loc, schemaDoc, shown, w.yaml)}, 0
+}
+
+// allowedPhrase is what an unknown field's message adds: a near name, or
+// the few the schema allows.
+func allowedPhrase(field string, allowed []string) string {
+	if near := suggest.Phrase(field, allowed); near != "" {
+		return near
+	}
+	if len(allowed) > 0 && len(allowed) <= 10 {
+		return " (the schema allows only " + strings.Join(slices.Sorted(slices.Values(allowed)), ", ") + ")"
+	}
+	return ""
 }
 
 // leafOne is the one violation an error of another kind says.
-func leafOne(e *jsonschema.ValidationError, inst any, loc []string, schemaDoc any, shown func(string) string) Violation {
+func leafOne(e *jsonschema.ValidationError, inst any, loc []string, schemaDoc any, shown func(string) string, yaml bool) Violation {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
-		return Violation{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, quoteHint(k, at(inst, loc)))}
+		hint := ""
+		if yaml {
+			hint = quoteHint(k, at(inst, loc))
+		}
+		return Violation{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, hint)}
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {

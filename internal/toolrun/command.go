@@ -268,6 +268,15 @@ func readStderr(r io.Reader, logFile io.Writer, red *envelope.Redactor, tail *ta
 	}
 }
 
+// eventLevels reads a stderr event's level as loggers write it: any case,
+// and their other words for the three (a "debug" event was a plain line,
+// and nothing said why).
+var eventLevels = map[string]string{
+	"info": envelope.LevelInfo, "debug": envelope.LevelInfo, "trace": envelope.LevelInfo, "notice": envelope.LevelInfo,
+	"warning": envelope.LevelWarning, "warn": envelope.LevelWarning,
+	"error": envelope.LevelError, "err": envelope.LevelError, "fatal": envelope.LevelError, "critical": envelope.LevelError,
+}
+
 func parseEvent(line []byte) (envelope.Feedback, bool) {
 	t := bytes.TrimSpace(line)
 	if len(t) == 0 || t[0] != '{' {
@@ -277,11 +286,11 @@ func parseEvent(line []byte) (envelope.Feedback, bool) {
 	if json.Unmarshal(t, &f) != nil || f.Phase == "" || f.Message == "" {
 		return envelope.Feedback{}, false
 	}
-	switch f.Level {
-	case envelope.LevelInfo, envelope.LevelWarning, envelope.LevelError:
-	default:
+	level, ok := eventLevels[strings.ToLower(f.Level)]
+	if !ok {
 		return envelope.Feedback{}, false
 	}
+	f.Level = level
 	if len(f.Timestamp) > 64 || !parses(f.Timestamp) {
 		// Stamped now when it has no time capflow reads: feedback stays
 		// in order, where an unread time made each later insertion scan

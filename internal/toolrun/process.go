@@ -1,6 +1,7 @@
 package toolrun
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -289,6 +290,11 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 	}
 	if raw == nil {
 		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)
+		if out := p.stdout.buf.Bytes(); bytes.Contains(out, []byte(`"toolId"`)) {
+			// One was printed, but not last: say what came after it.
+			why = fmt.Sprintf("%s exited %d, but its stdout does not end with its result envelope: it ends with %q (%s); the envelope must be the last thing on stdout, or write it to $CAPFLOW_OUTPUT_PATH",
+				m.Name, exit, p.red.Cut(lastLine(out)), StdoutLog)
+		}
 		if p.waitErr != nil && exit < 0 {
 			why = fmt.Sprintf("%s died (%v) without a result envelope", m.Name, p.waitErr)
 		}
@@ -331,4 +337,13 @@ func (p *process) tools(env *envelope.Envelope) envelope.Envelope {
 		env.DurationMS = p.elapsed.Milliseconds()
 	}
 	return *env
+}
+
+// lastLine is b's last line that is not blank, its first 80 bytes.
+func lastLine(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return string(b[:min(len(b), 80)])
 }

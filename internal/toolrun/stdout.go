@@ -24,7 +24,7 @@ func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error
 	f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, syscall.ELOOP):
-		return nil, "", fmt.Errorf("%s is not a regular file (a symbolic link): refused", OutputFile)
+		return nil, "", fmt.Errorf("%s ($CAPFLOW_OUTPUT_PATH) is not a regular file (a symbolic link): refused; write the file itself", OutputFile)
 	case errors.Is(err, syscall.ENXIO):
 		return nil, "", fmt.Errorf("%s is not a regular file (a socket or a device): refused", OutputFile)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):

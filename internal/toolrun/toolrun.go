@@ -130,7 +130,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	req.Net = req.Net.For(req.RunDir)
 	if vs := r.validate(m, "in", m.InputSchema, req.Inputs, red); len(vs) > 0 {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
-		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, joinViolations(vs)), nil)
+		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, firstViolations(vs)), nil)
 	}
 	// A builtin that touches no file needs no folder (what keeps its
 	// envelope makes one when it writes).
@@ -157,7 +157,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 			b2 := envelope.NewBuilder(m.Name).WithRedactor(red)
 			b2.Append(env.Feedback...)
 			b2.Error("validate", "data does not match the tool's output_schema", joinViolations(vs))
-			env = b2.Fail(caperr.SchemaViolation, fmt.Sprintf("output of %s: %s", m.Name, joinViolations(vs)), env.Data)
+			env = b2.Fail(caperr.SchemaViolation, fmt.Sprintf("output of %s: %s", m.Name, firstViolations(vs)), env.Data)
 		}
 	}
 	red.Envelope(&env)
@@ -196,7 +196,18 @@ func (r *Runner) validate(m *manifest.Manifest, which string, sch map[string]any
 		v = map[string]any{}
 	}
 	// Masked before the messages are cut: a cut secret is not found whole.
-	return s.ValidateMasked(v, red.String)
+	return s.ValidateJSON(v, red.String)
+}
+
+// firstViolations is what a step's message says of its violations: the
+// first few, and how many there are, which its feedback lists (a list of
+// 1,000 wrong items was a wall of text cut at 4 KiB, its count lost).
+func firstViolations(vs []schema.Violation) string {
+	const few = 5
+	if len(vs) <= few+1 {
+		return joinViolations(vs)
+	}
+	return joinViolations(vs[:few]) + fmt.Sprintf("; and %d more lines in the step's feedback", len(vs)-few)
 }
 
 func joinViolations(vs []schema.Violation) string {
@@ -297,13 +308,25 @@ func knownCode(env *envelope.Envelope) {
 		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
 	case !slices.Contains(caperr.Severities, env.Error.Severity):
 		// A tool that gave none, or one capflow does not know, has its
-		// code's (docs/errors.md).
+		// code's (docs/errors.md), and is told so.
+		given := env.Error.Severity
 		env.Error.Severity = caperr.Lookup(env.Error.Code).Severity
+		if given != "" {
+			warnTool(env, fmt.Sprintf("the tool's severity %s is not one of %v: its code's, %s, is used", envelope.Quote(string(given)), caperr.Severities, env.Error.Severity))
+		}
 	}
 	if env.Error.Cause != "" && !caperr.Known(caperr.Code(env.Error.Cause)) {
-		env.Error.Cause = "" // a code only: megabytes of one passed every bound of history
+		// A code only: megabytes of one passed every bound of history.
+		warnTool(env, fmt.Sprintf("the tool's cause %s is not a contract code: dropped", envelope.Quote(string(env.Error.Cause))))
+		env.Error.Cause = ""
 	}
 }
+
+// warnTool adds a warning about the tool's envelope to its feedback.
+func warnTool(env *envelope.Envelope, msg string) {
+	env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "envelope", Level: envelope.LevelWarning, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
+}
+
 
 // builtinProtected is what no builtin writes: what no tool's write:
 // folder may hold, but of the state folder (.capflow) only the state and
