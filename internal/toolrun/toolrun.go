@@ -327,7 +327,6 @@ func warnTool(env *envelope.Envelope, msg string) {
 	env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "envelope", Level: envelope.LevelWarning, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
 }
 
-
 // builtinProtected is what no builtin writes: what no tool's write:
 // folder may hold, but of the state folder (.capflow) only the state and
 // runs folders the configuration names (plans write their outputs in
