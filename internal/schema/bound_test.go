@@ -26,19 +26,19 @@ func TestViolationsAreBounded(t *testing.T) {
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	got := s.Validate(map[string]any{"a": list, "p": strings.Repeat("y", 1<<20)})
+	got := s.ValidateJSON(map[string]any{"a": list, "p": strings.Repeat("y", 1<<20)}, nil)
 	runtime.ReadMemStats(&m1)
 	size := 0
 	for _, v := range got {
 		size += len(v.Message)
 	}
 	first, last := got[0], got[len(got)-1]
-	if len(got) != MaxViolations+1 || strings.Join(first.Path, "/") != "a/0" || !strings.HasPrefix(first.Message, "must be string, not number") ||
+	if len(got) != MaxViolations+1 || strings.Join(first.Path, "/") != "a/0" || first.Message != "must be string, not number" ||
 		strings.Join(got[2].Path, "/") != "a/2" || strings.Join(got[99].Path, "/") != "a/99" ||
 		last.Message != fmt.Sprintf("and more: %d more errors found after the first %d problems shown", 250000+1-MaxViolations, MaxViolations) || size > 64<<10 {
 		t.Fatalf("%d violations, %d bytes of messages: %v ... %v", len(got), size, first, last)
 	}
-	if one := s.Validate(map[string]any{"p": strings.Repeat("y", 1<<20)}); len(one) != 1 || len(one[0].Message) > maxViolationMessage ||
+	if one := s.ValidateJSON(map[string]any{"p": strings.Repeat("y", 1<<20)}, nil); len(one) != 1 || len(one[0].Message) > maxViolationMessage ||
 		!strings.HasSuffix(one[0].Message, "… [cut]\" does not match ^x$") {
 		t.Errorf("a 1 MiB value that does not match: %d violations, %.80v", len(one), one)
 	}
@@ -57,7 +57,7 @@ func TestManyUnknownFieldsAreBounded(t *testing.T) {
 	for i := range 50000 {
 		v[fmt.Sprintf("k%05d", i)] = 1
 	}
-	got := s.Validate(v)
+	got := s.ValidateJSON(v, nil)
 	if len(got) != MaxViolations+1 || got[len(got)-1].Message != fmt.Sprintf("and more: %d more errors found after the first %d problems shown", 50000-MaxViolations, MaxViolations) || got[0].Path[0] != "k00000" || got[99].Path[0] != "k00099" {
 		t.Fatalf("%d violations, the last %v", len(got), got[len(got)-1])
 	}
@@ -89,5 +89,19 @@ func TestComparePlaces(t *testing.T) {
 				t.Errorf("%q and %q are not ordered one way", a, b)
 			}
 		}
+	}
+}
+
+// A person's file (a plan, a manifest) is told every problem: its own
+// report lists and counts them (plan check's 20,000 problems).
+func TestAPersonsFileIsToldEveryProblem(t *testing.T) {
+	s, _ := Compile(map[string]any{"type": "array", "items": map[string]any{"type": "string"}})
+	list := make([]any, 250)
+	for i := range list {
+		list[i] = float64(1)
+	}
+	got := s.Validate(list)
+	if len(got) != 250 || !strings.Contains(got[0].Message, "in YAML") || got[249].Path[0] != "249" {
+		t.Fatalf("%d violations, the first %v", len(got), got[0])
 	}
 }

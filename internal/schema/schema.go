@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -57,7 +58,7 @@ func compile(url string, doc any) (*Schema, []Violation) {
 		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 			// Suggestions inside user schemas are not offered: the
 			// metaschema allows any keyword.
-			return nil, flatten(ve, nil, nil, wording{mask: func(s string) string { return s }})
+			return nil, flatten(ve, nil, nil, wording{mask: func(s string) string { return s }, max: math.MaxInt})
 		}
 		msg := err.Error()
 		msg = strings.ReplaceAll(msg, userURL, "schema")
@@ -98,19 +99,23 @@ func Embedded(name string, src []byte) *Schema {
 // Doc returns the schema document as plain values.
 func (s *Schema) Doc() any { return s.doc }
 
-// Validate checks v and returns its violations, sorted by path (at most
-// MaxViolations, then a line saying how many more).
+// Validate checks v (a plan's or a manifest's, written by a person) and
+// returns every violation, sorted by place.
 func (s *Schema) Validate(v any) []Violation {
-	return s.validate(v, wording{mask: func(s string) string { return s }, yaml: true})
+	return s.validate(v, wording{mask: func(s string) string { return s }, yaml: true, max: math.MaxInt})
 }
 
 // ValidateJSON is Validate for a value that came as JSON (a tool's data):
-// its messages give no YAML hints, and mask (a redactor's) is applied to
+// at most MaxViolations, then a line saying how many more; its messages
+// give no YAML hints, and mask (a redactor's) is applied to
 // each value a message quotes and to each message before either is cut: a
 // secret a cut split in two would no longer match its whole, and its
 // first part would be shown.
 func (s *Schema) ValidateJSON(v any, mask func(string) string) []Violation {
-	return s.validate(v, wording{mask: mask})
+	if mask == nil {
+		mask = func(s string) string { return s }
+	}
+	return s.validate(v, wording{mask: mask, max: MaxViolations})
 }
 
 func (s *Schema) validate(v any, w wording) []Violation {

@@ -16,8 +16,8 @@ import (
 	"github.com/capflow/capflow/internal/suggest"
 )
 
-// What a validation says: the library's errors made into violations, at
-// most MaxViolations, each worded for the person who fixes the value.
+// What a validation says: the library's errors made into violations, each
+// worded for the person who fixes the value.
 
 // Bounds of what one validation reports: its first MaxViolations problems
 // (by the place in the value, then a line saying how many more), each
@@ -30,10 +30,12 @@ const (
 )
 
 // wording is how messages are made: mask is applied to what they quote
-// before any cut, and yaml adds hints for a value written in YAML.
+// before any cut, yaml adds hints for a value written in YAML, and max
+// bounds how many (a tool's data: MaxViolations; a person's file: all).
 type wording struct {
 	mask func(string) string
 	yaml bool
+	max  int // violations at most
 }
 
 func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, w wording) []Violation {
@@ -55,7 +57,7 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, w wording) []V
 	seen := map[string]bool{}
 	more := 0
 	for i, l := range leaves {
-		vs, left := leaf(l, schemaDoc, inst, w, MaxViolations-len(out))
+		vs, left := leaf(l, schemaDoc, inst, w, w.max-len(out))
 		for _, v := range vs {
 			v.Message = envelope.Truncate(w.mask(v.Message), maxViolationMessage)
 			if k := strings.Join(v.Path, "/") + "\x00" + v.Message; !seen[k] {
@@ -63,7 +65,7 @@ func flatten(ve *jsonschema.ValidationError, schemaDoc, inst any, w wording) []V
 				out = append(out, v)
 			}
 		}
-		if len(out) >= MaxViolations || left > 0 {
+		if len(out) >= w.max || left > 0 {
 			// Not a count of problems: a place left may hold several, or
 			// repeat one reached another way.
 			more = left + len(leaves) - i - 1
