@@ -63,7 +63,7 @@ func Validate(e *Envelope) []string {
 	if (e.ExitCode == 0) != e.Success {
 		errs = append(errs, fmt.Sprintf("exitCode %d contradicts success=%v (exitCode is 0 exactly when success)", e.ExitCode, e.Success))
 	}
-	if _, ok := stamp(e.Timestamp); !ok {
+	if _, ok := ReadTime(e.Timestamp); !ok {
 		errs = append(errs, fmt.Sprintf("timestamp %s is not RFC 3339", Quote(e.Timestamp)))
 	}
 	if e.Success && e.Error != nil {
@@ -82,7 +82,7 @@ func Validate(e *Envelope) []string {
 		default:
 			errs = append(errs, fmt.Sprintf("feedback[%d].level %s is not info, warning or error", i, Quote(f.Level)))
 		}
-		t, ok := stamp(f.Timestamp)
+		t, ok := ReadTime(f.Timestamp)
 		if !ok {
 			errs = append(errs, fmt.Sprintf("feedback[%d].timestamp %s is not RFC 3339", i, Quote(f.Timestamp)))
 			continue
@@ -112,9 +112,9 @@ func Quote(v string) string {
 	return strconv.Quote(v)
 }
 
-// stamp reads an RFC 3339 time of at most 64 bytes (the parser takes any
-// number of fractional digits: a 7 MiB timestamp was one).
-func stamp(s string) (time.Time, bool) {
+// ReadTime reads an envelope's RFC 3339 time of at most 64 bytes (the
+// parser takes any number of fractional digits: a 7 MiB timestamp was one).
+func ReadTime(s string) (time.Time, bool) {
 	if len(s) > 64 {
 		return time.Time{}, false
 	}

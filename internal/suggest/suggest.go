@@ -42,7 +42,7 @@ func Closest(word string, candidates []string, max int) []string {
 		lc := strings.ToLower(c)
 		// One within the other is as far as their lengths are apart; words
 		// whose lengths are further apart than limit are further than it.
-		apart := abs(utf8.RuneCountInString(lc) - utf8.RuneCountInString(w))
+		apart := lengthsApart(lc, w)
 		switch {
 		case len(w) >= 3 && (strings.Contains(lc, w) || strings.Contains(w, lc)):
 			out = append(out, scored{c, apart})
@@ -73,13 +73,18 @@ func Typo(word string, candidates []string) string {
 	limit := max(1, len(word)/3)
 	// Lengths further apart than limit are further apart than it (a
 	// candidate holding the word may be long: no table for it).
-	if len(near) == 0 || abs(utf8.RuneCountInString(near[0])-utf8.RuneCountInString(word)) > limit || Distance(word, near[0]) > limit {
+	if len(near) == 0 || lengthsApart(near[0], word) > limit || Distance(word, near[0]) > limit {
 		return ""
 	}
 	return near[0]
 }
 
-func abs(n int) int { return max(n, -n) }
+// lengthsApart is how many characters a and b differ in length: the least
+// edit distance between them.
+func lengthsApart(a, b string) int {
+	n := utf8.RuneCountInString(a) - utf8.RuneCountInString(b)
+	return max(n, -n)
+}
 
 // Phrase renders ` (did you mean "x"?)` or "" when nothing is close:
 // what capflow calls a word other workflow tools use (depends_on: needs),

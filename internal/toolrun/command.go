@@ -291,7 +291,7 @@ func parseEvent(line []byte) (envelope.Feedback, bool) {
 		return envelope.Feedback{}, false
 	}
 	f.Level = level
-	if len(f.Timestamp) > 64 || !parses(f.Timestamp) {
+	if _, ok := envelope.ReadTime(f.Timestamp); !ok {
 		// Stamped now when it has no time capflow reads: feedback stays
 		// in order, where an unread time made each later insertion scan
 		// every entry (found attacking issue 57).
@@ -353,12 +353,6 @@ func passEnv(names, environ []string) []string {
 		}
 	}
 	return out
-}
-
-// parses reports whether t is an RFC 3339 time.
-func parses(t string) bool {
-	_, err := time.Parse(time.RFC3339, t)
-	return err == nil
 }
 
 // lineWaiting reports whether a whole line is read and waits in br: when
