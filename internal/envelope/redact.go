@@ -92,6 +92,24 @@ func (r *Redactor) Cut(s string) string {
 	return s
 }
 
+// CutFront redacts s that was cut short at its start (a tail): a secret
+// whole in it is masked, and so is the end of one the cut left at its
+// start (at least minSecretLen bytes of it).
+func (r *Redactor) CutFront(s string) string {
+	if r.Empty() {
+		return s
+	}
+	s = r.String(s)
+	for _, v := range r.values {
+		for k := min(len(v)-1, len(s)); k >= minSecretLen; k-- {
+			if strings.HasPrefix(s, v[len(v)-k:]) {
+				return Mask + s[k:]
+			}
+		}
+	}
+	return s
+}
+
 // Bytes redacts b.
 func (r *Redactor) Bytes(b []byte) []byte {
 	if r.Empty() {

@@ -53,3 +53,23 @@ func TestCutMasksASecretsStart(t *testing.T) {
 		t.Errorf("no secrets: %q", got)
 	}
 }
+
+// A tail keeps no end of a secret at its start: the cut split it (an HTTP
+// tool's answer, a command's stdout, kept as their last bytes).
+func TestCutFrontMasksASecretsEnd(t *testing.T) {
+	r := NewRedactor("ghp_S3cr3tT0kenValue0123")
+	for in, want := range map[string]string{
+		"T0kenValue0123 and ghp_S3cr3tT0kenValue0123 end": Mask + " and " + Mask + " end",
+		"0123 starts":    Mask + " starts",
+		"123 starts":     "123 starts", // shorter than a secret worth the name
+		"nothing secret": "nothing secret",
+		"kenValue0123":   Mask,
+	} {
+		if got := r.CutFront(in); got != want {
+			t.Errorf("CutFront(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := (*Redactor)(nil).CutFront("0123"); got != "0123" {
+		t.Errorf("no secrets: %q", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -203,11 +204,18 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 	return env
 }
 
-func lastBytes(b []byte, n int) string {
+// lastBytes is b's last n bytes, from a character's start, masked: the
+// cut comes first (b may be megabytes), so what it left of a secret at
+// the start is masked too (CutFront).
+func lastBytes(b []byte, n int, red *envelope.Redactor) string {
 	if len(b) > n {
-		b = b[len(b)-n:]
+		i := len(b) - n
+		for i < len(b) && !utf8.RuneStart(b[i]) {
+			i++
+		}
+		b = b[i:]
 	}
-	return string(b)
+	return red.CutFront(string(b))
 }
 
 // readStderr splits stderr into feedback events (JSON objects with phase,

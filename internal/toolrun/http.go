@@ -16,7 +16,7 @@ import (
 
 const maxHTTPEnvelope = 8 << 20
 
-func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) envelope.Envelope {
+func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder, red *envelope.Redactor) envelope.Envelope {
 	m := req.Manifest
 	body, _ := json.Marshal(req.Inputs)
 	hreq, err := http.NewRequestWithContext(ctx, m.Entrypoint.Method, m.Entrypoint.URL, bytes.NewReader(body))
@@ -49,7 +49,7 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder) 
 	}
 	env, perr := decodeEnvelope(raw)
 	if perr != nil {
-		b.Error("result", fmt.Sprintf("HTTP %d without a valid envelope", resp.StatusCode), lastBytes(raw, 2048))
+		b.Error("result", fmt.Sprintf("HTTP %d without a valid envelope", resp.StatusCode), lastBytes(raw, 2048, red))
 		code := caperr.ToolFailure
 		if resp.StatusCode >= 500 {
 			code = caperr.DependencyUnavailable

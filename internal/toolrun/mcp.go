@@ -19,7 +19,7 @@ import (
 // tool's structuredContent, else {"content": [its content blocks]};
 // isError fails the step with TOOL_FAILURE and the tool's text; progress
 // notifications are live feedback.
-func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder) envelope.Envelope {
+func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder, red *envelope.Redactor) envelope.Envelope {
 	m := req.Manifest
 	ep := m.Entrypoint
 	if r.MCP == nil {
@@ -75,7 +75,7 @@ func (r *Runner) runMCP(ctx context.Context, req Request, b *envelope.Builder) e
 	}
 	msg := fmt.Sprintf("%s: %s/%s answered", m.Name, ep.Server, ep.Tool)
 	if text != "" && res.StructuredContent == nil {
-		msg = fmt.Sprintf("%s: %s", m.Name, firstLine(text, 200))
+		msg = answerLine(m.Name, text, red)
 	}
 	return b.Succeed(msg, data)
 }
@@ -112,6 +112,13 @@ func contentText(cs []mcp.Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// answerLine is a step's message from an MCP tool's text: its first line,
+// masked, then cut to 200 bytes (masked first: a cut through a secret
+// leaves a part that no mask then matches).
+func answerLine(name, text string, red *envelope.Redactor) string {
+	return fmt.Sprintf("%s: %s", name, firstLine(red.String(caperr.FirstLine(text)), 200))
 }
 
 func firstLine(s string, max int) string {

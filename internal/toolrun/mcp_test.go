@@ -1,8 +1,11 @@
 package toolrun
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/capflow/capflow/internal/envelope"
 )
 
 // TestFirstLineCutsOnACharacter: an MCP server's long non-ASCII answer is
@@ -20,5 +23,35 @@ func TestFirstLineCutsOnACharacter(t *testing.T) {
 		if got != c.want || !utf8.ValidString(got) {
 			t.Errorf("firstLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
+	}
+}
+
+// What a tool hands back is masked before it is cut: a cut through a
+// secret left its start (an MCP answer's first line) or its end (an HTTP
+// answer's or a command's stdout's last bytes), which no mask then matched
+// (left by the attacks of issue 57).
+func TestMaskedBeforeItIsCut(t *testing.T) {
+	secret := "ghp_S3cr3tT0kenValue0123"
+	red := envelope.NewRedactor(secret)
+	for _, at := range []int{190, 195, 199} { // the secret across the 200-byte cut
+		text := strings.Repeat("a", at) + secret + " more\nsecond line"
+		got := answerLine("tool", text, red)
+		if strings.ContainsAny(got, "gh") { // the secret's start; "tool: " and the a's hold neither
+			t.Errorf("cut at %d: %q keeps part of the secret", at, got)
+		}
+	}
+	for _, at := range []int{2, 10, 20} { // the secret across the tail's start
+		raw := []byte("head " + secret[:len(secret)-at] + secret[len(secret)-at:] + strings.Repeat("b", 2048-at))
+		got := lastBytes(raw, 2048, red)
+		if strings.Contains(got, secret[len(secret)-at:]) && at >= 4 {
+			t.Errorf("tail after %d bytes of the secret: %q keeps its end", at, got[:40])
+		}
+		if len(got) > 2048+len(envelope.Mask) {
+			t.Errorf("tail of %d bytes", len(got))
+		}
+	}
+	// A tail starts on a character: "é" is two bytes, and 2047 of them cut one.
+	if got := lastBytes([]byte(strings.Repeat("é", 2000)), 2047, nil); !utf8.ValidString(got) || len(got) != 2046 {
+		t.Errorf("tail of %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }

@@ -144,11 +144,11 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	case manifest.EntryCommand:
 		env = r.runCommand(ctx, req, b, red, log)
 	case manifest.EntryHTTP:
-		env = r.runHTTP(ctx, req, b)
+		env = r.runHTTP(ctx, req, b, red)
 	case manifest.EntryBuiltin:
 		env = runBuiltin(ctx, req, b, builtinProtected(r.Protected), r.Private)
 	case manifest.EntryMCP:
-		env = r.runMCP(ctx, req, b)
+		env = r.runMCP(ctx, req, b, red)
 	default:
 		env = b.Fail(caperr.InvalidInput, "unknown entrypoint type "+m.Entrypoint.Type, nil)
 	}
