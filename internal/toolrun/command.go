@@ -119,8 +119,13 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		}
 		_ = stdoutLog.Close()
 	}()
+	wdh, err := os.OpenFile(wd, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return b.Fail(caperr.ObservabilityError, "cannot open the step folder: "+err.Error(), nil)
+	}
+	defer wdh.Close()
 	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: stdin, stdout: stdout,
-		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, ioWait: ioGrace, workdir: wd}
+		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, ioWait: ioGrace, workdir: wd, wd: wdh}
 	p.dir = req.Root
 	if p.dir == "" {
 		p.dir = wd
@@ -145,7 +150,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	if env, failed := p.run(ctx, req, b); failed {
 		return env
 	}
-	return p.result(ctx, req.Manifest, b, outPath, maxOut)
+	return p.result(ctx, req.Manifest, b, maxOut)
 }
 
 func ctxMessage(c caperr.Code) string {

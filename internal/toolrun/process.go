@@ -39,6 +39,9 @@ type process struct {
 	// by a child it left): ioGrace, or less for an inline step.
 	ioWait  time.Duration
 	workdir string
+	// wd is workdir's handle, taken before the tool starts: its result is
+	// read beneath it (openOutput).
+	wd *os.File
 	// box confines the tool (nil: unconfined) with support's means.
 	box     *sandbox.Request
 	support *sandbox.Support
@@ -233,8 +236,8 @@ func (p *process) stopOnCancel(ctx context.Context, pgid int, tree *sandbox.Tree
 // result reads the envelope of a process that ended (outcome), with the
 // tail of its stderr as a feedback entry of its own when it failed, however
 // it failed: what a person reads first ("what next") on every path.
-func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
-	env := p.outcome(ctx, m, b, outPath, maxOut)
+func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, maxOut int64) envelope.Envelope {
+	env := p.outcome(ctx, m, b, maxOut)
 	if !env.Success && p.detail != "" {
 		env.Feedback = append(env.Feedback, envelope.Feedback{Phase: "stderr", Level: envelope.LevelInfo, Message: "stderr tail", Detail: p.detail, Timestamp: envelope.Timestamp(envelope.Now())})
 	}
@@ -243,7 +246,7 @@ func (p *process) result(ctx context.Context, m *manifest.Manifest, b *envelope.
 
 // outcome reads the envelope of a process that ended: from its exit code
 // (result: exit_code), its output file, or its stdout.
-func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, outPath string, maxOut int64) envelope.Envelope {
+func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope.Builder, maxOut int64) envelope.Envelope {
 	p.refMu.Lock()
 	for _, f := range p.refusals {
 		p.events.add(f)
@@ -276,14 +279,14 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), "")
 		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
 	}
-	raw, source, rerr := readResult(outPath, p.stdout.buf.Bytes(), maxOut)
+	raw, source, rerr := readResult(p.wd, p.stdout.buf.Bytes(), maxOut)
 	if rerr != nil {
 		return p.broken(b, rerr.Error())
 	}
 	if source == OutputFile && !p.red.Empty() {
 		// The tool's own file stays in the step folder for debugging:
 		// masked, like everything else capflow keeps.
-		if f, err := os.OpenFile(outPath, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+		if f, err := openOutput(p.wd, os.O_WRONLY|os.O_TRUNC); err == nil {
 			_, _ = f.Write(p.red.Bytes(raw))
 			f.Close()
 		}

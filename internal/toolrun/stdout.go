@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -17,11 +18,12 @@ import (
 // readResult prefers the output file, then the last JSON object on stdout.
 // The file must be a regular file of at most max bytes: a tool could
 // point it at a device or a FIFO.
-func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error) {
-	// Opened once, never through a link, then looked at: what is read is
-	// what was checked (a FIFO or device opens without blocking, and is
-	// refused; a check by name first left a moment to swap one in).
-	f, err := os.OpenFile(outPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+func readResult(dir *os.File, stdout []byte, max int64) ([]byte, string, error) {
+	// Opened once, beneath the step folder's handle, never through a link,
+	// then looked at: what is read is what was checked (a FIFO or device
+	// opens without blocking, and is refused; a check by name first left a
+	// moment to swap one in).
+	f, err := openOutput(dir, os.O_RDONLY)
 	switch {
 	case errors.Is(err, syscall.ELOOP):
 		return nil, "", fmt.Errorf("%s ($CAPFLOW_OUTPUT_PATH) is not a regular file (a symbolic link): refused; write the file itself", OutputFile)
@@ -52,6 +54,17 @@ func readResult(outPath string, stdout []byte, max int64) ([]byte, string, error
 		return doc, "stdout", nil
 	}
 	return nil, "", nil
+}
+
+// openOutput opens OutputFile beneath dir, the step folder's handle taken
+// before the tool ran: never through a link, nor through a folder the tool
+// swapped in for the step folder's path meanwhile.
+func openOutput(dir *os.File, flag int) (*os.File, error) {
+	fd, err := syscall.Openat(int(dir.Fd()), OutputFile, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "openat", Path: OutputFile, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), OutputFile)), nil
 }
 
 // lastJSONObject is the envelope b ends with (after white space): a JSON

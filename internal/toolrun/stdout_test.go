@@ -161,14 +161,23 @@ func TestLogFileIsBounded(t *testing.T) {
 	}
 }
 
-// The output file is read from the handle it was checked on: a FIFO, a
-// link (to a file or a device), a folder or a socket is refused, never
-// read or waited on.
+// The output file is read from the handle it was checked on, beneath the
+// step folder's handle: a FIFO, a link (to a file or a device), a folder or
+// a socket is refused, never read or waited on, and a folder swapped in for
+// the step folder's path after its handle was taken is not read.
 func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.json")
 	if err := os.WriteFile(target, []byte(head+"1}"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	open := func(t *testing.T, p string) *os.File {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
 	}
 	for _, c := range []struct {
 		name string
@@ -181,16 +190,36 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 		{"a folder", func(p string) error { return os.Mkdir(p, 0o700) }, "not a regular file (d---------)"},
 		{"a socket", func(p string) error { _, err := net.Listen("unix", p); return err }, "not a regular file (a socket or a device)"},
 	} {
-		p := filepath.Join(t.TempDir(), OutputFile)
-		if err := c.make(p); err != nil {
+		step := t.TempDir()
+		if err := c.make(filepath.Join(step, OutputFile)); err != nil {
 			t.Fatal(err)
 		}
-		if b, _, err := readResult(p, nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+		if b, _, err := readResult(open(t, step), nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v", c.name, b, err)
 		}
 	}
-	if b, src, err := readResult(target, nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
+	step := t.TempDir()
+	if err := os.WriteFile(filepath.Join(step, OutputFile), []byte(head+"1}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, src, err := readResult(open(t, step), nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
 		t.Errorf("a regular file: %q %s %v", b, src, err)
+	}
+	// The step folder's path now names another folder, with its own
+	// output file: the result is still the one beneath the handle.
+	h := open(t, step)
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, OutputFile), []byte(head+"2}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(step, step+".was"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, step); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := readResult(h, nil, 1<<20); string(b) != head+"1}" || err != nil {
+		t.Errorf("after the step folder was swapped: %q %v", b, err)
 	}
 }
 
