@@ -272,6 +272,16 @@ func segmentFile(runDir string, n int) string {
 	return filepath.Join(runDir, "segments", fmt.Sprintf("%d.json", n))
 }
 
+// allSucceeded reports whether every step in deps succeeded.
+func allSucceeded(deps map[string]wfapi.StepOutcome) bool {
+	for _, o := range deps {
+		if !o.Success {
+			return false
+		}
+	}
+	return true
+}
+
 // outputs evaluates the plan's outputs over the ended run: a step that did
 // not succeed, or a path its data lacks, gives null (the message says so
 // in the report's notes).
@@ -288,7 +298,12 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 	for name, tpl := range rr.Outputs {
 		// Each output reads only its own steps: an unreadable stored
 		// output elsewhere must not blank it.
-		scope, _, err := step.LoadScope(rr.Inputs, step.ReferencedBy(tpl, deps))
+		refs := step.ReferencedBy(tpl, deps)
+		if !allSucceeded(refs) {
+			out[name] = nil // a step that did not succeed gives null (docs/plans.md), not its data
+			continue
+		}
+		scope, _, err := step.LoadScope(rr.Inputs, refs)
 		if err != nil {
 			out[name] = nil
 			continue

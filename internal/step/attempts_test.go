@@ -1,12 +1,17 @@
 package step
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/report"
+	"github.com/capflow/capflow/internal/wfapi"
 )
 
 func TestAttemptStory(t *testing.T) {
@@ -71,5 +76,27 @@ func TestNearTimeoutWarns(t *testing.T) {
 	w := nearTimeout(8500*time.Millisecond, 10*time.Second)
 	if w == nil || w.Level != "warning" || !strings.Contains(w.Message, "8.5s, 85% of its 10s timeout") {
 		t.Fatalf("%+v", w)
+	}
+}
+
+// A tool's unknown error code is final: its step's message says "not
+// retried" once, with one reason (the new-author trial of issue 57 read it
+// twice, for two).
+func TestAFinalFailureSaysNotRetriedOnce(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		dir := t.TempDir()
+		r := &stepRun{in: wfapi.RunToolInput{Step: wfapi.StepCall{ID: "s", Idempotent: idempotent}}, stepDir: dir, recDir: dir,
+			attempt: 1, maxAttempts: 3, began: time.Now(), log: hclog.NewNullLogger()}
+		env := envelope.Envelope{ToolID: "t", Message: `no (the tool's error code "DISK_ON_FIRE" is not a contract code: TOOL_FAILURE, final)`,
+			Error: envelope.ErrorFor(caperr.ToolFailure)}
+		env.Error.Retryable = false
+		_, err := r.fail(env)
+		var failed *Failed
+		if !errors.As(err, &failed) {
+			t.Fatalf("idempotent %v: %v", idempotent, err)
+		}
+		if msg := failed.Result.Envelope.Message; strings.Count(msg, "not retried") != 1 {
+			t.Errorf("idempotent %v: %q", idempotent, msg)
+		}
 	}
 }

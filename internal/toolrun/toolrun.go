@@ -305,7 +305,9 @@ func knownCode(env *envelope.Envelope) {
 		unknown := env.Error.Code
 		env.Error = envelope.ErrorFor(caperr.ToolFailure)
 		env.Error.Retryable = false
-		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, not retried)", unknown)
+		// "final", not "not retried": the step's own note says whether
+		// and why it is not retried (once, for one reason).
+		env.Message += fmt.Sprintf(" (the tool's error code %q is not a contract code: TOOL_FAILURE, final)", unknown)
 	case !slices.Contains(caperr.Severities, env.Error.Severity):
 		// A tool that gave none, or one capflow does not know, has its
 		// code's (docs/errors.md), and is told so.

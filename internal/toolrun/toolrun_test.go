@@ -343,7 +343,7 @@ func TestFailureCodes(t *testing.T) {
 	}{
 		{"known", `,"error":{"code":"TASK_TIMEOUT","severity":"HIGH","retryable":true}`, caperr.TaskTimeout, true, "no"},
 		{"none", ``, caperr.ToolFailure, true, "no"},
-		{"unknown", `,"error":{"code":"DISK_ON_FIRE","severity":"HIGH","retryable":true}`, caperr.ToolFailure, false, `no (the tool's error code "DISK_ON_FIRE" is not a contract code: TOOL_FAILURE, not retried)`},
+		{"unknown", `,"error":{"code":"DISK_ON_FIRE","severity":"HIGH","retryable":true}`, caperr.ToolFailure, false, `no (the tool's error code "DISK_ON_FIRE" is not a contract code: TOOL_FAILURE, final)`},
 	} {
 		env := run(t, script(t, `echo '`+fail(c.err)+`'; exit 1`), map[string]any{}, 10*time.Second)
 		if env.Error == nil || env.Error.Code != c.code || env.Error.Retryable != c.retryable || env.Message != c.msg {

@@ -71,6 +71,9 @@ func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
 	if s.Agent != nil {
 		n.Advice = agentAdvice(code, s, waits)
 	}
+	if len(n.Stderr) == 0 {
+		n.Advice = withoutTail(n.Advice)
+	}
 	n.Advice = filled(n.Advice, r, s)
 	return n, true
 }
@@ -116,6 +119,14 @@ func agentAdvice(code caperr.Code, s wire.StepResult, waits bool) string {
 	}
 	return caperr.Advice(code)
 }
+
+// noTail rewrites advice that sends a person to a stderr tail the step
+// does not have (its tool wrote nothing there).
+var noTail = strings.NewReplacer(
+	"read the stderr tail; ", "the tool wrote nothing to stderr (its stdout.log and the step's feedback may say more); ",
+	"in the stderr tail and the step's feedback", "in the step's feedback")
+
+func withoutTail(advice string) string { return noTail.Replace(advice) }
 
 // filled names in advice the step's tool (TOOL) and the input it was
 // given (FILE: its records' input.json, once the run has a folder).

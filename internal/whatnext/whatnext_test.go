@@ -42,6 +42,14 @@ func TestOf(t *testing.T) {
 			Steps: []wire.StepResult{func() wire.StepResult { s := failed("boom", "TOOL_FAILURE", "", "HIGH"); s.Tool = "boom"; return s }()}},
 			[]wire.Next{{Step: "boom", Code: "TOOL_FAILURE", Severity: "HIGH", Stderr: tail, Command: "capflow rerun r1 --from boom",
 				Advice: "read the stderr tail; capflow tools run boom --inputs-file /p/.capflow/runs/r1/records/boom/input.json runs the tool alone on the same input"}}},
+		{"no stderr: no tail to read", wire.Result{WorkflowID: "r1", Status: wire.StatusFailed,
+			Steps: []wire.StepResult{func() wire.StepResult {
+				s := failed("quiet", "TOOL_FAILURE", "", "HIGH")
+				s.Envelope.Feedback = nil
+				return s
+			}()}},
+			[]wire.Next{{Step: "quiet", Code: "TOOL_FAILURE", Severity: "HIGH", Command: "capflow rerun r1 --from quiet",
+				Advice: "the tool wrote nothing to stderr (its stdout.log and the step's feedback may say more); capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input"}}},
 		{"invalid plan", wire.Result{Status: wire.StatusInvalid},
 			[]wire.Next{{Code: "INVALID_INPUT", Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}}},
 		{"gaps: a tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}, {Reason: "no_capability_match"}}},
@@ -58,6 +66,16 @@ func TestOf(t *testing.T) {
 				t.Fatalf("got  %+v\nwant %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// No code's advice, told of a step without stderr, still sends a person
+// to a stderr tail.
+func TestNoAdviceReadsAMissingTail(t *testing.T) {
+	for _, info := range caperr.All() {
+		if a := withoutTail(caperr.Advice(info.Code)); strings.Contains(a, "stderr") && !strings.Contains(a, "wrote nothing to stderr") {
+			t.Errorf("%s: %q", info.Code, a)
+		}
 	}
 }
 
