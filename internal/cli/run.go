@@ -261,7 +261,7 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 	// schemas/workflow-result.schema.json describes.
 	data := *res
 	data.URL = url
-	data.Next = whatnext.Of(res)
+	data.Next = whatnext.For(res)
 	resultPhases(b, &data)
 	var env envelope.Envelope
 	if res.Status == wfapi.StatusRunning || res.Status == wfapi.StatusPaused {

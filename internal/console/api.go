@@ -297,7 +297,7 @@ func (s *Server) result(ctx context.Context, id string) (*client.Result, error) 
 			return nil, err
 		}
 	}
-	res.Next = whatnext.Of(res)
+	res.Next = whatnext.For(res)
 	return res, nil
 }
 

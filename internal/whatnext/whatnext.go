@@ -40,6 +40,16 @@ func Of(r *wire.Result) []wire.Next {
 	return out
 }
 
+// For is what to do next about r: the Next an ended run carries (Finalize
+// made it from every step, before a large result left steps or their
+// envelopes out), else Of's.
+func For(r *wire.Result) []wire.Next {
+	if r.Status.Ended() && len(r.Next) > 0 {
+		return r.Next
+	}
+	return Of(r)
+}
+
 // ofStep: a step that failed in an ended run is run again with rerun
 // --from; one that waits after a failure takes retry (or skip, fail).
 func ofStep(r *wire.Result, s wire.StepResult) (wire.Next, bool) {
@@ -85,6 +95,13 @@ func Cause(r *wire.Result) caperr.Code {
 	for _, s := range r.Steps {
 		if c := causeOf(s); s.Status == wire.StepFailed && c != "" {
 			return c
+		}
+	}
+	// A large result left the failed steps' envelopes out: the Next the
+	// run carries was made from them.
+	for _, n := range r.Next {
+		if n.Code != "" {
+			return caperr.Code(n.Code)
 		}
 	}
 	return ""

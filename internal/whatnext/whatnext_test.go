@@ -121,3 +121,25 @@ func TestCause(t *testing.T) {
 		}
 	}
 }
+
+// A large result leaves its failed steps' envelopes out (wfapi.Trim): what
+// to do next, and the run's cause, come from the Next its Finalize made
+// from every step, not from what is left (which has no code).
+func TestATrimmedResultKeepsItsNext(t *testing.T) {
+	full := wire.Result{WorkflowID: "r1", Status: wire.StatusFailed, Steps: []wire.StepResult{failed("x", "RETRY_EXHAUSTED", "TASK_TIMEOUT", "HIGH")}}
+	full.Next = Of(&full)
+	trimmed := full
+	trimmed.Steps = []wire.StepResult{{ID: "x", Status: wire.StepFailed}}
+	trimmed.StepsOmitted = 1
+	if got := For(&trimmed); !reflect.DeepEqual(got, full.Next) || got[0].Code != "RETRY_EXHAUSTED" {
+		t.Errorf("For: %+v", got)
+	}
+	if got := Cause(&trimmed); got != caperr.RetryExhausted {
+		t.Errorf("Cause: %q", got)
+	}
+	running := trimmed
+	running.Status, running.Next = wire.StatusRunning, []wire.Next{{Step: "stale"}}
+	if got := For(&running); len(got) != 0 {
+		t.Errorf("a running run's Next is made again: %+v", got)
+	}
+}
