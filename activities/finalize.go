@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capflow/capflow/internal/caperr"
+	"github.com/capflow/capflow/internal/plan"
 	"github.com/capflow/capflow/internal/report"
 	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/runtimekit"
@@ -70,7 +71,10 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		return nil, appError(caperr.As(err, caperr.ObservabilityError))
 	}
 	a.storeReport(ctx, in.Result.WorkflowID, paths)
-	out := wfapi.Finalized{ReportPaths: *paths, Outputs: res.Outputs, TraceID: res.TraceID}
+	// What to do next, made here from every step: the result a large run
+	// trims keeps no failed step's envelope to make it from (the first
+	// MaxNext; the report has them all).
+	out := wfapi.Finalized{ReportPaths: *paths, Outputs: res.Outputs, TraceID: res.TraceID, Next: res.Next[:min(len(res.Next), wfapi.MaxNext)]}
 	if in.Segments > 0 {
 		// The workflow knows only its last segment in full: the result's
 		// steps come from here, trimmed as the workflow would.
@@ -272,14 +276,16 @@ func segmentFile(runDir string, n int) string {
 	return filepath.Join(runDir, "segments", fmt.Sprintf("%d.json", n))
 }
 
-// allSucceeded reports whether every step in deps succeeded.
-func allSucceeded(deps map[string]wfapi.StepOutcome) bool {
-	for _, o := range deps {
-		if !o.Success {
-			return false
+// readsFailedData reports whether tpl reads the data of a step that did
+// not succeed (${steps.ID.success} of one is false, and fine to read).
+func readsFailedData(tpl any, deps map[string]wfapi.StepOutcome) bool {
+	failed := false
+	plan.EachRef(tpl, func(string) {}, func(id string, data bool) {
+		if o, ok := deps[id]; ok && data && !o.Success {
+			failed = true
 		}
-	}
-	return true
+	})
+	return failed
 }
 
 // outputs evaluates the plan's outputs over the ended run: a step that did
@@ -298,12 +304,11 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 	for name, tpl := range rr.Outputs {
 		// Each output reads only its own steps: an unreadable stored
 		// output elsewhere must not blank it.
-		refs := step.ReferencedBy(tpl, deps)
-		if !allSucceeded(refs) {
+		if readsFailedData(tpl, deps) {
 			out[name] = nil // a step that did not succeed gives null (docs/plans.md), not its data
 			continue
 		}
-		scope, _, err := step.LoadScope(rr.Inputs, refs)
+		scope, _, err := step.LoadScope(rr.Inputs, step.ReferencedBy(tpl, deps))
 		if err != nil {
 			out[name] = nil
 			continue

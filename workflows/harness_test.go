@@ -93,6 +93,8 @@ type fakes struct {
 	seen map[string][]seenCall
 	// first, when set, is what Resolve evaluates ahead when asked.
 	first func(*wfapi.ResolveResult) []wfapi.InlineAhead
+	// next is what Finalize says to do next.
+	next []wire.Next
 }
 
 // seenCall is one RunTool call: its input, queue and activity ID.
@@ -194,11 +196,11 @@ func (f *fakes) Evaluate(ctx context.Context, in wfapi.EvaluateInput) (*wfapi.Ev
 	return out, nil
 }
 
-func (f *fakes) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.ReportPaths, error) {
+func (f *fakes) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfapi.Finalized, error) {
 	f.mu.Lock()
 	f.finalized = &in
 	f.mu.Unlock()
-	return &wfapi.ReportPaths{JSON: "/runs/x/report.json", Markdown: "/runs/x/report.md"}, nil
+	return &wfapi.Finalized{ReportPaths: wfapi.ReportPaths{JSON: "/runs/x/report.json", Markdown: "/runs/x/report.md"}, Next: f.next}, nil
 }
 
 // resolvedFrom turns a plan into what Resolve would return, with fast

@@ -82,14 +82,27 @@ func (r *Redactor) Cut(s string) string {
 		return s
 	}
 	s = r.String(s)
+	if k := r.edge(func(v string, k int) bool { return strings.HasSuffix(s, v[:k]) }, len(s)); k > 0 {
+		return s[:len(s)-k] + Mask
+	}
+	return s
+}
+
+// edge is the longest part (k bytes, at least minSecretLen, less than
+// the whole) of any secret that at says is at a cut edge; 0 for none.
+// The longest of all values, not the first value's: two secrets (or forms
+// of one) may share a piece.
+func (r *Redactor) edge(at func(v string, k int) bool, room int) int {
+	best := 0
 	for _, v := range r.values {
-		for k := min(len(v)-1, len(s)); k >= minSecretLen; k-- {
-			if strings.HasSuffix(s, v[:k]) {
-				return s[:len(s)-k] + Mask
+		for k := min(len(v)-1, room); k >= minSecretLen && k > best; k-- {
+			if at(v, k) {
+				best = k
+				break
 			}
 		}
 	}
-	return s
+	return best
 }
 
 // CutFront redacts s that was cut short at its start (a tail): a secret
@@ -100,12 +113,8 @@ func (r *Redactor) CutFront(s string) string {
 		return s
 	}
 	s = r.String(s)
-	for _, v := range r.values {
-		for k := min(len(v)-1, len(s)); k >= minSecretLen; k-- {
-			if strings.HasPrefix(s, v[len(v)-k:]) {
-				return Mask + s[k:]
-			}
-		}
+	if k := r.edge(func(v string, k int) bool { return strings.HasPrefix(s, v[len(v)-k:]) }, len(s)); k > 0 {
+		return Mask + s[k:]
 	}
 	return s
 }

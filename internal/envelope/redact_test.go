@@ -69,6 +69,15 @@ func TestCutFrontMasksASecretsEnd(t *testing.T) {
 			t.Errorf("CutFront(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// Two secrets share a piece: the longer part at the edge is masked,
+	// whichever secret is the longer.
+	two := NewRedactor("xxxxxxxxxxxxxxxxxxxxxxxxQWER", "zQWERTYUIOPsecret")
+	if got := two.CutFront("QWERTYUIOPsecret and more"); got != Mask+" and more" {
+		t.Errorf("shared piece at the start: %q", got)
+	}
+	if got := two.Cut("and more zQWERTYUIOPsec"); got != "and more "+Mask {
+		t.Errorf("shared piece at the end: %q", got)
+	}
 	if got := (*Redactor)(nil).CutFront("0123"); got != "0123" {
 		t.Errorf("no secrets: %q", got)
 	}

@@ -95,7 +95,13 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		recDir = wd
 	}
 	inPath, outPath := filepath.Join(recDir, InputFile), filepath.Join(wd, OutputFile)
-	_ = os.Remove(outPath) // a previous attempt's result must not count for this one
+	// The step folder's handle, taken once: the result is read beneath it.
+	wdh, err := os.OpenFile(wd, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return b.Fail(caperr.ObservabilityError, "cannot open the step folder: "+err.Error(), nil)
+	}
+	defer wdh.Close()
+	_ = syscall.Unlinkat(int(wdh.Fd()), OutputFile) // a previous attempt's result must not count for this one
 	stdin, err := writeInput(recDir, InputFile, inJSON)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
@@ -115,15 +121,10 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	stdout := &capped{max: maxOut}
 	defer func() {
 		if stdout.buf.Len() > 0 {
-			_, _ = stdoutLog.Write(red.Bytes(stdout.buf.Bytes()))
+			_, _ = stdoutLog.Write(stdout.masked(red))
 		}
 		_ = stdoutLog.Close()
 	}()
-	wdh, err := os.OpenFile(wd, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return b.Fail(caperr.ObservabilityError, "cannot open the step folder: "+err.Error(), nil)
-	}
-	defer wdh.Close()
 	p := &process{argv: resolveArgv(req.Manifest), env: toolEnv(req, inPath, outPath, wd), stdin: stdin, stdout: stdout,
 		stderrLog: stderrLog, red: red, log: log, grace: r.Grace, ioWait: ioGrace, workdir: wd, wd: wdh}
 	p.dir = req.Root
@@ -215,8 +216,8 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 func lastBytes(b []byte, n int, red *envelope.Redactor) string {
 	if len(b) > n {
 		i := len(b) - n
-		for i < len(b) && !utf8.RuneStart(b[i]) {
-			i++
+		for k := 0; k < utf8.UTFMax-1 && i < len(b) && !utf8.RuneStart(b[i]); k++ {
+			i++ // past a character's continuation bytes (binary stays binary)
 		}
 		b = b[i:]
 	}
@@ -318,6 +319,15 @@ type capped struct {
 	max     int64
 	buf     bytes.Buffer
 	dropped int64
+}
+
+// masked is what was kept, masked: where the cap cut it, the start of a
+// secret the cut left at its end is masked too (Redactor.Cut).
+func (c *capped) masked(red *envelope.Redactor) []byte {
+	if c.dropped > 0 {
+		return []byte(red.Cut(c.buf.String()))
+	}
+	return red.Bytes(c.buf.Bytes())
 }
 
 func (c *capped) Write(p []byte) (int, error) {

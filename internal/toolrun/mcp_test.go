@@ -50,6 +50,16 @@ func TestMaskedBeforeItIsCut(t *testing.T) {
 			t.Errorf("tail of %d bytes", len(got))
 		}
 	}
+	// stdout past its cap ends at a cut: the start of a secret there is
+	// masked, in the data and in stdout.log (found reviewing the fix).
+	c := &capped{max: 64 << 10}
+	c.Write([]byte(strings.Repeat("a", 65529) + secret))
+	if got := string(c.masked(red)); strings.Contains(got, secret[:7]) || !strings.HasSuffix(got, envelope.Mask) {
+		t.Errorf("capped stdout ends %q", got[len(got)-20:])
+	}
+	if got := lastBytes([]byte(strings.Repeat("\x80", 100)), 10, nil); len(got) != 7 {
+		t.Errorf("binary tail of %d bytes, want 7 (at most 3 skipped)", len(got))
+	}
 	// A tail starts on a character: "é" is two bytes, and 2047 of them cut one.
 	if got := lastBytes([]byte(strings.Repeat("é", 2000)), 2047, nil); !utf8.ValidString(got) || len(got) != 2046 {
 		t.Errorf("tail of %d bytes, valid %v", len(got), utf8.ValidString(got))

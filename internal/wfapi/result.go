@@ -30,7 +30,14 @@ type Finalized struct {
 	Steps *StepsAnswer `json:"steps,omitempty"`
 	// TraceID: the run's trace, when traced.
 	TraceID string `json:"trace_id,omitempty"`
+	// Next: what to do next about the run (whatnext.Of over every step),
+	// the first MaxNext.
+	Next []wire.Next `json:"next,omitempty"`
 }
+
+// MaxNext bounds the what-next lines a run's result carries (each holds
+// up to whatnext.StderrLines lines of a step's stderr).
+const MaxNext = 20
 
 // StepsAnswer is the steps part of a trimmed result.
 type StepsAnswer struct {

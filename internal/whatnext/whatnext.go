@@ -138,9 +138,10 @@ func agentAdvice(code caperr.Code, s wire.StepResult, waits bool) string {
 }
 
 // noTail rewrites advice that sends a person to a stderr tail the step
-// does not have (its tool wrote nothing there).
+// does not have (its tool wrote no plain line there, or has no stderr: an
+// HTTP, MCP or builtin tool).
 var noTail = strings.NewReplacer(
-	"read the stderr tail; ", "the tool wrote nothing to stderr (its stdout.log and the step's feedback may say more); ",
+	"read the stderr tail; ", "no stderr tail was kept (the step's feedback, and a command tool's stdout.log, may say more); ",
 	"in the stderr tail and the step's feedback", "in the step's feedback")
 
 func withoutTail(advice string) string { return noTail.Replace(advice) }

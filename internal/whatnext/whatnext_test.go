@@ -49,7 +49,7 @@ func TestOf(t *testing.T) {
 				return s
 			}()}},
 			[]wire.Next{{Step: "quiet", Code: "TOOL_FAILURE", Severity: "HIGH", Command: "capflow rerun r1 --from quiet",
-				Advice: "the tool wrote nothing to stderr (its stdout.log and the step's feedback may say more); capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input"}}},
+				Advice: "no stderr tail was kept (the step's feedback, and a command tool's stdout.log, may say more); capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input"}}},
 		{"invalid plan", wire.Result{Status: wire.StatusInvalid},
 			[]wire.Next{{Code: "INVALID_INPUT", Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}}},
 		{"gaps: a tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}, {Reason: "no_capability_match"}}},
@@ -73,7 +73,7 @@ func TestOf(t *testing.T) {
 // to a stderr tail.
 func TestNoAdviceReadsAMissingTail(t *testing.T) {
 	for _, info := range caperr.All() {
-		if a := withoutTail(caperr.Advice(info.Code)); strings.Contains(a, "stderr") && !strings.Contains(a, "wrote nothing to stderr") {
+		if a := withoutTail(caperr.Advice(info.Code)); strings.Contains(a, "stderr") && !strings.Contains(a, "no stderr tail was kept") {
 			t.Errorf("%s: %q", info.Code, a)
 		}
 	}
