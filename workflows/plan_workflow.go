@@ -366,8 +366,7 @@ func finalize(ctx workflow.Context, res *wfapi.Result, rr *wfapi.ResolveResult, 
 	if a := paths.Steps; a != nil {
 		res.Steps, res.StepCounts, res.StepsOmitted = a.Steps, a.Counts, a.Omitted
 	}
-	// Next from Finalize's marker (a run recorded before it replays with none: no command changes).
-	res.Outputs, res.TraceID, res.Report, res.Next = paths.Outputs, paths.TraceID, paths.ReportPaths, paths.Next
+	res.Outputs, res.TraceID, res.Report, res.Next = paths.Outputs, paths.TraceID, paths.ReportPaths, paths.Next // Next: none in runs recorded before it
 	wfapi.Trim(res, wfapi.MaxResultBytes)
 	workflow.SetCurrentDetails(dctx, fmt.Sprintf("**%s**: %s%s%s", res.Status, res.Message, cachedNote(res.Steps), traceNote(res.TraceID)))
 	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"status": string(res.Status)}).Counter(wfapi.MetricRunsEnded).Inc(1)
