@@ -287,6 +287,9 @@ func (a *App) setResult(id string, res *capflowclient.Result, url string) {
 		if c := whatnext.Cause(res); code == caperr.ToolFailure && env.Error != nil && c != "" && c != env.Error.Code {
 			env.Error.Cause, env.Error.Retryable = c, caperr.Lookup(c).Retryable
 		}
+		if env.Error != nil && whatnext.Final(res) {
+			env.Error.Retryable = false // its step's failure is final: a rerun meets it again
+		}
 	}
 	attempts := a.attempts
 	a.set(env, func(w io.Writer) {

@@ -327,7 +327,9 @@ func attemptsSection(steps []wfapi.StepResult, trans map[string][]Transition) st
 			lines = append(lines, line)
 		}
 		end := string(s.Status)
-		if e := s.Envelope; e != nil && e.Error != nil {
+		if e := s.Envelope; e != nil && e.Error != nil && e.Error.Cause != "" {
+			end += fmt.Sprintf(" (%s, then %s)", e.Error.Cause, e.Error.Code) // the attempt's own code, then the step's
+		} else if e != nil && e.Error != nil {
 			end += fmt.Sprintf(" (%s)", e.Error.Code)
 		}
 		if s.Reason != "" {

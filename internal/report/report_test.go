@@ -26,13 +26,13 @@ func TestMarkdownSaysWhatNext(t *testing.T) {
 // the last attempt's message).
 func TestMarkdownTellsEachAttempt(t *testing.T) {
 	s := wire.StepResult{ID: "slow", Status: wire.StepFailed, Attempts: 2, StartedAt: "t0", EndedAt: "t3", Reason: "slow timed out: attempt 2 of 2 ran for 3s, its timeout",
-		Envelope: &wire.Envelope{Error: &wire.ErrorInfo{Code: "RETRY_EXHAUSTED"}}}
+		Envelope: &wire.Envelope{Error: &wire.ErrorInfo{Code: "RETRY_EXHAUSTED", Cause: "TASK_TIMEOUT"}}}
 	tr := Transitions(s, []Attempt{{N: 1, Code: "TASK_TIMEOUT", Message: "ran for 3s of its 3s timeout"}})
 	md := Markdown(Document{Result: wire.Result{Plan: "p", Status: wire.StatusFailed, Steps: []wire.StepResult{s, {ID: "ok", Status: wire.StepSucceeded, Attempts: 1}}},
 		Transitions: map[string][]Transition{"slow": tr}})
 	want := "\n## Attempts\n\nSteps that took more than one attempt, each attempt's end:\n\n**slow** (2 attempts)\n\n" +
 		"- 0001-01-01T00:00:00.000Z: attempt 1 failed (TASK_TIMEOUT): ran for 3s of its 3s timeout\n" +
-		"- t3: attempt 2 failed (RETRY_EXHAUSTED): slow timed out: attempt 2 of 2 ran for 3s, its timeout\n"
+		"- t3: attempt 2 failed (TASK_TIMEOUT, then RETRY_EXHAUSTED): slow timed out: attempt 2 of 2 ran for 3s, its timeout\n"
 	if !strings.Contains(md, want) {
 		t.Fatalf("want\n%s\n---\n%s", want, md)
 	}

@@ -95,7 +95,9 @@ func TestAFinalFailureSaysNotRetriedOnce(t *testing.T) {
 		if !errors.As(err, &failed) {
 			t.Fatalf("idempotent %v: %v", idempotent, err)
 		}
-		if msg := failed.Result.Envelope.Message; strings.Count(msg, "not retried") != 1 {
+		// One reason, the stronger, whether or not the tool is idempotent
+		// (a new user read "not idempotent" where the code was unknown).
+		if msg := failed.Result.Envelope.Message; strings.Count(msg, "not retried") != 1 || !strings.HasSuffix(msg, "("+finalReason+")") {
 			t.Errorf("idempotent %v: %q", idempotent, msg)
 		}
 	}

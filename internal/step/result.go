@@ -16,6 +16,11 @@ import (
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
+// finalReason says why a failure its envelope marks final is not retried:
+// the tool said retryable: false, or gave a code that is not a contract
+// code (toolrun's knownCode).
+const finalReason = "not retried: the failure is final (the tool's retryable: false, or an error code that is not a contract code)"
+
 // fail ends the attempt with the tool's failed envelope: recorded in the
 // step folder, cut to fit history, and returned as an ApplicationError of
 // its code (retryable only when the code is and the tool is idempotent).
@@ -25,8 +30,9 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		code = env.Error.Code
 	}
 	why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts)
-	if why == "" && notRetryable(env.Error) && r.attempt < r.maxAttempts {
-		why = "not retried: the failure is marked final (retryable: false)"
+	if notRetryable(env.Error) && caperr.Lookup(code).Retryable && (r.attempt < r.maxAttempts || !r.in.Step.Idempotent) {
+		// Final whatever the tool's idempotence: the stronger reason.
+		why = finalReason
 	}
 	if why != "" {
 		env.Message += " (" + why + ")"

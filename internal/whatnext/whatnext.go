@@ -107,6 +107,19 @@ func Cause(r *wire.Result) caperr.Code {
 	return ""
 }
 
+// Final reports whether the run's first failed step failed for good: its
+// tool's TOOL_FAILURE marked retryable: false, or a code capflow does not
+// know. Running the run again meets it again.
+func Final(r *wire.Result) bool {
+	for _, s := range r.Steps {
+		if s.Status == wire.StepFailed && s.Envelope != nil && s.Envelope.Error != nil {
+			e := s.Envelope.Error
+			return e.Code == wire.ErrorCode(caperr.ToolFailure) && !e.Retryable
+		}
+	}
+	return false
+}
+
 // causeOf is a step's error code, or the one it summarises.
 func causeOf(s wire.StepResult) caperr.Code {
 	e := s.Envelope
@@ -141,7 +154,7 @@ func agentAdvice(code caperr.Code, s wire.StepResult, waits bool) string {
 // does not have (its tool wrote no plain line there, or has no stderr: an
 // HTTP, MCP or builtin tool).
 var noTail = strings.NewReplacer(
-	"read the stderr tail; ", "no stderr tail was kept (the step's feedback, and a command tool's stdout.log, may say more); ",
+	"read the stderr tail; ", "there is no stderr tail to show (the step's feedback and its folder may say more); ",
 	"in the stderr tail and the step's feedback", "in the step's feedback")
 
 func withoutTail(advice string) string { return noTail.Replace(advice) }

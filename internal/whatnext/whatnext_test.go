@@ -49,7 +49,7 @@ func TestOf(t *testing.T) {
 				return s
 			}()}},
 			[]wire.Next{{Step: "quiet", Code: "TOOL_FAILURE", Severity: "HIGH", Command: "capflow rerun r1 --from quiet",
-				Advice: "no stderr tail was kept (the step's feedback, and a command tool's stdout.log, may say more); capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input"}}},
+				Advice: "there is no stderr tail to show (the step's feedback and its folder may say more); capflow tools run TOOL --inputs-file FILE runs the tool alone on the same input"}}},
 		{"invalid plan", wire.Result{Status: wire.StatusInvalid},
 			[]wire.Next{{Code: "INVALID_INPUT", Advice: "fix the plan's problems (each names its file, line and field); capflow plan check PLAN shows them all before anything runs"}}},
 		{"gaps: a tool to scaffold", wire.Result{Status: wire.StatusPartialComplete, Gaps: []wire.Gap{{Reason: "schema_incompatible"}, {Reason: "no_capability_match"}}},
@@ -73,7 +73,7 @@ func TestOf(t *testing.T) {
 // to a stderr tail.
 func TestNoAdviceReadsAMissingTail(t *testing.T) {
 	for _, info := range caperr.All() {
-		if a := withoutTail(caperr.Advice(info.Code)); strings.Contains(a, "stderr") && !strings.Contains(a, "no stderr tail was kept") {
+		if a := withoutTail(caperr.Advice(info.Code)); strings.Contains(a, "stderr") && !strings.Contains(a, "no stderr tail to show") {
 			t.Errorf("%s: %q", info.Code, a)
 		}
 	}
@@ -141,5 +141,30 @@ func TestATrimmedResultKeepsItsNext(t *testing.T) {
 	running.Status, running.Next = wire.StatusRunning, []wire.Next{{Step: "stale"}}
 	if got := For(&running); len(got) != 0 {
 		t.Errorf("a running run's Next is made again: %+v", got)
+	}
+}
+
+// A run whose first failed step's TOOL_FAILURE is final is not worth
+// running again as it is (a new user's JSON said retryable: true beside a
+// step that said final).
+func TestFinal(t *testing.T) {
+	final := failed("x", "TOOL_FAILURE", "", "HIGH")
+	final.Envelope.Error.Retryable = false
+	again := failed("x", "TOOL_FAILURE", "", "HIGH")
+	again.Envelope.Error.Retryable = true
+	for _, c := range []struct {
+		name  string
+		steps []wire.StepResult
+		want  bool
+	}{
+		{"final", []wire.StepResult{final}, true},
+		{"retryable", []wire.StepResult{again}, false},
+		{"another code", []wire.StepResult{failed("x", "INVALID_INPUT", "", "HIGH")}, false},
+		{"no envelope (a trimmed result)", []wire.StepResult{{ID: "x", Status: wire.StepFailed}}, false},
+		{"the first failed step decides", []wire.StepResult{again, final}, false},
+	} {
+		if got := Final(&wire.Result{Status: wire.StatusFailed, Steps: c.steps}); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
 	}
 }
