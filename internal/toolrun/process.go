@@ -53,8 +53,10 @@ type process struct {
 	elapsed time.Duration
 	events  eventLog
 	detail  string // the stderr tail
-	stopped bool   // stopped by cancellation or timeout
-	breach  *sandbox.Breach
+	// stderrBytes is how much the tool wrote to stderr, lines and events.
+	stderrBytes int64
+	stopped     bool // stopped by cancellation or timeout
+	breach      *sandbox.Breach
 	// refusals are the connections the egress proxy refused the tree
 	// (the first few), told in its feedback.
 	refMu    sync.Mutex
@@ -106,9 +108,10 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	var evMu sync.Mutex
 	tail := &tailBuffer{max: stderrTail}
 	readDone := make(chan struct{})
+	stderr := &counted{r: errR}
 	go func() {
 		defer close(readDone)
-		readStderr(errR, p.stderrLog, p.red, tail, func(f envelope.Feedback) {
+		readStderr(stderr, p.stderrLog, p.red, tail, func(f envelope.Feedback) {
 			evMu.Lock()
 			p.events.add(f)
 			evMu.Unlock()
@@ -131,6 +134,7 @@ func (p *process) run(ctx context.Context, req Request, b *envelope.Builder) (en
 	evMu.Lock()
 	defer evMu.Unlock()
 	p.elapsed, p.exit, p.detail, p.stopped = time.Since(start), exit, tail.String(), stopped.Load()
+	p.stderrBytes = stderr.n // read after readDone closed
 	if tree != nil {
 		p.breach = tree.Finish(p.exit, p.detail)
 	}
@@ -293,6 +297,10 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 	}
 	if raw == nil {
 		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)
+		if p.stdout.buf.Len() == 0 && p.stderrBytes == 0 {
+			// A plain script that just failed: say what it did, not the protocol's words.
+			why = fmt.Sprintf("%s exited %d and wrote nothing to stdout or stderr (no result envelope)", m.Name, exit)
+		}
 		if out := p.stdout.buf.Bytes(); bytes.Contains(out, []byte(`"toolId"`)) {
 			// One was printed, but not last: say what came after it.
 			why = fmt.Sprintf("%s exited %d, but its stdout does not end with its result envelope: it ends with %q (%s); the envelope must be the last thing on stdout, or write it to $CAPFLOW_OUTPUT_PATH",
@@ -349,4 +357,16 @@ func lastLine(b []byte) string {
 		b = b[i+1:]
 	}
 	return string(b[:min(len(b), 80)])
+}
+
+// counted counts what is read through it.
+type counted struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counted) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }

@@ -73,6 +73,7 @@ func TestCommandProtocol(t *testing.T) {
 		{"envelope as last stdout JSON", `echo "log line {not json"; echo '` + okEnvelope + `'`, nil, 5 * time.Second, true, "", 0, "ok"},
 		{"inputs on stdin and in a file", `read -r line; test "$line" = '{"n":5}' && test "$(cat $CAPFLOW_INPUT_PATH)" = '{"n":5}' && test "$CAPFLOW_STEP_ID" = s1 && test "$TOOLS_OUTPUT_JSON" = 1 && echo '` + okEnvelope + `'`, nil, 5 * time.Second, true, "", 0, "ok"},
 		{"garbage output", `echo 'garbage \x00 ]]'; echo 'oops' >&2; exit 0`, nil, 5 * time.Second, false, caperr.ToolFailure, 1, "without a result envelope"},
+		{"a silent failure says so", `exit 1`, nil, 5 * time.Second, false, caperr.ToolFailure, 1, "exited 1 and wrote nothing to stdout or stderr (no result envelope)"},
 		{"crash with stderr tail", `echo 'panic: boom' >&2; exit 3`, nil, 5 * time.Second, false, caperr.ToolFailure, 3, "panic: boom"},
 		{"exit 0 with success=false", `echo '{"toolId":"t","exitCode":4,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"disk full","feedback":[{"phase":"w","level":"error","message":"disk full","timestamp":"2026-11-21T10:00:00Z"}],"error":{"code":"TEST_FAILURE","severity":"HIGH","retryable":false}}'`, nil, 5 * time.Second, false, caperr.TestFailure, 4, "disk full"},
 		{"invalid envelope", `echo '{"toolId":"t","exitCode":1,"success":true,"timestamp":"x","message":"","feedback":[]}'`, nil, 5 * time.Second, false, caperr.ToolFailure, 1, "invalid envelope"},
