@@ -81,11 +81,31 @@ func (r *Redactor) Cut(s string) string {
 	if r.Empty() {
 		return s
 	}
-	s = r.String(s)
-	if k := r.edge(func(v string, k int) bool { return strings.HasSuffix(s, v[:k]) }, len(s)); k > 0 {
-		return s[:len(s)-k] + Mask
+	// The edge is found in the raw text: masked first, a secret inside
+	// the piece (a password inside a URL) hid the piece from the search.
+	k := r.edge(func(v string, k int) bool { return strings.HasSuffix(s, v[:k]) }, len(s))
+	if k == 0 {
+		return r.String(s)
 	}
-	return s
+	return r.String(s[:r.straddle(s, len(s)-k, true)]) + Mask
+}
+
+// straddle moves a cut at i back (or forward) past every whole secret
+// that crosses it, until none does: String masks no secret cut through.
+func (r *Redactor) straddle(s string, i int, back bool) int {
+	for moved := true; moved; {
+		moved = false
+		for _, v := range r.values {
+			// Any v found within len(v)-1 bytes each side of i crosses i.
+			lo, hi := max(0, i-len(v)+1), min(len(s), i+len(v)-1)
+			if j := strings.Index(s[lo:hi], v); j >= 0 {
+				if i, moved = lo+j, true; !back {
+					i += len(v)
+				}
+			}
+		}
+	}
+	return i
 }
 
 // edge is the longest part (k bytes, at least minSecretLen, less than
@@ -112,11 +132,11 @@ func (r *Redactor) CutFront(s string) string {
 	if r.Empty() {
 		return s
 	}
-	s = r.String(s)
-	if k := r.edge(func(v string, k int) bool { return strings.HasPrefix(s, v[len(v)-k:]) }, len(s)); k > 0 {
-		return Mask + s[k:]
+	k := r.edge(func(v string, k int) bool { return strings.HasPrefix(s, v[len(v)-k:]) }, len(s))
+	if k == 0 {
+		return r.String(s)
 	}
-	return s
+	return Mask + r.String(s[r.straddle(s, k, false):])
 }
 
 // Bytes redacts b.

@@ -78,6 +78,23 @@ func TestCutFrontMasksASecretsEnd(t *testing.T) {
 	if got := two.Cut("and more zQWERTYUIOPsec"); got != "and more "+Mask {
 		t.Errorf("shared piece at the end: %q", got)
 	}
+	// One secret inside another (a password inside a URL): masked first,
+	// the inner one hid the outer one's piece at the edge (an attack on
+	// this round's change).
+	url, pw := "postgres://app_user:hunter2hunter2@db.internal.example:5432/prod", "hunter2hunter2"
+	nested := NewRedactor(url, pw)
+	for _, c := range []struct{ got, want string }{
+		{nested.CutFront("ostgres://app_user:hunter2hunter2@db.internal.example:5432/prod more"), Mask + " more"},
+		{nested.Cut("some output postgres://app_user:hunter2hunter2@db.inte"), "some output " + Mask},
+		{nested.Cut("x hunter2hunter2@db.internal.example:5432/prod " + url[:30]), "x " + Mask + "@db.internal.example:5432/prod " + Mask},
+		// A whole secret crossing the cut the edge chose goes with it.
+		{NewRedactor("ABCDEFGH", "FGHIJKLMNOP").Cut("zz ABCDEFGHIJKL"), "zz " + Mask},
+		{NewRedactor("IJKLMNOP", "ABCDEFGHIJ").CutFront("DEFGHIJKLMNOP zz"), Mask + " zz"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
 	if got := (*Redactor)(nil).CutFront("0123"); got != "0123" {
 		t.Errorf("no secrets: %q", got)
 	}

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
@@ -101,7 +102,11 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 		return b.Fail(caperr.ObservabilityError, "cannot open the step folder: "+err.Error(), nil)
 	}
 	defer wdh.Close()
-	_ = syscall.Unlinkat(int(wdh.Fd()), OutputFile) // a previous attempt's result must not count for this one
+	// A previous attempt's result must not count for this one (a file, or
+	// an empty folder it left there).
+	if err := unix.Unlinkat(int(wdh.Fd()), OutputFile, 0); errors.Is(err, unix.EISDIR) {
+		_ = unix.Unlinkat(int(wdh.Fd()), OutputFile, unix.AT_REMOVEDIR)
+	}
 	stdin, err := writeInput(recDir, InputFile, inJSON)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)

@@ -283,17 +283,17 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 		b.Error("exit", fmt.Sprintf("%s exited %d", m.Name, exit), "")
 		return b.FailWithExit(caperr.ToolFailure, exit, fmt.Sprintf("%s exited %d", m.Name, exit), data)
 	}
-	raw, source, rerr := readResult(p.wd, p.stdout.buf.Bytes(), maxOut)
+	raw, source, read, rerr := readResult(p.wd, p.stdout.buf.Bytes(), maxOut)
 	if rerr != nil {
 		return p.broken(b, rerr.Error())
+	}
+	if read != nil {
+		defer read.Close()
 	}
 	if source == OutputFile && !p.red.Empty() {
 		// The tool's own file stays in the step folder for debugging:
 		// masked, like everything else capflow keeps.
-		if f, err := openOutput(p.wd, os.O_WRONLY|os.O_TRUNC); err == nil {
-			_, _ = f.Write(p.red.Bytes(raw))
-			f.Close()
-		}
+		rewriteOutput(p.wd, read, p.red.Bytes(raw))
 	}
 	if raw == nil {
 		why := fmt.Sprintf("%s exited %d without a result envelope (no %s, no JSON object on stdout)", m.Name, exit, OutputFile)

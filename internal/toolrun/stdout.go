@@ -18,7 +18,9 @@ import (
 // readResult prefers the output file, then the last JSON object on stdout.
 // The file must be a regular file of at most max bytes: a tool could
 // point it at a device or a FIFO.
-func readResult(dir *os.File, stdout []byte, max int64) ([]byte, string, error) {
+// The output file read is returned open (the caller closes it): while it
+// is, its inode is not reused, so rewriteOutput can tell it from another.
+func readResult(dir *os.File, stdout []byte, max int64) ([]byte, string, *os.File, error) {
 	// Opened once, beneath the step folder's handle, never through a link,
 	// then looked at: what is read is what was checked (a FIFO or device
 	// opens without blocking, and is refused; a check by name first left a
@@ -26,34 +28,40 @@ func readResult(dir *os.File, stdout []byte, max int64) ([]byte, string, error) 
 	f, err := openOutput(dir, os.O_RDONLY)
 	switch {
 	case errors.Is(err, syscall.ELOOP):
-		return nil, "", fmt.Errorf("%s ($CAPFLOW_OUTPUT_PATH) is not a regular file (a symbolic link): refused; write the file itself", OutputFile)
+		return nil, "", nil, fmt.Errorf("%s ($CAPFLOW_OUTPUT_PATH) is not a regular file (a symbolic link): refused; write the file itself", OutputFile)
 	case errors.Is(err, syscall.ENXIO):
-		return nil, "", fmt.Errorf("%s is not a regular file (a socket or a device): refused", OutputFile)
+		return nil, "", nil, fmt.Errorf("%s is not a regular file (a socket or a device): refused", OutputFile)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, "", fmt.Errorf("%s cannot be read: %w", OutputFile, err)
+		return nil, "", nil, fmt.Errorf("%s cannot be read: %w", OutputFile, err)
 	case err == nil:
-		defer f.Close()
+		keep := false
+		defer func() {
+			if !keep {
+				f.Close()
+			}
+		}()
 		st, err := f.Stat()
 		switch {
 		case err != nil:
-			return nil, "", fmt.Errorf("%s: %w", OutputFile, err)
+			return nil, "", nil, fmt.Errorf("%s: %w", OutputFile, err)
 		case !st.Mode().IsRegular():
-			return nil, "", fmt.Errorf("%s is not a regular file (%s): refused", OutputFile, st.Mode().Type())
+			return nil, "", nil, fmt.Errorf("%s is not a regular file (%s): refused", OutputFile, st.Mode().Type())
 		case st.Size() > max:
-			return nil, "", fmt.Errorf("%s is %d bytes, more than the %d allowed", OutputFile, st.Size(), max)
+			return nil, "", nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", OutputFile, st.Size(), max)
 		}
 		b, _ := io.ReadAll(io.LimitReader(f, max+1))
 		if int64(len(b)) > max {
-			return nil, "", fmt.Errorf("%s grew past %d bytes", OutputFile, max)
+			return nil, "", nil, fmt.Errorf("%s grew past %d bytes", OutputFile, max)
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
-			return b, OutputFile, nil
+			keep = true
+			return b, OutputFile, f, nil
 		}
 	}
 	if doc := lastJSONObject(stdout); doc != nil {
-		return doc, "stdout", nil
+		return doc, "stdout", nil, nil
 	}
-	return nil, "", nil
+	return nil, "", nil, nil
 }
 
 // openOutput opens OutputFile beneath dir, the step folder's handle taken
@@ -65,6 +73,33 @@ func openOutput(dir *os.File, flag int) (*os.File, error) {
 		return nil, &os.PathError{Op: "openat", Path: OutputFile, Err: err}
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), OutputFile)), nil
+}
+
+// rewriteOutput writes data over the output file read (read, still open)
+// beneath dir: only when the name still holds that same regular file, and no
+// other name does (a hard link would carry the write elsewhere). Opened
+// without truncating, checked, then truncated: a FIFO or another file
+// swapped in is never written.
+func rewriteOutput(dir, read *os.File, data []byte) {
+	was, err := read.Stat()
+	if err != nil {
+		return
+	}
+	f, err := openOutput(dir, os.O_WRONLY)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || !os.SameFile(st, was) {
+		return
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
+		return
+	}
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt(data, 0)
+	}
 }
 
 // lastJSONObject is the envelope b ends with (after white space): a JSON

@@ -194,7 +194,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 		if err := c.make(filepath.Join(step, OutputFile)); err != nil {
 			t.Fatal(err)
 		}
-		if b, _, err := readResult(open(t, step), nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+		if b, _, _, err := readResult(open(t, step), nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v", c.name, b, err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(step, OutputFile), []byte(head+"1}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, src, err := readResult(open(t, step), nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
+	if b, src, _, err := readResult(open(t, step), nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
 		t.Errorf("a regular file: %q %s %v", b, src, err)
 	}
 	// The step folder's path now names another folder, with its own
@@ -218,7 +218,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	if err := os.Symlink(other, step); err != nil {
 		t.Fatal(err)
 	}
-	if b, _, err := readResult(h, nil, 1<<20); string(b) != head+"1}" || err != nil {
+	if b, _, _, err := readResult(h, nil, 1<<20); string(b) != head+"1}" || err != nil {
 		t.Errorf("after the step folder was swapped: %q %v", b, err)
 	}
 }
@@ -302,3 +302,75 @@ func (w *syncWrites) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 func (w *syncWrites) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
+
+// The masked rewrite of the output file writes only the file that was
+// read, and only while no other name holds it: a hard link carried the
+// write into another file, and a FIFO swapped in after the read held the
+// worker (an attack on this round's change).
+func TestTheMaskedRewriteWritesOnlyWhatWasRead(t *testing.T) {
+	setup := func(t *testing.T) (string, *os.File, *os.File) {
+		step := t.TempDir()
+		if err := os.WriteFile(filepath.Join(step, OutputFile), []byte(head+"1}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h, err := os.Open(step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		_, _, read, err := readResult(h, nil, 1<<20)
+		if err != nil || read == nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { read.Close() })
+		return step, h, read
+	}
+	t.Run("its own file", func(t *testing.T) {
+		step, h, read := setup(t)
+		rewriteOutput(h, read, []byte("masked"))
+		if b, _ := os.ReadFile(filepath.Join(step, OutputFile)); string(b) != "masked" {
+			t.Fatalf("%q", b)
+		}
+	})
+	t.Run("a hard link elsewhere", func(t *testing.T) {
+		step, h, read := setup(t)
+		other := filepath.Join(t.TempDir(), "worker.env")
+		if err := os.Link(filepath.Join(step, OutputFile), other); err != nil {
+			t.Fatal(err)
+		}
+		rewriteOutput(h, read, []byte("masked"))
+		if b, _ := os.ReadFile(other); string(b) != head+"1}" {
+			t.Fatalf("the linked file became %q", b)
+		}
+	})
+	t.Run("another file swapped in", func(t *testing.T) {
+		step, h, read := setup(t)
+		p := filepath.Join(step, OutputFile)
+		os.Remove(p)
+		os.WriteFile(p, []byte("the tool's other file"), 0o600)
+		rewriteOutput(h, read, []byte("masked"))
+		if b, _ := os.ReadFile(p); string(b) != "the tool's other file" {
+			t.Fatalf("%q", b)
+		}
+	})
+	t.Run("a FIFO swapped in, held open", func(t *testing.T) {
+		step, h, read := setup(t)
+		p := filepath.Join(step, OutputFile)
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		done := make(chan struct{})
+		go func() { rewriteOutput(h, read, make([]byte, 8<<20)); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the rewrite waits on a FIFO")
+		}
+	})
+}
