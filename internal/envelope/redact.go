@@ -109,7 +109,7 @@ func (r *Redactor) straddle(s string, i int, back bool) int {
 }
 
 // edge is the longest part (k bytes, at least minSecretLen, less than
-// the whole) of any secret that at says is at a cut edge; 0 for none.
+// the whole) of any secret that at finds at the cut edge; 0 for none.
 // The longest of all values, not the first value's: two secrets (or forms
 // of one) may share a piece.
 func (r *Redactor) edge(at func(v string, k int) bool, room int) int {

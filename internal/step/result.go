@@ -30,7 +30,7 @@ func (r *stepRun) fail(env envelope.Envelope) (*wfapi.RunToolResult, error) {
 		code = env.Error.Code
 	}
 	why := notRetried(code, r.in.Step.Idempotent, r.attempt, r.maxAttempts)
-	if notRetryable(env.Error) && caperr.Lookup(code).Retryable && (r.attempt < r.maxAttempts || !r.in.Step.Idempotent) {
+	if notRetryable(env.Error) && (r.attempt < r.maxAttempts || !r.in.Step.Idempotent) {
 		// Final whatever the tool's idempotence: the stronger reason.
 		why = finalReason
 	}
