@@ -230,6 +230,15 @@ func TestToolsShowAndDescription(t *testing.T) {
 	if code, _, _ := capflow(t, "tools", "show", "nope", "--project", dir, "--output", "json"); code != 3 {
 		t.Fatalf("unknown tool: exit %d, want 3", code)
 	}
+	// A tool whose manifest is broken is not a missing tool: its problems,
+	// at their lines (a new user was told "no tool named" it).
+	yaml := filepath.Join(dir, "tools", "pdf-merge", "tool.yaml")
+	raw, _ := os.ReadFile(yaml)
+	os.WriteFile(yaml, append(raw, []byte("\ntimeouts: {start_to_close: 300}\n")...), 0o644)
+	code, out, _ = capflow(t, "tools", "show", "pdf-merge", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 2 || env.Error == nil || !strings.Contains(env.Message, "tool.yaml") || strings.Contains(env.Message, "no tool") {
+		t.Fatalf("broken manifest: exit %d, %s", code, env.Message)
+	}
 }
 
 func TestToolsRunExitsByCapflowsTable(t *testing.T) {

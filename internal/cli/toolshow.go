@@ -3,12 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/registry"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -30,6 +32,19 @@ type ToolDefinition struct {
 	Confinement string `json:"confinement"`
 }
 
+// brokenTool is the problems of a manifest the registry left out whose
+// folder is named name (tools/NAME/tool.yaml): a new user was told such a
+// tool did not exist (a new-user trial of issue 57).
+func brokenTool(reg *registry.Registry, name string) caperr.Problems {
+	var out caperr.Problems
+	for _, p := range reg.Problems {
+		if p.File != "" && filepath.Base(filepath.Dir(p.File)) == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (a *App) toolsShow() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show [ORIGIN/]TOOL[@VERSION]|CAPABILITY",
@@ -41,6 +56,9 @@ func (a *App) toolsShow() *cobra.Command {
 				return err
 			}
 			m := findTool(reg, args[0])
+			if probs := brokenTool(reg, args[0]); m == nil && len(probs) > 0 {
+				return probs // its manifest is there, and broken: not a missing tool
+			}
 			if m == nil {
 				return caperr.New(caperr.ToolNotFound, "no tool or capability named %q%s (see capflow tools list)", args[0], toolPhrase(reg, args[0]))
 			}
