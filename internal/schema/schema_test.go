@@ -15,6 +15,7 @@ func TestManifestSchemaViolations(t *testing.T) {
 		"entrypoint":   map[string]any{"type": "shell", "comand": []any{"a"}},
 		"capabilities": []any{"Video.Convert"},
 		"priority":     "high",
+		"timeouts":     map[string]any{"start_to_close": float64(300)},
 	}
 	got := s.Validate(inst)
 	joined := ""
@@ -29,6 +30,8 @@ func TestManifestSchemaViolations(t *testing.T) {
 		// version: 1.0 and description: true as YAML reads them.
 		`version: must be string, not number (an unquoted number is a number in YAML, 1.0 becomes 1: quote it to keep it text)`,
 		`description: must be string, not boolean (unquoted true and false are booleans in YAML: quote it to keep it text)`,
+		// A number for a duration: quoting it makes no duration either.
+		`timeouts/start_to_close: must be string, not number (write a duration with its unit: 300 is 300s)`,
 		`capabilities/0: `,
 		`name: `,
 	} {

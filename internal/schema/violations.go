@@ -206,6 +206,11 @@ func leafOne(e *jsonschema.ValidationError, inst any, loc []string, schemaDoc an
 		if yaml {
 			hint = quoteHint(k, at(inst, loc))
 		}
+		if msg, ok := schemaAt(schemaDoc, e.SchemaURL)["patternMessage"].(string); ok && strings.Contains(msg, "duration") && (k.Got == "number" || k.Got == "integer") {
+			// Quoting a bare number makes no duration: say what one is (a
+			// new user quoted 300 and met the next error).
+			hint = fmt.Sprintf(" (write a duration with its unit: %v is %vs)", at(inst, loc), at(inst, loc))
+		}
 		return Violation{Path: loc, Message: fmt.Sprintf("must be %s, not %s%s", strings.Join(k.Want, " or "), k.Got, hint)}
 	case *kind.Enum:
 		var want []string
