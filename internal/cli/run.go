@@ -167,7 +167,12 @@ func (a *App) refuseRun(cid string, rep *preflight.Report) {
 	if cfg != nil {
 		root = cfg.Root
 	}
-	a.set(reportEnvelope(cid, rep, nil), func(w io.Writer) { prettyReport(w, root, rep, a.outputPath) })
+	env := reportEnvelope(cid, rep, nil)
+	env.Message += " (nothing was started)"
+	a.set(env, func(w io.Writer) {
+		prettyReport(w, root, rep, a.outputPath)
+		fmt.Fprintln(w, "nothing was started: capflow run starts a plan once its check passes")
+	})
 }
 
 // startRun starts a PlanWorkflow and follows it to its result (or, with
