@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/capflow/capflow/internal/envelope"
 )
@@ -419,5 +420,21 @@ func TestRunOfAGapPlanSaysNothingStarted(t *testing.T) {
 	code, human, _ := capflow(t, "run", plan, "--project", dir)
 	if code != 3 || !strings.Contains(human, "nothing was started") {
 		t.Fatalf("exit %d:\n%s", code, human)
+	}
+}
+
+// A long message is shown on a line of human output as its first line,
+// cut, its closing note kept; the JSON keeps it whole.
+func TestBrief(t *testing.T) {
+	long := strings.Repeat("x", 5000) + " (not retried: the failure is final)"
+	got := brief(long + "\nsecond line")
+	if len(got) > briefMax+len("…") || !strings.HasSuffix(got, "… (not retried: the failure is final)") || strings.Contains(got, "second") {
+		t.Fatalf("%d bytes: %q", len(got), got)
+	}
+	if got := brief("short (note)\nmore"); got != "short (note)" {
+		t.Fatalf("%q", got)
+	}
+	if got := brief(strings.Repeat("é", 300)); !utf8.ValidString(got) || len(got) > briefMax+len("…") {
+		t.Fatalf("%d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }

@@ -122,7 +122,7 @@ func (pr *progress) transitions(p *capflowclient.Result, seen map[string]wfapi.S
 		if s.Status == wfapi.StepWaiting && s.Waiting != nil {
 			line += fmt.Sprintf(": %s (answer: %s)", printable(s.Waiting.Prompt), answerCommand(s.Waiting, p.WorkflowID, s.ID))
 		} else if s.Status != wfapi.StepRunning && s.Status != wfapi.StepSucceeded && s.Reason != "" {
-			line += ": " + printable(s.Reason)
+			line += ": " + printable(brief(s.Reason))
 		}
 		pr.println(line)
 	}
@@ -171,7 +171,7 @@ func (pr *progress) live(ctx context.Context, run *capflowclient.Run, seen map[s
 			key := fmt.Sprintf("%s attempt %d", step, pa.Attempt)
 			if _, done := seen[key]; !done {
 				seen[key] = ""
-				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, printable(caperr.FirstLine(pa.LastFailure)), pa.Attempt, pa.MaxAttempts))
+				pr.println(fmt.Sprintf("    ↻ %s: attempt %d failed (%s), attempt %d of %d", step, pa.Attempt-1, printable(brief(pa.LastFailure)), pa.Attempt, pa.MaxAttempts))
 			}
 		}
 		// A heartbeat overdue (its worker may be gone) is told once an

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	capflowclient "github.com/capflow/capflow/client"
-	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/wfapi"
 )
@@ -94,7 +93,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	}
 	head := fmt.Sprintf("%s %s %s", scr.paint(runColors[res.Status], mark), res.Plan, scr.paint(bold, string(res.Status)))
 	if res.Message != "" {
-		head += ": " + printableText(res.Message)
+		head += ": " + printable(brief(res.Message))
 	}
 	fmt.Fprintln(w, head)
 }
@@ -163,7 +162,7 @@ func resultRows(res *capflowclient.Result) (rows [][]string, hidden int) {
 		if s.Latest != nil && note == "" {
 			note = s.Latest.Message // what a running step says now
 		}
-		rows = append(rows, []string{"  " + s.ID, stepWhat(s), tool, string(s.Status), fmt.Sprint(s.Attempts), caperr.FirstLine(note)})
+		rows = append(rows, []string{"  " + s.ID, stepWhat(s), tool, string(s.Status), fmt.Sprint(s.Attempts), brief(note)})
 		for _, it := range s.Items {
 			if it.Status != wfapi.StepSucceeded {
 				rows = append(rows, []string{"    " + wfapi.ItemLabel(s.ID, it.Index), "", "", string(it.Status), fmt.Sprint(it.Attempts), it.Reason})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/capflow/capflow/internal/caperr"
 	"io"
 	"os"
 	"strconv"
@@ -155,6 +156,30 @@ func printable(s string) string {
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
+}
+
+// briefMax bounds a message on a line of human output.
+const briefMax = 200
+
+// brief is a message as a line of human output shows it: its first line,
+// at most briefMax bytes, and where it was cut, its closing note in
+// parentheses kept ("... (not retried: ...)"); report.md and --output json
+// have it whole. A tool's 4 KiB message, repeated on the live line, in the
+// table and in the verdict, flooded a terminal (a new-user trial).
+func brief(s string) string {
+	s = caperr.FirstLine(s)
+	if len(s) <= briefMax {
+		return s
+	}
+	note := ""
+	if i := strings.LastIndex(s, " ("); i > 0 && strings.HasSuffix(s, ")") && len(s)-i <= briefMax/2 {
+		note, s = s[i:], s[:i]
+	}
+	cut := briefMax - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…" + note
 }
 
 // printableText is printable for text of several lines: its newlines
