@@ -240,6 +240,11 @@ func TestToolsShowAndDescription(t *testing.T) {
 	if env := envelopeOf(t, out); code != 2 || env.Error == nil || !strings.Contains(env.Message, "tool.yaml") || strings.Contains(env.Message, "no tool") {
 		t.Fatalf("broken manifest: exit %d, %s", code, env.Message)
 	}
+	// tools list names the file it left out.
+	_, out, _ = capflow(t, "tools", "list", "--project", dir, "--output", "json")
+	if all, _ := json.Marshal(envelopeOf(t, out).Feedback); !strings.Contains(string(all), "pdf-merge/tool.yaml, left out") {
+		t.Fatalf("tools list: %s", all)
+	}
 }
 
 func TestToolsRunExitsByCapflowsTable(t *testing.T) {

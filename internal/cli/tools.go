@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -194,7 +195,7 @@ func (a *App) toolsList() *cobra.Command {
 				b.Warn("registry", w)
 			}
 			if len(reg.Problems) > 0 {
-				b.Warn("registry", fmt.Sprintf("%s; run `capflow tools validate`", caperr.Count(len(reg.Problems), "manifest problem")))
+				b.Warn("registry", fmt.Sprintf("%s in %s, left out; run `capflow tools validate`", caperr.Count(len(reg.Problems), "manifest problem"), problemFiles(reg.Problems)))
 			}
 			infos := []ToolInfo{}
 			var tools []*manifest.Manifest
@@ -362,3 +363,21 @@ func (a *App) toolsRun() *cobra.Command {
 
 // findTool looks a tool up by name (with an optional @version prefix), or
 // by a capability it provides (the tool the registry would choose).
+
+// problemFiles names the files problems are in: the first three, then how
+// many more (a new user was told only how many problems there were).
+func problemFiles(probs caperr.Problems) string {
+	var files []string
+	for _, p := range probs {
+		if p.File != "" && !slices.Contains(files, p.File) {
+			files = append(files, p.File)
+		}
+	}
+	if len(files) > 3 {
+		return fmt.Sprintf("%s and %d more files", strings.Join(files[:3], ", "), len(files)-3)
+	}
+	if len(files) == 0 {
+		return "the project's tools"
+	}
+	return strings.Join(files, ", ")
+}
