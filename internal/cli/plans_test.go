@@ -279,3 +279,19 @@ func TestGapsSayWhereTheStepIs(t *testing.T) {
 		t.Fatalf("pretty report does not place the gap:\n%s", pretty)
 	}
 }
+
+// capflow run refuses a plan with a gap as plan check does, and says that
+// nothing was started (a new user read the check's words and wondered).
+func TestRunOfAGapPlanSaysNothingStarted(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "gap.yaml")
+	os.WriteFile(plan, []byte("name: gap\nsteps:\n  - {id: a, capability: nothing.provides_this}\n"), 0o644)
+	code, out, _ := capflow(t, "run", plan, "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 3 || !strings.HasSuffix(env.Message, "(nothing was started)") {
+		t.Fatalf("exit %d: %s", code, env.Message)
+	}
+	code, human, _ := capflow(t, "run", plan, "--project", dir)
+	if code != 3 || !strings.Contains(human, "nothing was started") {
+		t.Fatalf("exit %d:\n%s", code, human)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,5 +296,25 @@ func TestScaffoldSuggestsTheSameProject(t *testing.T) {
 		if got := shellQuote(s); got != q {
 			t.Errorf("shellQuote(%q) = %s, want %s", s, got, q)
 		}
+	}
+}
+
+// A tool whose manifest is broken is not a missing tool: tools show prints
+// its problems at their lines, and tools list names the file it left out
+// (a new user was told "no tool named" it).
+func TestABrokenToolIsNotAMissingOne(t *testing.T) {
+	dir := t.TempDir()
+	capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir)
+	yaml := filepath.Join(dir, "tools", "pdf-merge", "tool.yaml")
+	raw, _ := os.ReadFile(yaml)
+	os.WriteFile(yaml, append(raw, []byte("\ntimeouts: {start_to_close: 300}\n")...), 0o644)
+	code, out, _ := capflow(t, "tools", "show", "pdf-merge", "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 2 || env.Error == nil || !strings.Contains(env.Message, "tool.yaml") || strings.Contains(env.Message, "no tool") {
+		t.Fatalf("broken manifest: exit %d, %s", code, env.Message)
+	}
+	// tools list names the file it left out.
+	_, out, _ = capflow(t, "tools", "list", "--project", dir, "--output", "json")
+	if all, _ := json.Marshal(envelopeOf(t, out).Feedback); !strings.Contains(string(all), "pdf-merge/tool.yaml, left out") {
+		t.Fatalf("tools list: %s", all)
 	}
 }

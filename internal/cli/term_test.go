@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/caperr"
@@ -123,5 +124,21 @@ func TestTableOrSaysEmpty(t *testing.T) {
 	tableOr(&b, "unused", []string{"RUN"}, [][]string{{"r1"}})
 	if b.String() != "no runs match\nRUN\nr1\n" {
 		t.Fatalf("%q", b.String())
+	}
+}
+
+// A long message is shown on a line of human output as its first line,
+// cut, its closing note kept; the JSON keeps it whole.
+func TestBrief(t *testing.T) {
+	long := strings.Repeat("x", 5000) + " (not retried: the failure is final)"
+	got := brief(long + "\nsecond line")
+	if len(got) > briefMax+len("…") || !strings.HasSuffix(got, "… (not retried: the failure is final)") || strings.Contains(got, "second") {
+		t.Fatalf("%d bytes: %q", len(got), got)
+	}
+	if got := brief("short (note)\nmore"); got != "short (note)" {
+		t.Fatalf("%q", got)
+	}
+	if got := brief(strings.Repeat("é", 300)); !utf8.ValidString(got) || len(got) > briefMax+len("…") {
+		t.Fatalf("%d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
