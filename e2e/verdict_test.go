@@ -62,8 +62,8 @@ func TestInitMakesAProjectThatRuns(t *testing.T) {
 }
 
 // TestRunRefusesWhatCheckRefuses: capflow run refuses a plan plan check
-// refuses, before anything starts, with every problem where it is and the
-// same exit (issue 54: two with: typos started a workflow that ended
+// refuses, before anything starts, with every problem where it is, the
+// same exit and check's message, saying nothing was started (issue 54: two with: typos started a workflow that ended
 // invalid with one problem, unpositioned, "and 1 more").
 func TestRunRefusesWhatCheckRefuses(t *testing.T) {
 	p := h.writePlan(t, "typos", `name: typos
@@ -82,7 +82,7 @@ steps:
 		} `json:"problems"`
 	}
 	data(t, env, &r)
-	if code != 2 || checkCode != code || r.Status != "invalid" || r.WorkflowID != "" || len(r.Problems) != 2 || env.Message != check.Message {
+	if code != 2 || checkCode != code || r.Status != "invalid" || r.WorkflowID != "" || len(r.Problems) != 2 || env.Message != check.Message+" (nothing was started)" {
 		t.Fatalf("exit %d (check %d) %s %+v: %s / %s\n%s", code, checkCode, r.Status, r.Problems, env.Message, check.Message, stderr)
 	}
 	for i, want := range []struct {
