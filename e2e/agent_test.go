@@ -327,7 +327,10 @@ func (l *agentLab) approval(t *testing.T) {
 	inPage(t, ctx, "the run page never showed triage waiting", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible("#graph svg"),
 		chromedp.Poll(nodeState("triage")+` === "waiting"`, nil))
 	var rounds string
-	inPage(t, ctx, "the agent step's panel", chromedp.Click(`#step-triage`), chromedp.WaitVisible(`button[data-action="approve"]`), chromedp.Text(`#step`, &rounds))
+	// Clicked again each half second until the panel opens: a click that
+	// met the graph while it was drawn again opened nothing (CI, twice).
+	inPage(t, ctx, "the agent step's panel", chromedp.Poll(clickUntil("triage", `button[data-action="approve"]`), nil, chromedp.WithPollingInterval(500*time.Millisecond)),
+		chromedp.WaitVisible(`button[data-action="approve"]`), chromedp.Text(`#step`, &rounds))
 	if !strings.Contains(rounds, "Agent rounds") || !strings.Contains(rounds, "file.write") || !strings.Contains(rounds, digest[:16]) {
 		t.Fatalf("the console's agent step: %q", rounds)
 	}

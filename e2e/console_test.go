@@ -93,6 +93,12 @@ func startConsoleAt(t testing.TB, dir string, env []string, args ...string) stri
 }
 
 // nodeState is the state the run page shows for a step's node.
+// clickUntil is a page expression that clicks step id's node unless
+// what (a selector) is on the page, and says whether it is.
+func clickUntil(id, what string) string {
+	return fmt.Sprintf(`document.querySelector(%q) !== null || (document.getElementById("step-%s")?.dispatchEvent(new MouseEvent("click", {bubbles: true})), false)`, what, id)
+}
+
 func nodeState(id string) string {
 	return fmt.Sprintf(`(document.getElementById("step-%s") || {dataset: {}}).dataset.state || ""`, id)
 }
