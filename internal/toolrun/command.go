@@ -97,7 +97,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	}
 	inPath, outPath := filepath.Join(recDir, InputFile), filepath.Join(wd, OutputFile)
 	// The step folder's handle, taken once: the result is read beneath it.
-	wdh, err := os.OpenFile(wd, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	wdh, err := openDir(wd)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot open the step folder: "+err.Error(), nil)
 	}
@@ -107,7 +107,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	if err := unix.Unlinkat(int(wdh.Fd()), OutputFile, 0); errors.Is(err, unix.EISDIR) {
 		_ = unix.Unlinkat(int(wdh.Fd()), OutputFile, unix.AT_REMOVEDIR)
 	}
-	stdin, err := writeInput(recDir, InputFile, inJSON)
+	stdin, err := writeInputIn(wdh, recDir, inJSON)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
 	}
@@ -119,7 +119,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	// Logs are created at the first byte: most tools write nothing there,
 	// and a file's creation is a fast step's largest cost after the fork.
 	// An earlier attempt's are removed so they never pass for this one's.
-	stdoutLog, stderrLog := newLogFile(filepath.Join(wd, StdoutLog)), newLogFile(filepath.Join(wd, StderrLog))
+	stdoutLog, stderrLog := newLogFile(wdh, StdoutLog), newLogFile(wdh, StderrLog)
 	defer stderrLog.Close()
 	// stdout is kept in memory (capped) and logged redacted at the end, so
 	// a secret split across two writes is still masked.

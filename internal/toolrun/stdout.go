@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 )
 
@@ -66,13 +65,9 @@ func readResult(dir *os.File, stdout []byte, max int64) ([]byte, string, *os.Fil
 
 // openOutput opens OutputFile beneath dir, the step folder's handle taken
 // before the tool ran: never through a link, nor through a folder the tool
-// swapped in for the step folder's path meanwhile.
+// swapped in for the step folder's path meanwhile; a FIFO never blocks.
 func openOutput(dir *os.File, flag int) (*os.File, error) {
-	fd, err := syscall.Openat(int(dir.Fd()), OutputFile, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "openat", Path: OutputFile, Err: err}
-	}
-	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), OutputFile)), nil
+	return openBeneath(dir, OutputFile, flag|syscall.O_NONBLOCK, 0)
 }
 
 // rewriteOutput writes data over the output file read (read, still open)

@@ -127,8 +127,9 @@ func FuzzLastJSONObject(f *testing.F) {
 // worker writes it, outside the tool's own limits (256 MiB of stderr went
 // to disk in 0.7 s, found attacking issue 57).
 func TestLogFileIsBounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), StderrLog)
-	l := newLogFile(path)
+	dir := t.TempDir()
+	path := filepath.Join(dir, StderrLog)
+	l := newLogFile(openTestDir(t, dir), StderrLog)
 	line := []byte(strings.Repeat("x", 1<<20-1) + "\n")
 	for range MaxLogFile>>20 + 3 {
 		if n, err := l.Write(line); n != len(line) || err != nil {
@@ -146,19 +147,31 @@ func TestLogFileIsBounded(t *testing.T) {
 	}
 	// Once past it, a short line that would still fit is not kept either
 	// (a gap would read as whole); a first write past it leaves the count.
-	gap := newLogFile(filepath.Join(t.TempDir(), StdoutLog))
+	gapDir, firstDir := t.TempDir(), t.TempDir()
+	gap := newLogFile(openTestDir(t, gapDir), StdoutLog)
 	gap.Write(make([]byte, MaxLogFile-10))
 	gap.Write(make([]byte, 100))
 	gap.Write([]byte("late\n"))
 	gap.Close()
-	first := newLogFile(filepath.Join(t.TempDir(), StdoutLog))
+	first := newLogFile(openTestDir(t, firstDir), StdoutLog)
 	first.Write(make([]byte, MaxLogFile+1))
 	first.Close()
-	g, _ := os.ReadFile(gap.path)
-	f, _ := os.ReadFile(first.path)
+	g, _ := os.ReadFile(filepath.Join(gapDir, StdoutLog))
+	f, _ := os.ReadFile(filepath.Join(firstDir, StdoutLog))
 	if bytes.Contains(g, []byte("late")) || !bytes.HasSuffix(g, []byte("105 bytes more were not kept]\n")) || string(f) != fmt.Sprintf("[capflow: stdout.log stopped at 64 MiB; %d bytes more were not kept]\n", MaxLogFile+1) {
 		t.Fatalf("after a drop: %q; a first write past the bound: %q", g[max(0, len(g)-80):], f)
 	}
+}
+
+// openTestDir is dir's handle, closed when the test ends.
+func openTestDir(t *testing.T, dir string) *os.File {
+	t.Helper()
+	f, err := openDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // The output file is read from the handle it was checked on, beneath the
@@ -170,14 +183,6 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	target := filepath.Join(dir, "real.json")
 	if err := os.WriteFile(target, []byte(head+"1}"), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	open := func(t *testing.T, p string) *os.File {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
 	}
 	for _, c := range []struct {
 		name string
@@ -194,7 +199,7 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 		if err := c.make(filepath.Join(step, OutputFile)); err != nil {
 			t.Fatal(err)
 		}
-		if b, _, _, err := readResult(open(t, step), nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+		if b, _, _, err := readResult(openTestDir(t, step), nil, 1<<20); b != nil || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v", c.name, b, err)
 		}
 	}
@@ -202,12 +207,12 @@ func TestOutputFileIsCheckedOnItsHandle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(step, OutputFile), []byte(head+"1}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, src, _, err := readResult(open(t, step), nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
+	if b, src, _, err := readResult(openTestDir(t, step), nil, 1<<20); string(b) != head+"1}" || src != OutputFile || err != nil {
 		t.Errorf("a regular file: %q %s %v", b, src, err)
 	}
 	// The step folder's path now names another folder, with its own
 	// output file: the result is still the one beneath the handle.
-	h := open(t, step)
+	h := openTestDir(t, step)
 	other := t.TempDir()
 	if err := os.WriteFile(filepath.Join(other, OutputFile), []byte(head+"2}"), 0o600); err != nil {
 		t.Fatal(err)

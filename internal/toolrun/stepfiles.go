@@ -5,19 +5,33 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The files the worker writes in a command step's folder.
 
-// writeInput writes the input file (name in dir, never through a link)
-// and returns it open for reading at its start: the tool's stdin, with
-// no pipe and no goroutine to copy it there, and no way to write it back.
-func writeInput(dir, name string, data []byte) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// openDir takes a folder's handle once, never through a link: what the
+// worker writes and reads there is opened beneath it (openBeneath), so a
+// tool that swaps the folder's path for a link meanwhile moves nothing.
+func openDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+}
+
+// openBeneath opens name in the folder dir holds, never through a link.
+func openBeneath(dir *os.File, name string, flag int, perm uint32) (*os.File, error) {
+	fd, err := syscall.Openat(int(dir.Fd()), name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "openat", Path: name, Err: err}
 	}
-	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), name)), nil
+}
+
+// writeInput writes the input file beneath dir and returns it open for
+// reading at its start: the tool's stdin, with no pipe and no goroutine
+// to copy it there, and no way to write it back.
+func writeInput(dir *os.File, name string, data []byte) (*os.File, error) {
+	f, err := openBeneath(dir, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -28,14 +42,33 @@ func writeInput(dir, name string, data []byte) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	return openBeneath(dir, name, os.O_RDONLY, 0)
+}
+
+// writeInputIn writes the input file in the step folder (wd, its handle)
+// or in the step's records folder where the run keeps one (the engine's,
+// out of the tool's sight), created if missing.
+func writeInputIn(wd *os.File, records string, data []byte) (*os.File, error) {
+	if records == "" || records == wd.Name() {
+		return writeInput(wd, InputFile, data)
+	}
+	if err := os.MkdirAll(records, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := openDir(records)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return writeInput(dir, InputFile, data)
 }
 
 // logFile is a step's log file, created at its first write (removing
 // any earlier one at once), kept to MaxLogFile bytes: the worker writes
 // it, outside the tool's own limits on what it writes.
 type logFile struct {
-	path             string
+	dir              *os.File // the step folder's handle
+	name             string
 	f                *os.File
 	err              error
 	written, dropped int64
@@ -46,9 +79,9 @@ type logFile struct {
 // counted, and the count is the log's last line.
 const MaxLogFile = 64 << 20
 
-func newLogFile(path string) *logFile {
-	_ = os.Remove(path)
-	return &logFile{path: path}
+func newLogFile(dir *os.File, name string) *logFile {
+	_ = unix.Unlinkat(int(dir.Fd()), name, 0)
+	return &logFile{dir: dir, name: name}
 }
 
 func (l *logFile) Write(p []byte) (int, error) {
@@ -65,8 +98,10 @@ func (l *logFile) write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
 		// The tool may have put something of its own there by now (it
 		// writes in this folder): a link is never followed, a file never
-		// replaced, and the log is then not written.
-		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		// replaced, and the log is then not written. Beneath the handle
+		// taken before the tool started: a folder it swapped in for the
+		// step folder's path gets nothing.
+		l.f, l.err = openBeneath(l.dir, l.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}
 	if l.err != nil {
 		return 0, l.err
@@ -85,7 +120,7 @@ func (l *logFile) Close() error {
 		if l.written > 0 && l.last != '\n' {
 			nl = "\n" // on a line of its own
 		}
-		_, _ = l.write(fmt.Appendf(nil, "%s[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", nl, filepath.Base(l.path), MaxLogFile>>20, l.dropped))
+		_, _ = l.write(fmt.Appendf(nil, "%s[capflow: %s stopped at %d MiB; %d bytes more were not kept]\n", nl, l.name, MaxLogFile>>20, l.dropped))
 	}
 	if l.f == nil {
 		return nil
