@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is capflow's typed error: a contract code, a message, and where
@@ -135,6 +136,30 @@ func FirstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// Headline is a message's first line cut to at most max bytes, "…"
+// marking a cut: what a one-line view (a step's message, a table cell)
+// shows of a long message.
+func Headline(s string, max int) string {
+	s = FirstLine(s)
+	if len(s) <= max {
+		return s
+	}
+	return Prefix(s, max) + "…"
+}
+
+// Prefix is s's longest start of at most n bytes that ends on a
+// character: a cut through one is invalid UTF-8, which JSON does not
+// carry as it is.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:max(n, 0)]
 }
 
 // Count is n and a noun, plural unless n is 1 ("1 step", "3 steps").

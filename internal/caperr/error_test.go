@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestErrorRendering(t *testing.T) {
@@ -62,6 +63,24 @@ func TestCount(t *testing.T) {
 	for n, want := range map[string]string{"1 step": Count(1, "step"), "2 steps": Count(2, "step"), "0 kits": Count(0, "kit"), "3 capabilities": Count(3, "capability"), "2 keys": Count(2, "key")} {
 		if n != want {
 			t.Errorf("%q, want %q", want, n)
+		}
+	}
+}
+
+// A one-line view cuts on a character's boundary (an MCP server's long
+// non-ASCII answer cut through one made a cache entry whose JSON did not
+// read back byte for byte).
+func TestHeadlineCutsOnACharacter(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"ответ", 3, "о…"}, {"ответ", 4, "от…"}, {"abc\ndef", 10, "abc"}, {"abcdef", 3, "abc…"}, {"短い", 10, "短い"}, {"短い", 2, "…"},
+	} {
+		got := Headline(c.in, c.max)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("Headline(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
 	}
 }

@@ -175,11 +175,7 @@ func brief(s string) string {
 	if i := strings.LastIndex(s, " ("); i > 0 && strings.HasSuffix(s, ")") && len(s)-i <= briefMax/2 {
 		note, s = s[i:], s[:i]
 	}
-	cut := briefMax - len(note)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…" + note
+	return caperr.Prefix(s, briefMax-len(note)) + "…" + note
 }
 
 // printableText is printable for text of several lines: its newlines

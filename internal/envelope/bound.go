@@ -3,7 +3,8 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/capflow/capflow/internal/caperr"
 )
 
 // What an envelope may carry into a run's history (docs/envelope.md): a
@@ -85,11 +86,7 @@ func Truncate(s string, n int) string {
 		return s
 	}
 	const mark = "… [cut]"
-	n -= len(mark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:max(n, 0)] + mark
+	return caperr.Prefix(s, n-len(mark)) + mark
 }
 
 // Size is e's JSON size.

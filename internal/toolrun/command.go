@@ -215,10 +215,10 @@ func toolEnv(req Request, inPath, outPath, wd string) []string {
 	return env
 }
 
-// lastBytes is b's last n bytes, from a character's start, masked: the
-// cut comes first (b may be megabytes), so what it left of a secret at
-// the start is masked too (CutFront).
-func lastBytes(b []byte, n int, red *envelope.Redactor) string {
+// lastBytes is b's last n bytes, from a character's start: where b was
+// not masked yet, mask what it returns with Redactor.CutFront, which
+// masks what the cut left of a secret at its start too.
+func lastBytes(b []byte, n int) string {
 	if len(b) > n {
 		i := len(b) - n
 		for k := 0; k < utf8.UTFMax-1 && i < len(b) && !utf8.RuneStart(b[i]); k++ {
@@ -226,7 +226,7 @@ func lastBytes(b []byte, n int, red *envelope.Redactor) string {
 		}
 		b = b[i:]
 	}
-	return red.CutFront(string(b))
+	return string(b)
 }
 
 // readStderr splits stderr into feedback events (JSON objects with phase,
@@ -324,20 +324,26 @@ type capped struct {
 	max     int64
 	buf     bytes.Buffer
 	dropped int64
+	mask    []byte // masked's answer, until the next write
 }
 
 // masked is what was kept, masked: where the cap cut it, the start of a
-// secret the cut left at its end is masked too (Redactor.Cut).
+// secret the cut left at its end is masked too (Redactor.Cut). Masked
+// once: a failed step's data and its stdout.log both show it.
 func (c *capped) masked(red *envelope.Redactor) []byte {
-	if c.dropped > 0 {
-		return []byte(red.Cut(c.buf.String()))
+	if c.mask == nil {
+		c.mask = red.Bytes(c.buf.Bytes())
+		if c.dropped > 0 {
+			c.mask = []byte(red.Cut(c.buf.String()))
+		}
 	}
-	return red.Bytes(c.buf.Bytes())
+	return c.mask
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	room := c.max - int64(c.buf.Len())
 	keep := p
+	c.mask = nil
 	if int64(len(p)) > room {
 		if room < 0 {
 			room = 0

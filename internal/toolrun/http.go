@@ -49,7 +49,7 @@ func (r *Runner) runHTTP(ctx context.Context, req Request, b *envelope.Builder, 
 	}
 	env, perr := decodeEnvelope(raw)
 	if perr != nil {
-		b.Error("result", fmt.Sprintf("HTTP %d without a valid envelope", resp.StatusCode), lastBytes(raw, 2048, red))
+		b.Error("result", fmt.Sprintf("HTTP %d without a valid envelope", resp.StatusCode), red.CutFront(lastBytes(raw, 2048)))
 		code := caperr.ToolFailure
 		if resp.StatusCode >= 500 {
 			code = caperr.DependencyUnavailable

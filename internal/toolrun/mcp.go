@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -118,18 +117,5 @@ func contentText(cs []mcp.Content) string {
 // masked, then cut to 200 bytes (masked first: a cut through a secret
 // leaves a part that no mask then matches).
 func answerLine(name, text string, red *envelope.Redactor) string {
-	return fmt.Sprintf("%s: %s", name, firstLine(red.String(caperr.FirstLine(text)), 200))
-}
-
-func firstLine(s string, max int) string {
-	s = caperr.FirstLine(s)
-	if len(s) > max {
-		// On a character's boundary: a cut through one is invalid UTF-8,
-		// which JSON does not carry as it is.
-		for max > 0 && !utf8.RuneStart(s[max]) {
-			max--
-		}
-		s = s[:max] + "…"
-	}
-	return s
+	return fmt.Sprintf("%s: %s", name, caperr.Headline(red.String(caperr.FirstLine(text)), 200))
 }

@@ -8,24 +8,6 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 )
 
-// TestFirstLineCutsOnACharacter: an MCP server's long non-ASCII answer is
-// cut on a character's boundary (a cut through one made a cache entry
-// whose JSON did not read back byte for byte).
-func TestFirstLineCutsOnACharacter(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"ответ", 3, "о…"}, {"ответ", 4, "от…"}, {"abc\ndef", 10, "abc"}, {"abcdef", 3, "abc…"}, {"短い", 10, "短い"},
-	} {
-		got := firstLine(c.in, c.max)
-		if got != c.want || !utf8.ValidString(got) {
-			t.Errorf("firstLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
-		}
-	}
-}
-
 // What a tool hands back is masked before it is cut: a cut through a
 // secret left its start (an MCP answer's first line) or its end (an HTTP
 // answer's or a command's stdout's last bytes), which no mask then matched
@@ -42,7 +24,7 @@ func TestMaskedBeforeItIsCut(t *testing.T) {
 	}
 	for _, at := range []int{2, 10, 20} { // the secret across the tail's start
 		raw := []byte("head " + secret[:len(secret)-at] + secret[len(secret)-at:] + strings.Repeat("b", 2048-at))
-		got := lastBytes(raw, 2048, red)
+		got := red.CutFront(lastBytes(raw, 2048))
 		if strings.Contains(got, secret[len(secret)-at:]) && at >= 4 {
 			t.Errorf("tail after %d bytes of the secret: %q keeps its end", at, got[:40])
 		}
@@ -57,11 +39,19 @@ func TestMaskedBeforeItIsCut(t *testing.T) {
 	if got := string(c.masked(red)); strings.Contains(got, secret[:7]) || !strings.HasSuffix(got, envelope.Mask) {
 		t.Errorf("capped stdout ends %q", got[len(got)-20:])
 	}
-	if got := lastBytes([]byte(strings.Repeat("\x80", 100)), 10, nil); len(got) != 7 {
+	// Masked once, and again after a write: what came after is masked too.
+	short := &capped{max: 1 << 10}
+	short.Write([]byte("a "))
+	short.masked(red)
+	short.Write([]byte(secret))
+	if got := string(short.masked(red)); got != "a "+envelope.Mask {
+		t.Errorf("masked after a later write: %q", got)
+	}
+	if got := lastBytes([]byte(strings.Repeat("\x80", 100)), 10); len(got) != 7 {
 		t.Errorf("binary tail of %d bytes, want 7 (at most 3 skipped)", len(got))
 	}
 	// A tail starts on a character: "é" is two bytes, and 2047 of them cut one.
-	if got := lastBytes([]byte(strings.Repeat("é", 2000)), 2047, nil); !utf8.ValidString(got) || len(got) != 2046 {
+	if got := lastBytes([]byte(strings.Repeat("é", 2000)), 2047); !utf8.ValidString(got) || len(got) != 2046 {
 		t.Errorf("tail of %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }

@@ -276,7 +276,7 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 	exit := p.exit
 	if m.Entrypoint.Result == manifest.ResultExitCode {
 		b.Append(p.events.list()...)
-		data := map[string]any{"exit_code": exit, "stdout": lastBytes(p.stdout.masked(p.red), 64<<10, p.red)}
+		data := map[string]any{"exit_code": exit, "stdout": lastBytes(p.stdout.masked(p.red), 64<<10)}
 		if exit == 0 {
 			return b.Succeed(fmt.Sprintf("%s exited 0", m.Name), data)
 		}
