@@ -262,6 +262,23 @@ type Gap struct {
 	Line int    `json:"line,omitempty"`
 }
 
+// LeftOut names the manifests that declare the gap's capability but were
+// left out for their problems: a tool to mend, not one to write.
+func (g Gap) LeftOut() []string {
+	var out []string
+	switch v := g.ReasonDetails["left_out"].(type) {
+	case []string:
+		out = v
+	case []any: // as JSON reads it back
+		for _, f := range v {
+			if s, ok := f.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // Pinned is the tool the gap's step pins that does not exist ("": none).
 func (g Gap) Pinned() string {
 	pinned, _ := g.ReasonDetails["pinned"].(string)

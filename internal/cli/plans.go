@@ -155,7 +155,8 @@ func scaffoldHint(gapsFile string) string {
 }
 
 // gapAdvice is what to do about a gap: a tool to scaffold where none
-// provides the capability, the pin where the step pins one that does
+// provides the capability, the manifest to fix where one that declares it
+// is left out for its problems, the pin where the step pins one that does
 // not exist. Where one does but cannot take the step's inputs, the step
 // is what to fix: a tool of its own would serve the capability to every
 // plan of the project in place of that one.
@@ -163,6 +164,8 @@ func gapAdvice(g wire.Gap, gapsFile string) string {
 	switch {
 	case g.Pinned() != "":
 		return fmt.Sprintf("fix or drop the step's pin (tool: %s), or give the project a tool of that name", g.Pinned())
+	case len(g.LeftOut()) > 0:
+		return fmt.Sprintf("fix: %s (capflow tools validate names its problems), not a new tool", strings.Join(g.LeftOut(), ", "))
 	case g.Reason == gap.NoCapabilityMatch:
 		return fmt.Sprintf("proposed tool: %s (%s)", g.ProposedToolName, scaffoldHint(gapsFile))
 	case g.Reason != gap.SchemaIncompatible:

@@ -317,4 +317,17 @@ func TestABrokenToolIsNotAMissingOne(t *testing.T) {
 	if all, _ := json.Marshal(envelopeOf(t, out).Feedback); !strings.Contains(string(all), "pdf-merge/tool.yaml, left out") {
 		t.Fatalf("tools list: %s", all)
 	}
+	// A plan that needs it is told to mend that file, and a scaffold from
+	// its gaps leaves it (a trial was offered a second tool beside it).
+	plan, gaps := filepath.Join(dir, "plan.yaml"), filepath.Join(dir, "gaps.json")
+	os.WriteFile(plan, []byte("name: merge\nsteps:\n  - {id: m, capability: pdf.merge, with: {files: [a.pdf]}}\n"), 0o644)
+	code, out, _ = capflow(t, "plan", "check", plan, "--project", dir, "--output-path", gaps)
+	if code != 3 || !strings.Contains(out, "no tool provides pdf.merge: tools/pdf-merge/tool.yaml declares it but is left out for its problems") ||
+		!strings.Contains(out, "      fix: tools/pdf-merge/tool.yaml (capflow tools validate names its problems), not a new tool\n") {
+		t.Fatalf("plan check: exit %d\n%s", code, out)
+	}
+	code, out, _ = capflow(t, "tools", "scaffold", "--from-gaps", gaps, "--project", dir, "--output", "json")
+	if env := envelopeOf(t, out); code != 0 || len(env.Feedback) != 1 || env.Feedback[0].Message != "step m ("+plan+":3) is left to its plan: tools/pdf-merge/tool.yaml declares pdf.merge but is left out for its problems; fix it (capflow tools validate names them), or pass --alongside for a second tool" {
+		t.Fatalf("scaffold from its gaps: exit %d %s", code, out)
+	}
 }

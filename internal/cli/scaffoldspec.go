@@ -117,6 +117,9 @@ func (a *App) unprovided(b *envelope.Builder, specs []scaffoldSpec, f scaffoldFl
 		case g != nil && g.Pinned() != "":
 			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s; fix or drop its pin (tool: %s), or scaffold a tool of that name", s.where(), g.ReasonMessage, g.Pinned()))
 			continue
+		case g != nil && len(g.LeftOut()) > 0 && !f.alongside:
+			b.Warn("scaffold", fmt.Sprintf("%s is left to its plan: %s declares %s but is left out for its problems; fix it (capflow tools validate names them), or pass --alongside for a second tool", s.where(), strings.Join(g.LeftOut(), ", "), s.Capability))
+			continue
 		}
 		if reg == nil && discovered(s, cfg) {
 			var err error

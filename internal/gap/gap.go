@@ -126,7 +126,8 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			continue
 		}
 		r, err := reg.Resolve(s.Capability, s.Tool)
-		if err != nil && s.Tool == "" {
+		leftOut := reg.LeftOut[s.Capability]
+		if err != nil && s.Tool == "" && len(leftOut) == 0 {
 			if near := suggest.Typo(s.Capability, reg.Capabilities()); near != "" {
 				// The plan's typo, not a tool to write: exit 2 at its line.
 				line, col := p.Pos("steps", strconv.Itoa(index[s.ID]), "capability")
@@ -137,6 +138,9 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 		}
 		if err != nil {
 			details := map[string]any{"similar": nonNil(reg.Similar(s.Capability))}
+			if len(leftOut) > 0 {
+				details["left_out"] = leftOut // a tool to mend, not to write
+			}
 			if s.Tool != "" {
 				details["pinned"] = s.Tool
 				var providers []string

@@ -89,6 +89,27 @@ func ParseWith(file, dir string, data []byte, o Options) (*Manifest, caperr.Prob
 	return &m, nil
 }
 
+// Declared is what a manifest's capabilities field names, read from its
+// YAML alone: what a manifest left out for its problems would have
+// provided, so a plan that needs it is told to fix that file rather
+// than to write a new tool.
+func Declared(file string, data []byte) []string {
+	// Leniently: a key written twice is a common way to break one.
+	doc, err := yamldoc.ParseLenient(file, data)
+	if err != nil || doc.Root.Kind != yamldoc.Map {
+		return nil
+	}
+	raw, _ := doc.Root.Interface().(map[string]any)
+	list, _ := raw["capabilities"].([]any)
+	var out []string
+	for _, c := range list {
+		if s, ok := c.(string); ok && ValidCapability(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func semanticChecks(doc *yamldoc.Doc, raw map[string]any, o Options) caperr.Problems {
 	var probs caperr.Problems
 	at := func(path []string, format string, args ...any) {

@@ -14,7 +14,7 @@ import (
 
 // cacheFormat changes whenever the cached shape changes; an old cache is
 // then simply rebuilt.
-const cacheFormat = 1
+const cacheFormat = 2
 
 // CacheFile is the cache's name inside state_dir.
 const CacheFile = "registry-cache.json"
@@ -34,6 +34,7 @@ type cache struct {
 	Tools       []*manifest.Manifest `json:"tools"`
 	Kits        []*manifest.Kit      `json:"kits"`
 	Problems    []cachedProblem      `json:"problems"`
+	LeftOut     map[string][]string  `json:"left_out,omitempty"`
 }
 
 // fingerprint covers the options and every file's identity (its stamp
@@ -84,7 +85,7 @@ func readCache(opts Options, fp string) (*Registry, string) {
 	if c.Format != cacheFormat || c.Fingerprint != fp {
 		return nil, "" // stale: an ordinary rebuild, nothing to warn about
 	}
-	r := &Registry{Tools: c.Tools, Kits: c.Kits}
+	r := &Registry{Tools: c.Tools, Kits: c.Kits, LeftOut: c.LeftOut}
 	for _, cp := range c.Problems {
 		r.Problems = append(r.Problems, caperr.New(cp.Code, "%s", cp.Message).At(cp.File, cp.Line, cp.Column, cp.Field))
 	}
@@ -101,7 +102,7 @@ func writeCache(opts Options, fp string, r *Registry) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	c := cache{Format: cacheFormat, Fingerprint: fp, Tools: r.Tools, Kits: r.Kits}
+	c := cache{Format: cacheFormat, Fingerprint: fp, Tools: r.Tools, Kits: r.Kits, LeftOut: r.LeftOut}
 	for _, p := range r.Problems {
 		c.Problems = append(c.Problems, cachedProblem{p.Code, p.Message, p.File, p.Line, p.Column, p.Field})
 	}

@@ -63,6 +63,9 @@ type Registry struct {
 	Tools    []*manifest.Manifest `json:"tools"`
 	Kits     []*manifest.Kit      `json:"kits"`
 	Problems caperr.Problems      `json:"-"`
+	// LeftOut names, for a capability, the manifests left out for their
+	// problems that declare it (manifest.Declared).
+	LeftOut map[string][]string `json:"-"`
 	// Warnings are things the user should know that broke nothing (e.g. a
 	// corrupt cache that was rebuilt).
 	Warnings []string `json:"-"`
@@ -275,6 +278,7 @@ func build(opts Options, files []found) *Registry {
 			m, probs := manifest.ParseWith(f.display, f.dir, data, manifest.Options{Protected: opts.Protected})
 			r.Problems = append(r.Problems, probs...)
 			if m == nil {
+				r.leaveOut(f.display, data)
 				continue
 			}
 			m.Source, m.Kit = f.source, f.kit

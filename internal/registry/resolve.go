@@ -65,12 +65,28 @@ func (r *Registry) ProblemsNote() string {
 	return fmt.Sprintf(" (%s %s some tools out: see capflow tools validate)", caperr.Count(len(r.Problems), "manifest problem"), verb)
 }
 
+// leaveOut records the capabilities a manifest left out declares.
+func (r *Registry) leaveOut(file string, data []byte) {
+	for _, c := range manifest.Declared(file, data) {
+		if r.LeftOut == nil {
+			r.LeftOut = map[string][]string{}
+		}
+		if !slices.Contains(r.LeftOut[c], file) {
+			r.LeftOut[c] = append(r.LeftOut[c], file)
+		}
+	}
+}
+
 // Resolve picks the tool for capability c. pin ("name" or
 // "name@version-prefix") restricts the candidates. A failure is a
 // *caperr.Error with TOOL_NOT_FOUND whose message suggests alternatives.
 func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 	res := &Resolution{Capability: c, Pin: pin}
 	all := r.byCap[c]
+	if len(all) == 0 && len(r.LeftOut[c]) > 0 {
+		// Not a tool to write: one to mend.
+		return res, caperr.New(caperr.ToolNotFound, "no tool provides %s: %s declares it but is left out for its problems (capflow tools validate names them; fix it, then check again)", c, strings.Join(r.LeftOut[c], ", "))
+	}
 	if len(all) == 0 {
 		// A near spelling first: a typo is likelier than a missing tool.
 		near := suggest.Closest(c, r.Capabilities(), 1)

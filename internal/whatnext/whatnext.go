@@ -198,6 +198,14 @@ func ofGaps(gaps []wire.Gap) wire.Next {
 			next.Advice = "no tool provides the gaps' capabilities: capflow plan check PLAN --output-path GAPS.json, then capflow tools scaffold --from-gaps GAPS.json"
 		}
 	}
+	for _, g := range gaps {
+		if files := g.LeftOut(); len(files) > 0 {
+			// A broken manifest first: scaffolding beside it makes a second tool.
+			next.Command = "capflow tools validate"
+			next.Advice = fmt.Sprintf("%s declares %s but is left out for its problems: capflow tools validate names them; fix it, then check the plan again", strings.Join(files, ", "), g.MissingCapability)
+			break
+		}
+	}
 	if len(gaps) == 0 {
 		next.Advice = "no plan covers the request: capflow route REQUEST shows what the router made of it, capflow tools list what the project can do"
 	}

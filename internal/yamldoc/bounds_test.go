@@ -41,13 +41,16 @@ func TestHostileDocuments(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse("hostile.yaml", []byte(c.src))
-			var ce *caperr.Error
-			if err == nil || caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("want INVALID_INPUT %q, got %v", c.want, err)
-			}
-			if ok := asErr(err, &ce); !ok || ce.File != "hostile.yaml" || ce.Line != c.line {
-				t.Fatalf("want hostile.yaml line %d, got %v", c.line, err)
+			// ParseLenient keeps every bound Parse has.
+			for _, parse := range []func(string, []byte) (*Doc, error){Parse, ParseLenient} {
+				_, err := parse("hostile.yaml", []byte(c.src))
+				var ce *caperr.Error
+				if err == nil || caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("want INVALID_INPUT %q, got %v", c.want, err)
+				}
+				if ok := asErr(err, &ce); !ok || ce.File != "hostile.yaml" || ce.Line != c.line {
+					t.Fatalf("want hostile.yaml line %d, got %v", c.line, err)
+				}
 			}
 		})
 	}
@@ -59,6 +62,19 @@ func TestHostileDocuments(t *testing.T) {
 	// A few shared aliases are fine.
 	if d, err := Parse("ok.yaml", []byte(aliasBomb(4))); err != nil || len(d.Root.Keys) != 4 {
 		t.Fatalf("small alias use: %v", err)
+	}
+}
+
+// ParseLenient reads a key written twice, where Parse refuses it: the
+// first one counts.
+func TestParseLenientReadsAKeyWrittenTwice(t *testing.T) {
+	src := []byte("a: 1\nb: [x]\na: {c: 2}\n")
+	if _, err := Parse("twice.yaml", src); err == nil {
+		t.Fatal("Parse took a key written twice")
+	}
+	d, err := ParseLenient("twice.yaml", src)
+	if err != nil || len(d.Root.Keys) != 2 || fmt.Sprint(d.Root.Get("a").Interface()) != "1" {
+		t.Fatalf("%v: %+v", err, d)
 	}
 }
 

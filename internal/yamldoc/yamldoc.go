@@ -74,7 +74,14 @@ const (
 
 // Parse reads one YAML document. Syntax errors come back as a
 // *caperr.Error with code INVALID_INPUT and the position of the fault.
-func Parse(file string, data []byte) (doc *Doc, err error) {
+func Parse(file string, data []byte) (*Doc, error) { return parse(file, data, false) }
+
+// ParseLenient reads one YAML document whose keys may be written twice
+// (the first one counts), within Parse's bounds: what a file refused for
+// that would have said, read to tell the user (manifest.Declared).
+func ParseLenient(file string, data []byte) (*Doc, error) { return parse(file, data, true) }
+
+func parse(file string, data []byte, lenient bool) (doc *Doc, err error) {
 	defer func() {
 		// The parser is third-party code fed arbitrary bytes; a panic
 		// there must become an error that names the file, never a crash.
@@ -89,7 +96,11 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 	if p, why := prescan(data); why != "" {
 		return nil, caperr.New(caperr.InvalidInput, "%s", why).At(file, p.Line, p.Column, "")
 	}
-	f, perr := parser.ParseBytes(data, 0)
+	var opts []parser.Option
+	if lenient {
+		opts = append(opts, parser.AllowDuplicateMapKey())
+	}
+	f, perr := parser.ParseBytes(data, 0, opts...)
 	if perr != nil {
 		return nil, syntaxError(file, data, perr)
 	}
@@ -107,7 +118,7 @@ func Parse(file string, data []byte) (doc *Doc, err error) {
 	}
 	if len(bodies) == 1 {
 		c := &converter{file: file, anchors: map[string]*Node{}, sizes: map[*Node]extent{},
-			maxAliasBytes: AliasBytes(len(data))}
+			maxAliasBytes: AliasBytes(len(data)), lenient: lenient}
 		n, cerr := c.convert(bodies[0], 0)
 		if cerr != nil {
 			return nil, cerr
@@ -165,6 +176,7 @@ type converter struct {
 	// aliasBytes are the bytes aliases copied so far, bounded by
 	// maxAliasBytes (AliasBytes of the file's size).
 	aliasBytes, maxAliasBytes int64
+	lenient                   bool // a key written twice: the first counts
 }
 
 // extent is what a value expands to: its values and the bytes of its
@@ -337,6 +349,9 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 		name = "null"
 	}
 	for _, k := range m.Keys {
+		if k.Name == name && c.lenient {
+			return nil
+		}
 		if k.Name == name {
 			return c.errAt(kp, "duplicate key %q (first at line %d)", name, k.Pos.Line)
 		}
