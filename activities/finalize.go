@@ -58,7 +58,7 @@ func (a *Activities) Finalize(ctx context.Context, in wfapi.FinalizeInput) (*wfa
 		res.Outputs = outputs(rr, &res)
 	}
 	res.Report = *paths
-	res.Next = whatnext.Of(&res)
+	res.Next = whatnext.OfWith(&res, withOf(rr))
 	// The run's trace, when the worker traces: this activity's span is in it.
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		res.TraceID = sc.TraceID().String()
@@ -321,4 +321,19 @@ func outputs(rr *wfapi.ResolveResult, res *wfapi.Result) map[string]any {
 		out[name] = v
 	}
 	return out
+}
+
+// withOf gives what-next each step's inputs as the plan writes them.
+func withOf(rr *wfapi.ResolveResult) whatnext.With {
+	if rr == nil {
+		return nil
+	}
+	return func(id string) map[string]any {
+		for _, s := range rr.Steps {
+			if s.ID == id {
+				return s.With
+			}
+		}
+		return nil
+	}
 }

@@ -125,3 +125,30 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A step refused for its input is told where that input came from, with
+// the command that can help: none for a run input (a rerun replays it and
+// fails the same way, as a trial found), a rerun from the step that made
+// it for an earlier step's output.
+func TestARefusedInputsNextNamesItsSource(t *testing.T) {
+	p := h.writePlan(t, "refused-input", `name: refused-input
+inputs: {file: {type: string}}
+steps:
+  - {id: read, capability: file.read, with: {path: "${inputs.file}"}}
+`)
+	code, r := h.run(t, p, "--input", "file=e2e-plans/nope.md")
+	want := "the message names the input; it comes from the run's input file: capflow run PLAN --input file=VALUE with a value that fits (a rerun replays the inputs it was given)"
+	if code != 1 || len(r.Next) != 1 || r.Next[0].Code != "INVALID_INPUT" || r.Next[0].Command != "" || r.Next[0].Advice != want {
+		t.Fatalf("a run input: exit %d %+v", code, r.Next)
+	}
+	p = h.writePlan(t, "refused-output", `name: refused-output
+steps:
+  - {id: name, capability: text.render, with: {template: e2e-plans/nope.md}}
+  - {id: read, capability: file.read, with: {path: "${steps.name.data.text}"}}
+`)
+	code, r = h.run(t, p)
+	want = "the message names the input; it comes from step name's output: fix that step or its tool, then the command above runs it again"
+	if code != 1 || len(r.Next) != 1 || r.Next[0].Command != "capflow rerun "+r.WorkflowID+" --from name" || r.Next[0].Advice != want {
+		t.Fatalf("an earlier step's output: exit %d %+v", code, r.Next)
+	}
+}

@@ -125,7 +125,7 @@ func NonRetryable() []string {
 // step.
 var advice = map[Code]string{
 	ConfigError:              "fix the configuration file the message names, then run again",
-	InvalidInput:             "the message names the input. Written in the plan: fix it there, then capflow run PLAN again (a rerun replays the plan it was given). From a file or an earlier step's output: fix that, then the command above",
+	InvalidInput:             "the message names the input. Written in the plan: fix it there, then capflow run PLAN again (a rerun replays the plan it was given). A run input: capflow run PLAN --input NAME=VALUE again. From a file or an earlier step's output: fix that, then the command above",
 	SchemaViolation:          "make the data match the schema the message names; capflow tools show TOOL prints the tool's schemas",
 	ToolNotFound:             "activate a kit or add a tool that provides the capability (capflow tools list), or scaffold one",
 	DependencyUnavailable:    "check the dependency the message names (a binary on PATH, an environment variable, a service the policy lets the run reach), then rerun",
