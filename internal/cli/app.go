@@ -172,6 +172,9 @@ func (a *App) main(args []string) (code int) {
 	if err != nil {
 		// Flag and argument errors from cobra: invalid input, on one line.
 		msg := cobraSuggestion.ReplaceAllString(err.Error(), ` (did you mean "$1"?)`)
+		if m := cobraUnknown.FindStringSubmatch(msg); m != nil {
+			msg += nested(root, m[1]) // "check" is "plan check"
+		}
 		if c, _, ferr := root.Find(args); ferr == nil && cobraArgCount.MatchString(msg) {
 			// cobra says how many, not of what: the usage line does.
 			msg = fmt.Sprintf("%s %s (usage: %s)", c.CommandPath(), msg, c.UseLine())
@@ -202,6 +205,9 @@ func (a *App) main(args []string) (code int) {
 // cobraArgCount is cobra's word on a command given too many or too few
 // arguments.
 var cobraArgCount = regexp.MustCompile(`^(accepts|requires) .*arg\(s\)`)
+
+// cobraUnknown is cobra's unknown command with no suggestion of its own.
+var cobraUnknown = regexp.MustCompile(`^unknown command "([^"]+)" for "[^"]+"$`)
 
 // cobraSuggestion is cobra's multi-line "did you mean" for a root command.
 var cobraSuggestion = regexp.MustCompile(`\s*Did you mean this\?\s+(\S+)(?:\s+\S+)*\s*$`)

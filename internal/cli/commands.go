@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,23 @@ func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 	}
 }
 
+// nested suggests a group's subcommand of that name one level down
+// ("check" is "plan check"), as (did you mean "plan check"?); "" for none.
+func nested(cmd *cobra.Command, name string) string {
+	var found []string
+	for _, g := range cmd.Commands() {
+		for _, c := range g.Commands() {
+			if c.IsAvailableCommand() && (c.Name() == name || slices.Contains(c.Aliases, name)) {
+				found = append(found, `"`+g.Name()+" "+c.Name()+`"`)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return " (did you mean " + strings.Join(found, " or ") + "?)"
+}
+
 // groupRun makes a command group reject unknown subcommands (cobra would
 // print help and exit 0); a bare group is a usage error, exit 2, in every
 // output (as go's own groups are): its help goes to stderr first in
@@ -41,7 +59,11 @@ func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 				names = append(names, c.Aliases...)
 			}
 		}
-		return caperr.New(caperr.InvalidInput, "unknown command %q for %q%s (see --help)", args[0], cmd.CommandPath(), suggest.Phrase(args[0], names))
+		hint := suggest.Phrase(args[0], names)
+		if hint == "" {
+			hint = nested(cmd, args[0])
+		}
+		return caperr.New(caperr.InvalidInput, "unknown command %q for %q%s (see --help)", args[0], cmd.CommandPath(), hint)
 	}
 	var subs []string
 	for _, c := range cmd.Commands() {

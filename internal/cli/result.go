@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	capflowclient "github.com/capflow/capflow/client"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/runfolder"
 	"github.com/capflow/capflow/internal/wfapi"
 )
 
@@ -85,7 +87,7 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 	if res.TraceID != "" {
 		fmt.Fprintf(w, "trace: %s\n", res.TraceID)
 	}
-	prettyNext(w, res.Next)
+	prettyNext(w, res.Next, filepath.Dir(res.Report.JSON))
 	// The verdict last: what a person reads first when the output ends.
 	mark := map[wfapi.RunStatus]string{wfapi.StatusPassed: "✓", wfapi.StatusRunning: "…", wfapi.StatusPaused: "⏸", wfapi.StatusCancelled: "⏹", wfapi.StatusBlockedByPolicy: "⛔"}[res.Status]
 	if mark == "" {
@@ -99,12 +101,17 @@ func prettyResult(w io.Writer, res *capflowclient.Result, url string) {
 }
 
 // prettyNext prints what to do about each failure: its stderr's last
-// lines, then the command and the advice.
-func prettyNext(w io.Writer, next []capflowclient.Next) {
+// lines (and where its stderr.log is, in the run's folder runDir, "."
+// where the run has none yet), then the command and the advice.
+func prettyNext(w io.Writer, next []capflowclient.Next, runDir string) {
 	scr := screenOf(w)
 	for _, n := range next {
 		if len(n.Stderr) > 0 {
-			fmt.Fprintf(w, "  %s's stderr, last lines (its step folder's stderr.log has every line):\n", n.Step)
+			where := "its step folder's stderr.log"
+			if runDir != "." {
+				where = printable(filepath.Join(runfolder.Step(runDir, n.Step, -1), "stderr.log"))
+			}
+			fmt.Fprintf(w, "  %s's stderr, last lines (%s has every line):\n", n.Step, where)
 			for _, l := range n.Stderr {
 				fmt.Fprintf(w, "    %s %s\n", scr.paint(dim, "│"), printable(l))
 			}

@@ -172,10 +172,34 @@ func brief(s string) string {
 		return s
 	}
 	note := ""
-	if i := strings.LastIndex(s, " ("); i > 0 && strings.HasSuffix(s, ")") && len(s)-i <= briefMax/2 {
+	if i := closingNote(s); i > 0 && len(s)-i <= briefMax/2 {
 		note, s = s[i:], s[:i]
 	}
 	return caperr.Prefix(s, briefMax-len(note)) + "…" + note
+}
+
+// closingNote is where the parenthesis that closes s opens (" (" before
+// it), nested ones inside it counted: "a (not retried: b (c))" keeps
+// "(not retried: b (c))", not "(c))". 0 where s ends otherwise.
+func closingNote(s string) int {
+	if !strings.HasSuffix(s, ")") {
+		return 0
+	}
+	depth := 0
+	for i := len(s) - 1; i > 0; i-- {
+		switch s[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				if s[i-1] == ' ' {
+					return i - 1
+				}
+				return 0
+			}
+		}
+	}
+	return 0
 }
 
 // printableText is printable for text of several lines: its newlines

@@ -105,10 +105,12 @@ func TestResultShowsStderrOfAFailedStep(t *testing.T) {
 		Envelope: &capflowclient.Envelope{Error: &capflowclient.ErrorInfo{Code: "TOOL_FAILURE"},
 			Feedback: []capflowclient.Feedback{{Phase: "stderr", Detail: "1\n2\n3\n4\n5\n6\nTraceback: boom\n"}}}}}}
 	res.Next = whatnext.Of(res)
+	res.Report.JSON = ".capflow/runs/r1/report.json"
 	var b bytes.Buffer
 	prettyResult(&b, res, "")
 	out := b.String()
-	if !strings.Contains(out, "crash's stderr, last lines") || strings.Contains(out, "│ 2\n") || !strings.Contains(out, "│ Traceback: boom\n") {
+	// It names the file with every line (a trial looked for "its step folder").
+	if !strings.Contains(out, "crash's stderr, last lines (.capflow/runs/r1/steps/crash/stderr.log has every line):\n") || strings.Contains(out, "│ 2\n") || !strings.Contains(out, "│ Traceback: boom\n") {
 		t.Fatal(out)
 	}
 	next := "next: crash (TOOL_FAILURE, HIGH): capflow rerun r1 --from crash; " + caperr.Advice(caperr.ToolFailure) + "\n✗ p failed\n"
@@ -135,10 +137,32 @@ func TestBrief(t *testing.T) {
 	if len(got) > briefMax+len("…") || !strings.HasSuffix(got, "… (not retried: the failure is final)") || strings.Contains(got, "second") {
 		t.Fatalf("%d bytes: %q", len(got), got)
 	}
+	// A note with a note inside is kept whole (a trial saw "(not retried:
+	// the tool is n… (another attempt could repeat its effects))").
+	nested := " (not retried: the tool is not idempotent (another attempt could repeat its effects))"
+	if got := brief(strings.Repeat("y", 400) + nested); !strings.HasSuffix(got, "y…"+nested) || len(got) > briefMax+len("…") {
+		t.Fatalf("nested note: %q", got)
+	}
 	if got := brief("short (note)\nmore"); got != "short (note)" {
 		t.Fatalf("%q", got)
 	}
 	if got := brief(strings.Repeat("é", 300)); !utf8.ValidString(got) || len(got) > briefMax+len("…") {
 		t.Fatalf("%d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+}
+
+// An unknown command names the nearest one, or the group's command of
+// that name ("capflow check" gave a trial no hint).
+func TestAnUnknownCommandNamesTheOneMeant(t *testing.T) {
+	for word, want := range map[string]string{
+		"check":    `unknown command "check" for "capflow" (did you mean "plan check"?) (see --help)`,
+		"validate": `unknown command "validate" for "capflow" (did you mean "tools validate"?) (see --help)`,
+		"staus":    `unknown command "staus" for "capflow" (did you mean "status"?) (see --help)`,
+		"zzz":      `unknown command "zzz" for "capflow" (see --help)`,
+	} {
+		code, out, _ := capflow(t, word, "--output", "json")
+		if env := envelopeOf(t, out); code != 2 || env.Message != want {
+			t.Errorf("%s: exit %d %q, want %q", word, code, env.Message, want)
+		}
 	}
 }

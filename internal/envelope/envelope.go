@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -133,6 +134,11 @@ func Parse(b []byte) (*Envelope, error) {
 	dec.UseNumber()
 	var raw map[string]json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Not JSON at all: "not an object" sent a trial looking for braces.
+			return nil, fmt.Errorf("not valid JSON: %w", err)
+		}
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	var missing []string

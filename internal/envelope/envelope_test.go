@@ -93,6 +93,13 @@ func TestParse(t *testing.T) {
 			t.Fatalf("Parse(%s) accepted", bad)
 		}
 	}
+	// Text that is not JSON is told so; JSON that is not an object too.
+	for in, want := range map[string]string{"{\"toolId\": tru\n}": "not valid JSON: invalid character '\\n' in literal true (expecting 'e')",
+		`{"toolId": "t"`: "not valid JSON: unexpected EOF", `[1, 2]`: "not a JSON object: json: cannot unmarshal array into Go value of type map[string]json.RawMessage"} {
+		if _, err := Parse([]byte(in)); err == nil || err.Error() != want {
+			t.Errorf("Parse(%q): %v, want %s", in, err, want)
+		}
+	}
 	// Every missing field at once.
 	if _, err := Parse([]byte(`{"toolId":"t","exitCode":0,"success":true}`)); err == nil || err.Error() != `required fields "timestamp", "message", "feedback" are missing` {
 		t.Fatalf("missing fields: %v", err)
