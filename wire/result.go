@@ -264,12 +264,21 @@ type Gap struct {
 
 // LeftOut names the manifests that declare the gap's capability but were
 // left out for their problems: a tool to mend, not one to write.
-func (g Gap) LeftOut() []string {
+func (g Gap) LeftOut() []string { return g.detailList("left_out") }
+
+// Producers names the earlier steps (and their tools) whose output's
+// schema does not promise what the gap's step takes from them: what to
+// fix is there, not a tool for the step's capability.
+func (g Gap) Producers() []string { return g.detailList("producers") }
+
+// detailList is a list of strings in ReasonDetails, as built or as JSON
+// reads it back.
+func (g Gap) detailList(key string) []string {
 	var out []string
-	switch v := g.ReasonDetails["left_out"].(type) {
+	switch v := g.ReasonDetails[key].(type) {
 	case []string:
 		out = v
-	case []any: // as JSON reads it back
+	case []any:
 		for _, f := range v {
 			if s, ok := f.(string); ok {
 				out = append(out, s)

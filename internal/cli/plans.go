@@ -172,6 +172,8 @@ func gapAdvice(g wire.Gap, gapsFile string) string {
 		return ""
 	case g.MissingCapability == "":
 		return "fix: the step's inputs, or what feeds them, to fit the sub-plan's inputs"
+	case len(g.Producers()) > 0:
+		return fmt.Sprintf("fix: what the step takes from %s, or that tool's output_schema (require the field, give it a type); a tool of its own would be given the same", strings.Join(g.Producers(), ", "))
 	}
 	return fmt.Sprintf("fix: the step's inputs, or what feeds them, to fit its tool; a tool of its own, %s, would serve %s to every plan of the project in place of it (%s --step %s --alongside)", g.ProposedToolName, g.MissingCapability, scaffoldHint(gapsFile), g.StepID)
 }

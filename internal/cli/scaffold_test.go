@@ -331,3 +331,26 @@ func TestABrokenToolIsNotAMissingOne(t *testing.T) {
 		t.Fatalf("scaffold from its gaps: exit %d %s", code, out)
 	}
 }
+
+// A step fed what an earlier step's tool does not promise (a field its
+// output_schema leaves optional) is told to fix that, not offered a tool
+// of its own in place of a core one (this round's new-user trial).
+func TestAnUnpromisedFieldNamesItsProducer(t *testing.T) {
+	dir := t.TempDir()
+	capflow(t, "tools", "scaffold", "tok-maker", "--capability", "tok.make", "--project", dir)
+	yaml := filepath.Join(dir, "tools", "tok-maker", "tool.yaml")
+	raw, _ := os.ReadFile(yaml)
+	i := strings.Index(string(raw), "output_schema:")
+	j := strings.Index(string(raw)[i:], "\nentrypoint:")
+	if i < 0 || j < 0 {
+		t.Fatalf("scaffolded manifest:\n%s", raw)
+	}
+	out := "output_schema:\n  type: object\n  properties:\n    tok: {type: string}\n"
+	os.WriteFile(yaml, []byte(string(raw)[:i]+out+string(raw)[i+j+1:]), 0o644)
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte("name: p\nsteps:\n  - {id: s, capability: tok.make}\n  - {id: w, capability: file.write, with: {path: t.txt, content: \"${steps.s.data.tok}\"}}\n"), 0o644)
+	code, got, _ := capflow(t, "plan", "check", plan, "--project", dir)
+	if code != 3 || !strings.Contains(got, "      fix: what the step takes from s (tok-maker@0.1.0), or that tool's output_schema (require the field, give it a type); a tool of its own would be given the same\n") {
+		t.Fatalf("plan check: exit %d\n%s", code, got)
+	}
+}

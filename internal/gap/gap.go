@@ -192,7 +192,11 @@ func check(p *plan.Plan, reg *registry.Registry, opts Options) (*checker, Result
 			if len(refused) > 1 {
 				msg = fmt.Sprintf("none of %d candidates fits this step; %s", len(refused), msg)
 			}
-			c.addGap(s, SchemaIncompatible, msg, map[string]any{"tool": first.Tool, "issues": first.Issues, "candidates": refused})
+			details := map[string]any{"tool": first.Tool, "issues": first.Issues, "candidates": refused}
+			if prods := c.producers(first.Issues); len(prods) > 0 {
+				details["producers"] = prods // what feeds the step, not a tool to write
+			}
+			c.addGap(s, SchemaIncompatible, msg, details)
 			delete(c.tools, s.ID)
 			continue
 		}

@@ -2,6 +2,7 @@ package gap
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capflow/capflow/internal/plan"
@@ -25,7 +26,19 @@ func (c *checker) refIssue(r plan.Ref, at string, cons map[string]any) (schema.I
 	if typo := c.refTypo(r); typo != "" {
 		return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, typo), Own: true, Ref: true}, true
 	}
-	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue)}, true
+	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue), Producer: unpromised(r, issue)}, true
+}
+
+// unpromised is the step a reference reads where issue is only that its
+// output's schema does not promise what is needed (present, typed, in
+// bounds); "" for a plan input, or a definite conflict (a type mismatch:
+// another tool could take that type).
+func unpromised(r plan.Ref, issue string) string {
+	if r.Kind != plan.RefSteps || strings.Contains(issue, "may be skipped") || !unknown(issue) && !strings.Contains(issue, "does not guarantee") && !strings.Contains(issue, "optional in the producer") &&
+		!strings.Contains(issue, "does not restrict") && !strings.Contains(issue, "does not describe") {
+		return ""
+	}
+	return r.Name
 }
 
 // unknown reports whether a reference's issue is only that its data may be
@@ -118,4 +131,26 @@ func (c *checker) refTypo(r plan.Ref) string {
 		return fmt.Sprintf("step %s (%s) returns no field %q (did you mean %q?)", r.Name, by, m.Field, near)
 	}
 	return fmt.Sprintf("step %s (%s) returns no field %q (it returns %s)", r.Name, by, m.Field, schema.Declared(m.Declared))
+}
+
+// producers names, where every issue is about what an earlier step's
+// output promises, those steps and their tools ("s (tok-maker@1.0.0)"):
+// what to fix is that tool's output_schema or what the step takes from
+// it, never a new tool for this step's capability (a trial was offered
+// one in place of a core tool).
+func (c *checker) producers(issues []schema.Issue) []string {
+	var out []string
+	for _, is := range issues {
+		if is.Producer == "" {
+			return nil
+		}
+		p := is.Producer
+		if m := c.tools[p]; m != nil {
+			p += " (" + m.ID() + ")"
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
