@@ -295,3 +295,22 @@ func TestRunOfAGapPlanSaysNothingStarted(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, human)
 	}
 }
+
+// A tool's secret that is not set where the plan is checked is noted (a
+// trial's step ran without it, and nothing said so); one that is set is
+// not.
+func TestAnUnsetSecretIsNoted(t *testing.T) {
+	dir := t.TempDir()
+	capflow(t, "tools", "scaffold", "needs-token", "--capability", "token.use", "--project", dir)
+	yaml := filepath.Join(dir, "tools", "needs-token", "tool.yaml")
+	raw, _ := os.ReadFile(yaml)
+	os.WriteFile(yaml, append(raw, []byte("\nsecrets: [CAPFLOW_TEST_SET_TOKEN, CAPFLOW_TEST_UNSET_TOKEN]\n")...), 0o644)
+	t.Setenv("CAPFLOW_TEST_SET_TOKEN", "x")
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte("name: p\nsteps:\n  - {id: use, capability: token.use}\n"), 0o644)
+	code, out, _ := capflow(t, "plan", "check", plan, "--project", dir)
+	want := "step use: needs-token@0.1.0's secret CAPFLOW_TEST_UNSET_TOKEN is not set in this environment; the tool runs without it unless the worker's has it (a dependency {kind: env, name: NAME} makes it required)"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want the note %q in:\n%s", code, want, out)
+	}
+}

@@ -185,6 +185,9 @@ func Check(req Request) *Report {
 		if n := oneAttempt(s, st, tools[s.ID]); n != "" {
 			r.Notes = append(r.Notes, n)
 		}
+		if n := unsetSecrets(s, tools[s.ID], req.Deps); n != "" {
+			r.Notes = append(r.Notes, n)
+		}
 		f := policy.StepFacts{ID: s.ID, Capability: s.Capability}
 		// Only retries the plan asks for can break the policy; built-in
 		// and tool defaults are clamped to it when the step runs.
@@ -327,4 +330,25 @@ func scopeFacts(s *plan.Step, prefix string) []policy.StepFacts {
 		out = append(out, policy.StepFacts{ID: prefix + s.ID, Capability: c})
 	}
 	return out
+}
+
+// unsetSecrets notes a step whose tool's secrets are not set where the
+// plan is checked (the worker reads its own environment): the tool runs
+// without them. A note, not a gap: a secret may be optional to its tool;
+// an env dependency makes one required.
+func unsetSecrets(s *plan.Step, m *manifest.Manifest, deps gap.DepChecker) string {
+	if m == nil || deps == nil {
+		return ""
+	}
+	var unset []string
+	for _, name := range m.Secrets {
+		if deps.Check(manifest.Dependency{Kind: manifest.DepEnv, Name: name}) != nil {
+			unset = append(unset, name)
+		}
+	}
+	if len(unset) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("step %s: %s's secret %s is not set in this environment; the tool runs without it unless the worker's has it (a dependency {kind: env, name: NAME} makes it required)",
+		s.ID, m.ID(), strings.Join(unset, ", "))
 }
