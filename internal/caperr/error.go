@@ -138,6 +138,11 @@ func FirstLine(s string) string {
 	return s
 }
 
+// InputsRefused starts the message of a step whose tool's input_schema
+// refused its inputs ("inputs for TOOL: with.n: ..."): what-next tells it
+// from its output's by this.
+const InputsRefused = "inputs for "
+
 // Headline is a message's first line cut to at most max bytes, "…"
 // marking a cut: what a one-line view (a step's message, a table cell)
 // shows of a long message.

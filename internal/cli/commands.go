@@ -34,6 +34,9 @@ func (a *App) failuresAsEnvelopes(c *cobra.Command) {
 func nested(cmd *cobra.Command, name string) string {
 	var found []string
 	for _, g := range cmd.Commands() {
+		if !g.IsAvailableCommand() {
+			continue
+		}
 		for _, c := range g.Commands() {
 			if c.IsAvailableCommand() && (c.Name() == name || slices.Contains(c.Aliases, name)) {
 				found = append(found, `"`+g.Name()+" "+c.Name()+`"`)

@@ -313,4 +313,10 @@ func TestAnUnsetSecretIsNoted(t *testing.T) {
 	if code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, want the note %q in:\n%s", code, want, out)
 	}
+	// One it also names as an env dependency is required: a gap, no note.
+	os.WriteFile(yaml, append(raw, []byte("\nsecrets: [CAPFLOW_TEST_UNSET_TOKEN]\ndependencies: [{kind: env, name: CAPFLOW_TEST_UNSET_TOKEN}]\n")...), 0o644)
+	code, out, _ = capflow(t, "plan", "check", plan, "--project", dir)
+	if code != 3 || strings.Contains(out, "is not set in this environment") || !strings.Contains(out, "environment variable CAPFLOW_TEST_UNSET_TOKEN is not set") {
+		t.Fatalf("a required secret: exit %d\n%s", code, out)
+	}
 }

@@ -169,7 +169,9 @@ func (c *checker) flow(v any, cons map[string]any, at string) []schema.Issue {
 		for _, is := range issues {
 			is.Message = fmt.Sprintf("%s: %s", tpl[0].Ref, is.Message)
 			is.Path = prefix(at, is.Path)
-			is.Producer = unpromised(*tpl[0].Ref, is.Message)
+			if is.Unpromised {
+				is.Producer = unpromised(*tpl[0].Ref, is.Message, true)
+			}
 			out = append(out, is)
 		}
 		return out

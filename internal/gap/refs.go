@@ -26,16 +26,16 @@ func (c *checker) refIssue(r plan.Ref, at string, cons map[string]any) (schema.I
 	if typo := c.refTypo(r); typo != "" {
 		return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, typo), Own: true, Ref: true}, true
 	}
-	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue), Producer: unpromised(r, issue)}, true
+	return schema.Issue{Path: at, Message: fmt.Sprintf("%s: %s", r, issue), Producer: unpromised(r, issue, false)}, true
 }
 
-// unpromised is the step a reference reads where issue is only that its
-// output's schema does not promise what is needed (present, typed, in
-// bounds); "" for a plan input, or a definite conflict (a type mismatch:
-// another tool could take that type).
-func unpromised(r plan.Ref, issue string) string {
-	if r.Kind != plan.RefSteps || strings.Contains(issue, "may be skipped") || !unknown(issue) && !strings.Contains(issue, "does not guarantee") && !strings.Contains(issue, "optional in the producer") &&
-		!strings.Contains(issue, "does not restrict") && !strings.Contains(issue, "does not describe") {
+// unpromised is the step a reference reads where what it yields is only
+// not promised (its data may be absent, or its producer declares no
+// output_schema; Compat's Issue.Unpromised), "" for a plan input, a step
+// that may be skipped (its when is what to look at) or a conflict (a type
+// mismatch: another tool could take that type).
+func unpromised(r plan.Ref, issue string, flagged bool) string {
+	if r.Kind != plan.RefSteps || strings.Contains(issue, "may be skipped") || !flagged && !unknown(issue) {
 		return ""
 	}
 	return r.Name

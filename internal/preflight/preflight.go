@@ -342,7 +342,9 @@ func unsetSecrets(s *plan.Step, m *manifest.Manifest, deps gap.DepChecker) strin
 	}
 	var unset []string
 	for _, name := range m.Secrets {
-		if deps.Check(manifest.Dependency{Kind: manifest.DepEnv, Name: name}) != nil {
+		env := manifest.Dependency{Kind: manifest.DepEnv, Name: name}
+		required := slices.ContainsFunc(m.Dependencies, func(d manifest.Dependency) bool { return d.Kind == env.Kind && d.Name == name })
+		if !required && deps.Check(env) != nil { // a required one is a gap already
 			unset = append(unset, name)
 		}
 	}

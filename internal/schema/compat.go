@@ -44,6 +44,12 @@ func add(out *[]Issue, path, format string, args ...any) {
 	*out = append(*out, Issue{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
+// unpromised adds an issue that is only what the producer's schema does
+// not promise (Issue.Unpromised).
+func unpromised(out *[]Issue, path, format string, args ...any) {
+	*out = append(*out, Issue{Path: path, Message: fmt.Sprintf(format, args...), Unpromised: true})
+}
+
 func child(path, key string) string {
 	if path == "" {
 		return key
@@ -93,7 +99,7 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	pTypes, cTypes := typesOf(p), typesOf(c)
 	if cTypes != nil {
 		if pTypes == nil {
-			add(out, path, "the producer's value may be of any type; %s is required", strings.Join(cTypes, " or "))
+			unpromised(out, path, "the producer's value may be of any type; %s is required", strings.Join(cTypes, " or "))
 			return
 		}
 		for _, t := range pTypes {
@@ -107,7 +113,7 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	if ce, ok := enumOf(c); ok {
 		pe, ok := enumOf(p)
 		if !ok {
-			add(out, path, "the consumer accepts only %s; the producer does not restrict its values", render(ce))
+			unpromised(out, path, "the consumer accepts only %s; the producer does not restrict its values", render(ce))
 		} else {
 			for _, v := range pe {
 				if !contains(ce, v) {
@@ -119,7 +125,7 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	}
 	pe, penum := enumOf(p)
 	if pat, ok := c["pattern"].(string); ok && p["pattern"] != pat && !penum {
-		add(out, path, "the consumer requires pattern %q, which the producer does not guarantee", pat)
+		unpromised(out, path, "the consumer requires pattern %q, which the producer does not guarantee", pat)
 	}
 	_ = pe
 	bound(p, c, path, out, "minLength", true)
@@ -138,9 +144,9 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	for _, r := range sortedKeys(stringSet(c["required"])) {
 		if !pReq[r] {
 			if _, described := pProps[r]; described {
-				add(out, child(path, r), "required by the consumer but optional in the producer's output (not in its required list)")
+				unpromised(out, child(path, r), "required by the consumer but optional in the producer's output (not in its required list)")
 			} else {
-				add(out, child(path, r), "required by the consumer but the producer does not declare it")
+				unpromised(out, child(path, r), "required by the consumer but the producer does not declare it")
 			}
 		}
 	}
@@ -153,7 +159,7 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	}
 	if ap, ok := c["additionalProperties"].(bool); ok && !ap {
 		if pap, ok := p["additionalProperties"].(bool); !ok || pap {
-			add(out, path, "the consumer forbids extra fields; the producer may add some")
+			unpromised(out, path, "the consumer forbids extra fields; the producer may add some")
 		}
 		for _, k := range sortedKeys(pProps) {
 			if _, ok := cProps[k]; !ok {
@@ -165,7 +171,7 @@ func compat(p, c map[string]any, path string, out *[]Issue, depth int) {
 	if ci, ok := c["items"].(map[string]any); ok && constrains(ci) {
 		pi, ok := p["items"].(map[string]any)
 		if !ok {
-			add(out, child(path, "[]"), "the consumer constrains list items; the producer does not describe them")
+			unpromised(out, child(path, "[]"), "the consumer constrains list items; the producer does not describe them")
 		} else {
 			compat(pi, ci, child(path, "[]"), out, depth+1)
 		}
@@ -194,7 +200,7 @@ func bound(p, c map[string]any, path string, out *[]Issue, key string, lower boo
 		if pe, isEnum := enumOf(p); isEnum && allNumbers(pe) {
 			return
 		}
-		add(out, path, "the consumer requires %s %s, which the producer does not guarantee", key, strconv.FormatFloat(cv, 'f', -1, 64))
+		unpromised(out, path, "the consumer requires %s %s, which the producer does not guarantee", key, strconv.FormatFloat(cv, 'f', -1, 64))
 		return
 	}
 	if (lower && pv < cv) || (!lower && pv > cv) {

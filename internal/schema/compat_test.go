@@ -84,3 +84,23 @@ func TestNavigate(t *testing.T) {
 		t.Fatalf("no field declared: %q", iss)
 	}
 }
+
+// What the producer only does not promise is told apart from a conflict:
+// the data-flow check then names the producer as what to fix.
+func TestUnpromisedIsToldApart(t *testing.T) {
+	integer := obj("type", "integer")
+	for _, c := range []struct {
+		name       string
+		prod, cons map[string]any
+		unpromised bool
+	}{
+		{"untyped into integer", obj("description", "anything"), integer, true},
+		{"an optional field", obj("type", "object", "properties", obj("n", integer)), obj("type", "object", "required", []any{"n"}, "properties", obj("n", integer)), true},
+		{"a type mismatch", obj("type", "string"), integer, false},
+	} {
+		is := Compat(c.prod, c.cons)
+		if len(is) == 0 || is[0].Unpromised != c.unpromised {
+			t.Errorf("%s: %+v, want unpromised %v", c.name, is, c.unpromised)
+		}
+	}
+}

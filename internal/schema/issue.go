@@ -13,9 +13,12 @@ type Issue struct {
 	// Ref: the message is about the plan's reference, whole (a field the
 	// producer does not return), not about the tool taking the step.
 	Ref bool `json:"-"`
-	// Producer: the step whose output's schema does not promise what the
-	// consumer needs (present, typed, within bounds): that tool's schema,
-	// or what the step takes from it, is what to fix.
+	// Unpromised: only that the producer's schema does not promise what
+	// the consumer needs (present, typed, within bounds), not a conflict.
+	Unpromised bool `json:"-"`
+	// Producer: the step whose output's schema does not promise it (set
+	// by the data-flow check): that tool's schema, or what the step takes
+	// from it, is what to fix.
 	Producer string `json:"-"`
 }
 

@@ -107,7 +107,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	if err := unix.Unlinkat(int(wdh.Fd()), OutputFile, 0); errors.Is(err, unix.EISDIR) {
 		_ = unix.Unlinkat(int(wdh.Fd()), OutputFile, unix.AT_REMOVEDIR)
 	}
-	stdin, err := writeInputIn(wdh, recDir, inJSON)
+	stdin, err := writeInputIn(wdh, req.Records, inJSON)
 	if err != nil {
 		return b.Fail(caperr.ObservabilityError, "cannot write the input file: "+err.Error(), nil)
 	}
@@ -331,11 +331,12 @@ type capped struct {
 // secret the cut left at its end is masked too (Redactor.Cut). Masked
 // once: a failed step's data and its stdout.log both show it.
 func (c *capped) masked(red *envelope.Redactor) []byte {
-	if c.mask == nil {
+	switch {
+	case c.mask != nil:
+	case c.dropped > 0:
+		c.mask = []byte(red.Cut(c.buf.String()))
+	default:
 		c.mask = red.Bytes(c.buf.Bytes())
-		if c.dropped > 0 {
-			c.mask = []byte(red.Cut(c.buf.String()))
-		}
 	}
 	return c.mask
 }

@@ -29,27 +29,42 @@ func openBeneath(dir *os.File, name string, flag int, perm uint32) (*os.File, er
 
 // writeInput writes the input file beneath dir and returns it open for
 // reading at its start: the tool's stdin, with no pipe and no goroutine
-// to copy it there, and no way to write it back.
+// to copy it there, and no way to write it back. An earlier attempt's
+// file is removed first and a new one made (O_EXCL): a hard link or a
+// FIFO a tool left under its name is never written or waited on.
 func writeInput(dir *os.File, name string, data []byte) (*os.File, error) {
-	f, err := openBeneath(dir, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	_ = unix.Unlinkat(int(dir.Fd()), name, 0)
+	f, err := openBeneath(dir, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return nil, err
 	}
+	r, err := openBeneath(dir, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	return openBeneath(dir, name, os.O_RDONLY, 0)
+	if !sameFile(f, r) {
+		r.Close()
+		return nil, fmt.Errorf("%s was replaced while it was written", name)
+	}
+	return r, nil
+}
+
+// sameFile reports whether a and b are open on one file.
+func sameFile(a, b *os.File) bool {
+	sa, errA := a.Stat()
+	sb, errB := b.Stat()
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // writeInputIn writes the input file in the step folder (wd, its handle)
-// or in the step's records folder where the run keeps one (the engine's,
-// out of the tool's sight), created if missing.
+// or, where the run keeps one, in the step's records folder (the
+// engine's, out of the tool's sight), created if missing.
 func writeInputIn(wd *os.File, records string, data []byte) (*os.File, error) {
-	if records == "" || records == wd.Name() {
+	if records == "" {
 		return writeInput(wd, InputFile, data)
 	}
 	if err := os.MkdirAll(records, 0o755); err != nil {

@@ -130,7 +130,7 @@ func (r *Runner) Run(ctx context.Context, req Request) envelope.Envelope {
 	req.Net = req.Net.For(req.RunDir)
 	if vs := r.validate(m, "in", m.InputSchema, req.Inputs, red); len(vs) > 0 {
 		b.Error("validate", "inputs do not match the tool's input_schema", joinViolations(vs))
-		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("inputs for %s: %s", m.Name, firstViolations(vs)), nil)
+		return b.Fail(caperr.SchemaViolation, fmt.Sprintf("%s%s: %s", caperr.InputsRefused, m.Name, firstViolations(vs)), nil)
 	}
 	// A builtin that touches no file needs no folder (what keeps its
 	// envelope makes one when it writes).

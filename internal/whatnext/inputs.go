@@ -3,7 +3,6 @@ package whatnext
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -31,11 +30,15 @@ func OfWith(r *wire.Result, with With) []wire.Next {
 		if s == nil || w == nil || !refusedInput(*s) {
 			continue
 		}
-		if cmd, advice := inputAdvice(r.WorkflowID, s.Envelope.Message, w); advice != "" {
+		if cmd, advice := inputAdvice(r, s.Envelope.Message, w); advice != "" {
 			out[i].Command, out[i].Advice = cmd, advice
 		}
 	}
 	return out
+}
+
+func stepIndex(r *wire.Result, id string) int {
+	return slices.IndexFunc(r.Steps, func(s wire.StepResult) bool { return s.ID == id })
 }
 
 func stepOf(r *wire.Result, id string) *wire.StepResult {
@@ -56,7 +59,7 @@ func refusedInput(s wire.StepResult) bool {
 	case caperr.InvalidInput:
 		return true
 	case caperr.SchemaViolation:
-		return strings.HasPrefix(s.Envelope.Message, "inputs for ")
+		return strings.HasPrefix(s.Envelope.Message, caperr.InputsRefused)
 	}
 	return false
 }
@@ -66,7 +69,7 @@ func refusedInput(s wire.StepResult) bool {
 // plan, a run input (a rerun replays both as they were), or an earlier
 // step's output (a rerun from that step, once it or its tool is fixed);
 // "" for a step with no inputs of its own.
-func inputAdvice(workflowID, msg string, with map[string]any) (command, advice string) {
+func inputAdvice(r *wire.Result, msg string, with map[string]any) (command, advice string) {
 	keys := named(msg, with)
 	var written, producers []string
 	runInputs := map[string]bool{}
@@ -95,8 +98,15 @@ func inputAdvice(workflowID, msg string, with map[string]any) (command, advice s
 		parts = append(parts, fmt.Sprintf("it comes from the run's input %s: capflow run PLAN --input %s=VALUE with a value that fits (a rerun replays the inputs it was given)", strings.Join(names, ", "), names[0]))
 	}
 	if len(producers) > 0 {
-		command = fmt.Sprintf("capflow rerun %s --from %s", workflowID, producers[0])
-		parts = append(parts, fmt.Sprintf("it comes from step %s's output: fix that step or its tool, then the command above runs it again", strings.Join(producers, ", ")))
+		// The earliest in the plan (its result's order): a rerun from it
+		// runs the others again too.
+		slices.SortFunc(producers, func(a, b string) int { return stepIndex(r, a) - stepIndex(r, b) })
+		command = fmt.Sprintf("capflow rerun %s --from %s", r.WorkflowID, producers[0])
+		from := fmt.Sprintf("step %s's output", producers[0])
+		if len(producers) > 1 {
+			from = fmt.Sprintf("steps %s' outputs", strings.Join(producers, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("it comes from %s: fix that step or its tool, then the command above runs it again", from))
 	}
 	if len(parts) == 0 {
 		return "", "" // a step with no inputs of its own: Of's advice stands
@@ -104,13 +114,21 @@ func inputAdvice(workflowID, msg string, with map[string]any) (command, advice s
 	return command, "the message names the input; " + strings.Join(parts, "; ")
 }
 
-// named is the inputs msg names (with.K, "K", or K: at its start), in
-// order; all of them where it names none.
+// named is the inputs msg names, in order: with.K anywhere, "K" quoted,
+// or K at the message's start (after its "inputs for TOOL: "); all of
+// them where it names none. A bare word elsewhere is not a name ("cannot
+// convert to number" names no input "to").
 func named(msg string, with map[string]any) []string {
 	all := slices.Sorted(maps.Keys(with))
+	start := msg
+	if rest, ok := strings.CutPrefix(msg, caperr.InputsRefused); ok {
+		if _, after, found := strings.Cut(rest, ": "); found {
+			start = after
+		}
+	}
 	var out []string
 	for _, k := range all {
-		if regexp.MustCompile(`(^|with\.|[\s"'(])` + regexp.QuoteMeta(k) + `($|["':.,\s)\[])`).MatchString(msg) {
+		if k != "" && (wordAt(msg, "with."+k) || strings.Contains(msg, `"`+k+`"`) || wordStarts(start, k)) {
 			out = append(out, k)
 		}
 	}
@@ -118,4 +136,28 @@ func named(msg string, with map[string]any) []string {
 		return all
 	}
 	return out
+}
+
+// wordAt reports whether s holds w not followed by a name's character.
+func wordAt(s, w string) bool {
+	for i := strings.Index(s, w); i >= 0; {
+		if end := i + len(w); end == len(s) || !nameChar(s[end]) {
+			return true
+		}
+		next := strings.Index(s[i+1:], w)
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// wordStarts reports whether s starts with the word w.
+func wordStarts(s, w string) bool {
+	return strings.HasPrefix(s, w) && (len(s) == len(w) || !nameChar(s[len(w)]))
+}
+
+func nameChar(b byte) bool {
+	return b == '_' || b == '-' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }

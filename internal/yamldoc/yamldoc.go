@@ -77,7 +77,7 @@ const (
 func Parse(file string, data []byte) (*Doc, error) { return parse(file, data, false) }
 
 // ParseLenient reads one YAML document whose keys may be written twice
-// (the first one counts), within Parse's bounds: what a file refused for
+// (the last one counts), within Parse's bounds: what a file refused for
 // that would have said, read to tell the user (manifest.Declared).
 func ParseLenient(file string, data []byte) (*Doc, error) { return parse(file, data, true) }
 
@@ -176,7 +176,7 @@ type converter struct {
 	// aliasBytes are the bytes aliases copied so far, bounded by
 	// maxAliasBytes (AliasBytes of the file's size).
 	aliasBytes, maxAliasBytes int64
-	lenient                   bool // a key written twice: the first counts
+	lenient                   bool // a key written twice: the last counts
 }
 
 // extent is what a value expands to: its values and the bytes of its
@@ -260,8 +260,9 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		return &Node{Kind: Null, Pos: p}, nil
 	case *ast.MappingNode:
 		out := &Node{Kind: Map, Pos: p}
+		seen := map[string]int{} // key -> its index in out.Keys
 		for _, mv := range t.Values {
-			if err := c.addPair(out, mv, depth); err != nil {
+			if err := c.addPair(out, seen, mv, depth); err != nil {
 				return nil, err
 			}
 		}
@@ -271,7 +272,7 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 		return out, nil
 	case *ast.MappingValueNode:
 		out := &Node{Kind: Map, Pos: pos(t.Key.GetToken())}
-		return out, c.addPair(out, t, depth)
+		return out, c.addPair(out, map[string]int{}, t, depth)
 	case *ast.SequenceNode:
 		out := &Node{Kind: Seq, Pos: p}
 		for _, v := range t.Values {
@@ -316,7 +317,9 @@ func (c *converter) convert(n ast.Node, depth int) (*Node, error) {
 	return nil, c.errAt(p, "unsupported YAML construct %s", n.Type())
 }
 
-func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error {
+// addPair adds a key and its value to m; seen indexes m's keys (a look
+// through them all for each key cost minutes for 140,000 keys).
+func (c *converter) addPair(m *Node, seen map[string]int, mv *ast.MappingValueNode, depth int) error {
 	kp := pos(mv.Key.GetToken())
 	if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
 		v, err := c.convert(mv.Value, depth+1)
@@ -333,7 +336,8 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 				return c.errAt(kp, "merge key << needs a mapping or a list of mappings")
 			}
 			for _, k := range src.Keys {
-				if m.Get(k.Name) == nil {
+				if _, ok := seen[k.Name]; !ok {
+					seen[k.Name] = len(m.Keys)
 					m.Keys = append(m.Keys, k)
 				}
 			}
@@ -348,13 +352,9 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 	if key.GetValue() == nil {
 		name = "null"
 	}
-	for _, k := range m.Keys {
-		if k.Name == name && c.lenient {
-			return nil
-		}
-		if k.Name == name {
-			return c.errAt(kp, "duplicate key %q (first at line %d)", name, k.Pos.Line)
-		}
+	at, dup := seen[name]
+	if dup && !c.lenient {
+		return c.errAt(kp, "duplicate key %q (first at line %d)", name, m.Keys[at].Pos.Line)
 	}
 	var v *Node
 	if mv.Value == nil {
@@ -365,6 +365,11 @@ func (c *converter) addPair(m *Node, mv *ast.MappingValueNode, depth int) error 
 			return err
 		}
 	}
+	if dup {
+		m.Keys[at] = Key{Name: name, Pos: kp, Value: v} // lenient: the last one counts, as in most YAML tools
+		return nil
+	}
+	seen[name] = len(m.Keys)
 	m.Keys = append(m.Keys, Key{Name: name, Pos: kp, Value: v})
 	return nil
 }
