@@ -301,9 +301,7 @@ func TestRunOfAGapPlanSaysNothingStarted(t *testing.T) {
 // not.
 func TestAnUnsetSecretIsNoted(t *testing.T) {
 	dir := t.TempDir()
-	capflow(t, "tools", "scaffold", "needs-token", "--capability", "token.use", "--project", dir)
-	yaml := filepath.Join(dir, "tools", "needs-token", "tool.yaml")
-	raw, _ := os.ReadFile(yaml)
+	yaml, raw := scaffolded(t, dir, "needs-token", "token.use")
 	os.WriteFile(yaml, append(raw, []byte("\nsecrets: [CAPFLOW_TEST_SET_TOKEN, CAPFLOW_TEST_UNSET_TOKEN]\n")...), 0o644)
 	t.Setenv("CAPFLOW_TEST_SET_TOKEN", "x")
 	plan := filepath.Join(dir, "plan.yaml")

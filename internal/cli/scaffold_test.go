@@ -304,9 +304,7 @@ func TestScaffoldSuggestsTheSameProject(t *testing.T) {
 // (a new user was told "no tool named" it).
 func TestABrokenToolIsNotAMissingOne(t *testing.T) {
 	dir := t.TempDir()
-	capflow(t, "tools", "scaffold", "pdf-merge", "--capability", "pdf.merge", "--project", dir)
-	yaml := filepath.Join(dir, "tools", "pdf-merge", "tool.yaml")
-	raw, _ := os.ReadFile(yaml)
+	yaml, raw := scaffolded(t, dir, "pdf-merge", "pdf.merge")
 	os.WriteFile(yaml, append(raw, []byte("\ntimeouts: {start_to_close: 300}\n")...), 0o644)
 	code, out, _ := capflow(t, "tools", "show", "pdf-merge", "--project", dir, "--output", "json")
 	if env := envelopeOf(t, out); code != 2 || env.Error == nil || !strings.Contains(env.Message, "tool.yaml") || strings.Contains(env.Message, "no tool") {
@@ -337,9 +335,7 @@ func TestABrokenToolIsNotAMissingOne(t *testing.T) {
 // of its own in place of a core one (this round's new-user trial).
 func TestAnUnpromisedFieldNamesItsProducer(t *testing.T) {
 	dir := t.TempDir()
-	capflow(t, "tools", "scaffold", "tok-maker", "--capability", "tok.make", "--project", dir)
-	yaml := filepath.Join(dir, "tools", "tok-maker", "tool.yaml")
-	raw, _ := os.ReadFile(yaml)
+	yaml, raw := scaffolded(t, dir, "tok-maker", "tok.make")
 	i := strings.Index(string(raw), "output_schema:")
 	j := strings.Index(string(raw)[i:], "\nentrypoint:")
 	if i < 0 || j < 0 {
@@ -353,4 +349,19 @@ func TestAnUnpromisedFieldNamesItsProducer(t *testing.T) {
 	if code != 3 || !strings.Contains(got, "      fix: what the step takes from s (tok-maker@0.1.0), or that tool's output_schema (require the field, give it a type); a tool of its own would be given the same\n") {
 		t.Fatalf("plan check: exit %d\n%s", code, got)
 	}
+}
+
+// scaffolded scaffolds a tool in the project dir: its manifest's path and
+// text.
+func scaffolded(t *testing.T, dir, name, capability string) (string, []byte) {
+	t.Helper()
+	if code, out, _ := capflow(t, "tools", "scaffold", name, "--capability", capability, "--project", dir); code != 0 {
+		t.Fatalf("scaffold %s: exit %d\n%s", name, code, out)
+	}
+	yaml := filepath.Join(dir, "tools", name, "tool.yaml")
+	raw, err := os.ReadFile(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return yaml, raw
 }
