@@ -42,10 +42,8 @@ func stepIndex(r *wire.Result, id string) int {
 }
 
 func stepOf(r *wire.Result, id string) *wire.StepResult {
-	for i := range r.Steps {
-		if r.Steps[i].ID == id && id != "" {
-			return &r.Steps[i]
-		}
+	if i := stepIndex(r, id); i >= 0 && id != "" {
+		return &r.Steps[i]
 	}
 	return nil
 }
