@@ -57,7 +57,7 @@ func TestScaffoldUsesTheProjectsTemplates(t *testing.T) {
 		t.Fatalf("NOTES.md: %q", notes)
 	}
 	code, out, _ := capflow(t, "tools", "run", "ours", "--project", dir, "--output", "json")
-	if env := envelopeOf(t, out); code != 0 || env.Message != "ours finished (our own template)" {
+	if env := envelopeOf(t, out); code != 0 || env.Message != "ours returned sample data: its run.sh is the scaffold's (our own template)" {
 		t.Fatalf("run: %s", out)
 	}
 	// Written once: a second --write-templates would overwrite edits.
