@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -201,16 +200,6 @@ func (a *App) main(args []string) (code int) {
 	}
 	return a.emit(a.result)
 }
-
-// cobraArgCount is cobra's word on a command given too many or too few
-// arguments.
-var cobraArgCount = regexp.MustCompile(`^(accepts|requires) .*arg\(s\)`)
-
-// cobraUnknown is cobra's unknown command with no suggestion of its own.
-var cobraUnknown = regexp.MustCompile(`^unknown command "([^"]+)" for "[^"]+"$`)
-
-// cobraSuggestion is cobra's multi-line "did you mean" for a root command.
-var cobraSuggestion = regexp.MustCompile(`\s*Did you mean this\?\s+(\S+)(?:\s+\S+)*\s*$`)
 
 // outputFlag finds --output before cobra parses the command line.
 func outputFlag(args []string) string {

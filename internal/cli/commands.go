@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -80,3 +81,13 @@ func (a *App) groupRun(cmd *cobra.Command, args []string) error {
 	}
 	return caperr.New(caperr.InvalidInput, "%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(subs, ", "))
 }
+
+// cobraArgCount is cobra's word on a command given too many or too few
+// arguments.
+var cobraArgCount = regexp.MustCompile(`^(accepts|requires) .*arg\(s\)`)
+
+// cobraUnknown is cobra's unknown command with no suggestion of its own.
+var cobraUnknown = regexp.MustCompile(`^unknown command "([^"]+)" for "[^"]+"$`)
+
+// cobraSuggestion is cobra's multi-line "did you mean" for a root command.
+var cobraSuggestion = regexp.MustCompile(`\s*Did you mean this\?\s+(\S+)(?:\s+\S+)*\s*$`)
