@@ -137,7 +137,7 @@ steps:
   - {id: read, capability: file.read, with: {path: "${inputs.file}"}}
 `)
 	code, r := h.run(t, p, "--input", "file=e2e-plans/nope.md")
-	want := "the message names the input; it comes from the run's input file: capflow run PLAN --input file=VALUE with a value that fits (a rerun replays the inputs it was given)"
+	want := "the message names the input; it comes from the run's input \"file\": capflow run PLAN --input file=VALUE with a value that fits (a rerun replays the inputs it was given)"
 	if code != 1 || len(r.Next) != 1 || r.Next[0].Code != "INVALID_INPUT" || r.Next[0].Command != "" || r.Next[0].Advice != want {
 		t.Fatalf("a run input: exit %d %+v", code, r.Next)
 	}
@@ -147,7 +147,7 @@ steps:
   - {id: read, capability: file.read, with: {path: "${steps.name.data.text}"}}
 `)
 	code, r = h.run(t, p)
-	want = "the message names the input; it comes from step name's output: fix that step or its tool, then the command above runs it again"
+	want = "the message names the input; it comes from step name's output: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again"
 	if code != 1 || len(r.Next) != 1 || r.Next[0].Command != "capflow rerun "+r.WorkflowID+" --from name" || r.Next[0].Advice != want {
 		t.Fatalf("an earlier step's output: exit %d %+v", code, r.Next)
 	}

@@ -215,6 +215,17 @@ func (a *App) startRun(ctx context.Context, cfg *config.Config, tc *capflowclien
 	return nil
 }
 
+// dependencyGap is the first dependency_unavailable gap's message ("":
+// none): what the worker's machine lacks.
+func dependencyGap(gaps []capflowclient.Gap) string {
+	for _, g := range gaps {
+		if g.Reason == capflowclient.GapDependencyUnavailable {
+			return g.ReasonMessage
+		}
+	}
+	return ""
+}
+
 // verdictsDiffer warns when the worker refused a plan this project finds
 // ready: the worker resolves against its own project, which may not be
 // this one (another folder, other kits, another policy).
@@ -224,7 +235,10 @@ func (a *App) verdictsDiffer(res *capflowclient.Result) {
 		return
 	}
 	if local := a.localCheck(); local == preflight.Ready {
-		msg := fmt.Sprintf("this project's check finds the plan ready, the worker's says %s: the worker resolves against its own project (is it serving another folder? capflow-worker --project, or run with --task-queue of a worker that serves this one)", res.Status)
+		msg := fmt.Sprintf("this project's check finds the plan ready, the worker's says %s: the worker resolves against its own project and environment (a dependency it lacks, such as an environment variable, a binary or a service; or another folder: capflow-worker --project, or run with --task-queue of a worker that serves this one)", res.Status)
+		if d := dependencyGap(res.Gaps); d != "" {
+			msg = fmt.Sprintf("this project's check finds the plan ready, the worker's says %s: the worker lacks what a tool needs (%s); give it to the worker (an environment variable takes a restart)", res.Status, d)
+		}
 		a.phases = append(a.phases, envelope.Feedback{Phase: "check", Level: envelope.LevelWarning, Message: msg, Timestamp: envelope.Timestamp(envelope.Now())})
 		fmt.Fprintf(a.Stderr, "⚠ %s\n", msg)
 	}

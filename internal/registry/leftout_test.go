@@ -19,7 +19,7 @@ func TestALeftOutManifestIsNamed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "no tool provides e.f: tools/mend-me/tool.yaml declares it but is left out for its problems (capflow tools validate names them; fix it, then check again)"
+		want := `no tool provides e.f: tools/mend-me/tool.yaml declares it but is left out for its problems, first tools/mend-me/tool.yaml:2:1: version: version "x" is not semver (MAJOR.MINOR.PATCH, e.g. 1.2.0) (capflow tools validate names them all; fix it, then check again)`
 		if _, err := r.Resolve("e.f", ""); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %q", from, err, want)
 		}

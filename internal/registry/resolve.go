@@ -65,6 +65,16 @@ func (r *Registry) ProblemsNote() string {
 	return fmt.Sprintf(" (%s %s some tools out: see capflow tools validate)", caperr.Count(len(r.Problems), "manifest problem"), verb)
 }
 
+// firstProblem is the first problem found in file.
+func (r *Registry) firstProblem(file string) string {
+	for _, p := range r.Problems {
+		if p.File == file {
+			return p.Error()
+		}
+	}
+	return "(none kept)"
+}
+
 // leaveOut records the capabilities a manifest left out declares.
 func (r *Registry) leaveOut(file string, data []byte) {
 	for _, c := range manifest.Declared(file, data) {
@@ -83,9 +93,10 @@ func (r *Registry) leaveOut(file string, data []byte) {
 func (r *Registry) Resolve(c, pin string) (*Resolution, error) {
 	res := &Resolution{Capability: c, Pin: pin}
 	all := r.byCap[c]
-	if len(all) == 0 && len(r.LeftOut[c]) > 0 {
+	if files := r.LeftOut[c]; len(all) == 0 && len(files) > 0 {
 		// Not a tool to write: one to mend.
-		return res, caperr.New(caperr.ToolNotFound, "no tool provides %s: %s declares it but is left out for its problems (capflow tools validate names them; fix it, then check again)", c, strings.Join(r.LeftOut[c], ", "))
+		return res, caperr.New(caperr.ToolNotFound, "no tool provides %s: %s declares it but is left out for its problems, first %s (capflow tools validate names them all; fix it, then check again)",
+			c, strings.Join(files, ", "), caperr.Headline(r.firstProblem(files[0]), 300))
 	}
 	if len(all) == 0 {
 		// A near spelling first: a typo is likelier than a missing tool.

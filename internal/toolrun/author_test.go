@@ -21,7 +21,10 @@ func TestWhatAToolAuthorIsTold(t *testing.T) {
 		want       []string
 	}{
 		{"something printed after the envelope", "echo '" + ok + "}'\necho done, bye\n", nil,
-			[]string{`its stdout does not end with its result envelope: it ends with "done, bye" (stdout.log)`}},
+			[]string{`its stdout does not end with its result envelope: it ends with "done, bye" (stdout.log in its step folder)`}},
+		// Cut short or mistyped: not valid JSON (this round's trial).
+		{"an envelope cut short", "echo '{\"toolId\": tru'\n", nil,
+			[]string{`the result envelope it ends its stdout with is not valid JSON (invalid character '\n' in literal true (expecting 'e')): it ends with "{\"toolId\": tru"`}},
 		{"a severity that does not exist", `echo '{"toolId":"t","exitCode":1,"success":false,"timestamp":"2026-11-21T10:00:00Z","message":"no","feedback":[{"phase":"p","level":"error","message":"no","timestamp":"2026-11-21T10:00:00Z"}],"error":{"code":"DEPENDENCY_UNAVAILABLE","severity":"FATAL"}}'; exit 1` + "\n", nil,
 			[]string{`the tool's severity "FATAL" is not one of`, "its code's, HIGH, is used"}},
 		{"1,000 wrong items", "echo '" + ok + `,"data":{"words":` + items + "}}'\n",

@@ -303,8 +303,11 @@ func (p *process) outcome(ctx context.Context, m *manifest.Manifest, b *envelope
 		}
 		if out := p.stdout.buf.Bytes(); bytes.Contains(out, []byte(`"toolId"`)) {
 			// One was printed, but not last: say what came after it.
-			why = fmt.Sprintf("%s exited %d, but its stdout does not end with its result envelope: it ends with %q (%s); the envelope must be the last thing on stdout, or write it to $CAPFLOW_OUTPUT_PATH",
+			why = fmt.Sprintf("%s exited %d, but its stdout does not end with its result envelope: it ends with %q (%s in its step folder); the envelope must be the last thing on stdout, or write it to $CAPFLOW_OUTPUT_PATH",
 				m.Name, exit, p.red.Cut(lastLine(out)), StdoutLog)
+			if err := brokenEnvelope(out); err != nil {
+				why = fmt.Sprintf("%s exited %d, but the result envelope it ends its stdout with is not valid JSON (%v): it ends with %q", m.Name, exit, err, p.red.Cut(lastLine(out)))
+			}
 		}
 		if p.waitErr != nil && exit < 0 {
 			why = fmt.Sprintf("%s died (%v) without a result envelope", m.Name, p.waitErr)

@@ -163,3 +163,26 @@ func stringStart(b []byte, end int) int {
 	}
 	return -1
 }
+
+// brokenEnvelope is why the text from the last object that names a
+// toolId to stdout's end is not JSON (nil where it is, or where none
+// starts there): an envelope cut short or mistyped, not one printed
+// before other output.
+func brokenEnvelope(out []byte) error {
+	at := bytes.LastIndex(out, []byte(`"toolId"`))
+	start := bytes.LastIndexByte(out[:max(at, 0)], '{')
+	if at < 0 || start < 0 {
+		return nil
+	}
+	// The first value there only: one followed by other output is whole.
+	var v json.RawMessage
+	var syn *json.SyntaxError
+	err := json.NewDecoder(bytes.NewReader(out[start:])).Decode(&v)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // cut short: "unexpected EOF", not "EOF"
+	}
+	if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/capflow/capflow/internal/caperr"
@@ -74,6 +75,9 @@ func inputAdvice(r *wire.Result, msg string, with map[string]any) (command, advi
 	for _, k := range keys {
 		literal := true // no reference at all (an item's, a secret's: neither)
 		plan.CollectRefs(with[k], nil, func(_ []string, tpl plan.Template, _ error) {
+			if len(tpl.Refs()) > 0 && !tpl.IsSingleRef() {
+				written = append(written, "with."+k) // text around a reference ("${inputs.dir}/x.md")
+			}
 			for _, ref := range tpl.Refs() {
 				literal = false
 				switch {
@@ -90,10 +94,14 @@ func inputAdvice(r *wire.Result, msg string, with map[string]any) (command, advi
 	}
 	var parts []string
 	if len(written) > 0 {
-		parts = append(parts, fmt.Sprintf("%s is written in the plan: fix it there (or the file it names), then capflow run PLAN again (a rerun replays the plan it was given)", strings.Join(written, ", ")))
+		verb := "is"
+		if len(written) > 1 {
+			verb = "are"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s written in the plan: fix it there (or the file it names), then capflow run PLAN again (a rerun replays the plan it was given)", strings.Join(written, ", "), verb))
 	}
 	if names := slices.Sorted(maps.Keys(runInputs)); len(names) > 0 {
-		parts = append(parts, fmt.Sprintf("it comes from the run's input %s: capflow run PLAN --input %s=VALUE with a value that fits (a rerun replays the inputs it was given)", strings.Join(names, ", "), names[0]))
+		parts = append(parts, fmt.Sprintf("it comes from the run's input %s: capflow run PLAN --input %s=VALUE with a value that fits (a rerun replays the inputs it was given)", quoted(names), names[0]))
 	}
 	if len(producers) > 0 {
 		// The earliest in the plan (its result's order): a rerun from it
@@ -104,7 +112,7 @@ func inputAdvice(r *wire.Result, msg string, with map[string]any) (command, advi
 		if len(producers) > 1 {
 			from = fmt.Sprintf("steps %s' outputs", strings.Join(producers, ", "))
 		}
-		parts = append(parts, fmt.Sprintf("it comes from %s: fix that step or its tool, then the command above runs it again", from))
+		parts = append(parts, fmt.Sprintf("it comes from %s: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again", from))
 	}
 	if len(parts) == 0 {
 		return "", "" // a step with no inputs of its own: Of's advice stands
@@ -158,4 +166,13 @@ func wordStarts(s, w string) bool {
 
 func nameChar(b byte) bool {
 	return b == '_' || b == '-' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// quoted is names, each in quotes: `"file"`, not the run's input file.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }

@@ -20,17 +20,17 @@ func TestARefusedInputsAdviceNamesItsSource(t *testing.T) {
 		command, advice string
 	}{
 		{"a run input", "INVALID_INPUT", `path "nope.md" does not exist`, map[string]any{"file": "${inputs.file}"},
-			"", head + "it comes from the run's input file: capflow run PLAN --input file=VALUE with a value that fits (a rerun replays the inputs it was given)"},
+			"", head + "it comes from the run's input \"file\": capflow run PLAN --input file=VALUE with a value that fits (a rerun replays the inputs it was given)"},
 		{"written in the plan", "INVALID_INPUT", `with.path: "../x" leaves the project`, map[string]any{"path": "../x", "content": "${steps.a.data.text}"},
 			"", head + "with.path is written in the plan: fix it there (or the file it names), then capflow run PLAN again (a rerun replays the plan it was given)"},
 		{"an earlier step's output, in the tool's input_schema", "SCHEMA_VIOLATION", "inputs for save: content: must be string", map[string]any{"path": "out.txt", "content": "${steps.a.data.n}"},
-			"capflow rerun r1 --from a", head + "it comes from step a's output: fix that step or its tool, then the command above runs it again"},
+			"capflow rerun r1 --from a", head + "it comes from step a's output: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again"},
 		{"a bare word is no name", "INVALID_INPUT", "cannot convert to number", map[string]any{"to": "${steps.a.data.n}", "n": "${inputs.n}"},
-			"capflow rerun r1 --from a", head + "it comes from the run's input n: capflow run PLAN --input n=VALUE with a value that fits (a rerun replays the inputs it was given); it comes from step a's output: fix that step or its tool, then the command above runs it again"},
+			"capflow rerun r1 --from a", head + "it comes from the run's input \"n\": capflow run PLAN --input n=VALUE with a value that fits (a rerun replays the inputs it was given); it comes from step a's output: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again"},
 		{"the earliest producer first", "INVALID_INPUT", "bad input", map[string]any{"a": "${steps.late.data}", "b": "${steps.early.data}"},
-			"capflow rerun r1 --from early", head + "it comes from steps early, late' outputs: fix that step or its tool, then the command above runs it again"},
+			"capflow rerun r1 --from early", head + "it comes from steps early, late' outputs: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again"},
 		{"named by none: every source", "INVALID_INPUT", "bad input", map[string]any{"a": "x", "b": "${inputs.n} and ${steps.p.data}"},
-			"capflow rerun r1 --from p", head + "with.a is written in the plan: fix it there (or the file it names), then capflow run PLAN again (a rerun replays the plan it was given); it comes from the run's input n: capflow run PLAN --input n=VALUE with a value that fits (a rerun replays the inputs it was given); it comes from step p's output: fix that step or its tool, then the command above runs it again"},
+			"capflow rerun r1 --from p", head + "with.a, with.b are written in the plan: fix it there (or the file it names), then capflow run PLAN again (a rerun replays the plan it was given); it comes from the run's input \"n\": capflow run PLAN --input n=VALUE with a value that fits (a rerun replays the inputs it was given); it comes from step p's output: where that step's with is at fault, fix it in the plan and capflow run PLAN again (a rerun replays the plan); where its tool is, fix the tool and the command above runs it again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := failed("s", wire.ErrorCode(c.code), "", "HIGH")

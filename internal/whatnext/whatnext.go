@@ -199,6 +199,12 @@ func ofGaps(gaps []wire.Gap) wire.Next {
 		}
 	}
 	for _, g := range gaps {
+		if g.Reason == wire.GapDependencyUnavailable {
+			// The tool is there; what it needs is not, where the run resolved.
+			return wire.Next{Code: wire.ErrorCode(caperr.DependencyUnavailable), Advice: fmt.Sprintf("%s: give it to the worker (an environment variable takes the worker's restart), then run again", g.ReasonMessage)}
+		}
+	}
+	for _, g := range gaps {
 		if files := g.LeftOut(); len(files) > 0 {
 			// A broken manifest first: scaffolding beside it makes a second tool.
 			next.Command = "capflow tools validate"
