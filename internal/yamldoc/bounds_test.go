@@ -37,6 +37,18 @@ func TestHostileDocuments(t *testing.T) {
 		{"deep flow maps", "x: " + strings.Repeat("{a: ", 300), "nesting deeper than", 1},
 		{"dash chain", strings.Repeat("- ", 50000) + "x", "nesting deeper than", 1},
 		{"too large", "a: " + strings.Repeat("x", MaxFileSize), "more than the", 0},
+		// A quote in a block scalar or inside a plain value opens no
+		// string to the prescan (it did, and hid the rest of the file
+		// from its bounds: 100,000 brackets after it kept the parser 32 s).
+		{"quote in a block scalar", "a: |\n  say \"hi\nb: " + list(MaxTokens+1), "more than", 3},
+		{"quote inside a plain value", "a: x 'y\nb: " + list(MaxTokens+1), "more than", 2},
+		{"escaped line end", "a: \"x\\\nb: " + list(MaxTokens+1), "more than", 2},
+		// Brackets and comments are tokens too.
+		{"many brackets", strings.Repeat("[]", MaxTokens/2+1), "more than", 1},
+		{"many comments", strings.Repeat("#\n", MaxTokens+1), "more than", MaxTokens + 1},
+		// One block mapping's keys are read in quadratic time: bounded.
+		{"keys", keys("", MaxKeys+1), "more than 2000 keys in one mapping", MaxKeys + 1},
+		{"keys in a list item", "- " + keys("  ", MaxKeys+1)[2:], "more than 2000 keys in one mapping", MaxKeys + 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -59,6 +71,15 @@ func TestHostileDocuments(t *testing.T) {
 	if _, err := Parse("ok.yaml", []byte(ok)); err != nil {
 		t.Fatalf("quoted brackets: %v", err)
 	}
+	// Keys in a block scalar are its text; each mapping counts its own.
+	many := "a: |\n" + keys("  ", 3*MaxKeys) + "b:\n" + keys("  ", MaxKeys) + "c:\n- " + keys("  ", MaxKeys)[2:] + "- " + keys("  ", MaxKeys)[2:] + keys("", MaxKeys-3)
+	if _, err := Parse("ok.yaml", []byte(many)); err != nil {
+		t.Fatalf("keys of several mappings: %v", err)
+	}
+	// A flow mapping is read in one pass and may hold more.
+	if d, err := Parse("ok.yaml", []byte("{"+strings.TrimSuffix(strings.ReplaceAll(keys("", 3*MaxKeys), "\n", ", "), ", ")+"}")); err != nil || len(d.Root.Keys) != 3*MaxKeys {
+		t.Fatalf("a flow mapping of many keys: %v", err)
+	}
 	// A few shared aliases are fine.
 	if d, err := Parse("ok.yaml", []byte(aliasBomb(4))); err != nil || len(d.Root.Keys) != 4 {
 		t.Fatalf("small alias use: %v", err)
@@ -76,6 +97,18 @@ func TestParseLenientReadsAKeyWrittenTwice(t *testing.T) {
 	if err != nil || len(d.Root.Keys) != 2 || d.Root.Keys[0].Name != "a" || fmt.Sprint(d.Root.Get("a").Interface()) != "map[c:2]" {
 		t.Fatalf("%v: %+v", err, d)
 	}
+}
+
+// list is a flow sequence of n values.
+func list(n int) string { return "[" + strings.Repeat("1,", n-1) + "1]\n" }
+
+// keys is n lines "k<i>: v", each after indent.
+func keys(indent string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%sk%d: v\n", indent, i)
+	}
+	return b.String()
 }
 
 func asErr(err error, ce **caperr.Error) bool {

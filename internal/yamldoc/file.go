@@ -2,6 +2,7 @@ package yamldoc
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -86,4 +87,11 @@ func ParseFile(path, display string) (*Doc, error) {
 		return nil, err
 	}
 	return Parse(display, data)
+}
+
+func sizeText(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
