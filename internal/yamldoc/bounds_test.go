@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/goccy/go-yaml/token"
+
 	"github.com/capflow/capflow/internal/caperr"
 )
 
@@ -49,6 +51,31 @@ func TestHostileDocuments(t *testing.T) {
 		// One block mapping's keys are read in quadratic time: bounded.
 		{"keys", keys("", MaxKeys+1), "more than 2000 keys in one mapping", MaxKeys + 1},
 		{"keys in a list item", "- " + keys("  ", MaxKeys+1)[2:], "more than 2000 keys in one mapping", MaxKeys + 1},
+		// Found attacking the bounds above: what slipped past them.
+		// Lone tags or anchors, each a level of the parser's recursion
+		// (800,000 overflowed its stack, which no recover catches).
+		{"tags in a row", strings.Repeat("!t\n", 1000) + "x\n", "more than one tag and one anchor", 3},
+		{"anchors in a row", strings.Repeat("&a\n", 1000) + "x\n", "more than one tag and one anchor", 3},
+		{"tags past the count", strings.Repeat("!\n", MaxTokens+1), "more than", MaxTokens + 1},
+		// Keys the parser reads as one mapping, wherever they are.
+		{"keys in a flow list", "[\n" + keys("", MaxKeys+1) + "]\n", "more than 2000 keys in one mapping", MaxKeys + 2},
+		{"keys each above a list", strings.Repeat("k:\n- x\n", MaxKeys) + "k:\n", "more than 2000 keys in one mapping", 2*MaxKeys + 1},
+		{"tagged keys each above a list", strings.Repeat("!t k:\n- x\n", MaxKeys) + "!t k:\n", "more than 2000 keys in one mapping", 2*MaxKeys + 1},
+		// A chain of dashes after a key nests as one at a line's start
+		// (100,000 took 28 s and 14.7 GB).
+		{"dash chain after a key", "? a\n: " + strings.Repeat("- ", 100000) + "x\n", "nesting deeper than", 2},
+		// Each value keeps its place, every key above it (a 500 KB key
+		// above 4,000 values took 2 GB).
+		{"long key above many values", strings.Repeat("k", 500000) + ": " + list(4000), "keys above its values are too long", 1},
+		// Documents: the lexer's list of them is built in quadratic time.
+		{"document markers", strings.Repeat("---\n...\n", 100000), "expected one YAML document", 3},
+		// A lone CR is a line break to the lexer: a comment ends there.
+		{"comment ended by a CR", "#\r" + list(MaxTokens+1), "more than", 2},
+		// A quote on a plain value's next line opens no string.
+		{"quote on a plain value's next line", "[a\n'" + strings.Repeat(",a", MaxTokens) + "]\n", "more than", 2},
+		// Aliases, quotes, tags count as the tokens they are.
+		{"aliases", strings.Repeat("*a\n", MaxTokens+1), "more than", MaxTokens + 1},
+		{"quoted values", strings.Repeat(`""`+"\n", MaxTokens+1), "more than", MaxTokens + 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,6 +102,11 @@ func TestHostileDocuments(t *testing.T) {
 	many := "a: |\n" + keys("  ", 3*MaxKeys) + "b:\n" + keys("  ", MaxKeys) + "c:\n- " + keys("  ", MaxKeys)[2:] + "- " + keys("  ", MaxKeys)[2:] + keys("", MaxKeys-3)
 	if _, err := Parse("ok.yaml", []byte(many)); err != nil {
 		t.Fatalf("keys of several mappings: %v", err)
+	}
+	// Brackets inside a plain value or a block scalar's text nest nothing.
+	text := "a: |\n" + strings.Repeat("  echo \"[\"\n", 2*MaxDepth) + "b:\n" + strings.Repeat("- see [1\n", 2*MaxDepth)
+	if d, err := Parse("ok.yaml", []byte(text)); err != nil || len(d.Root.Get("b").Items) != 2*MaxDepth {
+		t.Fatalf("brackets in text: %v", err)
 	}
 	// A flow mapping is read in one pass and may hold more.
 	if d, err := Parse("ok.yaml", []byte("{"+strings.TrimSuffix(strings.ReplaceAll(keys("", 3*MaxKeys), "\n", ", "), ", ")+"}")); err != nil || len(d.Root.Keys) != 3*MaxKeys {
@@ -161,5 +193,30 @@ func TestNewUserDocuments(t *testing.T) {
 	_, err = Parse("many.yaml", []byte("x: ["+strings.Repeat("1,", MaxTokens+1)+"1]"))
 	if err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("token bound: %v", err)
+	}
+}
+
+// formatted is a parser error whose Error() goccy builds by printing the
+// tokens of the error's lines, each appended to a growing string.
+type formatted struct{}
+
+func (formatted) Error() string      { panic("the parser's error was formatted") }
+func (formatted) GetMessage() string { return "',' or ']' must be specified" }
+func (formatted) GetToken() *token.Token {
+	return &token.Token{Position: &token.Position{Line: 1, Column: 6}}
+}
+
+// A syntax error is told from its message and token, never by formatting
+// the parser's error: an unclosed list of 150,000 items took 12 s there.
+func TestSyntaxErrorsAreNotFormattedByTheParser(t *testing.T) {
+	t.Parallel()
+	err := syntaxError("x.yaml", []byte("[a, b\n"), formatted{})
+	var ce *caperr.Error
+	if !asErr(err, &ce) || ce.Line != 1 || !strings.Contains(err.Error(), "is not closed") {
+		t.Fatalf("%v", err)
+	}
+	_, err = Parse("x.yaml", []byte(list(150000)[:150000*2-1]))
+	if !asErr(err, &ce) || ce.Line != 1 || !strings.Contains(err.Error(), "']' not found") {
+		t.Fatalf("an unclosed list: %v", err)
 	}
 }

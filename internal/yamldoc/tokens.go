@@ -6,54 +6,163 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// keyRun is a block mapping open at a point of the document: its keys'
-// column and how many it has held so far.
-type keyRun struct{ col, n int }
+// level is a collection open at a point of the lexer's tokens, as the
+// parser will nest it: a block one by its column, a flow one by its
+// brackets.
+type level struct {
+	col        int  // a block collection's column (its keys' or its dashes')
+	flow, list bool // flow ([ ] or { }); a list (dashes, or [ ])
+	keys       int  // keys in a row: a block mapping's, a flow one's since its last comma
+	place      int  // bytes its current entry adds to the place of what is in it
+}
+
+// tokenCheck is checkTokens' state.
+type tokenCheck struct {
+	open         []level
+	place, flows int   // the bytes of the current place; flow levels open
+	places       int64 // the bytes of every token's place so far
+	props, docs  int   // tags and anchors in a row; document markers
+}
 
 // checkTokens bounds what the parser will do with the lexer's tokens, read
 // as the parser reads them (a block scalar or a quoted string is one token,
-// whatever it holds): flow nesting past MaxDepth and a block mapping with
-// more than MaxKeys keys. prescan bounded the tokens' number before the
-// lexer made them; this is exact where prescan reads the text.
+// whatever it holds): nesting past MaxDepth, a mapping read key after key
+// with more than MaxKeys keys (the parser takes each in time growing with
+// those after it: 80,000 took 31 s), more than one tag and one anchor on a
+// value (each a level of the parser's recursion: 800,000 lone tags overflowed
+// its stack), more than one document, and places past MaxPlaceBytes (the
+// parser keeps each value's place, every key above it: a 500 KB key above
+// 4,000 values took 2 GB).
 func checkTokens(tks token.Tokens) (Pos, string) {
-	depth := 0
-	var open []keyRun
+	var c tokenCheck
 	for i, tk := range tks {
-		switch tk.Type {
-		case token.SequenceStartType, token.MappingStartType:
-			if depth++; depth > MaxDepth {
-				return pos(tk), fmt.Sprintf("nesting deeper than %d levels", MaxDepth)
-			}
-		case token.SequenceEndType, token.MappingEndType:
-			depth = max(0, depth-1)
-		case token.DocumentHeaderType, token.DocumentEndType:
-			open = open[:0]
-		case token.SequenceEntryType:
-			if depth == 0 {
-				open = closeRight(open, tk.Position.Column)
-			}
-		case token.MappingValueType:
-			if depth > 0 || i == 0 {
-				continue
-			}
-			key := tks[i-1]
-			if open = closeRight(open, key.Position.Column); len(open) == 0 || open[len(open)-1].col != key.Position.Column {
-				open = append(open, keyRun{col: key.Position.Column})
-			}
-			top := &open[len(open)-1]
-			if top.n++; top.n > MaxKeys {
-				return pos(key), fmt.Sprintf("more than %d keys in one mapping: write one this large in flow style ({k: v, ...}) or as JSON, which are read in one pass", MaxKeys)
-			}
+		if why := c.take(tks, i); why != "" {
+			return pos(tk), why
+		}
+		if c.places += int64(c.place); c.places > MaxPlaceBytes {
+			return pos(tk), fmt.Sprintf("the keys above its values are too long: the parser keeps each value's place (every key above it), more than %d MiB in all here; shorten the long keys", MaxPlaceBytes>>20)
 		}
 	}
 	return Pos{}, ""
 }
 
-// closeRight ends the block mappings whose keys lie right of col: a key or
-// a list item at col is outside them.
-func closeRight(open []keyRun, col int) []keyRun {
-	for len(open) > 0 && open[len(open)-1].col > col {
-		open = open[:len(open)-1]
+// take reads tks[i].
+func (c *tokenCheck) take(tks token.Tokens, i int) string {
+	tk := tks[i]
+	switch tk.Type {
+	case token.TagType, token.AnchorType:
+		if c.props++; c.props > 2 {
+			return "more than one tag and one anchor on one value"
+		}
+		return ""
+	case token.CommentType:
+		return ""
 	}
-	return open
+	if i > 0 && tks[i-1].Type == token.AnchorType {
+		return "" // the anchor's name
+	}
+	c.props = 0
+	switch tk.Type {
+	case token.SequenceStartType, token.MappingStartType:
+		c.flows++
+		return c.push(level{flow: true, list: tk.Type == token.SequenceStartType, place: 8})
+	case token.SequenceEndType, token.MappingEndType:
+		c.closeFlow()
+	case token.CollectEntryType:
+		if n := len(c.open); n > 0 && c.open[n-1].flow {
+			c.open[n-1].keys = 0
+		}
+	case token.DocumentHeaderType, token.DocumentEndType:
+		if c.docs++; c.docs > 2 {
+			return "expected one YAML document, found more"
+		}
+		c.open, c.place, c.flows = c.open[:0], 0, 0
+	case token.SequenceEntryType:
+		return c.dash(tk.Position.Column)
+	case token.MappingValueType:
+		if i > 0 {
+			return c.key(tks, i-1)
+		}
+	}
+	return ""
+}
+
+func (c *tokenCheck) push(l level) string {
+	c.open = append(c.open, l)
+	c.place += l.place
+	if len(c.open) > MaxDepth {
+		return fmt.Sprintf("nesting deeper than %d levels", MaxDepth)
+	}
+	return ""
+}
+
+func (c *tokenCheck) pop() {
+	l := c.open[len(c.open)-1]
+	c.open, c.place = c.open[:len(c.open)-1], c.place-l.place
+	if l.flow {
+		c.flows--
+	}
+}
+
+// closeFlow ends the innermost flow collection and what is open in it.
+func (c *tokenCheck) closeFlow() {
+	for c.flows > 0 {
+		flow := c.open[len(c.open)-1].flow
+		c.pop()
+		if flow {
+			return
+		}
+	}
+}
+
+// closeBlock ends the block collections a token at col is outside of:
+// those right of it, and (for a key) a list of dashes at its column.
+func (c *tokenCheck) closeBlock(col int, key bool) {
+	for n := len(c.open); n > 0; n = len(c.open) {
+		top := c.open[n-1]
+		if top.flow || top.col < col || (top.col == col && !(key && top.list)) {
+			return
+		}
+		c.pop()
+	}
+}
+
+// dash is a "- " at col: an entry of the list at col.
+func (c *tokenCheck) dash(col int) string {
+	c.closeBlock(col, false)
+	if n := len(c.open); n > 0 && !c.open[n-1].flow && c.open[n-1].col == col && c.open[n-1].list {
+		return ""
+	}
+	return c.push(level{col: col, list: true, place: 8})
+}
+
+// key is tks[k] followed by ": ", with the tag or anchor before it on its
+// line: the parser takes the key's column from the first of them.
+func (c *tokenCheck) key(tks token.Tokens, k int) string {
+	key, col := tks[k], tks[k].Position.Column
+	for j, props := k-1, 0; j >= 0 && props < 2 && tks[j].Position.Line == key.Position.Line; props++ {
+		switch {
+		case tks[j].Type == token.TagType:
+			col, j = tks[j].Position.Column, j-1
+		case j > 0 && tks[j-1].Type == token.AnchorType:
+			col, j = tks[j-1].Position.Column, j-2 // an anchor and its name
+		default:
+			props = 2
+		}
+	}
+	n := len(c.open)
+	if n == 0 || !c.open[n-1].flow {
+		if c.closeBlock(col, true); len(c.open) == 0 || c.open[len(c.open)-1].flow || c.open[len(c.open)-1].col != col {
+			if why := c.push(level{col: col}); why != "" {
+				return why
+			}
+		}
+	}
+	top := &c.open[len(c.open)-1]
+	c.place += len(key.Value) + 1 - top.place
+	top.place = len(key.Value) + 1
+	if top.keys++; top.keys > MaxKeys {
+		return fmt.Sprintf("more than %d keys in one mapping: write one this large in flow style ({k: v, ...}) or as JSON, which are read in one pass", MaxKeys)
+	}
+	return ""
 }
