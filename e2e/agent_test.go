@@ -341,12 +341,18 @@ func (l *agentLab) approval(t *testing.T) {
 	if code, e, _ := l.w.capflow("approve", id, "triage", "--proposal", digest[:16]); code != 2 {
 		t.Fatalf("round 1's approval approved round 2: exit %d %s", code, e.Message)
 	}
-	_, e, _ = l.w.capflow("status", id)
-	var r2 runResult
-	data(t, e, &r2)
-	second := r2.step(t, "triage").Waiting
-	if second == nil || second.Proposal == digest {
-		t.Fatalf("round 2's gate: %+v", second)
+	// The run's status shows round 2's gate once the agent's run has
+	// taken in its round's sub-run as started (CI at ab276a5 asked at once
+	// after the sub-run's gate waited, and read none).
+	var second *wfapi.Wait
+	for deadline := time.Now().Add(30 * time.Second); second == nil || second.Proposal == digest; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("round 2's gate: %+v", second)
+		}
+		_, e, _ = l.w.capflow("status", id)
+		var r2 runResult
+		data(t, e, &r2)
+		second = r2.step(t, "triage").Waiting
 	}
 	if code, e, stderr := l.w.capflow("approve", id, "triage", "--proposal", second.Proposal[:12]); code != 0 {
 		t.Fatalf("approve round 2: exit %d %s\n%s", code, e.Message, stderr)
