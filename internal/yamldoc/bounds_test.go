@@ -76,6 +76,33 @@ func TestHostileDocuments(t *testing.T) {
 		// Aliases, quotes, tags count as the tokens they are.
 		{"aliases", strings.Repeat("*a\n", MaxTokens+1), "more than", MaxTokens + 1},
 		{"quoted values", strings.Repeat(`""`+"\n", MaxTokens+1), "more than", MaxTokens + 1},
+		// Found attacking those fixes. What go-yaml's lexer reads in
+		// quadratic time: blank lines trimmed from a block scalar one at
+		// a time (100,000: 27 s), tabs in a quoted string (7 s), a run of
+		// '<' (3.4 s).
+		{"blank lines after a block scalar", "a: |\n  x\n" + strings.Repeat("\n", 100000), "blank lines in a row", 53},
+		{"tabs in a string", "a: \"" + strings.Repeat("\tx", 60000) + "\"\n", "tabs", 1},
+		{"angles", "a: " + strings.Repeat("<", 100000), "'<' in a row", 1},
+		// Values left out, a null token each moved into the parser's list
+		// (600 KB of "-\n": 20 s; a flow set of 300,000 keys: 42 s).
+		{"dashes with nothing after", strings.Repeat("-\n", 100000), "values left out", maxNulls + 1},
+		{"a flow set", "{" + strings.TrimSuffix(strings.ReplaceAll(keys("", 100000), ": v\n", ", "), ", ") + "}", "values left out", 1},
+		{"keys with nothing after", strings.Repeat("k:\n", 100000), "values left out", maxNulls + 1},
+		// "? key" keys are counted at the "?", where the parser puts them:
+		// keys without ": " escaped the count (120,000: 47 s), and one
+		// key's 1 MiB fell out of the places (4 GB).
+		{"question keys", strings.Repeat("? k\n: v\n", 100000), "keys in one mapping", 2*MaxKeys + 1},
+		{"question keys with nothing after", strings.Repeat("? k\n", 100000), "values left out", maxNulls + 1},
+		{"a long question key", "? " + strings.Repeat("k", 1<<20) + "\n:\n" + keys("  ", 300), "keys above its values are too long", 87},
+		// What the prescan read as a comment or a string while the lexer
+		// read tokens: a quoted key after a plain value (815 MB), a quote
+		// after a plain key's ":" in brackets (736 MB), a quote after a
+		// comma in a plain value, a directive's words, reserved '@'.
+		{"quoted key after a plain value", "a: x\n' #': " + list(MaxTokens), "more than", 2},
+		{"quote after a plain key in brackets", "[x:'" + strings.Repeat(",a", MaxTokens) + "]\n", "more than", 1},
+		{"quote after a comma in a plain value", "a: x,'" + strings.Repeat("b: ", MaxTokens), "more than", 1},
+		{"a directive's words", "%" + strings.Repeat(" a", MaxTokens) + "\n---\nx\n", "more than", 1},
+		{"reserved indicators", strings.Repeat("@", MaxTokens+1), "more than", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,6 +135,12 @@ func TestHostileDocuments(t *testing.T) {
 	if d, err := Parse("ok.yaml", []byte(text)); err != nil || len(d.Root.Get("b").Items) != 2*MaxDepth {
 		t.Fatalf("brackets in text: %v", err)
 	}
+	// A 20,000-step plan reads, in YAML and as JSON, pretty or compact.
+	for name, plan := range bigPlans(20000) {
+		if d, err := Parse(name, plan); err != nil || len(d.Root.Get("steps").Items) != 20000 {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
 	// A flow mapping is read in one pass and may hold more.
 	if d, err := Parse("ok.yaml", []byte("{"+strings.TrimSuffix(strings.ReplaceAll(keys("", 3*MaxKeys), "\n", ", "), ", ")+"}")); err != nil || len(d.Root.Keys) != 3*MaxKeys {
 		t.Fatalf("a flow mapping of many keys: %v", err)
@@ -129,6 +162,24 @@ func TestParseLenientReadsAKeyWrittenTwice(t *testing.T) {
 	if err != nil || len(d.Root.Keys) != 2 || d.Root.Keys[0].Name != "a" || fmt.Sprint(d.Root.Get("a").Interface()) != "map[c:2]" {
 		t.Fatalf("%v: %+v", err, d)
 	}
+}
+
+// bigPlans is a plan of n steps in YAML and as JSON, pretty and compact.
+func bigPlans(n int) map[string][]byte {
+	var y, j strings.Builder
+	y.WriteString("name: big\nsteps:\n")
+	j.WriteString("{\n  \"name\": \"big\",\n  \"steps\": [\n")
+	for i := range n {
+		fmt.Fprintf(&y, "  - id: s%d\n    capability: text.render\n    with: {template: \"hello, {{ .x }}\", x: 'y'}\n    needs: [s%d]\n", i, i-1)
+		sep := ","
+		if i == n-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&j, "    {\n      \"id\": \"s%d\",\n      \"capability\": \"text.render\",\n      \"with\": {\"template\": \"hello, {{ .x }}\", \"x\": \"y\"},\n      \"needs\": [\"s%d\"]\n    }%s\n", i, i-1, sep)
+	}
+	j.WriteString("  ]\n}\n")
+	compact := strings.NewReplacer("\n", "", "  ", "", ": ", ":", ", ", ",").Replace(j.String())
+	return map[string][]byte{"plan.yaml": []byte(y.String()), "plan.json": []byte(j.String()), "compact.json": []byte(compact)}
 }
 
 // list is a flow sequence of n values.

@@ -37,6 +37,42 @@ type scan struct {
 	last                     byte // the last byte read outside strings on this line, 0 for none
 	lastLine                 byte // last, at the end of the last line that had one
 	skip                     int  // bytes step read past the one it was given
+	text, directive          bool // this line holds more than spaces; is a directive (%)
+	indent                   int  // the indentation of the last line that held a value
+	blank, tabs, angles      int  // blank lines in a row; tabs on this line; '<' in a row
+}
+
+// Bounds on what go-yaml's lexer reads in time quadratic in it.
+const (
+	// maxBlankLines bounds blank lines in a row: after a block scalar
+	// the lexer trims them from it one at a time, each copying the whole
+	// scalar (100,000 after a line of text took 27 s).
+	maxBlankLines = 50
+	// maxTabWork bounds a line's tabs times its length: in a double-quoted
+	// string the lexer reads to the line's end at each tab (100,000 tabs
+	// on a line: 7 s).
+	maxTabWork = 1 << 26
+	// maxAngles bounds '<' in a row: the lexer counts the rest of the run
+	// at each one, looking for a merge key (100,000: 3.4 s).
+	maxAngles = 1000
+)
+
+// endLine checks the line that ends here and starts the next.
+func (s *scan) endLine() string {
+	if s.tabs*s.col > maxTabWork {
+		return fmt.Sprintf("a line of %d bytes with %d tabs (the YAML reader takes a time that grows with both): write the tabs as \\t in a double-quoted string, or split the line", s.col, s.tabs)
+	}
+	if s.blank = s.blank + 1; s.text {
+		s.blank = 0
+	}
+	if s.blank > maxBlankLines {
+		return fmt.Sprintf("more than %d blank lines in a row", maxBlankLines)
+	}
+	if s.last != 0 {
+		s.lastLine = s.last
+	}
+	s.line, s.col, s.quote, s.comment, s.lineStart, s.dashes, s.last, s.text, s.tabs, s.directive = s.line+1, 0, 0, false, true, 0, 0, false, 0, false
+	return ""
 }
 
 func (s *scan) count() string {
@@ -47,29 +83,51 @@ func (s *scan) count() string {
 }
 
 // valueStart reports whether b, the last byte read on a line, leaves the
-// next byte where a value starts.
-func valueStart(b byte) bool {
+// next byte where a value starts: after ": ", "- ", "? ", at a line's
+// start, and in a flow collection after "[", "{" or ",".
+func (s *scan) valueStart(b byte) bool {
 	switch b {
-	case 0, ':', '-', '[', '{', ',', '?':
+	case 0, ':', '-', '?':
 		return true
+	case '[', '{', ',':
+		return s.depth > 0
 	}
 	return false
+}
+
+// content is a line's first byte that is not a space or a "- ": a line
+// that goes on a plain value (the last line ended inside one, and this one
+// is indented further or inside brackets) opens nothing.
+func (s *scan) content(ch byte) {
+	indent := s.col - 1
+	if s.last == 0 && !s.valueStart(s.lastLine) && (s.depth > 0 || indent > s.indent) {
+		s.last = 'a'
+	}
+	s.indent, s.directive = indent, ch == '%' && s.col == 1
 }
 
 // step reads data[i].
 func (s *scan) step(data []byte, i int) string {
 	ch := data[i]
 	s.col++
+	if s.angles++; ch != '<' {
+		s.angles = 0
+	} else if s.angles > maxAngles {
+		return fmt.Sprintf("more than %d '<' in a row", maxAngles)
+	}
+	switch ch {
+	case '\t':
+		s.tabs++
+	case ' ', '\n', '\r':
+	default:
+		s.text = true
+	}
 	switch {
 	case ch == '\n' || ch == '\r':
 		if ch == '\r' && i+1 < len(data) && data[i+1] == '\n' {
 			s.skip = 1
 		}
-		if s.last != 0 {
-			s.lastLine = s.last
-		}
-		s.line, s.col, s.quote, s.comment, s.lineStart, s.dashes, s.last = s.line+1, 0, 0, false, true, 0, 0
-		return ""
+		return s.endLine()
 	case s.comment:
 		return ""
 	case s.quote != 0:
@@ -89,8 +147,8 @@ func (s *scan) step(data []byte, i int) string {
 		s.last = '-'
 		return s.count()
 	}
-	if s.lineStart && s.last == 0 && !valueStart(s.lastLine) {
-		s.last = 'a' // the line goes on a plain value: nothing in it opens a string
+	if s.lineStart && s.dashes == 0 {
+		s.content(ch)
 	}
 	s.lineStart = false
 	return s.sign(data, i)
@@ -105,13 +163,15 @@ func (s *scan) sign(data []byte, i int) string {
 	if ch != ' ' && ch != '\t' {
 		s.last = ch
 	}
-	starts := isBreak(before) || before == '[' || before == '{' || before == ','
+	flow := s.depth > 0 && (before == '[' || before == '{' || before == ',' || before == ':')
+	starts := isBreak(before) || flow
 	switch ch {
 	case '"', '\'':
-		if !starts && before != ':' {
+		if !starts {
 			break
 		}
-		if valueStart(last) {
+		// After ":" in brackets, a string only after a quoted key ({"a":"b"}).
+		if s.valueStart(last) && (before != ':' || i >= 2 && (data[i-2] == '"' || data[i-2] == '\'')) {
 			s.quote = ch
 		}
 		return s.count() // a string, or where the lexer may take one to start
@@ -121,7 +181,7 @@ func (s *scan) sign(data []byte, i int) string {
 			return s.count()
 		}
 	case '[', '{':
-		if s.depth > 0 || valueStart(last) {
+		if s.depth > 0 || s.valueStart(last) {
 			if s.depth++; s.depth > MaxDepth {
 				return fmt.Sprintf("nesting deeper than %d levels", MaxDepth)
 			}
@@ -130,15 +190,20 @@ func (s *scan) sign(data []byte, i int) string {
 	case ']', '}':
 		s.depth = max(0, s.depth-1)
 		return s.count()
-	case ',':
+	case ',', '@', '`':
 		return s.count()
 	case ':', '-', '?':
-		if i+1 == len(data) || isBreak(data[i+1]) {
+		if i+1 == len(data) || isBreak(data[i+1]) || ch == ':' && s.depth > 0 {
 			return s.count()
 		}
 	case '!', '&', '*', '|', '>':
 		if starts {
 			return s.count()
+		}
+	case ' ', '\t':
+	default:
+		if s.valueStart(last) || s.directive && isBreak(before) {
+			return s.count() // a plain value's start
 		}
 	}
 	if (ch == '-' || ch == '.') && s.col == 1 && i+2 < len(data) && data[i+1] == ch && data[i+2] == ch {

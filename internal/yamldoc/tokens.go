@@ -14,7 +14,14 @@ type level struct {
 	flow, list bool // flow ([ ] or { }); a list (dashes, or [ ])
 	keys       int  // keys in a row: a block mapping's, a flow one's since its last comma
 	place      int  // bytes its current entry adds to the place of what is in it
+	entry      bool // a flow mapping's current entry has a token; and a ':'
+	colon      bool
 }
+
+// maxNulls bounds the values a document leaves out (a key or "- " with
+// nothing after it, a flow set's key): the parser inserts a null token for
+// each into its list of all tokens, moving the rest (600 KB of "-\n": 20 s).
+const maxNulls = 1000
 
 // tokenCheck is checkTokens' state.
 type tokenCheck struct {
@@ -22,6 +29,7 @@ type tokenCheck struct {
 	place, flows int   // the bytes of the current place; flow levels open
 	places       int64 // the bytes of every token's place so far
 	props, docs  int   // tags and anchors in a row; document markers
+	nulls        int   // values left out
 }
 
 // checkTokens bounds what the parser will do with the lexer's tokens, read
@@ -62,15 +70,24 @@ func (c *tokenCheck) take(tks token.Tokens, i int) string {
 		return "" // the anchor's name
 	}
 	c.props = 0
+	if n := len(c.open); n > 0 && c.open[n-1].flow && tk.Type != token.CollectEntryType && tk.Type != token.MappingEndType {
+		c.open[n-1].entry = true
+	}
 	switch tk.Type {
 	case token.SequenceStartType, token.MappingStartType:
 		c.flows++
 		return c.push(level{flow: true, list: tk.Type == token.SequenceStartType, place: 8})
 	case token.SequenceEndType, token.MappingEndType:
+		if why := c.endEntry(); why != "" {
+			return why
+		}
 		c.closeFlow()
 	case token.CollectEntryType:
+		if why := c.endEntry(); why != "" {
+			return why
+		}
 		if n := len(c.open); n > 0 && c.open[n-1].flow {
-			c.open[n-1].keys = 0
+			c.open[n-1].keys, c.open[n-1].entry, c.open[n-1].colon = 0, false, false
 		}
 	case token.DocumentHeaderType, token.DocumentEndType:
 		if c.docs++; c.docs > 2 {
@@ -78,11 +95,81 @@ func (c *tokenCheck) take(tks token.Tokens, i int) string {
 		}
 		c.open, c.place, c.flows = c.open[:0], 0, 0
 	case token.SequenceEntryType:
-		return c.dash(tk.Position.Column)
-	case token.MappingValueType:
-		if i > 0 {
-			return c.key(tks, i-1)
+		if why := c.empty(tks, i, tk.Position.Column); why != "" {
+			return why
 		}
+		return c.dash(tk.Position.Column)
+	case token.MappingKeyType: // "? key": its column is the "?"'s
+		if why := c.null(); why != "" {
+			return why
+		}
+		size := 0
+		if i+1 < len(tks) {
+			size = len(tks[i+1].Value)
+		}
+		return c.keyAt(tk.Position.Column, size)
+	case token.MappingValueType:
+		if n := len(c.open); n > 0 && c.open[n-1].flow {
+			c.open[n-1].colon = true
+		}
+		k := prev(tks, i)
+		if k < 0 || tks[k].Position.Line != tk.Position.Line {
+			c.nulls = max(0, c.nulls-1) // a "? key"'s value: its key and null counted at the "?"
+			return ""
+		}
+		col := keyCol(tks, k)
+		if why := c.empty(tks, i, col); why != "" {
+			return why
+		}
+		return c.keyAt(col, len(tks[k].Value))
+	}
+	return ""
+}
+
+// prev is the index of the token before tks[i], comments aside; -1 for none.
+func prev(tks token.Tokens, i int) int {
+	for i--; i >= 0 && tks[i].Type == token.CommentType; i-- {
+	}
+	return i
+}
+
+// null counts a value left out.
+func (c *tokenCheck) null() string {
+	if c.nulls++; c.nulls > maxNulls {
+		return fmt.Sprintf("more than %d values left out (a key or a \"- \" with nothing after it): write null where a value is empty", maxNulls)
+	}
+	return ""
+}
+
+// empty counts tks[i] (a "- " or a ": " of a key at col) as a value left
+// out when nothing follows it: no token, one on a later line at col or left
+// of it (but a key's list of dashes at its column), or the end of a flow
+// entry.
+func (c *tokenCheck) empty(tks token.Tokens, i, col int) string {
+	j := i + 1
+	for j < len(tks) && tks[j].Type == token.CommentType {
+		j++
+	}
+	if j < len(tks) {
+		next := tks[j]
+		switch {
+		case next.Type == token.CollectEntryType || next.Type == token.MappingEndType || next.Type == token.SequenceEndType:
+		case next.Position.Line > tks[i].Position.Line && next.Position.Column <= col:
+			if tks[i].Type == token.MappingValueType && next.Type == token.SequenceEntryType && next.Position.Column == col {
+				return "" // "k:" above "- x": the list is its value
+			}
+		default:
+			return ""
+		}
+	}
+	return c.null()
+}
+
+// endEntry counts a flow mapping's entry with no ':' (a set's key) as a
+// value left out.
+func (c *tokenCheck) endEntry() string {
+	if n := len(c.open); n > 0 && c.open[n-1].flow && !c.open[n-1].list && c.open[n-1].entry && !c.open[n-1].colon {
+		return c.null()
 	}
 	return ""
 }
@@ -136,9 +223,9 @@ func (c *tokenCheck) dash(col int) string {
 	return c.push(level{col: col, list: true, place: 8})
 }
 
-// key is tks[k] followed by ": ", with the tag or anchor before it on its
-// line: the parser takes the key's column from the first of them.
-func (c *tokenCheck) key(tks token.Tokens, k int) string {
+// keyCol is the column of the key tks[k], followed by ": ": the parser
+// takes it from the tag or anchor before it on its line, if any.
+func keyCol(tks token.Tokens, k int) int {
 	key, col := tks[k], tks[k].Position.Column
 	for j, props := k-1, 0; j >= 0 && props < 2 && tks[j].Position.Line == key.Position.Line; props++ {
 		switch {
@@ -150,8 +237,13 @@ func (c *tokenCheck) key(tks token.Tokens, k int) string {
 			props = 2
 		}
 	}
-	n := len(c.open)
-	if n == 0 || !c.open[n-1].flow {
+	return col
+}
+
+// keyAt is a key of size bytes at col: in a flow collection, or in the
+// block mapping at col.
+func (c *tokenCheck) keyAt(col, size int) string {
+	if n := len(c.open); n == 0 || !c.open[n-1].flow {
 		if c.closeBlock(col, true); len(c.open) == 0 || c.open[len(c.open)-1].flow || c.open[len(c.open)-1].col != col {
 			if why := c.push(level{col: col}); why != "" {
 				return why
@@ -159,8 +251,8 @@ func (c *tokenCheck) key(tks token.Tokens, k int) string {
 		}
 	}
 	top := &c.open[len(c.open)-1]
-	c.place += len(key.Value) + 1 - top.place
-	top.place = len(key.Value) + 1
+	c.place += size + 1 - top.place
+	top.place = size + 1
 	if top.keys++; top.keys > MaxKeys {
 		return fmt.Sprintf("more than %d keys in one mapping: write one this large in flow style ({k: v, ...}) or as JSON, which are read in one pass", MaxKeys)
 	}

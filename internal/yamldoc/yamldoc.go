@@ -66,11 +66,12 @@ const (
 	// MaxNodes is the most values a document may expand to, counting each
 	// use of an alias as a copy of what it names.
 	MaxNodes = 1000000
-	// MaxTokens bounds the separators (commas, colons, dashes) a document
-	// may hold, counted before parsing: the parser's memory grows with
-	// them (~600 bytes each), not with the file's size. A 20,000-step plan
-	// holds about 150,000.
-	MaxTokens = 300000
+	// MaxTokens bounds the tokens a document may hold (values, keys,
+	// commas, brackets, quotes, comments...), counted before the lexer
+	// makes them: its memory and the parser's grow with them (~600 bytes
+	// each), not with the file's size. A 20,000-step plan holds about
+	// 300,000 in YAML, 500,000 as JSON.
+	MaxTokens = 600000
 	// MaxKeys is the most keys one block mapping may hold. The parser
 	// reads a block mapping's keys recursively, each key copying the keys
 	// after it: time quadratic in them (80,000 keys took 31 s). A flow
@@ -417,4 +418,4 @@ func (c *converter) scalar(s ast.ScalarNode, p Pos) (*Node, error) {
 	}
 }
 
-var tooMany = fmt.Sprintf("more than %d values (commas, keys, list items): split the document", MaxTokens)
+var tooMany = fmt.Sprintf("more than %d tokens (values, keys, commas, brackets, quotes, comments): split the document", MaxTokens)
