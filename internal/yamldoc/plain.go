@@ -2,9 +2,14 @@ package yamldoc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/capflow/capflow/internal/caperr"
 )
 
 // plainWords says a YAML syntax error the way a person fixes it: a tab in
@@ -239,4 +244,49 @@ func scalarStarts(text []byte, i int) bool {
 	default:
 		return strings.IndexByte(":[{,", text[j]) >= 0
 	}
+}
+
+// syntaxError tells a parser's syntax error at its file, line and column,
+// in plain words where plainWords or unclosedFlow know them.
+func syntaxError(file string, data []byte, err error) error {
+	line, col := 0, 0
+	var se interface {
+		GetMessage() string
+		GetToken() *token.Token
+	}
+	var msg string
+	if errors.As(err, &se) {
+		// Not Error(): goccy's prints the tokens of the error's lines, each
+		// appended to a growing string (an unclosed list of 150,000 items
+		// took 12 s to say so).
+		msg = se.GetMessage()
+		if t := se.GetToken(); t != nil && t.Position != nil {
+			line, col = t.Position.Line, t.Position.Column
+		}
+	} else {
+		msg = err.Error()
+	}
+	// goccy's message starts with "[line:col] "; keep only the text.
+	if i := strings.Index(msg, "] "); strings.HasPrefix(msg, "[") && i > 0 {
+		if line == 0 {
+			fmt.Sscanf(msg, "[%d:%d]", &line, &col)
+		}
+		msg = msg[i+2:]
+	}
+	if j := strings.IndexByte(msg, '\n'); j > 0 {
+		msg = msg[:j]
+	}
+	msg = strings.TrimSpace(msg)
+	lines := bytes.Split(data, []byte("\n"))
+	if at, b, ok := unclosedFlow(lines, line, col, msg); ok {
+		return caperr.New(caperr.InvalidInput, "invalid YAML: this %q is not closed: close the flow %s with %q (the parser, at line %d, says: %s)",
+			b, flows[b].name, flows[b].close, line, msg).At(file, at.Line, at.Column, "")
+	}
+	if plain, at := plainWords(lines, line, msg); plain != "" {
+		if at != line {
+			line, col = at, indent(lines[at-1])+1
+		}
+		return caperr.New(caperr.InvalidInput, "invalid YAML: %s", plain).At(file, line, col, "")
+	}
+	return caperr.New(caperr.InvalidInput, "invalid YAML: %s", msg).At(file, line, col, "")
 }

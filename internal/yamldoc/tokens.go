@@ -99,31 +99,42 @@ func (c *tokenCheck) take(tks token.Tokens, i int) string {
 			return why
 		}
 		return c.dash(tk.Position.Column)
-	case token.MappingKeyType: // "? key": its column is the "?"'s
-		if why := c.null(); why != "" {
-			return why
-		}
-		size := 0
-		if i+1 < len(tks) {
-			size = len(tks[i+1].Value)
-		}
-		return c.keyAt(tk.Position.Column, size)
+	case token.MappingKeyType:
+		return c.question(tks, i)
 	case token.MappingValueType:
-		if n := len(c.open); n > 0 && c.open[n-1].flow {
-			c.open[n-1].colon = true
-		}
-		k := prev(tks, i)
-		if k < 0 || tks[k].Position.Line != tk.Position.Line {
-			c.nulls = max(0, c.nulls-1) // a "? key"'s value: its key and null counted at the "?"
-			return ""
-		}
-		col := keyCol(tks, k)
-		if why := c.empty(tks, i, col); why != "" {
-			return why
-		}
-		return c.keyAt(col, len(tks[k].Value))
+		return c.colon(tks, i)
 	}
 	return ""
+}
+
+// question is a "? key" at tks[i]: a key at the "?"'s column, and a value
+// left out until its ":" comes.
+func (c *tokenCheck) question(tks token.Tokens, i int) string {
+	if why := c.null(); why != "" {
+		return why
+	}
+	size := 0
+	if i+1 < len(tks) {
+		size = len(tks[i+1].Value)
+	}
+	return c.keyAt(tks[i].Position.Column, size)
+}
+
+// colon is a ": " at tks[i]: a key's, or a "? key"'s value.
+func (c *tokenCheck) colon(tks token.Tokens, i int) string {
+	if n := len(c.open); n > 0 && c.open[n-1].flow {
+		c.open[n-1].colon = true
+	}
+	k := prev(tks, i)
+	if k < 0 || tks[k].Position.Line != tks[i].Position.Line {
+		c.nulls = max(0, c.nulls-1) // a "? key"'s value: its key and null counted at the "?"
+		return ""
+	}
+	col := keyCol(tks, k)
+	if why := c.empty(tks, i, col); why != "" {
+		return why
+	}
+	return c.keyAt(col, len(tks[k].Value))
 }
 
 // prev is the index of the token before tks[i], comments aside; -1 for none.
