@@ -38,6 +38,7 @@ type scan struct {
 	lastLine                 byte // last, at the end of the last line that had one
 	skip                     int  // bytes step read past the one it was given
 	text, directive          bool // this line holds more than spaces; is a directive (%)
+	tabWork, angleWork       int  // what tabs and runs of '<' cost the lexer so far
 	indent                   int  // the indentation of the last line that held a value
 	blank, tabs, angles      int  // blank lines in a row; tabs on this line; '<' in a row
 }
@@ -46,21 +47,22 @@ type scan struct {
 const (
 	// maxBlankLines bounds blank lines in a row: after a block scalar
 	// the lexer trims them from it one at a time, each copying the whole
-	// scalar (100,000 after a line of text took 27 s).
-	maxBlankLines = 50
-	// maxTabWork bounds a line's tabs times its length: in a double-quoted
-	// string the lexer reads to the line's end at each tab (100,000 tabs
-	// on a line: 7 s).
+	// scalar (100,000 after a line of text took 27 s; 50 after 4 MB, 1.7 s).
+	maxBlankLines = 20
+	// maxTabWork bounds each line's tabs times its length, summed: in a
+	// double-quoted string the lexer reads to the line's end at each tab
+	// (100,000 tabs on a line: 7 s; 510 lines of 8,185: 10.6 s).
 	maxTabWork = 1 << 26
-	// maxAngles bounds '<' in a row: the lexer counts the rest of the run
-	// at each one, looking for a merge key (100,000: 3.4 s).
-	maxAngles = 1000
+	// maxAngles bounds '<' in a row, and maxAngleWork their runs' squares
+	// summed: the lexer counts the rest of a run at each '<', looking for a
+	// merge key (100,000 in a row: 3.4 s).
+	maxAngles, maxAngleWork = 1000, 1 << 23
 )
 
 // endLine checks the line that ends here and starts the next.
 func (s *scan) endLine() string {
-	if s.tabs*s.col > maxTabWork {
-		return fmt.Sprintf("a line of %d bytes with %d tabs (the YAML reader takes a time that grows with both): write the tabs as \\t in a double-quoted string, or split the line", s.col, s.tabs)
+	if s.tabWork += s.tabs * s.col; s.tabWork > maxTabWork {
+		return "too many tabs on long lines (the YAML reader's time grows with each line's tabs times its length): write them as \\t in a double-quoted string, or split the lines"
 	}
 	if s.blank = s.blank + 1; s.text {
 		s.blank = 0
@@ -112,8 +114,8 @@ func (s *scan) step(data []byte, i int) string {
 	s.col++
 	if s.angles++; ch != '<' {
 		s.angles = 0
-	} else if s.angles > maxAngles {
-		return fmt.Sprintf("more than %d '<' in a row", maxAngles)
+	} else if s.angleWork += s.angles; s.angles > maxAngles || s.angleWork > maxAngleWork {
+		return fmt.Sprintf("too many '<' in a row (at most %d, and fewer in all)", maxAngles)
 	}
 	switch ch {
 	case '\t':

@@ -58,7 +58,12 @@ func checkTokens(tks token.Tokens) (Pos, string) {
 func (c *tokenCheck) take(tks token.Tokens, i int) string {
 	tk := tks[i]
 	switch tk.Type {
-	case token.TagType, token.AnchorType:
+	case token.TagType:
+		if why := c.tag(tks, i); why != "" {
+			return why
+		}
+		fallthrough
+	case token.AnchorType:
 		if c.props++; c.props > 2 {
 			return "more than one tag and one anchor on one value"
 		}
@@ -135,6 +140,26 @@ func (c *tokenCheck) colon(tks token.Tokens, i int) string {
 		return why
 	}
 	return c.keyAt(col, len(tks[k].Value))
+}
+
+// tag checks the tag at tks[i] has its value on its line: the parser
+// takes the next line's node as its value, a "- " at the same column too,
+// so a tag ending each of a list's lines nests the list as deep as it is
+// long (200 KB of "- !t" lines ran the process out of memory). A tag with
+// no value (before a ",", ":" or bracket) is a value left out.
+func (c *tokenCheck) tag(tks token.Tokens, i int) string {
+	j := i + 1
+	for j < len(tks) && tks[j].Type == token.CommentType {
+		j++
+	}
+	switch {
+	case j == len(tks) || tks[j].Position.Line != tks[i].Position.Line:
+		return "a tag with no value on its line: write its value after it (a: !!str 1.0)"
+	case tks[j].Type == token.CollectEntryType || tks[j].Type == token.MappingValueType ||
+		tks[j].Type == token.SequenceEndType || tks[j].Type == token.MappingEndType:
+		return c.null()
+	}
+	return ""
 }
 
 // prev is the index of the token before tks[i], comments aside; -1 for none.
