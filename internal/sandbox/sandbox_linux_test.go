@@ -254,6 +254,26 @@ func TestTreeIsBornInItsCgroups(t *testing.T) {
 	})
 }
 
+// A pooled set's counters are read afresh through its held files: a tree
+// after one that broke a limit is judged by its own, and a limit set
+// lower, then higher again, is the one each tree gets.
+func TestAPooledSetJudgesEachTreeAlone(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		spec := Defaults
+		spec.Pids = 3
+		for i := 0; i < 3; i++ {
+			if o := run(t, spec, t.TempDir(), `for i in $(seq 20); do sleep 1 & done; wait`); o.breach == nil || o.breach.Limit != "pids" {
+				t.Fatalf("round %d: a tree of 3 pids started 20 processes: %v %s", i, o.breach, o.out)
+			}
+			spec.Pids = 40
+			if o := run(t, spec, t.TempDir(), `for i in $(seq 20); do sleep 0.1 & done; wait; echo done`); o.breach != nil || !strings.Contains(o.out, "done") {
+				t.Fatalf("round %d: the tree after a breach was judged by it: %v %s", i, o.breach, o.out)
+			}
+			spec.Pids = 3
+		}
+	})
+}
+
 // TestFinishedTreesCgroupsGoBackToThePool: bubblewrap exits with its
 // tool's status before the sandbox's init has torn its namespaces down, so
 // a tree's cgroups are seldom empty at Finish; they go back to the pool
