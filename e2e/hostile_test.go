@@ -176,7 +176,7 @@ func TestHostileFiles(t *testing.T) {
 	for _, c := range []struct {
 		steps, code int
 		want        string
-	}{{40000, 4, "40000 steps"}, {60000, 2, "more than 300000 values"}} {
+	}{{40000, 4, "40000 steps"}, {60000, 2, "more than 1000000 tokens"}} {
 		var big strings.Builder
 		big.WriteString("name: huge\nsteps:\n")
 		for i := 0; i < c.steps; i++ {

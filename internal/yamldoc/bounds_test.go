@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,13 @@ func TestHostileDocuments(t *testing.T) {
 		{"tags ending their lines", strings.Repeat("- !t\n", 40000), "a tag with no value on its line", 1},
 		{"tagged keys ending their lines", strings.Repeat(strings.Repeat("k", 1000)+": !t\n", 2000), "a tag with no value on its line", 1},
 		{"tags with no value", "[" + strings.Repeat("!!str,", 299000) + "x]\n", "values left out", 1},
+		// Found in a fourth attack, past every bound above: a key whose
+		// ":" is on the next line (a number's: the parser lets it) is
+		// counted by none, and block mappings inside brackets nest
+		// unseen. Each ran the process out of memory; a document past
+		// 64 KiB is read in a child, whose memory is capped.
+		{"a key with its colon below", "1." + strings.Repeat("5", 1<<20) + "\n: " + list(3000), "needs more than 1 GiB", 0},
+		{"block mappings inside brackets", nestedInBrackets(150, 150, 250000), "needs more than 1 GiB", 0},
 		// Values left out, a null token each moved into the parser's list
 		// (600 KB of "-\n": 20 s; a flow set of 300,000 keys: 42 s).
 		{"dashes with nothing after", strings.Repeat("-\n", 100000), "values left out", maxNulls + 1},
@@ -151,6 +159,16 @@ func TestHostileDocuments(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
+	// Read in a child, a document is what it is read in place.
+	for name, plan := range bigPlans(2000) {
+		here, err := parseHere(name, plan, false)
+		if err != nil || len(plan) <= childBytes {
+			t.Fatalf("%s (%d bytes): %v", name, len(plan), err)
+		}
+		if there, err := Parse(name, plan); err != nil || !reflect.DeepEqual(here, there) {
+			t.Fatalf("%s: read in a child, not what it is in place: %v", name, err)
+		}
+	}
 	// A flow mapping is read in one pass and may hold more.
 	if d, err := Parse("ok.yaml", []byte("{"+strings.TrimSuffix(strings.ReplaceAll(keys("", 3*MaxKeys), "\n", ", "), ", ")+"}")); err != nil || len(d.Root.Keys) != 3*MaxKeys {
 		t.Fatalf("a flow mapping of many keys: %v", err)
@@ -190,6 +208,17 @@ func bigPlans(n int) map[string][]byte {
 	j.WriteString("  ]\n}\n")
 	compact := strings.NewReplacer("\n", "", "  ", "", ": ", ":", ", ", ",").Replace(j.String())
 	return map[string][]byte{"plan.yaml": []byte(y.String()), "plan.json": []byte(j.String()), "compact.json": []byte(compact)}
+}
+
+// nestedInBrackets is a flow list holding keys block mappings deep, each
+// key size bytes, above a list of n values.
+func nestedInBrackets(keys, size, n int) string {
+	var b strings.Builder
+	b.WriteString("[\n")
+	for i := range keys {
+		b.WriteString(strings.Repeat(" ", i) + strings.Repeat("k", size) + ":\n")
+	}
+	return b.String() + strings.Repeat(" ", keys) + list(n) + "]\n"
 }
 
 // list is a flow sequence of n values.
