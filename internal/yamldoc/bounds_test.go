@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml/token"
 
@@ -99,8 +100,10 @@ func TestHostileDocuments(t *testing.T) {
 		// counted by none, and block mappings inside brackets nest
 		// unseen. Each ran the process out of memory; a document past
 		// 64 KiB is read in a child, whose memory is capped.
-		{"a key with its colon below", "1." + strings.Repeat("5", 1<<20) + "\n: " + list(3000), "needs more than 1 GiB", 0},
-		{"block mappings inside brackets", nestedInBrackets(150, 150, 250000), "needs more than 1 GiB", 0},
+		{"a key with its colon below", "1." + strings.Repeat("5", 1<<20) + "\n: " + list(3000), "keys above its values are too long", 2},
+		{"a key with its colon below, read in place", "1." + strings.Repeat("5", 30000) + "\n: " + list(14000), "keys above its values are too long", 2},
+		{"keys with their colons below", strings.Repeat("1\n: v\n", 100000), "keys in one mapping", 2*MaxKeys + 2},
+		{"block mappings inside brackets", nestedInBrackets(150, 150, 250000), "keys above its values are too long", 152},
 		// Values left out, a null token each moved into the parser's list
 		// (600 KB of "-\n": 20 s; a flow set of 300,000 keys: 42 s).
 		{"dashes with nothing after", strings.Repeat("-\n", 100000), "values left out", maxNulls + 1},
@@ -308,5 +311,27 @@ func TestSyntaxErrorsAreNotFormattedByTheParser(t *testing.T) {
 	_, err = Parse("x.yaml", []byte(list(150000)[:150000*2-1]))
 	if !asErr(err, &ce) || ce.Line != 1 || !strings.Contains(err.Error(), "']' not found") {
 		t.Fatalf("an unclosed list: %v", err)
+	}
+}
+
+// What the bounds still miss costs a child, stopped at its memory or its
+// time (lowered here: not parallel, so no other test reads meanwhile).
+// go-yaml skips a character after each tab in a quoted string, here the
+// line's end and the "#" that makes the rest a comment to the prescan,
+// and makes 4 million tokens of it: 10 s and 1.8 GB.
+func TestTheChildIsCapped(t *testing.T) {
+	missed := []byte("[\"x\t\tx\"\n#" + strings.Repeat(",1", 2000000) + "\n]\n")
+	memory, limit := childMemory, childTime
+	defer func() { childMemory, childTime = memory, limit }()
+	for _, c := range []struct {
+		memory int64
+		limit  time.Duration
+		want   string
+	}{{256 << 20, time.Minute, "needs more than 256 MiB"}, {4 << 30, time.Second, "took more than 1s"}} {
+		childMemory, childTime = c.memory, c.limit
+		_, err := Parse("missed.yaml", missed)
+		if caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("want %q, got %v", c.want, err)
+		}
 	}
 }

@@ -20,11 +20,15 @@ import (
 // console or the CLI. A smaller document cannot cost much (its worst,
 // quadratic in its size, is tens of MB) and is read in place.
 const (
-	childBytes  = 64 << 10
-	childMemory = 1 << 30
-	childTime   = 30 * time.Second
+	childBytes = 64 << 10
 	// maxAnswer bounds a child's answer: the tree of a 4 MiB document.
 	maxAnswer = 512 << 20
+)
+
+// A child's memory and time (a 40,000-step plan reads in under 2 s).
+var (
+	childMemory int64 = 1 << 30
+	childTime         = 30 * time.Second
 )
 
 var readers = childproc.New("capflow-yaml-child", maxAnswer)
@@ -89,7 +93,7 @@ func parse(file string, data []byte, lenient bool) (*Doc, error) {
 	b, err := readers.Ask(context.Background(), childMemory, req.Bytes(), childTime)
 	switch {
 	case errors.Is(err, childproc.ErrMemory), errors.Is(err, childproc.ErrTooLarge):
-		return nil, caperr.New(caperr.InvalidInput, "reading it as YAML needs more than %d GiB: split the document, or write its large parts as JSON", childMemory>>30).At(file, 0, 0, "")
+		return nil, caperr.New(caperr.InvalidInput, "reading it as YAML needs more than %s: split the document, or write its large parts as JSON", sizeText(childMemory)).At(file, 0, 0, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, caperr.New(caperr.InvalidInput, "reading it as YAML took more than %s: split the document, or write its large parts as JSON", childTime).At(file, 0, 0, "")
 	case err != nil:

@@ -90,6 +90,12 @@ func ParseFile(path, display string) (*Doc, error) {
 }
 
 func sizeText(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
 	if n >= 1<<20 {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}

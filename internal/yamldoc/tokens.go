@@ -16,6 +16,7 @@ type level struct {
 	place      int  // bytes its current entry adds to the place of what is in it
 	entry      bool // a flow mapping's current entry has a token; and a ':'
 	colon      bool
+	line       int // a flow collection's line where its current entry began
 }
 
 // maxNulls bounds the values a document leaves out (a key or "- " with
@@ -30,6 +31,7 @@ type tokenCheck struct {
 	places       int64 // the bytes of every token's place so far
 	props, docs  int   // tags and anchors in a row; document markers
 	nulls        int   // values left out
+	questions    int   // "? key"s whose ":" has not come
 }
 
 // checkTokens bounds what the parser will do with the lexer's tokens, read
@@ -81,7 +83,7 @@ func (c *tokenCheck) take(tks token.Tokens, i int) string {
 	switch tk.Type {
 	case token.SequenceStartType, token.MappingStartType:
 		c.flows++
-		return c.push(level{flow: true, list: tk.Type == token.SequenceStartType, place: 8})
+		return c.push(level{flow: true, list: tk.Type == token.SequenceStartType, place: 8, line: tk.Position.Line})
 	case token.SequenceEndType, token.MappingEndType:
 		if why := c.endEntry(); why != "" {
 			return why
@@ -91,14 +93,12 @@ func (c *tokenCheck) take(tks token.Tokens, i int) string {
 		if why := c.endEntry(); why != "" {
 			return why
 		}
-		if n := len(c.open); n > 0 && c.open[n-1].flow {
-			c.open[n-1].keys, c.open[n-1].entry, c.open[n-1].colon = 0, false, false
-		}
+		c.nextEntry(tk.Position.Line)
 	case token.DocumentHeaderType, token.DocumentEndType:
 		if c.docs++; c.docs > 2 {
 			return "expected one YAML document, found more"
 		}
-		c.open, c.place, c.flows = c.open[:0], 0, 0
+		c.open, c.place, c.flows, c.questions = c.open[:0], 0, 0, 0
 	case token.SequenceEntryType:
 		if why := c.empty(tks, i, tk.Position.Column); why != "" {
 			return why
@@ -118,11 +118,25 @@ func (c *tokenCheck) question(tks token.Tokens, i int) string {
 	if why := c.null(); why != "" {
 		return why
 	}
+	c.questions++
 	size := 0
 	if i+1 < len(tks) {
 		size = len(tks[i+1].Value)
 	}
-	return c.keyAt(tks[i].Position.Column, size)
+	return c.keyAt(tks[i].Position.Column, size, tks[i].Position.Line)
+}
+
+// nextEntry is a "," at line: the innermost flow collection's next entry,
+// its keys (and those of block mappings written inside it) counted anew.
+func (c *tokenCheck) nextEntry(line int) {
+	for n := len(c.open) - 1; n >= 0; n-- {
+		l := &c.open[n]
+		l.keys = 0
+		if l.flow {
+			l.entry, l.colon, l.line = false, false, line
+			return
+		}
+	}
 }
 
 // colon is a ": " at tks[i]: a key's, or a "? key"'s value.
@@ -131,15 +145,21 @@ func (c *tokenCheck) colon(tks token.Tokens, i int) string {
 		c.open[n-1].colon = true
 	}
 	k := prev(tks, i)
-	if k < 0 || tks[k].Position.Line != tks[i].Position.Line {
-		c.nulls = max(0, c.nulls-1) // a "? key"'s value: its key and null counted at the "?"
+	if k < 0 {
 		return ""
 	}
+	if tks[k].Position.Line != tks[i].Position.Line && c.questions > 0 {
+		c.questions-- // a "? key"'s value: its key and null counted at the "?"
+		c.nulls = max(0, c.nulls-1)
+		return ""
+	}
+	// A key whose ":" is on the next line (the parser takes a number's)
+	// is a key like any other.
 	col := keyCol(tks, k)
 	if why := c.empty(tks, i, col); why != "" {
 		return why
 	}
-	return c.keyAt(col, len(tks[k].Value))
+	return c.keyAt(col, len(tks[k].Value), tks[k].Position.Line)
 }
 
 // tag checks the tag at tks[i] has its value on its line: the parser
@@ -276,10 +296,11 @@ func keyCol(tks token.Tokens, k int) int {
 	return col
 }
 
-// keyAt is a key of size bytes at col: in a flow collection, or in the
-// block mapping at col.
-func (c *tokenCheck) keyAt(col, size int) string {
-	if n := len(c.open); n == 0 || !c.open[n-1].flow {
+// keyAt is a key of size bytes at col on line: a flow collection's, on
+// the line its entry began, else one of the block mapping at col (inside
+// brackets too: the parser nests block mappings there by their columns).
+func (c *tokenCheck) keyAt(col, size, line int) string {
+	if n := len(c.open); n == 0 || !c.open[n-1].flow || c.open[n-1].line != line {
 		if c.closeBlock(col, true); len(c.open) == 0 || c.open[len(c.open)-1].flow || c.open[len(c.open)-1].col != col {
 			if why := c.push(level{col: col}); why != "" {
 				return why
