@@ -254,6 +254,12 @@ func (p *cgroupPool) put(cg *cgroup) {
 	}
 }
 
+// Settle waits until every finished tree is put away: its mount
+// namespace dropped and its cgroups back (Finish does both off the
+// step's path). A measurement settles between the steps it times, so no
+// step pays for the one before.
+func (s *Support) Settle() { s.pool.releasing.Wait() }
+
 // Drain removes the pooled cgroups once the trees being released are
 // back, and keeps none from then on: a worker calls it as it stops
 // (sweepStale would find them at the next start, but not where the pid

@@ -111,7 +111,8 @@ func TestZygoteRefusesABadNetns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, w, _ := os.Pipe()
 			words := strings.Join(append(tc.words, "--", "/bin/sh", "-c", "readlink /proc/self/ns/net"), "\x00") + "\x00"
-			pid, err := z.spawn([]byte(words), append([]*os.File{null, w, w}, tc.extra...))
+			pid, mounts, err := z.spawn([]byte(words), append([]*os.File{null, w, w}, tc.extra...))
+			mounts.Close() // nil for a refusal: a no-op
 			w.Close()
 			out, _ := io.ReadAll(r)
 			r.Close()

@@ -34,6 +34,9 @@ func (s *Support) Summary() string { return "unconfined: " + s.Missing() }
 // Drain has nothing to drain here.
 func (s *Support) Drain() {}
 
+// Settle has nothing to wait for without a sandbox.
+func (s *Support) Settle() {}
+
 // Warm has no zygote to start here.
 func (s *Support) Warm() {}
 

@@ -184,7 +184,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		t.closeNet()
 		return nil, err
 	}
-	pid, err := z.spawn(words, files)
+	pid, mounts, err := z.spawn(words, files)
 	if pid > 0 {
 		t.proc, _ = os.FindProcess(pid) // our child: its pid stays ours until we wait
 	}
@@ -200,7 +200,7 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		return nil, fmt.Errorf("the zygote: %w", err)
 	}
 	t.streams.feed() // stdin is read only now: bubblewrap gets it whole otherwise
-	t.init = pid
+	t.init, t.mounts = pid, mounts
 	if t.net != nil {
 		go t.net.run(t.mirrors)
 	}

@@ -53,6 +53,14 @@ type Tree struct {
 	proc    *os.Process
 	reaped  atomic.Bool
 	streams *streams
+	// mounts holds a zygote tree's mount namespace (nil: none held). The
+	// last process of a mount namespace to exit undoes its mounts and
+	// waits for an RCU grace period before its parent hears of it: about
+	// 0.15 ms of every confined step here (docs/sandbox.md). Held, the
+	// init's exit does not wait, and Finish drops the namespace off the
+	// step's path: it outlives the tree's processes by that, and no
+	// process can enter it meanwhile.
+	mounts *os.File
 }
 
 // AfterStart runs f once Start has returned, whether the tree started or
@@ -246,7 +254,18 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 	}
 	b := t.breach
 	t.mu.Unlock()
-	t.sup.release(t.cg)
+	if t.mounts == nil {
+		t.sup.release(t.cg)
+		return b
+	}
+	// The namespace goes before its cgroups do: what its /tmp holds is
+	// charged to them until then, and the next tree in them starts clean.
+	t.sup.pool.releasing.Add(1)
+	go func() {
+		defer t.sup.pool.releasing.Done()
+		_ = t.mounts.Close()
+		t.sup.release(t.cg)
+	}()
 	return b
 }
 

@@ -120,7 +120,7 @@ func (z *zygote) start(exe string, f *forker) error {
 		_ = z.cmd.Wait()
 		close(z.ended)
 	}()
-	reply, err := z.read(10 * time.Second)
+	reply, _, err := z.read(10 * time.Second)
 	z.stepUser = reply == "ready step-user" // a root worker's steps run as StepID (zygote_ids_linux.c)
 	if err == nil && reply != "ready" && !z.stepUser {
 		err = fmt.Errorf("%w: %s", errLayout, strings.TrimPrefix(reply, "err 0 "))
@@ -155,25 +155,44 @@ func (z *zygote) state() (started, ok bool) {
 	}
 }
 
-func (z *zygote) read(timeout time.Duration) (string, error) {
+func (z *zygote) read(timeout time.Duration) (string, *os.File, error) {
 	_ = z.conn.SetReadDeadline(time.Now().Add(timeout))
-	buf := make([]byte, 1024)
-	n, err := z.conn.Read(buf)
+	buf, oob := make([]byte, 1024), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := z.conn.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return string(buf[:n]), nil
+	return string(buf[:n]), handedOver(oob[:oobn]), nil
+}
+
+// handedOver is the one descriptor a zygote's answer carries (a step's
+// mount namespace), nil without one; any other is closed.
+func handedOver(oob []byte) *os.File {
+	msgs, _ := unix.ParseSocketControlMessage(oob)
+	var f *os.File
+	for _, m := range msgs {
+		fds, _ := unix.ParseUnixRights(&m)
+		for _, fd := range fds {
+			if f == nil {
+				f = os.NewFile(uintptr(fd), "mount namespace")
+			} else {
+				unix.Close(fd)
+			}
+		}
+	}
+	return f
 }
 
 // spawn asks for one step: words (zygoteWords) with files (stdin,
 // stdout, stderr, then the folders bound by descriptor). pid is the
 // step's init, a child of this process to wait for, even with an error
-// (its setup failed).
-func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
+// (its setup failed); mounts its mount namespace (holdMounts), when the
+// step started.
+func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.dead.Load() {
-		return 0, errors.New("the zygote has ended")
+		return 0, nil, errors.New("the zygote has ended")
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {
@@ -182,27 +201,30 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, err error) {
 	_ = z.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, _, err := z.conn.WriteMsgUnix(words, unix.UnixRights(fds...), nil); err != nil {
 		if errors.Is(err, unix.EMSGSIZE) { // nothing was sent: the step is bubblewrap's, the zygote stays
-			return 0, errTooLarge
+			return 0, nil, errTooLarge
 		}
 		z.end()
-		return 0, err
+		return 0, nil, err
 	}
-	reply, err := z.read(30 * time.Second)
+	reply, mounts, err := z.read(30 * time.Second)
 	if err != nil {
 		z.end() // a zygote that does not answer is never asked again
-		return 0, err
+		return 0, nil, err
 	}
 	word, rest, _ := strings.Cut(reply, " ")
 	num, why, _ := strings.Cut(rest, " ")
 	pid, _ = strconv.Atoi(num)
-	switch word {
-	case "ok":
-		return pid, nil
-	case "err":
-		return pid, errors.New(why)
+	if word == "ok" {
+		return pid, mounts, nil
+	}
+	if mounts != nil {
+		mounts.Close()
+	}
+	if word == "err" {
+		return pid, nil, errors.New(why)
 	}
 	z.end()
-	return 0, fmt.Errorf("the zygote answered %q", reply)
+	return 0, nil, fmt.Errorf("the zygote answered %q", reply)
 }
 
 // end kills a zygote that failed (z.mu held): what it started is the

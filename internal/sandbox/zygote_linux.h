@@ -41,6 +41,7 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds);
 int apply(struct op *ops, int n, int own);
 int system_mounts(void);
 int loopback_up(void);
+int drop_bounding(void);
 int drop_caps(int step_user);
 int write_file(const char *path, const char *s);
 int idmaps_ready(void);

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,7 +64,11 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 		{words("--ctl", "3", "--", "/bin/true"), "--ctl 3"}, // nor a descriptor not sent
 		{[]byte("--\x00/bin/tru"), "a word without its NUL"},
 	} {
-		pid, err := z.spawn(c.req, stdio)
+		pid, mounts, err := z.spawn(c.req, stdio)
+		if mounts != nil {
+			t.Errorf("%q: a refused step's mount namespace was handed over", c.req)
+			mounts.Close()
+		}
 		if pid > 0 {
 			p, _ := os.FindProcess(pid)
 			_, _ = p.Wait()
@@ -78,15 +83,17 @@ func TestZygoteRefusesWhatItDoesNotMake(t *testing.T) {
 	// Within zygoteMax but past the socket's default send buffer (the
 	// attack's 220,000 bytes of arguments ended the zygote).
 	big := words("--", "/bin/true", strings.Repeat("y", 110000), strings.Repeat("y", 110000))
-	if pid, err := z.spawn(big, stdio); err != nil || pid <= 0 {
+	if pid, mounts, err := z.spawn(big, stdio); err != nil || pid <= 0 {
 		t.Errorf("a request of %d bytes: %d %v", len(big), pid, err)
 	} else if p, _ := os.FindProcess(pid); p != nil {
+		mounts.Close()
 		_, _ = p.Wait()
 	}
-	pid, err := z.spawn(words("--", "/bin/true"), stdio)
-	if err != nil || pid <= 0 {
-		t.Fatalf("after the refusals: %d %v", pid, err)
+	pid, mounts, err := z.spawn(words("--", "/bin/true"), stdio)
+	if err != nil || pid <= 0 || mounts == nil {
+		t.Fatalf("after the refusals: %d %v (mount namespace %v)", pid, err, mounts)
 	}
+	mounts.Close()
 	p, _ := os.FindProcess(pid)
 	if st, err := p.Wait(); err != nil || !st.Success() {
 		t.Fatalf("/bin/true: %v %v", st, err)
@@ -262,4 +269,75 @@ func TestAZygoteThatExitsAtOnceIsKnownAtOnce(t *testing.T) {
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("a zygote that exited at once: %v, want the socket's end", err)
 	}
+}
+
+// TestTheStepsMountsGoWithIt: a zygote tree's mount namespace is held
+// from its start (its init's exit then need not wait for the mounts'
+// teardown) and dropped before its cgroups go back: once settled, no
+// handle on it is left, and what its /tmp held is charged to the next
+// tree in those cgroups no more. Four trees a row, each filling /tmp with
+// 40 MiB of its 64.
+func TestTheStepsMountsGoWithIt(t *testing.T) {
+	s := support(t)
+	spec := Defaults
+	spec.Memory = 64 << 20
+	for i := range 4 {
+		dir := t.TempDir()
+		in, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", "head -c 41943040 /dev/zero > /tmp/fill && echo full && { read x || true; }"},
+			Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: spec}, Stdio{In: in, Out: io.Discard})
+		in.Close()
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", tree.init))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := handlesOn(t, ns)
+		cg := tree.cg
+		_ = w.Close()
+		exit, _ := tree.Wait()
+		if b := tree.Finish(exit, ""); b != nil || exit != 0 {
+			t.Fatalf("tree %d: exit %d, breach %v", i, exit, b)
+		}
+		s.Settle()
+		if held != 1 {
+			t.Errorf("tree %d: %d handles on its mount namespace %s while it ran, want 1", i, held, ns)
+		}
+		if left := handlesOn(t, ns); left != 0 {
+			t.Errorf("tree %d: %d handles on its mount namespace %s after it was put away", i, left, ns)
+		}
+		if used := memoryUsed(cg); used > 16<<20 {
+			t.Errorf("tree %d: its cgroups went back holding %d MiB", i, used>>20)
+		}
+	}
+}
+
+// handlesOn counts this process's descriptors on the namespace ns
+// ("mnt:[inode]").
+func handlesOn(t *testing.T, ns string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, _ := os.Readlink("/proc/self/fd/" + fd.Name()); l == ns {
+			n++
+		}
+	}
+	return n
+}
+
+// memoryUsed is what cg's memory controller charges it now.
+func memoryUsed(cg *cgroup) int64 {
+	for _, f := range []string{"memory.current", "memory.usage_in_bytes"} {
+		if cg.hasFile("memory", f) {
+			v, _ := strconv.ParseInt(strings.TrimSpace(cg.read("memory", f)), 10, 64)
+			return v
+		}
+	}
+	return 0
 }

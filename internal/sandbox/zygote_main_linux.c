@@ -124,8 +124,12 @@ static int parse(char *msg, size_t len, struct req *r) {
 
 // tool runs the step's command: its own session, stdio, rlimits, no
 // descriptor of capflow's but its control socket at CTL_FD (a step with
-// the network), no new privileges, the seccomp filter.
-static void tool(struct req *r) {
+// the network), no new privileges, the seccomp filter. It runs in the
+// init's memory until its exec (start_tool): it changes only what is its
+// own (descriptors, signal handlers, mask, session, limits) and the
+// environ pointer, which the init no longer reads.
+static int tool(void *arg) {
+	struct req *r = arg;
 	setsid();
 	for (int i = 0; i < r->nlim; i++)
 		setrlimit(r->res[i], &r->lim[i]);
@@ -160,6 +164,15 @@ static void tool(struct req *r) {
 		execvp(r->argv[0], r->argv);
 	dprintf(2, "capflow sandbox: exec %s: %s\n", r->argv[0], strerror(errno));
 	_exit(127);
+}
+
+static char tool_stack[1 << 18] __attribute__((aligned(16))); // tool's until its exec (execvp's search included)
+
+// start_tool starts the tool as posix_spawn does: in the init's memory,
+// the init stopped until the tool's exec, so no copy of the init's memory
+// is made, faulted in and thrown away by the exec.
+static pid_t start_tool(struct req *r) {
+	return clone(tool, tool_stack + sizeof tool_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, r);
 }
 
 // enter_net enters the network namespace made for the step: only a
@@ -202,6 +215,37 @@ static int setup(struct req *r) {
 	return prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 ? 0 : fail("the parent-death signal");
 }
 
+// send_fd sends len bytes of buf on sock, with fd when it is one: a
+// step's init says its tool started and hands over its mount namespace,
+// which the zygote passes on with its answer (the worker holds it until
+// the step is put away).
+static void send_fd(int sock, const char *buf, size_t len, int fd) {
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		h.msg_control = cbuf, h.msg_controllen = sizeof cbuf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	(void)!sendmsg(sock, &h, MSG_NOSIGNAL);
+}
+
+// recv_fd reads the init's report into zerr: its reason for failing, or
+// one byte and the handle it sent (*fd, -1 without one).
+static ssize_t recv_fd(int sock, int *fd) {
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {zerr, sizeof zerr - 1};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	*fd = -1;
+	ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&h) : NULL;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
@@ -213,15 +257,13 @@ static int step_init(void *arg) {
 		_exit(126);
 	}
 	prctl(PR_SET_DUMPABLE, 0);
-	pid_t t = fork();
-	if (t == 0)
-		tool(r);
+	pid_t t = start_tool(r);
 	if (t < 0) {
 		fail("fork");
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
 	}
-	(void)!write(r->sync, "", 1);
+	send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
 	syscall(SYS_close_range, 0, ~0U, 0);
 	for (;;) {
 		int st;
@@ -256,7 +298,7 @@ static int open_init(struct req *r) {
 static char stack[1 << 18] __attribute__((aligned(16))); // the step init's (execvp's search included)
 
 // spawn starts one step and answers "ok PID" or "err PID why" (PID 0:
-// nothing was started). The step's init is the worker's child
+// nothing was started), with the step's mount namespace. The step's init is the worker's child
 // (CLONE_PARENT): the worker waits for it, born in this zygote's cgroups.
 static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) {
 	static struct req r;
@@ -266,13 +308,13 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	r.exe = -1;
 	zerr[0] = 0;
 	char out[640];
-	int sync[2] = {-1, -1};
+	int sync[2] = {-1, -1}, mounts = -1;
 	pid_t pid = 0;
 	r.fds = fds;
 	r.nfds = nfds;
 	if (cut || nfds < 3) {
 		errno = E2BIG, fail("the request was cut");
-	} else if (parse(msg, len, &r) == 0 && open_init(&r) == 0 && pipe2(sync, O_CLOEXEC) == 0) {
+	} else if (parse(msg, len, &r) == 0 && open_init(&r) == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) == 0) {
 		r.sync = sync[1];
 		if (zstep)
 			idmap_ops(r.ops, r.nops, fds, nfds);
@@ -290,7 +332,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 			kill(pid, SIGKILL); // a setup that hangs is not waited for
 			errno = ETIMEDOUT, fail("the sandbox's setup");
 		} else {
-			ssize_t n = read(sync[0], zerr, sizeof zerr - 1);
+			ssize_t n = recv_fd(sync[0], &mounts);
 			zerr[n > 0 ? n : 0] = 0;
 			if (n <= 0)
 				snprintf(zerr, sizeof zerr, "the sandbox's init ended before the tool started");
@@ -305,7 +347,9 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		close(fds[i]);
 	if (r.exe >= 0)
 		close(r.exe);
-	(void)!send(sock, out, strlen(out), MSG_NOSIGNAL);
+	send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1);
+	if (mounts >= 0)
+		close(mounts);
 }
 
 static void serve(int sock) {
@@ -375,6 +419,14 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	zgid = getegid();
 	zstep = zuid == 0 && idmaps_ready();
 	char out[600];
+	// A root zygote never execs: its bounding set goes once, here, not in
+	// each step (whose clone keeps it). A user's steps are in user
+	// namespaces of their own, each with a full set again: they drop it.
+	if (zuid == 0 && drop_bounding() != 0) {
+		snprintf(out, sizeof out, "err 0 %s", zerr);
+		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
+		_exit(1);
+	}
 	if (try_step() != 0) {
 		snprintf(out, sizeof out, "err 0 %s", zerr);
 		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);

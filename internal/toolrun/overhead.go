@@ -32,7 +32,9 @@ type SandboxCost struct {
 
 // MeasureSandbox runs a no-op command step (a shell printing its
 // envelope) n times unconfined and confined, alternated so the machine's
-// load weighs on both alike, beside bubblewrap's floor. The tool lives in
+// load weighs on both alike, beside bubblewrap's floor. Each timed start
+// waits for what the last tree left to put away (Settle): a step's
+// latency, not its neighbour's. The tool lives in
 // a folder made under dir (outside /tmp, as a project is: the sandbox's
 // private /tmp hides what is under it).
 func MeasureSandbox(ctx context.Context, dir string, n int) (SandboxCost, error) {
@@ -84,12 +86,14 @@ func MeasureSandbox(ctx context.Context, dir string, n int) (SandboxCost, error)
 		mid := time.Now()
 		_ = exec.CommandContext(ctx, "/bin/true").Run()
 		floor += mid.Sub(start) - time.Since(mid)
+		sandbox.Probe().Settle()
 		d, err := treeFloor(dir)
 		if err != nil {
 			return SandboxCost{}, err
 		}
 		own += d
 		for k, mode := range modes {
+			sandbox.Probe().Settle()
 			start := time.Now()
 			err := step(mode)
 			took[k] += time.Since(start)
