@@ -213,6 +213,9 @@ func (s *Support) release(cg *cgroup) {
 	if cg == nil {
 		return
 	}
+	if onRelease != nil {
+		onRelease(cg)
+	}
 	if cg.empty() {
 		s.pool.put(cg)
 		return
@@ -230,6 +233,9 @@ func (s *Support) release(cg *cgroup) {
 		cg.remove()
 	}()
 }
+
+// onRelease, set by a test, sees each set as it is given back.
+var onRelease func(*cgroup)
 
 // releaseWait is how long a finished tree's cgroups may take to empty
 // before they are removed with what is left in them (the backoff's last

@@ -303,3 +303,41 @@ func TestRootStepsWaitForTheirZygote(t *testing.T) {
 		t.Fatalf("exit %d, way %s: %q", exit, tree.Way(), out.String())
 	}
 }
+
+// A root worker without CAP_SETPCAP (a container may run one so) has a
+// zygote that cannot empty its bounding set: its steps are refused, each
+// saying why, never run as root under bubblewrap (found attacking the
+// bounding set emptied once a zygote). The test binary again, under
+// setpriv.
+func TestARootWorkerWithoutSetpcapRunsNoStepAsRoot(t *testing.T) {
+	const env = "CAPFLOW_TEST_NO_SETPCAP"
+	if os.Getenv(env) != "" { // the worker
+		s := probe(false)
+		defer s.Drain()
+		step := t.TempDir()
+		var out bytes.Buffer
+		tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+			Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
+			Stdio{Out: &out, Err: &out})
+		if err == nil {
+			exit, _ := tree.Wait()
+			tree.Finish(exit, out.String())
+			t.Fatalf("a step ran, by %s: exit %d, id %q", tree.Way(), exit, out.String())
+		}
+		if !errors.Is(err, ErrNotAsStepUser) || !strings.Contains(err.Error(), "drop capability") {
+			t.Fatalf("refused, but not as a step user's: %v", err)
+		}
+		return
+	}
+	asRootWithAZygote(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux): %v", err)
+	}
+	cmd := exec.Command(setpriv, "--bounding-set", "-setpcap", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()+" ") {
+		t.Fatalf("the worker without CAP_SETPCAP: %v\n%s", err, out)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -274,43 +276,49 @@ func TestAZygoteThatExitsAtOnceIsKnownAtOnce(t *testing.T) {
 // TestTheStepsMountsGoWithIt: a zygote tree's mount namespace is held
 // from its start (its init's exit then need not wait for the mounts'
 // teardown) and dropped before its cgroups go back: once settled, no
-// handle on it is left, and what its /tmp held is charged to the next
-// tree in those cgroups no more. Four trees a row, each filling /tmp with
-// 40 MiB of its 64.
+// handle on it is left, and a set is given back with what its /tmp held
+// charged to it no more. Four trees a row, each filling /tmp with 40 MiB
+// of its 64. As another user, the namespace only.
 func TestTheStepsMountsGoWithIt(t *testing.T) {
 	s := support(t)
 	spec := Defaults
 	spec.Memory = 64 << 20
+	var charged atomic.Int64 // the most a set held as it was given back
+	s.Settle()               // what earlier tests finished is back: none of it is seen
+	onRelease = func(cg *cgroup) { charged.Store(max(charged.Load(), memoryUsed(cg))) }
+	t.Cleanup(func() { s.Settle(); onRelease = nil })
 	for i := range 4 {
 		dir := t.TempDir()
 		in, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
 		}
-		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", "head -c 41943040 /dev/zero > /tmp/fill && echo full && { read x || true; }"},
+		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", "head -c 41943040 /dev/zero > /tmp/fill && { read x || true; }"},
 			Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{dir}, Spec: spec}, Stdio{In: in, Out: io.Discard})
 		in.Close()
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", tree.init))
-		if err != nil {
-			t.Fatal(err)
+		var ns string
+		if tree.mounts != nil {
+			ns, _ = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", tree.mounts.Fd()))
 		}
-		held := handlesOn(t, ns)
-		cg := tree.cg
+		// Root reads the init's own: the handle is on the tree's namespace.
+		if own, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", tree.init)); err == nil && own != ns {
+			t.Errorf("tree %d: the handle held is on %q, the tree's namespace is %s", i, ns, own)
+		}
 		_ = w.Close()
 		exit, _ := tree.Wait()
 		if b := tree.Finish(exit, ""); b != nil || exit != 0 {
 			t.Fatalf("tree %d: exit %d, breach %v", i, exit, b)
 		}
 		s.Settle()
-		if held != 1 {
-			t.Errorf("tree %d: %d handles on its mount namespace %s while it ran, want 1", i, held, ns)
+		if !strings.HasPrefix(ns, "mnt:[") {
+			t.Fatalf("tree %d: no handle on its mount namespace was held (%q)", i, ns)
 		}
 		if left := handlesOn(t, ns); left != 0 {
 			t.Errorf("tree %d: %d handles on its mount namespace %s after it was put away", i, left, ns)
 		}
-		if used := memoryUsed(cg); used > 16<<20 {
-			t.Errorf("tree %d: its cgroups went back holding %d MiB", i, used>>20)
-		}
+	}
+	if c := charged.Load(); c > 16<<20 {
+		t.Errorf("a set went back holding %d MiB: a tree's /tmp outlived it there", c>>20)
 	}
 }
 
@@ -340,4 +348,62 @@ func memoryUsed(cg *cgroup) int64 {
 		}
 	}
 	return 0
+}
+
+// TestAScriptWithManyArguments: a tool that is a script without "#!" is
+// run by /bin/sh with its arguments, however many: execvp lays out that
+// list on the stack of the tool before its exec (40,000 overflowed the
+// fixed stack the zygote's tool had, into its init's, found attacking).
+// The zygote's alone: bubblewrap takes 9,000 arguments at most.
+func TestAScriptWithManyArguments(t *testing.T) {
+	s := support(t)
+	step := t.TempDir()
+	tool := filepath.Join(step, "tool")
+	if err := os.WriteFile(tool, []byte("echo \"args: $#\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	argv := append([]string{tool}, slices.Repeat([]string{"x"}, 40000)...)
+	var out bytes.Buffer
+	tree := startWay(t, s, Request{Argv: argv, Dir: step, Env: []string{"PATH=/usr/bin:/bin"}, Read: []string{filepath.Dir(step)},
+		Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults}, Stdio{Out: &out, Err: &out})
+	exit, _ := tree.Wait()
+	tree.Finish(exit, out.String())
+	if exit != 0 || out.String() != "args: 40000\n" {
+		t.Fatalf("exit %d: %q", exit, out.String())
+	}
+}
+
+// TestAToolsStartIsNotTheSetups: the zygote answers once a step is set
+// up, before its tool starts: a tool whose exec blocks (here its failure,
+// 70 KB of name, written to a stderr no one reads yet) holds its own step,
+// never the zygote, whose setup bound (10 s) would kill the step as a
+// failed setup (found attacking the tool started as posix_spawn does).
+func TestAToolsStartIsNotTheSetups(t *testing.T) {
+	if !zygoteBuilt {
+		t.Fatal("built without cgo: no zygote to test")
+	}
+	z := zygoteForTest(t, support(t))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	name := "/" + strings.Repeat("n", 70000)
+	pid, mounts, err := z.spawn([]byte("--\x00"+name+"\x00"), []*os.File{null, w, w})
+	w.Close()
+	mounts.Close()
+	if err != nil || pid <= 0 {
+		t.Fatalf("the zygote did not answer before the tool's exec: %d %v", pid, err)
+	}
+	out, _ := io.ReadAll(r)
+	p, _ := os.FindProcess(pid)
+	st, _ := p.Wait()
+	if st.ExitCode() != 127 || !strings.Contains(string(out), "capflow sandbox: exec /nnn") {
+		t.Fatalf("exit %d: %.200q", st.ExitCode(), out)
+	}
 }

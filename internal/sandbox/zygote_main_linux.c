@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -166,13 +167,28 @@ static int tool(void *arg) {
 	_exit(127);
 }
 
-static char tool_stack[1 << 18] __attribute__((aligned(16))); // tool's until its exec (execvp's search included)
-
 // start_tool starts the tool as posix_spawn does: in the init's memory,
 // the init stopped until the tool's exec, so no copy of the init's memory
-// is made, faulted in and thrown away by the exec.
+// is made, faulted in and thrown away by the exec. The tool runs on a
+// stack of its own, mapped for this start below a guard page and sized
+// as posix_spawn sizes it: execvp's search, and the argument list it
+// makes for a script without "#!" (argc + 2 pointers), which a fixed
+// stack would let a long command line run past (found attacking).
 static pid_t start_tool(struct req *r) {
-	return clone(tool, tool_stack + sizeof tool_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, r);
+	size_t argc = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+	while (r->argv[argc])
+		argc++;
+	size_t size = ((argc + 2) * sizeof(char *) + (64 << 10) + page - 1) / page * page;
+	char *m = mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	pid_t t = -1;
+	if (mprotect(m, page, PROT_NONE) == 0)
+		t = clone(tool, m + page + size, CLONE_VM | CLONE_VFORK | SIGCHLD, r);
+	int e = errno;
+	munmap(m, page + size); // the tool has exec'd or ended (CLONE_VFORK)
+	errno = e;
+	return t;
 }
 
 // enter_net enters the network namespace made for the step: only a
@@ -257,13 +273,15 @@ static int step_init(void *arg) {
 		_exit(126);
 	}
 	prctl(PR_SET_DUMPABLE, 0);
+	// Set up: the zygote answers, and serves the next step, while the tool
+	// starts (an exec that blocks, on a hung remote file system say, is the
+	// step's to time out, not a setup's).
+	send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
 	pid_t t = start_tool(r);
 	if (t < 0) {
-		fail("fork");
-		(void)!write(r->sync, zerr, strlen(zerr));
+		dprintf(r->fds[2], "capflow sandbox: starting the tool: %s\n", strerror(errno));
 		_exit(126);
 	}
-	send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
 	syscall(SYS_close_range, 0, ~0U, 0);
 	for (;;) {
 		int st;
@@ -422,11 +440,11 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	// A root zygote never execs: its bounding set goes once, here, not in
 	// each step (whose clone keeps it). A user's steps are in user
 	// namespaces of their own, each with a full set again: they drop it.
-	if (zuid == 0 && drop_bounding() != 0) {
-		snprintf(out, sizeof out, "err 0 %s", zerr);
-		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
-		_exit(1);
-	}
+	// Where it cannot (no CAP_SETPCAP: a container may run a worker so),
+	// each step's drop_caps tries again and refuses its step: never a
+	// zygote turned off, whose root steps bubblewrap would run as root.
+	if (zuid == 0 && drop_bounding() != 0)
+		zerr[0] = 0;
 	if (try_step() != 0) {
 		snprintf(out, sizeof out, "err 0 %s", zerr);
 		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
