@@ -112,19 +112,18 @@ func (cg *cgroup) limit(spec Spec, bwrap bool) error {
 		return nil
 	}
 	cg.bwrap = bwrap
-	set := cg.write
-	if err := cg.limitMemory(spec.Memory, set); err != nil {
+	if err := cg.limitMemory(spec.Memory); err != nil {
 		return err
 	}
-	_ = set("memory", "memory.max_usage_in_bytes", 0)
-	_ = set("cpuacct", "cpuacct.usage", 0)
+	_ = cg.write("memory", "memory.max_usage_in_bytes", 0)
+	_ = cg.write("cpuacct", "cpuacct.usage", 0)
 	cg.ooms = field(cg.read("memory", "memory.oom_control"), "oom_kill")
 	cg.refused = field(cg.read("pids", "pids.events"), "max")
 	pids := int64(spec.Pids + cg.own() + cg.dying())
 	if pids == cg.pidsMax {
 		return nil // a pooled set has it already
 	}
-	if err := set("pids", "pids.max", pids); err != nil {
+	if err := cg.write("pids", "pids.max", pids); err != nil {
 		return err
 	}
 	cg.pidsMax = pids
@@ -136,22 +135,22 @@ func (cg *cgroup) limit(spec Spec, bwrap bool) error {
 // <= memory+swap always holds: which goes first depends on whether the
 // limit grows. Where the kernel accounts swap, both get the limit (with
 // swap it would only move the tree to disk).
-func (cg *cgroup) limitMemory(limit int64, set func(c, file string, v int64) error) error {
+func (cg *cgroup) limitMemory(limit int64) error {
 	if cg.memory == limit {
 		return nil
 	}
-	if err := set("memory", "memory.limit_in_bytes", limit); err != nil {
-		if set("memory", "memory.memsw.limit_in_bytes", limit) != nil {
+	if err := cg.write("memory", "memory.limit_in_bytes", limit); err != nil {
+		if cg.write("memory", "memory.memsw.limit_in_bytes", limit) != nil {
 			return err
 		}
-		if err := set("memory", "memory.limit_in_bytes", limit); err != nil {
+		if err := cg.write("memory", "memory.limit_in_bytes", limit); err != nil {
 			return err
 		}
 	}
 	// Kept only once memory+swap holds it too, or the kernel counts no
 	// swap: a failed lowering would otherwise never be tried again.
 	const memsw = "memory.memsw.limit_in_bytes"
-	if err := set("memory", memsw, limit); err == nil || !cg.hasFile("memory", memsw) {
+	if err := cg.write("memory", memsw, limit); err == nil || !cg.hasFile("memory", memsw) {
 		cg.memory = limit
 	}
 	return nil
