@@ -248,8 +248,9 @@ const poolMax = 64
 // put keeps cg for the next tree, or removes it when the pool is full or
 // closed.
 func (p *cgroupPool) put(cg *cgroup) {
+	charged := cg.charged()
 	p.mu.Lock()
-	keep := !p.closed && len(p.idle) < poolMax
+	keep := !p.closed && len(p.idle) < poolMax && !charged
 	if keep {
 		p.idle = append(p.idle, cg)
 	}
@@ -257,6 +258,19 @@ func (p *cgroupPool) put(cg *cgroup) {
 	if !keep {
 		cg.remove()
 	}
+}
+
+// chargedMax is the memory in files of a tmpfs a set may still be charged
+// with and be pooled: a tree's files in a write folder on a tmpfs stay
+// charged to the set that wrote them, and the next tree in it would start
+// with them against its own limit (58 MiB of 64 made the next tree's 16
+// fail, found attacking). Removed, the set's charge goes to its parent.
+const chargedMax = 1 << 20
+
+// charged reports whether cg holds more than chargedMax of a tmpfs's
+// pages (memory.stat's shmem; page cache is reclaimed, they are not).
+func (cg *cgroup) charged() bool {
+	return cg.has("memory") && field(cg.read("memory", "memory.stat"), "shmem") > chargedMax
 }
 
 // Settle waits until every finished tree is put away: its mount

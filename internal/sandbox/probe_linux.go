@@ -32,6 +32,10 @@ type Support struct {
 	// zygoteOff says why no zygote forks steps here (nil: they do);
 	// zygote is the one without cgroups, started from zygoteThread.
 	zygoteOff atomic.Pointer[string]
+	// zygoteUp: a zygote has laid out a step here, so a later one's
+	// failure is its own (its set's memory full, say), not the machine's:
+	// it turns nothing off (a root worker's steps would go to bubblewrap).
+	zygoteUp atomic.Bool
 	// stepUser: a zygote runs this root worker's steps as StepID.
 	stepUser     atomic.Bool
 	zygoteMu     sync.Mutex

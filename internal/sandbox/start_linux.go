@@ -189,7 +189,8 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		t.proc, _ = os.FindProcess(pid) // our child: its pid stays ours until we wait
 	}
 	if err != nil {
-		if t.proc != nil {
+		if t.proc != nil { // its setup failed, or the zygote ended: it never starts the tool
+			_ = t.proc.Kill()
 			_, _ = t.proc.Wait()
 		}
 		t.closeParentEnds()

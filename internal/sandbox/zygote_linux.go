@@ -51,8 +51,8 @@ type zygote struct {
 
 // startZygote starts a zygote in the background from f's thread (born in
 // f's cgroups), ready once it has laid out a step's namespaces and file
-// system. One that cannot turns the zygotes of s off: this machine will
-// not have them.
+// system. One that cannot, before any could, turns the zygotes of s off:
+// this machine will not have them.
 func startZygote(s *Support, f *forker) *zygote {
 	z := &zygote{ready: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
@@ -65,13 +65,30 @@ func startZygote(s *Support, f *forker) *zygote {
 			// run them as root serves none.
 			z.err = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
 		}
-		if errors.Is(z.err, errLayout) {
+		if z.err == nil {
+			s.zygoteUp.Store(true)
+		} else if errors.Is(z.err, errLayout) && !s.zygoteUp.Load() {
 			why := z.err.Error()
 			s.zygoteOff.CompareAndSwap(nil, &why)
 		}
 		close(z.ready)
 	}()
 	return z
+}
+
+// zygoteFilter is what a zygote reads its steps' seccomp filter from
+// (made by made, filterFile): empty where this architecture has none
+// (seccomp_linux.go), never because it could not be made (a worker out
+// of descriptors: its steps would have run unfiltered, found attacking).
+func zygoteFilter(made func() (*os.File, error)) (*os.File, error) {
+	filter, err := made()
+	if err != nil {
+		return nil, fmt.Errorf("the seccomp filter: %w", err)
+	}
+	if filter == nil {
+		return os.Open(os.DevNull)
+	}
+	return filter, nil
 }
 
 // errLayout is a zygote that could not lay out a step.
@@ -95,11 +112,11 @@ func (z *zygote) start(exe string, f *forker) error {
 	// (212,992 bytes by default, under zygoteMax; the kernel doubles what
 	// is set, up to twice net.core.wmem_max).
 	_ = z.conn.SetWriteBuffer(zygoteMax + 4096)
-	filter, err := filterFile()
-	if err != nil || filter == nil {
-		if filter, err = os.Open(os.DevNull); err != nil {
-			return err
-		}
+	filter, err := zygoteFilter(filterFile)
+	if err != nil { // never a zygote whose steps would have no filter
+		z.conn.Close()
+		close(z.ended)
+		return err
 	}
 	defer filter.Close()
 	// Its parent is f's thread: the zygote (and every step's init, the
@@ -185,9 +202,9 @@ func handedOver(oob []byte) *os.File {
 
 // spawn asks for one step: words (zygoteWords) with files (stdin,
 // stdout, stderr, then the folders bound by descriptor). pid is the
-// step's init, a child of this process to wait for, even with an error
-// (its setup failed); mounts its mount namespace (holdMounts), when the
-// step started.
+// step's init, a child of this process to end and wait for, even with an
+// error (its setup failed, or the zygote ended); mounts its mount
+// namespace (Tree.mounts), when the step started.
 func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -206,10 +223,17 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 		z.end()
 		return 0, nil, err
 	}
+	// "pid N" first where it started an init: one the caller ends and
+	// reaps whatever follows (its tool waits for the answer to start).
 	reply, mounts, err := z.read(30 * time.Second)
+	cloned := 0
+	if num, ok := strings.CutPrefix(reply, "pid "); err == nil && ok {
+		cloned, _ = strconv.Atoi(num)
+		reply, mounts, err = z.read(30 * time.Second)
+	}
 	if err != nil {
 		z.end() // a zygote that does not answer is never asked again
-		return 0, nil, err
+		return cloned, nil, err
 	}
 	word, rest, _ := strings.Cut(reply, " ")
 	num, why, _ := strings.Cut(rest, " ")

@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -406,4 +408,122 @@ func TestAToolsStartIsNotTheSetups(t *testing.T) {
 	if st.ExitCode() != 127 || !strings.Contains(string(out), "capflow sandbox: exec /nnn") {
 		t.Fatalf("exit %d: %.200q", st.ExitCode(), out)
 	}
+}
+
+// TestNoFilterNoZygote: a zygote is never started with no seccomp filter
+// because one could not be made (a worker out of descriptors): its steps
+// would have run unfiltered (found attacking). Where the architecture has
+// none, it reads an empty one.
+func TestNoFilterNoZygote(t *testing.T) {
+	if _, err := zygoteFilter(func() (*os.File, error) { return nil, unix.EMFILE }); !errors.Is(err, unix.EMFILE) {
+		t.Fatalf("a filter that could not be made: %v", err)
+	}
+	f, err := zygoteFilter(func() (*os.File, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || len(b) != 0 {
+		t.Fatalf("no filter here: %q %v", b, err)
+	}
+}
+
+// TestALaterZygotesFailureIsItsOwn: only a zygote's failure to lay out a
+// step before any could says the machine cannot, turning zygotes off; a
+// later one's (its set's memory full, say) is its own, so a root worker's
+// steps never go to bubblewrap, as root, for it (found attacking).
+func TestALaterZygotesFailureIsItsOwn(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "zygote")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf 'err 0 cannot lay out a step' >&3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	for _, up := range []bool{false, true} {
+		s := &Support{exe: fake}
+		s.zygoteUp.Store(up)
+		z := startZygote(s, f)
+		<-z.ready
+		if !errors.Is(z.err, errLayout) {
+			t.Fatalf("up %v: %v", up, z.err)
+		}
+		if off := s.zygoteOff.Load() != nil; off == up {
+			t.Errorf("a zygote had laid out a step before: %v; zygotes turned off: %v", up, off)
+		}
+	}
+}
+
+// TestAZygoteKilledMidRequestStartsNothing: a step's tool starts only once
+// the zygote has answered the worker, who otherwise would not know of it:
+// a zygote killed after its step's init has reported and before answering
+// leaves that init to end without its tool (found attacking: the tool ran
+// on, unwatched, and the init stayed a zombie). The worker was told its
+// pid first, so it reaps it. The zygote is stopped once it has started
+// the init, and killed once the init waits for it. (A zygote that answered
+// before it was stopped is the other race: asked again.)
+func TestAZygoteKilledMidRequestStartsNothing(t *testing.T) {
+	if !zygoteBuilt {
+		t.Fatal("built without cgo: no zygote to test")
+	}
+	s := support(t)
+	step := t.TempDir()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	words, err := s.zygoteWords(Request{Argv: []string{"/bin/sh", "-c", "exit 7"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for try := 0; ; try++ {
+		if try == 20 {
+			t.Fatal("the zygote answered before every kill")
+		}
+		z := zygoteForTest(t, s)
+		if _, _, err := z.conn.WriteMsgUnix(words, unix.UnixRights(int(null.Fd()), int(null.Fd()), int(null.Fd())), nil); err != nil {
+			t.Fatal(err)
+		}
+		first, _, err := z.read(10 * time.Second)
+		pid, _ := strconv.Atoi(strings.TrimPrefix(first, "pid "))
+		if err != nil || pid <= 0 {
+			t.Fatalf("the zygote's first word: %q %v", first, err)
+		}
+		_ = z.cmd.Process.Signal(syscall.SIGSTOP)
+		waitForRead(t, pid)
+		_ = z.cmd.Process.Kill()
+		answer, mounts, _ := z.read(10 * time.Second)
+		mounts.Close()
+		p, _ := os.FindProcess(pid)
+		st, err := p.Wait()
+		if err != nil {
+			t.Fatalf("the init %d: %v", pid, err)
+		}
+		if strings.HasPrefix(answer, "ok ") {
+			continue
+		}
+		if st.ExitCode() != 126 { // 7: the tool ran
+			t.Fatalf("the zygote killed before answering (%q): the init's exit %d, want 126", answer, st.ExitCode())
+		}
+		return
+	}
+}
+
+// waitForRead waits until process pid is in read(2) (its first since it
+// started, here: the init waiting for its zygote), or has moved on past it
+// (its tool started: it waits for it, or has ended), 10 s at most.
+func waitForRead(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		nr, _, _ := strings.Cut(string(b), " ")
+		if err != nil || nr == "0" || nr == "61" || nr == "56" {
+			return
+		}
+	}
+	t.Fatalf("the init %d never waited for its zygote", pid)
 }

@@ -31,6 +31,7 @@
 extern char **environ;
 
 static struct sock_fprog zfilter; // the seccomp filter, read once
+static int zworker = -1;          // a pidfd of the worker, the zygote's parent and its steps'
 static uid_t zuid;
 static gid_t zgid;  // the worker's, which a step's user namespace maps
 static int zstep;   // a root worker's steps run as STEP_ID (zygote_ids_linux.c)
@@ -44,6 +45,7 @@ struct req {
 	char *env[4096];
 	char **argv;
 	int *fds, nfds, sync;
+	int zygote[2]; // the zygote's ends (the worker's socket, sync's other end): its init closes its copies
 	int netns; // the index in fds of a network namespace made for the step (-1: its clone makes one)
 	int ctl;   // the index in fds of the control socket its init gets at CTL_FD (-1: none)
 	int exe;   // capflow's init (a step with the network), opened by the zygote (-1: none)
@@ -191,6 +193,14 @@ static pid_t start_tool(struct req *r) {
 	return t;
 }
 
+// worker_gone reports whether the worker has exited. A step's init
+// checks it once its parent-death signal is armed, which a new user
+// clears: armed after the worker ended, it never comes. (getppid says
+// nothing here: the worker is outside the init's PID namespace, 0.)
+static int worker_gone(void) {
+	return zworker >= 0 && poll(&(struct pollfd){.fd = zworker, .events = POLLIN}, 1, 0) == 1;
+}
+
 // enter_net enters the network namespace made for the step: only a
 // network namespace (not a pidfd, which setns takes too), and never the
 // zygote's own, the worker's.
@@ -228,14 +238,17 @@ static int setup(struct req *r) {
 		return fail("capflow's init %s", r->argv[0]);
 	// A new user clears the parent-death signal: armed again, so the
 	// step still dies with the worker's forker thread.
-	return prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 ? 0 : fail("the parent-death signal");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		return fail("the parent-death signal");
+	// Armed too late if the worker ended since (a new user cleared it).
+	return worker_gone() ? (errno = ESRCH, fail("the worker has ended")) : 0;
 }
 
 // send_fd sends len bytes of buf on sock, with fd when it is one: a
 // step's init says its tool started and hands over its mount namespace,
 // which the zygote passes on with its answer (the worker holds it until
 // the step is put away).
-static void send_fd(int sock, const char *buf, size_t len, int fd) {
+static int send_fd(int sock, const char *buf, size_t len, int fd) {
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {(void *)buf, len};
 	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -245,7 +258,7 @@ static void send_fd(int sock, const char *buf, size_t len, int fd) {
 		c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	(void)!sendmsg(sock, &h, MSG_NOSIGNAL);
+	return sendmsg(sock, &h, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
 // recv_fd reads the init's report into zerr: its reason for failing, or
@@ -267,7 +280,13 @@ static ssize_t recv_fd(int sock, int *fd) {
 // 128+signal when a signal ended it), taking the namespace with it.
 static int step_init(void *arg) {
 	struct req *r = arg;
+	// Only the zygote holds its ends: a zygote that dies is seen to by the
+	// worker (its socket's end) and by this init (sync's).
+	close(r->zygote[0]);
+	close(r->zygote[1]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL); // the worker's forker thread
+	if (worker_gone()) // it ended before that
+		_exit(126);
 	if (setup(r) != 0) {
 		(void)!write(r->sync, zerr, strlen(zerr));
 		_exit(126);
@@ -276,7 +295,12 @@ static int step_init(void *arg) {
 	// Set up: the zygote answers, and serves the next step, while the tool
 	// starts (an exec that blocks, on a hung remote file system say, is the
 	// step's to time out, not a setup's).
-	send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+	// Nothing starts unless the worker has been told (a zygote killed
+	// meanwhile leaves a step no one knows of otherwise): the zygote's
+	// byte comes once its answer is sent.
+	char told;
+	if (send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) != 0 || read(r->sync, &told, 1) != 1)
+		_exit(126);
 	pid_t t = start_tool(r);
 	if (t < 0) {
 		dprintf(r->fds[2], "capflow sandbox: starting the tool: %s\n", strerror(errno));
@@ -334,6 +358,7 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		errno = E2BIG, fail("the request was cut");
 	} else if (parse(msg, len, &r) == 0 && open_init(&r) == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) == 0) {
 		r.sync = sync[1];
+		r.zygote[0] = sock, r.zygote[1] = sync[0];
 		if (zstep)
 			idmap_ops(r.ops, r.nops, fds, nfds);
 		int flags = step_flags();
@@ -343,6 +368,10 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		if (pid < 0 && errno == EINVAL)
 			pid = clone(step_init, stack + sizeof stack, flags, &r);
 		close(sync[1]);
+		if (pid > 0) { // first: whatever follows, the worker can end and reap it
+			snprintf(out, sizeof out, "pid %d", pid);
+			send_fd(sock, out, strlen(out), -1);
+		}
 		if (pid < 0) {
 			pid = 0;
 			fail("clone");
@@ -355,7 +384,6 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 			if (n <= 0)
 				snprintf(zerr, sizeof zerr, "the sandbox's init ended before the tool started");
 		}
-		close(sync[0]);
 	}
 	if (zerr[0] == 0)
 		snprintf(out, sizeof out, "ok %d", pid);
@@ -366,6 +394,12 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	if (r.exe >= 0)
 		close(r.exe);
 	send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1);
+	// The worker has its answer: the init may start the tool (it waits
+	// for this, and ends without it).
+	if (zerr[0] == 0)
+		(void)!send(sync[0], "", 1, MSG_NOSIGNAL);
+	if (sync[0] >= 0)
+		close(sync[0]);
 	if (mounts >= 0)
 		close(mounts);
 }
@@ -435,6 +469,7 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	}
 	zuid = geteuid();
 	zgid = getegid();
+	zworker = syscall(SYS_pidfd_open, getppid(), 0); // close-on-exec
 	zstep = zuid == 0 && idmaps_ready();
 	char out[600];
 	// A root zygote never execs: its bounding set goes once, here, not in
