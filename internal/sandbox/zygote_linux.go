@@ -228,7 +228,9 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 	reply, mounts, err := z.read(30 * time.Second)
 	cloned := 0
 	if num, ok := strings.CutPrefix(reply, "pid "); err == nil && ok {
-		cloned, _ = strconv.Atoi(num)
+		if cloned, _ = strconv.Atoi(num); !stepInit(cloned) {
+			cloned = 0
+		}
 		reply, mounts, err = z.read(30 * time.Second)
 	}
 	if err != nil {
@@ -237,18 +239,42 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 	}
 	word, rest, _ := strings.Cut(reply, " ")
 	num, why, _ := strings.Cut(rest, " ")
-	pid, _ = strconv.Atoi(num)
-	if word == "ok" {
+	if pid, _ = strconv.Atoi(num); word == "ok" && pid > 0 && pid == cloned {
 		return pid, mounts, nil
 	}
 	if mounts != nil {
 		mounts.Close()
 	}
-	if word == "err" {
+	if word == "err" && pid == cloned {
 		return pid, nil, errors.New(why)
 	}
+	// Never a step this worker does not know of, nor one that is not its
+	// init (found attacking: "ok 0" made a tree with no process).
 	z.end()
-	return 0, nil, fmt.Errorf("the zygote answered %q", reply)
+	return cloned, nil, fmt.Errorf("the zygote answered %q after %q", reply, "pid "+strconv.Itoa(cloned))
+}
+
+// stepInit reports whether pid is what a zygote's word may name: a child
+// of this process (CLONE_PARENT) that is the first of its own PID
+// namespace. The worker ends and reaps nothing else for a zygote (found
+// attacking: it would have killed any process named).
+func stepInit(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	parent, ns := "", []string(nil)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			parent = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			ns = strings.Fields(v)
+		}
+	}
+	return parent == strconv.Itoa(os.Getpid()) && len(ns) > 1 && ns[len(ns)-1] == "1"
 }
 
 // end kills a zygote that failed (z.mu held): what it started is the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -526,4 +527,52 @@ func waitForRead(t *testing.T, pid int) {
 		}
 	}
 	t.Fatalf("the init %d never waited for its zygote", pid)
+}
+
+// TestAZygotesWordEndsOnlyItsInit: the worker ends and reaps only what a
+// zygote's word may name, a child of its own that starts a PID namespace,
+// and makes no tree of an answer without one (found attacking: "ok 0"
+// made a tree with no process, whose Wait panicked; a pid named was
+// killed whatever it was).
+func TestAZygotesWordEndsOnlyItsInit(t *testing.T) {
+	victim := exec.Command("sleep", "30")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
+	v := strconv.Itoa(victim.Process.Pid)
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, answers := range [][]string{{"pid " + v, "err " + v + " no"}, {"pid " + v, "ok " + v}, {"ok 0"}, {"pid 1", "ok 1"}} {
+		fake := filepath.Join(t.TempDir(), "zygote")
+		script := "#!/bin/sh\nprintf ready >&3\ndd bs=262144 count=1 <&3 >/dev/null 2>&1\n"
+		for _, a := range answers {
+			script += "printf '" + a + "' >&3\n"
+		}
+		if err := os.WriteFile(fake, []byte(script+"sleep 5\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		z := startZygote(&Support{exe: fake}, f)
+		<-z.ready
+		if z.err != nil {
+			t.Fatal(z.err)
+		}
+		pid, mounts, err := z.spawn([]byte("--\x00/bin/true\x00"), []*os.File{null, null, null})
+		mounts.Close()
+		if err == nil || pid != 0 {
+			t.Errorf("%q: pid %d, %v: a step the worker does not know, or not a zygote's", answers, pid, err)
+		}
+		z.stop()
+		if victim.ProcessState != nil || victim.Process.Signal(syscall.Signal(0)) != nil {
+			t.Fatalf("%q: the worker's other child was ended", answers)
+		}
+	}
 }

@@ -356,7 +356,11 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 	r.nfds = nfds;
 	if (cut || nfds < 3) {
 		errno = E2BIG, fail("the request was cut");
-	} else if (parse(msg, len, &r) == 0 && open_init(&r) == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) == 0) {
+	} else if (parse(msg, len, &r) != 0 || open_init(&r) != 0) {
+		// zerr says why
+	} else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) != 0) {
+		fail("socketpair"); // never "ok" without a step (found attacking)
+	} else {
 		r.sync = sync[1];
 		r.zygote[0] = sock, r.zygote[1] = sync[0];
 		if (zstep)
@@ -393,10 +397,10 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		close(fds[i]);
 	if (r.exe >= 0)
 		close(r.exe);
-	send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1);
+	int told = send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1) == 0;
 	// The worker has its answer: the init may start the tool (it waits
 	// for this, and ends without it).
-	if (zerr[0] == 0)
+	if (told && zerr[0] == 0)
 		(void)!send(sync[0], "", 1, MSG_NOSIGNAL);
 	if (sync[0] >= 0)
 		close(sync[0]);
