@@ -287,13 +287,7 @@ func TestStepUserNeverRoot(t *testing.T) {
 // one rather than run as root under bubblewrap (found attacking issue 57).
 func TestRootStepsWaitForTheirZygote(t *testing.T) {
 	asRootWithAZygote(t)
-	s := probe(false) // a Support no zygote has answered yet
-	defer s.Drain()
-	step := t.TempDir()
-	var out bytes.Buffer
-	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
-		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
-		Stdio{Out: &out, Err: &out})
+	tree, out, err := firstStepsID(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,13 +306,7 @@ func TestRootStepsWaitForTheirZygote(t *testing.T) {
 func TestARootWorkerWithoutSetpcapRunsNoStepAsRoot(t *testing.T) {
 	const env = "CAPFLOW_TEST_NO_SETPCAP"
 	if os.Getenv(env) != "" { // the worker
-		s := probe(false)
-		defer s.Drain()
-		step := t.TempDir()
-		var out bytes.Buffer
-		tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
-			Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
-			Stdio{Out: &out, Err: &out})
+		tree, out, err := firstStepsID(t)
 		if err == nil {
 			exit, _ := tree.Wait()
 			tree.Finish(exit, out.String())
@@ -340,4 +328,18 @@ func TestARootWorkerWithoutSetpcapRunsNoStepAsRoot(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()+" ") {
 		t.Fatalf("the worker without CAP_SETPCAP: %v\n%s", err, out)
 	}
+}
+
+// firstStepsID starts `id -u` as the first step of a Support no zygote has
+// answered yet (drained as the test ends).
+func firstStepsID(t *testing.T) (*Tree, *bytes.Buffer, error) {
+	t.Helper()
+	s := probe(false)
+	t.Cleanup(s.Drain)
+	step := t.TempDir()
+	var out bytes.Buffer
+	tree, err := s.Start(Request{Argv: []string{"/bin/sh", "-c", "id -u"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
+		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
+		Stdio{Out: &out, Err: &out})
+	return tree, &out, err
 }

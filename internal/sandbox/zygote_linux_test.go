@@ -391,11 +391,7 @@ func TestAToolsStartIsNotTheSetups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	null := devNull(t)
 	name := "/" + strings.Repeat("n", 70000)
 	pid, mounts, err := z.spawn([]byte("--\x00"+name+"\x00"), []*os.File{null, w, w})
 	w.Close()
@@ -471,11 +467,7 @@ func TestAZygoteKilledMidRequestStartsNothing(t *testing.T) {
 	}
 	s := support(t)
 	step := t.TempDir()
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	null := devNull(t)
 	words, err := s.zygoteWords(Request{Argv: []string{"/bin/sh", "-c", "exit 7"}, Dir: step, Env: []string{"PATH=/usr/bin:/bin"},
 		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults}, nil)
 	if err != nil {
@@ -546,11 +538,7 @@ func TestAZygotesWordEndsOnlyItsInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.stop()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	null := devNull(t)
 	for _, answers := range [][]string{{"pid " + v, "err " + v + " no"}, {"pid " + v, "ok " + v}, {"ok 0"}, {"pid 1", "ok 1"}} {
 		fake := filepath.Join(t.TempDir(), "zygote")
 		script := "#!/bin/sh\nprintf ready >&3\ndd bs=262144 count=1 <&3 >/dev/null 2>&1\n"
@@ -575,4 +563,16 @@ func TestAZygotesWordEndsOnlyItsInit(t *testing.T) {
 			t.Fatalf("%q: the worker's other child was ended", answers)
 		}
 	}
+}
+
+// devNull is /dev/null open for reading and writing, closed when the test
+// ends.
+func devNull(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
