@@ -76,6 +76,10 @@ func startZygote(s *Support, f *forker) *zygote {
 	return z
 }
 
+// filterMade makes the filter a zygote is started with (a test's own
+// where it checks what the zygote does with a bad one).
+var filterMade = filterFile
+
 // zygoteFilter is what a zygote reads its steps' seccomp filter from
 // (made by made, filterFile): empty where this architecture has none
 // (seccomp_linux.go), never because it could not be made (a worker out
@@ -112,7 +116,7 @@ func (z *zygote) start(exe string, f *forker) error {
 	// (212,992 bytes by default, under zygoteMax; the kernel doubles what
 	// is set, up to twice net.core.wmem_max).
 	_ = z.conn.SetWriteBuffer(zygoteMax + 4096)
-	filter, err := zygoteFilter(filterFile)
+	filter, err := zygoteFilter(filterMade)
 	if err != nil { // never a zygote whose steps would have no filter
 		z.conn.Close()
 		close(z.ended)
@@ -249,9 +253,14 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 		return pid, nil, errors.New(why)
 	}
 	// Never a step this worker does not know of, nor one that is not its
-	// init (found attacking: "ok 0" made a tree with no process).
+	// init (found attacking: "ok 0" made a tree with no process). An init
+	// answered for but not named first is ended and reaped all the same.
 	z.end()
-	return cloned, nil, fmt.Errorf("the zygote answered %q after %q", reply, "pid "+strconv.Itoa(cloned))
+	named := cloned
+	if cloned == 0 && stepInit(pid) {
+		cloned = pid
+	}
+	return cloned, nil, fmt.Errorf("the zygote answered %q after %q", reply, "pid "+strconv.Itoa(named))
 }
 
 // stepInit reports whether pid is what a zygote's word may name: a child

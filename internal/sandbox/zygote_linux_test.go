@@ -425,6 +425,34 @@ func TestNoFilterNoZygote(t *testing.T) {
 	}
 }
 
+// TestABadFilterIsNoFilterNever: a zygote that reads its filter short, or
+// not in whole instructions, does not start (found attacking: it ran its
+// steps with no filter); an empty one is an architecture without one.
+func TestABadFilterIsNoFilterNever(t *testing.T) {
+	if !zygoteBuilt {
+		t.Fatal("built without cgo: no zygote to test")
+	}
+	defer func(was func() (*os.File, error)) { filterMade = was }(filterMade)
+	filterMade = func() (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			_, err = w.Write([]byte("1234567"))
+			w.Close()
+		}
+		return r, err
+	}
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	z := startZygote(&Support{exe: support(t).exe}, f)
+	<-z.ready
+	if z.err == nil || !strings.Contains(z.err.Error(), "the seccomp filter: 7 bytes read") {
+		t.Fatalf("a zygote given 7 bytes of filter: %v", z.err)
+	}
+}
+
 // TestALaterZygotesFailureIsItsOwn: only a zygote's failure to lay out a
 // step before any could says the machine cannot, turning zygotes off; a
 // later one's (its set's memory full, say) is its own, so a root worker's
@@ -539,7 +567,23 @@ func TestAZygotesWordEndsOnlyItsInit(t *testing.T) {
 	}
 	defer f.stop()
 	null := devNull(t)
-	for _, answers := range [][]string{{"pid " + v, "err " + v + " no"}, {"pid " + v, "ok " + v}, {"ok 0"}, {"pid 1", "ok 1"}} {
+	// An init of the worker's own, named only in the answer (the zygote
+	// could not send its pid first): ended and reaped all the same.
+	init := exec.Command("sleep", "30")
+	init.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if err := init.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = init.Process.Kill(); _ = init.Wait() }()
+	n := strconv.Itoa(init.Process.Pid)
+	for _, c := range []struct {
+		answers []string
+		ended   int // the pid the worker is to end and reap (0: none)
+	}{
+		{[]string{"pid " + v, "err " + v + " no"}, 0}, {[]string{"pid " + v, "ok " + v}, 0}, {[]string{"ok 0"}, 0},
+		{[]string{"pid 1", "ok 1"}, 0}, {[]string{"ok " + n}, init.Process.Pid}, {[]string{"err " + n + " naming"}, init.Process.Pid},
+	} {
+		answers := c.answers
 		fake := filepath.Join(t.TempDir(), "zygote")
 		script := "#!/bin/sh\nprintf ready >&3\ndd bs=262144 count=1 <&3 >/dev/null 2>&1\n"
 		for _, a := range answers {
@@ -555,8 +599,8 @@ func TestAZygotesWordEndsOnlyItsInit(t *testing.T) {
 		}
 		pid, mounts, err := z.spawn([]byte("--\x00/bin/true\x00"), []*os.File{null, null, null})
 		mounts.Close()
-		if err == nil || pid != 0 {
-			t.Errorf("%q: pid %d, %v: a step the worker does not know, or not a zygote's", answers, pid, err)
+		if err == nil || pid != c.ended {
+			t.Errorf("%q: pid %d (want %d to end and reap), %v", answers, pid, c.ended, err)
 		}
 		z.stop()
 		if victim.ProcessState != nil || victim.Process.Signal(syscall.Signal(0)) != nil {

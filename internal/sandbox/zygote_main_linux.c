@@ -372,13 +372,17 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		if (pid < 0 && errno == EINVAL)
 			pid = clone(step_init, stack + sizeof stack, flags, &r);
 		close(sync[1]);
-		if (pid > 0) { // first: whatever follows, the worker can end and reap it
+		int named = 0; // first: whatever follows, the worker can end and reap it
+		if (pid > 0) {
 			snprintf(out, sizeof out, "pid %d", pid);
-			send_fd(sock, out, strlen(out), -1);
+			named = send_fd(sock, out, strlen(out), -1) == 0;
 		}
 		if (pid < 0) {
 			pid = 0;
 			fail("clone");
+		} else if (!named) { // a step the worker would not know of never starts (found attacking)
+			kill(pid, SIGKILL);
+			fail("naming the sandbox's init");
 		} else if (poll(&(struct pollfd){.fd = sync[0], .events = POLLIN}, 1, 10000) != 1) {
 			kill(pid, SIGKILL); // a setup that hangs is not waited for
 			errno = ETIMEDOUT, fail("the sandbox's setup");
@@ -467,7 +471,15 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	static struct sock_filter prog[4096];
 	ssize_t n = read(4, prog, sizeof prog);
 	close(4);
-	if (n > 0 && n % sizeof prog[0] == 0) {
+	char out[600];
+	// Empty: this architecture has none (zygoteFilter). Anything else but
+	// whole instructions is never read as no filter (found attacking).
+	if (n < 0 || n % sizeof prog[0] != 0) {
+		snprintf(out, sizeof out, "err 0 the seccomp filter: %zd bytes read", n);
+		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
+		_exit(1);
+	}
+	if (n > 0) {
 		zfilter.len = n / sizeof prog[0];
 		zfilter.filter = prog;
 	}
@@ -475,7 +487,6 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	zgid = getegid();
 	zworker = syscall(SYS_pidfd_open, getppid(), 0); // close-on-exec
 	zstep = zuid == 0 && idmaps_ready();
-	char out[600];
 	// A root zygote never execs: its bounding set goes once, here, not in
 	// each step (whose clone keeps it). A user's steps are in user
 	// namespaces of their own, each with a full set again: they drop it.
