@@ -112,7 +112,17 @@ func (s *Support) zygoteFor(cg *cgroup) (*zygote, error) {
 	if off := s.zygoteOff.Load(); off != nil {
 		return nil, errors.New(*off)
 	}
-	if z := s.zygoteOf(cg); z.usable() {
+	z := s.zygoteOf(cg)
+	if z.usable() && s.stepUser.Load() && !z.stepUser {
+		// Started before another could run steps as the step user (its own
+		// user namespaces failed): never a root step of this worker's
+		// (found attacking). Ended: its set gets a new one.
+		z.mu.Lock()
+		z.end()
+		z.mu.Unlock()
+		return nil, errors.New("this zygote cannot run steps as the step user, as the worker's others do")
+	}
+	if z.usable() {
 		return z, nil
 	}
 	return nil, errors.New("the zygote is starting")

@@ -266,24 +266,26 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 // stepInit reports whether pid is what a zygote's word may name: a child
 // of this process (CLONE_PARENT) that is the first of its own PID
 // namespace. The worker ends and reaps nothing else for a zygote (found
-// attacking: it would have killed any process named).
+// attacking: it would have killed any process named). Whether it is a
+// child needs no descriptor (waitid, not waiting); a worker out of them
+// takes a child the zygote named at its word, rather than leave it
+// running unknown (found attacking).
 func stepInit(pid int) bool {
-	if pid <= 0 {
+	var info unix.Siginfo
+	if pid <= 0 || unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) != nil {
 		return false
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return false
+		return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 	}
-	parent, ns := "", []string(nil)
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
-			parent = strings.TrimSpace(v)
-		} else if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			ns = strings.Fields(v)
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			ns := strings.Fields(v)
+			return len(ns) > 1 && ns[len(ns)-1] == "1"
 		}
 	}
-	return parent == strconv.Itoa(os.Getpid()) && len(ns) > 1 && ns[len(ns)-1] == "1"
+	return false
 }
 
 // end kills a zygote that failed (z.mu held): what it started is the

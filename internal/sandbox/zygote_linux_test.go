@@ -425,31 +425,68 @@ func TestNoFilterNoZygote(t *testing.T) {
 	}
 }
 
-// TestABadFilterIsNoFilterNever: a zygote that reads its filter short, or
-// not in whole instructions, does not start (found attacking: it ran its
-// steps with no filter); an empty one is an architecture without one.
+// TestABadFilterIsNoFilterNever: a zygote given a filter not in whole
+// instructions, or longer than it takes, does not start (found attacking:
+// it ran its steps with no filter, or a filter cut short); an empty one
+// is an architecture without one.
 func TestABadFilterIsNoFilterNever(t *testing.T) {
 	if !zygoteBuilt {
 		t.Fatal("built without cgo: no zygote to test")
 	}
 	defer func(was func() (*os.File, error)) { filterMade = was }(filterMade)
-	filterMade = func() (*os.File, error) {
-		r, w, err := os.Pipe()
-		if err == nil {
-			_, err = w.Write([]byte("1234567"))
-			w.Close()
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	for _, c := range []struct {
+		size int
+		want string
+	}{{7, "the seccomp filter: 7 bytes read"}, {4097 * 8, "the seccomp filter: -1 bytes read"}} {
+		filterMade = func() (*os.File, error) {
+			r, w, err := os.Pipe()
+			if err == nil {
+				_ = unix.SetNonblock(int(w.Fd()), false)
+				go func() { _, _ = w.Write(make([]byte, c.size)); w.Close() }()
+			}
+			return r, err
 		}
-		return r, err
+		z := startZygote(&Support{exe: support(t).exe}, f)
+		<-z.ready
+		if z.err == nil || !strings.Contains(z.err.Error(), c.want) {
+			t.Fatalf("a zygote given %d bytes of filter: %v", c.size, z.err)
+		}
+	}
+}
+
+// TestAZygoteOfRootsStepsServesOnlyAsTheStepUser: a zygote that started
+// before another could run a root worker's steps as the step user (its
+// own user namespaces failed once) serves none once one does, and is
+// ended for a new one (found attacking: its steps ran as root).
+func TestAZygoteOfRootsStepsServesOnlyAsTheStepUser(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "zygote")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf ready >&3\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	f, err := newForker(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.stop()
-	z := startZygote(&Support{exe: support(t).exe}, f)
+	s := &Support{exe: fake}
+	z := startZygote(s, f)
 	<-z.ready
-	if z.err == nil || !strings.Contains(z.err.Error(), "the seccomp filter: 7 bytes read") {
-		t.Fatalf("a zygote given 7 bytes of filter: %v", z.err)
+	defer z.stop()
+	if z.err != nil || z.stepUser {
+		t.Fatalf("the fake zygote: %v, step user %v", z.err, z.stepUser)
+	}
+	cg := &cgroup{zygote: z}
+	if got, err := s.zygoteFor(cg); got != z || err != nil {
+		t.Fatalf("before any zygote ran steps as the step user: %v %v", got, err)
+	}
+	s.stepUser.Store(true) // another zygote of the worker's does
+	if got, err := s.zygoteFor(cg); got != nil || err == nil || !z.broken() {
+		t.Fatalf("a zygote running steps as root served a step user's worker: %v %v (broken %v)", got, err, z.broken())
 	}
 }
 

@@ -401,10 +401,11 @@ static void spawn(int sock, char *msg, size_t len, int *fds, int nfds, int cut) 
 		close(fds[i]);
 	if (r.exe >= 0)
 		close(r.exe);
-	int told = send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1) == 0;
+	if (send_fd(sock, out, strlen(out), zerr[0] == 0 ? mounts : -1) != 0)
+		_exit(1); // the worker, left without an answer, sees this end: it ends the init it was named
 	// The worker has its answer: the init may start the tool (it waits
 	// for this, and ends without it).
-	if (told && zerr[0] == 0)
+	if (zerr[0] == 0)
 		(void)!send(sync[0], "", 1, MSG_NOSIGNAL);
 	if (sync[0] >= 0)
 		close(sync[0]);
@@ -468,8 +469,18 @@ static int try_step(void) {
 __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	if (argc < 2 || strcmp(argv[1], "--capflow-zygote") != 0)
 		return;
-	static struct sock_filter prog[4096];
-	ssize_t n = read(4, prog, sizeof prog);
+	static struct sock_filter prog[4096 + 1]; // one more: a longer filter is refused, never cut
+	ssize_t n = 0, got = 1;
+	while (n < (ssize_t)sizeof prog && got != 0) { // to its end: the worker wrote it whole and closed it
+		got = read(4, (char *)prog + n, sizeof prog - n);
+		if (got < 0 && errno != EINTR) {
+			n = -1;
+			break;
+		}
+		n += got > 0 ? got : 0;
+	}
+	if (n == (ssize_t)sizeof prog)
+		n = -1;
 	close(4);
 	char out[600];
 	// Empty: this architecture has none (zygoteFilter). Anything else but
