@@ -194,7 +194,14 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		t.closeNet()
 		return nil, err
 	}
-	pid, mounts, err := z.spawn(words, files)
+	if s.stepUser.Load() && !z.stepUser { // a step-user zygote came up since zygoteFor: still never as root
+		err = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
+	}
+	var pid int
+	var mounts *os.File
+	if err == nil {
+		pid, mounts, err = z.spawn(words, files)
+	}
 	if pid > 0 {
 		t.proc, _ = os.FindProcess(pid) // our child: its pid stays ours until we wait
 	}

@@ -267,8 +267,9 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 // of this process (CLONE_PARENT) that is the first of its own PID
 // namespace. The worker ends and reaps nothing else for a zygote (found
 // attacking: it would have killed any process named). Whether it is a
-// child needs no descriptor (waitid, not waiting); a worker out of them
-// takes a child the zygote named at its word, rather than leave it
+// child needs no descriptor (waitid, not waiting); a child whose /proc
+// the worker cannot read (out of descriptors; hidden, as a non-dumpable
+// init is under hidepid) is taken at the zygote's word, rather than left
 // running unknown (found attacking).
 func stepInit(pid int) bool {
 	var info unix.Siginfo
@@ -277,7 +278,7 @@ func stepInit(pid int) bool {
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
+		return true
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
