@@ -464,15 +464,7 @@ func TestABadFilterIsNoFilterNever(t *testing.T) {
 // own user namespaces failed once) serves none once one does, and is
 // ended for a new one (found attacking: its steps ran as root).
 func TestAZygoteOfRootsStepsServesOnlyAsTheStepUser(t *testing.T) {
-	fake := filepath.Join(t.TempDir(), "zygote")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf ready >&3\nsleep 30\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := newForker(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.stop()
+	fake, f := fakeZygote(t, "printf ready >&3\nsleep 30\n")
 	s := &Support{exe: fake}
 	z := startZygote(s, f)
 	<-z.ready
@@ -495,15 +487,7 @@ func TestAZygoteOfRootsStepsServesOnlyAsTheStepUser(t *testing.T) {
 // later one's (its set's memory full, say) is its own, so a root worker's
 // steps never go to bubblewrap, as root, for it (found attacking).
 func TestALaterZygotesFailureIsItsOwn(t *testing.T) {
-	fake := filepath.Join(t.TempDir(), "zygote")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf 'err 0 cannot lay out a step' >&3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := newForker(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.stop()
+	fake, f := fakeZygote(t, "printf 'err 0 cannot lay out a step' >&3\n")
 	for _, up := range []bool{false, true} {
 		s := &Support{exe: fake}
 		s.zygoteUp.Store(up)
@@ -656,4 +640,21 @@ func devNull(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// fakeZygote is a shell script standing for a zygote (body: what it says
+// on its socket, descriptor 3) and a forker thread to start it from,
+// stopped when the test ends.
+func fakeZygote(t *testing.T, body string) (string, *forker) {
+	t.Helper()
+	fake := filepath.Join(t.TempDir(), "zygote")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := newForker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stop)
+	return fake, f
 }
