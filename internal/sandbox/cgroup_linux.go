@@ -65,6 +65,11 @@ func (s *Support) takeCgroup(pooled bool) (*cgroup, error) {
 		s.pool.mu.Unlock()
 	}
 	if cg != nil {
+		if cg.forker == nil && s.zygotes() { // made when none could be (out of descriptors, found attacking)
+			if cg.forker, _ = newForker(cg.dirs); cg.forker != nil {
+				cg.zygote = startZygote(s, cg.forker)
+			}
+		}
 		cg.zygote = renew(cg.zygote, s, cg.forker)
 		return cg, nil
 	}
@@ -260,17 +265,28 @@ func (p *cgroupPool) put(cg *cgroup) {
 	}
 }
 
-// chargedMax is the memory in files of a tmpfs a set may still be charged
-// with and be pooled: a tree's files in a write folder on a tmpfs stay
-// charged to the set that wrote them, and the next tree in it would start
-// with them against its own limit (58 MiB of 64 made the next tree's 16
-// fail, found attacking). Removed, the set's charge goes to its parent.
-const chargedMax = 1 << 20
+// chargedMax and kernelMax are what a set may still be charged with and
+// be pooled: a tree's files in a write folder on a tmpfs stay charged to
+// the set that wrote them, their pages and their inodes alike, and the
+// next tree in it would start with them against its own limit (found
+// attacking: 58 MiB of 64 in files, and 33,000 empty ones, each failed
+// the next tree). Page cache is reclaimed, a tmpfs's pages are not;
+// kernel memory may be either, so more of it is let through (a tree that
+// read many files leaves their cached names). Removed, a set's charge
+// goes to its parent.
+const (
+	chargedMax = 1 << 20
+	kernelMax  = 8 << 20
+)
 
 // charged reports whether cg holds more than chargedMax of a tmpfs's
-// pages (memory.stat's shmem; page cache is reclaimed, they are not).
+// pages (memory.stat's shmem) or kernelMax of kernel memory.
 func (cg *cgroup) charged() bool {
-	return cg.has("memory") && field(cg.read("memory", "memory.stat"), "shmem") > chargedMax
+	if !cg.has("memory") {
+		return false
+	}
+	kernel, _ := strconv.ParseInt(cg.read("memory", "memory.kmem.usage_in_bytes"), 10, 64)
+	return field(cg.read("memory", "memory.stat"), "shmem") > chargedMax || kernel > kernelMax
 }
 
 // Settle waits until every finished tree is put away: its mount

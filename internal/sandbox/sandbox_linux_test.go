@@ -444,18 +444,25 @@ func TestAChargedSetIsNotPooled(t *testing.T) {
 		}
 		spec := Defaults
 		spec.Memory = 64 << 20
-		var out bytes.Buffer
-		tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", `head -c 41943040 /dev/zero > "$STEP/out" && echo written`},
-			Dir: shm, Env: []string{"PATH=/usr/bin:/bin", "STEP=" + shm}, Read: []string{mnt}, Own: []string{mnt},
-			Write: []string{shm}, Spec: spec}, Stdio{Out: &out, Err: &out})
-		cg := tree.cg
-		exit, _ := tree.Wait()
-		if b := tree.Finish(exit, out.String()); b != nil || out.String() != "written\n" {
-			t.Fatalf("exit %d, breach %v: %q", exit, b, out.String())
-		}
-		s.Settle()
-		if s.pool.holds(cg) {
-			t.Fatal("a set charged with 40 MiB of a tmpfs was pooled")
+		for _, leave := range []struct{ what, script string }{
+			{"40 MiB in a file", `head -c 41943040 /dev/zero > "$STEP/out" && echo written`},
+			{"40,000 empty files", `cd "$STEP" && mkdir e && cd e && seq 40000 | xargs touch && echo written`},
+		} {
+			var out bytes.Buffer
+			tree := startWay(t, s, Request{Argv: []string{"/bin/sh", "-c", leave.script},
+				Dir: shm, Env: []string{"PATH=/usr/bin:/bin", "STEP=" + shm}, Read: []string{mnt}, Own: []string{mnt},
+				Write: []string{shm}, Spec: spec}, Stdio{Out: &out, Err: &out})
+			cg := tree.cg
+			exit, _ := tree.Wait()
+			if b := tree.Finish(exit, out.String()); b != nil || out.String() != "written\n" {
+				t.Fatalf("%s: exit %d, breach %v: %q", leave.what, exit, b, out.String())
+			}
+			s.Settle()
+			if s.pool.holds(cg) {
+				t.Fatalf("a set charged with %s on a tmpfs was pooled", leave.what)
+			}
+			_ = os.RemoveAll(shm)
+			_ = os.Mkdir(shm, 0o755)
 		}
 		for i := range 3 {
 			if o := run(t, spec, t.TempDir(), `head -c 41943040 /dev/zero > /tmp/x && echo written`); o.breach != nil || o.out != "written\n" {
@@ -463,4 +470,37 @@ func TestAChargedSetIsNotPooled(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestASetWithoutItsForkerGetsOne: a set made when its forker could not be
+// (the worker out of descriptors for a moment) gets one, and a zygote, when
+// it is next taken (found attacking: a root worker's steps failed in it
+// from then on, the zygote "starting" for ever).
+func TestASetWithoutItsForkerGetsOne(t *testing.T) {
+	s := support(t)
+	if len(s.cgroups) == 0 || !s.zygotes() {
+		t.Fatalf("this machine's cgroups %v, zygotes %v", s.Controllers(), s.zygotes())
+	}
+	s.Settle()
+	cg, err := s.takeCgroup(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitZygote(cg)
+	cg.zygote.stop()
+	cg.forker.stop()
+	cg.forker, cg.zygote = nil, nil // as newForker's failure leaves it
+	s.release(cg)
+	again, err := s.takeCgroup(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(again)
+	if again != cg {
+		t.Fatal("the pool gave another set than the one last given back")
+	}
+	s.waitZygote(again)
+	if z, err := s.zygoteFor(again); again.forker == nil || z == nil || err != nil {
+		t.Fatalf("the set taken again: forker %v, zygote %v, %v", again.forker != nil, z != nil, err)
+	}
 }
