@@ -30,23 +30,25 @@ func sandboxInit(outer int) int {
 func ownNamespace(pid int) bool {
 	mine, err1 := os.Readlink("/proc/self/ns/pid")
 	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	return err1 == nil && err2 == nil && mine != its && nsPid(pid) == 1
+	n, err := nsPid(pid)
+	return err1 == nil && err2 == nil && err == nil && mine != its && n == 1
 }
 
-// nsPid is pid's number inside its own PID namespace (from NSpid).
-func nsPid(pid int) int {
+// nsPid is pid's number inside its own PID namespace (from NSpid; 0 where
+// the line is missing), or why its status could not be read.
+func nsPid(pid int) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
 			f := strings.Fields(rest)
 			n, _ := strconv.Atoi(f[len(f)-1])
-			return n
+			return n, nil
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // members lists the host pids of the processes in the sandbox's PID

@@ -113,19 +113,13 @@ func (s *Support) zygoteFor(cg *cgroup) (*zygote, error) {
 		return nil, errors.New(*off)
 	}
 	z := s.zygoteOf(cg)
-	if z.usable() && s.stepUser.Load() && !z.stepUser {
-		// Started before another could run steps as the step user (its own
-		// user namespaces failed): never a root step of this worker's
-		// (found attacking). Ended: its set gets a new one.
-		z.mu.Lock()
-		z.end()
-		z.mu.Unlock()
-		return nil, errors.New("this zygote cannot run steps as the step user, as the worker's others do")
+	if !z.usable() {
+		return nil, errors.New("the zygote is starting")
 	}
-	if z.usable() {
-		return z, nil
+	if err := s.refuseAsRoot(z); err != nil {
+		return nil, err
 	}
-	return nil, errors.New("the zygote is starting")
+	return z, nil
 }
 
 // Warm starts a zygote before the first step and waits for it (a worker
@@ -194,12 +188,9 @@ func (s *Support) spawn(req Request, std Stdio, cg *cgroup) (*Tree, error) {
 		t.closeNet()
 		return nil, err
 	}
-	if s.stepUser.Load() && !z.stepUser { // a step-user zygote came up since zygoteFor: still never as root
-		err = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
-	}
 	var pid int
 	var mounts *os.File
-	if err == nil {
+	if err = s.refuseAsRoot(z); err == nil {
 		pid, mounts, err = z.spawn(words, files)
 	}
 	if pid > 0 {

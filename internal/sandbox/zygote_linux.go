@@ -63,7 +63,7 @@ func startZygote(s *Support, f *forker) *zygote {
 		case z.err == nil && s.stepUser.Load():
 			// The worker's steps run as the step user: a zygote that would
 			// run them as root serves none.
-			z.err = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
+			z.err = errNotStepUsers
 		}
 		if z.err == nil {
 			s.zygoteUp.Store(true)
@@ -93,6 +93,25 @@ func zygoteFilter(made func() (*os.File, error)) (*os.File, error) {
 		return os.Open(os.DevNull)
 	}
 	return filter, nil
+}
+
+// errNotStepUsers is a zygote that would run a root worker's steps as
+// root where its others run them as the step user.
+var errNotStepUsers = errors.New("this zygote cannot run steps as the step user, as the worker's others do")
+
+// refuseAsRoot ends z and says why when it would run a step as root for a
+// worker whose steps run as the step user: one that started before
+// another could (its own user namespaces failed), checked as it is taken
+// and again right before each request, since another may have come up
+// between (found attacking). Its set gets a new one.
+func (s *Support) refuseAsRoot(z *zygote) error {
+	if !s.stepUser.Load() || z.stepUser {
+		return nil
+	}
+	z.mu.Lock()
+	z.end()
+	z.mu.Unlock()
+	return errNotStepUsers
 }
 
 // errLayout is a zygote that could not lay out a step.
@@ -256,11 +275,11 @@ func (z *zygote) spawn(words []byte, files []*os.File) (pid int, mounts *os.File
 	// init (found attacking: "ok 0" made a tree with no process). An init
 	// answered for but not named first is ended and reaped all the same.
 	z.end()
-	named := cloned
+	err = fmt.Errorf("the zygote answered %q after %q", reply, "pid "+strconv.Itoa(cloned))
 	if cloned == 0 && stepInit(pid) {
 		cloned = pid
 	}
-	return cloned, nil, fmt.Errorf("the zygote answered %q after %q", reply, "pid "+strconv.Itoa(named))
+	return cloned, nil, err
 }
 
 // stepInit reports whether pid is what a zygote's word may name: a child
@@ -276,17 +295,8 @@ func stepInit(pid int) bool {
 	if pid <= 0 || unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) != nil {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return true
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			ns := strings.Fields(v)
-			return len(ns) > 1 && ns[len(ns)-1] == "1"
-		}
-	}
-	return false
+	n, err := nsPid(pid) // 1 only for a namespace's first: the machine's own is no child of ours
+	return err != nil || n == 1
 }
 
 // end kills a zygote that failed (z.mu held): what it started is the

@@ -245,9 +245,9 @@ static int setup(struct req *r) {
 }
 
 // send_fd sends len bytes of buf on sock, with fd when it is one: a
-// step's init says its tool started and hands over its mount namespace,
-// which the zygote passes on with its answer (the worker holds it until
-// the step is put away).
+// step's init says it is set up and hands over its mount namespace, which
+// the zygote passes on with its answer (the worker holds it until the
+// step is put away).
 static int send_fd(int sock, const char *buf, size_t len, int fd) {
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {(void *)buf, len};
@@ -292,12 +292,11 @@ static int step_init(void *arg) {
 		_exit(126);
 	}
 	prctl(PR_SET_DUMPABLE, 0);
-	// Set up: the zygote answers, and serves the next step, while the tool
-	// starts (an exec that blocks, on a hung remote file system say, is the
-	// step's to time out, not a setup's).
-	// Nothing starts unless the worker has been told (a zygote killed
-	// meanwhile leaves a step no one knows of otherwise): the zygote's
-	// byte comes once its answer is sent.
+	// Set up: the zygote answers before the tool starts (an exec that
+	// blocks, on a hung remote file system say, is the step's to time out,
+	// not a setup's), and the tool starts only once it has: its byte comes
+	// after its answer (a zygote killed meanwhile would leave a step no
+	// one knows of).
 	char told;
 	if (send_fd(r->sync, "", 1, open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) != 0 || read(r->sync, &told, 1) != 1)
 		_exit(126);
@@ -462,6 +461,39 @@ static int try_step(void) {
 	return 0;
 }
 
+// not_started tells the worker why this zygote serves nothing (zerr),
+// and ends it.
+static void not_started(void) {
+	char out[600];
+	snprintf(out, sizeof out, "err 0 %s", zerr);
+	(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
+	_exit(1);
+}
+
+// read_filter reads the steps' seccomp filter from fd to its end (the
+// worker wrote it whole and closed it). Empty: this architecture has none
+// (zygoteFilter); anything but whole instructions, or more than the
+// zygote takes, is never read as no filter, nor cut (found attacking).
+static void read_filter(int fd) {
+	static struct sock_filter prog[4096 + 1]; // one more: a longer filter is refused
+	ssize_t n = 0, got = 1;
+	while (n < (ssize_t)sizeof prog && got != 0) {
+		got = read(fd, (char *)prog + n, sizeof prog - n);
+		if (got < 0 && errno != EINTR) {
+			n = -1;
+			break;
+		}
+		n += got > 0 ? got : 0;
+	}
+	close(fd);
+	if (n < 0 || n == (ssize_t)sizeof prog || n % sizeof prog[0] != 0) {
+		snprintf(zerr, sizeof zerr, "the seccomp filter: %zd bytes read", n == (ssize_t)sizeof prog ? -1 : n);
+		not_started();
+	}
+	zfilter.len = n / sizeof prog[0];
+	zfilter.filter = n > 0 ? prog : NULL;
+}
+
 // capflow_zygote makes this executable a zygote when its first argument
 // says so (Support.zygote starts it): before Go's runtime, which would
 // start threads, nothing of the Go program runs. fd 3 is the worker's
@@ -469,31 +501,7 @@ static int try_step(void) {
 __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	if (argc < 2 || strcmp(argv[1], "--capflow-zygote") != 0)
 		return;
-	static struct sock_filter prog[4096 + 1]; // one more: a longer filter is refused, never cut
-	ssize_t n = 0, got = 1;
-	while (n < (ssize_t)sizeof prog && got != 0) { // to its end: the worker wrote it whole and closed it
-		got = read(4, (char *)prog + n, sizeof prog - n);
-		if (got < 0 && errno != EINTR) {
-			n = -1;
-			break;
-		}
-		n += got > 0 ? got : 0;
-	}
-	if (n == (ssize_t)sizeof prog)
-		n = -1;
-	close(4);
-	char out[600];
-	// Empty: this architecture has none (zygoteFilter). Anything else but
-	// whole instructions is never read as no filter (found attacking).
-	if (n < 0 || n % sizeof prog[0] != 0) {
-		snprintf(out, sizeof out, "err 0 the seccomp filter: %zd bytes read", n);
-		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
-		_exit(1);
-	}
-	if (n > 0) {
-		zfilter.len = n / sizeof prog[0];
-		zfilter.filter = prog;
-	}
+	read_filter(4);
 	zuid = geteuid();
 	zgid = getegid();
 	zworker = syscall(SYS_pidfd_open, getppid(), 0); // close-on-exec
@@ -506,11 +514,8 @@ __attribute__((constructor)) static void capflow_zygote(int argc, char **argv) {
 	// zygote turned off, whose root steps bubblewrap would run as root.
 	if (zuid == 0 && drop_bounding() != 0)
 		zerr[0] = 0;
-	if (try_step() != 0) {
-		snprintf(out, sizeof out, "err 0 %s", zerr);
-		(void)!send(3, out, strlen(out), MSG_NOSIGNAL);
-		_exit(1);
-	}
+	if (try_step() != 0)
+		not_started();
 	const char *ready = zstep ? "ready step-user" : "ready";
 	(void)!send(3, ready, strlen(ready), MSG_NOSIGNAL);
 	serve(3);
