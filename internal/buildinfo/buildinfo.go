@@ -3,7 +3,10 @@
 package buildinfo
 
 import (
+	"debug/elf"
+	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
@@ -52,4 +55,44 @@ func (s stamp) line() string {
 func Revision() (rev string, changed bool) {
 	s := read()
 	return s.revision, s.modified == "true"
+}
+
+// ContentID is the hash of the running executable's content that the Go
+// linker wrote in it (the last part of its build ID, as `go tool buildid`
+// prints it): a build's name for free, where hashing the binary again
+// costs a fifth of a second of CPU. "" where it cannot be read (not ELF).
+var ContentID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return contentIDOf(exe)
+})
+
+// contentIDOf reads the Go build ID note of the ELF file at path.
+func contentIDOf(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil || s.Size > 4096 {
+		return ""
+	}
+	note, err := s.Data()
+	// The note: name size, description size, type (4 bytes each), the
+	// name "Go\x00\x00", then the build ID.
+	if err != nil || len(note) < 16 || string(note[12:16]) != "Go\x00\x00" {
+		return ""
+	}
+	size := f.ByteOrder.Uint32(note[4:8])
+	if uint64(size) > uint64(len(note)-16) {
+		return ""
+	}
+	id := string(note[16 : 16+size])
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		id = id[i+1:]
+	}
+	return id
 }

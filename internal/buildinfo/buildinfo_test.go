@@ -1,7 +1,11 @@
 package buildinfo
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +27,29 @@ func TestStampAndRevision(t *testing.T) {
 	}
 	if (stamp{}).line() != "" {
 		t.Error("no build information: a stamp")
+	}
+}
+
+// The content ID is what the Go tool reads from the binary; a file that
+// is not an ELF executable has none.
+func TestContentID(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "buildid", exe).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(strings.TrimSpace(string(out)), "/")
+	if got, want := ContentID(), parts[len(parts)-1]; got != want || len(got) < 20 {
+		t.Fatalf("content ID %q, want %q (go tool buildid: %s)", got, want, out)
+	}
+	text := filepath.Join(t.TempDir(), "not-elf")
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := contentIDOf(text); got != "" {
+		t.Fatalf("a script's content ID %q, want none", got)
 	}
 }

@@ -107,6 +107,10 @@ func buildName() string {
 	case rev == "" && Version != "dev" && !strings.HasSuffix(Version, "-dirty"):
 		return Version
 	}
+	// A build with changes, or unnamed: what the linker hashed names it.
+	if id := buildinfo.ContentID(); id != "" {
+		return Version + "+" + id
+	}
 	return ""
 }
 

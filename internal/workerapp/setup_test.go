@@ -5,14 +5,21 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capflow/capflow/internal/buildinfo"
 	"github.com/hashicorp/go-hclog"
 )
 
-// A build is named for the SDK only where the name tells it from other
-// builds (go test binaries carry no VCS stamp: the version decides).
+// A build is named for the SDK by its version where that tells it from
+// other builds (go test binaries carry no VCS stamp: the version decides),
+// else by the content ID the linker wrote in it, never left for the SDK
+// to hash the binary.
 func TestBuildName(t *testing.T) {
 	defer func(v string) { Version = v }(Version)
-	for v, want := range map[string]string{"dev": "", "5cd8cba-dirty": "", "5cd8cba": "5cd8cba", "v1.2.0": "v1.2.0"} {
+	id := buildinfo.ContentID()
+	if id == "" {
+		t.Fatal("the test binary has no content ID")
+	}
+	for v, want := range map[string]string{"dev": "dev+" + id, "5cd8cba-dirty": "5cd8cba-dirty+" + id, "5cd8cba": "5cd8cba", "v1.2.0": "v1.2.0"} {
 		Version = v
 		if got := buildName(); got != want {
 			t.Errorf("version %q: build name %q, want %q", v, got, want)

@@ -224,8 +224,8 @@ func startWorkers(c client.Client, cfg *config.Config, acts *activities.Activiti
 	}
 	if name := buildName(); name != "" {
 		// The build's name in each workflow task's completion. Without it
-		// the SDK hashes the worker's whole binary at start (80 MB: a
-		// seventh of a second of CPU every start).
+		// the SDK hashes the worker's whole binary at start (160 MB: a
+		// fifth of a second of CPU every start).
 		worker.SetBinaryChecksum(name)
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, opts)
