@@ -37,6 +37,9 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	out := map[string]map[string]float64{}
 	for _, sh := range peerShapes() {
+		if only := os.Getenv("CAPFLOW_PEERS_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
+			continue
+		}
 		runs := sh.runners(rs)
 		names := slices.Sorted(func(yield func(string) bool) {
 			for n := range runs {
