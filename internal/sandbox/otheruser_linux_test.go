@@ -38,7 +38,8 @@ func TestHostileAsAnotherUser(t *testing.T) {
 	// (TestHostSocketsAreHidden makes its socket in /run: root's alone.)
 	hostile := []string{"TestWritesOnlyInTheStepFolder", "TestNoNetworkButItsOwnLoopback", "TestNothingOutlivesTheStep",
 		"TestKernelSettingsAreReadOnly", "TestWriteFoldersAvoidWhatTheEngineTrusts",
-		"TestNoKeyringNoNamespaces", "TestNoSetIDPlants", "TestOtherRunsAreNotSeen", "TestZygoteFindings", "TestWriteFoldersByHandle"}
+		"TestNoKeyringNoNamespaces", "TestNoSetIDPlants", "TestOtherRunsAreNotSeen", "TestZygoteFindings", "TestWriteFoldersByHandle",
+		"TestTerminateAsksTheToolFirst"}
 	zygoteOnly := []string{"TestTheStepsMountsGoWithIt"}
 	cmd := exec.Command(bin, "-test.run", "^("+strings.Join(append(hostile, zygoteOnly...), "|")+")$", "-test.count=1", "-test.v")
 	cmd.Dir = dir

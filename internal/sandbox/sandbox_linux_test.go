@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -365,6 +366,58 @@ func TestNothingOutlivesTheStep(t *testing.T) {
 		}
 		waitGone(t, marker)
 	})
+}
+
+// Terminate asks the tool, and what it started, to stop before the grace
+// runs out: as root and as another user (found: a worker that is not root
+// sent its zygote's steps no SIGTERM, their init's namespace unreadable).
+func TestTerminateAsksTheToolFirst(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		step := t.TempDir()
+		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `sh -c 'trap "echo child stops; exit 0" TERM; while :; do sleep 0.05; done' &
+trap 'wait; echo stopping; exit 3' TERM; : > "$STEP/ready"; while :; do sleep 0.05; done`},
+			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)},
+			Env: []string{"PATH=/usr/bin:/bin", "STEP=" + step}, Write: []string{step}}
+		var out syncBuffer
+		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
+		for i := 0; ; i++ {
+			if _, err := os.Stat(filepath.Join(step, "ready")); err == nil {
+				break
+			} else if i == 200 {
+				tree.Kill()
+				t.Fatalf("the tool did not start: %v", err)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		done := make(chan struct{})
+		var exit int
+		go func() { exit, _ = tree.Wait(); close(done) }()
+		start := time.Now()
+		tree.Terminate(20*time.Second, done)
+		<-done
+		tree.Finish(exit, out.String())
+		if got := out.String(); exit != 3 || !strings.Contains(got, "child stops") || !strings.Contains(got, "stopping") {
+			t.Fatalf("exit %d after %v, output %q; want 3, the tool and its child stopping on SIGTERM", exit, time.Since(start), got)
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer written by a tree's stdio while read.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // uniqueSleep is a command line no other process has, to find by pgrep -f.

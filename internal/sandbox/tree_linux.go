@@ -209,7 +209,13 @@ func (t *Tree) Pid() int {
 // Terminate asks every process of the tree to stop (SIGTERM), and kills
 // the tree after grace unless done closes first.
 func (t *Tree) Terminate(grace time.Duration, done <-chan struct{}) {
-	if !t.ended.Load() && !t.reaped.Load() {
+	switch {
+	case t.ended.Load() || t.reaped.Load():
+	case t.cmd == nil:
+		// The zygote's init passes it on to the rest of its namespace
+		// (zygote_main_linux.c): by its pidfd, never another process.
+		_ = t.proc.Signal(syscall.SIGTERM)
+	default:
 		signalMembers(t.init, syscall.SIGTERM)
 	}
 	select {

@@ -275,6 +275,14 @@ static ssize_t recv_fd(int sock, int *fd) {
 	return n;
 }
 
+// pass_on sends a signal the init got to every other process of its PID
+// namespace.
+static void pass_on(int sig) {
+	int e = errno;
+	kill(-1, sig);
+	errno = e;
+}
+
 // step_init is the step's PID 1: it lays out the file system, reports
 // the setup to the zygote, starts the tool and ends with it (its status,
 // 128+signal when a signal ended it), taking the namespace with it.
@@ -306,6 +314,13 @@ static int step_init(void *arg) {
 		_exit(126);
 	}
 	syscall(SYS_close_range, 0, ~0U, 0);
+	// Terminate's SIGTERM, sent to this init, reaches the tool and what it
+	// started: the init of a PID namespace gets from outside only what it
+	// handles, and a worker that is not root cannot list the namespace's
+	// processes itself (this init is not dumpable).
+	struct sigaction pass = {.sa_handler = pass_on, .sa_flags = SA_RESTART};
+	sigemptyset(&pass.sa_mask);
+	sigaction(SIGTERM, &pass, NULL);
 	for (;;) {
 		int st;
 		pid_t p = waitpid(-1, &st, 0);
