@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,6 +399,31 @@ trap 'wait; echo stopping; exit 3' TERM; : > "$STEP/ready"; while :; do sleep 0.
 		tree.Finish(exit, out.String())
 		if got := out.String(); exit != 3 || !strings.Contains(got, "child stops") || !strings.Contains(got, "stopping") {
 			t.Fatalf("exit %d after %v, output %q; want 3, the tool and its child stopping on SIGTERM", exit, time.Since(start), got)
+		}
+	})
+}
+
+// A descriptor the worker inherited open (a supervisor's pipe, a folder a
+// launcher opened: not close-on-exec) reaches no tree: through a folder's
+// the tool would write outside its view (found attacking; bubblewrap
+// passed it on, the zygote's tool closes all but its own).
+func TestInheritedDescriptorsStayOut(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		outside := t.TempDir()
+		if err := os.Chmod(outside, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Open(outside, syscall.O_RDONLY|syscall.O_DIRECTORY, 0) // as a launcher leaves it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		o := run(t, Defaults, t.TempDir(), fmt.Sprintf(`(echo out > /proc/self/fd/%d/escaped) 2>/dev/null && echo wrote; ls /proc/self/fd`, fd))
+		if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil || strings.Contains(o.out, "wrote") {
+			t.Fatalf("the tool wrote beside its view through descriptor %d: %q", fd, o.out)
+		}
+		if got := strings.Fields(o.out); !slices.Equal(got, []string{"0", "1", "2", "3"}) {
+			t.Fatalf("the tool's descriptors %v, want its stdio and the one ls reads", got)
 		}
 	})
 }

@@ -76,6 +76,7 @@ func (t *Tree) Start() error {
 			f()
 		}
 	}()
+	keepInheritedOut()
 	if err := t.cg.start(t.cmd); err != nil {
 		t.Abort()
 		return err
