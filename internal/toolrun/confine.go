@@ -143,7 +143,9 @@ func (r *Runner) givenPaths(req Request) []string {
 
 // inputPaths are the absolute paths of existing files or folders among
 // the inputs' strings: a tool reads what its step was given even where
-// the sandbox hides the rest (/tmp).
+// the sandbox hides the rest (/tmp). Never a socket, a FIFO or a device
+// (found attacking: an input naming an ssh-agent's socket in the
+// machine's /tmp bound it back, and the tool connected to it).
 func inputPaths(v any, max int) []string {
 	var out []string
 	var walk func(v any)
@@ -154,7 +156,7 @@ func inputPaths(v any, max int) []string {
 		switch x := v.(type) {
 		case string:
 			if filepath.IsAbs(x) && len(x) < 4096 {
-				if _, err := os.Stat(x); err == nil {
+				if st, err := os.Stat(x); err == nil && (st.Mode().IsRegular() || st.IsDir()) {
 					out = append(out, filepath.Clean(x))
 				}
 			}

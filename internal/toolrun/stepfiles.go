@@ -27,37 +27,28 @@ func openBeneath(dir *os.File, name string, flag int, perm uint32) (*os.File, er
 	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), name)), nil
 }
 
-// writeInput writes the input file beneath dir and returns it open for
-// reading at its start: the tool's stdin, with no pipe and no goroutine
-// to copy it there, and no way to write it back. An earlier attempt's
-// file is removed first and a new one made (O_EXCL): a hard link or a
-// FIFO a tool left under its name is never written or waited on.
+// writeInput writes the input file beneath dir and returns the tool's
+// stdin: a sealed copy in memory, never the file, which is the engine's
+// record of what the step was given (found attacking: reopened through
+// /proc/self/fd/0, a file given as stdin is its own, writable mount's,
+// and a worker that is not root owns it as its tool does). An earlier
+// attempt's file is removed first and a new one made (O_EXCL): a hard
+// link or a FIFO a tool left under its name is never written or waited
+// on.
 func writeInput(dir *os.File, name string, data []byte) (*os.File, error) {
 	_ = unix.Unlinkat(int(dir.Fd()), name, 0)
 	f, err := openBeneath(dir, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		return nil, err
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	r, err := openBeneath(dir, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !sameFile(f, r) {
-		r.Close()
-		return nil, fmt.Errorf("%s was replaced while it was written", name)
-	}
-	return r, nil
-}
-
-// sameFile reports whether a and b are open on one file.
-func sameFile(a, b *os.File) bool {
-	sa, errA := a.Stat()
-	sb, errB := b.Stat()
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
+	return sealedCopy(name, data)
 }
 
 // writeInputIn writes the input file in the step folder (wd, its handle)
