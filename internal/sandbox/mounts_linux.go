@@ -56,6 +56,7 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, "--tmpfs", h)
 	}
 	read := append(append(append([]string(nil), req.Read...), toolchains(pathDirs(req.Env))...), req.Spec.Read...)
+	read = append(read, req.Given...)
 	if req.Server || req.Spec.Network {
 		read = append(read, s.exe) // the init below
 	}
@@ -108,6 +109,10 @@ func ownershipOf(req Request, hidden, private []string) ownership {
 	if !o.on {
 		return o
 	}
+	o.named = map[string]bool{}
+	for _, p := range append(slices.Clone(req.Given), req.Spec.Read...) {
+		o.named[filepath.Clean(p)] = true
+	}
 	o.all = rebind(req.Own, append(slices.Clone(hidden), "/"))
 	for _, p := range req.Own {
 		if covered(filepath.Clean(p), private) {
@@ -132,10 +137,13 @@ func (o ownership) rebind(shown []string) []string {
 // kind + "-own": the zygote binds them idmapped, zygote_ids_linux.c): every
 // write folder, and what the Own folders (all) hold, but in a private
 // folder only what an Own folder there holds (the run's own folder, not
-// the engine's state that a manifest's read: names).
+// the engine's state that a manifest's read: names). What else the step
+// names (its inputs, its manifest's read:) is marked "-named": the zygote
+// finds it by the step user's own rights (zygote_linux.c clone_as_user).
 type ownership struct {
 	on           bool
 	all, private []string
+	named        map[string]bool
 }
 
 func (o ownership) kind(kind, p string, inPrivate bool) string {
@@ -143,8 +151,11 @@ func (o ownership) kind(kind, p string, inPrivate bool) string {
 	if inPrivate {
 		in = o.private
 	}
-	if o.on && (kind != "--ro-bind-try" || covered(p, in)) {
+	switch {
+	case o.on && (kind != "--ro-bind-try" || covered(p, in)):
 		return kind + "-own"
+	case o.on && o.named[p]:
+		return kind + "-named"
 	}
 	return kind
 }

@@ -67,6 +67,11 @@ type Request struct {
 	// Write folders; the rest of Read (input files named by path, a
 	// manifest's read:, the PATH folders in a home) it reads as any user.
 	Own []string
+	// Given are the files and folders the step's inputs name, read as the
+	// rest of Read is: a root worker's step reads them, and its manifest's
+	// read:, only where the step user could reach them on the machine
+	// itself (the zygote looks them up by that user's rights).
+	Given []string
 	// Private are folders of the project the tree sees empty but for what
 	// it reads in them: the runs folder (other runs' inputs and results)
 	// and the engine's state.

@@ -128,7 +128,7 @@ func TestStepUserOwnsOnlyWhatItWasGiven(t *testing.T) {
 	req := Request{Read: []string{filepath.Dir(project), project, run}, Own: []string{project, run}, Write: []string{filepath.Join(run, "step")},
 		Private: []string{filepath.Join(project, ".capflow")}, Spec: Spec{Read: []string{state, "/etc/ssl"}, Write: []string{filepath.Join(project, "out")}}, asStepUser: true}
 	args := strings.Join(support(t).mountArgs(req), " ")
-	for _, want := range []string{"--ro-bind-try-own " + project + " ", "--ro-bind-try-own " + run + " ", "--ro-bind-try " + state + " ",
+	for _, want := range []string{"--ro-bind-try-own " + project + " ", "--ro-bind-try-own " + run + " ", "--ro-bind-try-named " + state + " ",
 		"--bind-own " + filepath.Join(run, "step") + " ", "--bind-own " + filepath.Join(project, "out") + " "} {
 		if !strings.Contains(args+" ", want) {
 			t.Errorf("no %q in %s", want, args)
@@ -342,4 +342,37 @@ func firstStepsID(t *testing.T) (*Tree, *bytes.Buffer, error) {
 		Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step}, Spec: Defaults},
 		Stdio{Out: &out, Err: &out})
 	return tree, &out, err
+}
+
+// What a root worker's step names (a manifest's read:, an input's file)
+// it reads as any user of the machine would: not behind a folder only
+// root may enter, whose mode its bind's folders laid anew on the step's
+// tmpfs had lost (found attacking); one any user may enter is bound.
+func TestNamedPathsKeepTheFoldersAbove(t *testing.T) {
+	asRootWithAZygote(t)
+	for _, c := range []struct {
+		mode os.FileMode
+		read bool
+	}{{0o700, false}, {0o755, true}} {
+		folder := mkdirIn(t, "/tmp", c.mode) // in a hidden root: bound back when read
+		file := filepath.Join(folder, "inside", "config")
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte("a config\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, by := range []string{"read:", "input"} {
+			req := Request{Spec: Defaults}
+			if by == "read:" {
+				req.Spec.Read = []string{file}
+			} else {
+				req.Given = []string{file}
+			}
+			o := runWith(t, req, t.TempDir(), "cat "+file+" 2>/dev/null || echo unread")
+			if got := strings.TrimSpace(o.out); (got == "a config") != c.read || o.exit != 0 {
+				t.Errorf("named by %s, behind a folder of mode %o: exit %d, %q; want it read: %v", by, c.mode, o.exit, got, c.read)
+			}
+		}
+	}
 }

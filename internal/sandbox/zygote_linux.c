@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -108,11 +109,35 @@ int fd_index(const char *word, int nfds) {
 	return (int)k;
 }
 
+// clone_as_user clones src by the step user's own rights (its file-system
+// ids, no groups): what a root worker's step names is bound only where
+// that user could reach it on the machine. Its folders above are laid
+// anew on the step's tmpfs, theirs, so a file any user could read behind
+// a folder only root may enter (0700: /root, one in /tmp) was the step's
+// to read (found attacking). The init's groups go for good: it becomes
+// the step user, who has none (drop_caps).
+static int clone_as_user(const char *src) {
+	if (setgroups(0, NULL) != 0)
+		return -1;
+	setfsgid(STEP_ID);
+	setfsuid(STEP_ID);
+	int t = -1;
+	if (setfsuid(-1) == STEP_ID && setfsgid(-1) == STEP_ID) // -1 changes nothing: it says what is
+		t = clone_tree(AT_FDCWD, src, AT_RECURSIVE);
+	else
+		errno = EPERM;
+	int e = errno;
+	setfsuid(0);
+	setfsgid(0);
+	errno = e;
+	return t;
+}
+
 // clone_sources clones every bind's source while the file system is
 // still the machine's: a tmpfs laid over a hidden root must not hide
 // what is bound back from it. A folder handed over (--bind-fd) is found
 // by its path and must be the very folder of the descriptor.
-int clone_sources(struct op *ops, int n, int *fds, int nfds) {
+int clone_sources(struct op *ops, int n, int *fds, int nfds, int step_user) {
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
 		o->tree = -1;
@@ -134,6 +159,12 @@ int clone_sources(struct op *ops, int n, int *fds, int nfds) {
 				return fail("the folder %s", path);
 			if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
 				return errno = EXDEV, fail("%s is not the folder handed over", path);
+			continue;
+		}
+		if (o->named && step_user) {
+			// Out of the step user's reach is as missing: not bound.
+			if ((o->tree = clone_as_user(o->src)) < 0 && errno != ENOENT && errno != EACCES)
+				return fail("bind %s", o->src);
 			continue;
 		}
 		o->tree = clone_tree(AT_FDCWD, o->src, AT_RECURSIVE);

@@ -22,11 +22,14 @@
 // op is one mount of the step's, in bubblewrap's words
 // (Support.mountArgs): --tmpfs D, --ro-bind[-try] S D, --bind S D,
 // --bind-fd N D; a root worker's step's own binds end in -own
-// (--ro-bind-try-own, --bind-own, --bind-fd-own: zygote_ids_linux.c).
+// (--ro-bind-try-own, --bind-own, --bind-fd-own: zygote_ids_linux.c), and
+// what the step names (its inputs, its manifest's read:) in -named
+// (--ro-bind-try-named: found by the step user's own rights).
 struct op {
 	const char *kind, *src, *dst;
 	int tree;  // the source, cloned before anything is covered (-1: none)
 	int own;   // the run's own (a root worker's step: bound as the step's, --*-own)
+	int named; // named by the step (a root worker's: found as the step user, --ro-bind-try-named)
 	int idmap; // a user namespace that shows the source's owner as STEP_ID (-1: none)
 	uid_t owner;
 	gid_t group; // the source's, when idmap was made for it
@@ -37,7 +40,7 @@ int fail(const char *fmt, ...);
 int setattr(int fd, const char *path, int flags, unsigned long long set, unsigned long long clr);
 int clone_tree(int dirfd, const char *path, int flags);
 int fd_index(const char *word, int nfds);
-int clone_sources(struct op *ops, int n, int *fds, int nfds);
+int clone_sources(struct op *ops, int n, int *fds, int nfds, int step_user);
 int apply(struct op *ops, int n, int own);
 int system_mounts(void);
 int loopback_up(void);

@@ -68,12 +68,15 @@ static int parse(char *msg, size_t len, struct req *r) {
 		const char *k = w[i];
 		// A bind of what the run was given as its own, for a root
 		// worker's step (zygote_ids_linux.c): the bind, marked.
-		int own = 0;
+		int own = 0, named = 0;
 		for (const char **b = (const char *[]){"--ro-bind-try", "--bind", "--bind-fd", NULL}; *b; b++) {
 			size_t m = strlen(*b);
 			if (strncmp(k, *b, m) == 0 && strcmp(k + m, "-own") == 0)
 				k = *b, own = 1;
 		}
+		// What the step names, for a root worker's step (clone_sources).
+		if (strcmp(k, "--ro-bind-try-named") == 0)
+			k = "--ro-bind-try", named = 1;
 		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0 &&
 			  strcmp(k, "--ctl") != 0;
 		if (strcmp(k, "--") == 0) {
@@ -118,6 +121,7 @@ static int parse(char *msg, size_t len, struct req *r) {
 			o->dst = w[++i];
 			o->idmap = -1;
 			o->own = own;
+			o->named = named;
 		} else {
 			return errno = E2BIG, fail("mounts");
 		}
@@ -222,7 +226,7 @@ static int setup(struct req *r) {
 		return -1;
 	if (zuid != 0 && own_user(zuid, zgid) != 0)
 		return -1;
-	int cloned = fresh_view() == 0 && clone_sources(r->ops, r->nops, r->fds, r->nfds) == 0;
+	int cloned = fresh_view() == 0 && clone_sources(r->ops, r->nops, r->fds, r->nfds, zstep) == 0;
 	idmaps_close();
 	if (!cloned || system_mounts() != 0 || apply(r->ops, r->nops, zstep) != 0)
 		return -1;

@@ -55,9 +55,8 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	}
 	read := nonEmpty([]string{root, runDir, toolsDir})
 	own := ownFolders(root, runDir, toolsDir)
-	read = append(read, r.givenPaths(req)...)
 	p.support = sup
-	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own,
+	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own, Given: r.givenPaths(req),
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
 		Private: r.Private}
 	if spec.Network {
