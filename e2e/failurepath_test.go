@@ -1,14 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/capflow/capflow/internal/syncbuf"
 )
 
 // statusBound is the contract's 3 s for status, with margin for a loaded
@@ -80,7 +80,7 @@ func TestStatusOnTheFailurePath(t *testing.T) {
 	// progress query gets no answer, the server's view still does.
 	follow := exec.Command(filepath.Join(h.bin, "capflow"), "status", killed, "--follow", "--project", dir)
 	follow.Env = append(h.env(), env...)
-	var followed syncBuffer
+	var followed syncbuf.Buffer
 	follow.Stderr = &followed
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
@@ -106,24 +106,6 @@ func TestStatusOnTheFailurePath(t *testing.T) {
 	if s := stepOf(&res, "long"); res.Status != "passed" || s.Attempts != 2 {
 		t.Fatalf("after a new worker: %s, long %+v", res.Status, s)
 	}
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A step refused for its input is told where that input came from, with

@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/capflow/capflow/internal/syncbuf"
 )
 
 // These tests run real bubblewrap over real processes: a machine that
@@ -379,7 +380,7 @@ func TestTerminateAsksTheToolFirst(t *testing.T) {
 trap 'wait; echo stopping; exit 3' TERM; : > "$STEP/ready"; while :; do sleep 0.05; done`},
 			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)},
 			Env: []string{"PATH=/usr/bin:/bin", "STEP=" + step}, Write: []string{step}}
-		var out syncBuffer
+		var out syncbuf.Buffer
 		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
 		for i := 0; ; i++ {
 			if _, err := os.Stat(filepath.Join(step, "ready")); err == nil {
@@ -426,24 +427,6 @@ func TestInheritedDescriptorsStayOut(t *testing.T) {
 			t.Fatalf("the tool's descriptors %v, want its stdio and the one ls reads", got)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer written by a tree's stdio while read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // uniqueSleep is a command line no other process has, to find by pgrep -f.

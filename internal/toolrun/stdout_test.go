@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/syncbuf"
 )
 
 const head = `{"toolId":"t","success":true,"exitCode":0,"message":"m","timestamp":"2026-01-01T00:00:00Z","feedback":[],"data":`
@@ -278,7 +278,7 @@ func (w *writes) Write(p []byte) (int, error) { w.n++; return w.b.Write(p) }
 // lines before it in its log by then.
 func TestStderrIsFlushedWhenTheToolPauses(t *testing.T) {
 	r, w := io.Pipe()
-	log := &syncWrites{}
+	log := &syncbuf.Buffer{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -295,18 +295,6 @@ func TestStderrIsFlushedWhenTheToolPauses(t *testing.T) {
 		t.Fatalf("while paused %q, at the end %q", got, log.String())
 	}
 }
-
-type syncWrites struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWrites) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-func (w *syncWrites) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
 
 // The masked rewrite of the output file writes only the file that was
 // read, and only while no other name holds it: a hard link carried the
