@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/syncbuf"
 )
 
 // A read-only bind does not stop a connect: the host's sockets (in /run,
@@ -348,4 +349,30 @@ func projectWith(t *testing.T, dirs ...string) string {
 		}
 	}
 	return project
+}
+
+// Only the worker's own PATH folders are bound back from a hidden folder:
+// a tool's env: PATH names what it runs, not what it may see (found
+// attacking: a manifest's PATH bound a folder behind a root-only one).
+func TestOnlyTheWorkersPathIsBoundBack(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		theirs, ours := mkdirIn(t, "/tmp", 0o755), mkdirIn(t, "/tmp", 0o755) // in the hidden /tmp
+		for _, d := range []string{theirs, ours} {
+			if err := os.WriteFile(filepath.Join(d, "here"), []byte("here\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv("PATH", os.Getenv("PATH")+":"+ours)
+		step := t.TempDir()
+		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `cat "$THEIRS/here" "$OURS/here" 2>&1`}, Dir: step,
+			Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
+			Env: []string{"PATH=/usr/bin:/bin:" + theirs + ":" + ours, "THEIRS=" + theirs, "OURS=" + ours}}
+		var out syncbuf.Buffer
+		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
+		exit, _ := tree.Wait()
+		tree.Finish(exit, out.String())
+		if got := out.String(); !strings.Contains(got, "No such file") || strings.Count(got, "here\n") != 1 || !strings.HasSuffix(got, "here\n") {
+			t.Fatalf("%q: want the worker's PATH folder bound and the tool's own not", got)
+		}
+	})
 }

@@ -55,7 +55,7 @@ func (s *Support) mountArgs(req Request) []string {
 	for _, h := range hidden {
 		a = append(a, "--tmpfs", h)
 	}
-	read := append(append(append([]string(nil), req.Read...), toolchains(pathDirs(req.Env))...), req.Spec.Read...)
+	read := append(append(append([]string(nil), req.Read...), toolchains(workersOwn(pathDirs(req.Env)))...), req.Spec.Read...)
 	read = append(read, req.Given...)
 	if req.Server || req.Spec.Network {
 		read = append(read, s.exe) // the init below
@@ -214,6 +214,18 @@ func pathDirs(env []string) []string {
 		}
 	}
 	return out
+}
+
+// workersOwn are the folders of dirs on the worker's own PATH: the tool's
+// PATH names what it runs, but only the operator's toolchains are bound
+// back from a hidden folder (found attacking: a manifest's env: PATH bound
+// a folder behind a root-only one, another run's folder, the engine's
+// state).
+func workersOwn(dirs []string) []string {
+	own := pathDirs([]string{"PATH=" + os.Getenv("PATH")})
+	return slices.DeleteFunc(slices.Clone(dirs), func(d string) bool {
+		return !slices.Contains(own, d)
+	})
 }
 
 // toolchains are what a PATH needs to stay runnable where a folder of it

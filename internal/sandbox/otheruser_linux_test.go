@@ -23,7 +23,7 @@ func TestHostileAsAnotherUser(t *testing.T) {
 	hostile := []string{"TestWritesOnlyInTheStepFolder", "TestNoNetworkButItsOwnLoopback", "TestNothingOutlivesTheStep",
 		"TestKernelSettingsAreReadOnly", "TestWriteFoldersAvoidWhatTheEngineTrusts",
 		"TestNoKeyringNoNamespaces", "TestNoSetIDPlants", "TestOtherRunsAreNotSeen", "TestZygoteFindings", "TestWriteFoldersByHandle",
-		"TestTerminateAsksTheToolFirst", "TestInheritedDescriptorsStayOut"}
+		"TestTerminateAsksTheToolFirst", "TestInheritedDescriptorsStayOut", "TestOnlyTheWorkersPathIsBoundBack"}
 	zygoteOnly := []string{"TestTheStepsMountsGoWithIt"}
 	out := asnobody.Run(t, append(hostile, zygoteOnly...))
 	for _, name := range hostile {
