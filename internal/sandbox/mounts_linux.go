@@ -56,7 +56,6 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, "--tmpfs", h)
 	}
 	read := append(append(append([]string(nil), req.Read...), toolchains(workersOwn(pathDirs(req.Env)))...), req.Spec.Read...)
-	read = append(read, req.Given...)
 	if req.Server || req.Spec.Network {
 		read = append(read, s.exe) // the init below
 	}
@@ -75,6 +74,12 @@ func (s *Support) mountArgs(req Request) []string {
 	for _, p := range rebind(read, private) {
 		a = append(a, own.kind("--ro-bind-try", p, true), p, p)
 		shown = append(shown, p)
+	}
+	// The files the inputs name, by the handles taken where they were.
+	for _, g := range req.Given {
+		if fd, ok := req.bindFDs[g.Real]; ok && covered(g.Real, hidden) && !covered(g.Real, shown) {
+			a = append(a, own.kind("--ro-bind-fd", g.Real, false), strconv.Itoa(fd), g.Real)
+		}
 	}
 	bound := map[string]bool{}
 	for _, p := range append(append([]string(nil), req.Write...), req.Spec.Write...) {
@@ -110,8 +115,11 @@ func ownershipOf(req Request, hidden, private []string) ownership {
 		return o
 	}
 	o.named = map[string]bool{}
-	for _, p := range append(slices.Clone(req.Given), req.Spec.Read...) {
+	for _, p := range req.Spec.Read {
 		o.named[filepath.Clean(p)] = true
+	}
+	for _, g := range req.Given {
+		o.named[g.Real] = true
 	}
 	o.all = rebind(req.Own, append(slices.Clone(hidden), "/"))
 	for _, p := range req.Own {
@@ -152,6 +160,8 @@ func (o ownership) kind(kind, p string, inPrivate bool) string {
 		in = o.private
 	}
 	switch {
+	case o.on && o.named[p] && kind == "--ro-bind-fd":
+		return kind + "-named"
 	case o.on && (kind != "--ro-bind-try" || covered(p, in)):
 		return kind + "-own"
 	case o.on && o.named[p]:

@@ -67,11 +67,12 @@ type Request struct {
 	// Write folders; the rest of Read (input files named by path, a
 	// manifest's read:, the PATH folders in a home) it reads as any user.
 	Own []string
-	// Given are the files and folders the step's inputs name, read as the
-	// rest of Read is: a root worker's step reads them, and its manifest's
-	// read:, only where the step user could reach them on the machine
-	// itself (the zygote looks them up by that user's rights).
-	Given []string
+	// Given are the files the step's inputs name, each opened once where
+	// it was (OpenGiven): bound by that handle, never by its name again,
+	// where the sandbox hides them. A root worker's step reads them, and
+	// its manifest's read:, only where the step user could reach them on
+	// the machine itself (the zygote looks them up by that user's rights).
+	Given GivenFiles
 	// Private are folders of the project the tree sees empty but for what
 	// it reads in them: the runs folder (other runs' inputs and results)
 	// and the engine's state.
@@ -92,7 +93,7 @@ type Request struct {
 	// from its handle, never by its name again.
 	Folders Folders
 
-	bindFDs map[string]int // Folders' descriptors in bubblewrap, by path
+	bindFDs map[string]int // Folders' and Given's descriptors in the tree (bubblewrap's, the zygote's request), by path
 	netns   int            // the index among the zygote's files of a network namespace made for the tree (0: none)
 	ctl     int            // the index among the zygote's files of the tree's control socket (0: none)
 	// asStepUser: a root worker's zygote step, which runs as StepID: Own

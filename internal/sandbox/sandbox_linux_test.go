@@ -385,7 +385,7 @@ trap 'wait; echo stopping; exit 3' TERM; : > "$STEP/ready"; while :; do sleep 0.
 		for i := 0; ; i++ {
 			if _, err := os.Stat(filepath.Join(step, "ready")); err == nil {
 				break
-			} else if i == 200 {
+			} else if i == 800 { // 20 s: a loaded machine (CI) starts a zygote slowly
 				tree.Kill()
 				t.Fatalf("the tool did not start: %v", err)
 			}

@@ -80,6 +80,23 @@ type Folder struct {
 	Dir  *os.File // the same folder, for bubblewrap
 }
 
+// Given is a file a step's inputs name, opened once (O_PATH): Real is
+// where it was when opened.
+type Given struct {
+	Real string
+	File *os.File
+}
+
+// GivenFiles are the files a step was given by its inputs.
+type GivenFiles []Given
+
+// Close closes their handles.
+func (gs GivenFiles) Close() {
+	for _, g := range gs {
+		g.File.Close()
+	}
+}
+
 // Folders are a tool's write folders.
 type Folders []*Folder
 

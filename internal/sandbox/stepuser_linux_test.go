@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A root worker's steps forked by the zygote run as the step user
@@ -367,12 +369,41 @@ func TestNamedPathsKeepTheFoldersAbove(t *testing.T) {
 			if by == "read:" {
 				req.Spec.Read = []string{file}
 			} else {
-				req.Given = []string{file}
+				req.Given = GivenFiles{openGiven(t, file)}
 			}
 			o := runWith(t, req, t.TempDir(), "cat "+file+" 2>/dev/null || echo unread")
 			if got := strings.TrimSpace(o.out); (got == "a config") != c.read || o.exit != 0 {
 				t.Errorf("named by %s, behind a folder of mode %o: exit %d, %q; want it read: %v", by, c.mode, o.exit, got, c.read)
 			}
 		}
+	}
+}
+
+// openGiven opens a file as toolrun gives one (O_PATH), closed at the
+// test's end.
+func openGiven(t *testing.T, path string) Given {
+	t.Helper()
+	f, err := os.OpenFile(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return Given{Real: path, File: f}
+}
+
+// What a root worker's step names is found through no /proc link: one to
+// /proc/self/cwd bound the zygote's folder, whatever the step user may
+// reach (found attacking).
+func TestNamedPathsFollowNoProcLink(t *testing.T) {
+	asRootWithAZygote(t)
+	link := filepath.Join(mkdirIn(t, "/tmp", 0o755), "here")
+	if err := os.Symlink("/proc/self/cwd", link); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Spec: Defaults}
+	req.Spec.Read = []string{link}
+	o := runWith(t, req, t.TempDir(), "ls "+link+"/ 2>/dev/null; echo listed")
+	if got := strings.TrimSpace(o.out); o.exit != 0 || got != "listed" {
+		t.Fatalf("exit %d, %q: want %s unbound", o.exit, got, link)
 	}
 }

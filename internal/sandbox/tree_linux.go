@@ -277,14 +277,21 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 }
 
 // handOver appends the write folders' handles to files, each folder once
-// and only those the spec writes (what is not bound is not passed), and
-// notes each one's number as the tree reads it: base + its index.
+// and only those the spec writes (what is not bound is not passed), then
+// the given files', and notes each one's number as the tree reads it:
+// base + its index.
 func (r *Request) handOver(files []*os.File, base int) []*os.File {
 	r.bindFDs = map[string]int{}
 	for _, f := range r.Folders {
 		if _, dup := r.bindFDs[f.Real]; !dup && slices.Contains(r.Spec.Write, f.Real) {
 			r.bindFDs[f.Real] = base + len(files)
 			files = append(files, f.Dir)
+		}
+	}
+	for _, g := range r.Given {
+		if _, dup := r.bindFDs[g.Real]; !dup {
+			r.bindFDs[g.Real] = base + len(files)
+			files = append(files, g.File)
 		}
 	}
 	return files

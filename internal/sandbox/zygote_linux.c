@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
@@ -110,61 +111,77 @@ int fd_index(const char *word, int nfds) {
 }
 
 // clone_as_user clones src by the step user's own rights (its file-system
-// ids, no groups): what a root worker's step names is bound only where
-// that user could reach it on the machine. Its folders above are laid
-// anew on the step's tmpfs, theirs, so a file any user could read behind
-// a folder only root may enter (0700: /root, one in /tmp) was the step's
-// to read (found attacking). The init's groups go for good: it becomes
-// the step user, who has none (drop_caps).
-static int clone_as_user(const char *src) {
+// ids, no groups) and never through a /proc link: what a root worker's
+// step names is bound only where that user could reach it on the machine.
+// Its folders above are laid anew on the step's tmpfs, theirs, so a file
+// any user could read behind a folder only root may enter (0700: /root,
+// one in /tmp) was the step's to read; and a link to /proc/self/cwd led
+// to the zygote's own folder (found attacking). exact: src is a path
+// read from a handle, followed through no link at all. The init's groups
+// go for good: it becomes the step user, who has none (drop_caps).
+static int clone_as_user(const char *src, int exact) {
 	if (setgroups(0, NULL) != 0)
 		return -1;
 	setfsgid(STEP_ID);
 	setfsuid(STEP_ID);
-	int t = -1;
+	int fd = -1;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC | (exact ? O_NOFOLLOW : 0),
+			       .resolve = RESOLVE_NO_MAGICLINKS | (exact ? RESOLVE_NO_SYMLINKS : 0)};
 	if (setfsuid(-1) == STEP_ID && setfsgid(-1) == STEP_ID) // -1 changes nothing: it says what is
-		t = clone_tree(AT_FDCWD, src, AT_RECURSIVE);
+		fd = syscall(SYS_openat2, AT_FDCWD, src, &how, sizeof how);
 	else
 		errno = EPERM;
 	int e = errno;
 	setfsuid(0);
 	setfsgid(0);
+	int t = fd >= 0 ? clone_tree(fd, "", AT_EMPTY_PATH | AT_RECURSIVE) : -1;
+	if (fd >= 0) {
+		e = errno;
+		close(fd);
+	}
 	errno = e;
 	return t;
 }
 
-// clone_sources clones every bind's source while the file system is
-// still the machine's: a tmpfs laid over a hidden root must not hide
-// what is bound back from it. A folder handed over (--bind-fd) is found
-// by its path and must be the very folder of the descriptor.
+// clone_handed clones the source of a bind handed over by descriptor k
+// (--bind-fd, --ro-bind-fd): found by its path, it must be the very file
+// or folder of the descriptor. A named one (a root worker's step) is
+// found by the step user's rights, and is not bound where it cannot be.
+static int clone_handed(struct op *o, int fd, int step_user) {
+	char link[64], path[4096];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t m = readlink(link, path, sizeof path - 1);
+	if (m <= 0)
+		return fail("the source of %s", o->dst);
+	path[m] = 0;
+	int named = o->named && step_user;
+	o->tree = named ? clone_as_user(path, 1) : clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_RECURSIVE); // with what is mounted in it
+	struct stat a, b;
+	if (named && o->tree < 0)
+		return 0; // out of the step user's reach: not bound
+	if (o->tree < 0 || fstat(o->tree, &a) != 0 || fstat(fd, &b) != 0)
+		return fail("the source %s", path);
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return errno = EXDEV, fail("%s is not what was handed over", path);
+	return 0;
+}
+
 int clone_sources(struct op *ops, int n, int *fds, int nfds, int step_user) {
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
 		o->tree = -1;
 		if (strcmp(o->kind, "--tmpfs") == 0)
 			continue;
-		if (strcmp(o->kind, "--bind-fd") == 0) {
+		if (strcmp(o->kind, "--bind-fd") == 0 || strcmp(o->kind, "--ro-bind-fd") == 0) {
 			int k = fd_index(o->src, nfds);
 			if (k < 0)
-				return errno = EBADF, fail("--bind-fd %s", o->src);
-			char link[64], path[4096];
-			snprintf(link, sizeof link, "/proc/self/fd/%d", fds[k]);
-			ssize_t m = readlink(link, path, sizeof path - 1);
-			if (m <= 0)
-				return fail("the folder of %s", o->dst);
-			path[m] = 0;
-			o->tree = clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_RECURSIVE); // with what is mounted in it
-			struct stat a, b;
-			if (o->tree < 0 || fstat(o->tree, &a) != 0 || fstat(fds[k], &b) != 0)
-				return fail("the folder %s", path);
-			if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-				return errno = EXDEV, fail("%s is not the folder handed over", path);
+				return errno = EBADF, fail("%s %s", o->kind, o->src);
+			if (clone_handed(o, fds[k], step_user) != 0)
+				return -1;
 			continue;
 		}
 		if (o->named && step_user) {
-			// Out of the step user's reach is as missing: not bound.
-			if ((o->tree = clone_as_user(o->src)) < 0 && errno != ENOENT && errno != EACCES)
-				return fail("bind %s", o->src);
+			o->tree = clone_as_user(o->src, 0); // out of the step user's reach, it is not bound
 			continue;
 		}
 		o->tree = clone_tree(AT_FDCWD, o->src, AT_RECURSIVE);

@@ -143,8 +143,10 @@ func (z *zygote) start(exe string, f *forker) error {
 	}
 	defer filter.Close()
 	// Its parent is f's thread: the zygote (and every step's init, the
-	// worker's child) is killed when that thread ends.
-	z.cmd = &exec.Cmd{Path: exe, Args: []string{exe, zygoteArg}, Env: []string{}, ExtraFiles: []*os.File{theirs, filter},
+	// worker's child) is killed when that thread ends. In "/", never the
+	// worker's folder: a step's init starts there (found attacking: a
+	// read: through a link to /proc/self/cwd led to it).
+	z.cmd = &exec.Cmd{Path: exe, Args: []string{exe, zygoteArg}, Env: []string{}, ExtraFiles: []*os.File{theirs, filter}, Dir: "/",
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	err = f.start(z.cmd)
 	// The zygote has its end now: with this one closed, a zygote that

@@ -77,6 +77,8 @@ static int parse(char *msg, size_t len, struct req *r) {
 		// What the step names, for a root worker's step (clone_sources).
 		if (strcmp(k, "--ro-bind-try-named") == 0)
 			k = "--ro-bind-try", named = 1;
+		else if (strcmp(k, "--ro-bind-fd-named") == 0)
+			k = "--ro-bind-fd", named = 1;
 		int two = strcmp(k, "--tmpfs") != 0 && strcmp(k, "--chdir") != 0 && strcmp(k, "--env") != 0 && strcmp(k, "--netns") != 0 &&
 			  strcmp(k, "--ctl") != 0;
 		if (strcmp(k, "--") == 0) {
@@ -112,7 +114,7 @@ static int parse(char *msg, size_t len, struct req *r) {
 			r->lim[r->nlim++].rlim_max = strtoull(w[i + 3], NULL, 10);
 			i += 3;
 		} else if (strcmp(k, "--tmpfs") != 0 && strcmp(k, "--ro-bind") != 0 && strcmp(k, "--ro-bind-try") != 0 &&
-			   strcmp(k, "--bind") != 0 && strcmp(k, "--bind-fd") != 0) {
+			   strcmp(k, "--bind") != 0 && strcmp(k, "--bind-fd") != 0 && strcmp(k, "--ro-bind-fd") != 0) {
 			return errno = EINVAL, fail("%s is not a mount the zygote makes", k);
 		} else if (r->nops < ZOPS) {
 			struct op *o = &r->ops[r->nops++];

@@ -146,6 +146,7 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	}
 	warning, err := r.confine(req, p)
 	defer p.folders.Close()
+	defer p.given.Close()
 	if err != nil {
 		b.Error("sandbox", "cannot confine the tool", err.Error())
 		return b.FailErr(err, nil)

@@ -15,10 +15,11 @@ import (
 	// Also registers the runtime kit's builtins wherever tools run.
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // maxInputPaths bounds the input paths a confined tool is given to read.
-const maxInputPaths = 64
+const maxInputPaths = 32 // with stdio and write folders, within a zygote request's 64 descriptors
 
 // confine decides how a command tool runs (docs/sandbox.md): in a
 // sandbox (box set), or unconfined because the policy says off or, with
@@ -56,7 +57,8 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	read := nonEmpty([]string{root, runDir, toolsDir})
 	own := ownFolders(root, runDir, toolsDir)
 	p.support = sup
-	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own, Given: r.givenPaths(req),
+	p.given = r.givenFiles(req, nonEmpty([]string{root, runDir}))
+	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own, Given: p.given,
 		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
 		Private: r.Private}
 	if spec.Network {
@@ -112,39 +114,42 @@ func sandboxEnv(env []string) []string {
 	return append(out, "TMPDIR=/tmp")
 }
 
-// givenPaths are the paths the step's inputs name that its tool may read
-// where the sandbox hides them (inputPaths), where they really are: never
-// in a home or the host's sockets (/root, /home, the worker's $HOME,
-// /run), nor another run's folder or the engine's state (Private): a
-// plan's words do not open them (found attacking issue 53).
-func (r *Runner) givenPaths(req Request) []string {
+// givenFiles are the files the step's inputs name that its tool may read
+// where the sandbox hides them (the machine's /tmp), each opened once
+// where it was, and bound by that handle (sandbox.Request.Given): a name
+// checked here and bound later could lead elsewhere by then (found
+// attacking: a folder swapped for a link between the two). Only files:
+// never a socket, a FIFO or a device, nor a folder, which shows whatever
+// its owner makes in it later (found attacking: an ssh-agent's socket, a
+// tmux server's); never in a home or the host's sockets (/root, /home,
+// the worker's $HOME, /run), another run's folder or the engine's state
+// (Private: found attacking issue 53); none in the project or the run's
+// folder (own), which the step reads already.
+func (r *Runner) givenFiles(req Request, own []string) sandbox.GivenFiles {
 	home, _ := os.UserHomeDir()
-	closed := append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...)
-	var out []string
+	closed := nonEmpty(append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...))
+	var out sandbox.GivenFiles
 	for _, p := range inputPaths(req.Inputs, maxInputPaths) {
-		real, err := filepath.EvalSymlinks(p)
+		f, err := os.OpenFile(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		if _, _, own := beneath.Pick([]string{req.RunDir, req.Root}, real); !own {
-			if _, _, shut := beneath.Pick(nonEmpty(closed), real); shut {
-				continue
-			}
-		} else if _, _, shut := beneath.Pick(r.Private, real); shut {
-			if _, _, mine := beneath.Pick(nonEmpty([]string{req.RunDir}), real); !mine {
-				continue
-			}
+		st, err := f.Stat()
+		real, lerr := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		_, _, mine := beneath.Pick(own, real)
+		_, _, shut := beneath.Pick(closed, real)
+		if err != nil || lerr != nil || !st.Mode().IsRegular() || !filepath.IsAbs(real) || mine || shut {
+			f.Close()
+			continue
 		}
-		out = append(out, real)
+		out = append(out, sandbox.Given{Real: real, File: f})
 	}
 	return out
 }
 
-// inputPaths are the absolute paths of existing files or folders among
-// the inputs' strings: a tool reads what its step was given even where
-// the sandbox hides the rest (/tmp). Never a socket, a FIFO or a device
-// (found attacking: an input naming an ssh-agent's socket in the
-// machine's /tmp bound it back, and the tool connected to it).
+// inputPaths are the absolute paths among the inputs' strings: a tool
+// reads what its step was given even where the sandbox hides the rest
+// (/tmp; givenFiles).
 func inputPaths(v any, max int) []string {
 	var out []string
 	var walk func(v any)
@@ -155,7 +160,7 @@ func inputPaths(v any, max int) []string {
 		switch x := v.(type) {
 		case string:
 			if filepath.IsAbs(x) && len(x) < 4096 {
-				if st, err := os.Stat(x); err == nil && (st.Mode().IsRegular() || st.IsDir()) {
+				if _, err := os.Stat(x); err == nil {
 					out = append(out, filepath.Clean(x))
 				}
 			}

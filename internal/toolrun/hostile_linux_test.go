@@ -10,6 +10,7 @@ import (
 
 	"github.com/capflow/capflow/internal/asnobody"
 	"github.com/capflow/capflow/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // The engine's record of what a step was given (records/<id>/input.json)
@@ -57,11 +58,67 @@ func TestInputsBindNoHostSocket(t *testing.T) {
 	m.Entrypoint.Env = map[string]string{"SOCK": sock, "FILE": file}
 	run := t.TempDir()
 	step := filepath.Join(run, "steps", "s1")
-	env := (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"sock": sock, "file": file}, RunID: "run1",
+	// The socket named, and its folder: a folder shows what its owner
+	// makes in it, whenever (found attacking: an agent's folder).
+	env := (&Runner{}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"sock": sock, "folder": dir, "file": file}, RunID: "run1",
 		StepID: "s1", Root: t.TempDir(), RunDir: run, Workdir: step, Sandbox: sandbox.ModeRequired})
 	log, _ := os.ReadFile(filepath.Join(step, StderrLog))
 	if !env.Success || len(log) > 0 {
 		t.Fatalf("success %v (%s), the tool's stderr %q: want the file bound, the socket not", env.Success, env.Message, log)
+	}
+}
+
+// A file an input names is bound by the handle the worker took when it
+// looked, never found again by its name: a folder on its path swapped
+// for a link meanwhile (by anyone who may write where it lies: /tmp)
+// bound what the look refused (found attacking: another run's folder as
+// root, the worker's home as another user).
+func TestAGivenFileIsBoundByItsHandle(t *testing.T) {
+	base, err := os.MkdirTemp("/tmp", "capflow-swap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shut := filepath.Join(base, "runs") // another run's folder: no input names it
+	r := &Runner{Private: []string{shut}}
+	for dir, content := range map[string]string{filepath.Join(shut, "other"): "SECRET", filepath.Join(base, "flip", "d"): "decoy"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "key"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, spare := filepath.Join(base, "flip", "d"), filepath.Join(base, "flip", "spare")
+	if err := os.Symlink(filepath.Join(shut, "other"), spare); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, spare, unix.RENAME_EXCHANGE)
+			}
+		}
+	}()
+	named := filepath.Join(d, "key")
+	m := script(t, `cat >/dev/null; cat "$FILE" >&2 2>/dev/null; echo '`+okEnvelope+`'`)
+	m.Entrypoint.Env = map[string]string{"FILE": named}
+	for i := range 150 {
+		run := t.TempDir()
+		step := filepath.Join(run, "steps", "s1")
+		_ = r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"p": named}, RunID: "run1", StepID: "s1",
+			Root: t.TempDir(), RunDir: run, Workdir: step, Sandbox: sandbox.ModeRequired})
+		if log, _ := os.ReadFile(filepath.Join(step, StderrLog)); strings.Contains(string(log), "SECRET") {
+			t.Fatalf("attempt %d: the tool read another run's file through %s", i+1, named)
+		}
 	}
 }
 
@@ -71,7 +128,7 @@ func TestToolHostileAsAnotherUser(t *testing.T) {
 	if asnobody.Inside() || os.Geteuid() != 0 {
 		t.Skip("this is the run as the other user")
 	}
-	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket"}
+	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {

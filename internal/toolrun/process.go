@@ -45,8 +45,10 @@ type process struct {
 	// box confines the tool (nil: unconfined) with support's means.
 	box     *sandbox.Request
 	support *sandbox.Support
-	// folders are the write folders opened for this run alone.
+	// folders are the write folders opened for this run alone; given the
+	// files its inputs name, opened for it.
 	folders sandbox.Folders
+	given   sandbox.GivenFiles
 	// What the run came to.
 	exit    int
 	waitErr error
