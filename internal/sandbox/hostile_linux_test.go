@@ -376,3 +376,23 @@ func TestOnlyTheWorkersPathIsBoundBack(t *testing.T) {
 		}
 	})
 }
+
+// Only the given files that are bound are handed to a tree: bubblewrap
+// passes a handle no option names on to the tool, which reopened one
+// writable through /proc/self/fd and wrote outside its view (found
+// attacking: a root tool under bubblewrap, a file standing for
+// /etc/passwd).
+func TestAGivenFileNotBoundIsNotHandedOver(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		file := filepath.Join(mkdirIn(t, "/var/tmp", 0o755), "passwd") // outside every hidden folder: not bound
+		if err := os.WriteFile(file, []byte("root\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		step := t.TempDir()
+		o := runWith(t, Request{Spec: Defaults, Given: GivenFiles{openGiven(t, file)}}, step,
+			`for fd in /proc/self/fd/*; do [ "${fd##*/}" -gt 2 ] && (echo toor >> $fd) 2>/dev/null; done; ls /proc/self/fd`)
+		if b, _ := os.ReadFile(file); string(b) != "root\n" || !slices.Equal(strings.Fields(o.out), []string{"0", "1", "2", "3"}) {
+			t.Fatalf("the file now %q; the tool's descriptors %q: want it unchanged, stdio alone", b, o.out)
+		}
+	})
+}

@@ -76,6 +76,7 @@ const stepArg = "--step"
 // status. With ctlArg it first opens the tree's way to the network
 // (netInit); with stepArg it ends when its command does.
 func initMain(argv []string) int {
+	keepInheritedOut() // the tool gets its stdio alone, whatever bubblewrap left open
 	env, step, ctl := toolEnv(os.Environ()), false, -1
 	var mirror []uint16
 	for len(argv) > 0 && strings.HasPrefix(argv[0], "--") {

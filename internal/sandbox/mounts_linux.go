@@ -75,10 +75,14 @@ func (s *Support) mountArgs(req Request) []string {
 		a = append(a, own.kind("--ro-bind-try", p, true), p, p)
 		shown = append(shown, p)
 	}
-	// The files the inputs name, by the handles taken where they were.
+	// The files the inputs name, by the handles taken where they were:
+	// each one handed over (handOver), and shown, so a Hide path among
+	// them is covered again (found attacking: an input uncovered the
+	// ownership key).
 	for _, g := range req.Given {
-		if fd, ok := req.bindFDs[g.Real]; ok && covered(g.Real, hidden) && !covered(g.Real, shown) {
+		if fd, ok := req.bindFDs[g.Real]; ok {
 			a = append(a, own.kind("--ro-bind-fd", g.Real, false), strconv.Itoa(fd), g.Real)
+			shown = append(shown, g.Real)
 		}
 	}
 	bound := map[string]bool{}

@@ -23,7 +23,8 @@ func TestHostileAsAnotherUser(t *testing.T) {
 	hostile := []string{"TestWritesOnlyInTheStepFolder", "TestNoNetworkButItsOwnLoopback", "TestNothingOutlivesTheStep",
 		"TestKernelSettingsAreReadOnly", "TestWriteFoldersAvoidWhatTheEngineTrusts",
 		"TestNoKeyringNoNamespaces", "TestNoSetIDPlants", "TestOtherRunsAreNotSeen", "TestZygoteFindings", "TestWriteFoldersByHandle",
-		"TestTerminateAsksTheToolFirst", "TestInheritedDescriptorsStayOut", "TestOnlyTheWorkersPathIsBoundBack"}
+		"TestTerminateAsksTheToolFirst", "TestInheritedDescriptorsStayOut", "TestOnlyTheWorkersPathIsBoundBack",
+		"TestAGivenFileNotBoundIsNotHandedOver"}
 	zygoteOnly := []string{"TestTheStepsMountsGoWithIt"}
 	out := asnobody.Run(t, append(hostile, zygoteOnly...))
 	for _, name := range hostile {

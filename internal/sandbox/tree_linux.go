@@ -277,9 +277,11 @@ func (t *Tree) Finish(exit int, tail string) *Breach {
 }
 
 // handOver appends the write folders' handles to files, each folder once
-// and only those the spec writes (what is not bound is not passed), then
-// the given files', and notes each one's number as the tree reads it:
-// base + its index.
+// and only those the spec writes, then the given files' that lie in a
+// hidden folder, and notes each one's number as the tree reads it: base +
+// its index. What is handed over is bound (mountArgs), and nothing else
+// is: bubblewrap passes a handle no option names on to the tool, which
+// reopens it writable through /proc/self/fd (found attacking).
 func (r *Request) handOver(files []*os.File, base int) []*os.File {
 	r.bindFDs = map[string]int{}
 	for _, f := range r.Folders {
@@ -288,8 +290,9 @@ func (r *Request) handOver(files []*os.File, base int) []*os.File {
 			files = append(files, f.Dir)
 		}
 	}
+	hidden := hiddenRoots()
 	for _, g := range r.Given {
-		if _, dup := r.bindFDs[g.Real]; !dup {
+		if _, dup := r.bindFDs[g.Real]; !dup && covered(g.Real, hidden) {
 			r.bindFDs[g.Real] = base + len(files)
 			files = append(files, g.File)
 		}

@@ -57,9 +57,10 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	read := nonEmpty([]string{root, runDir, toolsDir})
 	own := ownFolders(root, runDir, toolsDir)
 	p.support = sup
-	p.given = r.givenFiles(req, nonEmpty([]string{root, runDir}))
+	hide := append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...)
+	p.given = r.givenFiles(req, nonEmpty([]string{root, runDir}), hide)
 	p.box = &sandbox.Request{Argv: p.argv, Dir: p.dir, Env: sandboxEnv(p.env), Read: nonEmpty(read), Own: own, Given: p.given,
-		Write: []string{p.workdir}, Hide: append(nonEmpty([]string{runtimekit.OwnerKeyPath()}), r.Hide...), Spec: spec, Folders: folders,
+		Write: []string{p.workdir}, Hide: hide, Spec: spec, Folders: folders,
 		Private: r.Private}
 	if spec.Network {
 		p.box.Mirror, p.box.Relay = req.Net.LoopbackPorts(), builtin.Relay(req.Net)
@@ -123,9 +124,11 @@ func sandboxEnv(env []string) []string {
 // its owner makes in it later (found attacking: an ssh-agent's socket, a
 // tmux server's); never in a home or the host's sockets (/root, /home,
 // the worker's $HOME, /run), another run's folder or the engine's state
-// (Private: found attacking issue 53); none in the project or the run's
-// folder (own), which the step reads already.
-func (r *Runner) givenFiles(req Request, own []string) sandbox.GivenFiles {
+// (Private: found attacking issue 53), nor one the sandbox hides (hide:
+// the ownership key, by what it is, so no link or hard link to it
+// either; found attacking); none in the project or the run's folder
+// (own), which the step reads already.
+func (r *Runner) givenFiles(req Request, own, hide []string) sandbox.GivenFiles {
 	home, _ := os.UserHomeDir()
 	closed := nonEmpty(append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...))
 	var out sandbox.GivenFiles
@@ -138,13 +141,23 @@ func (r *Runner) givenFiles(req Request, own []string) sandbox.GivenFiles {
 		real, lerr := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 		_, _, mine := beneath.Pick(own, real)
 		_, _, shut := beneath.Pick(closed, real)
-		if err != nil || lerr != nil || !st.Mode().IsRegular() || !filepath.IsAbs(real) || mine || shut {
+		if err != nil || lerr != nil || !st.Mode().IsRegular() || !filepath.IsAbs(real) || mine || shut || hidden(st, hide) {
 			f.Close()
 			continue
 		}
 		out = append(out, sandbox.Given{Real: real, File: f})
 	}
 	return out
+}
+
+// hidden reports whether st is one of the files at paths.
+func hidden(st os.FileInfo, paths []string) bool {
+	for _, p := range paths {
+		if h, err := os.Stat(p); err == nil && os.SameFile(st, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // inputPaths are the absolute paths among the inputs' strings: a tool

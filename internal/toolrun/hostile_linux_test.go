@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capflow/capflow/internal/asnobody"
+	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -122,13 +123,46 @@ func TestAGivenFileIsBoundByItsHandle(t *testing.T) {
 	}
 }
 
+// An input naming what the sandbox hides (the ownership key, a Hide
+// file) does not uncover it (found attacking: its bind came after the
+// cover was left out).
+func TestAnInputUncoversNothingHidden(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "capflow-key-") // in a hidden folder, as a CI's key is
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key, hide, link := filepath.Join(dir, "ownership.key"), filepath.Join(dir, "hidden.txt"), filepath.Join(dir, "to-key")
+	t.Setenv(runtimekit.OwnerKeyFile, key)
+	for p, secret := range map[string]string{key: "KEYSECRET", hide: "HIDESECRET"} {
+		if err := os.WriteFile(p, []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(key, link); err != nil {
+		t.Fatal(err)
+	}
+	m := script(t, `cat >/dev/null; cat "$KEY" "$HID" "$LINK" >&2 2>/dev/null; echo '`+okEnvelope+`'`)
+	m.Entrypoint.Env = map[string]string{"KEY": key, "HID": hide, "LINK": link}
+	run := t.TempDir()
+	step := filepath.Join(run, "steps", "s1")
+	env := (&Runner{Hide: []string{hide}}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"a": key, "b": hide, "c": link},
+		RunID: "run1", StepID: "s1", Root: t.TempDir(), RunDir: run, Workdir: step, Sandbox: sandbox.ModeRequired})
+	if log, _ := os.ReadFile(filepath.Join(step, StderrLog)); !env.Success || strings.Contains(string(log), "SECRET") {
+		t.Fatalf("success %v (%s): the tool read what the sandbox hides: %q", env.Success, env.Message, log)
+	}
+}
+
 // The hostile tests again as nobody: a worker that is not root, whose
 // steps are its own user's.
 func TestToolHostileAsAnotherUser(t *testing.T) {
 	if asnobody.Inside() || os.Geteuid() != 0 {
 		t.Skip("this is the run as the other user")
 	}
-	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle"}
+	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
