@@ -202,7 +202,9 @@ func TestLimitsStopTheTree(t *testing.T) {
 				if o.exit == 0 {
 					t.Fatalf("exit 0 after passing %s", c.limit)
 				}
-				if d := time.Since(start); d > 20*time.Second {
+				// A backstop, not a speed: 2 s of CPU on a loaded machine's
+				// two cores took over 20 s of the clock (an attack's runs).
+				if d := time.Since(start); d > 2*time.Minute {
 					t.Fatalf("took %s to stop", d)
 				}
 			})
@@ -553,13 +555,22 @@ func TestASetWithoutItsForkerGetsOne(t *testing.T) {
 	cg.forker.stop()
 	cg.forker, cg.zygote = nil, nil // as newForker's failure leaves it
 	s.release(cg)
-	again, err := s.takeCgroup(true)
-	if err != nil {
-		t.Fatal(err)
+	// The set back from the pool: others a loaded machine's earlier tests
+	// gave back late may come first.
+	var again *cgroup
+	for range 8 {
+		got, err := s.takeCgroup(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.release(got)
+		if got == cg {
+			again = got
+			break
+		}
 	}
-	defer s.release(again)
-	if again != cg {
-		t.Fatal("the pool gave another set than the one last given back")
+	if again == nil {
+		t.Fatal("the pool did not give back the set given back")
 	}
 	s.waitZygote(again)
 	if z, err := s.zygoteFor(again); again.forker == nil || z == nil || err != nil {

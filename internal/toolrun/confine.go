@@ -133,10 +133,12 @@ func (r *Runner) givenFiles(req Request, own, hide []string) sandbox.GivenFiles 
 	closed := nonEmpty(append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...))
 	var out sandbox.GivenFiles
 	for _, p := range inputPaths(req.Inputs, maxInputPaths) {
-		f, err := os.OpenFile(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		// Never through a /proc link: into another process's file system.
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
 		if err != nil {
 			continue
 		}
+		f := os.NewFile(uintptr(fd), p)
 		st, err := f.Stat()
 		real, lerr := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 		_, _, mine := beneath.Pick(own, real)
