@@ -133,8 +133,11 @@ func (r *runInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.Execu
 	if cr, ok := res.(*capclient.Result); ok && cr != nil {
 		attrs = append(attrs, attribute.String("capflow.plan", cr.Plan))
 	}
-	r.t.export(wfSpan.sc, run, "run "+info.WorkflowExecution.ID, info.WorkflowStartTime, ended, failed, msg, attrs)
+	// The parent first: a collector that has the run span has its parent
+	// (the exporter sends in order; CI saw the run span's batch arrive
+	// alone).
 	r.t.export(wfSpan.parent, wfSpan.sc, wfSpan.name, wfSpan.start, ended, failed, msg, wfSpan.attrs)
+	r.t.export(wfSpan.sc, run, "run "+info.WorkflowExecution.ID, info.WorkflowStartTime, ended, failed, msg, attrs)
 	return res, err
 }
 
