@@ -396,3 +396,38 @@ func TestAGivenFileNotBoundIsNotHandedOver(t *testing.T) {
 		}
 	})
 }
+
+// A home is hidden where it really is: a $HOME that is a link (/root to
+// /var/roothome on Fedora's image-based systems) hid only the link's
+// name, and the home stayed readable; bubblewrap could not cover a
+// hidden file through the link and started no tree (found attacking).
+func TestAHomeThroughALinkIsHidden(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		real := mkdirIn(t, "/var/tmp", 0o755) // a home on another disk
+		link := filepath.Join(mkdirIn(t, "/var/tmp", 0o755), "home")
+		if err := os.Symlink(real, link); err != nil {
+			t.Fatal(err)
+		}
+		key := filepath.Join(real, ".config", "key")
+		if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{key, filepath.Join(real, "id.pub")} {
+			if err := os.WriteFile(f, []byte("SECRET\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv("HOME", link)
+		step := t.TempDir()
+		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `cat "$REAL/id.pub" "$REAL/.config/key" "$HOME/id.pub" 2>/dev/null; echo done`},
+			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
+			Hide: []string{filepath.Join(link, ".config", "key")}, Env: []string{"PATH=/usr/bin:/bin", "REAL=" + real, "HOME=" + link}}
+		var out syncbuf.Buffer
+		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
+		exit, _ := tree.Wait()
+		tree.Finish(exit, out.String())
+		if got := out.String(); exit != 0 || got != "done\n" {
+			t.Fatalf("exit %d, %q: want the home behind the link unread, and the tool run", exit, got)
+		}
+	})
+}

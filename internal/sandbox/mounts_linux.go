@@ -12,19 +12,22 @@ import (
 // private one instead), /run and /var/run (the host's sockets: Docker,
 // D-Bus, databases; a read-only bind does not stop a connect), and the
 // homes (/root, /home, the worker's $HOME: keys, credentials, agents'
-// sockets, capflow's ownership key). Only real folders: /var/run is
-// usually a link to /run.
+// sockets, capflow's ownership key). Each where it really is: /var/run
+// is usually a link to /run, and a home may be one too (/root to
+// /var/roothome on Fedora's image-based systems; found attacking: the
+// home a link led to stayed in view).
 func hiddenRoots() []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, p := range []string{"/tmp", "/run", "/var/run", "/root", "/home", os.Getenv("HOME")} {
-		p = filepath.Clean(p)
-		if p == "/" || p == "." || seen[p] || covered(p, out) {
+		if p == "" {
 			continue
 		}
-		if st, err := os.Lstat(p); err == nil && st.IsDir() {
-			seen[p] = true
-			out = append(out, p)
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || real == "/" || covered(real, out) {
+			continue
+		}
+		if st, err := os.Stat(real); err == nil && st.IsDir() {
+			out = append(out, real)
 		}
 	}
 	return out
@@ -99,8 +102,9 @@ func (s *Support) mountArgs(req Request) []string {
 		shown = append(shown, filepath.Clean(p))
 	}
 	for _, p := range req.Hide {
-		if covered(p, hidden) && !covered(p, shown) {
-			continue // nothing bound above uncovers it: a mount saved
+		p, err := filepath.EvalSymlinks(p) // covered where it is: no mount goes through a link
+		if err != nil || covered(p, hidden) && !covered(p, shown) {
+			continue // not there, or nothing bound above uncovers it: a mount saved
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			a = append(a, "--tmpfs", p)

@@ -131,6 +131,9 @@ func sandboxEnv(env []string) []string {
 func (r *Runner) givenFiles(req Request, own, hide []string) sandbox.GivenFiles {
 	home, _ := os.UserHomeDir()
 	closed := nonEmpty(append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...))
+	for _, c := range closed {
+		closed = append(closed, resolved(c)) // compared with where each file really is (found attacking)
+	}
 	var out sandbox.GivenFiles
 	for _, p := range inputPaths(req.Inputs, maxInputPaths) {
 		// Never through a /proc link: into another process's file system.

@@ -156,13 +156,49 @@ func TestAnInputUncoversNothingHidden(t *testing.T) {
 	}
 }
 
+// A file an input names in a Private folder is refused whatever way the
+// folder's name is written: a runs folder configured through a link was
+// compared by its name, the file by where it really is, and another
+// run's file was bound in (found attacking).
+func TestAPrivateFolderThroughALinkGivesNothing(t *testing.T) {
+	base, err := os.MkdirTemp("/tmp", "capflow-private-link-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runs, link := filepath.Join(base, "disk", "runs"), filepath.Join(base, "capflow")
+	if err := os.MkdirAll(filepath.Join(runs, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "disk"), link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(runs, "other", "input.json")
+	if err := os.WriteFile(other, []byte("OTHER-RUN"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := script(t, `cat >/dev/null; cat "$FILE" >&2 2>/dev/null; echo '`+okEnvelope+`'`)
+	m.Entrypoint.Env = map[string]string{"FILE": other}
+	run := t.TempDir()
+	step := filepath.Join(run, "steps", "s1")
+	env := (&Runner{Private: []string{filepath.Join(link, "runs")}}).Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"p": other},
+		RunID: "run1", StepID: "s1", Root: t.TempDir(), RunDir: run, Workdir: step, Sandbox: sandbox.ModeRequired})
+	if log, _ := os.ReadFile(filepath.Join(step, StderrLog)); !env.Success || strings.Contains(string(log), "OTHER-RUN") {
+		t.Fatalf("success %v (%s): the tool read another run's file: %q", env.Success, env.Message, log)
+	}
+}
+
 // The hostile tests again as nobody: a worker that is not root, whose
 // steps are its own user's.
 func TestToolHostileAsAnotherUser(t *testing.T) {
 	if asnobody.Inside() || os.Geteuid() != 0 {
 		t.Skip("this is the run as the other user")
 	}
-	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden"}
+	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden",
+		"TestAPrivateFolderThroughALinkGivesNothing"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
