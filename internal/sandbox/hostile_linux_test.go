@@ -431,3 +431,38 @@ func TestAHomeThroughALinkIsHidden(t *testing.T) {
 		}
 	})
 }
+
+// A hidden file stays hidden where a bind shows it by a name that goes
+// through a link: a read: of ~/.config, itself a link into ~/dotfiles,
+// showed the ownership key covered only where it really was (found
+// attacking).
+func TestAHiddenFileThroughALinkStaysHidden(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		home := mkdirIn(t, "/var/tmp", 0o755)
+		real := filepath.Join(home, "dotfiles", "config")
+		if err := os.MkdirAll(filepath.Join(real, "capflow"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, "capflow", "key"), []byte("SECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, filepath.Join(home, ".config")); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("HOME", home)
+		named := filepath.Join(home, ".config", "capflow", "key")
+		spec := Defaults
+		spec.Read = []string{filepath.Join(home, ".config")}
+		step := t.TempDir()
+		req := Request{Spec: spec, Argv: []string{"/bin/sh", "-c", `cat "$KEY" "$REAL/capflow/key" 2>/dev/null; echo done`},
+			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
+			Hide: []string{named}, Env: []string{"PATH=/usr/bin:/bin", "KEY=" + named, "REAL=" + real}}
+		var out syncbuf.Buffer
+		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
+		exit, _ := tree.Wait()
+		tree.Finish(exit, out.String())
+		if got := out.String(); exit != 0 || got != "done\n" {
+			t.Fatalf("exit %d, %q: want the key unread by either name, and the tool run", exit, got)
+		}
+	})
+}

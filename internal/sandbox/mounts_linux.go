@@ -19,7 +19,7 @@ import (
 func hiddenRoots() []string {
 	var out []string
 	for _, p := range []string{"/tmp", "/run", "/var/run", "/root", "/home", os.Getenv("HOME")} {
-		if p == "" {
+		if !filepath.IsAbs(p) {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(p)
@@ -102,14 +102,33 @@ func (s *Support) mountArgs(req Request) []string {
 		shown = append(shown, filepath.Clean(p))
 	}
 	for _, p := range req.Hide {
-		p, err := filepath.EvalSymlinks(p) // covered where it is: no mount goes through a link
-		if err != nil || covered(p, hidden) && !covered(p, shown) {
-			continue // not there, or nothing bound above uncovers it: a mount saved
+		a = append(a, covers(p, hidden, shown)...)
+	}
+	return a
+}
+
+// covers hide p wherever the tree would see it: by its name where a bind
+// shows that name, and where it really is where that is in view (found
+// attacking: a ~/.config bound through its link showed the key covered
+// only where it really was; a home that is a link hid it at its target,
+// where bubblewrap could not cover it through the link). Nothing where
+// it is out of view anyway: a mount saved.
+func covers(p string, hidden, shown []string) []string {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil // not there
+	}
+	p = filepath.Clean(p)
+	inView := !covered(real, hidden) || covered(real, shown)
+	var a []string
+	for _, c := range slices.Compact([]string{p, real}) {
+		if !covered(c, shown) && !(inView && !covered(c, hidden)) {
+			continue
 		}
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			a = append(a, "--tmpfs", p)
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", c)
 		} else if err == nil {
-			a = append(a, "--ro-bind", "/dev/null", p)
+			a = append(a, "--ro-bind", "/dev/null", c)
 		}
 	}
 	return a
@@ -178,12 +197,17 @@ func (o ownership) kind(kind, p string, inPrivate bool) string {
 	return kind
 }
 
-// existingDirs are the folders of paths that exist, cleaned.
+// existingDirs are the folders of paths that exist, where they really
+// are (found attacking: a project named through a link in a hidden folder
+// had its runs and state emptied at the link's name, and shown where they
+// were).
 func existingDirs(paths []string) []string {
 	var out []string
 	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			out = append(out, filepath.Clean(p))
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if st, err := os.Stat(real); err == nil && st.IsDir() {
+				out = append(out, real)
+			}
 		}
 	}
 	return out

@@ -24,7 +24,8 @@ func TestHostileAsAnotherUser(t *testing.T) {
 		"TestKernelSettingsAreReadOnly", "TestWriteFoldersAvoidWhatTheEngineTrusts",
 		"TestNoKeyringNoNamespaces", "TestNoSetIDPlants", "TestOtherRunsAreNotSeen", "TestZygoteFindings", "TestWriteFoldersByHandle",
 		"TestTerminateAsksTheToolFirst", "TestInheritedDescriptorsStayOut", "TestOnlyTheWorkersPathIsBoundBack",
-		"TestAGivenFileNotBoundIsNotHandedOver", "TestAHomeThroughALinkIsHidden"}
+		"TestAGivenFileNotBoundIsNotHandedOver", "TestAHomeThroughALinkIsHidden",
+		"TestAHiddenFileThroughALinkStaysHidden"}
 	zygoteOnly := []string{"TestTheStepsMountsGoWithIt"}
 	out := asnobody.Run(t, append(hostile, zygoteOnly...))
 	for _, name := range hostile {

@@ -378,8 +378,8 @@ func TestNothingOutlivesTheStep(t *testing.T) {
 func TestTerminateAsksTheToolFirst(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
 		step := t.TempDir()
-		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `sh -c 'trap "echo child stops; exit 0" TERM; while :; do sleep 0.05; done' &
-trap 'wait; echo stopping; exit 3' TERM; : > "$STEP/ready"; while :; do sleep 0.05; done`},
+		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `sh -c 'trap "echo child stops; exit 0" TERM; : > "$STEP/child"; while :; do sleep 0.05; done' &
+trap 'wait; echo stopping; exit 3' TERM; until [ -e "$STEP/child" ]; do sleep 0.01; done; : > "$STEP/ready"; while :; do sleep 0.05; done`},
 			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)},
 			Env: []string{"PATH=/usr/bin:/bin", "STEP=" + step}, Write: []string{step}}
 		var out syncbuf.Buffer

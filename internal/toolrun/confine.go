@@ -47,7 +47,7 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		}
 		p.folders = folders // closed when the process has ended
 	}
-	spec := sandbox.SpecWith(req.Manifest.Sandbox, req.Root, folders)
+	spec := sandbox.SpecWith(req.Manifest.Sandbox, resolved(req.Root), folders) // read: paths where they really are
 	// The folder holding the tool's folder (its kit, the project's tools
 	// folder): tools share code beside them (kits/media/lib).
 	root, runDir, toolsDir := resolved(req.Root), resolved(req.RunDir), ""

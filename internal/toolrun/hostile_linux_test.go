@@ -191,6 +191,52 @@ func TestAPrivateFolderThroughALinkGivesNothing(t *testing.T) {
 	}
 }
 
+// A project named through a link in a hidden folder ($HOME/proj to
+// /data/proj, as $PWD keeps it) has its runs and state emptied where they
+// really are: emptied by the link's name, they stayed in view (found
+// attacking).
+func TestAProjectThroughALinkKeepsItsRunsPrivate(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "capflow-project-link-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, data := filepath.Join(base, "home"), filepath.Join(base, "data", "proj")
+	other, state := filepath.Join(data, ".capflow", "runs", "other", "input.json"), filepath.Join(data, ".capflow", "state", "cache.json")
+	for _, f := range []string{other, state} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("PRIVATE\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, "proj")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	m := script(t, `cat >/dev/null; cat "$OTHER" "$STATE" >&2 2>/dev/null; echo '`+okEnvelope+`'`)
+	m.Entrypoint.Env = map[string]string{"OTHER": other, "STATE": state}
+	run := filepath.Join(link, ".capflow", "runs", "run1")
+	step := filepath.Join(run, "steps", "s1")
+	if err := os.MkdirAll(step, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Private: []string{filepath.Join(link, ".capflow", "state"), filepath.Join(link, ".capflow", "runs")}}
+	env := r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"n": 1},
+		RunID: "run1", StepID: "s1", Root: link, RunDir: run, Workdir: step, Sandbox: sandbox.ModeRequired})
+	if log, _ := os.ReadFile(filepath.Join(step, StderrLog)); !env.Success || strings.Contains(string(log), "PRIVATE") {
+		t.Fatalf("success %v (%s): the tool read another run's file or the engine's state: %q", env.Success, env.Message, log)
+	}
+}
+
 // The hostile tests again as nobody: a worker that is not root, whose
 // steps are its own user's.
 func TestToolHostileAsAnotherUser(t *testing.T) {
@@ -198,7 +244,7 @@ func TestToolHostileAsAnotherUser(t *testing.T) {
 		t.Skip("this is the run as the other user")
 	}
 	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden",
-		"TestAPrivateFolderThroughALinkGivesNothing"}
+		"TestAPrivateFolderThroughALinkGivesNothing", "TestAProjectThroughALinkKeepsItsRunsPrivate"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
