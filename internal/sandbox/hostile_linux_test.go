@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capflow/capflow/internal/manifest"
-	"github.com/capflow/capflow/internal/syncbuf"
 )
 
 // A read-only bind does not stop a connect: the host's sockets (in /run,
@@ -367,11 +366,8 @@ func TestOnlyTheWorkersPathIsBoundBack(t *testing.T) {
 		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `cat "$THEIRS/here" "$OURS/here" 2>&1`}, Dir: step,
 			Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
 			Env: []string{"PATH=/usr/bin:/bin:" + theirs + ":" + ours, "THEIRS=" + theirs, "OURS=" + ours}}
-		var out syncbuf.Buffer
-		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
-		exit, _ := tree.Wait()
-		tree.Finish(exit, out.String())
-		if got := out.String(); !strings.Contains(got, "No such file") || strings.Count(got, "here\n") != 1 || !strings.HasSuffix(got, "here\n") {
+		o := runAsIs(t, support(t), req)
+		if got := o.out; !strings.Contains(got, "No such file") || strings.Count(got, "here\n") != 1 || !strings.HasSuffix(got, "here\n") {
 			t.Fatalf("%q: want the worker's PATH folder bound and the tool's own not", got)
 		}
 	})
@@ -422,11 +418,8 @@ func TestAHomeThroughALinkIsHidden(t *testing.T) {
 		req := Request{Spec: Defaults, Argv: []string{"/bin/sh", "-c", `cat "$REAL/id.pub" "$REAL/.config/key" "$HOME/id.pub" 2>/dev/null; echo done`},
 			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
 			Hide: []string{filepath.Join(link, ".config", "key")}, Env: []string{"PATH=/usr/bin:/bin", "REAL=" + real, "HOME=" + link}}
-		var out syncbuf.Buffer
-		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
-		exit, _ := tree.Wait()
-		tree.Finish(exit, out.String())
-		if got := out.String(); exit != 0 || got != "done\n" {
+		o := runAsIs(t, support(t), req)
+		if exit, got := o.exit, o.out; exit != 0 || got != "done\n" {
 			t.Fatalf("exit %d, %q: want the home behind the link unread, and the tool run", exit, got)
 		}
 	})
@@ -457,11 +450,8 @@ func TestAHiddenFileThroughALinkStaysHidden(t *testing.T) {
 		req := Request{Spec: spec, Argv: []string{"/bin/sh", "-c", `cat "$KEY" "$REAL/capflow/key" 2>/dev/null; echo done`},
 			Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
 			Hide: []string{named}, Env: []string{"PATH=/usr/bin:/bin", "KEY=" + named, "REAL=" + real}}
-		var out syncbuf.Buffer
-		tree := startWay(t, support(t), req, Stdio{Out: &out, Err: &out})
-		exit, _ := tree.Wait()
-		tree.Finish(exit, out.String())
-		if got := out.String(); exit != 0 || got != "done\n" {
+		o := runAsIs(t, support(t), req)
+		if exit, got := o.exit, o.out; exit != 0 || got != "done\n" {
 			t.Fatalf("exit %d, %q: want the key unread by either name, and the tool run", exit, got)
 		}
 	})

@@ -67,7 +67,13 @@ func runWith(t *testing.T, req Request, step string, script string) outcome {
 		req.Own = req.Read // the step's parent stands for its project
 	}
 	req.Env, req.Write = []string{"PATH=/usr/bin:/bin", "STEP=" + step}, []string{step}
-	var out bytes.Buffer
+	return runAsIs(t, s, req)
+}
+
+// runAsIs runs req as it is, the way the test runs (way).
+func runAsIs(t *testing.T, s *Support, req Request) outcome {
+	t.Helper()
+	var out syncbuf.Buffer
 	tree := startWay(t, s, req, Stdio{Out: &out, Err: &out})
 	exit, _ := tree.Wait()
 	return outcome{exit, out.String(), tree.Finish(exit, out.String())}

@@ -36,11 +36,7 @@ func TestTheInputRecordIsNotTheToolsToWrite(t *testing.T) {
 // back from where the sandbox hides it (the machine's /tmp: an ssh-agent's,
 // tmux's, X11's, a database's); a file or a folder is (found attacking).
 func TestInputsBindNoHostSocket(t *testing.T) {
-	dir, err := os.MkdirTemp("/tmp", "capflow-host-socket-") // in the hidden /tmp, as an agent's (not $TMPDIR: as nobody, $HOME)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := openTemp(t, "/tmp", "capflow-host-socket-") // in the hidden /tmp, as an agent's (not $TMPDIR: as nobody, $HOME)
 	sock, file := filepath.Join(dir, "agent.1"), filepath.Join(dir, "given.txt")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -75,14 +71,7 @@ func TestInputsBindNoHostSocket(t *testing.T) {
 // bound what the look refused (found attacking: another run's folder as
 // root, the worker's home as another user).
 func TestAGivenFileIsBoundByItsHandle(t *testing.T) {
-	base, err := os.MkdirTemp("/tmp", "capflow-swap-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTemp(t, "/tmp", "capflow-swap-")
 	shut := filepath.Join(base, "runs") // another run's folder: no input names it
 	r := &Runner{Private: []string{shut}}
 	for dir, content := range map[string]string{filepath.Join(shut, "other"): "SECRET", filepath.Join(base, "flip", "d"): "decoy"} {
@@ -127,14 +116,7 @@ func TestAGivenFileIsBoundByItsHandle(t *testing.T) {
 // file) does not uncover it (found attacking: its bind came after the
 // cover was left out).
 func TestAnInputUncoversNothingHidden(t *testing.T) {
-	dir, err := os.MkdirTemp("/tmp", "capflow-key-") // in a hidden folder, as a CI's key is
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := openTemp(t, "/tmp", "capflow-key-") // in a hidden folder, as a CI's key is
 	key, hide, link := filepath.Join(dir, "ownership.key"), filepath.Join(dir, "hidden.txt"), filepath.Join(dir, "to-key")
 	t.Setenv(runtimekit.OwnerKeyFile, key)
 	for p, secret := range map[string]string{key: "KEYSECRET", hide: "HIDESECRET"} {
@@ -161,14 +143,7 @@ func TestAnInputUncoversNothingHidden(t *testing.T) {
 // compared by its name, the file by where it really is, and another
 // run's file was bound in (found attacking).
 func TestAPrivateFolderThroughALinkGivesNothing(t *testing.T) {
-	base, err := os.MkdirTemp("/tmp", "capflow-private-link-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTemp(t, "/tmp", "capflow-private-link-")
 	runs, link := filepath.Join(base, "disk", "runs"), filepath.Join(base, "capflow")
 	if err := os.MkdirAll(filepath.Join(runs, "other"), 0o755); err != nil {
 		t.Fatal(err)
@@ -196,14 +171,7 @@ func TestAPrivateFolderThroughALinkGivesNothing(t *testing.T) {
 // really are: emptied by the link's name, they stayed in view (found
 // attacking).
 func TestAProjectThroughALinkKeepsItsRunsPrivate(t *testing.T) {
-	base, err := os.MkdirTemp("/var/tmp", "capflow-project-link-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTemp(t, "/var/tmp", "capflow-project-link-")
 	home, data := filepath.Join(base, "home"), filepath.Join(base, "data", "proj")
 	other, state := filepath.Join(data, ".capflow", "runs", "other", "input.json"), filepath.Join(data, ".capflow", "state", "cache.json")
 	for _, f := range []string{other, state} {
@@ -235,6 +203,21 @@ func TestAProjectThroughALinkKeepsItsRunsPrivate(t *testing.T) {
 	if log, _ := os.ReadFile(filepath.Join(step, StderrLog)); !env.Success || strings.Contains(string(log), "PRIVATE") {
 		t.Fatalf("success %v (%s): the tool read another run's file or the engine's state: %q", env.Success, env.Message, log)
 	}
+}
+
+// openTemp is a new folder in dir that any user may enter (a step user,
+// nobody), removed when the test ends.
+func openTemp(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // The hostile tests again as nobody: a worker that is not root, whose
