@@ -456,3 +456,47 @@ func TestAHiddenFileThroughALinkStaysHidden(t *testing.T) {
 		}
 	})
 }
+
+// What the sandbox hides stays hidden by every name a bind shows it by,
+// compared where each really is (found attacking): a read: of a second
+// link to the key's folder, a read: of a folder inside a hidden folder.
+func TestHiddenByEveryName(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		hide, read string // beneath the home
+		link       [2]string
+		see        string
+	}{
+		{"a second link to its folder", ".config/capflow/key", "cfg", [2]string{"cfg", ".config"}, "cfg/capflow/key"},
+		{"a folder inside it", ".ssh", ".ssh/sub", [2]string{}, ".ssh/sub/key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bothWays(t, func(t *testing.T) {
+				home := mkdirIn(t, "/var/tmp", 0o755)
+				for _, f := range []string{".config/capflow/key", ".ssh/sub/key"} {
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(home, f)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(home, f), []byte("SECRET\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if c.link[0] != "" {
+					if err := os.Symlink(filepath.Join(home, c.link[1]), filepath.Join(home, c.link[0])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Setenv("HOME", home)
+				spec := Defaults
+				spec.Read = []string{filepath.Join(home, c.read)}
+				step := t.TempDir()
+				o := runAsIs(t, support(t), Request{Spec: spec, Argv: []string{"/bin/sh", "-c", `cat "$SEE" 2>/dev/null; echo done`},
+					Dir: step, Read: []string{filepath.Dir(step)}, Own: []string{filepath.Dir(step)}, Write: []string{step},
+					Hide: []string{filepath.Join(home, c.hide)}, Env: []string{"PATH=/usr/bin:/bin", "SEE=" + filepath.Join(home, c.see)}})
+				if o.exit != 0 || o.out != "done\n" {
+					t.Fatalf("exit %d, %q: want %s unread", o.exit, o.out, c.see)
+				}
+			})
+		})
+	}
+}

@@ -101,34 +101,73 @@ func (s *Support) mountArgs(req Request) []string {
 		}
 		shown = append(shown, filepath.Clean(p))
 	}
+	views := viewsOf(shown)
 	for _, p := range req.Hide {
-		a = append(a, covers(p, hidden, shown)...)
+		a = append(a, covers(p, hidden, views)...)
 	}
 	return a
 }
 
-// covers hide p wherever the tree would see it: by its name where a bind
-// shows that name, and where it really is where that is in view (found
-// attacking: a ~/.config bound through its link showed the key covered
-// only where it really was; a home that is a link hid it at its target,
-// where bubblewrap could not cover it through the link). Nothing where
-// it is out of view anyway: a mount saved.
-func covers(p string, hidden, shown []string) []string {
+// view is a bind the tree sees: its name, and where it really is.
+type view struct{ name, real string }
+
+func viewsOf(shown []string) []view {
+	out := make([]view, len(shown))
+	for i, s := range shown {
+		out[i] = view{name: s, real: s}
+		if r, err := filepath.EvalSymlinks(s); err == nil {
+			out[i].real = r
+		}
+	}
+	return out
+}
+
+// covers hide p wherever the tree would see it, compared where each
+// thing really is: beneath every bind that shows it, by that bind's name
+// (through any link to its folder: found attacking, a read: of ~/cfg, a
+// link to ~/.config, showed the key), a bind made inside it covered whole
+// (found attacking: a read: of ~/.ssh/sub showed a hidden ~/.ssh), and
+// where it really is when that is not hidden anyway. Never by a name that
+// runs through a link into a hidden folder: it shows nothing there, and
+// bubblewrap cannot mount through it (found attacking).
+func covers(p string, hidden []string, views []view) []string {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return nil // not there
 	}
-	p = filepath.Clean(p)
-	inView := !covered(real, hidden) || covered(real, shown)
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil
+	}
+	type place struct {
+		at  string
+		dir bool
+	}
+	var at []place
+	if !covered(real, hidden) {
+		at = append(at, place{real, st.IsDir()})
+	}
+	for _, v := range views {
+		switch {
+		case within(real, v.real):
+			rel, _ := filepath.Rel(v.real, real)
+			at = append(at, place{filepath.Join(v.name, rel), st.IsDir()})
+		case within(v.real, real):
+			inner, err := os.Stat(v.real)
+			at = append(at, place{v.name, err == nil && inner.IsDir()})
+		}
+	}
 	var a []string
-	for _, c := range slices.Compact([]string{p, real}) {
-		if !covered(c, shown) && !(inView && !covered(c, hidden)) {
+	seen := map[string]bool{}
+	for _, c := range at {
+		if seen[c.at] {
 			continue
 		}
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			a = append(a, "--tmpfs", c)
-		} else if err == nil {
-			a = append(a, "--ro-bind", "/dev/null", c)
+		seen[c.at] = true
+		if c.dir {
+			a = append(a, "--tmpfs", c.at)
+		} else {
+			a = append(a, "--ro-bind", "/dev/null", c.at)
 		}
 	}
 	return a
