@@ -81,6 +81,11 @@ func startRetrying(mk func() *exec.Cmd) (*exec.Cmd, error) {
 }
 
 func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builder, red *envelope.Redactor, log hclog.Logger) envelope.Envelope {
+	// Each folder where it really is, as the sandbox binds it: a project
+	// reached through a link (`cd ~/proj`, ~/proj a link) left the tool an
+	// empty working folder, or one bubblewrap could not bind (found
+	// attacking).
+	req.Root, req.RunDir, req.Workdir, req.Records = resolved(req.Root), resolved(req.RunDir), resolved(req.Workdir), resolved(req.Records)
 	wd := req.Workdir
 	if wd == "" {
 		tmp, err := os.MkdirTemp("", "capflow-step-")

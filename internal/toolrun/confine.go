@@ -72,8 +72,9 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	return "", nil
 }
 
-// resolved is p by what it points at: bubblewrap cannot bind onto a path
-// that runs through a link (a kits folder linked into the project).
+// resolved is p by what it points at, a missing end kept beneath where
+// the rest really is: bubblewrap cannot bind onto a path that runs
+// through a link (a kits folder linked into the project).
 func resolved(p string) string {
 	if p == "" {
 		return p
@@ -81,7 +82,11 @@ func resolved(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
-	return p
+	dir := filepath.Dir(p)
+	if dir == p {
+		return p
+	}
+	return filepath.Join(resolved(dir), filepath.Base(p))
 }
 
 // ownFolders are what a root worker's step gets as its own

@@ -205,6 +205,46 @@ func TestAProjectThroughALinkKeepsItsRunsPrivate(t *testing.T) {
 	}
 }
 
+// A project reached through a link (`cd ~/proj`, ~/proj a link; in a
+// hidden folder or not) runs its steps: the tool works in the project,
+// reads its input and writes its folder (found attacking: an empty
+// working folder, or one bubblewrap could not bind).
+func TestAProjectThroughALinkRuns(t *testing.T) {
+	for _, where := range []string{"a home", "the machine"} {
+		t.Run(where, func(t *testing.T) {
+			base := openTemp(t, "/var/tmp", "capflow-project-link-")
+			data, links := filepath.Join(base, "data", "proj"), base
+			if where == "a home" {
+				links = filepath.Join(base, "home")
+				t.Setenv("HOME", links)
+			}
+			for _, d := range []string{data, links} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(data, "notes.txt"), []byte("PROJECT\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(links, "proj")
+			if err := os.Symlink(data, link); err != nil {
+				t.Fatal(err)
+			}
+			run := filepath.Join(link, ".capflow", "runs", "run1")
+			step := filepath.Join(run, "steps", "s1")
+			m := script(t, `cat "$CAPFLOW_INPUT_PATH" >/dev/null || exit 5; cat notes.txt >&2 || exit 6; echo made > "$CAPFLOW_WORKDIR/made" || exit 7; cat >/dev/null; echo '`+okEnvelope+`'`)
+			r := &Runner{Private: []string{filepath.Join(link, ".capflow", "state"), filepath.Join(link, ".capflow", "runs")}}
+			env := r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"n": 1}, RunID: "run1", StepID: "s1",
+				Root: link, RunDir: run, Workdir: step, Records: filepath.Join(run, "records", "s1"), Sandbox: sandbox.ModeRequired})
+			made, _ := os.ReadFile(filepath.Join(step, "made"))
+			log, _ := os.ReadFile(filepath.Join(step, StderrLog))
+			if !env.Success || string(made) != "made\n" || string(log) != "PROJECT\n" {
+				t.Fatalf("success %v (%s), made %q, the tool's stderr %q", env.Success, env.Message, made, log)
+			}
+		})
+	}
+}
+
 // openTemp is a new folder in dir that any user may enter (a step user,
 // nobody), removed when the test ends.
 func openTemp(t *testing.T, dir, pattern string) string {
@@ -227,7 +267,7 @@ func TestToolHostileAsAnotherUser(t *testing.T) {
 		t.Skip("this is the run as the other user")
 	}
 	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden",
-		"TestAPrivateFolderThroughALinkGivesNothing", "TestAProjectThroughALinkKeepsItsRunsPrivate"}
+		"TestAPrivateFolderThroughALinkGivesNothing", "TestAProjectThroughALinkKeepsItsRunsPrivate", "TestAProjectThroughALinkRuns"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
