@@ -143,7 +143,7 @@ static int clone_as_user(const char *src, int exact) {
 	return t;
 }
 
-// clone_handed clones the source of a bind handed over by descriptor k
+// clone_handed clones the source of a bind handed over by descriptor fd
 // (--bind-fd, --ro-bind-fd): found by its path, it must be the very file
 // or folder of the descriptor. A named one (a root worker's step) is
 // found by the step user's rights, and is not bound where it cannot be.
@@ -166,6 +166,9 @@ static int clone_handed(struct op *o, int fd, int step_user) {
 	return 0;
 }
 
+// clone_sources clones every bind's source while the file system is
+// still the machine's: a tmpfs laid over a hidden root must not hide
+// what is bound back from it.
 int clone_sources(struct op *ops, int n, int *fds, int nfds, int step_user) {
 	for (int i = 0; i < n; i++) {
 		struct op *o = &ops[i];
