@@ -278,7 +278,11 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		}
 		owned = true
 	}
-	spec := sandbox.SpecWith(env.Confine, env.Root, folders)
+	// Each folder where it really is, as the sandbox binds it (a project
+	// reached through a link showed its runs and state by the link's name:
+	// found attacking).
+	root, cwd := sandbox.Resolved(env.Root), sandbox.Resolved(cwd)
+	spec := sandbox.SpecWith(env.Confine, root, folders)
 	EnsureOwnerKey()
 	// Its own folder, the step's, and nothing else of the run: the run's
 	// records and other steps' outputs stay out of its reach.
@@ -289,8 +293,8 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 	if err := os.MkdirAll(own, 0o755); err != nil {
 		return nil, nil, caperr.Wrap(caperr.ObservabilityError, err, "the server's folder")
 	}
-	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{env.Root, cwd},
-		Write: []string{own}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders, Private: env.Private}
+	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{root, cwd},
+		Write: []string{sandbox.Resolved(own)}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders, Private: env.Private}
 	if spec.Network {
 		rules := env.Rules()
 		req.Outbound = builtin.Outbound(rules, filepath.Base(env.RunDir)+"/server", nil)

@@ -86,6 +86,9 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	// empty working folder, or one bubblewrap could not bind (found
 	// attacking).
 	req.Root, req.RunDir, req.Workdir, req.Records = resolved(req.Root), resolved(req.RunDir), resolved(req.Workdir), resolved(req.Records)
+	m := *req.Manifest // the tool's folder too, for its command and CAPFLOW_TOOL_DIR
+	m.Dir = resolved(m.Dir)
+	req.Manifest = &m
 	wd := req.Workdir
 	if wd == "" {
 		tmp, err := os.MkdirTemp("", "capflow-step-")

@@ -72,22 +72,8 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	return "", nil
 }
 
-// resolved is p by what it points at, a missing end kept beneath where
-// the rest really is: bubblewrap cannot bind onto a path that runs
-// through a link (a kits folder linked into the project).
-func resolved(p string) string {
-	if p == "" {
-		return p
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	dir := filepath.Dir(p)
-	if dir == p {
-		return p
-	}
-	return filepath.Join(resolved(dir), filepath.Base(p))
-}
+// resolved is where p really is (sandbox.Resolved).
+func resolved(p string) string { return sandbox.Resolved(p) }
 
 // ownFolders are what a root worker's step gets as its own
 // (sandbox.Request.Own): the project, the run's folder, and the folder

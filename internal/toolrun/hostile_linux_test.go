@@ -233,6 +233,17 @@ func TestAProjectThroughALinkRuns(t *testing.T) {
 			run := filepath.Join(link, ".capflow", "runs", "run1")
 			step := filepath.Join(run, "steps", "s1")
 			m := script(t, `cat "$CAPFLOW_INPUT_PATH" >/dev/null || exit 5; cat notes.txt >&2 || exit 6; echo made > "$CAPFLOW_WORKDIR/made" || exit 7; cat >/dev/null; echo '`+okEnvelope+`'`)
+			// The project's own tool, named through the link as its folder
+			// is (found attacking: its command was not found).
+			own := filepath.Join(data, "tools", "t")
+			if err := os.MkdirAll(own, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			body, _ := os.ReadFile(filepath.Join(m.Dir, "run.sh"))
+			if err := os.WriteFile(filepath.Join(own, "run.sh"), body, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			m.Dir = filepath.Join(link, "tools", "t")
 			r := &Runner{Private: []string{filepath.Join(link, ".capflow", "state"), filepath.Join(link, ".capflow", "runs")}}
 			env := r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"n": 1}, RunID: "run1", StepID: "s1",
 				Root: link, RunDir: run, Workdir: step, Records: filepath.Join(run, "records", "s1"), Sandbox: sandbox.ModeRequired})
