@@ -175,6 +175,8 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 		inner, _ := filepath.Rel(root, real)
 		if s := manifest.Shelters(trusted, inner); s != "" {
 			err = fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, s)
+		} else if s := sheltersReal(trusted, root, real); s != "" {
+			err = fmt.Errorf("sandbox write %q leads to %s, which holds where %s leads: no tool writes what the engine trusts", rel, real, s)
 		}
 	}
 	if err != nil {
@@ -184,6 +186,20 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 	}
 	f.Real = real
 	return f, nil
+}
+
+// sheltersReal names the trusted path (relative to root) whose real
+// place the folder real is, lies in or holds: a .capflow linked to
+// var/capflow inside the project is what write: [var] would hold (found
+// attacking: a step read other runs and rewrote the engine's state).
+func sheltersReal(trusted []string, root, real string) string {
+	for _, t := range trusted {
+		at := Resolved(filepath.Join(root, t))
+		if real == at || strings.HasPrefix(real, at+"/") || strings.HasPrefix(at, real+"/") {
+			return t
+		}
+	}
+	return ""
 }
 
 // Confinement says how a tool runs, for `tools show` and `plan check`: a

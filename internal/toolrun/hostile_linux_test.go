@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capflow/capflow/internal/asnobody"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
 	"golang.org/x/sys/unix"
@@ -256,6 +257,36 @@ func TestAProjectThroughALinkRuns(t *testing.T) {
 	}
 }
 
+// A write: folder that holds what a trusted path leads to is refused:
+// .capflow a link to var/capflow inside the project, write: [var] held
+// every run and the engine's state, writable (found attacking).
+func TestAWriteFolderHoldsNoTrustedPathThroughALink(t *testing.T) {
+	proj := filepath.Join(openTemp(t, "/var/tmp", "capflow-write-link-"), "proj")
+	store := filepath.Join(proj, "var", "capflow")
+	for _, f := range []string{"runs/other/records/s1/input.json", "state/cache.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(store, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(store, f), []byte("PRIVATE\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("var/capflow", filepath.Join(proj, ".capflow")); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(proj, ".capflow", "runs", "run1")
+	step := filepath.Join(run, "steps", "s1")
+	m := script(t, `cat var/capflow/runs/other/records/s1/input.json >&2; echo WRITTEN > var/capflow/state/cache.json; cat >/dev/null; echo '`+okEnvelope+`'`,
+		func(m *manifest.Manifest) { m.Sandbox = &manifest.Sandbox{Write: []string{"var"}} })
+	r := &Runner{Private: []string{filepath.Join(proj, ".capflow", "state"), filepath.Join(proj, ".capflow", "runs")}}
+	env := r.Run(context.Background(), Request{Manifest: m, Inputs: map[string]any{"n": 1}, RunID: "run1", StepID: "s1",
+		Root: proj, RunDir: run, Workdir: step, Records: filepath.Join(run, "records", "s1"), Sandbox: sandbox.ModeRequired})
+	state, _ := os.ReadFile(filepath.Join(store, "state", "cache.json"))
+	if env.Success || !strings.Contains(env.Message, "which holds where .capflow leads") || string(state) != "PRIVATE\n" {
+		t.Fatalf("success %v (%s), the state %q: want the write folder refused, the state untouched", env.Success, env.Message, state)
+	}
+}
+
 // openTemp is a new folder in dir that any user may enter (a step user,
 // nobody), removed when the test ends.
 func openTemp(t *testing.T, dir, pattern string) string {
@@ -278,7 +309,8 @@ func TestToolHostileAsAnotherUser(t *testing.T) {
 		t.Skip("this is the run as the other user")
 	}
 	tests := []string{"TestTheInputRecordIsNotTheToolsToWrite", "TestInputsBindNoHostSocket", "TestAGivenFileIsBoundByItsHandle", "TestAnInputUncoversNothingHidden",
-		"TestAPrivateFolderThroughALinkGivesNothing", "TestAProjectThroughALinkKeepsItsRunsPrivate", "TestAProjectThroughALinkRuns"}
+		"TestAPrivateFolderThroughALinkGivesNothing", "TestAProjectThroughALinkKeepsItsRunsPrivate", "TestAProjectThroughALinkRuns",
+		"TestAWriteFolderHoldsNoTrustedPathThroughALink"}
 	out := asnobody.Run(t, tests)
 	for _, name := range tests {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
