@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/sandbox"
 )
 
 // A place is a path confined to one base folder (the project root, the run
@@ -214,6 +215,8 @@ func (e *Env) whereHeld(sub *os.Root, dir, rest string, acc access, protected []
 		return "leads to " + target + ", another run's folder or the engine's state: a step reads the project and its own run"
 	case acc != reading && manifest.Shelters(protected, inner) != "":
 		return fmt.Sprintf("leads to %s, in %s, which the engine trusts or runs unconfined", target, manifest.Shelters(protected, inner))
+	case acc != reading && sandbox.ShelteredAt(protected, root, target) != "":
+		return fmt.Sprintf("leads to %s, where %s leads, which the engine trusts or runs unconfined", target, sandbox.ShelteredAt(protected, root, target))
 	}
 	return ""
 }

@@ -346,3 +346,21 @@ func TestLinksInTheProjectLeadNowhere(t *testing.T) {
 		t.Fatalf("policy.yaml: %q", b)
 	}
 }
+
+// A builtin writes nothing where a trusted path really leads: tools a
+// link to src/tools inside the project, a write to src/tools changed
+// what runs (found attacking the sandbox's write folders, the same rule).
+func TestBuiltinsWriteNothingATrustedPathLeadsTo(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "src", "tools", "t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/tools", filepath.Join(root, "tools")); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Root: root, Workdir: t.TempDir(), Feedback: envelope.NewBuilder("x"), Protected: []string{"tools", "kits", "capflow.yaml", "policy.yaml", ".git"}}
+	_, err := callIn("file.write", env, map[string]any{"path": "src/tools/t/run.sh", "content": "evil"})
+	if _, serr := os.Stat(filepath.Join(root, "src", "tools", "t", "run.sh")); caperr.CodeOf(err) != caperr.InvalidInput || !strings.Contains(fmt.Sprint(err), "where tools leads") || serr == nil {
+		t.Fatalf("%v (the file: %v): want the write refused", err, serr)
+	}
+}

@@ -175,7 +175,7 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 		inner, _ := filepath.Rel(root, real)
 		if s := manifest.Shelters(trusted, inner); s != "" {
 			err = fmt.Errorf("sandbox write %q leads to %s, which holds %s: no tool writes what the engine trusts", rel, real, s)
-		} else if s := sheltersReal(trusted, root, real); s != "" {
+		} else if s := ShelteredAt(trusted, root, real); s != "" {
 			err = fmt.Errorf("sandbox write %q leads to %s, which holds where %s leads: no tool writes what the engine trusts", rel, real, s)
 		}
 	}
@@ -188,11 +188,12 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 	return f, nil
 }
 
-// sheltersReal names the trusted path (relative to root) whose real
-// place the folder real is, lies in or holds: a .capflow linked to
+// ShelteredAt names the trusted path (relative to root) whose real place
+// real (a real path) is, lies in or holds: a .capflow linked to
 // var/capflow inside the project is what write: [var] would hold (found
-// attacking: a step read other runs and rewrote the engine's state).
-func sheltersReal(trusted []string, root, real string) string {
+// attacking: a step read other runs and rewrote the engine's state);
+// manifest.Shelters compares names.
+func ShelteredAt(trusted []string, root, real string) string {
 	for _, t := range trusted {
 		at := Resolved(filepath.Join(root, t))
 		if real == at || strings.HasPrefix(real, at+"/") || strings.HasPrefix(at, real+"/") {
