@@ -364,3 +364,18 @@ func TestBuiltinsWriteNothingATrustedPathLeadsTo(t *testing.T) {
 		t.Fatalf("%v (the file: %v): want the write refused", err, serr)
 	}
 }
+
+// Nor where a trusted link would lead though its target is missing yet
+// (found attacking: policy.yaml a link to conf/policy.yaml, made by a
+// write).
+func TestBuiltinsWriteNothingATrustedLinkWouldLeadTo(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Symlink("conf/policy.yaml", filepath.Join(root, "policy.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Root: root, Workdir: t.TempDir(), Feedback: envelope.NewBuilder("x"), Protected: []string{"tools", "kits", "capflow.yaml", "policy.yaml", ".git"}}
+	_, err := callIn("file.write", env, map[string]any{"path": "conf/policy.yaml", "content": "sandbox: off\n"})
+	if _, serr := os.Stat(filepath.Join(root, "conf", "policy.yaml")); caperr.CodeOf(err) != caperr.InvalidInput || serr == nil {
+		t.Fatalf("%v (the file: %v): want the write refused", err, serr)
+	}
+}

@@ -3,7 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/capflow/capflow/internal/realpath"
 )
 
 // Protected are the project paths (relative to its root) this
@@ -19,8 +22,12 @@ func (c *Config) Protected() []string {
 		if p == "" {
 			continue
 		}
-		if rel, err := filepath.Rel(c.Root, c.Abs(p)); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
-			out = append(out, rel)
+		// By name and where each really is: a project reached through a
+		// link, a tools_dirs entry naming the real path (found attacking).
+		for _, pair := range [][2]string{{c.Root, c.Abs(p)}, {realpath.Of(c.Root), realpath.Of(c.Abs(p))}} {
+			if rel, err := filepath.Rel(pair[0], pair[1]); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) && !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
 		}
 	}
 	return out

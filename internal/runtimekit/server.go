@@ -18,6 +18,7 @@ import (
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/egress"
+	"github.com/capflow/capflow/internal/realpath"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -273,7 +274,7 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 	folders, owned := env.Folders, false
 	if folders == nil {
 		var err error
-		if folders, err = sandbox.OpenWrites(env.Confine, env.Root); err != nil {
+		if folders, err = sandbox.OpenWrites(env.Confine, env.Root, env.Protected...); err != nil {
 			return nil, nil, caperr.New(caperr.ConfigError, "server.start: %v", err)
 		}
 		owned = true
@@ -281,7 +282,7 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 	// Each folder where it really is, as the sandbox binds it (a project
 	// reached through a link showed its runs and state by the link's name:
 	// found attacking).
-	root, cwd := sandbox.Resolved(env.Root), sandbox.Resolved(cwd)
+	root, cwd := realpath.Of(env.Root), realpath.Of(cwd)
 	spec := sandbox.SpecWith(env.Confine, root, folders)
 	EnsureOwnerKey()
 	// Its own folder, the step's, and nothing else of the run: the run's
@@ -294,7 +295,7 @@ func serverCommand(env *builtin.Env, argv []string, cwd string, vars []string) (
 		return nil, nil, caperr.Wrap(caperr.ObservabilityError, err, "the server's folder")
 	}
 	req := sandbox.Request{Argv: argv, Dir: cwd, Env: vars, Read: []string{root, cwd},
-		Write: []string{sandbox.Resolved(own)}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders, Private: env.Private}
+		Write: []string{realpath.Of(own)}, Hide: []string{OwnerKeyPath()}, Spec: spec, Server: true, Folders: folders, Private: env.Private}
 	if spec.Network {
 		rules := env.Rules()
 		req.Outbound = builtin.Outbound(rules, filepath.Base(env.RunDir)+"/server", nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/capflow/capflow/internal/asnobody"
 	"github.com/capflow/capflow/internal/builtin"
 	"github.com/capflow/capflow/internal/envelope"
+	"github.com/capflow/capflow/internal/manifest"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -75,5 +76,26 @@ func TestAServerThroughALinkAsAnotherUser(t *testing.T) {
 	}
 	if out := asnobody.Run(t, []string{"TestAServerThroughALinkKeepsRunsPrivate"}); !strings.Contains(out, "--- PASS: TestAServerThroughALinkKeepsRunsPrivate ") {
 		t.Errorf("did not pass as nobody:\n%s", out)
+	}
+}
+
+// A server started alone (tools run) keeps the configuration's protected
+// list too: a write folder leading into a tools_dirs folder is refused
+// (found attacking: only the manifest's list was checked).
+func TestAServerAloneKeepsTheProtectedList(t *testing.T) {
+	proj := t.TempDir()
+	for _, d := range []string{"mytools/x", "out"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../mytools/x", filepath.Join(proj, "out", "mine")); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(proj, ".capflow", "runs", "r1")
+	env := &builtin.Env{Root: proj, RunDir: run, Workdir: filepath.Join(run, "steps", "s"), Feedback: envelope.NewBuilder("t"), Sandbox: sandbox.ModeRequired,
+		Confine: &manifest.Sandbox{Write: []string{"out/mine"}}, Protected: []string{"mytools"}}
+	if _, err := start(t, env, map[string]any{"name": "d", "command": []any{"true"}}); err == nil || !strings.Contains(err.Error(), "trusts") {
+		t.Fatalf("start: %v: want the write folder refused", err)
 	}
 }

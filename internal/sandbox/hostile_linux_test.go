@@ -500,3 +500,25 @@ func TestHiddenByEveryName(t *testing.T) {
 		})
 	}
 }
+
+// A write folder is refused where a trusted path would lead though its
+// target is missing yet (policy.yaml a link to conf/policy.yaml), and
+// accepted beside what is trusted in a project without links (found
+// attacking).
+func TestWriteFoldersAndTrustedLinksToNothingYet(t *testing.T) {
+	project := projectWith(t, "conf", "gen", ".capflow/state", "out")
+	for link, to := range map[string]string{"policy.yaml": "conf/policy.yaml", "tools": "gen/tools"} {
+		if err := os.Symlink(to, filepath.Join(project, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for w, refused := range map[string]bool{"conf": true, "gen": true, ".capflowx": false, "out": false, "capflow.yaml.d": false} {
+		fs, err := OpenWrites(&manifest.Sandbox{Write: []string{w}}, project)
+		if err == nil {
+			fs.Close()
+		}
+		if got := err != nil && strings.Contains(err.Error(), "no tool writes what the engine trusts"); got != refused {
+			t.Errorf("write %s: %v, want refused %v", w, err, refused)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -156,21 +155,4 @@ func (s Spec) Describe() string {
 	}
 	parts = append(parts, fmt.Sprintf("memory %s, pids %d, %s, file_size %s", Bytes(s.Memory), s.Pids, cpu, Bytes(s.FileSize)))
 	return strings.Join(parts, "; ")
-}
-
-// Resolved is where p really is, links followed, a missing end kept
-// beneath where the rest really is: the sandbox binds folders there, and
-// bubblewrap cannot bind onto a path that runs through a link.
-func Resolved(p string) string {
-	if p == "" {
-		return p
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	dir := filepath.Dir(p)
-	if dir == p {
-		return p
-	}
-	return filepath.Join(Resolved(dir), filepath.Base(p))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/realpath"
 )
 
 // Declared is a tool's spec as its manifest writes it: the `sandbox:`
@@ -195,7 +196,7 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 // manifest.Shelters compares names.
 func ShelteredAt(trusted []string, root, real string) string {
 	for _, t := range trusted {
-		at := Resolved(filepath.Join(root, t))
+		at := realpath.Of(filepath.Join(root, t))
 		if real == at || strings.HasPrefix(real, at+"/") || strings.HasPrefix(at, real+"/") {
 			return t
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/kitcache"
 
 	// Also registers the runtime kit's builtins wherever tools run.
+	"github.com/capflow/capflow/internal/realpath"
 	"github.com/capflow/capflow/internal/runtimekit"
 	"github.com/capflow/capflow/internal/sandbox"
 	"golang.org/x/sys/unix"
@@ -72,8 +73,8 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	return "", nil
 }
 
-// resolved is where p really is (sandbox.Resolved).
-func resolved(p string) string { return sandbox.Resolved(p) }
+// resolved is where p really is (realpath.Of).
+func resolved(p string) string { return realpath.Of(p) }
 
 // ownFolders are what a root worker's step gets as its own
 // (sandbox.Request.Own): the project, the run's folder, and the folder
