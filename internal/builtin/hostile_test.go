@@ -378,4 +378,18 @@ func TestBuiltinsWriteNothingATrustedLinkWouldLeadTo(t *testing.T) {
 	if _, serr := os.Stat(filepath.Join(root, "conf", "policy.yaml")); caperr.CodeOf(err) != caperr.InvalidInput || serr == nil {
 		t.Fatalf("%v (the file: %v): want the write refused", err, serr)
 	}
+	// Nor replace a link midway along one (kits a link to build/current,
+	// itself a link to ../releases/v3).
+	for link, to := range map[string]string{"kits": "build/current", "build/current": "../releases/v3"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = callIn("file.write", env, map[string]any{"path": "build/current", "content": "mine", "overwrite": true})
+	if to, _ := os.Readlink(filepath.Join(root, "build", "current")); caperr.CodeOf(err) != caperr.InvalidInput || to != "../releases/v3" {
+		t.Fatalf("%v (build/current now %q): want the write refused", err, to)
+	}
 }

@@ -1,40 +1,65 @@
-// Package realpath says where a path really is: links followed, a missing
-// end kept beneath where the rest really is, and a link that leads
-// nowhere yet taken where it would lead. The sandbox binds folders there
-// (bubblewrap cannot bind onto a path that runs through a link), and what
-// the engine trusts is compared there, never by name.
+// Package realpath says where a path really is, walking it as the kernel
+// does: one part at a time, ".." from where the walk really is, links
+// followed, a missing end kept beneath where the rest really is, and a
+// link that leads nowhere yet taken where it would lead. The sandbox binds
+// folders there (bubblewrap cannot bind onto a path that runs through a
+// link), and what the engine trusts is compared there, never by name.
 package realpath
 
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// maxLinks bounds the links followed by hand (the kernel's own bound).
+// maxLinks bounds the links followed (the kernel's own bound).
 const maxLinks = 40
 
 // Of is where p really is.
-func Of(p string) string { return of(p, maxLinks) }
+func Of(p string) string {
+	real, _ := Walk(p)
+	return real
+}
 
-func of(p string, links int) string {
+// Walk is where p really is, and each link the walk passes through, where
+// that link lies: replacing any of them changes where p leads (found
+// attacking: a write replaced a link midway along policy.yaml's). A walk
+// past maxLinks links (a loop) leads nowhere: p's own name.
+func Walk(p string) (string, []string) {
 	if p == "" {
-		return p
+		return p, nil
 	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p, nil
 	}
-	// A link whose target is missing: where it would lead (found
-	// attacking: policy.yaml a link to conf/policy.yaml, not there yet,
-	// was taken by its own name and write: [conf] let a step make it).
-	if to, err := os.Readlink(p); err == nil && links > 0 {
-		if !filepath.IsAbs(to) {
-			to = filepath.Join(filepath.Dir(p), to)
+	var links []string
+	parts, cur := strings.Split(abs, "/"), "/"
+	for len(parts) > 0 {
+		part := parts[0]
+		parts = parts[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
 		}
-		return of(to, links-1)
+		next := filepath.Join(cur, part)
+		st, err := os.Lstat(next)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			cur = next // a folder, a file, or missing: its name kept
+			continue
+		}
+		to, err := os.Readlink(next)
+		if err != nil || len(links) == maxLinks {
+			return abs, links
+		}
+		links = append(links, next)
+		if filepath.IsAbs(to) {
+			cur = "/"
+		}
+		parts = append(strings.Split(to, "/"), parts...)
 	}
-	dir := filepath.Dir(p)
-	if dir == p {
-		return p
-	}
-	return filepath.Join(of(dir, links), filepath.Base(p))
+	return cur, links
 }

@@ -3,6 +3,7 @@ package realpath
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,8 @@ func TestOf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for link, to := range map[string]string{"link": "real", "policy.yaml": "conf/policy.yaml", "loop": "loop", "far": "link/sub/gone"} {
+	for link, to := range map[string]string{"link": "real", "policy.yaml": "conf/policy.yaml", "loop": "loop", "far": "link/sub/gone",
+		"dots": "deep/../x/policy.yaml", "deep": "real/sub"} {
 		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,9 @@ func TestOf(t *testing.T) {
 		{"link/missing/file", "real/missing/file"}, // a missing end kept beneath
 		{"policy.yaml", "conf/policy.yaml"},        // a link to nothing yet: where it would lead
 		{"far", "real/sub/gone"},
-		{"loop", "loop"}, // a loop leads nowhere: its own name
+		{"loop", "loop"},               // a loop leads nowhere: its own name
+		{"link/../conf", "conf"},       // ".." from where link really is: real's parent
+		{"dots", "real/x/policy.yaml"}, // a link to nothing yet with ".." after a link
 	} {
 		if got := Of(filepath.Join(dir, c.in)); got != filepath.Join(dir, c.want) {
 			t.Errorf("Of(%s) = %s, want %s", c.in, got, filepath.Join(dir, c.want))
@@ -35,5 +39,27 @@ func TestOf(t *testing.T) {
 	}
 	if Of("") != "" {
 		t.Error("Of of nothing")
+	}
+}
+
+// Walk names each link the walk passes through: replacing one changes
+// where the path leads.
+func TestWalkNamesItsLinks(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"policy.yaml": "conf/current.yaml", "conf/current.yaml": "../releases/policy.yaml"} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, links := Walk(filepath.Join(dir, "policy.yaml"))
+	want := []string{filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "conf", "current.yaml")}
+	if real != filepath.Join(dir, "releases", "policy.yaml") || strings.Join(links, " ") != strings.Join(want, " ") {
+		t.Fatalf("Walk: %s %v, want %s %v", real, links, filepath.Join(dir, "releases", "policy.yaml"), want)
 	}
 }

@@ -502,17 +502,21 @@ func TestHiddenByEveryName(t *testing.T) {
 }
 
 // A write folder is refused where a trusted path would lead though its
-// target is missing yet (policy.yaml a link to conf/policy.yaml), and
-// accepted beside what is trusted in a project without links (found
-// attacking).
+// target is missing yet (policy.yaml a link to conf/policy.yaml), where
+// it holds a link midway along one or round its loop, and accepted beside
+// what is trusted in a project without links (found attacking).
 func TestWriteFoldersAndTrustedLinksToNothingYet(t *testing.T) {
-	project := projectWith(t, "conf", "gen", ".capflow/state", "out")
-	for link, to := range map[string]string{"policy.yaml": "conf/policy.yaml", "tools": "gen/tools"} {
+	project := projectWith(t, "conf", "gen", ".capflow/state", "out", "build", "releases/v3", "x")
+	// kits and .git lead through a link midway (build/current), and round
+	// a loop (x/t): a write folder holding such a link could replace it.
+	for link, to := range map[string]string{"policy.yaml": "conf/policy.yaml", "tools": "gen/tools", "kits": "build/current",
+		"build/current": "../releases/v3", ".git": "x/t", "x/t": "../.git"} {
 		if err := os.Symlink(to, filepath.Join(project, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for w, refused := range map[string]bool{"conf": true, "gen": true, ".capflowx": false, "out": false, "capflow.yaml.d": false} {
+	for w, refused := range map[string]bool{"conf": true, "gen": true, "build": true, "releases": true, "x": true,
+		".capflowx": false, "out": false, "capflow.yaml.d": false} {
 		fs, err := OpenWrites(&manifest.Sandbox{Write: []string{w}}, project)
 		if err == nil {
 			fs.Close()

@@ -189,16 +189,20 @@ func openWrite(proj *os.Root, root, rel string, trusted []string) (*Folder, erro
 	return f, nil
 }
 
-// ShelteredAt names the trusted path (relative to root) whose real place
-// real (a real path) is, lies in or holds: a .capflow linked to
-// var/capflow inside the project is what write: [var] would hold (found
-// attacking: a step read other runs and rewrote the engine's state);
+// ShelteredAt names the trusted path (relative to root) whose real place,
+// or any link on its way there, real (a real path) is, lies in or holds:
+// a .capflow linked to var/capflow inside the project is what write:
+// [var] would hold (found attacking: a step read other runs and rewrote
+// the engine's state), and a write replacing a link midway along
+// policy.yaml's changes what the engine reads (found attacking);
 // manifest.Shelters compares names.
 func ShelteredAt(trusted []string, root, real string) string {
 	for _, t := range trusted {
-		at := realpath.Of(filepath.Join(root, t))
-		if real == at || strings.HasPrefix(real, at+"/") || strings.HasPrefix(at, real+"/") {
-			return t
+		at, links := realpath.Walk(filepath.Join(root, t))
+		for _, place := range append([]string{at}, links...) {
+			if real == place || strings.HasPrefix(real, place+"/") || strings.HasPrefix(place, real+"/") {
+				return t
+			}
 		}
 	}
 	return ""
