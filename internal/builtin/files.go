@@ -97,9 +97,16 @@ func fileWrite(ctx context.Context, in map[string]any, env *Env) (any, error) {
 		if err := pl.mkdirParent(); err != nil {
 			return nil, err
 		}
-		f, _, err := pl.open(os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, st, err := pl.open(os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, err
+		}
+		// Never through a link at its end (os.Root follows one): the file
+		// opened must be the one under its name (found reviewing:
+		// notes.txt, a link to policy.yaml, appended to the policy).
+		if named, err := pl.root.Lstat(pl.rel); err != nil || !os.SameFile(st, named) {
+			f.Close()
+			return nil, caperr.New(caperr.InvalidInput, "path %q is a link: an append follows none", pl.given)
 		}
 		_, err = f.Write(data)
 		if cerr := f.Close(); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/capflow/capflow/internal/beneath"
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/realpath"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -205,7 +206,14 @@ func (e *Env) whereHeld(sub *os.Root, dir, rest string, acc access, protected []
 	if !ok {
 		return ""
 	}
+	// A read follows a link at the path's end too, so it is judged where
+	// that leads (found reviewing: a link at the project's top led into
+	// another run's folder); a write replaces such a link, and an append
+	// does not follow it (fileWrite: O_NOFOLLOW).
 	target := filepath.Join(real, rest)
+	if acc == reading {
+		target = realpath.Of(target)
+	}
 	root, _ := filepath.EvalSymlinks(e.Root)
 	inner, err := filepath.Rel(root, target)
 	switch {
@@ -215,8 +223,9 @@ func (e *Env) whereHeld(sub *os.Root, dir, rest string, acc access, protected []
 		return "leads to " + target + ", another run's folder or the engine's state: a step reads the project and its own run"
 	case acc != reading && manifest.Shelters(protected, inner) != "":
 		return fmt.Sprintf("leads to %s, in %s, which the engine trusts or runs unconfined", target, manifest.Shelters(protected, inner))
-	case acc != reading && sandbox.ShelteredAt(protected, root, target) != "":
-		return fmt.Sprintf("leads to %s, where %s leads, which the engine trusts or runs unconfined", target, sandbox.ShelteredAt(protected, root, target))
+	}
+	if s := sandbox.ShelteredAt(protected, root, target); acc != reading && s != "" {
+		return fmt.Sprintf("leads to %s, where %s leads, which the engine trusts or runs unconfined", target, s)
 	}
 	return ""
 }

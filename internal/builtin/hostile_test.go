@@ -393,3 +393,31 @@ func TestBuiltinsWriteNothingATrustedLinkWouldLeadTo(t *testing.T) {
 		t.Fatalf("%v (build/current now %q): want the write refused", err, to)
 	}
 }
+
+// A link at the end of a path, at the project's top: an append does not
+// follow it into the policy, and a read does not follow it into another
+// run's folder (found reviewing).
+func TestALinkAtThePathsEndLeadsNowhereTrusted(t *testing.T) {
+	root := t.TempDir()
+	runs := filepath.Join(root, ".capflow", "runs")
+	if err := os.MkdirAll(filepath.Join(runs, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, b := range map[string]string{"policy.yaml": "sandbox: default\n", ".capflow/runs/other/report.json": "OTHER"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"notes.txt": "policy.yaml", "seen.json": ".capflow/runs/other/report.json"} {
+		if err := os.Symlink(to, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &Env{Root: root, RunDir: filepath.Join(runs, "mine"), Workdir: t.TempDir(), Feedback: envelope.NewBuilder("x"), Private: []string{runs},
+		Protected: []string{".capflow/state", ".capflow/runs", "tools", "kits", "capflow.yaml", "policy.yaml", ".git"}}
+	_, werr := callIn("file.write", env, map[string]any{"path": "notes.txt", "content": "sandbox: off\n", "append": true})
+	got, rerr := callIn("file.read", env, map[string]any{"path": "seen.json"})
+	if b, _ := os.ReadFile(filepath.Join(root, "policy.yaml")); string(b) != "sandbox: default\n" || werr == nil || caperr.CodeOf(rerr) != caperr.InvalidInput || strings.Contains(fmt.Sprint(got), "OTHER") {
+		t.Fatalf("policy %q after the append (%v); the read: %v %v: want both refused", b, werr, got, rerr)
+	}
+}

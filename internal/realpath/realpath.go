@@ -1,7 +1,8 @@
-// Package realpath says where a path really is, walking it as the kernel
-// does: one part at a time, ".." from where the walk really is, links
-// followed, a missing end kept beneath where the rest really is, and a
-// link that leads nowhere yet taken where it would lead. The sandbox binds
+// Package realpath says where a path really is, walking it much as the
+// kernel does: one part at a time, ".." from where the walk really is,
+// links followed, a missing end kept by name beneath where the rest
+// really is (where the kernel would stop), and a link that leads nowhere
+// yet taken where it would lead. The sandbox binds
 // folders there (bubblewrap cannot bind onto a path that runs through a
 // link), and what the engine trusts is compared there, never by name.
 package realpath
@@ -51,15 +52,20 @@ func Walk(p string) (string, []string) {
 			cur = next // a folder, a file, or missing: its name kept
 			continue
 		}
+		links = append(links, next) // the one at the limit too: replaced, it would end the loop
 		to, err := os.Readlink(next)
-		if err != nil || len(links) == maxLinks {
+		if err != nil || len(links) > maxLinks {
 			return abs, links
 		}
-		links = append(links, next)
 		if filepath.IsAbs(to) {
 			cur = "/"
 		}
 		parts = append(strings.Split(to, "/"), parts...)
 	}
 	return cur, links
+}
+
+// Within reports whether p is root or lies beneath it ("/" holds all).
+func Within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }

@@ -1,6 +1,7 @@
 package realpath
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +62,34 @@ func TestWalkNamesItsLinks(t *testing.T) {
 	want := []string{filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "conf", "current.yaml")}
 	if real != filepath.Join(dir, "releases", "policy.yaml") || strings.Join(links, " ") != strings.Join(want, " ") {
 		t.Fatalf("Walk: %s %v, want %s %v", real, links, filepath.Join(dir, "releases", "policy.yaml"), want)
+	}
+}
+
+// A walk past the limit names the link it stopped at too: replacing it
+// would end the loop and make the path lead there (found reviewing).
+func TestWalkNamesTheLinkAtTheLimit(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= maxLinks; i++ {
+		if err := os.Symlink(fmt.Sprintf("l%d", i+1), filepath.Join(dir, fmt.Sprintf("l%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, links := Walk(filepath.Join(dir, "l0"))
+	if real != filepath.Join(dir, "l0") || len(links) != maxLinks+1 || links[maxLinks] != filepath.Join(dir, fmt.Sprintf("l%d", maxLinks)) {
+		t.Fatalf("Walk: %s, %d links ending %v", real, len(links), links[len(links)-1:])
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, root string
+		want    bool
+	}{{"/a/b", "/a", true}, {"/a", "/a", true}, {"/ab", "/a", false}, {"/a", "/", true}, {"/", "/", true}, {"/a", "/a/b", false}} {
+		if got := Within(c.p, c.root); got != c.want {
+			t.Errorf("Within(%s, %s) = %v", c.p, c.root, got)
+		}
 	}
 }

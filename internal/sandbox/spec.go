@@ -200,7 +200,7 @@ func ShelteredAt(trusted []string, root, real string) string {
 	for _, t := range trusted {
 		at, links := realpath.Walk(filepath.Join(root, t))
 		for _, place := range append([]string{at}, links...) {
-			if real == place || strings.HasPrefix(real, place+"/") || strings.HasPrefix(place, real+"/") {
+			if realpath.Within(real, place) || realpath.Within(place, real) {
 				return t
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/capflow/capflow/internal/caperr"
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/realpath"
 )
 
 // Files a command tool's step folder holds.
@@ -85,9 +86,9 @@ func (r *Runner) runCommand(ctx context.Context, req Request, b *envelope.Builde
 	// reached through a link (`cd ~/proj`, ~/proj a link) left the tool an
 	// empty working folder, or one bubblewrap could not bind (found
 	// attacking).
-	req.Root, req.RunDir, req.Workdir, req.Records = resolved(req.Root), resolved(req.RunDir), resolved(req.Workdir), resolved(req.Records)
+	req.Root, req.RunDir, req.Workdir, req.Records = realpath.Of(req.Root), realpath.Of(req.RunDir), realpath.Of(req.Workdir), realpath.Of(req.Records)
 	m := *req.Manifest // the tool's folder too, for its command and CAPFLOW_TOOL_DIR
-	m.Dir = resolved(m.Dir)
+	m.Dir = realpath.Of(m.Dir)
 	req.Manifest = &m
 	wd := req.Workdir
 	if wd == "" {

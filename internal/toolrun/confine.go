@@ -48,12 +48,12 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 		}
 		p.folders = folders // closed when the process has ended
 	}
-	spec := sandbox.SpecWith(req.Manifest.Sandbox, resolved(req.Root), folders) // read: paths where they really are
+	spec := sandbox.SpecWith(req.Manifest.Sandbox, realpath.Of(req.Root), folders) // read: paths where they really are
 	// The folder holding the tool's folder (its kit, the project's tools
 	// folder): tools share code beside them (kits/media/lib).
-	root, runDir, toolsDir := resolved(req.Root), resolved(req.RunDir), ""
+	root, runDir, toolsDir := realpath.Of(req.Root), realpath.Of(req.RunDir), ""
 	if req.Manifest.Dir != "" {
-		toolsDir = resolved(filepath.Dir(req.Manifest.Dir))
+		toolsDir = realpath.Of(filepath.Dir(req.Manifest.Dir))
 	}
 	read := nonEmpty([]string{root, runDir, toolsDir})
 	own := ownFolders(root, runDir, toolsDir)
@@ -73,9 +73,6 @@ func (r *Runner) confine(req Request, p *process) (warning string, err error) {
 	return "", nil
 }
 
-// resolved is where p really is (realpath.Of).
-func resolved(p string) string { return realpath.Of(p) }
-
 // ownFolders are what a root worker's step gets as its own
 // (sandbox.Request.Own): the project, the run's folder, and the folder
 // holding the tool's only where it lies in the project or capflow's kit
@@ -87,7 +84,7 @@ func ownFolders(root, runDir, toolsDir string) []string {
 	own := nonEmpty([]string{root, runDir})
 	homes := nonEmpty([]string{root})
 	if kits, err := kitcache.Root(); err == nil {
-		homes = append(homes, resolved(kits))
+		homes = append(homes, realpath.Of(kits))
 	}
 	if _, _, in := beneath.Pick(homes, toolsDir); in {
 		own = append(own, toolsDir)
@@ -124,7 +121,7 @@ func (r *Runner) givenFiles(req Request, own, hide []string) sandbox.GivenFiles 
 	home, _ := os.UserHomeDir()
 	closed := nonEmpty(append([]string{"/root", "/home", "/run", "/var/run", home}, r.Private...))
 	for _, c := range closed {
-		closed = append(closed, resolved(c)) // compared with where each file really is (found attacking)
+		closed = append(closed, realpath.Of(c)) // compared with where each file really is (found attacking)
 	}
 	var out sandbox.GivenFiles
 	for _, p := range inputPaths(req.Inputs, maxInputPaths) {

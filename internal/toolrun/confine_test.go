@@ -13,6 +13,7 @@ import (
 	"github.com/capflow/capflow/internal/envelope"
 	"github.com/capflow/capflow/internal/kitcache"
 	"github.com/capflow/capflow/internal/manifest"
+	"github.com/capflow/capflow/internal/realpath"
 	"github.com/capflow/capflow/internal/sandbox"
 )
 
@@ -124,7 +125,7 @@ func TestOwnFoldersStayInTheProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kits = resolved(kits)
+	kits = realpath.Of(kits)
 	project, run := "/srv/p", "/srv/p/.capflow/runs/r"
 	for _, tc := range []struct {
 		tools string
